@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds into build/, runs every test with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+ctest --test-dir build --output-on-failure -j"$(nproc)"
