@@ -1,0 +1,113 @@
+// serialization/format.h — plain C++ vocabulary of the Keel executable format.
+//
+// The enums below mirror, value for value, the enums of serialization/executable.fbs
+// (keel.fb.DType, DeviceKind, KernelKind, ArgAccess), so that writer users (the
+// compiler, tests) and reader users (the VM) can talk about dtypes and devices
+// without including the FlatBuffers-generated header. The reader converts with a
+// static_cast after checking the range (IsValid*).
+//
+// Header-only, no dependencies beyond the standard library. Everything here is
+// constexpr / stateless and therefore thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace keel::ser {
+
+// Format version written by ExecutableWriter and accepted by ReadExecutable:
+// a reader accepts its own major and any minor (see executable.fbs).
+inline constexpr uint16_t kFormatVersionMajor = 1;
+inline constexpr uint16_t kFormatVersionMinor = 0;
+
+// The 4-byte FlatBuffers file identifier ("KEEL") and the alignment of the data
+// segment and of every constant inside it.
+inline constexpr char kFileIdentifier[5] = "KEEL";
+inline constexpr uint64_t kDataAlignment = 64;
+
+// Same numbering as keel.fb.DType.
+enum class DType : uint8_t {
+  kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3,
+  kI8 = 4, kI16 = 5, kI32 = 6, kI64 = 7,
+  kU8 = 8, kBool8 = 9,
+};
+inline constexpr uint8_t kDTypeMax = 9;
+
+// Same numbering as keel.fb.DeviceKind.
+enum class DeviceKind : uint8_t { kCpu = 0, kCuda = 1 };
+inline constexpr uint8_t kDeviceKindMax = 1;
+
+// Same numbering as keel.fb.KernelKind.
+enum class KernelKind : uint8_t { kCpuGenerated = 0, kCudaGenerated = 1, kLibrary = 2 };
+inline constexpr uint8_t kKernelKindMax = 2;
+
+// Same numbering as keel.fb.ArgAccess.
+enum class ArgAccess : uint8_t { kRead = 0, kWrite = 1, kReadWrite = 2 };
+inline constexpr uint8_t kArgAccessMax = 2;
+
+constexpr bool IsValidDType(uint8_t v) { return v <= kDTypeMax; }
+constexpr bool IsValidDeviceKind(uint8_t v) { return v <= kDeviceKindMax; }
+constexpr bool IsValidKernelKind(uint8_t v) { return v <= kKernelKindMax; }
+constexpr bool IsValidArgAccess(uint8_t v) { return v <= kArgAccessMax; }
+
+// Bytes per element; 0 for a value outside the enum (callers validate first).
+constexpr size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+    case DType::kF64: return 8;
+    case DType::kI8: return 1;
+    case DType::kI16: return 2;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+    case DType::kU8: return 1;
+    case DType::kBool8: return 1;
+  }
+  return 0;
+}
+
+// Names as spelled in executable.fbs ("f32", "bool8"); "?" outside the enum.
+constexpr const char* DTypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kF64: return "f64";
+    case DType::kI8: return "i8";
+    case DType::kI16: return "i16";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+    case DType::kU8: return "u8";
+    case DType::kBool8: return "bool8";
+  }
+  return "?";
+}
+
+constexpr const char* DeviceKindName(DeviceKind d) {
+  switch (d) {
+    case DeviceKind::kCpu: return "cpu";
+    case DeviceKind::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+constexpr const char* KernelKindName(KernelKind k) {
+  switch (k) {
+    case KernelKind::kCpuGenerated: return "cpu_generated";
+    case KernelKind::kCudaGenerated: return "cuda_generated";
+    case KernelKind::kLibrary: return "library";
+  }
+  return "?";
+}
+
+constexpr const char* ArgAccessName(ArgAccess a) {
+  switch (a) {
+    case ArgAccess::kRead: return "read";
+    case ArgAccess::kWrite: return "write";
+    case ArgAccess::kReadWrite: return "read_write";
+  }
+  return "?";
+}
+
+}  // namespace keel::ser
