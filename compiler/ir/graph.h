@@ -130,7 +130,10 @@ class Node {
   const std::vector<Value*>& outputs() const { return outputs_; }
   Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   Value* output(size_t i) const { return i < outputs_.size() ? outputs_[i] : nullptr; }
-  void SetInput(size_t index, Value* value);  // keeps use lists consistent
+  void SetInput(size_t index, Value* value);  // keeps use lists consistent (grows the list if needed)
+  // Replaces the whole input list (e.g. dropping inputs folded into attributes);
+  // keeps use lists consistent.
+  void SetInputs(std::vector<Value*> inputs);
 
   Attributes& attrs() { return attrs_; }
   const Attributes& attrs() const { return attrs_; }
@@ -198,8 +201,13 @@ class Graph {
   std::vector<Value*> values() const;                // creation order
   size_t num_nodes() const { return nodes_.size(); }
   bool IsGraphOutput(const Value* value) const;
+  bool IsGraphInput(const Value* value) const;
 
  private:
+  Node* CreateNode(std::string op_type, std::string name, std::vector<Value*> inputs, size_t num_outputs,
+                   std::vector<std::string> output_names,
+                   std::vector<std::unique_ptr<Node>>::iterator position);
+
   std::string name_;
   std::vector<std::unique_ptr<Node>> nodes_;   // in topological order
   std::vector<std::unique_ptr<Value>> values_;
