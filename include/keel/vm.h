@@ -1,0 +1,244 @@
+// keel/vm.h — the public C++ API of the Keel runtime: load an executable, run it.
+//
+// Two objects:
+//   * keel::Executable — a loaded, verified and decoded model.keel (+ its kernel
+//     library). Immutable after load; share it (std::shared_ptr<const Executable>)
+//     between any number of VMs and threads.
+//   * keel::VirtualMachine — the mutable state needed to run an Executable on one
+//     device: arenas, registers, input/output buffers, a CPU thread pool. One VM
+//     is used by one thread at a time; create one VM per concurrent caller.
+//
+// Typical use:
+//   KEEL_ASSIGN_OR_RETURN(auto exe, keel::Executable::LoadFile("model.keel"));
+//   KEEL_ASSIGN_OR_RETURN(auto vm, keel::VirtualMachine::Create(exe));
+//   KEEL_RETURN_IF_ERROR(vm->SetInput("x", data, bytes, shape, keel::DataType::kF32));
+//   KEEL_RETURN_IF_ERROR(vm->Run());
+//   KEEL_ASSIGN_OR_RETURN(keel::TensorView y, vm->GetOutput(0));
+//
+// Errors are values (keel/status.h); nothing here throws or aborts on bad input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "keel/status.h"
+
+namespace keel {
+
+// Element types; same numbering as the executable format (keel.fb.DType) and the C API.
+enum class DataType : uint8_t {
+  kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3,
+  kI8 = 4, kI16 = 5, kI32 = 6, kI64 = 7,
+  kU8 = 8, kBool8 = 9,
+};
+const char* DataTypeName(DataType t);  // "f32", ...; "?" outside the enum
+size_t DataTypeSize(DataType t);       // bytes per element; 0 outside the enum
+
+// Devices; same numbering as keel.fb.DeviceKind.
+enum class DeviceType : uint8_t { kCpu = 0, kCuda = 1 };
+const char* DeviceTypeName(DeviceType d);  // "cpu", "cuda"
+
+// Static description of a function parameter or result.
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  DataType dtype = DataType::kF32;
+  DeviceType device = DeviceType::kCpu;
+  uint64_t byte_size = 0;  // product(shape) * DataTypeSize(dtype)
+};
+
+// A non-owning view of a tensor held by a VM. `data` is a pointer on `device`
+// (a host pointer for kCpu). `shape` points into the Executable.
+struct TensorView {
+  const void* data = nullptr;
+  std::span<const int64_t> shape;
+  DataType dtype = DataType::kF32;
+  DeviceType device = DeviceType::kCpu;
+  uint64_t byte_size = 0;
+};
+
+// ---- tracing ----------------------------------------------------------------
+
+enum class OpCode : uint8_t {
+  kAllocStorage = 0, kAllocTensor = 1, kLoadConst = 2, kCopy = 3, kInvoke = 4, kFreeStorage = 5, kRet = 6,
+};
+const char* OpCodeName(OpCode op);  // "alloc_storage", ...
+
+// What an instruction asked of the device.
+enum class DeviceOpKind : uint8_t {
+  kNone = 0,        // nothing (alloc_tensor, load_const, ret)
+  kArenaSlice = 1,  // alloc_storage on a static plan: a slice of an arena, no allocation
+  kAllocate = 2,    // a real device allocation (dynamic plan)
+  kFree = 3,
+  kCopy = 4,
+  kLaunch = 5,      // a kernel call / launch
+};
+const char* DeviceOpKindName(DeviceOpKind k);
+
+enum class CopyDirection : uint8_t { kHostToHost = 0, kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3 };
+const char* CopyDirectionName(CopyDirection d);  // "host->host", ...
+
+struct DeviceOp {
+  DeviceOpKind kind = DeviceOpKind::kNone;
+  uint64_t bytes = 0;              // allocated/freed/copied bytes (launch: 0)
+  const void* address = nullptr;   // allocated/freed/sliced address
+  CopyDirection direction = CopyDirection::kHostToHost;
+  std::string_view call;           // the device call made: "aligned_alloc", "memcpy", "cudaMemcpyAsync", ...
+  std::string_view kernel;         // kLaunch: the kernel's name
+};
+
+// One executed instruction. The string_views stay valid while the Executable lives.
+struct TraceEvent {
+  uint32_t instruction_index = 0;
+  OpCode opcode = OpCode::kRet;
+  std::string_view debug_name;  // source node(s); may be empty
+  DeviceOp op;
+  uint64_t duration_ns = 0;     // wall time of the instruction (device-async work excluded)
+};
+
+// Receives one event per executed instruction, on the thread calling Run().
+// The VM does not own the observer; it must outlive its registration.
+class TraceObserver {
+ public:
+  virtual ~TraceObserver() = default;
+  virtual void OnInstruction(const TraceEvent& event) = 0;
+};
+
+// One line: "#3 invoke [conv1] launch kernel=fused_conv_relu 1234 ns".
+std::string FormatTraceEvent(const TraceEvent& event);
+
+// ---- executable ---------------------------------------------------------------
+
+namespace vm_internal {
+struct LoadedExecutable;  // vm/executable.h
+}
+
+struct LoadOptions {
+  // Kernel library (model.keel.so). Empty: for LoadFile, "<path>.so" next to the
+  // executable; for LoadMemory, none. Only opened when the executable names a
+  // kernel_library_id; an executable without cpu_generated kernels needs none.
+  std::string library_path;
+  // LoadMemory only: false (default) copies the bytes into a 64-byte aligned
+  // buffer owned by the Executable; true borrows them: the caller keeps the
+  // buffer alive and unchanged for the whole life of the Executable and of every
+  // VM created from it (constants point into it), and should align it to 64 bytes.
+  bool borrow_buffer = false;
+};
+
+class Executable {
+ public:
+  // Maps the file read-only (constants are used in place, no copy), verifies,
+  // decodes and resolves kernels. Errors: kNotFound/kIoError (file or library),
+  // kInvalidExecutable (malformed file, wrong library id/ABI), kUnsupported
+  // (newer major version), kNotFound (kernel symbol missing from the library).
+  static Result<std::shared_ptr<const Executable>> LoadFile(const std::string& path,
+                                                            const LoadOptions& options = {});
+  // Same from bytes in memory (copied unless options.borrow_buffer).
+  static Result<std::shared_ptr<const Executable>> LoadMemory(std::span<const uint8_t> bytes,
+                                                              const LoadOptions& options = {});
+
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+  const TensorInfo& input(size_t index) const;   // index < num_inputs()
+  const TensorInfo& output(size_t index) const;  // index < num_outputs()
+  // kNotFound naming the unknown name and listing the known ones.
+  Result<size_t> FindInput(std::string_view name) const;
+  Result<size_t> FindOutput(std::string_view name) const;
+
+  size_t num_instructions() const;        // of the entry function
+  std::string_view plan_strategy() const;  // memory plan strategy name
+  std::string_view producer() const;
+  const std::string& library_path() const;  // empty when no library was opened
+
+  // Internal: the decoded program (vm/executable.h). Not part of the stable API.
+  const vm_internal::LoadedExecutable& internal() const { return *impl_; }
+
+ private:
+  explicit Executable(std::unique_ptr<vm_internal::LoadedExecutable> impl);
+  std::unique_ptr<vm_internal::LoadedExecutable> impl_;
+};
+
+// ---- virtual machine ----------------------------------------------------------
+
+namespace vm_internal {
+class Interpreter;  // vm/interpreter.h
+}
+
+struct VmOptions {
+  std::string device = "cpu";  // "cpu", "cuda", "cuda:1"
+  // CPU worker threads for keel_cpu_kernel_ctx.parallel_for, created with the VM:
+  // 0 = std::thread::hardware_concurrency(), 1 = serial (no thread created).
+  int num_threads = 0;
+  TraceObserver* trace = nullptr;  // optional; not owned
+};
+
+class VirtualMachine {
+ public:
+  // Allocates everything a static-plan Run needs (arenas, registers, input and
+  // output buffers, the thread pool) so that Run allocates nothing.
+  // Errors: kInvalidArgument (device string), kUnsupported (device not built in,
+  // or a device the executable needs is not the VM's), kOutOfMemory (naming bytes).
+  static Result<std::unique_ptr<VirtualMachine>> Create(std::shared_ptr<const Executable> executable,
+                                                        const VmOptions& options = {});
+  ~VirtualMachine();
+  VirtualMachine(const VirtualMachine&) = delete;
+  VirtualMachine& operator=(const VirtualMachine&) = delete;
+
+  const Executable& executable() const;
+
+  // Copies `bytes` from host memory `data` into the VM's buffer for input `index`.
+  // shape/dtype must equal the parameter's; errors are kInvalidArgument naming the
+  // input with the expected and actual shape/dtype. Cancels a BindInput.
+  Status SetInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+                  DataType dtype);
+  Status SetInput(std::string_view name, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+                  DataType dtype);
+  // Zero copy: Run reads input `index` directly from `data`, which must be memory
+  // of the VM's device (host memory for "cpu"), stay valid and unchanged during
+  // every Run until it is re-bound or SetInput is called, and be aligned to the
+  // element size (64 bytes recommended). Same checks as SetInput.
+  Status BindInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+                   DataType dtype);
+  Status BindInput(std::string_view name, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+                   DataType dtype);
+
+  // After each successful Run, output `index` is copied into host memory `data`
+  // (`bytes` must equal the output's byte size). `data` must stay valid until it
+  // is unbound (BindOutput(index, nullptr, 0)) or the VM is destroyed.
+  Status BindOutput(size_t index, void* data, uint64_t bytes);
+  Status BindOutput(std::string_view name, void* data, uint64_t bytes);
+
+  // Interprets the entry function. Every input must have been set or bound
+  // (kFailedPrecondition otherwise). On a static plan, performs no host heap
+  // allocation. Errors: kInternal/kDeviceError when a kernel reports failure,
+  // kOutOfMemory when a dynamic-plan allocation fails.
+  Status Run();
+
+  // The result of the last successful Run as a view on the VM's device; valid
+  // until the next Run, SetInput/BindInput or the VM's destruction.
+  // kFailedPrecondition before the first successful Run.
+  Result<TensorView> GetOutput(size_t index) const;
+  Result<TensorView> GetOutput(std::string_view name) const;
+  // Copies output `index` of the last Run into host memory (any device).
+  Status CopyOutputToHost(size_t index, void* data, uint64_t bytes) const;
+
+  // nullptr disables tracing (then the cost is one branch per Run).
+  void SetTraceObserver(TraceObserver* observer);
+
+  int num_threads() const;  // CPU worker count actually used (>= 1)
+
+ private:
+  explicit VirtualMachine(std::unique_ptr<vm_internal::Interpreter> impl);
+  std::unique_ptr<vm_internal::Interpreter> impl_;
+};
+
+}  // namespace keel

@@ -1,0 +1,254 @@
+// vm/c_api.cc — keel/c_api.h on top of keel/vm.h. Every entry point catches
+// everything (a std::bad_alloc while building a message, say) so no exception
+// crosses the C boundary, and records failures in a thread-local message.
+#include "keel/c_api.h"
+
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "keel/vm.h"
+
+struct keel_executable {
+  std::shared_ptr<const keel::Executable> exe;
+};
+struct keel_vm {
+  std::unique_ptr<keel::VirtualMachine> vm;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+keel_status_t Fail(const keel::Status& s) {
+  try {
+    t_last_error = s.ToString();
+  } catch (...) {
+  }
+  return static_cast<keel_status_t>(s.code());
+}
+keel_status_t Fail(keel_status_t code, const char* message) {
+  try {
+    t_last_error = message;
+  } catch (...) {
+  }
+  return code;
+}
+keel_status_t Check(const keel::Status& s) { return s.ok() ? KEEL_OK : Fail(s); }
+
+// Runs `body` with exceptions turned into KEEL_INTERNAL / KEEL_OUT_OF_MEMORY.
+template <typename F>
+keel_status_t Guard(F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(KEEL_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return Fail(KEEL_INTERNAL, e.what());
+  } catch (...) {
+    return Fail(KEEL_INTERNAL, "unknown exception");
+  }
+}
+
+#define KEEL_C_REQUIRE(cond, what) \
+  if (!(cond)) return Fail(KEEL_INVALID_ARGUMENT, what)
+
+const keel::TensorInfo* Info(const keel_executable_t* exe, size_t index, bool input) {
+  if (exe == nullptr) return nullptr;
+  if (input) return index < exe->exe->num_inputs() ? &exe->exe->input(index) : nullptr;
+  return index < exe->exe->num_outputs() ? &exe->exe->output(index) : nullptr;
+}
+
+keel_status_t LoadResult(keel::Result<std::shared_ptr<const keel::Executable>> r, keel_executable_t** out) {
+  if (!r.ok()) return Fail(r.status());
+  *out = new keel_executable{std::move(r).value()};
+  return KEEL_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* keel_last_error_message(void) { return t_last_error.c_str(); }
+
+const char* keel_status_name(keel_status_t status) {
+  return keel::StatusCodeName(static_cast<keel::StatusCode>(status));
+}
+
+size_t keel_dtype_size(keel_dtype_t dtype) { return keel::DataTypeSize(static_cast<keel::DataType>(dtype)); }
+
+keel_status_t keel_executable_load_file(const char* path, const char* library_path, keel_executable_t** out) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(path != nullptr && out != nullptr, "keel_executable_load_file: null path or out");
+    *out = nullptr;
+    keel::LoadOptions options;
+    if (library_path != nullptr) options.library_path = library_path;
+    return LoadResult(keel::Executable::LoadFile(path, options), out);
+  });
+}
+
+keel_status_t keel_executable_load_memory(const void* data, size_t size, const char* library_path, int borrow,
+                                          keel_executable_t** out) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(out != nullptr && (data != nullptr || size == 0), "keel_executable_load_memory: null data or out");
+    *out = nullptr;
+    keel::LoadOptions options;
+    if (library_path != nullptr) options.library_path = library_path;
+    options.borrow_buffer = borrow != 0;
+    return LoadResult(
+        keel::Executable::LoadMemory(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), options), out);
+  });
+}
+
+keel_status_t keel_executable_release(keel_executable_t* exe) {
+  delete exe;
+  return KEEL_OK;
+}
+
+keel_status_t keel_executable_num_inputs(const keel_executable_t* exe, size_t* out) {
+  KEEL_C_REQUIRE(exe != nullptr && out != nullptr, "keel_executable_num_inputs: null argument");
+  *out = exe->exe->num_inputs();
+  return KEEL_OK;
+}
+keel_status_t keel_executable_num_outputs(const keel_executable_t* exe, size_t* out) {
+  KEEL_C_REQUIRE(exe != nullptr && out != nullptr, "keel_executable_num_outputs: null argument");
+  *out = exe->exe->num_outputs();
+  return KEEL_OK;
+}
+
+#define KEEL_C_INFO(fn, input, ...)                                                       \
+  const keel::TensorInfo* info = Info(exe, index, input);                                 \
+  KEEL_C_REQUIRE(info != nullptr, fn ": null executable or index out of range");          \
+  KEEL_C_REQUIRE(__VA_ARGS__, fn ": null out-pointer")
+
+keel_status_t keel_executable_input_name(const keel_executable_t* exe, size_t index, const char** out) {
+  KEEL_C_INFO("keel_executable_input_name", true, out != nullptr);
+  *out = info->name.c_str();
+  return KEEL_OK;
+}
+keel_status_t keel_executable_output_name(const keel_executable_t* exe, size_t index, const char** out) {
+  KEEL_C_INFO("keel_executable_output_name", false, out != nullptr);
+  *out = info->name.c_str();
+  return KEEL_OK;
+}
+keel_status_t keel_executable_input_shape(const keel_executable_t* exe, size_t index, const int64_t** dims,
+                                          size_t* rank) {
+  KEEL_C_INFO("keel_executable_input_shape", true, dims != nullptr && rank != nullptr);
+  *dims = info->shape.data();
+  *rank = info->shape.size();
+  return KEEL_OK;
+}
+keel_status_t keel_executable_output_shape(const keel_executable_t* exe, size_t index, const int64_t** dims,
+                                           size_t* rank) {
+  KEEL_C_INFO("keel_executable_output_shape", false, dims != nullptr && rank != nullptr);
+  *dims = info->shape.data();
+  *rank = info->shape.size();
+  return KEEL_OK;
+}
+keel_status_t keel_executable_input_dtype(const keel_executable_t* exe, size_t index, keel_dtype_t* out) {
+  KEEL_C_INFO("keel_executable_input_dtype", true, out != nullptr);
+  *out = static_cast<keel_dtype_t>(info->dtype);
+  return KEEL_OK;
+}
+keel_status_t keel_executable_output_dtype(const keel_executable_t* exe, size_t index, keel_dtype_t* out) {
+  KEEL_C_INFO("keel_executable_output_dtype", false, out != nullptr);
+  *out = static_cast<keel_dtype_t>(info->dtype);
+  return KEEL_OK;
+}
+keel_status_t keel_executable_input_size(const keel_executable_t* exe, size_t index, size_t* out) {
+  KEEL_C_INFO("keel_executable_input_size", true, out != nullptr);
+  *out = info->byte_size;
+  return KEEL_OK;
+}
+keel_status_t keel_executable_output_size(const keel_executable_t* exe, size_t index, size_t* out) {
+  KEEL_C_INFO("keel_executable_output_size", false, out != nullptr);
+  *out = info->byte_size;
+  return KEEL_OK;
+}
+
+keel_status_t keel_executable_find_input(const keel_executable_t* exe, const char* name, size_t* index) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(exe != nullptr && name != nullptr && index != nullptr, "keel_executable_find_input: null argument");
+    keel::Result<size_t> r = exe->exe->FindInput(name);
+    if (!r.ok()) return Fail(r.status());
+    *index = *r;
+    return KEEL_OK;
+  });
+}
+keel_status_t keel_executable_find_output(const keel_executable_t* exe, const char* name, size_t* index) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(exe != nullptr && name != nullptr && index != nullptr,
+                   "keel_executable_find_output: null argument");
+    keel::Result<size_t> r = exe->exe->FindOutput(name);
+    if (!r.ok()) return Fail(r.status());
+    *index = *r;
+    return KEEL_OK;
+  });
+}
+
+keel_status_t keel_vm_create(keel_executable_t* exe, const char* device, const keel_vm_options_t* options,
+                             keel_vm_t** out) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(exe != nullptr && out != nullptr, "keel_vm_create: null executable or out");
+    *out = nullptr;
+    keel::VmOptions vo;
+    if (device != nullptr) vo.device = device;
+    if (options != nullptr) vo.num_threads = options->num_threads;
+    auto r = keel::VirtualMachine::Create(exe->exe, vo);
+    if (!r.ok()) return Fail(r.status());
+    *out = new keel_vm{std::move(r).value()};
+    return KEEL_OK;
+  });
+}
+
+keel_status_t keel_vm_release(keel_vm_t* vm) {
+  delete vm;
+  return KEEL_OK;
+}
+
+keel_status_t keel_vm_set_input(keel_vm_t* vm, size_t index, const void* data, size_t bytes, const int64_t* shape,
+                                size_t rank, keel_dtype_t dtype) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(vm != nullptr && (shape != nullptr || rank == 0), "keel_vm_set_input: null vm or shape");
+    return Check(vm->vm->SetInput(index, data, bytes, std::span<const int64_t>(shape, rank),
+                                  static_cast<keel::DataType>(dtype)));
+  });
+}
+keel_status_t keel_vm_bind_input(keel_vm_t* vm, size_t index, const void* data, size_t bytes, const int64_t* shape,
+                                 size_t rank, keel_dtype_t dtype) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(vm != nullptr && (shape != nullptr || rank == 0), "keel_vm_bind_input: null vm or shape");
+    return Check(vm->vm->BindInput(index, data, bytes, std::span<const int64_t>(shape, rank),
+                                   static_cast<keel::DataType>(dtype)));
+  });
+}
+keel_status_t keel_vm_bind_output(keel_vm_t* vm, size_t index, void* data, size_t bytes) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(vm != nullptr, "keel_vm_bind_output: null vm");
+    return Check(vm->vm->BindOutput(index, data, bytes));
+  });
+}
+keel_status_t keel_vm_run(keel_vm_t* vm) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(vm != nullptr, "keel_vm_run: null vm");
+    return Check(vm->vm->Run());
+  });
+}
+keel_status_t keel_vm_get_output(const keel_vm_t* vm, size_t index, const void** data, size_t* bytes) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(vm != nullptr && data != nullptr && bytes != nullptr, "keel_vm_get_output: null argument");
+    auto r = vm->vm->GetOutput(index);
+    if (!r.ok()) return Fail(r.status());
+    *data = r->data;
+    *bytes = r->byte_size;
+    return KEEL_OK;
+  });
+}
+keel_status_t keel_vm_copy_output(const keel_vm_t* vm, size_t index, void* data, size_t bytes) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(vm != nullptr && data != nullptr, "keel_vm_copy_output: null argument");
+    return Check(vm->vm->CopyOutputToHost(index, data, bytes));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,403 @@
+// vm/interpreter.cc — VM creation (devices, arenas, constants, buffers) and the
+// interpreter loop; see interpreter.h.
+#include "vm/interpreter.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "serialization/format.h"
+#include "vm/cpu/cpu_device.h"
+
+namespace keel::vm_internal {
+namespace {
+
+std::string ShapeString(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+inline uint64_t NowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+}  // namespace
+
+Interpreter::Interpreter(std::shared_ptr<const Executable> exe)
+    : exe_(std::move(exe)), prog_(&exe_->internal()) {}
+
+Interpreter::~Interpreter() {
+  FreeDynamicStorages();
+  for (size_t i = 0; i < arena_base_.size(); ++i) device(prog_->arenas[i].device)->Free(arena_base_[i]);
+  for (size_t i = 0; i < input_buffers_.size(); ++i) device(prog_->inputs[i].device)->Free(input_buffers_[i]);
+  for (size_t i = 0; i < const_uploads_.size(); ++i) {
+    if (const_uploads_[i] != nullptr) device(prog_->constants[i].device)->Free(const_uploads_[i]);
+  }
+}
+
+Result<std::unique_ptr<Interpreter>> Interpreter::Create(std::shared_ptr<const Executable> exe,
+                                                         const VmOptions& options) {
+  if (exe == nullptr) return InvalidArgument("VirtualMachine::Create: null executable");
+  std::unique_ptr<Interpreter> vm(new Interpreter(std::move(exe)));
+  KEEL_RETURN_IF_ERROR(vm->Init(options));
+  return vm;
+}
+
+Status Interpreter::Init(const VmOptions& options) {
+  const LoadedExecutable& p = *prog_;
+  DeviceOptions dopts;
+  dopts.num_threads = options.num_threads;
+  // The host device always exists: host inputs/outputs and CPU kernels of a CUDA
+  // program run there too.
+  KEEL_ASSIGN_OR_RETURN(devices_[0], CreateDevice("cpu", dopts));
+  if (options.device != "cpu") {
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<Device> d, CreateDevice(options.device, dopts));
+    if (d->type() == DeviceType::kCpu) return InvalidArgument("bad device \"" + options.device + "\"");
+    devices_[static_cast<size_t>(d->type())] = std::move(d);
+  }
+  for (uint32_t t = 0; t < 2; ++t) {
+    if ((p.devices_used & (1u << t)) && devices_[t] == nullptr) {
+      return Unsupported(std::string("the executable needs device ") + DeviceTypeName(static_cast<DeviceType>(t)) +
+                         " but the VM was created on \"" + options.device + "\"");
+    }
+  }
+  cpu_ctx_ = devices_[0]->cpu_kernel_ctx();
+  // The pool may have fewer threads than asked if thread creation failed.
+  num_threads_ = static_cast<const CpuDevice*>(devices_[0].get())->num_threads();
+
+  kernels_.reserve(p.kernels.size());
+  for (const KernelEntry& k : p.kernels) {
+    Device* d = device(k.device);
+    KEEL_ASSIGN_OR_RETURN(KernelCallable c, d->ResolveKernel(k));
+    kernels_.push_back(c);
+  }
+
+  arena_base_.reserve(p.arenas.size());
+  for (size_t i = 0; i < p.arenas.size(); ++i) {
+    const ArenaEntry& a = p.arenas[i];
+    Result<void*> mem = device(a.device)->Allocate(a.size, std::max<uint64_t>(64, a.alignment));
+    if (!mem.ok()) return mem.status().WithContext("arena " + std::to_string(i));
+    arena_base_.push_back(static_cast<uint8_t*>(*mem));
+  }
+  // Static storages must be aligned inside their arena (the arena base is).
+  for (size_t i = 0; i < p.storages.size(); ++i) {
+    const StorageEntry& s = p.storages[i];
+    if (s.arena >= 0 && s.offset % s.alignment != 0) {
+      return InvalidExecutable("planned storage " + std::to_string(i) + " at offset " + std::to_string(s.offset) +
+                               " breaks its alignment " + std::to_string(s.alignment));
+    }
+  }
+
+  consts_.resize(p.constants.size());
+  const_uploads_.assign(p.constants.size(), nullptr);
+  for (size_t i = 0; i < p.constants.size(); ++i) {
+    const ConstantEntry& c = p.constants[i];
+    Register r;
+    r.bytes = c.bytes;
+    r.shape = c.shape.data();
+    r.rank = static_cast<uint32_t>(c.shape.size());
+    r.dtype = static_cast<uint8_t>(c.dtype);
+    r.device = c.device;
+    if (c.device == DeviceType::kCpu) {
+      // In place: the file bytes are mapped read-only and live as long as the Executable.
+      r.data = const_cast<uint8_t*>(c.host_data);
+    } else {
+      Device* d = device(c.device);
+      KEEL_ASSIGN_OR_RETURN(void* mem, d->Allocate(c.bytes, 256));
+      const_uploads_[i] = mem;
+      KEEL_RETURN_IF_ERROR(d->CopyHostToDevice(mem, c.host_data, c.bytes));
+      r.data = static_cast<uint8_t*>(mem);
+    }
+    consts_[i] = r;
+  }
+  for (Device* d : {devices_[0].get(), devices_[1].get()}) {
+    if (d != nullptr) KEEL_RETURN_IF_ERROR(d->Synchronize());
+  }
+
+  input_buffers_.reserve(p.inputs.size());
+  for (const TensorInfo& in : p.inputs) {
+    Result<void*> mem = device(in.device)->Allocate(in.byte_size, 64);
+    if (!mem.ok()) return mem.status().WithContext("input \"" + in.name + "\"");
+    input_buffers_.push_back(*mem);
+  }
+  input_ptr_.assign(p.inputs.size(), nullptr);
+  input_ready_.assign(p.inputs.size(), 0);
+  output_bound_.assign(p.outputs.size(), nullptr);
+  outputs_.resize(p.outputs.size());
+  regs_.resize(p.num_registers);
+  dynamic_.assign(p.num_registers, nullptr);
+  dynamic_device_.assign(p.num_registers, DeviceType::kCpu);
+  args_.assign(std::max<uint32_t>(1, p.max_invoke_args), nullptr);
+  trace_ = options.trace;
+  return Status::Ok();
+}
+
+void Interpreter::SetTraceObserver(TraceObserver* observer) { trace_ = observer; }
+
+Status Interpreter::CheckInput(size_t index, uint64_t bytes, std::span<const int64_t> shape, DataType dtype) const {
+  if (index >= prog_->inputs.size()) {
+    return InvalidArgument("input index " + std::to_string(index) + " out of range (" +
+                           std::to_string(prog_->inputs.size()) + " inputs)");
+  }
+  const TensorInfo& in = prog_->inputs[index];
+  if (dtype != in.dtype || !std::equal(shape.begin(), shape.end(), in.shape.begin(), in.shape.end())) {
+    return InvalidArgument("input \"" + in.name + "\": expected shape " + ShapeString(in.shape) + " " +
+                           DataTypeName(in.dtype) + ", got " + ShapeString(shape) + " " + DataTypeName(dtype));
+  }
+  if (bytes != in.byte_size) {
+    return InvalidArgument("input \"" + in.name + "\": expected " + std::to_string(in.byte_size) + " bytes, got " +
+                           std::to_string(bytes));
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::SetInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+                             DataType dtype) {
+  KEEL_RETURN_IF_ERROR(CheckInput(index, bytes, shape, dtype));
+  if (data == nullptr && bytes != 0) return InvalidArgument("input \"" + prog_->inputs[index].name + "\": null data");
+  Device* d = device(prog_->inputs[index].device);
+  KEEL_RETURN_IF_ERROR(d->CopyHostToDevice(input_buffers_[index], data, bytes));
+  KEEL_RETURN_IF_ERROR(d->Synchronize());  // the caller may reuse `data` right away
+  input_ptr_[index] = input_buffers_[index];
+  input_ready_[index] = 1;
+  has_run_ = false;
+  return Status::Ok();
+}
+
+Status Interpreter::BindInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+                              DataType dtype) {
+  KEEL_RETURN_IF_ERROR(CheckInput(index, bytes, shape, dtype));
+  if (data == nullptr) return InvalidArgument("input \"" + prog_->inputs[index].name + "\": null buffer");
+  const size_t elem = DataTypeSize(dtype);
+  if (reinterpret_cast<uintptr_t>(data) % elem != 0) {
+    return InvalidArgument("input \"" + prog_->inputs[index].name + "\": buffer not aligned to its element size");
+  }
+  input_ptr_[index] = data;
+  input_ready_[index] = 1;
+  has_run_ = false;
+  return Status::Ok();
+}
+
+Status Interpreter::BindOutput(size_t index, void* data, uint64_t bytes) {
+  if (index >= prog_->outputs.size()) {
+    return InvalidArgument("output index " + std::to_string(index) + " out of range (" +
+                           std::to_string(prog_->outputs.size()) + " outputs)");
+  }
+  const TensorInfo& out = prog_->outputs[index];
+  if (data != nullptr && bytes != out.byte_size) {
+    return InvalidArgument("output \"" + out.name + "\": expected a buffer of " + std::to_string(out.byte_size) +
+                           " bytes, got " + std::to_string(bytes));
+  }
+  output_bound_[index] = data;
+  return Status::Ok();
+}
+
+void Interpreter::FreeDynamicStorages() {
+  for (size_t r = 0; r < dynamic_.size(); ++r) {
+    if (dynamic_[r] != nullptr) {
+      device(dynamic_device_[r])->Free(dynamic_[r]);
+      dynamic_[r] = nullptr;
+    }
+  }
+}
+
+Status Interpreter::InstructionError(uint32_t index, const Status& status) const {
+  std::string where = "instruction " + std::to_string(index) + " (" + OpCodeName(prog_->instructions[index].op);
+  if (!prog_->debug_names[index].empty()) where += " " + prog_->debug_names[index];
+  return status.WithContext(where + ")");
+}
+
+template <bool kTrace>
+Status Interpreter::Execute() {
+  const Instruction* const code = prog_->instructions.data();
+  const uint32_t n = static_cast<uint32_t>(prog_->instructions.size());
+  const uint32_t* const operands = prog_->operands.data();
+  Register* const R = regs_.data();
+  void** const args = args_.data();
+  for (uint32_t pc = 0; pc < n; ++pc) {
+    const Instruction& in = code[pc];
+    uint64_t t0 = 0;
+    if constexpr (kTrace) {
+      last_op_ = DeviceOp{};
+      t0 = NowNs();
+    }
+    switch (in.op) {
+      case OpCode::kAllocStorage: {
+        Register& dst = R[in.a];
+        if (in.arena >= 0) {
+          dst.data = arena_base_[static_cast<size_t>(in.arena)] + in.offset;
+          if constexpr (kTrace) {
+            last_op_ = DeviceOp{DeviceOpKind::kArenaSlice, in.bytes, dst.data, CopyDirection::kHostToHost, "arena", {}};
+          }
+        } else {
+          Result<void*> mem = device(in.device)->Allocate(in.bytes, in.offset);
+          if (!mem.ok()) return InstructionError(pc, mem.status());
+          dst.data = static_cast<uint8_t*>(*mem);
+          dynamic_[in.a] = *mem;
+          dynamic_device_[in.a] = in.device;
+        }
+        dst.bytes = in.bytes;
+        dst.shape = nullptr;
+        dst.rank = 0;
+        dst.device = in.device;
+        break;
+      }
+      case OpCode::kAllocTensor: {
+        const Register& s = R[in.b];
+        Register& dst = R[in.a];
+        dst.data = s.data + in.offset;
+        dst.bytes = in.bytes;
+        dst.shape = in.shape;
+        dst.rank = in.count;
+        dst.dtype = in.dtype;
+        dst.device = s.device;
+        break;
+      }
+      case OpCode::kLoadConst:
+        R[in.a] = consts_[in.b];
+        break;
+      case OpCode::kCopy: {
+        Device* d = device(in.device);
+        void* dst = R[in.a].data;
+        const void* src = R[in.b].data;
+        Status s;
+        switch (in.direction) {
+          case CopyDirection::kHostToHost:
+          case CopyDirection::kDeviceToDevice: s = d->CopyDeviceToDevice(dst, src, in.bytes); break;
+          case CopyDirection::kHostToDevice: s = d->CopyHostToDevice(dst, src, in.bytes); break;
+          case CopyDirection::kDeviceToHost: s = d->CopyDeviceToHost(dst, src, in.bytes); break;
+        }
+        if (!s.ok()) return InstructionError(pc, s);
+        if constexpr (kTrace) last_op_.direction = in.direction;
+        break;
+      }
+      case OpCode::kInvoke: {
+        const uint32_t* ops = operands + in.b;
+        for (uint32_t j = 0; j < in.count; ++j) args[j] = R[ops[j]].data;
+        const KernelCallable& k = kernels_[in.a];
+        if (k.host_fn != nullptr) {
+          const int32_t rc = k.host_fn(args, cpu_ctx_);
+          if (rc != 0) [[unlikely]] {
+            return InstructionError(pc, Internal("kernel " + prog_->kernels[in.a].name + " failed with code " +
+                                                 std::to_string(rc)));
+          }
+        } else {
+          Status s = k.launch(k.state, args);
+          if (!s.ok()) return InstructionError(pc, s);
+        }
+        if constexpr (kTrace) {
+          if (last_op_.kind != DeviceOpKind::kLaunch) {
+            last_op_ = DeviceOp{DeviceOpKind::kLaunch, 0, nullptr, CopyDirection::kHostToHost, "call", {}};
+          }
+          last_op_.kernel = prog_->kernels[in.a].name;
+        }
+        break;
+      }
+      case OpCode::kFreeStorage: {
+        Register& r = R[in.a];
+        device(in.device)->Free(r.data);
+        dynamic_[in.a] = nullptr;
+        r = Register{};
+        break;
+      }
+      case OpCode::kRet: {
+        const uint32_t* ops = operands + in.b;
+        for (uint32_t j = 0; j < in.count; ++j) outputs_[j] = R[ops[j]];
+        break;
+      }
+    }
+    if constexpr (kTrace) {
+      TraceEvent ev;
+      ev.instruction_index = pc;
+      ev.opcode = in.op;
+      ev.debug_name = prog_->debug_names[pc];
+      ev.op = last_op_;
+      if (in.op == OpCode::kCopy) ev.op.bytes = in.bytes;
+      ev.duration_ns = NowNs() - t0;
+      trace_->OnInstruction(ev);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::Run() {
+  has_run_ = false;
+  for (size_t i = 0; i < input_ready_.size(); ++i) {
+    if (!input_ready_[i]) {
+      return FailedPrecondition("input \"" + prog_->inputs[i].name + "\" was not set before Run");
+    }
+  }
+  // Storages a previous run left allocated (its outputs, or everything after an error).
+  if (prog_->has_dynamic_storage) FreeDynamicStorages();
+  for (size_t i = 0; i < input_ptr_.size(); ++i) {
+    const TensorInfo& info = prog_->inputs[i];
+    Register& r = regs_[i];
+    r.data = static_cast<uint8_t*>(const_cast<void*>(input_ptr_[i]));
+    r.bytes = info.byte_size;
+    r.shape = info.shape.data();
+    r.rank = static_cast<uint32_t>(info.shape.size());
+    r.dtype = static_cast<uint8_t>(info.dtype);
+    r.device = info.device;
+  }
+  Status s;
+  if (trace_ != nullptr) {
+    for (auto& d : devices_) {
+      if (d) d->set_trace_hook(this);
+    }
+    s = Execute<true>();
+    for (auto& d : devices_) {
+      if (d) d->set_trace_hook(nullptr);
+    }
+  } else {
+    s = Execute<false>();
+  }
+  if (!s.ok()) return s;
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    if (output_bound_[j] != nullptr) {
+      KEEL_RETURN_IF_ERROR(
+          device(outputs_[j].device)->CopyDeviceToHost(output_bound_[j], outputs_[j].data, outputs_[j].bytes));
+    }
+  }
+  if (devices_[1] != nullptr) KEEL_RETURN_IF_ERROR(devices_[1]->Synchronize());
+  has_run_ = true;
+  return Status::Ok();
+}
+
+Result<TensorView> Interpreter::GetOutput(size_t index) const {
+  if (index >= outputs_.size()) {
+    return InvalidArgument("output index " + std::to_string(index) + " out of range (" +
+                           std::to_string(outputs_.size()) + " outputs)");
+  }
+  if (!has_run_) return FailedPrecondition("no output yet: Run has not completed successfully");
+  const Register& r = outputs_[index];
+  const TensorInfo& info = prog_->outputs[index];
+  TensorView v;
+  v.data = r.data;
+  v.shape = std::span<const int64_t>(info.shape);
+  v.dtype = info.dtype;
+  v.device = r.device;
+  v.byte_size = r.bytes;
+  return v;
+}
+
+Status Interpreter::CopyOutputToHost(size_t index, void* data, uint64_t bytes) const {
+  KEEL_ASSIGN_OR_RETURN(TensorView v, GetOutput(index));
+  if (bytes != v.byte_size) {
+    return InvalidArgument("output \"" + prog_->outputs[index].name + "\": expected a buffer of " +
+                           std::to_string(v.byte_size) + " bytes, got " + std::to_string(bytes));
+  }
+  Device* d = device(v.device);
+  KEEL_RETURN_IF_ERROR(d->CopyDeviceToHost(data, v.data, bytes));
+  return d->Synchronize();
+}
+
+template Status Interpreter::Execute<true>();
+template Status Interpreter::Execute<false>();
+
+}  // namespace keel::vm_internal

@@ -1,0 +1,77 @@
+// vm/kernel_library.cc — dlopen/dlsym wrapper; see kernel_library.h.
+#include "vm/kernel_library.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <mutex>
+
+namespace keel::vm_internal {
+namespace {
+// dlerror() keeps one message per thread, but glibc's dl* functions may run
+// user constructors; a lock keeps open/lookup messages coherent.
+std::mutex g_dl_mutex;
+
+std::string DlErrorText() {
+  const char* e = dlerror();
+  return e != nullptr ? std::string(e) : std::string("unknown dlopen error");
+}
+}  // namespace
+
+Result<std::unique_ptr<KernelLibrary>> KernelLibrary::Open(const std::string& path, std::string_view expected_id) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return NotFound("kernel library not found: " + path);
+  }
+  void* handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_dl_mutex);
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return InvalidExecutable("cannot load kernel library " + path + ": " + DlErrorText());
+  }
+  std::unique_ptr<KernelLibrary> lib(new KernelLibrary(handle, path));
+  const auto* abi = static_cast<const uint32_t*>(lib->FindData("keel_kernel_abi_version"));
+  if (abi == nullptr) {
+    return InvalidExecutable("kernel library " + path + " does not export keel_kernel_abi_version");
+  }
+  if (*abi != KEEL_KERNEL_ABI_VERSION) {
+    return InvalidExecutable("kernel library " + path + " has kernel ABI version " + std::to_string(*abi) +
+                             ", this VM supports " + std::to_string(KEEL_KERNEL_ABI_VERSION));
+  }
+  const auto* id = static_cast<const char*>(lib->FindData("keel_kernel_library_id"));
+  if (id == nullptr) {
+    return InvalidExecutable("kernel library " + path + " does not export keel_kernel_library_id");
+  }
+  // The id is NUL-terminated by contract; bound the scan so a corrupt library cannot run us off.
+  const size_t len = strnlen(id, 4096);
+  if (std::string_view(id, len) != expected_id) {
+    return InvalidExecutable("kernel library " + path + " has id \"" + std::string(id, len) +
+                             "\" but the executable expects \"" + std::string(expected_id) +
+                             "\" (library and executable come from different builds)");
+  }
+  return lib;
+}
+
+KernelLibrary::~KernelLibrary() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+Result<keel_cpu_kernel_fn> KernelLibrary::FindKernel(const std::string& name) const {
+  void* sym = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_dl_mutex);
+    dlerror();
+    sym = dlsym(handle_, name.c_str());
+  }
+  if (sym == nullptr) return NotFound("kernel \"" + name + "\" not found in kernel library " + path_);
+  return reinterpret_cast<keel_cpu_kernel_fn>(sym);
+}
+
+const void* KernelLibrary::FindData(const char* name) const {
+  std::lock_guard<std::mutex> lock(g_dl_mutex);
+  dlerror();
+  return dlsym(handle_, name);
+}
+
+}  // namespace keel::vm_internal

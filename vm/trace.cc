@@ -1,0 +1,128 @@
+// vm/trace.cc — names of the public enums, FormatTraceEvent and the observers of
+// vm/trace.h.
+#include "vm/trace.h"
+
+#include <cinttypes>
+
+namespace keel {
+
+const char* DataTypeName(DataType t) {
+  switch (t) {
+    case DataType::kF32: return "f32";
+    case DataType::kF16: return "f16";
+    case DataType::kBF16: return "bf16";
+    case DataType::kF64: return "f64";
+    case DataType::kI8: return "i8";
+    case DataType::kI16: return "i16";
+    case DataType::kI32: return "i32";
+    case DataType::kI64: return "i64";
+    case DataType::kU8: return "u8";
+    case DataType::kBool8: return "bool8";
+  }
+  return "?";
+}
+
+size_t DataTypeSize(DataType t) {
+  switch (t) {
+    case DataType::kF32: case DataType::kI32: return 4;
+    case DataType::kF16: case DataType::kBF16: case DataType::kI16: return 2;
+    case DataType::kF64: case DataType::kI64: return 8;
+    case DataType::kI8: case DataType::kU8: case DataType::kBool8: return 1;
+  }
+  return 0;
+}
+
+const char* DeviceTypeName(DeviceType d) {
+  switch (d) {
+    case DeviceType::kCpu: return "cpu";
+    case DeviceType::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+const char* OpCodeName(OpCode op) {
+  switch (op) {
+    case OpCode::kAllocStorage: return "alloc_storage";
+    case OpCode::kAllocTensor: return "alloc_tensor";
+    case OpCode::kLoadConst: return "load_const";
+    case OpCode::kCopy: return "copy";
+    case OpCode::kInvoke: return "invoke";
+    case OpCode::kFreeStorage: return "free_storage";
+    case OpCode::kRet: return "ret";
+  }
+  return "?";
+}
+
+const char* DeviceOpKindName(DeviceOpKind k) {
+  switch (k) {
+    case DeviceOpKind::kNone: return "none";
+    case DeviceOpKind::kArenaSlice: return "arena-slice";
+    case DeviceOpKind::kAllocate: return "allocate";
+    case DeviceOpKind::kFree: return "free";
+    case DeviceOpKind::kCopy: return "copy";
+    case DeviceOpKind::kLaunch: return "launch";
+  }
+  return "?";
+}
+
+const char* CopyDirectionName(CopyDirection d) {
+  switch (d) {
+    case CopyDirection::kHostToHost: return "host->host";
+    case CopyDirection::kHostToDevice: return "host->device";
+    case CopyDirection::kDeviceToHost: return "device->host";
+    case CopyDirection::kDeviceToDevice: return "device->device";
+  }
+  return "?";
+}
+
+std::string FormatTraceEvent(const TraceEvent& e) {
+  char buf[160];
+  // Built with append/snprintf: GCC 12 warns (-Wrestrict, falsely) on chains of operator+.
+  std::string line;
+  std::snprintf(buf, sizeof buf, "#%u %s", e.instruction_index, OpCodeName(e.opcode));
+  line.append(buf);
+  if (!e.debug_name.empty()) line.append(" [").append(e.debug_name).append("]");
+  const DeviceOp& op = e.op;
+  switch (op.kind) {
+    case DeviceOpKind::kNone: break;
+    case DeviceOpKind::kArenaSlice:
+    case DeviceOpKind::kAllocate:
+    case DeviceOpKind::kFree:
+      std::snprintf(buf, sizeof buf, " %s %s %" PRIu64 " bytes at %p", DeviceOpKindName(op.kind),
+                    std::string(op.call).c_str(), op.bytes, op.address);
+      line += buf;
+      break;
+    case DeviceOpKind::kCopy:
+      std::snprintf(buf, sizeof buf, " copy %s %s %" PRIu64 " bytes", std::string(op.call).c_str(),
+                    CopyDirectionName(op.direction), op.bytes);
+      line += buf;
+      break;
+    case DeviceOpKind::kLaunch:
+      line.append(" launch ").append(op.call).append(" kernel=").append(op.kernel);
+      break;
+  }
+  std::snprintf(buf, sizeof buf, " %" PRIu64 " ns", e.duration_ns);
+  line.append(buf);
+  return line;
+}
+
+void TextTracePrinter::OnInstruction(const TraceEvent& event) {
+  std::fprintf(out_, "%s\n", FormatTraceEvent(event).c_str());
+}
+
+void TraceRecorder::OnInstruction(const TraceEvent& e) {
+  RecordedTraceEvent r;
+  r.instruction_index = e.instruction_index;
+  r.opcode = e.opcode;
+  r.debug_name = std::string(e.debug_name);
+  r.op_kind = e.op.kind;
+  r.bytes = e.op.bytes;
+  r.address = e.op.address;
+  r.direction = e.op.direction;
+  r.call = std::string(e.op.call);
+  r.kernel = std::string(e.op.kernel);
+  r.duration_ns = e.duration_ns;
+  events_.push_back(std::move(r));
+}
+
+}  // namespace keel
