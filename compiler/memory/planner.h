@@ -70,6 +70,11 @@ struct Plan {
   std::vector<Storage> storages;
   std::vector<Arena> arenas;
   bool optimal = false;            // `exact` proved optimality
+  // A proven lower bound on TotalBytes() for plans of this strategy's form, in
+  // bytes (0 when the strategy does not compute one). `exact` sets its search
+  // bound; the other planners set PeakLiveLowerBound (offset form) or
+  // PositionalMaxLowerBound (shared-object form).
+  uint64_t lower_bound = 0;
   uint64_t TotalBytes() const;     // sum of arena sizes + dynamic storages' sizes
 };
 

@@ -1,0 +1,34 @@
+// compiler/memory/best_planner.h — `best`: run the static strategies, keep the
+// smallest plan.
+//
+// Candidates, in this order: naive, tvm, tvm-packed, greedy-size,
+// greedy-size-first-fit, greedy-breadth, greedy-size-objects, min-cost-flow, and
+// exact when there are at most kExactMaxTensors tensors (on larger inputs exact
+// would spend its whole time limit to return greedy-size's plan). `dynamic` is
+// not a candidate (it reserves nothing at load time, so its bytes are not
+// comparable). Every candidate plan is run through CheckPlan; one that fails is
+// skipped (a bug in that strategy must not break compilation).
+//
+// Winner: smallest TotalBytes(); ties: fewest allocations (arenas + dynamic
+// storages); then the earlier candidate. The plan keeps the winner's fields and is
+// named "best(<winner>)"; lower_bound and optimal are the winner's (its bound
+// holds for plans of its form; PeakLiveLowerBound holds for every form).
+//
+// Thread-safety: stateless. Errors: InvalidArgument for invalid lifetimes;
+// Internal if every candidate failed.
+#pragma once
+
+#include "compiler/memory/planner.h"
+
+namespace keel::memory {
+
+class BestPlanner final : public Planner {
+ public:
+  static constexpr size_t kExactMaxTensors = 64;
+
+  std::string name() const override { return "best"; }
+  Result<Plan> MakePlan(const std::vector<TensorLifetime>& tensors,
+                        const PlanOptions& options) const override;
+};
+
+}  // namespace keel::memory

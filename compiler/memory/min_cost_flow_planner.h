@@ -1,0 +1,48 @@
+// compiler/memory/min_cost_flow_planner.h — `min-cost-flow`: shared objects from a
+// min-cost flow on the reuse graph (Pisarchyk & Lee 2020, "Min-cost flow" section).
+//
+// Every tensor j needs an object, either a new one (cost size_j) or the object of
+// a tensor i that died before j was born (cost = growth, max(0, size_j − size_i)).
+// Each tensor hands its object to at most one successor. As a flow network:
+//
+//              0  ┌──▶ L_i ──max(0, s_j − s_i)──┐        (edge only when
+//   source ───────┤                              ▼          last_i < first_j)
+//                 └──────────── s_j ──────────▶ R_j ──0──▶ sink
+//
+// all capacities 1; a min-cost flow saturating every R_j (successive shortest
+// paths, Dijkstra with potentials) gives chains of tensors = shared objects, each
+// sized to its largest tensor. The cost over-estimates an object whose sizes go
+// up, down, up (the paper's model); the object sizes we emit are exact.
+//
+// Bounding it (the paper's all-pairs graph has O(n^2) edges and n augmentations):
+//   - tensors are processed in first_use order in blocks of kBlock; a block's L
+//     side holds the objects built so far (as their tails: size, last_use) plus
+//     the block's own tensors, its R side the block's tensors;
+//   - each R_j gets edges from only the kCandidates L nodes that died most
+//     recently before first_j (the likeliest reuses in a chain-like graph).
+// A block costs O(kBlock · kBlock · kCandidates · log), so the whole is linear in
+// n (about a second for 10k tensors would be slow; see bench/memory for numbers).
+// With n <= kBlock and n <= kCandidates this is exactly the paper's formulation.
+//
+// Thread-safety: stateless. Errors: InvalidArgument for invalid lifetimes.
+#pragma once
+
+#include "compiler/memory/planner.h"
+#include "compiler/memory/planning_support.h"
+
+namespace keel::memory {
+
+class MinCostFlowPlanner final : public Planner {
+ public:
+  static constexpr int32_t kBlock = 128;
+  static constexpr int32_t kCandidates = 16;
+
+  std::string name() const override { return "min-cost-flow"; }
+  Result<Plan> MakePlan(const std::vector<TensorLifetime>& tensors,
+                        const PlanOptions& options) const override;
+
+  static internal::ObjectAssignment AssignObjects(const std::vector<TensorLifetime>& tensors,
+                                                  const std::vector<int32_t>& group);
+};
+
+}  // namespace keel::memory
