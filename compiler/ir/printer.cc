@@ -14,8 +14,10 @@ namespace {
 
 std::string ValueRef(const Value* v) {
   if (v == nullptr) return "<none>";
-  if (v->name().empty()) return "%" + std::to_string(v->id());
-  return "%" + v->name();
+  // Built by appending: GCC 12 warns (-Wrestrict, falsely) on "lit" + std::string at -O3.
+  std::string s = "%";
+  s += v->name().empty() ? std::to_string(v->id()) : v->name();
+  return s;
 }
 
 std::string FormatDouble(double d) {
@@ -31,17 +33,17 @@ std::string FormatAttr(const AttrValue& value) {
     std::string operator()(const std::string& v) const { return "\"" + v + "\""; }
     std::string operator()(const std::vector<int64_t>& v) const {
       std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+      for (size_t i = 0; i < v.size(); ++i) { if (i) s += ","; s += std::to_string(v[i]); }
       return s + "]";
     }
     std::string operator()(const std::vector<double>& v) const {
       std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + FormatDouble(v[i]);
+      for (size_t i = 0; i < v.size(); ++i) { if (i) s += ","; s += FormatDouble(v[i]); }
       return s + "]";
     }
     std::string operator()(const std::vector<std::string>& v) const {
       std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += (i ? ",\"" : "\"") + v[i] + "\"";
+      for (size_t i = 0; i < v.size(); ++i) { if (i) s += ","; s += "\""; s += v[i]; s += "\""; }
       return s + "]";
     }
     std::string operator()(const TensorDataPtr& t) const {
