@@ -1,0 +1,548 @@
+// tests/serialization/executable_reader_test.cc — every rejection ReadExecutable promises.
+//
+// Each test builds a file broken in exactly one way (with the writer, which does
+// not validate, or by patching bytes) and checks the status code and a
+// distinctive part of the message.
+#include <cstring>
+#include <limits>
+
+#include "gtest/gtest.h"
+#include "serialization/executable_reader.h"
+#include "serialization/executable_writer.h"
+#include "tests/serialization/sample_executables.h"
+
+namespace keel::ser {
+namespace {
+
+using testing::ExpectReadError;
+using testing::F32x4;
+using testing::MinimalBase;
+using testing::SampleFile;
+
+constexpr StatusCode kInvalid = StatusCode::kInvalidExecutable;
+
+std::vector<uint8_t> Finish(const ExecutableWriter& w, const FinishOptions& o = {}) {
+  auto r = w.Finish(o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : std::vector<uint8_t>{};
+}
+
+// A valid minimal program: main(a: f32[4]) -> (f32[4]) computing k_add(a, c0) into slot 0.
+void ValidMain(ExecutableWriter& w) {
+  w.AddFunction("main", {F32x4("a")}, {F32x4("out")}, 4)
+      .LoadConst(1, 0)
+      .AllocStorage(2, 0)
+      .AllocTensor(3, 2, 64, {4}, DType::kF32)
+      .Invoke(0, {0, 1, 3})
+      .Ret({3});
+}
+
+TEST(ExecutableReader, AcceptsTheMinimalProgram) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  auto r = ReadExecutable(Finish(w));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+}
+
+// ---- framing, verifier, version ------------------------------------------------
+
+TEST(ExecutableReader, RejectsEmptyFile) {
+  ExpectReadError({}, kInvalid, "empty file");
+}
+
+TEST(ExecutableReader, RejectsTooSmallFile) {
+  std::vector<uint8_t> file = SampleFile();
+  file.resize(10);
+  ExpectReadError(file, kInvalid, "too small");
+}
+
+TEST(ExecutableReader, RejectsWrongIdentifier) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  FinishOptions o;
+  o.file_identifier = "ONNX";
+  ExpectReadError(Finish(w, o), kInvalid, "not a Keel executable");
+  // A plain text file too.
+  std::string text = "this is not an executable at all";
+  ExpectReadError(std::vector<uint8_t>(text.begin(), text.end()), kInvalid, "not a Keel executable");
+}
+
+TEST(ExecutableReader, RejectsTruncatedFile) {
+  std::vector<uint8_t> file = SampleFile();
+  uint32_t prefix = 0;
+  std::memcpy(&prefix, file.data(), 4);
+  file.resize(prefix / 2);
+  ExpectReadError(file, kInvalid, "truncated");
+}
+
+TEST(ExecutableReader, RejectsCorruptFlatBuffer) {
+  std::vector<uint8_t> file = SampleFile();
+  auto r = ReadExecutable(file);
+  ASSERT_TRUE(r.ok());
+  // Make the functions vector claim a huge length: the FlatBuffers verifier must catch it.
+  const uint8_t* elems = reinterpret_cast<const uint8_t*>(r->root->functions()->Data());
+  const size_t len_pos = static_cast<size_t>(elems - file.data()) - 4;
+  const uint32_t huge = 0x0fffffff;
+  std::memcpy(file.data() + len_pos, &huge, 4);
+  ExpectReadError(file, kInvalid, "FlatBuffers verification failed");
+}
+
+TEST(ExecutableReader, RejectsCorruptRootOffset) {
+  std::vector<uint8_t> file = SampleFile();
+  const uint32_t bad = 0x7ffffff0;
+  std::memcpy(file.data() + 4, &bad, 4);
+  ExpectReadError(file, kInvalid, "root table is corrupt");
+}
+
+TEST(ExecutableReader, RejectsNewerMajorVersion) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  FinishOptions o;
+  o.version_major = kFormatVersionMajor + 1;
+  const std::string want = "executable format " + std::to_string(kFormatVersionMajor + 1) +
+                           ".x is newer than this runtime's " + std::to_string(kFormatVersionMajor) + ".x";
+  ExpectReadError(Finish(w, o), StatusCode::kUnsupported, want);
+}
+
+TEST(ExecutableReader, RejectsOlderMajorVersion) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  FinishOptions o;
+  o.version_major = kFormatVersionMajor - 1;
+  ExpectReadError(Finish(w, o), StatusCode::kUnsupported, "is older than this runtime's");
+}
+
+TEST(ExecutableReader, AcceptsNewerMinorVersion) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  FinishOptions o;
+  o.version_minor = kFormatVersionMinor + 7;
+  auto r = ReadExecutable(Finish(w, o));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->version_minor, kFormatVersionMinor + 7);
+}
+
+TEST(ExecutableReader, RejectsMissingVersion) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  FinishOptions o;
+  o.omit_version = true;
+  ExpectReadError(Finish(w, o), kInvalid, "missing format version");
+}
+
+TEST(ExecutableReader, RejectsMisalignedBuffer) {
+  std::vector<uint8_t> file = SampleFile();
+  std::vector<uint8_t> shifted(file.size() + 4);
+  std::memcpy(shifted.data() + 4, file.data(), file.size());
+  auto r = ReadExecutable(std::span<const uint8_t>(shifted.data() + 4, file.size()));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("8-byte aligned"), std::string::npos);
+}
+
+// ---- data segment and constants ---------------------------------------------------
+
+TEST(ExecutableReader, RejectsMisalignedDataSegment) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  const auto good = ReadExecutable(Finish(w));
+  ASSERT_TRUE(good.ok());
+  FinishOptions o;
+  o.data_segment_offset = good->root->data_segment_offset() + 8;
+  ExpectReadError(Finish(w, o), kInvalid, "data segment offset");
+  ExpectReadError(Finish(w, o), kInvalid, "not 64-byte aligned");
+}
+
+TEST(ExecutableReader, RejectsDataSegmentPastEndOfFile) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  FinishOptions o;
+  o.data_segment_size = 1 << 20;
+  ExpectReadError(Finish(w, o), kInvalid, "extends past the end of the file");
+  o.data_segment_size = std::numeric_limits<uint64_t>::max();  // offset + size overflows
+  ExpectReadError(Finish(w, o), kInvalid, "extends past the end of the file");
+  FinishOptions far;
+  far.data_segment_offset = uint64_t{1} << 40;
+  ExpectReadError(Finish(w, far), kInvalid, "extends past the end of the file");
+}
+
+TEST(ExecutableReader, RejectsDataSegmentOverlappingMetadata) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  ValidMain(w);
+  FinishOptions o;
+  o.data_segment_offset = 0;
+  ExpectReadError(Finish(w, o), kInvalid, "overlaps the FlatBuffer");
+}
+
+TEST(ExecutableReader, RejectsConstantOutsideDataSegment) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  w.AddRawConstant({"far", DType::kF32, {4}, DeviceKind::kCpu, 1024, 16});
+  ValidMain(w);
+  ExpectReadError(Finish(w), kInvalid, "constant 1 'far': bytes [1024, +16) lie outside the data segment");
+}
+
+TEST(ExecutableReader, RejectsConstantOffsetOverflow) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  w.AddRawConstant({"wrap", DType::kF32, {4}, DeviceKind::kCpu, std::numeric_limits<uint64_t>::max() - 63, 16});
+  ValidMain(w);
+  ExpectReadError(Finish(w), kInvalid, "lie outside the data segment");
+}
+
+TEST(ExecutableReader, RejectsMisalignedConstant) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  w.AddRawConstant({"odd", DType::kF32, {2}, DeviceKind::kCpu, 8, 8});
+  ValidMain(w);
+  ExpectReadError(Finish(w), kInvalid, "constant 1 'odd': offset 8 is not 64-byte aligned");
+}
+
+TEST(ExecutableReader, RejectsConstantSizeMismatch) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  std::vector<uint8_t> bytes(20, 1);
+  w.AddConstant("short", DType::kF32, {2, 3}, DeviceKind::kCpu, bytes);
+  ValidMain(w);
+  ExpectReadError(Finish(w), kInvalid, "size 20 bytes != product(shape) * dtype size = 24");
+}
+
+TEST(ExecutableReader, RejectsConstantShapeOverflowAndNegativeDims) {
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    const int64_t big = int64_t{1} << 62;
+    w.AddRawConstant({"huge", DType::kF32, {big, big}, DeviceKind::kCpu, 0, 0});
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "element count overflows");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    w.AddRawConstant({"bytes", DType::kF64, {int64_t{1} << 62}, DeviceKind::kCpu, 0, 0});
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "byte size overflows");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    w.AddRawConstant({"neg", DType::kF32, {2, -3}, DeviceKind::kCpu, 0, 0});
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "dimension 1 is negative (-3)");
+  }
+}
+
+TEST(ExecutableReader, RejectsEnumValuesOutOfRange) {
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    w.AddRawConstant({"x", static_cast<DType>(200), {1}, DeviceKind::kCpu, 0, 1});
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "dtype value 200 out of range");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    w.AddTarget(static_cast<DeviceKind>(9), "riscv");
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "target 0: device value 9 out of range");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    KernelDesc k;
+    k.name = "weird";
+    k.kind = static_cast<KernelKind>(42);
+    w.AddKernel(k);
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "kind value 42 out of range");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    KernelDesc k;
+    k.name = "weird";
+    k.args = {{DType::kF32, {1}, static_cast<ArgAccess>(5)}};
+    w.AddKernel(k);
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "access value 5 out of range");
+  }
+}
+
+// ---- kernels and memory plan ------------------------------------------------------
+
+TEST(ExecutableReader, RejectsBadKernels) {
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    KernelDesc k;
+    k.name = "gemm";
+    k.kind = KernelKind::kLibrary;
+    k.device = DeviceKind::kCuda;
+    w.AddKernel(k);
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "library kernel without library_op");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    KernelDesc k;
+    k.name = "relu";
+    k.kind = KernelKind::kCudaGenerated;
+    k.device = DeviceKind::kCuda;
+    w.AddKernel(k);
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "without a launch config");
+    KernelDesc z = k;
+    z.launch = LaunchDesc{{1, 0, 1}, {32, 1, 1}, 0};
+    ExecutableWriter w2;
+    MinimalBase(w2);
+    w2.AddKernel(z);
+    ValidMain(w2);
+    ExpectReadError(Finish(w2), kInvalid, "launch grid dimension 1 is 0");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    KernelDesc k;
+    k.name = "dup";
+    k.kind = KernelKind::kLibrary;
+    k.device = DeviceKind::kCuda;
+    k.library_op = "cudnn.conv2d";
+    k.attrs = {AttrDesc::Ints("pads", {1}), AttrDesc::Ints("pads", {2})};
+    w.AddKernel(k);
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "key 'pads' repeated");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    KernelDesc k;  // a cpu_generated kernel on cuda
+    k.name = "mixed";
+    k.device = DeviceKind::kCuda;
+    w.AddKernel(k);
+    ValidMain(w);
+    ExpectReadError(Finish(w), kInvalid, "cpu_generated kernel on a non-cpu device");
+  }
+}
+
+MemoryPlanDesc OneArenaPlan() {
+  MemoryPlanDesc p;
+  p.strategy = "test";
+  p.arenas = {{DeviceKind::kCpu, 1024, 64}};
+  p.storages = {{256, 64, DeviceKind::kCpu, 0, 0}};
+  return p;
+}
+
+TEST(ExecutableReader, RejectsBadMemoryPlans) {
+  auto check = [](MemoryPlanDesc plan, const std::string& needle) {
+    ExecutableWriter w;
+    MinimalBase(w);
+    w.SetMemoryPlan(std::move(plan));
+    w.AddFunction("main", {}, {}, 1).Ret({});
+    ExpectReadError(Finish(w), kInvalid, needle);
+  };
+  MemoryPlanDesc p = OneArenaPlan();
+  p.storages[0].offset = 1024 - 128;  // [896, 1152) past the 1024-byte arena
+  check(p, "memory plan storage 0: [896, +256) lies outside arena 0");
+  p = OneArenaPlan();
+  p.storages[0].offset = std::numeric_limits<uint64_t>::max() - 63;
+  check(p, "lies outside arena 0");
+  p = OneArenaPlan();
+  p.storages[0].arena = 3;
+  check(p, "arena index 3 out of range");
+  p = OneArenaPlan();
+  p.storages[0].arena = -2;
+  check(p, "arena index -2 out of range");
+  p = OneArenaPlan();
+  p.storages[0].alignment = 48;
+  check(p, "storage 0: alignment 48 is not a power of two");
+  p = OneArenaPlan();
+  p.arenas[0].alignment = 0;
+  check(p, "arena 0: alignment 0 is not a power of two");
+  p = OneArenaPlan();
+  p.storages[0].offset = 32;
+  check(p, "offset 32 is not a multiple of its alignment 64");
+  p = OneArenaPlan();
+  p.storages[0].device = DeviceKind::kCuda;
+  check(p, "device differs from its arena's");
+}
+
+// ---- functions -----------------------------------------------------------------------
+
+TEST(ExecutableReader, RejectsMissingFunctionsAndInstructions) {
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    ExpectReadError(Finish(w), kInvalid, "no functions");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    w.AddFunction("main", {}, {}, 0);
+    ExpectReadError(Finish(w), kInvalid, "function 'main': has no instructions");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    w.AddFunction("", {}, {}, 0).Ret({});
+    ExpectReadError(Finish(w), kInvalid, "function 0: missing name");
+  }
+  {
+    ExecutableWriter w;
+    MinimalBase(w);
+    w.AddFunction("main", {}, {}, 0).Ret({});
+    w.AddFunction("main", {}, {}, 0).Ret({});
+    ExpectReadError(Finish(w), kInvalid, "function name 'main' is used twice");
+  }
+}
+
+// Builds MinimalBase + a main from `body`, expects `needle`.
+template <typename Body>
+void ExpectMainError(Body body, const std::string& needle, std::vector<TensorSigDesc> params = {},
+                     std::vector<TensorSigDesc> results = {}, uint32_t num_registers = 4) {
+  ExecutableWriter w;
+  MinimalBase(w);
+  body(w.AddFunction("main", std::move(params), std::move(results), num_registers));
+  ExpectReadError(Finish(w), kInvalid, needle);
+}
+
+TEST(ExecutableReader, RejectsRegisterOutOfRange) {
+  ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(99, 0).Ret({}); },
+                  "function 'main' instruction 0 (AllocStorage): destination register 99 out of range "
+                  "(num_registers 4)");
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0).Copy(0, 4).Ret({}); },
+                  "instruction 1 (Copy): source register 4 out of range");
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0).Ret({7}); },
+                  "instruction 1 (Ret): result 0: register 7 out of range", {}, {F32x4("r")});
+  ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(0, 0).FreeStorage(12).Ret({}); },
+                  "instruction 1 (FreeStorage): register 12 out of range");
+}
+
+TEST(ExecutableReader, RejectsIndicesOutOfRange) {
+  ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(0, 2).Ret({}); },
+                  "instruction 0 (AllocStorage): plan_slot 2 out of range (memory plan has 2 storages)");
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 1).Ret({}); },
+                  "instruction 0 (LoadConst): const_index 1 out of range (1 constants)");
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0).Invoke(5, {0, 0, 0}).Ret({}); },
+                  "instruction 1 (Invoke): kernel index 5 out of range (1 kernels)");
+}
+
+TEST(ExecutableReader, RejectsInvokeArgumentMismatch) {
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0).Invoke(0, {0, 0}).Ret({}); },
+                  "instruction 1 (Invoke): 2 arguments but kernel 0 'k_add' takes 3");
+  // Right count, wrong element count: a f32[2] view where the kernel wants f32[4].
+  ExpectMainError(
+      [](FunctionBuilder& f) {
+        f.LoadConst(0, 0).AllocStorage(1, 0).AllocTensor(2, 1, 0, {2}, DType::kF32).Invoke(0, {0, 0, 2}).Ret({});
+      },
+      "argument 2: register 2 holds f32[2 elements] but kernel 'k_add' argument 2 expects f32[4 elements]");
+  ExpectMainError(
+      [](FunctionBuilder& f) {
+        f.LoadConst(0, 0).AllocStorage(1, 0).AllocTensor(2, 1, 0, {4}, DType::kI32).Invoke(0, {0, 0, 2}).Ret({});
+      },
+      "holds i32[4 elements]");
+}
+
+TEST(ExecutableReader, RejectsViewOutsideStorage) {
+  // Slot 0 has 256 bytes: f32[64] at offset 4 needs [4, 260).
+  ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(0, 0).AllocTensor(1, 0, 4, {64}, DType::kF32).Ret({}); },
+                  "instruction 1 (AllocTensor): view [4, +256) exceeds storage register 0 (plan slot 0, 256 bytes)");
+  // Offset + size overflows 64 bits.
+  ExpectMainError(
+      [](FunctionBuilder& f) {
+        f.AllocStorage(0, 0).AllocTensor(1, 0, std::numeric_limits<uint64_t>::max() - 3, {4}, DType::kF32).Ret({});
+      },
+      "exceeds storage register 0");
+  // Shape whose byte size overflows.
+  ExpectMainError(
+      [](FunctionBuilder& f) {
+        f.AllocStorage(0, 0).AllocTensor(1, 0, 0, {int64_t{1} << 40, int64_t{1} << 22}, DType::kF32).Ret({});
+      },
+      "instruction 1 (AllocTensor): byte size overflows");
+  ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(0, 0).AllocTensor(1, 0, 0, {-1}, DType::kF32).Ret({}); },
+                  "dimension 0 is negative");
+  ExpectMainError(
+      [](FunctionBuilder& f) { f.AllocStorage(0, 0).AllocTensor(1, 0, 0, {1}, static_cast<DType>(77)).Ret({}); },
+      "instruction 1 (AllocTensor): dtype value 77 out of range");
+}
+
+TEST(ExecutableReader, RejectsRegisterKindConfusion) {
+  ExpectMainError([](FunctionBuilder& f) { f.AllocTensor(1, 0, 0, {4}, DType::kF32).Ret({}); },
+                  "storage register 0 is read before it is written");
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0).AllocTensor(1, 0, 0, {4}, DType::kF32).Ret({}); },
+                  "storage register 0 holds a tensor, not a storage");
+  ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(0, 0).LoadConst(1, 0).Copy(1, 0).Ret({}); },
+                  "instruction 2 (Copy): source register 0 holds a storage, not a tensor");
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(1, 0).FreeStorage(1).Ret({}); },
+                  "register 1 holds a tensor, not a storage");
+  // A freed storage can no longer be used.
+  ExpectMainError(
+      [](FunctionBuilder& f) { f.AllocStorage(0, 1).FreeStorage(0).AllocTensor(1, 0, 0, {4}, DType::kF32).Ret({}); },
+      "instruction 2 (AllocTensor): storage register 0 is read before it is written");
+}
+
+TEST(ExecutableReader, RejectsFreeOfArenaStorage) {
+  ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(0, 0).FreeStorage(0).Ret({}); },
+                  "holds plan slot 0, which lives in an arena");
+}
+
+TEST(ExecutableReader, RejectsCopySizeMismatch) {
+  ExpectMainError(
+      [](FunctionBuilder& f) {
+        f.LoadConst(0, 0).AllocStorage(1, 0).AllocTensor(2, 1, 0, {3}, DType::kF32).Copy(2, 0).Ret({});
+      },
+      "instruction 3 (Copy): destination register 2 has 12 bytes but source register 0 has 16");
+}
+
+TEST(ExecutableReader, RejectsBadRet) {
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0).Ret({0, 0}); },
+                  "instruction 1 (Ret): returns 2 registers but the function has 1 results", {}, {F32x4("r")});
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0); }, "instruction 0 (LoadConst): the last instruction must be Ret");
+  ExpectMainError([](FunctionBuilder& f) { f.Ret({}).LoadConst(0, 0).Ret({}); },
+                  "instruction 0 (Ret): Ret before the end of the function");
+  ExpectMainError([](FunctionBuilder& f) { f.Ret({1}); }, "result 0: register 1 is read before it is written", {},
+                  {F32x4("r")});
+  ExpectMainError([](FunctionBuilder& f) { f.Ret({0}); },
+                  "register 0 holds i64[4 elements] but result 'r' expects f32[4 elements]",
+                  {{"p", {4}, DType::kI64, DeviceKind::kCpu}}, {F32x4("r")});
+  ExpectMainError([](FunctionBuilder& f) { f.Ret({0}); }, "register 0 is on cuda but result 'r' expects cpu",
+                  {{"p", {4}, DType::kF32, DeviceKind::kCuda}}, {F32x4("r")});
+}
+
+TEST(ExecutableReader, RejectsTooManyParamsAndRegisters) {
+  ExpectMainError([](FunctionBuilder& f) { f.Ret({}); }, "function 'main': 2 params but only 1 registers",
+                  {F32x4("a"), F32x4("b")}, {}, 1);
+  ExpectMainError([](FunctionBuilder& f) { f.Ret({}); }, "num_registers 4294967295 exceeds the limit", {}, {},
+                  std::numeric_limits<uint32_t>::max());
+}
+
+TEST(ExecutableReader, RejectsEmptyOp) {
+  ExpectMainError([](FunctionBuilder& f) { f.Add({EmptyInst{}, "nothing"}).Ret({}); },
+                  "instruction 0 (NONE): instruction has no op");
+}
+
+TEST(ExecutableReader, ParamsAreTensors) {
+  // Params occupy registers 0..P-1 and may be used directly.
+  ExecutableWriter w;
+  MinimalBase(w);
+  w.AddFunction("main", {F32x4("a"), F32x4("b")}, {F32x4("c")}, 3)
+      .AllocStorage(2, 0)
+      .AllocTensor(2, 2, 0, {4}, DType::kF32)  // a register may be rebound (storage -> tensor)
+      .Ret({0});
+  auto r = ReadExecutable(Finish(w));
+  // AllocTensor 2 reads storage 2 and rebinds 2 to a tensor view: valid.
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+}
+
+}  // namespace
+}  // namespace keel::ser
