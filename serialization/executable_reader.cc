@@ -322,6 +322,9 @@ struct RegState {
   fbs::DeviceKind device = fbs::DeviceKind::cpu;
   uint64_t elems = 0;                      // kTensor
   uint32_t slot = 0;                       // kStorage: memory_plan.storages index
+  // Which AllocStorage binding the register holds (kStorage) or views (kTensor);
+  // 0 for params and constants, which are never freed. Catches use after FreeStorage.
+  uint32_t binding = 0;
 };
 
 const char* OpName(fbs::Op op) {
@@ -359,6 +362,10 @@ class FunctionChecker {
     }
     if (regs_[r].kind != RegState::Kind::kTensor) {
       return Err(role + "register " + std::to_string(r) + " holds a storage, not a tensor");
+    }
+    if (const uint32_t b = regs_[r].binding; b != 0 && freed_at_[b] != 0) {
+      return Err(role + "register " + std::to_string(r) + " views a storage freed by instruction " +
+                 std::to_string(freed_at_[b] - 1));
     }
     return Status::Ok();
   }
@@ -400,6 +407,7 @@ class FunctionChecker {
   int64_t inst_ = -1;
   fbs::Op op_ = fbs::Op::NONE;
   std::vector<RegState> regs_;
+  std::vector<uint32_t> freed_at_{0};  // per binding id: 0 live, else 1 + index of the FreeStorage
 };
 
 Status FunctionChecker::CheckSigs(const FbVec<flatbuffers::Offset<fbs::TensorSig>>* sigs, const char* kind) {
@@ -471,6 +479,8 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
       r = RegState{};
       r.kind = RegState::Kind::kStorage;
       r.slot = x->plan_slot();
+      r.binding = static_cast<uint32_t>(freed_at_.size());
+      freed_at_.push_back(0);
       r.device = plan->storages()->Get(x->plan_slot())->device();
       return Status::Ok();
     }
@@ -481,6 +491,11 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
       uint64_t elems = 0, bytes = 0, end = 0;
       KEEL_RETURN_IF_ERROR(CheckTensorBytes(x->shape(), x->dtype(), Where(), &elems, &bytes));
       const RegState st = regs_[x->storage()];
+      // Kernels access elements in place: a view must be aligned to its element size.
+      if (x->offset() % DTypeSize(FromFb(x->dtype())) != 0) {
+        return Err("view offset " + std::to_string(x->offset()) + " is not a multiple of the " +
+                   fbs::EnumNameDType(x->dtype()) + " element size");
+      }
       const uint64_t storage_size = plan->storages()->Get(st.slot)->size();
       if (__builtin_add_overflow(x->offset(), bytes, &end) || end > storage_size) {
         return Err("view [" + std::to_string(x->offset()) + ", +" + std::to_string(bytes) +
@@ -493,6 +508,7 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
       r.dtype = x->dtype();
       r.elems = elems;
       r.device = st.device;
+      r.binding = st.binding;
       return Status::Ok();
     }
     case fbs::Op::LoadConst: {
@@ -559,6 +575,7 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
         return Err("register " + std::to_string(x->reg()) + " holds plan slot " + std::to_string(slot) +
                    ", which lives in an arena (only arena -1 storages may be freed)");
       }
+      freed_at_[regs_[x->reg()].binding] = static_cast<uint32_t>(inst_) + 1;
       regs_[x->reg()] = RegState{};
       return Status::Ok();
     }

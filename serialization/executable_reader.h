@@ -14,11 +14,15 @@
 //      attributes sorted and unique), memory plan (alignments powers of two,
 //      arena index in range or -1, storages inside their arenas);
 //   6. every function, by a forward pass over its instructions tracking what each
-//      register holds (nothing / a tensor of known dtype+shape / a storage of a
-//      known plan slot): indices in range, no register read before it is written,
-//      storages and tensors not mixed up, views inside their planned storage,
-//      Invoke/Copy/Ret arguments matching the kernel signature / each other /
-//      the function's results (dtype and element count), last instruction a Ret.
+//      register holds (nothing / a tensor of known dtype, element count and device /
+//      a storage of a known plan slot): indices in range, params <= num_registers,
+//      no register read before it is written, storages and tensors not mixed up,
+//      views inside their planned storage and aligned to their element size, no
+//      use of a view after FreeStorage of its storage, FreeStorage only of
+//      arena -1 slots, Invoke arguments matching the kernel signature (count,
+//      dtype, element count, device), Copy of equal byte sizes, Ret matching the
+//      function's results, exactly one Ret and it is the last instruction,
+//      function names non-empty and unique.
 //
 // Errors: kInvalidArgument for a null/misaligned buffer, kUnsupported for a
 // version this runtime cannot read, kInvalidExecutable for everything else. Each

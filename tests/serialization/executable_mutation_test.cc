@@ -46,7 +46,7 @@ uint64_t Walk(const ExecutableView& v) {
 }
 
 TEST(ExecutableMutation, RandomDamageNeverCrashes) {
-  const std::vector<uint8_t> original = testing::SampleFile();
+  const std::vector<uint8_t> original = samples::SampleFile();
   ASSERT_FALSE(original.empty());
   auto base = ReadExecutable(original);
   ASSERT_TRUE(base.ok()) << base.status().ToString();

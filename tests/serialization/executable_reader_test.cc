@@ -14,10 +14,10 @@
 namespace keel::ser {
 namespace {
 
-using testing::ExpectReadError;
-using testing::F32x4;
-using testing::MinimalBase;
-using testing::SampleFile;
+using samples::ExpectReadError;
+using samples::F32x4;
+using samples::MinimalBase;
+using samples::SampleFile;
 
 constexpr StatusCode kInvalid = StatusCode::kInvalidExecutable;
 
@@ -489,6 +489,37 @@ TEST(ExecutableReader, RejectsRegisterKindConfusion) {
   ExpectMainError(
       [](FunctionBuilder& f) { f.AllocStorage(0, 1).FreeStorage(0).AllocTensor(1, 0, 0, {4}, DType::kF32).Ret({}); },
       "instruction 2 (AllocTensor): storage register 0 is read before it is written");
+}
+
+TEST(ExecutableReader, RejectsUseOfFreedStorage) {
+  // Slot 1 is dynamic (arena -1): view it, free it, then pass the view to a kernel.
+  ExpectMainError(
+      [](FunctionBuilder& f) {
+        f.LoadConst(0, 0)
+            .AllocStorage(1, 1)
+            .AllocTensor(2, 1, 0, {4}, DType::kF32)
+            .FreeStorage(1)
+            .Invoke(0, {0, 0, 2})
+            .Ret({});
+      },
+      "instruction 4 (Invoke): argument 2: register 2 views a storage freed by instruction 3");
+  // Freeing after the last use is fine.
+  ExecutableWriter w;
+  MinimalBase(w);
+  w.AddFunction("main", {}, {}, 3)
+      .LoadConst(0, 0)
+      .AllocStorage(1, 1)
+      .AllocTensor(2, 1, 0, {4}, DType::kF32)
+      .Invoke(0, {0, 0, 2})
+      .FreeStorage(1)
+      .Ret({});
+  auto r = ReadExecutable(Finish(w));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+}
+
+TEST(ExecutableReader, RejectsMisalignedView) {
+  ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(0, 0).AllocTensor(1, 0, 6, {4}, DType::kF32).Ret({}); },
+                  "instruction 1 (AllocTensor): view offset 6 is not a multiple of the f32 element size");
 }
 
 TEST(ExecutableReader, RejectsFreeOfArenaStorage) {

@@ -18,10 +18,10 @@
 namespace keel::ser {
 namespace {
 
-using testing::MakeSampleSpec;
-using testing::SampleFile;
-using testing::SampleSpec;
-using testing::WriteSample;
+using samples::MakeSampleSpec;
+using samples::SampleFile;
+using samples::SampleSpec;
+using samples::WriteSample;
 
 std::vector<int64_t> Vec(const flatbuffers::Vector<int64_t>* v) {
   return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>{};
@@ -286,7 +286,7 @@ TEST(ExecutableWriter, WriteFileIsReadableAndReplacesAtomically) {
 
 TEST(ExecutableWriter, LargeConstantOffsetRoundTripsAndIsRejectedAgainstSmallFile) {
   ExecutableWriter w;
-  testing::MinimalBase(w);
+  samples::MinimalBase(w);
   const uint64_t big = (uint64_t{1} << 32) + 64 * 3;  // beyond 2^32, 64-byte aligned
   const uint32_t idx = w.AddRawConstant({"far", DType::kF32, {4}, DeviceKind::kCpu, big, 16});
   w.AddFunction("main", {}, {}, 1).LoadConst(0, idx).Ret({});
@@ -300,7 +300,7 @@ TEST(ExecutableWriter, LargeConstantOffsetRoundTripsAndIsRejectedAgainstSmallFil
   const fb::Executable* e = fb::GetSizePrefixedExecutable(file->data());
   EXPECT_EQ(e->constants()->Get(idx)->offset(), big);
   EXPECT_EQ(e->constants()->Get(idx)->size(), 16u);
-  testing::ExpectReadError(*file, StatusCode::kInvalidExecutable, "outside the data segment");
+  samples::ExpectReadError(*file, StatusCode::kInvalidExecutable, "outside the data segment");
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 
 #include "serialization/executable_reader.h"
 
-namespace keel::ser::testing {
+namespace keel::ser::samples {
 
 namespace {
 std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
@@ -122,4 +122,4 @@ void ExpectReadError(const std::vector<uint8_t>& file, StatusCode code, const st
       << "message '" << r.status().message() << "' lacks '" << needle << "'";
 }
 
-}  // namespace keel::ser::testing
+}  // namespace keel::ser::samples

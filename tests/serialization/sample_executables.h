@@ -14,7 +14,7 @@
 #include "keel/status.h"
 #include "serialization/executable_writer.h"
 
-namespace keel::ser::testing {
+namespace keel::ser::samples {
 
 struct SampleConstant {
   std::string name;
@@ -52,4 +52,4 @@ TensorSigDesc F32x4(std::string name);
 // Asserts that ReadExecutable(file) fails with `code` and a message containing `needle`.
 void ExpectReadError(const std::vector<uint8_t>& file, StatusCode code, const std::string& needle);
 
-}  // namespace keel::ser::testing
+}  // namespace keel::ser::samples
