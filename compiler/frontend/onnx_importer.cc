@@ -1,0 +1,440 @@
+// compiler/frontend/onnx_importer.cc — ONNX ModelProto → ir::Graph (see onnx_importer.h).
+//
+// One pass over the ONNX graph in its (required) topological order, with a
+// name → Value map. Tensor decoding (raw/typed/external) lives in TensorFromProto.
+#include "compiler/frontend/onnx_importer.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include "compiler/frontend/op_schemas.h"
+
+namespace keel::frontend {
+namespace {
+
+using ir::DType;
+using ir::TensorData;
+using ir::TensorDataPtr;
+using ir::TensorType;
+
+Result<DType> DTypeFromOnnx(int32_t t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::kF32;
+    case onnx::TensorProto::DOUBLE: return DType::kF64;
+    case onnx::TensorProto::FLOAT16: return DType::kF16;
+    case onnx::TensorProto::BFLOAT16: return DType::kBF16;
+    case onnx::TensorProto::INT8: return DType::kI8;
+    case onnx::TensorProto::INT16: return DType::kI16;
+    case onnx::TensorProto::INT32: return DType::kI32;
+    case onnx::TensorProto::INT64: return DType::kI64;
+    case onnx::TensorProto::UINT8: return DType::kU8;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default:
+      return Unsupported("ONNX data type " + std::to_string(t) + " (" +
+                         onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t)) +
+                         ") is not supported");
+  }
+}
+
+// Shared state of one import.
+class Importer {
+ public:
+  Importer(std::string model_dir, std::string model_name, const ImportOptions& options)
+      : model_dir_(std::move(model_dir)), model_name_(std::move(model_name)), options_(options) {}
+
+  Result<std::unique_ptr<ir::Graph>> Run(const onnx::ModelProto& model);
+
+ private:
+  Status Fail(Status s) const { return s.WithContext("model '" + model_name_ + "'"); }
+  Result<TensorDataPtr> TensorFromProto(const onnx::TensorProto& t, const std::string& what);
+  Result<std::vector<uint8_t>> ReadExternal(const onnx::TensorProto& t, const std::string& what, size_t expected);
+  Result<ir::AttrValue> ConvertAttribute(const onnx::AttributeProto& a, const std::string& where);
+  Status ImportNode(const onnx::NodeProto& n, size_t index);
+  Status ImportInput(const onnx::ValueInfoProto& vi);
+  Result<ir::Value*> Lookup(const std::string& name, const std::string& where);
+
+  std::string model_dir_;
+  std::string model_name_;
+  const ImportOptions& options_;
+  int64_t opset_ = 0;
+  std::unique_ptr<ir::Graph> graph_;
+  std::unordered_map<std::string, ir::Value*> values_;
+  // Outputs Keel does not produce (e.g. BatchNormalization's training outputs):
+  // name → description of the producer; using one is an Unsupported error.
+  std::unordered_map<std::string, std::string> unsupported_outputs_;
+};
+
+Result<std::vector<uint8_t>> Importer::ReadExternal(const onnx::TensorProto& t, const std::string& what,
+                                                     size_t expected) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    try {
+      if (kv.key() == "offset") offset = std::stoll(kv.value());
+      if (kv.key() == "length") length = std::stoll(kv.value());
+    } catch (...) {  // std::stoll throws on malformed numbers; keep errors as values
+      return InvalidArgument(what + ": malformed external_data " + kv.key() + "='" + kv.value() + "'");
+    }
+  }
+  if (location.empty()) return InvalidArgument(what + ": external data without a location");
+  std::filesystem::path p = std::filesystem::path(model_dir_) / location;
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return NotFound(what + ": external data file '" + p.string() + "' cannot be opened");
+  if (length >= 0 && static_cast<size_t>(length) != expected) {
+    return InvalidArgument(what + ": external data length " + std::to_string(length) + " != expected " +
+                           std::to_string(expected) + " bytes");
+  }
+  std::vector<uint8_t> bytes(expected);
+  f.seekg(offset);
+  f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(expected));
+  if (!f || f.gcount() != static_cast<std::streamsize>(expected)) {
+    return IoError(what + ": external data file '" + p.string() + "' is too short (offset " + std::to_string(offset) +
+                   ", need " + std::to_string(expected) + " bytes)");
+  }
+  return bytes;
+}
+
+Result<TensorDataPtr> Importer::TensorFromProto(const onnx::TensorProto& t, const std::string& what) {
+  auto dtype = DTypeFromOnnx(t.data_type());
+  if (!dtype.ok()) return Unsupported(what + ": " + dtype.status().message());
+  auto out = std::make_shared<TensorData>();
+  out->type.dtype = *dtype;
+  for (int64_t d : t.dims()) {
+    if (d < 0) return InvalidArgument(what + ": negative dimension");
+    out->type.shape.push_back(d);
+  }
+  const int64_t n = out->type.NumElements();
+  const size_t expected = static_cast<size_t>(out->type.ByteSize());
+  auto count_error = [&](int64_t got) {
+    return InvalidArgument(what + ": holds " + std::to_string(got) + " elements, its shape " +
+                           out->type.ToString() + " needs " + std::to_string(n));
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    KEEL_ASSIGN_OR_RETURN(out->bytes, ReadExternal(t, what, expected));
+  } else if (t.has_raw_data()) {
+    if (t.raw_data().size() != expected) {
+      return InvalidArgument(what + ": raw_data has " + std::to_string(t.raw_data().size()) + " bytes, " +
+                             out->type.ToString() + " needs " + std::to_string(expected));
+    }
+    out->bytes.assign(t.raw_data().begin(), t.raw_data().end());
+  } else {
+    out->bytes.resize(expected);
+    uint8_t* dst = out->bytes.data();
+    switch (*dtype) {
+      case DType::kF32:
+        if (t.float_data_size() != n) return count_error(t.float_data_size());
+        if (n) std::memcpy(dst, t.float_data().data(), expected);
+        break;
+      case DType::kF64:
+        if (t.double_data_size() != n) return count_error(t.double_data_size());
+        if (n) std::memcpy(dst, t.double_data().data(), expected);
+        break;
+      case DType::kI64:
+        if (t.int64_data_size() != n) return count_error(t.int64_data_size());
+        if (n) std::memcpy(dst, t.int64_data().data(), expected);
+        break;
+      default: {
+        // int32_data carries every narrower type (one element per entry).
+        if (t.int32_data_size() != n) return count_error(t.int32_data_size());
+        size_t es = ir::DTypeSize(*dtype);
+        for (int64_t i = 0; i < n; ++i) {
+          int32_t v = t.int32_data(static_cast<int>(i));
+          std::memcpy(dst + static_cast<size_t>(i) * es, &v, es);  // little-endian truncation
+        }
+      }
+    }
+  }
+  return TensorDataPtr(std::move(out));
+}
+
+Result<ir::AttrValue> Importer::ConvertAttribute(const onnx::AttributeProto& a, const std::string& where) {
+  switch (a.type()) {
+    case onnx::AttributeProto::FLOAT: return ir::AttrValue(static_cast<double>(a.f()));
+    case onnx::AttributeProto::INT: return ir::AttrValue(static_cast<int64_t>(a.i()));
+    case onnx::AttributeProto::STRING: return ir::AttrValue(a.s());
+    case onnx::AttributeProto::FLOATS:
+      return ir::AttrValue(std::vector<double>(a.floats().begin(), a.floats().end()));
+    case onnx::AttributeProto::INTS: return ir::AttrValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    case onnx::AttributeProto::STRINGS:
+      return ir::AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+    case onnx::AttributeProto::TENSOR: {
+      KEEL_ASSIGN_OR_RETURN(TensorDataPtr t, TensorFromProto(a.t(), where + " attribute '" + a.name() + "'"));
+      return ir::AttrValue(t);
+    }
+    default:
+      return Unsupported(where + ": attribute '" + a.name() + "' has an unsupported type (" +
+                         onnx::AttributeProto::AttributeType_Name(a.type()) + ")");
+  }
+}
+
+Result<ir::Value*> Importer::Lookup(const std::string& name, const std::string& where) {
+  auto it = values_.find(name);
+  if (it != values_.end()) return it->second;
+  auto un = unsupported_outputs_.find(name);
+  if (un != unsupported_outputs_.end()) {
+    return Unsupported(where + " uses '" + name + "', an output of " + un->second + " that Keel does not support");
+  }
+  return InvalidArgument(where + ": input '" + name +
+                         "' is not defined by any graph input, initializer or earlier node");
+}
+
+Status Importer::ImportInput(const onnx::ValueInfoProto& vi) {
+  const std::string what = "graph input '" + vi.name() + "'";
+  if (!vi.type().has_tensor_type()) return Unsupported(what + " is not a tensor");
+  const auto& tt = vi.type().tensor_type();
+  auto dtype = DTypeFromOnnx(tt.elem_type());
+  if (!dtype.ok()) return Unsupported(what + ": " + dtype.status().message());
+  TensorType type{*dtype, {}};
+  auto ov = options_.input_shapes.find(vi.name());
+  if (ov != options_.input_shapes.end()) {
+    if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(ov->second.size())) {
+      return InvalidArgument(what + " has rank " + std::to_string(tt.shape().dim_size()) +
+                             ", the shape override has rank " + std::to_string(ov->second.size()));
+    }
+    type.shape = ov->second;
+  } else {
+    if (!tt.has_shape()) return InvalidArgument(what + " has no shape; pass an input shape override");
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      if (d.has_dim_value() && d.dim_value() >= 0) {
+        type.shape.push_back(d.dim_value());
+        continue;
+      }
+      auto dp = d.has_dim_param() ? options_.dim_params.find(d.dim_param()) : options_.dim_params.end();
+      if (dp != options_.dim_params.end()) {
+        type.shape.push_back(dp->second);
+      } else if (options_.default_dynamic_dim >= 1) {
+        type.shape.push_back(options_.default_dynamic_dim);
+      } else {
+        return InvalidArgument(what + " has dynamic dimension " + std::to_string(i) +
+                               (d.has_dim_param() ? " ('" + d.dim_param() + "')" : std::string()) +
+                               "; Keel compiles static shapes: pass an input shape override");
+      }
+    }
+  }
+  for (int64_t d : type.shape) {
+    if (d < 0) return InvalidArgument(what + ": negative dimension in shape override");
+  }
+  values_[vi.name()] = graph_->AddInput(vi.name(), type);
+  return Status::Ok();
+}
+
+Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
+  const std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+  const std::string where = "node '" + name + "' (" + n.op_type() + ")";
+  if (!n.domain().empty() && n.domain() != "ai.onnx") {
+    return Unsupported(where + ": op domain '" + n.domain() + "' is not supported");
+  }
+  if (!IsSupportedOnnxOp(n.op_type())) return Unsupported(where + ": unsupported op '" + n.op_type() + "'");
+
+  ir::Attributes attrs;
+  for (const auto& a : n.attribute()) {
+    if (!a.ref_attr_name().empty()) return Unsupported(where + ": attribute references are not supported");
+    KEEL_ASSIGN_OR_RETURN(ir::AttrValue v, ConvertAttribute(a, where));
+    attrs.Set(a.name(), std::move(v));
+  }
+  const std::string& op = n.op_type();
+
+  if (op == "Constant") {
+    if (n.output_size() != 1) return InvalidArgument(where + ": expects one output");
+    TensorDataPtr data;
+    if (attrs.Has("value")) {
+      KEEL_ASSIGN_OR_RETURN(data, attrs.GetTensor("value"));
+    } else if (attrs.Has("value_float")) {
+      KEEL_ASSIGN_OR_RETURN(double f, attrs.GetFloat("value_float", 0));
+      float v = static_cast<float>(f);
+      auto t = std::make_shared<TensorData>();
+      t->type = TensorType{DType::kF32, {}};
+      t->bytes.resize(4);
+      std::memcpy(t->bytes.data(), &v, 4);
+      data = t;
+    } else if (attrs.Has("value_int")) {
+      KEEL_ASSIGN_OR_RETURN(int64_t i, attrs.GetInt("value_int", 0));
+      auto t = std::make_shared<TensorData>();
+      t->type = TensorType{DType::kI64, {}};
+      t->bytes.resize(8);
+      std::memcpy(t->bytes.data(), &i, 8);
+      data = t;
+    } else if (attrs.Has("value_ints")) {
+      KEEL_ASSIGN_OR_RETURN(auto ints, attrs.GetInts("value_ints", {}));
+      auto t = std::make_shared<TensorData>();
+      t->type = TensorType{DType::kI64, {static_cast<int64_t>(ints.size())}};
+      t->bytes.resize(ints.size() * 8);
+      if (!ints.empty()) std::memcpy(t->bytes.data(), ints.data(), ints.size() * 8);
+      data = t;
+    } else if (attrs.Has("value_floats")) {
+      const auto& all = attrs.all().at("value_floats");
+      const auto* ds = std::get_if<std::vector<double>>(&all);
+      if (!ds) return InvalidArgument(where + ": value_floats is not a float list");
+      auto t = std::make_shared<TensorData>();
+      t->type = TensorType{DType::kF32, {static_cast<int64_t>(ds->size())}};
+      t->bytes.resize(ds->size() * 4);
+      for (size_t i = 0; i < ds->size(); ++i) {
+        float v = static_cast<float>((*ds)[i]);
+        std::memcpy(t->bytes.data() + 4 * i, &v, 4);
+      }
+      data = t;
+    } else {
+      return Unsupported(where + ": only value, value_float(s) and value_int(s) are supported");
+    }
+    values_[n.output(0)] = graph_->AddConstant(n.output(0), data);
+    return Status::Ok();
+  }
+
+  std::vector<ir::Value*> inputs;
+  for (const std::string& in : n.input()) {
+    if (in.empty()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    KEEL_ASSIGN_OR_RETURN(ir::Value* v, Lookup(in, where));
+    inputs.push_back(v);
+  }
+  while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
+  if (inputs.empty() || inputs[0] == nullptr) return InvalidArgument(where + ": missing its first input");
+  if (n.output_size() < 1 || n.output(0).empty()) return InvalidArgument(where + ": has no output");
+
+  if (op == "Identity" && !options_.keep_identity) {
+    values_[n.output(0)] = inputs[0];  // aliased; graph outputs are fixed up in Run()
+    return Status::Ok();
+  }
+  // Per-op validation and normalization that needs no shapes.
+  if (op == "Conv" || op == "MaxPool" || op == "AveragePool") {
+    KEEL_ASSIGN_OR_RETURN(std::string auto_pad, attrs.GetString("auto_pad", "NOTSET"));
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+      return Unsupported(where + ": auto_pad=" + auto_pad + " is not supported");
+    }
+  }
+  if (op == "MaxPool") {
+    KEEL_ASSIGN_OR_RETURN(int64_t so, attrs.GetInt("storage_order", 0));
+    if (so != 0) return Unsupported(where + ": storage_order=1 is not supported");
+  }
+  if (op == "BatchNormalization") {
+    KEEL_ASSIGN_OR_RETURN(int64_t tm, attrs.GetInt("training_mode", 0));
+    if (tm != 0) return Unsupported(where + ": training_mode=1 is not supported");
+    if (inputs.size() != 5) return InvalidArgument(where + ": expects 5 inputs");
+  }
+  if (op == "Cast") {
+    KEEL_ASSIGN_OR_RETURN(int64_t to, attrs.GetInt("to", 0));
+    auto dt = DTypeFromOnnx(static_cast<int32_t>(to));
+    if (!dt.ok()) return Unsupported(where + ": " + dt.status().message());
+    attrs.Set("to", std::string(ir::DTypeName(*dt)));
+  }
+  if (op == "Softmax" && opset_ < 13) attrs.Set("keel.legacy_flatten", int64_t{1});
+  if (op == "Clip" && opset_ >= 11) {
+    // min/max are inputs since opset 11 (lifted to attributes when constant).
+    attrs = ir::Attributes();
+  }
+  if (op == "Reshape" && inputs.size() < 2) return InvalidArgument(where + ": missing the shape input");
+
+  ir::Node* node = graph_->AddNode(op, name, inputs, 1, {n.output(0)});
+  for (const auto& [k, v] : attrs.all()) node->attrs().Set(k, v);
+  values_[n.output(0)] = node->output(0);
+  for (int i = 1; i < n.output_size(); ++i) {
+    if (!n.output(i).empty()) unsupported_outputs_[n.output(i)] = where + " (output " + std::to_string(i) + ")";
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<ir::Graph>> Importer::Run(const onnx::ModelProto& model) {
+  bool found = false;
+  for (const auto& os : model.opset_import()) {
+    if (os.domain().empty() || os.domain() == "ai.onnx") {
+      opset_ = os.version();
+      found = true;
+    }
+  }
+  if (!found) return Fail(Unsupported("no opset for the default ONNX domain"));
+  if (opset_ < 11 || opset_ > 17) {
+    return Fail(Unsupported("opset " + std::to_string(opset_) + " is not supported (Keel supports opsets 11-17)"));
+  }
+  if (!model.has_graph()) return Fail(InvalidArgument("the model has no graph (truncated or corrupt file?)"));
+  const onnx::GraphProto& g = model.graph();
+  graph_ = std::make_unique<ir::Graph>();
+  graph_->set_name(g.name().empty() ? "main" : g.name());
+
+  std::set<std::string> initializer_names;
+  for (const auto& init : g.initializer()) {
+    if (init.name().empty()) return Fail(InvalidArgument("an initializer has no name"));
+    auto data = TensorFromProto(init, "initializer '" + init.name() + "'");
+    if (!data.ok()) return Fail(data.status());
+    values_[init.name()] = graph_->AddConstant(init.name(), *data);
+    initializer_names.insert(init.name());
+  }
+  if (g.sparse_initializer_size() > 0) return Fail(Unsupported("sparse initializers are not supported"));
+  for (const auto& in : g.input()) {
+    if (initializer_names.count(in.name())) continue;  // an initializer with a default: a constant
+    Status s = ImportInput(in);
+    if (!s.ok()) return Fail(s);
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    Status s = ImportNode(g.node(i), static_cast<size_t>(i));
+    if (!s.ok()) return Fail(s);
+  }
+  for (const auto& out : g.output()) {
+    auto v = Lookup(out.name(), "graph output '" + out.name() + "'");
+    if (!v.ok()) return Fail(v.status());
+    ir::Value* value = *v;
+    // An aliased Identity (or a direct input/constant) as output: keep the ONNX
+    // output name visible, copying through an Identity node when the value is
+    // an input, a constant or already another output.
+    if (value->name() != out.name()) {
+      if (value->producer() && !graph_->IsGraphOutput(value)) {
+        value->set_name(out.name());
+      } else {
+        ir::Node* id = graph_->AddNode("Identity", out.name() + "/keel_identity", {value}, 1, {out.name()});
+        value = id->output(0);
+      }
+    }
+    graph_->AddOutput(value);
+  }
+  if (graph_->outputs().empty()) return Fail(InvalidArgument("the graph has no outputs"));
+  Status s = graph_->Verify(false);
+  if (!s.ok()) return Fail(s);
+  return std::move(graph_);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ir::Graph>> ImportOnnxBytes(const std::string& bytes, const std::string& model_dir,
+                                                   const std::string& model_name, const ImportOptions& options) {
+  onnx::ModelProto model;
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  // Protobuf's default 64 MB cap is too small for real weights; allow up to 2 GB
+  // (bigger models keep their weights in external data files).
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    return Unsupported("model '" + model_name + "': files over 2 GB must use external data");
+  }
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    return InvalidArgument("model '" + model_name + "': cannot parse the ONNX protobuf (truncated or corrupt file)");
+  }
+  Importer importer(model_dir, model_name, options);
+  return importer.Run(model);
+}
+
+Result<std::unique_ptr<ir::Graph>> ImportOnnx(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFound("ONNX model '" + path + "' does not exist");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError("cannot open ONNX model '" + path + "'");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) return IoError("error reading ONNX model '" + path + "'");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return ImportOnnxBytes(bytes, dir, path, options);
+}
+
+}  // namespace keel::frontend

@@ -1,0 +1,50 @@
+// compiler/frontend/onnx_importer.h — ONNX model → Keel graph IR.
+//
+// Parses an ONNX ModelProto (opsets 11–17 of the default domain), turns
+// initializers (raw_data, typed fields, external data files) and Constant nodes
+// into constant Values, graph inputs into typed IR inputs (static shapes: dynamic
+// dims must be overridden through ImportOptions) and every supported node into an
+// IR node keeping its ONNX op_type and attributes (see op_schemas.h for the
+// normalized forms the passes then establish).
+//
+// Errors (values, never exceptions or aborts) name the problem, the node and the
+// model file: unsupported opset/op/attribute value/dtype (Unsupported), truncated or
+// corrupt file (InvalidArgument), missing file (NotFound / IoError), undefined
+// value or missing initializer (InvalidArgument).
+//
+// Ownership: the returned Graph is owned by the caller. Thread-safety: ImportOnnx
+// may run concurrently on distinct inputs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "keel/status.h"
+
+namespace keel::frontend {
+
+struct ImportOptions {
+  // Full static shapes for named graph inputs (replaces what the model declares).
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Values for symbolic dims by dim_param name (e.g. {"batch_size", 1}).
+  std::map<std::string, int64_t> dim_params;
+  // When >= 1, every remaining dynamic dim gets this value (e.g. batch size 1).
+  int64_t default_dynamic_dim = -1;
+  // Keep Identity nodes (the simplify pass removes them) instead of aliasing at import.
+  bool keep_identity = false;
+};
+
+// Imports the model at `path`. External data files are resolved relative to the
+// model's folder.
+Result<std::unique_ptr<ir::Graph>> ImportOnnx(const std::string& path, const ImportOptions& options);
+
+// Imports a serialized ModelProto held in memory; `model_dir` resolves external
+// data and `model_name` is used in error messages.
+Result<std::unique_ptr<ir::Graph>> ImportOnnxBytes(const std::string& bytes, const std::string& model_dir,
+                                                   const std::string& model_name, const ImportOptions& options);
+
+}  // namespace keel::frontend
