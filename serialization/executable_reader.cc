@@ -325,6 +325,9 @@ struct RegState {
   // Which AllocStorage binding the register holds (kStorage) or views (kTensor);
   // 0 for params and constants, which are never freed. Catches use after FreeStorage.
   uint32_t binding = 0;
+  // kTensor from LoadConst: constants are shared, uploaded once, and must never be written.
+  bool is_const = false;
+  uint32_t const_index = 0;
 };
 
 const char* OpName(fbs::Op op) {
@@ -525,6 +528,8 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
       r.kind = RegState::Kind::kTensor;
       r.dtype = c->dtype();
       r.device = c->device();
+      r.is_const = true;
+      r.const_index = x->const_index();
       uint64_t bytes = 0;
       return CheckTensorBytes(c->shape(), c->dtype(), Where(), &r.elems, &bytes);
     }
@@ -534,6 +539,10 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
       KEEL_RETURN_IF_ERROR(NeedTensor(x->src(), "source "));
       const RegState& d = regs_[x->dst()];
       const RegState& s = regs_[x->src()];
+      if (d.is_const) {
+        return Err("destination register " + std::to_string(x->dst()) + " holds constant " +
+                   std::to_string(d.const_index) + ", which must not be written");
+      }
       const uint64_t db = d.elems * DTypeSize(FromFb(d.dtype));  // both checked for overflow when bound
       const uint64_t sb = s.elems * DTypeSize(FromFb(s.dtype));
       if (db != sb) {
@@ -564,6 +573,11 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
         const fbs::KernelArg* ka = k->args()->Get(a);
         KEEL_RETURN_IF_ERROR(MatchSig(r, ka->dtype(), ka->shape(), &kdev, role,
                                       "kernel '" + Str(k->name()) + "' argument " + std::to_string(a)));
+        if (regs_[r].is_const && ka->access() != fbs::ArgAccess::read) {
+          return Err(role + "register " + std::to_string(r) + " holds constant " +
+                     std::to_string(regs_[r].const_index) + ", which the kernel writes (access " +
+                     fbs::EnumNameArgAccess(ka->access()) + ")");
+        }
       }
       return Status::Ok();
     }

@@ -19,7 +19,8 @@
 //      no register read before it is written, storages and tensors not mixed up,
 //      views inside their planned storage and aligned to their element size, no
 //      use of a view after FreeStorage of its storage, FreeStorage only of
-//      arena -1 slots, Invoke arguments matching the kernel signature (count,
+//      arena -1 slots, no write to a constant (Copy destination, or
+//      a write/read_write kernel argument), Invoke arguments matching the kernel signature (count,
 //      dtype, element count, device), Copy of equal byte sizes, Ret matching the
 //      function's results, exactly one Ret and it is the last instruction,
 //      function names non-empty and unique.

@@ -522,6 +522,14 @@ TEST(ExecutableReader, RejectsMisalignedView) {
                   "instruction 1 (AllocTensor): view offset 6 is not a multiple of the f32 element size");
 }
 
+TEST(ExecutableReader, RejectsWritesToConstants) {
+  // k_add's argument 2 is kWrite.
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0).Invoke(0, {0, 0, 0}).Ret({}); },
+                  "instruction 1 (Invoke): argument 2: register 0 holds constant 0, which the kernel writes");
+  ExpectMainError([](FunctionBuilder& f) { f.LoadConst(0, 0).LoadConst(1, 0).Copy(1, 0).Ret({}); },
+                  "instruction 2 (Copy): destination register 1 holds constant 0, which must not be written");
+}
+
 TEST(ExecutableReader, RejectsFreeOfArenaStorage) {
   ExpectMainError([](FunctionBuilder& f) { f.AllocStorage(0, 0).FreeStorage(0).Ret({}); },
                   "holds plan slot 0, which lives in an arena");
