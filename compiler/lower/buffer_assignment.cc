@@ -1,0 +1,121 @@
+// compiler/lower/buffer_assignment.cc — see the header for the model.
+#include "compiler/lower/buffer_assignment.h"
+
+#include <algorithm>
+#include <string>
+
+namespace keel::lower {
+
+bool IsViewOp(const ir::Node& node) { return node.op_type() == "keel.Reshape"; }
+
+namespace {
+
+uint64_t AlignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+}  // namespace
+
+Result<BufferAssignment> AssignBuffers(const ir::Graph& graph, const BufferAssignmentOptions& options) {
+  BufferAssignment out;
+  const std::vector<ir::Node*> nodes = graph.nodes();
+  out.num_steps = static_cast<int32_t>(nodes.size());
+  out.workspace_of_step.assign(nodes.size(), -1);
+
+  auto new_buffer = [&](const ir::Value* root, int32_t step,
+                        memory::Device device) -> Result<int32_t> {
+    if (!root->has_type()) return Internal("value '" + root->name() + "' has no type after shape inference");
+    const int64_t bytes = root->type().ByteSize();
+    if (bytes < 0) return Internal("value '" + root->name() + "' has a negative byte size");
+    memory::TensorLifetime lifetime;
+    // A zero-byte tensor still gets a distinct, aligned address.
+    lifetime.size = AlignUp(std::max<uint64_t>(static_cast<uint64_t>(bytes), 1), options.alignment);
+    lifetime.alignment = options.alignment;
+    lifetime.first_use = step;
+    lifetime.last_use = step;
+    lifetime.device = device;
+    lifetime.name = root->name();
+    out.buffers.push_back(lifetime);
+    out.buffer_roots.push_back(root);
+    return static_cast<int32_t>(out.buffers.size() - 1);
+  };
+
+  for (ir::Value* input : graph.inputs()) {
+    ValueInfo info{ValueKind::kParam, -1, -1, false};
+    if (options.host_io) { KEEL_ASSIGN_OR_RETURN(info.buffer, new_buffer(input, 0, options.device)); }
+    out.values[input] = info;
+  }
+
+  for (size_t step = 0; step < nodes.size(); ++step) {
+    const ir::Node& node = *nodes[step];
+    const int32_t s = static_cast<int32_t>(step);
+    // Reads extend the lifetime of the buffers behind every input.
+    for (const ir::Value* input : node.inputs()) {
+      if (input == nullptr) continue;
+      if (input->is_constant() && !out.values.count(input)) {
+        out.values[input] = {ValueKind::kConstant, -1, -1, false};
+        continue;
+      }
+      auto it = out.values.find(input);
+      if (it == out.values.end()) {
+        return InvalidArgument("node '" + node.name() + "' (" + node.op_type() + ") reads value '" +
+                               input->name() + "' before it is produced");
+      }
+      if (it->second.buffer >= 0) {
+        auto& lifetime = out.buffers[it->second.buffer];
+        lifetime.last_use = std::max(lifetime.last_use, s);
+      }
+    }
+    if (step < options.workspace_bytes.size() && options.workspace_bytes[step] > 0) {
+      memory::TensorLifetime lifetime;
+      lifetime.size = AlignUp(options.workspace_bytes[step], options.alignment);
+      lifetime.alignment = options.alignment;
+      lifetime.first_use = lifetime.last_use = s;
+      lifetime.device = options.device;
+      lifetime.name = node.name() + ":workspace";
+      out.buffers.push_back(lifetime);
+      out.buffer_roots.push_back(nullptr);
+      out.workspace_of_step[step] = static_cast<int32_t>(out.buffers.size() - 1);
+    }
+    for (const ir::Value* output : node.outputs()) {
+      if (output == nullptr) continue;
+      ValueInfo info;
+      info.step = s;
+      const ir::Value* source = node.inputs().empty() ? nullptr : node.inputs()[0];
+      const auto source_info = source ? out.values.find(source) : out.values.end();
+      if (IsViewOp(node) && source_info != out.values.end() && source_info->second.buffer >= 0) {
+        info.kind = ValueKind::kView;
+        info.buffer = source_info->second.buffer;
+      } else {
+        info.kind = ValueKind::kBuffer;
+        info.materialize_copy = IsViewOp(node);
+        KEEL_ASSIGN_OR_RETURN(info.buffer, new_buffer(output, s, options.device));
+      }
+      out.values[output] = info;
+    }
+  }
+
+  for (const ir::Value* output : graph.outputs()) {
+    auto it = out.values.find(output);
+    if (it == out.values.end() && output->is_constant()) {
+      it = out.values.emplace(output, ValueInfo{ValueKind::kConstant, -1, -1, false}).first;
+    }
+    if (it == out.values.end()) {
+      return InvalidArgument("graph output '" + output->name() + "' is never produced");
+    }
+    if (it->second.buffer >= 0) {
+      out.buffers[it->second.buffer].last_use = out.num_steps;
+      out.output_copy_buffer.push_back(-1);
+    } else {
+      // A param or constant returned as is: copied into a buffer of its own.
+      KEEL_ASSIGN_OR_RETURN(int32_t buffer, new_buffer(output, out.num_steps, options.device));
+      out.output_copy_buffer.push_back(buffer);
+    }
+    int32_t host = -1;
+    if (options.host_io) { KEEL_ASSIGN_OR_RETURN(host, new_buffer(output, out.num_steps, memory::Device::kCpu)); }
+    out.host_output_buffer.push_back(host);
+  }
+  return out;
+}
+
+}  // namespace keel::lower

@@ -1,0 +1,76 @@
+// compiler/lower/buffer_assignment.h — which graph values need memory, and for how long.
+//
+// Lowering turns a fused graph into straight-line bytecode: node i of the graph's
+// topological order is "step" i. This file decides, for every Value:
+//
+//   kind       memory                              example
+//   ─────────  ──────────────────────────────────  ──────────────────────────────
+//   kParam     the VM's input buffer (register i)  graph inputs
+//   kConstant  the executable's data segment       weights, folded shapes
+//   kBuffer    a planned intermediate buffer       every kernel output
+//   kView      bytes of another value's buffer     keel.Reshape outputs (alloc_tensor)
+//
+// Views never own memory: a view is an alias of its root buffer (at offset 0), so
+// the root's lifetime is stretched over every use of every alias. Graph outputs
+// live until the end of the program (the step after the last node).
+// Views of params (CPU target) or constants cannot be expressed as alloc_tensor
+// over a storage, so such a view is materialized as its own buffer (lowering
+// emits a copy).
+//
+// The result feeds the memory planners (compiler/memory/planner.h): one
+// TensorLifetime per buffer, in a deterministic order (by producing step, then
+// output index).
+//
+// Thread-safety: pure function of the graph.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/memory/planner.h"
+#include "keel/status.h"
+
+namespace keel::lower {
+
+enum class ValueKind : uint8_t { kParam, kConstant, kBuffer, kView };
+
+struct ValueInfo {
+  ValueKind kind = ValueKind::kBuffer;
+  int32_t buffer = -1;     // index into BufferAssignment::buffers (kBuffer, kView)
+  int32_t step = -1;       // producing step (-1 for params/constants)
+  bool materialize_copy = false;  // a view of a param/constant: lowering copies it into its buffer
+};
+
+struct BufferAssignment {
+  std::unordered_map<const ir::Value*, ValueInfo> values;
+  std::vector<memory::TensorLifetime> buffers;  // one per planned buffer
+  std::vector<const ir::Value*> buffer_roots;   // the value that allocates each buffer
+  // For graph outputs that are params or constants (nothing computes them): the
+  // buffer lowering copies them into at the end, else -1. One entry per output.
+  std::vector<int32_t> output_copy_buffer;
+  std::vector<int32_t> host_output_buffer;      // host_io: per output, its host buffer
+  std::vector<int32_t> workspace_of_step;       // buffer index of each step's workspace, or -1
+  int32_t num_steps = 0;                        // graph nodes; outputs live until num_steps
+};
+
+struct BufferAssignmentOptions {
+  memory::Device device = memory::Device::kCpu;
+  uint32_t alignment = 64;  // byte alignment of every buffer (CPU: 64, CUDA: 256)
+  // CUDA target: params and results live on the host. Each param gets a device
+  // buffer (live from step 0; lowering copies the input in at entry, so views of
+  // params are plain views), and each graph output a host buffer on the CPU
+  // (live after the last step; lowering copies the result out).
+  bool host_io = false;
+  // Extra scratch bytes a step needs (e.g. a convolution's im2col workspace),
+  // planned as a buffer live only during that step. Indexed by step; may be empty.
+  std::vector<uint64_t> workspace_bytes;
+};
+
+// Op types whose output is a view of their first input.
+bool IsViewOp(const ir::Node& node);
+
+Result<BufferAssignment> AssignBuffers(const ir::Graph& graph, const BufferAssignmentOptions& options);
+
+}  // namespace keel::lower

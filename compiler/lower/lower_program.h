@@ -1,0 +1,70 @@
+// compiler/lower/lower_program.h — fused graph → VM bytecode (the `main` function).
+//
+// Lowering is the last compiler step before serialization. Given the fused graph
+// and, for every node ("step"), the kernel it runs, it
+//   1. assigns buffers and lifetimes (buffer_assignment.h),
+//   2. runs the chosen memory planner and checks its plan (compiler/memory),
+//   3. writes straight-line bytecode into an ExecutableWriter:
+//
+//        alloc_storage  s_k, slot k        static plans: all at entry (O(1) arena slices);
+//                                          arena == -1 (dynamic): just before first use
+//        load_const     c, idx             once, before the first step that reads it
+//        alloc_tensor   t, s_k, off, shape the view of each output (and workspace) at its step
+//        copy           dev, param         CUDA target: host inputs to device buffers
+//        invoke         kernel, in…, out…, [workspace]
+//        free_storage   s_k                dynamic plans: right after the last use
+//        copy           host, dev          CUDA target: results back to host buffers
+//        ret            results…
+//
+// On the CUDA target params and results live on the host (TensorSig device = cpu),
+// every intermediate on the device; the copies are explicit instructions so a
+// trace shows every byte that crosses PCIe.
+//
+// Determinism: register numbers, instruction order and plan depend only on the
+// graph order and the kernels given.
+// Thread-safety: pure function of its arguments (the writer is mutated).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/memory/planner.h"
+#include "keel/status.h"
+#include "serialization/executable_writer.h"
+
+namespace keel::lower {
+
+// What step i of the graph runs.
+struct StepKernel {
+  bool is_view = false;      // no kernel: the node's outputs are views of its first input
+  ser::KernelDesc kernel;    // when !is_view; added to the writer (identical ones shared)
+  uint64_t workspace_bytes = 0;  // > 0: one trailing scratch argument, planned like a tensor
+};
+
+struct ProgramOptions {
+  std::string memory_plan = "greedy-size";
+  ser::DeviceKind device = ser::DeviceKind::kCpu;
+  uint32_t alignment = 64;  // every planned buffer (CUDA: 256)
+  double planner_time_limit_seconds = 10.0;
+};
+
+struct ProgramStats {
+  memory::Plan plan;                          // the checked plan that was written
+  std::vector<memory::TensorLifetime> lifetimes;
+  uint64_t constant_bytes = 0;
+  size_t num_instructions = 0;
+  size_t num_kernels = 0;                     // distinct kernels in the writer
+  size_t num_invokes = 0;
+};
+
+ser::DType ToSerDType(ir::DType dtype);
+
+// Writes the whole program (constants, kernels, plan, `main`) into `writer`.
+// `kernels` has one entry per node of graph.nodes(). The graph must outlive
+// writer.Finish() (constant bytes are referenced, not copied).
+Result<ProgramStats> LowerProgram(const ir::Graph& graph, const std::vector<StepKernel>& kernels,
+                                  const ProgramOptions& options, ser::ExecutableWriter& writer);
+
+}  // namespace keel::lower
