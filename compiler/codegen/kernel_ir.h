@@ -1,0 +1,237 @@
+// compiler/codegen/kernel_ir.h — Keel's kernel IR: loop nests over static shapes.
+//
+// The kernel IR sits between the graph IR (one Node, maybe a fused group) and a
+// device back end (LLVM x86-64 today, LLVM NVPTX later). It is deliberately
+// small and device-neutral:
+//   * Buffers: kernel arguments (dtype + static shape, row-major), reshaped views
+//     of arguments, slices of the kernel's workspace argument, kernel-local
+//     scratch arrays (registers / stack) and baked constant arrays.
+//   * Statements: blocks, `for` loops (serial, parallel, vectorize, unroll
+//     annotations), stores, and `if`.
+//   * Expressions: constants, loop variables, loads (multi-dimensional index,
+//     linearized row-major by the back end), unary/binary arithmetic and math,
+//     select and casts.
+// There are no pointers, no aliasing views other than reshapes, and no dynamic
+// shapes: everything a back end needs to know is explicit here.
+//
+// Semantics the back ends implement:
+//   * Index expressions are i64; integer Div/Mod are C-style (truncating).
+//   * Loads must be in bounds for every evaluation: both operands of a Select
+//     are evaluated, so lowerings clamp indices before guarding with Select.
+//   * A parallel loop's iterations are independent; it may not be nested in
+//     another parallel loop, and local buffers it uses must not be used outside it.
+//   * Float arithmetic may be reassociated and contracted (FMA).
+//
+// Ownership: Expr and Stmt are immutable trees shared through shared_ptr; a
+// KernelFunc owns its buffer table. Thread-safety: values are immutable once
+// built; distinct KernelFuncs may be built on distinct threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "keel/status.h"
+
+namespace keel::codegen {
+
+using ir::DType;
+
+// ---- expressions -------------------------------------------------------------
+
+enum class ExprKind : uint8_t { kIntConst, kFloatConst, kVar, kLoad, kUnary, kBinary, kSelect, kCast };
+
+enum class UnaryOp : uint8_t {
+  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kErf, kSigmoid, kFloor, kCeil, kNot,
+};
+enum class BinaryOp : uint8_t {
+  kAdd, kSub, kMul, kDiv, kMod, kMin, kMax, kPow,
+  kLt, kLe, kGt, kGe, kEq, kNe, kAnd, kOr,
+};
+
+const char* UnaryOpName(UnaryOp op);
+const char* BinaryOpName(BinaryOp op);
+
+struct ExprNode;
+
+// A handle to an immutable expression tree. A default-constructed Expr is null.
+class Expr {
+ public:
+  Expr() = default;
+  Expr(int64_t value);  // NOLINT: implicit i64 constants keep index math readable
+  Expr(int value) : Expr(static_cast<int64_t>(value)) {}  // NOLINT
+  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
+
+  bool is_null() const { return node_ == nullptr; }
+  const ExprNode* get() const { return node_.get(); }
+  const ExprNode* operator->() const { return node_.get(); }
+  DType type() const;
+  bool IsIntConst() const;
+  bool IsIntConst(int64_t value) const;
+  int64_t int_value() const;
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+struct ExprNode {
+  ExprKind kind = ExprKind::kIntConst;
+  DType type = DType::kI64;
+  int64_t int_value = 0;   // kIntConst; kVar: variable id
+  double float_value = 0;  // kFloatConst
+  int buffer = -1;         // kLoad: buffer id in the KernelFunc
+  UnaryOp unary = UnaryOp::kNeg;
+  BinaryOp binary = BinaryOp::kAdd;
+  std::vector<Expr> operands;  // kLoad: indices; others: operands
+};
+
+// Constructors. Binary operations fold constant integer operands and identities
+// (x+0, x*1, x*0) so that index math stays small and printable.
+Expr IntConst(int64_t value, DType type = DType::kI64);
+Expr FloatConst(double value, DType type = DType::kF32);
+Expr Unary(UnaryOp op, Expr a);
+Expr Binary(BinaryOp op, Expr a, Expr b);
+Expr Select(Expr cond, Expr a, Expr b);
+Expr Cast(Expr a, DType to);
+Expr Min(Expr a, Expr b);
+Expr Max(Expr a, Expr b);
+// Clamp an index into [lo, hi].
+Expr Clamp(Expr a, int64_t lo, int64_t hi);
+
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr operator%(Expr a, Expr b);
+Expr operator<(Expr a, Expr b);
+Expr operator<=(Expr a, Expr b);
+Expr operator>(Expr a, Expr b);
+Expr operator>=(Expr a, Expr b);
+Expr operator&&(Expr a, Expr b);
+Expr operator||(Expr a, Expr b);
+Expr operator-(Expr a);
+
+// ---- buffers ------------------------------------------------------------------
+
+enum class BufferScope : uint8_t {
+  kArg,        // a kernel argument (or a reshaped view of one): arg_index
+  kWorkspace,  // a slice of the workspace argument at byte_offset
+  kLocal,      // kernel-local scratch (registers/stack), private to each parallel iteration chunk
+  kConstant,   // baked constant data (constant_data)
+};
+enum class ArgAccess : uint8_t { kRead, kWrite, kReadWrite };
+
+const char* ArgAccessName(ArgAccess access);
+
+struct Buffer {
+  int id = -1;
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;  // row-major; rank 0 = scalar
+  BufferScope scope = BufferScope::kArg;
+  int arg_index = -1;          // kArg
+  int64_t byte_offset = 0;     // kWorkspace
+  std::vector<uint8_t> constant_data;  // kConstant, little-endian
+
+  int64_t NumElements() const;
+};
+
+// ---- statements ------------------------------------------------------------------
+
+enum class StmtKind : uint8_t { kBlock, kFor, kStore, kIf };
+enum class LoopKind : uint8_t { kSerial, kParallel, kVectorize, kUnroll };
+
+const char* LoopKindName(LoopKind kind);
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct StmtNode {
+  StmtKind kind = StmtKind::kBlock;
+  std::vector<Stmt> body;       // kBlock: statements; kFor: body; kIf: then
+  std::vector<Stmt> else_body;  // kIf
+  Expr var;                     // kFor: a kVar expression
+  Expr begin, end;              // kFor: [begin, end), i64
+  LoopKind loop = LoopKind::kSerial;
+  int buffer = -1;              // kStore
+  std::vector<Expr> indices;    // kStore
+  Expr value;                   // kStore
+  Expr cond;                    // kIf
+};
+
+Stmt Block(std::vector<Stmt> stmts);
+Stmt For(Expr var, Expr begin, Expr end, LoopKind kind, Stmt body);
+Stmt If(Expr cond, Stmt then_body, Stmt else_body = nullptr);
+
+// ---- kernels -------------------------------------------------------------------------
+
+struct KernelArg {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  ArgAccess access = ArgAccess::kRead;
+};
+
+// One kernel: arguments in signature order (the workspace, when workspace_bytes
+// > 0, is one extra trailing u8 argument that is not listed in `args`), the
+// buffer table and the body.
+class KernelFunc {
+ public:
+  explicit KernelFunc(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  const std::vector<KernelArg>& args() const { return args_; }
+  const std::vector<Buffer>& buffers() const { return buffers_; }
+  const Buffer& buffer(int id) const { return buffers_.at(static_cast<size_t>(id)); }
+  int64_t workspace_bytes() const { return workspace_bytes_; }
+  int64_t num_vars() const { return next_var_; }
+  const std::vector<std::string>& var_names() const { return var_names_; }
+  const Stmt& body() const { return body_; }
+
+  // Building. Each returns the new buffer's id.
+  int AddArg(std::string name, DType dtype, std::vector<int64_t> shape, ArgAccess access);
+  // A reshaped view (same element count) of argument `arg_index`.
+  int AddArgView(int arg_index, std::string name, std::vector<int64_t> shape);
+  // A slice of the workspace; grows workspace_bytes (64-byte aligned slices).
+  int AddWorkspace(std::string name, DType dtype, std::vector<int64_t> shape);
+  int AddLocal(std::string name, DType dtype, std::vector<int64_t> shape);
+  int AddConstant(std::string name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> data);
+  // The buffer id that reads argument `arg_index` with its declared shape.
+  int ArgBuffer(int arg_index) const { return arg_buffer_.at(static_cast<size_t>(arg_index)); }
+  Expr NewVar(const std::string& name);
+  void set_body(Stmt body) { body_ = std::move(body); }
+
+  // Expression/statement helpers bound to this kernel's buffer table.
+  Expr Load(int buffer, std::vector<Expr> indices) const;
+  Stmt Store(int buffer, std::vector<Expr> indices, Expr value) const;
+
+  // Structural checks: types agree, indices match buffer ranks, loop variables
+  // are bound, parallel loops are not nested, locals used by a parallel loop
+  // stay inside it. Errors are kInternal (a lowering bug) naming the kernel.
+  Status Verify() const;
+
+  // Readable dump (keelc --dump-ir, tests); deterministic.
+  std::string ToString() const;
+
+ private:
+  std::string name_;
+  std::vector<KernelArg> args_;
+  std::vector<int> arg_buffer_;
+  std::vector<Buffer> buffers_;
+  std::vector<std::string> var_names_;
+  int64_t workspace_bytes_ = 0;
+  int64_t next_var_ = 0;
+  Stmt body_;
+};
+
+std::string ExprToString(const KernelFunc& kernel, const Expr& expr);
+
+// prefix + decimal index, e.g. IndexedName("in", 2) == "in2".
+std::string IndexedName(const char* prefix, int64_t index);
+
+bool IsFloat(DType dtype);
+bool IsSupportedKernelDType(DType dtype);  // f32, f64, i8, u8, i32, i64, bool
+
+}  // namespace keel::codegen

@@ -1,0 +1,273 @@
+// compiler/codegen/llvm_cpu_emitter.cc — module assembly, optimization, object
+// emission and linking of the CPU kernel library (see llvm_cpu_emitter.h).
+#include "compiler/codegen/llvm_cpu_emitter.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "compiler/codegen/llvm_cpu_kernel.h"
+#include "keel/kernel_abi.h"
+
+extern char** environ;
+
+namespace keel::codegen {
+namespace {
+
+constexpr const char* kTriple = "x86_64-unknown-linux-gnu";
+
+void InitX86() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+  });
+}
+
+bool HostHas(const llvm::StringMap<bool>& f, const char* name) {
+  auto it = f.find(name);
+  return it != f.end() && it->second;
+}
+
+Result<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const CpuTargetInfo& t, int opt_level) {
+  InitX86();
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t.triple, err);
+  if (!target) return Unsupported("LLVM has no target for " + t.triple + ": " + err);
+  llvm::TargetOptions to;
+  llvm::CodeGenOpt::Level level = opt_level >= 3   ? llvm::CodeGenOpt::Aggressive
+                                  : opt_level == 2 ? llvm::CodeGenOpt::Default
+                                  : opt_level == 1 ? llvm::CodeGenOpt::Less
+                                                   : llvm::CodeGenOpt::None;
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(t.triple, t.cpu, t.features, to, llvm::Reloc::PIC_, std::nullopt, level));
+  if (!tm) return Unsupported("LLVM cannot create a target machine for cpu " + t.cpu);
+  return tm;
+}
+
+// Builds the module (unoptimized) for all kernels plus the ABI symbols.
+Result<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, const std::vector<KernelSpec>& kernels,
+                                                  const std::string& library_id, const CpuTargetInfo& target,
+                                                  const llvm::TargetMachine& tm) {
+  auto m = std::make_unique<llvm::Module>("keel_kernels", ctx);
+  m->setSourceFileName("keel_kernels");
+  m->setTargetTriple(target.triple);
+  m->setDataLayout(tm.createDataLayout());
+
+  llvm::Type* i32 = llvm::Type::getInt32Ty(ctx);
+  auto* ver = new llvm::GlobalVariable(*m, i32, true, llvm::GlobalValue::ExternalLinkage,
+                                       llvm::ConstantInt::get(i32, KEEL_KERNEL_ABI_VERSION), "keel_kernel_abi_version");
+  ver->setAlignment(llvm::Align(4));
+  llvm::Constant* id = llvm::ConstantDataArray::getString(ctx, library_id, true);
+  new llvm::GlobalVariable(*m, id->getType(), true, llvm::GlobalValue::ExternalLinkage, id, "keel_kernel_library_id");
+
+  std::set<std::string> names;
+  CpuFunctionAttrs attrs{target.cpu, target.features};
+  for (const KernelSpec& spec : kernels) {
+    if (!spec.kernel) return InvalidArgument("kernel spec " + spec.name + " has no kernel IR");
+    if (spec.name.empty() || spec.name.rfind("keel_", 0) == 0 || spec.name != spec.kernel->name())
+      return InvalidArgument("invalid kernel name '" + spec.name + "'");
+    for (char c : spec.name)
+      if (!(isalnum(static_cast<unsigned char>(c)) || c == '_'))
+        return InvalidArgument("kernel name '" + spec.name + "' is not a C identifier");
+    if (!names.insert(spec.name).second) return InvalidArgument("duplicate kernel name " + spec.name);
+    KEEL_RETURN_IF_ERROR(EmitCpuKernel(*spec.kernel, attrs, *m));
+  }
+  std::string verr;
+  llvm::raw_string_ostream vs(verr);
+  if (llvm::verifyModule(*m, &vs)) return Internal("LLVM module verification failed: " + vs.str());
+  return m;
+}
+
+void Optimize(llvm::Module& m, llvm::TargetMachine& tm, const CpuTargetOptions& options) {
+  if (options.opt_level <= 0) return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopUnrolling = true;
+  pto.LoopInterleaving = true;
+  llvm::PassBuilder pb(&tm, pto);
+  llvm::TargetLibraryInfoImpl tlii{llvm::Triple(m.getTargetTriple())};
+  if (options.vector_math_library) tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
+                                                                            llvm::Triple(m.getTargetTriple()));
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = options.opt_level >= 3   ? llvm::OptimizationLevel::O3
+                                  : options.opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                           : llvm::OptimizationLevel::O1;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+}
+
+struct TempDir {
+  std::string path;
+  ~TempDir() {
+    if (path.empty()) return;
+    for (const char* f : {"/kernels.o", "/model.keel.so", "/link.log"}) std::remove((path + f).c_str());
+    rmdir(path.c_str());
+  }
+};
+
+Status RunLinker(const std::string& linker, const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(linker.c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, linker.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return IoError("cannot run linker '" + linker + "': " + std::strerror(rc));
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return IoError("waiting for the linker failed");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::ifstream log(log_path);
+    std::stringstream ss;
+    ss << log.rdbuf();
+    return IoError("linker '" + linker + "' failed: " + ss.str());
+  }
+  return Status::Ok();
+}
+
+Status WriteFile(const std::string& path, const char* data, size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError("cannot open " + path + " for writing");
+  out.write(data, static_cast<std::streamsize>(size));
+  out.close();
+  if (!out) return IoError("cannot write " + path);
+  return Status::Ok();
+}
+
+Status CopyFile(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return IoError("cannot read " + from);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string bytes = ss.str();
+  // Write next to the destination, then rename: readers never see a partial library.
+  std::string tmp = to + ".tmp";
+  KEEL_RETURN_IF_ERROR(WriteFile(tmp, bytes.data(), bytes.size()));
+  chmod(tmp.c_str(), 0755);
+  if (std::rename(tmp.c_str(), to.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return IoError("cannot rename " + tmp + " to " + to);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CpuTargetInfo> ResolveCpuTarget(const CpuTargetOptions& options) {
+  InitX86();
+  CpuTargetInfo info;
+  info.triple = kTriple;
+  llvm::StringMap<bool> host;
+  bool have_host = llvm::sys::getHostCPUFeatures(host);
+  if (options.cpu == "auto") {
+    info.cpu = (!have_host || (HostHas(host, "avx2") && HostHas(host, "fma"))) ? "x86-64-v3" : "x86-64";
+  } else if (options.cpu == "native") {
+    info.cpu = llvm::sys::getHostCPUName().str();
+  } else {
+    info.cpu = options.cpu;
+  }
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(info.triple, err);
+  if (!target) return Unsupported("LLVM has no target for " + info.triple + ": " + err);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(info.triple, info.cpu, options.extra_features));
+  if (!sti || !sti->isCPUStringValid(info.cpu)) return Unsupported("unknown CPU '" + info.cpu + "' for " + info.triple);
+  // Record the ISA extensions the kernels may use (a fixed list: deterministic).
+  std::string features;
+  for (const char* f : {"sse4.2", "avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
+                        "avx512vl"}) {
+    if (sti->checkFeatures(std::string("+") + f)) features += std::string(features.empty() ? "" : ",") + "+" + f;
+  }
+  if (!options.extra_features.empty()) features += (features.empty() ? "" : ",") + options.extra_features;
+  info.features = features;
+  return info;
+}
+
+Result<std::string> EmitCpuKernelModuleIR(const std::vector<KernelSpec>& kernels, const std::string& library_id,
+                                          const CpuTargetOptions& options, bool optimized) {
+  KEEL_ASSIGN_OR_RETURN(CpuTargetInfo target, ResolveCpuTarget(options));
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(target, options.opt_level));
+  llvm::LLVMContext ctx;
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm));
+  if (optimized) Optimize(*m, *tm, options);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m->print(os, nullptr);
+  return os.str();
+}
+
+Status EmitCpuKernelLibrary(const std::vector<KernelSpec>& kernels, const std::string& library_id,
+                            const std::string& out_so_path, const CpuTargetOptions& options, CpuTargetInfo* info) {
+  KEEL_ASSIGN_OR_RETURN(CpuTargetInfo target, ResolveCpuTarget(options));
+  if (info) *info = target;
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(target, options.opt_level));
+  llvm::SmallVector<char, 0> object;
+  {
+    llvm::LLVMContext ctx;
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm));
+    Optimize(*m, *tm, options);
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+      return Unsupported("LLVM cannot emit an object file for " + target.cpu);
+    pm.run(*m);
+  }
+
+  TempDir dir;
+  char tmpl[] = "/tmp/keel-codegen-XXXXXX";
+  if (!mkdtemp(tmpl)) return IoError("cannot create a temporary directory");
+  dir.path = tmpl;
+  std::string obj_path = dir.path + "/kernels.o";
+  std::string so_path = dir.path + "/model.keel.so";
+  KEEL_RETURN_IF_ERROR(WriteFile(obj_path, object.data(), object.size()));
+  std::vector<std::string> args = {"-shared", "-o", so_path, obj_path, "-Wl,--build-id=none", "-Wl,-z,noexecstack"};
+  if (options.vector_math_library) args.push_back("-lmvec");
+  args.push_back("-lm");
+  KEEL_RETURN_IF_ERROR(RunLinker(options.linker, args, dir.path + "/link.log"));
+  return CopyFile(so_path, out_so_path);
+}
+
+}  // namespace keel::codegen

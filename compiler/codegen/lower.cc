@@ -1,0 +1,193 @@
+// compiler/codegen/lower.cc — LowerNodeToKernel: argument list, kernel naming,
+// anchor selection and epilogue fusion for plain and fused nodes.
+#include "compiler/codegen/lower.h"
+
+#include <algorithm>
+#include <set>
+
+#include "compiler/codegen/lower_ops.h"
+
+namespace keel::codegen {
+namespace {
+
+// The body being lowered: a plain node seen as a one-node group.
+struct GroupView {
+  std::vector<const ir::Value*> inputs;   // kernel inputs (args 0..n-1)
+  std::vector<const ir::Node*> nodes;     // topological order
+  std::vector<const ir::Value*> outputs;  // kernel outputs
+};
+
+GroupView ViewOf(const ir::Node& node) {
+  GroupView v;
+  if (node.op_type() == "keel.Fused" && node.body()) {
+    for (const ir::Value* in : node.body()->inputs()) v.inputs.push_back(in);
+    for (const ir::Node* n : node.body()->nodes()) v.nodes.push_back(n);
+    for (const ir::Value* out : node.body()->outputs()) v.outputs.push_back(out);
+  } else {
+    for (const ir::Value* in : node.inputs())
+      if (in) v.inputs.push_back(in);
+    v.nodes.push_back(&node);
+    for (const ir::Value* out : node.outputs()) v.outputs.push_back(out);
+  }
+  return v;
+}
+
+std::string Lower(std::string s) {
+  std::string r;
+  for (char c : s) {
+    if (isalnum(static_cast<unsigned char>(c))) r += static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  }
+  return r;
+}
+
+}  // namespace
+
+bool IsAnchorOp(const std::string& op) {
+  static const std::set<std::string> ops = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                            "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum", "ReduceMax"};
+  return ops.count(op) != 0;
+}
+
+bool IsLowerableOp(const std::string& op) { return op == "keel.Fused" || IsAnchorOp(op) || IsInjectiveOp(op); }
+
+Result<Stmt> LowerAnchor(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  const std::string& op = node.op_type();
+  if (op == "Conv") return LowerConv(ctx, node, store);
+  if (op == "Gemm") return LowerGemm(ctx, node, store);
+  if (op == "MatMul") return LowerMatMul(ctx, node, store);
+  if (op == "MaxPool" || op == "AveragePool") return LowerPool(ctx, node, store);
+  if (op == "GlobalAveragePool") return LowerGlobalAveragePool(ctx, node, store);
+  if (op == "Softmax") return LowerSoftmax(ctx, node, store);
+  if (op == "LayerNormalization") return LowerLayerNorm(ctx, node, store);
+  return LowerReduce(ctx, node, store);
+}
+
+std::string KernelName(const ir::Node& node, int64_t index) {
+  std::string name = IndexedName("k", index);
+  GroupView v = ViewOf(node);
+  for (const ir::Node* n : v.nodes) {
+    std::string op = n->op_type() == "keel.Reshape" ? "reshape" : Lower(n->op_type());
+    if (op == "conv") op = "conv2d";
+    if (name.size() + op.size() + 1 > 48) break;
+    name += "_" + op;
+  }
+  return name;
+}
+
+Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const LowerOptions& options) {
+  if (node.op_type() == "keel.Fused" && !node.body()) return InvalidArgument(NodeLabel(node) + ": fused node without body");
+  GroupView view = ViewOf(node);
+  std::string name = KernelName(node, index);
+  auto kernel = std::make_shared<KernelFunc>(name);
+  LowerContext ctx(*kernel, options);
+
+  // Arguments: inputs, then outputs.
+  for (size_t i = 0; i < view.inputs.size(); ++i) {
+    const ir::Value* in = view.inputs[i];
+    if (!in->has_type()) return InvalidArgument(NodeLabel(node) + ": input " + std::to_string(i) + " has no type");
+    if (!IsSupportedKernelDType(in->type().dtype))
+      return Unsupported(NodeLabel(node) + ": input dtype " + ir::DTypeName(in->type().dtype));
+    int buf = kernel->AddArg(IndexedName("in", static_cast<int64_t>(i)), in->type().dtype, in->type().shape, ArgAccess::kRead);
+    if (ctx.Find(in)) continue;  // the same value passed twice: later copies are unused arguments
+    TensorFn fn;
+    fn.type = in->type();
+    fn.buffer = buf;
+    KernelFunc* k = kernel.get();
+    fn.at = [k, buf](const std::vector<Expr>& idx) { return k->Load(buf, idx); };
+    ctx.Define(in, std::move(fn));
+  }
+  std::vector<int> out_bufs;
+  for (size_t i = 0; i < view.outputs.size(); ++i) {
+    const ir::Value* out = view.outputs[i];
+    if (!out->has_type()) return InvalidArgument(NodeLabel(node) + ": output " + std::to_string(i) + " has no type");
+    if (!IsSupportedKernelDType(out->type().dtype))
+      return Unsupported(NodeLabel(node) + ": output dtype " + ir::DTypeName(out->type().dtype));
+    out_bufs.push_back(kernel->AddArg(IndexedName("out", static_cast<int64_t>(i)), out->type().dtype, out->type().shape, ArgAccess::kWrite));
+  }
+
+  // Walk the group: inline injective ops, find the (single) anchor, check the epilogue.
+  const ir::Node* anchor = nullptr;
+  std::set<const ir::Value*> tainted;  // values depending on the anchor output
+  std::string source;
+  for (const ir::Node* n : view.nodes) {
+    source += (source.empty() ? "" : "+") + n->op_type();
+    for (const ir::Value* in : n->inputs()) {
+      if (in && !ctx.Find(in)) {
+        if (!in->is_constant()) return Internal(NodeLabel(*n) + ": input " + in->name() + " is not produced in the group");
+        KEEL_RETURN_IF_ERROR(ctx.DefineConstant(in));
+      }
+    }
+    for (const ir::Value* out : n->outputs())
+      if (out && !out->has_type()) return InvalidArgument(NodeLabel(*n) + ": output has no type");
+    bool depends = false;
+    for (const ir::Value* in : n->inputs()) depends = depends || (in && tainted.count(in));
+    if (IsAnchorOp(n->op_type())) {
+      if (anchor) return Unsupported(NodeLabel(node) + ": group has two anchors (" + anchor->op_type() + ", " + n->op_type() + ")");
+      if (depends) return Internal("anchor depends on itself");
+      anchor = n;
+      tainted.insert(n->output(0));
+      for (size_t i = 1; i < n->outputs().size(); ++i) {
+        const ir::Value* extra = n->output(i);
+        if (extra && (!extra->uses().empty() || std::count(view.outputs.begin(), view.outputs.end(), extra)))
+          return Unsupported(NodeLabel(*n) + ": secondary outputs are not supported");
+      }
+      TensorFn fn;
+      fn.type = n->output(0)->type();
+      LowerContext* c = &ctx;
+      fn.at = [c](const std::vector<Expr>&) { return c->acc(); };
+      ctx.Define(n->output(0), std::move(fn));
+      continue;
+    }
+    if (!IsInjectiveOp(n->op_type())) return Unsupported(NodeLabel(*n) + ": op not supported by CPU codegen");
+    if (depends) {
+      if (!IsElementwiseOp(n->op_type()) || n->output(0)->type().shape != anchor->output(0)->type().shape)
+        return Unsupported(NodeLabel(*n) + ": epilogue op must be elementwise and keep the shape of " + NodeLabel(*anchor));
+      for (const ir::Value* o : n->outputs()) if (o) tainted.insert(o);
+    }
+    KEEL_RETURN_IF_ERROR(DefineInjective(ctx, *n));
+  }
+
+  std::vector<Stmt> stmts;
+  if (anchor) {
+    for (const ir::Value* out : view.outputs)
+      if (!tainted.count(out))
+        return Unsupported(NodeLabel(node) + ": output " + out->name() + " does not come from the anchor's epilogue");
+    std::vector<TensorFn> outs;
+    for (const ir::Value* out : view.outputs) outs.push_back(*ctx.Find(out));
+    KernelFunc* k = kernel.get();
+    LowerContext* c = &ctx;
+    StoreFn store = [k, c, outs, out_bufs](const std::vector<Expr>& idx, Expr value) {
+      c->set_acc(value);
+      std::vector<Stmt> s;
+      for (size_t i = 0; i < outs.size(); ++i)
+        s.push_back(k->Store(out_bufs[i], idx, Cast(outs[i].at(idx), k->buffer(out_bufs[i]).dtype)));
+      return Block(std::move(s));
+    };
+    KEEL_ASSIGN_OR_RETURN(Stmt body, LowerAnchor(ctx, *anchor, store));
+    stmts.push_back(body);
+  } else {
+    for (size_t i = 0; i < view.outputs.size(); ++i) {
+      const TensorFn* fn = ctx.Find(view.outputs[i]);
+      if (!fn) return Internal("output without a reader");
+      TensorFn f = *fn;
+      KernelFunc* k = kernel.get();
+      int buf = out_bufs[i];
+      stmts.push_back(LoopNest(ctx, f.type.shape, [k, f, buf](const std::vector<Expr>& idx) {
+        return k->Store(buf, idx, Cast(f.at(idx), k->buffer(buf).dtype));
+      }));
+    }
+  }
+  kernel->set_body(Block(std::move(stmts)));
+  KEEL_RETURN_IF_ERROR(kernel->Verify());
+
+  KernelSpec spec;
+  spec.name = name;
+  spec.args = kernel->args();
+  spec.num_inputs = static_cast<int>(view.inputs.size());
+  spec.workspace_bytes = kernel->workspace_bytes();
+  spec.source = source;
+  spec.kernel = kernel;
+  return spec;
+}
+
+}  // namespace keel::codegen

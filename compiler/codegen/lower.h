@@ -1,0 +1,56 @@
+// compiler/codegen/lower.h — graph Node → KernelSpec (kernel IR) lowering.
+//
+// A node is either a plain op or a "keel.Fused" group whose body is lowered as
+// one kernel. Supported shapes of a group:
+//   * only elementwise / injective ops (Add, Sub, Mul, Div, Pow, Max, Min, Relu,
+//     Clip, Sigmoid, Erf, Tanh, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Cast,
+//     Identity, Dropout, Where, Transpose, Reshape, Flatten, Squeeze, Unsqueeze,
+//     Expand, Slice, Gather, Concat): one loop nest over the output, every op
+//     inlined as an index function;
+//   * at most one "anchor" (Conv, Gemm, MatMul, MaxPool, AveragePool,
+//     GlobalAveragePool, Softmax, LayerNormalization, ReduceMean, ReduceSum,
+//     ReduceMax): injective ops before it are inlined into its operand reads, and
+//     elementwise ops after it that keep its output shape form the epilogue,
+//     applied before the single store (e.g. Conv + bias + Add residual + Relu).
+// Nodes must be canonical (ir::CanonicalizeNode) with types on every value.
+//
+// Performance structure: GEMM-like anchors (Gemm, MatMul, Conv with more than
+// one input channel per group) share one blocked GEMM: the B operand is packed
+// (for Conv: im2col) into NR-wide panels in the workspace, then an MR x NR
+// register-blocked micro-kernel (fully unrolled, vectorized by LLVM's SLP
+// vectorizer, FMA) runs over cache blocks in parallel through ctx->parallel_for.
+// Depthwise convolutions use a direct row-blocked kernel.
+//
+// Thread-safety: pure function of its arguments. Errors: kUnsupported naming
+// the op (and the node) for ops/attributes/dtypes not handled; kInvalidArgument
+// for malformed nodes (missing types, wrong arity).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/codegen/kernel_spec.h"
+#include "compiler/ir/graph.h"
+#include "keel/status.h"
+
+namespace keel::codegen {
+
+struct LowerOptions {
+  int64_t gemm_mr = 6;    // micro-kernel rows (A rows per register tile)
+  int64_t gemm_nr = 16;   // micro-kernel columns (a multiple of the vector width)
+  int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
+  // Elementwise/reduction loop nests with fewer output elements run serially.
+  int64_t min_parallel_elements = 1 << 14;
+};
+
+// "k<index>_<op>_<op>..." — lowercase op types (fused body order), sanitized,
+// at most ~48 characters. Unique as long as `index` is.
+std::string KernelName(const ir::Node& node, int64_t index);
+
+// Lowers `node` (plain or keel.Fused) to a kernel named KernelName(node, index).
+Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const LowerOptions& options = {});
+
+// True when LowerNodeToKernel handles this op type (plain node).
+bool IsLowerableOp(const std::string& op_type);
+
+}  // namespace keel::codegen

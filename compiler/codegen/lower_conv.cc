@@ -1,0 +1,144 @@
+// compiler/codegen/lower_conv.cc — 2-D convolution (NCHW, OIHW weights) with
+// groups, strides, pads and dilations.
+//   * one input channel per group (depthwise, channel multiplier >= 1): a direct
+//     kernel, parallel over output rows, that accumulates a row in a local
+//     buffer; the interior columns (no padding reads) run as unit-stride,
+//     vectorizable loops, the borders with guarded reads;
+//   * otherwise: implicit GEMM per (image, group): M = output channels of the
+//     group, N = OH*OW, K = Cin/group*KH*KW, with im2col done while packing B
+//     (see lower_gemm.cc), so no separate column buffer is materialized.
+// Bias (input 2) is added before the fused epilogue.
+#include <algorithm>
+
+#include "compiler/codegen/lower_ops.h"
+
+namespace keel::codegen {
+namespace {
+
+struct ConvParams {
+  int64_t B, C, H, W, Co, OH, OW, KH, KW, sh, sw, pt, pl, dh, dw, groups, Cg, Mg;
+};
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+Stmt DirectConv(LowerContext& ctx, const ConvParams& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
+                const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  int row = k.AddLocal("dw_row", DType::kF32, {c.OW});
+  Expr r = k.NewVar("r");
+  Expr b = r / (c.Co * c.OH), co = (r / c.OH) % c.Co, oh = r % c.OH;
+  Expr ci = c.Mg == 1 ? co : co / c.Mg;  // input channel of this output channel
+  std::vector<Stmt> body;
+  {
+    Expr ow = k.NewVar("ow");
+    body.push_back(For(ow, 0, c.OW, LoopKind::kVectorize, k.Store(row, {ow}, FloatConst(0))));
+  }
+  Expr kh = k.NewVar("kh");
+  Expr ih = oh * c.sh - c.pt + kh * c.dh;
+  std::vector<Stmt> per_kw;
+  for (int64_t kw = 0; kw < c.KW; ++kw) {
+    Expr wv = Cast(Wt.at({co, Expr(0), kh, Expr(kw)}), DType::kF32);
+    int64_t off = kw * c.dw - c.pl;  // iw = ow*sw + off
+    int64_t lo = std::clamp<int64_t>(FloorDiv(-off + c.sw - 1, c.sw), 0, c.OW);
+    int64_t hi = std::clamp<int64_t>(FloorDiv(c.W - 1 - off, c.sw) + 1, lo, c.OW);
+    auto guarded = [&](int64_t from, int64_t to) -> Stmt {
+      if (from >= to) return nullptr;
+      Expr ow = k.NewVar("ow");
+      Expr iw = ow * c.sw + off;
+      Expr x = Select((iw >= 0) && (iw < c.W), Cast(X.at({b, ci, ih, Clamp(iw, 0, c.W - 1)}), DType::kF32), FloatConst(0));
+      return For(ow, from, to, LoopKind::kSerial, k.Store(row, {ow}, k.Load(row, {ow}) + x * wv));
+    };
+    per_kw.push_back(guarded(0, lo));
+    if (lo < hi) {
+      Expr ow = k.NewVar("ow");
+      Expr x = Cast(X.at({b, ci, ih, ow * c.sw + off}), DType::kF32);
+      per_kw.push_back(For(ow, lo, hi, LoopKind::kVectorize, k.Store(row, {ow}, k.Load(row, {ow}) + x * wv)));
+    }
+    per_kw.push_back(guarded(hi, c.OW));
+  }
+  body.push_back(For(kh, 0, c.KH, LoopKind::kSerial, If((ih >= 0) && (ih < c.H), Block(std::move(per_kw)))));
+  {
+    Expr ow = k.NewVar("ow");
+    Expr v = k.Load(row, {ow});
+    if (bias) v = v + Cast(bias->at({co}), DType::kF32);
+    body.push_back(For(ow, 0, c.OW, LoopKind::kVectorize, store({b, co, oh, ow}, v)));
+  }
+  int64_t rows = c.B * c.Co * c.OH;
+  bool par = rows > 1 && rows * c.OW * c.KH * c.KW >= ctx.options().min_parallel_elements;
+  return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
+}
+
+}  // namespace
+
+Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  const ir::Attributes& at = node.attrs();
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Wp, ctx.Input(node, 1));
+  const TensorFn* bias = nullptr;
+  if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2)); }
+  TensorFn X = *Xp, Wt = *Wp;
+  if (X.type.shape.size() != 4 || Wt.type.shape.size() != 4)
+    return Unsupported(NodeLabel(node) + ": only 2-D convolution (rank-4 input) is supported");
+  if (X.type.dtype != DType::kF32 || Wt.type.dtype != DType::kF32)
+    return Unsupported(NodeLabel(node) + ": Conv on " + ir::DTypeName(X.type.dtype));
+  KEEL_ASSIGN_OR_RETURN(auto strides, at.GetInts("strides", {1, 1}));
+  KEEL_ASSIGN_OR_RETURN(auto pads, at.GetInts("pads", {0, 0, 0, 0}));
+  KEEL_ASSIGN_OR_RETURN(auto dil, at.GetInts("dilations", {1, 1}));
+  KEEL_ASSIGN_OR_RETURN(int64_t groups, at.GetInt("group", 1));
+  if (strides.size() != 2 || pads.size() != 4 || dil.size() != 2 || groups <= 0)
+    return InvalidArgument(NodeLabel(node) + ": malformed strides/pads/dilations/group");
+  const std::vector<int64_t>& xs = X.type.shape;
+  const std::vector<int64_t>& ws = Wt.type.shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  ConvParams c{xs[0], xs[1], xs[2], xs[3], ws[0], os[2], os[3], ws[2], ws[3], strides[0], strides[1],
+               pads[0], pads[1], dil[0], dil[1], groups, xs[1] / groups, ws[0] / groups};
+  if (c.C % groups != 0 || c.Co % groups != 0 || ws[1] != c.Cg || os.size() != 4 || os[1] != c.Co)
+    return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
+
+  if (c.Cg == 1) return DirectConv(ctx, c, X, Wt, bias, store);
+
+  // Implicit GEMM.
+  const int64_t KK = c.KH * c.KW, Kdim = c.Cg * KK, N = c.OH * c.OW;
+  Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
+  Expr gi = groups > 1 ? k.NewVar("grp") : Expr(0);
+  GemmOperands g;
+  g.m = c.Mg; g.n = N; g.k = Kdim;
+  KernelFunc* kp = &k;
+  if (Wt.buffer >= 0) {
+    int wview = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_rows", {c.Co, Kdim});
+    g.a = [kp, wview, gi, c](Expr m, Expr kk) { return kp->Load(wview, {gi * c.Mg + m, kk}); };
+  } else {
+    IndexFn w_at = Wt.at;
+    g.a = [w_at, gi, c, KK](Expr m, Expr kk) {
+      return w_at({gi * c.Mg + m, kk / KK, (kk % KK) / c.KW, kk % c.KW});
+    };
+  }
+  bool pointwise = c.KH == 1 && c.KW == 1 && c.sh == 1 && c.sw == 1 && c.pt == 0 && c.pl == 0 &&
+                   c.OH == c.H && c.OW == c.W;
+  if (pointwise && X.buffer >= 0) {
+    int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_cols", {c.B, c.C, c.H * c.W});
+    g.b = [kp, xview, bi, gi, c](Expr kk, Expr n) { return kp->Load(xview, {bi, gi * c.Cg + kk, n}); };
+  } else {
+    IndexFn x_at = X.at;
+    g.b = [x_at, bi, gi, c, KK](Expr kk, Expr n) {
+      Expr ci = kk / KK, kh = (kk % KK) / c.KW, kw = kk % c.KW;
+      Expr oh = n / c.OW, ow = n % c.OW;
+      Expr ih = oh * c.sh - c.pt + kh * c.dh, iw = ow * c.sw - c.pl + kw * c.dw;
+      Expr x = x_at({bi, gi * c.Cg + ci, Clamp(ih, 0, c.H - 1), Clamp(iw, 0, c.W - 1)});
+      return Select((ih >= 0) && (ih < c.H) && (iw >= 0) && (iw < c.W), x, FloatConst(0, x.type()));
+    };
+  }
+  TensorFn bfn = bias ? *bias : TensorFn{};
+  g.store = [store, bfn, bi, gi, c](Expr m, Expr n, Expr acc) {
+    Expr co = gi * c.Mg + m;
+    Expr v = bfn.at ? acc + Cast(bfn.at({co}), DType::kF32) : acc;
+    return store({bi, co, n / c.OW, n % c.OW}, v);
+  };
+  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv"));
+  if (groups > 1) body = For(gi, 0, groups, LoopKind::kSerial, body);
+  if (c.B > 1) body = For(bi, 0, c.B, LoopKind::kSerial, body);
+  return body;
+}
+
+}  // namespace keel::codegen

@@ -1,0 +1,224 @@
+// compiler/codegen/lower_gemm.cc — the blocked GEMM shared by Gemm, MatMul and
+// Conv (implicit GEMM), plus the Gemm and MatMul lowerings.
+//
+// Structure (BLIS-like, sized by LowerOptions):
+//   1. pack B into NR-wide panels Bp[p][k][0..NR) in the workspace (zero padded
+//      past N), in parallel over panels; this is where Conv does its im2col and
+//      where transposed/broadcast B operands are resolved, so the hot loop only
+//      sees unit-stride panels;
+//   2. parallel over (M-block, N-block) tasks; inside, K is split into KC blocks
+//      (partial sums of earlier K blocks go to a padded workspace C buffer), and
+//      each MR x NR register tile is one fully unrolled micro-kernel whose
+//      accumulators LLVM keeps in vector registers (SROA + SLP, FMA);
+//   3. the last K block applies the epilogue (bias, activation, residual...) and
+//      stores through `store`, with a guarded path for edge tiles.
+#include <algorithm>
+
+#include "compiler/codegen/lower_ops.h"
+
+namespace keel::codegen {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const std::string& tag) {
+  KernelFunc& k = ctx.kernel();
+  const LowerOptions& o = ctx.options();
+  const int64_t MR = std::max<int64_t>(1, o.gemm_mr), NR = std::max<int64_t>(1, o.gemm_nr);
+  const int64_t M = g.m, N = g.n, K = g.k;
+  if (M <= 0 || N <= 0) return Block({});
+  if (K <= 0) {
+    // Empty reduction: every output is the epilogue of 0.
+    Expr m = k.NewVar("m"), n = k.NewVar("n");
+    return For(m, 0, M, LoopKind::kSerial, For(n, 0, N, LoopKind::kSerial, g.store(m, n, FloatConst(0))));
+  }
+  const int64_t Np = CeilDiv(N, NR), Mt = CeilDiv(M, MR);
+  // K blocking: one block when K is small, else balanced blocks of about 256.
+  const int64_t nKC = K <= 320 ? 1 : CeilDiv(K, 256);
+  const int64_t KC = CeilDiv(K, nKC);
+  // Cache blocking: the A block (MC x KC) and the B panels of a task (NCP x KC x NR) fit half of L2.
+  const int64_t half_l2_floats = std::max<int64_t>(1024, o.l2_bytes / 8);
+  int64_t MCT = std::clamp<int64_t>(half_l2_floats / (KC * MR), 1, Mt);
+  int64_t NCP = std::clamp<int64_t>(half_l2_floats / (KC * NR), 1, Np);
+  // Enough tasks to spread over threads.
+  while (CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
+    if (NCP >= MCT && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
+  }
+  const int64_t nMB = CeilDiv(Mt, MCT), nNB = CeilDiv(Np, NCP);
+
+  int bp = k.AddWorkspace(tag + "_bpack", DType::kF32, {Np * K * NR});
+  int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {Mt * MR, Np * NR}) : -1;
+  int acc = k.AddLocal(tag + "_acc", DType::kF32, {MR * NR});
+
+  // 1. Pack B.
+  Stmt pack;
+  {
+    Expr p = k.NewVar("p"), kk = k.NewVar("kk"), j = k.NewVar("j");
+    Expr n = p * NR + j;
+    Expr v = N % NR == 0 ? Cast(g.b(kk, n), DType::kF32)
+                         : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
+    Stmt st = k.Store(bp, {(p * K + kk) * NR + j}, v);
+    bool par = Np > 1 && Np * K * NR >= (1 << 14);
+    pack = For(p, 0, Np, par ? LoopKind::kParallel : LoopKind::kSerial,
+               For(kk, 0, K, LoopKind::kSerial, For(j, 0, NR, LoopKind::kVectorize, st)));
+  }
+
+  // 2. Compute.
+  Expr t = k.NewVar("t"), kc = k.NewVar("kc"), mt = k.NewVar("mt"), p = k.NewVar("p");
+  Expr mb = t / nNB, nb = t % nNB;
+  Expr m0 = mt * MR, n0 = p * NR;
+  Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
+
+  auto acc_at = [&](int64_t i, int64_t j) { return k.Load(acc, {Expr(i * NR + j)}); };
+  std::vector<Stmt> tile;
+  // init
+  {
+    std::vector<Stmt> zero, reload;
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) {
+        zero.push_back(k.Store(acc, {Expr(i * NR + j)}, FloatConst(0)));
+        if (cpart >= 0) reload.push_back(k.Store(acc, {Expr(i * NR + j)}, k.Load(cpart, {m0 + i, n0 + j})));
+      }
+    tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, 0), Block(std::move(zero)), Block(std::move(reload))) : Block(std::move(zero)));
+  }
+  // k loop: acc[i][j] += A(m0+i, kk) * Bp[p][kk][j]
+  {
+    Expr kk = k.NewVar("kk");
+    std::vector<Stmt> body;
+    for (int64_t i = 0; i < MR; ++i) {
+      Expr row = M % MR == 0 ? m0 + i : Min(m0 + i, M - 1);  // clamped rows compute garbage never stored
+      Expr a = Cast(g.a(row, kk), DType::kF32);
+      for (int64_t j = 0; j < NR; ++j) {
+        Expr b = k.Load(bp, {(p * K + kk) * NR + j});
+        body.push_back(k.Store(acc, {Expr(i * NR + j)}, acc_at(i, j) + a * b));
+      }
+    }
+    tile.push_back(For(kk, k0, k1, LoopKind::kSerial, Block(std::move(body))));
+  }
+  // store
+  {
+    std::vector<Stmt> full, edge, partial;
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) {
+        full.push_back(g.store(m0 + i, n0 + j, acc_at(i, j)));
+        edge.push_back(If((m0 + i < M) && (n0 + j < N), g.store(m0 + i, n0 + j, acc_at(i, j))));
+        if (cpart >= 0) partial.push_back(k.Store(cpart, {m0 + i, n0 + j}, acc_at(i, j)));
+      }
+    Stmt final_store = (M % MR == 0 && N % NR == 0)
+                           ? Block(std::move(full))
+                           : If((m0 + MR <= M) && (n0 + NR <= N), Block(std::move(full)), Block(std::move(edge)));
+    tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), final_store, Block(std::move(partial))) : final_store);
+  }
+  Stmt tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
+                   For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, Block(std::move(tile))));
+  Stmt compute = For(t, 0, nMB * nNB, LoopKind::kParallel, For(kc, 0, nKC, LoopKind::kSerial, tiles));
+  return Block({pack, compute});
+}
+
+Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  const ir::Attributes& at = node.attrs();
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* A, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* B, ctx.Input(node, 1));
+  const TensorFn* C = nullptr;
+  if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(C, ctx.Input(node, 2)); }
+  KEEL_ASSIGN_OR_RETURN(int64_t ta, at.GetInt("transA", 0));
+  KEEL_ASSIGN_OR_RETURN(int64_t tb, at.GetInt("transB", 0));
+  KEEL_ASSIGN_OR_RETURN(double alpha, at.GetFloat("alpha", 1.0));
+  KEEL_ASSIGN_OR_RETURN(double beta, at.GetFloat("beta", 1.0));
+  if (A->type.shape.size() != 2 || B->type.shape.size() != 2)
+    return InvalidArgument(NodeLabel(node) + ": Gemm operands must be 2-D");
+  if (A->type.dtype != DType::kF32 || B->type.dtype != DType::kF32)
+    return Unsupported(NodeLabel(node) + ": Gemm on " + ir::DTypeName(A->type.dtype));
+  GemmOperands g;
+  g.m = ta ? A->type.shape[1] : A->type.shape[0];
+  g.k = ta ? A->type.shape[0] : A->type.shape[1];
+  g.n = tb ? B->type.shape[0] : B->type.shape[1];
+  if ((tb ? B->type.shape[1] : B->type.shape[0]) != g.k) return InvalidArgument(NodeLabel(node) + ": K mismatch");
+  IndexFn a_at = A->at, b_at = B->at;
+  g.a = [a_at, ta](Expr m, Expr k) { return ta ? a_at({k, m}) : a_at({m, k}); };
+  g.b = [b_at, tb](Expr k, Expr n) { return tb ? b_at({n, k}) : b_at({k, n}); };
+  std::vector<int64_t> out_shape = {g.m, g.n};
+  TensorFn cfn = C ? *C : TensorFn{};
+  g.store = [store, alpha, beta, cfn, out_shape](Expr m, Expr n, Expr acc) {
+    Expr v = alpha == 1.0 ? acc : acc * FloatConst(alpha);
+    if (cfn.at && beta != 0.0) {
+      Expr c = Cast(cfn.at(BroadcastIndex(out_shape, cfn.type.shape, {m, n})), DType::kF32);
+      v = v + (beta == 1.0 ? c : c * FloatConst(beta));
+    }
+    return store({m, n}, v);
+  };
+  return BuildBlockedGemm(ctx, g, "gemm");
+}
+
+Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Ap, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Bp, ctx.Input(node, 1));
+  TensorFn A = *Ap, B = *Bp;
+  if (A.type.dtype != DType::kF32 || B.type.dtype != DType::kF32)
+    return Unsupported(NodeLabel(node) + ": MatMul on " + ir::DTypeName(A.type.dtype));
+  const std::vector<int64_t> as = A.type.shape, bs = B.type.shape;
+  const std::vector<int64_t> os = node.output(0)->type().shape;
+  if (as.empty() || bs.empty()) return InvalidArgument(NodeLabel(node) + ": scalar MatMul operand");
+  const bool a1 = as.size() == 1, b1 = bs.size() == 1;
+  const int64_t K = as.back();
+  const int64_t M = a1 ? 1 : as[as.size() - 2];
+  const int64_t N = b1 ? 1 : bs.back();
+  if ((b1 ? bs[0] : bs[bs.size() - 2]) != K) return InvalidArgument(NodeLabel(node) + ": K mismatch");
+  const size_t out_mat_dims = (a1 ? 0 : 1) + (b1 ? 0 : 1);
+  if (os.size() < out_mat_dims) return InvalidArgument(NodeLabel(node) + ": output rank");
+  const std::vector<int64_t> batch(os.begin(), os.end() - static_cast<int64_t>(out_mat_dims));
+  const std::vector<int64_t> a_batch = a1 ? std::vector<int64_t>{} : std::vector<int64_t>(as.begin(), as.end() - 2);
+  const std::vector<int64_t> b_batch = b1 ? std::vector<int64_t>{} : std::vector<int64_t>(bs.begin(), bs.end() - 2);
+
+  // B shared by every batch and A a plain buffer: fold A's batch into M (one big GEMM).
+  if (!a1 && b_batch.empty() && A.buffer >= 0 && NumElements(a_batch) > 1) {
+    int64_t MM = NumElements(as) / K;
+    int view = k.AddArgView(k.buffer(A.buffer).arg_index, "a_rows", {MM, K});
+    std::vector<int64_t> rows_shape(os.begin(), os.end() - (b1 ? 0 : 1));
+    GemmOperands g;
+    g.m = MM; g.n = N; g.k = K;
+    KernelFunc* kp = &k;
+    IndexFn b_at = B.at;
+    g.a = [kp, view](Expr m, Expr kk) { return kp->Load(view, {m, kk}); };
+    g.b = [b_at, b1](Expr kk, Expr n) { return b1 ? b_at({kk}) : b_at({kk, n}); };
+    g.store = [store, rows_shape, b1](Expr m, Expr n, Expr acc) {
+      std::vector<Expr> idx = Delinearize(rows_shape, m);
+      if (!b1) idx.push_back(n);
+      return store(idx, acc);
+    };
+    return BuildBlockedGemm(ctx, g, "matmul");
+  }
+
+  const int64_t nb = NumElements(batch);
+  Expr bi = nb > 1 ? k.NewVar("batch") : Expr(0);
+  std::vector<Expr> bidx = Delinearize(batch, bi);
+  GemmOperands g;
+  g.m = M; g.n = N; g.k = K;
+  IndexFn a_at = A.at, b_at = B.at;
+  std::vector<Expr> ab = BroadcastIndex(batch, a_batch, bidx), bb = BroadcastIndex(batch, b_batch, bidx);
+  g.a = [a_at, ab, a1](Expr m, Expr kk) {
+    std::vector<Expr> idx = ab;
+    if (!a1) idx.push_back(m);
+    idx.push_back(kk);
+    return a_at(idx);
+  };
+  g.b = [b_at, bb, b1](Expr kk, Expr n) {
+    std::vector<Expr> idx = bb;
+    idx.push_back(kk);
+    if (!b1) idx.push_back(n);
+    return b_at(idx);
+  };
+  g.store = [store, bidx, a1, b1](Expr m, Expr n, Expr acc) {
+    std::vector<Expr> idx = bidx;
+    if (!a1) idx.push_back(m);
+    if (!b1) idx.push_back(n);
+    return store(idx, acc);
+  };
+  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "matmul"));
+  return nb > 1 ? For(bi, 0, nb, LoopKind::kSerial, body) : body;
+}
+
+}  // namespace keel::codegen
