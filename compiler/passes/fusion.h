@@ -1,0 +1,64 @@
+// compiler/passes/fusion.h — TVM-style operator fusion into "keel.Fused" nodes.
+//
+// After this pass every compute node of the graph is inside exactly one
+// keel.Fused node; the only nodes left outside are views ("keel.Reshape") and
+// ops fusion does not know (left untouched). Codegen implements kernels for
+// exactly the body shapes below.
+//
+// Op classes:
+//   elementwise  Add Sub Mul Div Pow (numpy broadcasting), Relu Sigmoid Tanh Erf
+//                Sqrt Clip Cast Neg Exp Identity
+//   injective    Transpose Slice Gather Concat
+//   anchor       Conv Gemm MatMul MaxPool AveragePool GlobalAveragePool
+//                ReduceMean Softmax LayerNormalization
+//
+// Grouping (nodes visited in topological order; a node joins at most one group):
+//   1. An anchor starts a group. While the group's last output has exactly one
+//      use, is not a graph output, and that user is an ungrouped elementwise
+//      node, the user joins (a linear epilogue chain: bias add, relu, clip,
+//      residual add, ...). Pattern "anchor+epilogue" when something joined,
+//      "anchor" otherwise.
+//   2. An injective node starts a group and takes the elementwise chain after it
+//      by the same rule. Pattern "injective".
+//   3. An elementwise node (not yet grouped) starts a group and takes its
+//      elementwise chain. Pattern "elementwise".
+// Hence a body is a chain: [anchor | injective | elementwise] followed by zero
+// or more elementwise nodes, each consuming the previous node's output (as any
+// of its inputs) plus values from outside the group.
+//
+// The fused node:
+//   inputs   every value the group reads from outside (graph inputs, constants —
+//            weights, biases, scalars — and other nodes' outputs), in order of
+//            first use in the chain; body().inputs() correspond 1:1.
+//   outputs  exactly one: the chain's last value (keeps its name and type).
+//   body     a Graph with clones of the chain's nodes (same op_type, name,
+//            canonical attributes, types set on every value).
+//   attrs    "keel.pattern" = "anchor" | "anchor+epilogue" | "elementwise" | "injective"
+//            "keel.anchor"  = the first node's op_type (anchor/injective op,
+//                             or the first elementwise op)
+//            "keel.ops"     = the body's op_types in order (strings)
+// Requires typed values (run after shape-inference). Name: "<first node name>+<n>"
+// for groups of n > 1 nodes, else the node's name.
+#pragma once
+
+#include "compiler/passes/pass.h"
+
+namespace keel::passes {
+
+enum class OpClass { kElementwise, kInjective, kAnchor, kOpaque };
+OpClass ClassifyOp(const std::string& op_type);
+
+class FusionPass : public Pass {
+ public:
+  explicit FusionPass(bool fuse_anchors = true) : fuse_anchors_(fuse_anchors) {}
+  std::string name() const override { return "fusion"; }
+  std::string description() const override {
+    return "group anchor+epilogue, injective and elementwise chains into keel.Fused nodes";
+  }
+  Status Run(ir::Graph& graph) override;
+
+ private:
+  bool fuse_anchors_;
+};
+
+}  // namespace keel::passes

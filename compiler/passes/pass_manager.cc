@@ -1,0 +1,121 @@
+// compiler/passes/pass_manager.cc — PassManager, the registry and the default
+// pipeline (see pass_manager.h).
+#include "compiler/passes/pass_manager.h"
+
+#include <cstdio>
+#include <map>
+
+#include "compiler/ir/printer.h"
+#include "compiler/passes/batchnorm_folding.h"
+#include "compiler/passes/constant_folding.h"
+#include "compiler/passes/cse.h"
+#include "compiler/passes/dce.h"
+#include "compiler/passes/fusion.h"
+#include "compiler/passes/shape_inference.h"
+#include "compiler/passes/simplify.h"
+#include "compiler/passes/verify.h"
+
+namespace keel::passes {
+
+void PassManager::Add(std::unique_ptr<Pass> pass) { entries_.push_back(Entry{std::move(pass), true}); }
+
+Status PassManager::Disable(const std::string& name) {
+  bool found = false;
+  for (Entry& e : entries_) {
+    if (e.pass->name() == name) {
+      e.enabled = false;
+      found = true;
+    }
+  }
+  if (!found) return NotFound("no pass named '" + name + "' in the pipeline");
+  return Status::Ok();
+}
+
+void PassManager::DumpAfter(const std::string& name, DumpSink sink) {
+  dump_after_.insert(name);
+  sink_ = std::move(sink);
+}
+
+Status PassManager::Run(ir::Graph& graph) {
+  for (Entry& e : entries_) {
+    if (!e.enabled) continue;
+    const std::string name = e.pass->name();
+    Status s = e.pass->Run(graph);
+    if (!s.ok()) return s.WithContext("pass " + name);
+    if (sink_ && (dump_after_.count(name) || dump_after_.count("*"))) sink_(name, ir::PrintGraph(graph));
+  }
+  return Status::Ok();
+}
+
+std::vector<PassInfo> PassManager::List() const {
+  std::vector<PassInfo> out;
+  for (const Entry& e : entries_) out.push_back({e.pass->name(), e.pass->description(), e.enabled});
+  return out;
+}
+
+namespace {
+const std::vector<std::string>& RegisteredNames() {
+  static const std::vector<std::string> names = {"batchnorm-folding", "constant-folding", "cse", "dce",
+                                                 "fusion", "shape-inference", "simplify", "verify"};
+  return names;
+}
+}  // namespace
+
+Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const PipelineOptions& options) {
+  if (name == "simplify") return std::unique_ptr<Pass>(new SimplifyPass());
+  if (name == "shape-inference") return std::unique_ptr<Pass>(new ShapeInferencePass());
+  if (name == "constant-folding") return std::unique_ptr<Pass>(new ConstantFoldingPass(options.fold_max_bytes));
+  if (name == "dce") return std::unique_ptr<Pass>(new DcePass());
+  if (name == "cse") return std::unique_ptr<Pass>(new CsePass());
+  if (name == "batchnorm-folding") return std::unique_ptr<Pass>(new BatchNormFoldingPass());
+  if (name == "fusion") return std::unique_ptr<Pass>(new FusionPass(options.fuse_anchors));
+  if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
+  return NotFound("unknown pass '" + name + "'");
+}
+
+std::vector<PassInfo> ListPasses() {
+  std::vector<PassInfo> out;
+  for (const std::string& n : RegisteredNames()) {
+    auto p = CreatePass(n);
+    if (p.ok()) out.push_back({n, (*p)->description(), true});
+  }
+  return out;
+}
+
+Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
+  static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse",
+                                 "batchnorm-folding", "shape-inference", "simplify", "fusion", "dce",
+                                 "verify"};
+  for (const std::string& d : options.disabled) {
+    bool known = false;
+    for (const std::string& n : RegisteredNames()) known = known || n == d;
+    if (!known) return NotFound("--disable-pass: unknown pass '" + d + "'");
+    if (d == "verify") return InvalidArgument("the verify pass cannot be disabled");
+  }
+  for (const std::string& d : options.dump_ir_after) {
+    bool known = d == "*";
+    for (const std::string& n : RegisteredNames()) known = known || n == d;
+    if (!known) return NotFound("--dump-ir: unknown pass '" + d + "'");
+  }
+  PassManager pm;
+  for (const char* name : kOrder) {
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<Pass> p, CreatePass(name, options));
+    pm.Add(std::move(p));
+  }
+  for (const std::string& d : options.disabled) KEEL_RETURN_IF_ERROR(pm.Disable(d));
+  DumpSink sink = options.dump_sink;
+  if (!sink) {
+    sink = [](const std::string& pass, const std::string& text) {
+      std::fprintf(stderr, "// ---- IR after %s ----\n%s", pass.c_str(), text.c_str());
+    };
+  }
+  for (const std::string& d : options.dump_ir_after) pm.DumpAfter(d, sink);
+  return pm;
+}
+
+Status RunDefaultPipeline(ir::Graph& graph, const PipelineOptions& options) {
+  KEEL_ASSIGN_OR_RETURN(PassManager pm, BuildDefaultPipeline(options));
+  return pm.Run(graph);
+}
+
+}  // namespace keel::passes

@@ -1,0 +1,89 @@
+// compiler/passes/pass_manager.h — ordered pass pipelines, the pass registry and
+// the default pipeline.
+//
+//   PassManager pm;  pm.Add(CreatePass("dce").value());  pm.Run(graph);
+//
+// Every pass in a manager can be switched off by name; a dump hook receives the
+// printed IR (compiler/ir/printer.h) after a named pass (keelc --dump-ir=after-NAME)
+// or after every pass ("*").
+//
+// Registry names (keelc --passes lists them with ListPasses()):
+//   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
+//   fusion, verify.
+//
+// Default pipeline (RunDefaultPipeline):
+//   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
+//   shape-inference, simplify (second run: Reshape-like ops become keel.Reshape
+//   views once every shape is static), fusion, dce, verify.
+//
+// Errors: Run stops at the first failing pass and returns its Status with the pass
+// name as context ("pass shape-inference: Add 'n1': shapes ... do not broadcast").
+// Ownership: a PassManager owns its passes. Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/passes/pass.h"
+
+namespace keel::passes {
+
+// Receives (pass name, printed IR) after the passes selected for dumping.
+using DumpSink = std::function<void(const std::string& pass_name, const std::string& ir_text)>;
+
+struct PassInfo {
+  std::string name;
+  std::string description;
+  bool enabled = true;
+};
+
+class PassManager {
+ public:
+  // Appends a pass; the same pass name may appear more than once.
+  void Add(std::unique_ptr<Pass> pass);
+  // Switches every pass of that name off (NotFound if the manager has none).
+  Status Disable(const std::string& name);
+  // Dumps after each run of the pass `name` ("*" = after every pass).
+  void DumpAfter(const std::string& name, DumpSink sink);
+  // Runs the enabled passes in order.
+  Status Run(ir::Graph& graph);
+  // The passes in order, with their enabled flag.
+  std::vector<PassInfo> List() const;
+
+ private:
+  struct Entry {
+    std::unique_ptr<Pass> pass;
+    bool enabled = true;
+  };
+  std::vector<Entry> entries_;
+  std::set<std::string> dump_after_;
+  DumpSink sink_;
+};
+
+struct PipelineOptions {
+  // Pass names to skip (verify cannot be skipped: it only checks).
+  std::set<std::string> disabled;
+  // Pass names after which to dump the IR ("*" = all), and where (default: stderr).
+  std::set<std::string> dump_ir_after;
+  DumpSink dump_sink;
+  // constant-folding: folded results above this size are only created when they
+  // do not duplicate a weight (see constant_folding.h).
+  int64_t fold_max_bytes = 64 * 1024;
+  // fusion can be limited to elementwise groups (no anchors) for debugging.
+  bool fuse_anchors = true;
+};
+
+// All registered passes (name order).
+std::vector<PassInfo> ListPasses();
+// A fresh pass of that name configured from `options`; NotFound for unknown names.
+Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const PipelineOptions& options = {});
+// The default pipeline as a manager (options applied: disabled passes and dumps).
+Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options);
+// Builds and runs the default pipeline on `graph`.
+Status RunDefaultPipeline(ir::Graph& graph, const PipelineOptions& options);
+
+}  // namespace keel::passes

@@ -1,0 +1,75 @@
+// compiler/passes/shape_inference.cc — shape inference (see shape_inference.h).
+#include "compiler/passes/shape_inference.h"
+
+#include "compiler/ir/type_inference.h"
+#include "compiler/passes/constant_folding.h"
+
+namespace keel::passes {
+namespace {
+
+// Integer results up to this size are folded during inference (shape tensors).
+constexpr int64_t kInlineFoldBytes = 4096;
+
+bool IsIntegral(ir::DType d) {
+  return d == ir::DType::kI64 || d == ir::DType::kI32 || d == ir::DType::kI16 || d == ir::DType::kI8 ||
+         d == ir::DType::kU8 || d == ir::DType::kBool;
+}
+
+}  // namespace
+
+Status InferShapes(ir::Graph& graph) {
+  for (ir::Node* n : graph.nodes()) {
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      ir::Value* in = n->input(i);
+      if (in && !in->has_type()) {
+        return InvalidArgument(ir::NodeDescription(*n) + ": input " + std::to_string(i) + " ('" + in->name() +
+                               "') has no type");
+      }
+    }
+    if (n->op_type() == "Shape") {
+      KEEL_RETURN_IF_ERROR(ir::CanonicalizeNode(*n));
+      KEEL_ASSIGN_OR_RETURN(bool folded, TryFoldShape(graph, n));
+      if (folded) continue;
+    }
+    if (n->body()) {
+      ir::Graph& body = *n->body();
+      if (body.inputs().size() != n->inputs().size()) {
+        return InvalidArgument(ir::NodeDescription(*n) + ": body arity differs from the node's");
+      }
+      for (size_t i = 0; i < n->inputs().size(); ++i) body.inputs()[i]->set_type(n->input(i)->type());
+      Status s = InferShapes(body);
+      if (!s.ok()) return s.WithContext("in body of " + ir::NodeDescription(*n));
+    }
+    KEEL_RETURN_IF_ERROR(ir::CanonicalizeNode(*n));
+    std::vector<ir::TensorType> in_types;
+    for (ir::Value* in : n->inputs()) {
+      if (in) in_types.push_back(in->type());
+    }
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types, ir::InferNodeTypes(*n, in_types));
+    if (out_types.size() != n->outputs().size()) {
+      return Internal(ir::NodeDescription(*n) + ": type rule gave " + std::to_string(out_types.size()) +
+                      " outputs for " + std::to_string(n->outputs().size()));
+    }
+    bool integral_small = true;
+    for (size_t i = 0; i < out_types.size(); ++i) {
+      n->output(i)->set_type(out_types[i]);
+      integral_small = integral_small && IsIntegral(out_types[i].dtype) && out_types[i].ByteSize() <= kInlineFoldBytes;
+    }
+    if (integral_small) {
+      KEEL_ASSIGN_OR_RETURN(bool folded, TryFoldNode(graph, n, kInlineFoldBytes));
+      (void)folded;
+    }
+  }
+  for (ir::Value* out : graph.outputs()) {
+    if (!out->has_type()) return InvalidArgument("graph output '" + out->name() + "' has no type");
+  }
+  return Status::Ok();
+}
+
+Status ShapeInferencePass::Run(ir::Graph& graph) {
+  KEEL_RETURN_IF_ERROR(InferShapes(graph));
+  graph.RemoveDeadValues();
+  return Status::Ok();
+}
+
+}  // namespace keel::passes

@@ -1,0 +1,50 @@
+// compiler/passes/simplify.cc — Identity/Dropout removal and view conversion (see simplify.h).
+#include "compiler/passes/simplify.h"
+
+namespace keel::passes {
+namespace {
+
+bool IsViewOp(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+}
+
+// Removes a pass-through node (output == input 0). Returns false when it must stay.
+Result<bool> Bypass(ir::Graph& graph, ir::Node* n) {
+  ir::Value* in = n->input(0);
+  ir::Value* out = n->output(0);
+  if (graph.IsGraphOutput(out)) {
+    bool input_is_plain = in->producer() != nullptr && !graph.IsGraphOutput(in);
+    if (!input_is_plain) return false;  // a copy is needed
+    in->set_name(out->name());
+  }
+  graph.ReplaceAllUsesWith(out, in);
+  KEEL_RETURN_IF_ERROR(graph.RemoveNode(n));
+  return true;
+}
+
+}  // namespace
+
+Status SimplifyPass::Run(ir::Graph& graph) {
+  for (ir::Node* n : graph.nodes()) {
+    const std::string& op = n->op_type();
+    if ((op == "Identity" || op == "Dropout") && n->input(0)) {
+      KEEL_ASSIGN_OR_RETURN(bool removed, Bypass(graph, n));
+      (void)removed;
+      continue;
+    }
+    if (IsViewOp(op) && n->input(0) && n->input(0)->has_type() && n->output(0)->has_type() &&
+        !n->input(0)->is_constant()) {
+      ir::Value* out = n->output(0);
+      ir::Node* view = graph.InsertNodeBefore(n, "keel.Reshape", n->name(), {n->input(0)}, 1);
+      view->attrs().Set("shape", out->type().shape);
+      view->output(0)->set_type(out->type());
+      std::string name = out->name();
+      graph.ReplaceAllUsesWith(out, view->output(0));
+      KEEL_RETURN_IF_ERROR(graph.RemoveNode(n));
+      view->output(0)->set_name(name);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace keel::passes

@@ -1,0 +1,33 @@
+// compiler/passes/verify.cc — final checks (see verify.h).
+#include "compiler/passes/verify.h"
+
+#include "compiler/ir/type_inference.h"
+
+namespace keel::passes {
+
+Status VerifyPass::Run(ir::Graph& graph) {
+  KEEL_RETURN_IF_ERROR(graph.Verify(/*require_types=*/true));
+  for (const ir::Node* n : graph.nodes()) {
+    if (n->op_type() == "BatchNormalization" || n->op_type() == "Dropout") {
+      return Internal(ir::NodeDescription(*n) + " survived the pipeline");
+    }
+    if (n->op_type() == "keel.Fused") {
+      if (!n->body()) return Internal(ir::NodeDescription(*n) + " has no body");
+      for (size_t i = 0; i < n->inputs().size(); ++i) {
+        if (!(n->input(i)->type() == n->body()->inputs()[i]->type())) {
+          return Internal(ir::NodeDescription(*n) + ": input " + std::to_string(i) + " type " +
+                          n->input(i)->type().ToString() + " != body input type " +
+                          n->body()->inputs()[i]->type().ToString());
+        }
+      }
+      for (size_t i = 0; i < n->outputs().size(); ++i) {
+        if (!(n->output(i)->type() == n->body()->outputs()[i]->type())) {
+          return Internal(ir::NodeDescription(*n) + ": output " + std::to_string(i) + " type differs from body");
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace keel::passes
