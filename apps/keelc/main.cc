@@ -1,0 +1,136 @@
+// keelc — the Keel compiler: ONNX model → model.keel (bytecode) + model.keel.so (kernels).
+//
+//   keelc model.onnx -o model.keel [--target cpu|cuda] [--memory-plan S] [--dump-ir=after-PASS]
+//
+// Exit status: 0 on success; 1 with a one-line reason on stderr for any error;
+// 2 for bad command-line usage.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "compiler/driver/compile.h"
+#include "compiler/memory/planner.h"
+#include "compiler/passes/pass_manager.h"
+
+namespace {
+
+const char kUsage[] = R"(usage: keelc MODEL.onnx -o OUT.keel [options]
+
+Compiles an ONNX model into a Keel executable (OUT.keel) and its kernel library
+(OUT.keel.so). Both files are needed at run time (keel-run, the C/C++ APIs).
+
+options:
+  -o, --output PATH        executable to write (the library goes to PATH.so)
+  --target cpu|cuda        device to compile for (default: cpu)
+  --memory-plan S          memory planner (default: greedy-size); one of:
+                           %s
+  --input-shape NAME=D,D,..  static shape for a graph input (dynamic dims)
+  --batch N                value for every remaining dynamic dimension
+  --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v3 when the build
+                           host has AVX2+FMA), native, x86-64, x86-64-v4, ...
+  --passes                 list the graph passes and exit
+  --disable-pass NAME      skip a pass (repeatable)
+  --dump-ir=after-PASS     print the graph IR after PASS ("after-all": every pass)
+  --plan-time-limit SEC    time limit of search planners (default 10)
+  -q, --quiet              no summary
+  -h, --help               this text
+)";
+
+void PrintUsage(FILE* out) {
+  std::string names;
+  for (const std::string& n : keel::memory::PlannerNames()) names += (names.empty() ? "" : ", ") + n;
+  std::fprintf(out, kUsage, names.c_str());
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "keelc: %s (see keelc --help)\n", message.c_str());
+  return 2;
+}
+
+bool ParseShape(const std::string& text, std::vector<int64_t>& shape) {
+  std::stringstream in(text);
+  std::string dim;
+  while (std::getline(in, dim, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(dim.c_str(), &end, 10);
+    if (dim.empty() || *end != '\0' || v < 0) return false;
+    shape.push_back(v);
+  }
+  return !shape.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  keel::driver::CompileOptions options;
+  bool quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const std::string& flag, std::string& out) -> bool {
+      if (arg == flag) {
+        if (i + 1 >= argc) return false;
+        out = argv[++i];
+        return true;
+      }
+      if (arg.rfind(flag + "=", 0) == 0) {
+        out = arg.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    std::string v;
+    if (arg == "-h" || arg == "--help") {
+      PrintUsage(stdout);
+      return 0;
+    } else if (arg == "--passes") {
+      for (const auto& p : keel::passes::ListPasses()) std::printf("%-20s %s\n", p.name.c_str(), p.description.c_str());
+      return 0;
+    } else if (arg == "-q" || arg == "--quiet") {
+      quiet = true;
+    } else if (value("-o", v) || value("--output", v)) {
+      options.output_path = v;
+    } else if (value("--target", v)) {
+      options.target = v;
+    } else if (value("--memory-plan", v)) {
+      options.memory_plan = v;
+    } else if (value("--cpu", v)) {
+      options.backend.cpu = v;
+    } else if (value("--disable-pass", v)) {
+      options.pipeline.disabled.insert(v);
+    } else if (value("--plan-time-limit", v)) {
+      options.planner_time_limit_seconds = std::atof(v.c_str());
+    } else if (value("--batch", v)) {
+      options.import.default_dynamic_dim = std::atoll(v.c_str());
+      if (options.import.default_dynamic_dim < 1) return UsageError("--batch needs a positive integer");
+    } else if (value("--input-shape", v)) {
+      const size_t eq = v.find('=');
+      std::vector<int64_t> shape;
+      if (eq == std::string::npos || !ParseShape(v.substr(eq + 1), shape)) {
+        return UsageError("--input-shape expects NAME=D,D,... (got '" + v + "')");
+      }
+      options.import.input_shapes[v.substr(0, eq)] = shape;
+    } else if (value("--dump-ir", v)) {
+      if (v.rfind("after-", 0) != 0) return UsageError("--dump-ir expects after-PASS or after-all");
+      std::string pass = v.substr(6);
+      options.pipeline.dump_ir_after.insert(pass == "all" ? "*" : pass);
+    } else if (!arg.empty() && arg[0] == '-') {
+      return UsageError("unknown option '" + arg + "'");
+    } else if (options.model_path.empty()) {
+      options.model_path = arg;
+    } else {
+      return UsageError("more than one model given ('" + options.model_path + "', '" + arg + "')");
+    }
+  }
+  if (options.model_path.empty()) return UsageError("no model given");
+  if (options.output_path.empty()) return UsageError("no output given (-o OUT.keel)");
+
+  auto summary = keel::driver::CompileModel(options);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "keelc: error: %s\n", summary.status().ToString().c_str());
+    return 1;
+  }
+  if (!quiet) std::fputs(keel::driver::FormatSummary(*summary).c_str(), stdout);
+  return 0;
+}

@@ -1,0 +1,52 @@
+// compiler/driver/backend.h — what a compilation target contributes.
+//
+// The driver is target-neutral: it imports, runs the graph passes, then asks the
+// target's Backend which kernel each node runs and, at the end, to write the
+// kernel library. The CPU backend generates every kernel with LLVM (x86-64); the
+// CUDA backend generates NVPTX kernels and picks cuBLAS/cuDNN library kernels.
+//
+// Ownership: a Backend is owned by the driver for one compilation; it may keep
+// state (the kernels selected so far) between SelectKernel and EmitLibrary.
+// Thread-safety: one compilation, one thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/lower/lower_program.h"
+#include "keel/status.h"
+#include "serialization/executable_writer.h"
+
+namespace keel::driver {
+
+struct TargetInfo {
+  ser::DeviceKind device = ser::DeviceKind::kCpu;
+  std::string arch;       // "x86-64-v3", "sm_90"
+  std::string features;   // "+avx2,+fma"
+  uint32_t alignment = 64;  // of every planned buffer
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cpu", "cuda"
+  // The kernel step `index` (the node's position in graph order) runs. View ops
+  // are handled by the driver and never reach the backend.
+  virtual Result<lower::StepKernel> SelectKernel(const ir::Node& node, int64_t index) = 0;
+  // Writes the kernel library for every kernel selected so far.
+  virtual Status EmitLibrary(const std::string& library_id, const std::string& path) = 0;
+  // The target as recorded in the executable (valid after EmitLibrary).
+  virtual TargetInfo target() const = 0;
+  // Text that identifies every kernel selected so far (hashed into the library id).
+  virtual std::string Fingerprint() const = 0;
+};
+
+struct BackendOptions {
+  std::string cpu = "auto";  // LLVM CPU name for the CPU target
+};
+
+Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options);
+
+}  // namespace keel::driver

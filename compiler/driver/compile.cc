@@ -1,0 +1,138 @@
+// compiler/driver/compile.cc — see the header.
+#include "compiler/driver/compile.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "compiler/lower/buffer_assignment.h"
+#include "serialization/executable_writer.h"
+
+namespace keel::driver {
+namespace {
+
+// FNV-1a, 64-bit: a stable content hash for the library id (not security).
+uint64_t Fnv1a(const std::string& text, uint64_t hash = 1469598103934665603ull) {
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (1ull << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / 1048576.0);
+  } else if (bytes >= 1024) {
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  }
+  return buf;
+}
+
+Status Compile(const CompileOptions& options, CompileSummary& summary) {
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::ImportOnnx(options.model_path, options.import));
+  for (const ir::Node* node : graph->nodes()) ++summary.imported_ops[node->op_type()];
+  KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, options.pipeline));
+  summary.graph_nodes = graph->num_nodes();
+
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.target, options.backend));
+  std::vector<lower::StepKernel> steps;
+  int64_t index = 0;
+  for (const ir::Node* node : graph->nodes()) {
+    if (lower::IsViewOp(*node)) {
+      lower::StepKernel view;
+      view.is_view = true;
+      steps.push_back(std::move(view));
+      ++summary.num_views;
+    } else {
+      auto step = backend->SelectKernel(*node, index);
+      if (!step.ok()) {
+        return step.status().WithContext("node '" + node->name() + "' (" + node->op_type() + ")");
+      }
+      steps.push_back(std::move(step).value());
+    }
+    ++index;
+  }
+
+  const TargetInfo target = backend->target();
+  summary.target_info = target;
+  summary.library_id = "keel-" + Hex(Fnv1a(backend->Fingerprint(), Fnv1a(target.arch + "|" + target.features)));
+
+  ser::ExecutableWriter writer;
+  writer.SetProducer("keelc 0.1");
+  writer.SetKernelLibraryId(summary.library_id);
+  writer.AddTarget(ser::DeviceKind::kCpu, backend->name() == "cpu" ? target.arch : "host", backend->name() == "cpu" ? target.features : "");
+  if (target.device != ser::DeviceKind::kCpu) writer.AddTarget(target.device, target.arch, target.features);
+
+  lower::ProgramOptions program;
+  program.memory_plan = options.memory_plan;
+  program.device = target.device;
+  program.alignment = target.alignment;
+  program.planner_time_limit_seconds = options.planner_time_limit_seconds;
+  KEEL_ASSIGN_OR_RETURN(lower::ProgramStats stats, lower::LowerProgram(*graph, steps, program, writer));
+
+  summary.num_kernels = stats.num_kernels;
+  summary.num_invokes = stats.num_invokes;
+  summary.num_instructions = stats.num_instructions;
+  summary.constant_bytes = stats.constant_bytes;
+  summary.plan_strategy = stats.plan.strategy;
+  summary.arena_bytes = stats.plan.TotalBytes();
+  summary.lower_bound_peak_live = memory::PeakLiveLowerBound(stats.lifetimes);
+  summary.num_device_allocations = stats.plan.arenas.size();
+  for (const memory::Storage& s : stats.plan.storages) summary.num_device_allocations += s.arena < 0 ? 1 : 0;
+
+  KEEL_RETURN_IF_ERROR(backend->EmitLibrary(summary.library_id, options.output_path + ".so"));
+  KEEL_RETURN_IF_ERROR(writer.WriteFile(options.output_path));
+  std::error_code ec;
+  summary.executable_bytes = std::filesystem::file_size(options.output_path, ec);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CompileSummary> CompileModel(const CompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CompileSummary summary;
+  summary.model_path = options.model_path;
+  summary.target = options.target;
+  Status status = Compile(options, summary);
+  if (!status.ok()) return status.WithContext(options.model_path);
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+std::string FormatSummary(const CompileSummary& s) {
+  std::ostringstream out;
+  out << "keelc: " << s.model_path << " -> target " << s.target << " (" << s.target_info.arch << ")\n";
+  out << "  ops in      ";
+  int total = 0;
+  for (const auto& [op, n] : s.imported_ops) total += n;
+  out << total << " nodes:";
+  for (const auto& [op, n] : s.imported_ops) out << " " << op << "x" << n;
+  out << "\n";
+  out << "  after passes " << s.graph_nodes << " nodes: " << s.num_invokes << " kernel calls (" << s.num_kernels
+      << " distinct kernels), " << s.num_views << " views\n";
+  out << "  program     " << s.num_instructions << " instructions\n";
+  out << "  constants   " << HumanBytes(s.constant_bytes) << "\n";
+  char ratio[32];
+  std::snprintf(ratio, sizeof(ratio), "%.3f", s.lower_bound_peak_live ? double(s.arena_bytes) / s.lower_bound_peak_live : 0.0);
+  out << "  memory plan " << s.plan_strategy << ": " << HumanBytes(s.arena_bytes) << " in " << s.num_device_allocations
+      << " allocation(s); peak-live lower bound " << HumanBytes(s.lower_bound_peak_live) << " (ratio " << ratio << ")\n";
+  out << "  executable  " << HumanBytes(s.executable_bytes) << ", library id " << s.library_id << "\n";
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.2f", s.seconds);
+  out << "  compiled in " << secs << " s\n";
+  return out.str();
+}
+
+}  // namespace keel::driver
