@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <unistd.h>
 
 #include "flatbuffers/flatbuffers.h"
@@ -250,7 +251,8 @@ FunctionBuilder& ExecutableWriter::AddFunction(std::string name, std::vector<Ten
   return functions_.emplace_back(std::move(name), std::move(params), std::move(results), num_registers);
 }
 
-Result<std::vector<uint8_t>> ExecutableWriter::Finish(const FinishOptions& options) const {
+Status ExecutableWriter::Emit(const FinishOptions& options, const std::function<bool(std::span<const uint8_t>)>& sink,
+                              uint64_t* total_size) const {
   const State& st = *state_;
 
   // Lay out the data segment: each written constant at the next 64-byte boundary.
@@ -319,35 +321,74 @@ Result<std::vector<uint8_t>> ExecutableWriter::Finish(const FinishOptions& optio
   if (__builtin_add_overflow(real_offset, data_size, &total) || total > SIZE_MAX) {
     return InvalidArgument("executable too large for this host");
   }
-  std::vector<uint8_t> file(static_cast<size_t>(total), 0);
-  std::memcpy(file.data(), fbb.GetBufferPointer(), fbb.GetSize());
+  *total_size = total;
+
+  // Emit in file order: metadata, zero padding, then each constant at its offset.
+  static constexpr uint8_t kZeros[kDataAlignment] = {};
+  std::span<const uint8_t> meta(fbb.GetBufferPointer(), fbb.GetSize());
+  std::vector<uint8_t> patched;
   if (options.file_identifier) {
     // Layout of a size-prefixed buffer: [size u32][root offset u32][identifier 4 bytes].
+    patched.assign(meta.begin(), meta.end());
     char id[4] = {0, 0, 0, 0};
     std::memcpy(id, options.file_identifier->data(), std::min<size_t>(4, options.file_identifier->size()));
-    std::memcpy(file.data() + 8, id, 4);
+    std::memcpy(patched.data() + 8, id, 4);
+    meta = patched;
   }
+  const Status io_error = IoError("writing the executable image failed");
+  if (!sink(meta)) return io_error;
+  uint64_t pos = meta.size();
+  auto pad_to = [&](uint64_t target) {
+    // Gaps are always below 64 bytes: offsets are 64-aligned and assigned in order.
+    if (target > pos && !sink(std::span<const uint8_t>(kZeros, static_cast<size_t>(target - pos)))) return false;
+    pos = std::max(pos, target);
+    return true;
+  };
+  if (!pad_to(real_offset)) return io_error;
   for (size_t i = 0; i < st.constants.size(); ++i) {
     const auto& c = st.constants[i];
     if (c.raw || c.bytes().empty()) continue;
-    std::memcpy(file.data() + real_offset + offsets[i], c.bytes().data(), c.bytes().size());
+    if (!pad_to(real_offset + offsets[i]) || !sink(c.bytes())) return io_error;
+    pos += c.bytes().size();
   }
+  if (!pad_to(total)) return io_error;
+  return Status::Ok();
+}
+
+Result<std::vector<uint8_t>> ExecutableWriter::Finish(const FinishOptions& options) const {
+  std::vector<uint8_t> file;
+  uint64_t total = 0;
+  KEEL_RETURN_IF_ERROR(Emit(
+      options,
+      [&](std::span<const uint8_t> chunk) {
+        if (file.empty() && total != 0) file.reserve(static_cast<size_t>(total));
+        file.insert(file.end(), chunk.begin(), chunk.end());
+        return true;
+      },
+      &total));
+  if (file.size() != total) return Internal("executable writer: image size mismatch");
   return file;
 }
 
 Status ExecutableWriter::WriteFile(const std::string& path) const { return WriteFile(path, FinishOptions{}); }
 
 Status ExecutableWriter::WriteFile(const std::string& path, const FinishOptions& options) const {
-  KEEL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, Finish(options));
-  // Same directory as the target so that rename() is atomic (same file system).
+  // Streamed chunk by chunk (weights are not copied into one image), into a
+  // temporary in the same directory so that rename() is atomic (same file system).
   const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return IoError("cannot create '" + tmp + "': " + std::strerror(errno));
-  bool ok = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  uint64_t total = 0;
+  Status emitted = Emit(
+      options,
+      [&](std::span<const uint8_t> chunk) { return std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size(); },
+      &total);
+  bool ok = emitted.ok();
   ok = (std::fflush(f) == 0) && ok;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
     std::remove(tmp.c_str());
+    if (!emitted.ok() && emitted.code() != StatusCode::kIoError) return emitted;
     return IoError("cannot write '" + tmp + "'");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -25,6 +25,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -229,12 +230,18 @@ class ExecutableWriter {
   Result<std::vector<uint8_t>> Finish() const { return Finish(FinishOptions{}); }
   Result<std::vector<uint8_t>> Finish(const FinishOptions& options) const;
 
-  // Finish() and write it to `path` atomically (temporary file in the same
-  // directory, then rename). Errors: kIoError naming the path.
+  // Writes the same bytes as Finish() to `path` atomically (temporary file in the
+  // same directory, then rename), streaming the constants instead of building the
+  // image in memory. Errors: kIoError naming the path.
   Status WriteFile(const std::string& path) const;
   Status WriteFile(const std::string& path, const FinishOptions& options) const;
 
  private:
+  // Produces the file image as consecutive chunks passed to `sink` (false: stop
+  // with kIoError); sets *total_size before the first chunk.
+  Status Emit(const FinishOptions& options, const std::function<bool(std::span<const uint8_t>)>& sink,
+              uint64_t* total_size) const;
+
   struct State;
   std::unique_ptr<State> state_;
   std::deque<FunctionBuilder> functions_;  // deque: references stay valid
