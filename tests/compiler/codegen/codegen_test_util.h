@@ -1,0 +1,71 @@
+// tests/compiler/codegen/codegen_test_util.h — helpers for codegen tests: build
+// small canonical graphs (single ops and keel.Fused groups), compile lowered
+// kernels into a kernel library in a temp dir, dlopen it, run a kernel with a
+// serial and a threaded parallel_for, and compare with the reference evaluator
+// (keel_reference) by relative L2 error.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/kernel_spec.h"
+#include "compiler/codegen/lower.h"
+#include "compiler/ir/graph.h"
+#include "keel/kernel_abi.h"
+
+namespace keel::codegen::testing {
+
+// Builds nodes with canonical attributes and inferred output types.
+class GraphBuilder {
+ public:
+  GraphBuilder() : graph_(std::make_unique<ir::Graph>()) {}
+  explicit GraphBuilder(ir::Graph* graph) : graph_ptr_(graph) {}
+
+  ir::Graph& graph() { return graph_ptr_ ? *graph_ptr_ : *graph_; }
+  ir::Value* Input(const std::string& name, std::vector<int64_t> shape, ir::DType dtype = ir::DType::kF32);
+  ir::Value* ConstF32(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& values);
+  ir::Value* ConstI64(const std::string& name, std::vector<int64_t> shape, const std::vector<int64_t>& values);
+  // Adds op(inputs) with attributes, canonicalizes it and types its outputs.
+  // Fails the current test (ADD_FAILURE) and returns nullptr on error.
+  ir::Node* Op(const std::string& op, std::vector<ir::Value*> inputs, const ir::Attributes& attrs = {},
+               size_t num_outputs = 1);
+
+ private:
+  std::unique_ptr<ir::Graph> graph_;
+  ir::Graph* graph_ptr_ = nullptr;
+};
+
+// A keel.Fused node in `outer` whose body is built by `build(body_builder, body_inputs)`
+// returning the body outputs. Outer inputs map 1:1 to body inputs.
+ir::Node* MakeFused(ir::Graph& outer, const std::vector<ir::Value*>& outer_inputs,
+                    const std::function<std::vector<ir::Value*>(GraphBuilder&, const std::vector<ir::Value*>&)>& build);
+
+// A dlopened kernel library, removed with its directory on destruction.
+class LoadedLibrary {
+ public:
+  ~LoadedLibrary();
+  void* handle = nullptr;
+  std::string dir, path;
+  keel_cpu_kernel_fn Kernel(const std::string& name) const;
+};
+
+// Emits `specs` into a fresh temp dir and dlopens the result; nullptr + test failure on error.
+std::unique_ptr<LoadedLibrary> CompileAndLoad(const std::vector<KernelSpec>& specs, const std::string& library_id);
+
+// Runs `kernel` on `inputs` (one per spec input arg) with either a serial or a
+// threaded parallel_for; returns the outputs (one per spec output arg).
+std::vector<std::vector<uint8_t>> RunKernel(keel_cpu_kernel_fn kernel, const KernelSpec& spec,
+                                            const std::vector<ir::TensorDataPtr>& inputs, bool threaded);
+
+// The whole check: lower `node`, compile, run with random inputs (constants keep
+// their data; integer inputs draw from [0, int_range)), serial and threaded, and
+// compare every output against ir::EvaluateNode. Returns the lowered spec.
+KernelSpec CheckNodeAgainstReference(const ir::Node& node, uint32_t seed, double tolerance = 1e-5,
+                                     int64_t int_range = 4, const LowerOptions& options = {});
+
+double RelativeL2(const std::vector<double>& got, const std::vector<double>& want);
+
+}  // namespace keel::codegen::testing
