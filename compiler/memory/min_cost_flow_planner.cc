@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <queue>
+#include <tuple>
 
 namespace keel::memory {
 
@@ -119,15 +120,34 @@ internal::ObjectAssignment MinCostFlowPlanner::AssignObjects(
     int next_node = 2 + block;
     struct PendingEdge { int l_tail; int r; int64_t cost; };
     std::vector<PendingEdge> pending;
+    std::vector<size_t> candidates, scratch;
     for (int32_t r = 0; r < block; ++r) {
       const TensorLifetime& t = T(order[begin + r]);
-      // Tails with last_use < first_use: a prefix of `tails`; take its last kCandidates.
+      // Tails with last_use < first_use form a prefix of `tails`. Keep the
+      // kCandidates/2 that died last (chain-like reuse) and the kCandidates/2
+      // best-fitting others (least growth, then least waste) so long-idle objects
+      // of the right size stay reachable.
       const size_t limit = static_cast<size_t>(
           std::lower_bound(tails.begin(), tails.end(), t.first_use,
                            [](const Tail& a, int32_t f) { return a.last_use < f; }) -
           tails.begin());
-      const size_t from = limit > static_cast<size_t>(kCandidates) ? limit - kCandidates : 0;
-      for (size_t c = from; c < limit; ++c) {
+      const size_t recent = std::min<size_t>(limit, kCandidates / 2);
+      candidates.clear();
+      for (size_t c = limit - recent; c < limit; ++c) candidates.push_back(c);
+      std::vector<size_t>& older = scratch;
+      older.resize(limit - recent);
+      for (size_t c = 0; c < older.size(); ++c) older[c] = c;
+      auto fit_key = [&](size_t c) {
+        const uint64_t s = tails[c].size;
+        return std::tuple(t.size > s ? t.size - s : 0, s > t.size ? s - t.size : 0,
+                          -static_cast<int64_t>(c));
+      };
+      auto by_fit = [&](size_t a, size_t b) { return fit_key(a) < fit_key(b); };
+      const size_t fit_count = std::min<size_t>(older.size(), kCandidates - recent);
+      std::nth_element(older.begin(), older.begin() + fit_count, older.end(), by_fit);
+      candidates.insert(candidates.end(), older.begin(), older.begin() + fit_count);
+      std::sort(candidates.begin(), candidates.end());
+      for (size_t c : candidates) {
         if (l_node[c] == -1) l_node[c] = next_node++;
         const uint64_t growth = t.size > tails[c].size ? t.size - tails[c].size : 0;
         pending.push_back(PendingEdge{static_cast<int>(c), r, static_cast<int64_t>(growth)});
