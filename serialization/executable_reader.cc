@@ -47,19 +47,28 @@ std::string ShowIdentifier(const uint8_t* p) {
   return out;
 }
 
+// Error context: a string, or a callable returning one, evaluated only on error
+// (the per-instruction checks are hot; building names eagerly dominated load time).
+inline const std::string& Name(const std::string& s) { return s; }
+template <typename F>
+std::string Name(const F& f) {
+  return f();
+}
+
 // Element count of `shape` (null = scalar). Checks rank, dims >= 0 and overflow.
 // `what` names the shape's owner in the error.
-Status CheckShape(const FbVec<int64_t>* shape, const std::string& what, uint64_t* elems) {
+template <typename W>
+Status CheckShape(const FbVec<int64_t>* shape, const W& what, uint64_t* elems) {
   uint64_t n = 1;
   if (shape != nullptr) {
     if (shape->size() > kMaxRank) {
-      return Bad(what + ": rank " + std::to_string(shape->size()) + " exceeds " + std::to_string(kMaxRank));
+      return Bad(Name(what) + ": rank " + std::to_string(shape->size()) + " exceeds " + std::to_string(kMaxRank));
     }
     for (uint32_t i = 0; i < shape->size(); ++i) {
       const int64_t d = shape->Get(i);
-      if (d < 0) return Bad(what + ": dimension " + std::to_string(i) + " is negative (" + std::to_string(d) + ")");
+      if (d < 0) return Bad(Name(what) + ": dimension " + std::to_string(i) + " is negative (" + std::to_string(d) + ")");
       if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) {
-        return Bad(what + ": element count overflows 64 bits");
+        return Bad(Name(what) + ": element count overflows 64 bits");
       }
     }
   }
@@ -67,9 +76,10 @@ Status CheckShape(const FbVec<int64_t>* shape, const std::string& what, uint64_t
   return Status::Ok();
 }
 
-Status CheckDType(fbs::DType t, const std::string& what) {
+template <typename W>
+Status CheckDType(fbs::DType t, const W& what) {
   if (!IsValidDType(static_cast<uint8_t>(t))) {
-    return Bad(what + ": dtype value " + std::to_string(static_cast<int>(t)) + " out of range");
+    return Bad(Name(what) + ": dtype value " + std::to_string(static_cast<int>(t)) + " out of range");
   }
   return Status::Ok();
 }
@@ -82,12 +92,13 @@ Status CheckDevice(fbs::DeviceKind d, const std::string& what) {
 }
 
 // Byte size of a tensor: checked shape, valid dtype, elems * dtype size without overflow.
-Status CheckTensorBytes(const FbVec<int64_t>* shape, fbs::DType dtype, const std::string& what, uint64_t* elems,
+template <typename W>
+Status CheckTensorBytes(const FbVec<int64_t>* shape, fbs::DType dtype, const W& what, uint64_t* elems,
                         uint64_t* bytes) {
   KEEL_RETURN_IF_ERROR(CheckDType(dtype, what));
   KEEL_RETURN_IF_ERROR(CheckShape(shape, what, elems));
   if (__builtin_mul_overflow(*elems, DTypeSize(FromFb(dtype)), bytes)) {
-    return Bad(what + ": byte size overflows 64 bits");
+    return Bad(Name(what) + ": byte size overflows 64 bits");
   }
   return Status::Ok();
 }
@@ -383,17 +394,21 @@ class FunctionChecker {
     return Status::Ok();
   }
   // dtype/element count/device of the tensor in `r` against an expected signature.
+  template <typename W>
   Status MatchSig(uint32_t r, fbs::DType dtype, const FbVec<int64_t>* shape, const fbs::DeviceKind* device,
-                  const std::string& role, const std::string& against) const {
+                  const std::string& role, const W& against_fn) const {
     uint64_t elems = 0, bytes = 0;
-    KEEL_RETURN_IF_ERROR(CheckTensorBytes(shape, dtype, Where() + ": " + against, &elems, &bytes));
+    KEEL_RETURN_IF_ERROR(
+        CheckTensorBytes(shape, dtype, [&] { return Where() + ": " + Name(against_fn); }, &elems, &bytes));
     const RegState& s = regs_[r];
     if (s.dtype != dtype || s.elems != elems) {
+      const std::string against = Name(against_fn);
       return Err(role + "register " + std::to_string(r) + " holds " + fbs::EnumNameDType(s.dtype) + "[" +
                  std::to_string(s.elems) + " elements] but " + against + " expects " + fbs::EnumNameDType(dtype) +
                  "[" + std::to_string(elems) + " elements]");
     }
     if (device != nullptr && s.device != *device) {
+      const std::string against = Name(against_fn);
       return Err(role + "register " + std::to_string(r) + " is on " + fbs::EnumNameDeviceKind(s.device) + " but " +
                  against + " expects " + fbs::EnumNameDeviceKind(*device));
     }
@@ -448,7 +463,7 @@ Status FunctionChecker::Check() {
     r.dtype = s->dtype();
     r.device = s->device();
     uint64_t bytes = 0;
-    KEEL_RETURN_IF_ERROR(CheckTensorBytes(s->shape(), s->dtype(), Where(), &r.elems, &bytes));
+    KEEL_RETURN_IF_ERROR(CheckTensorBytes(s->shape(), s->dtype(), [&] { return Where(); }, &r.elems, &bytes));
   }
   const auto* insts = fn_->instructions();
   if (insts == nullptr || insts->size() == 0) return Err("has no instructions");
@@ -492,7 +507,7 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
       KEEL_RETURN_IF_ERROR(CheckReg(x->dst(), "destination "));
       KEEL_RETURN_IF_ERROR(NeedStorage(x->storage(), "storage "));
       uint64_t elems = 0, bytes = 0, end = 0;
-      KEEL_RETURN_IF_ERROR(CheckTensorBytes(x->shape(), x->dtype(), Where(), &elems, &bytes));
+      KEEL_RETURN_IF_ERROR(CheckTensorBytes(x->shape(), x->dtype(), [&] { return Where(); }, &elems, &bytes));
       const RegState st = regs_[x->storage()];
       // Kernels access elements in place: a view must be aligned to its element size.
       if (x->offset() % DTypeSize(FromFb(x->dtype())) != 0) {
@@ -531,7 +546,7 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
       r.is_const = true;
       r.const_index = x->const_index();
       uint64_t bytes = 0;
-      return CheckTensorBytes(c->shape(), c->dtype(), Where(), &r.elems, &bytes);
+      return CheckTensorBytes(c->shape(), c->dtype(), [&] { return Where(); }, &r.elems, &bytes);
     }
     case fbs::Op::Copy: {
       const auto* x = inst->op_as_Copy();
@@ -571,8 +586,9 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
         const uint32_t r = x->args()->Get(a);
         KEEL_RETURN_IF_ERROR(NeedTensor(r, role));
         const fbs::KernelArg* ka = k->args()->Get(a);
-        KEEL_RETURN_IF_ERROR(MatchSig(r, ka->dtype(), ka->shape(), &kdev, role,
-                                      "kernel '" + Str(k->name()) + "' argument " + std::to_string(a)));
+        KEEL_RETURN_IF_ERROR(MatchSig(r, ka->dtype(), ka->shape(), &kdev, role, [&] {
+          return "kernel '" + Str(k->name()) + "' argument " + std::to_string(a);
+        }));
         if (regs_[r].is_const && ka->access() != fbs::ArgAccess::read) {
           return Err(role + "register " + std::to_string(r) + " holds constant " +
                      std::to_string(regs_[r].const_index) + ", which the kernel writes (access " +
@@ -608,7 +624,8 @@ Status FunctionChecker::CheckInstruction(const fbs::Instruction* inst, bool last
         KEEL_RETURN_IF_ERROR(NeedTensor(r, role));
         const fbs::TensorSig* s = fn_->results()->Get(i);
         const fbs::DeviceKind dev = s->device();
-        KEEL_RETURN_IF_ERROR(MatchSig(r, s->dtype(), s->shape(), &dev, role, "result '" + Str(s->name()) + "'"));
+        KEEL_RETURN_IF_ERROR(
+            MatchSig(r, s->dtype(), s->shape(), &dev, role, [&] { return "result '" + Str(s->name()) + "'"; }));
       }
       return Status::Ok();
     }
