@@ -1,1 +1,48 @@
+// Conv2d: implicit GEMM (groups, strides, pads, dilations, 1x1 pointwise, batch > 1,
+// odd sizes) and the direct depthwise kernel (channel multiplier 1 and 2).
 #include <gtest/gtest.h>
+
+#include "tests/compiler/codegen/codegen_test_util.h"
+
+namespace keel::codegen::testing {
+namespace {
+
+struct ConvCase {
+  int64_t n, c, h, w, co, kh, kw, stride, pad, dil, group;
+  bool bias;
+};
+
+class ConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvTest, MatchesReference) {
+  const ConvCase p = GetParam();
+  GraphBuilder b;
+  ir::Value* x = b.Input("x", {p.n, p.c, p.h, p.w});
+  ir::Value* w = b.Input("w", {p.co, p.c / p.group, p.kh, p.kw});
+  std::vector<ir::Value*> ins = {x, w};
+  if (p.bias) ins.push_back(b.Input("bias", {p.co}));
+  ir::Attributes a;
+  a.Set("strides", std::vector<int64_t>{p.stride, p.stride});
+  a.Set("pads", std::vector<int64_t>{p.pad, p.pad, p.pad, p.pad});
+  a.Set("dilations", std::vector<int64_t>{p.dil, p.dil});
+  a.Set("group", p.group);
+  ir::Node* n = b.Op("Conv", ins, a);
+  ASSERT_NE(n, nullptr);
+  CheckNodeAgainstReference(*n, 31);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ConvTest,
+    ::testing::Values(ConvCase{1, 3, 17, 19, 8, 3, 3, 1, 1, 1, 1, true},     // odd spatial, small C
+                      ConvCase{2, 8, 9, 9, 13, 3, 3, 2, 1, 1, 1, true},      // batch, stride 2, odd Co
+                      ConvCase{1, 16, 8, 8, 32, 1, 1, 1, 0, 1, 1, false},    // pointwise
+                      ConvCase{1, 3, 23, 23, 8, 7, 7, 2, 3, 1, 1, true},     // resnet stem-like
+                      ConvCase{1, 8, 11, 11, 8, 3, 3, 1, 2, 2, 1, true},     // dilation
+                      ConvCase{1, 8, 10, 10, 12, 3, 3, 1, 1, 1, 4, true},    // grouped
+                      ConvCase{1, 40, 12, 12, 24, 3, 3, 1, 1, 1, 1, false},  // K = 360 > 320: K blocking
+                      ConvCase{1, 16, 13, 13, 16, 3, 3, 1, 1, 1, 16, true},  // depthwise
+                      ConvCase{2, 8, 14, 15, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise stride 2
+                      ConvCase{1, 4, 9, 9, 8, 5, 5, 1, 2, 1, 4, false}));    // depthwise multiplier 2
+
+}  // namespace
+}  // namespace keel::codegen::testing
