@@ -1,0 +1,139 @@
+// tests/compiler/passes/fusion_test.cc — grouping rules of fusion.h and numerical
+// equivalence of fused graphs.
+#include "compiler/passes/fusion.h"
+
+#include "tests/compiler/passes/pass_test_util.h"
+
+namespace keel::passes {
+namespace {
+
+using namespace keel::passes::testing;  // NOLINT
+
+Status FusePipeline(ir::Graph& g) {
+  KEEL_RETURN_IF_ERROR(InferShapes(g));
+  FusionPass p;
+  KEEL_RETURN_IF_ERROR(p.Run(g));
+  return g.Verify(true);
+}
+
+std::vector<std::string> Ops(const ir::Node* fused) {
+  auto v = std::get<std::vector<std::string>>(fused->attrs().all().at("keel.ops"));
+  return v;
+}
+
+std::string Pattern(const ir::Node* fused) { return *fused->attrs().GetString("keel.pattern", ""); }
+
+TEST(FusionTest, ConvBiasReluResidual) {
+  // conv -> add(bias) -> relu -> add(residual x) -> output; x also feeds conv.
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({1, 2, 5, 5}));
+    ir::Node* conv = g->AddNode("Conv", "conv", {x, Const(*g, "w", {2, 2, 3, 3}, 1)}, 1);
+    conv->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    ir::Node* bias = g->AddNode("Add", "bias", {conv->output(0), Const(*g, "b", {2, 1, 1}, 2)}, 1);
+    ir::Node* relu = g->AddNode("Relu", "relu", {bias->output(0)}, 1);
+    ir::Node* res = g->AddNode("Add", "res", {relu->output(0), x}, 1, {"y"});
+    g->AddOutput(res->output(0));
+    return g;
+  };
+  ir::Graph* fused = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, FusePipeline, {Random({1, 2, 5, 5}, 3)}, &fused, &keep), 1e-6);
+  ASSERT_EQ(fused->num_nodes(), 1u);
+  ir::Node* f = fused->nodes()[0];
+  EXPECT_EQ(f->op_type(), "keel.Fused");
+  EXPECT_EQ(Pattern(f), "anchor+epilogue");
+  EXPECT_EQ(*f->attrs().GetString("keel.anchor", ""), "Conv");
+  EXPECT_EQ(Ops(f), (std::vector<std::string>{"Conv", "Add", "Relu", "Add"}));
+  // Inputs in first-use order: x, w, b (x reused by the residual add).
+  ASSERT_EQ(f->inputs().size(), 3u);
+  EXPECT_EQ(f->input(0)->name(), "x");
+  EXPECT_EQ(f->input(1)->name(), "w");
+  EXPECT_EQ(f->input(2)->name(), "b");
+  EXPECT_EQ(f->output(0)->name(), "y");
+  EXPECT_EQ(f->body()->num_nodes(), 4u);
+}
+
+TEST(FusionTest, MultiUseAnchorOutputStopsTheEpilogue) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* a = g->AddInput("a", F32({4, 8}));
+    ir::Node* mm = g->AddNode("MatMul", "mm", {a, Const(*g, "w", {8, 8}, 1)}, 1);
+    ir::Node* r = g->AddNode("Relu", "r", {mm->output(0)}, 1);
+    ir::Node* s = g->AddNode("Sigmoid", "s", {mm->output(0)}, 1);
+    ir::Node* t = g->AddNode("Tanh", "t", {s->output(0)}, 1);
+    ir::Node* add = g->AddNode("Add", "add", {r->output(0), t->output(0)}, 1);
+    g->AddOutput(add->output(0));
+    return g;
+  };
+  ir::Graph* fused = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, FusePipeline, {Random({4, 8}, 4)}, &fused, &keep), 1e-6);
+  std::map<std::string, int> patterns;
+  for (ir::Node* n : fused->nodes()) {
+    ASSERT_EQ(n->op_type(), "keel.Fused");
+    patterns[Pattern(n)]++;
+  }
+  // mm alone; relu alone? No: r -> add is a single-use chain (r, add); s -> t stops at add
+  // (add already grouped with r).
+  EXPECT_EQ(patterns["anchor"], 1);
+  EXPECT_EQ(patterns["elementwise"], 2);
+  EXPECT_EQ(fused->num_nodes(), 3u);
+}
+
+TEST(FusionTest, InjectiveHeadWithElementwiseTail) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({3, 4}));
+    ir::Node* tr = g->AddNode("Transpose", "tr", {x}, 1);
+    ir::Node* mul = g->AddNode("Mul", "mul", {tr->output(0), g->AddConstant("k", ir::MakeTensorF32({}, {0.5f}))}, 1);
+    ir::Node* e = g->AddNode("Erf", "erf", {mul->output(0)}, 1);
+    g->AddOutput(e->output(0));
+    return g;
+  };
+  ir::Graph* fused = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, FusePipeline, {Random({3, 4}, 5)}, &fused, &keep), 1e-6);
+  ASSERT_EQ(fused->num_nodes(), 1u);
+  EXPECT_EQ(Pattern(fused->nodes()[0]), "injective");
+  EXPECT_EQ(Ops(fused->nodes()[0]), (std::vector<std::string>{"Transpose", "Mul", "Erf"}));
+}
+
+TEST(FusionTest, ViewsStayOutside) {
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({2, 3}));
+  ir::Node* r = g.AddNode("Relu", "r", {x}, 1);
+  ir::Node* v = g.AddNode("keel.Reshape", "v", {r->output(0)}, 1);
+  v->attrs().Set("shape", std::vector<int64_t>{6});
+  ir::Node* s = g.AddNode("Sigmoid", "s", {v->output(0)}, 1);
+  g.AddOutput(s->output(0));
+  ASSERT_TRUE(FusePipeline(g).ok());
+  auto h = Histogram(g);
+  EXPECT_EQ(h["keel.Reshape"], 1);
+  EXPECT_EQ(h["keel.Fused"], 2);
+}
+
+TEST(FusionTest, AnchorsCanBeLeftUnfused) {
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({2, 3}));
+  ir::Node* sm = g.AddNode("Softmax", "sm", {x}, 1);
+  ir::Node* r = g.AddNode("Relu", "r", {sm->output(0)}, 1);
+  g.AddOutput(r->output(0));
+  ASSERT_TRUE(InferShapes(g).ok());
+  FusionPass p(/*fuse_anchors=*/false);
+  ASSERT_TRUE(p.Run(g).ok());
+  EXPECT_EQ(g.num_nodes(), 2u);
+  EXPECT_EQ(Pattern(g.nodes()[0]), "anchor");
+  EXPECT_EQ(Pattern(g.nodes()[1]), "elementwise");
+}
+
+TEST(FusionTest, Classification) {
+  EXPECT_EQ(ClassifyOp("Add"), OpClass::kElementwise);
+  EXPECT_EQ(ClassifyOp("Clip"), OpClass::kElementwise);
+  EXPECT_EQ(ClassifyOp("Gather"), OpClass::kInjective);
+  EXPECT_EQ(ClassifyOp("LayerNormalization"), OpClass::kAnchor);
+  EXPECT_EQ(ClassifyOp("keel.Reshape"), OpClass::kOpaque);
+}
+
+}  // namespace
+}  // namespace keel::passes
