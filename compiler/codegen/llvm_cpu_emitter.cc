@@ -11,6 +11,7 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -106,6 +107,12 @@ Result<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, const 
   llvm::raw_string_ostream vs(verr);
   if (llvm::verifyModule(*m, &vs)) return Internal("LLVM module verification failed: " + vs.str());
   return m;
+}
+
+// Optimization remarks and warnings (e.g. "loop not vectorized") are expected
+// for some kernels; a compiler library must not print them to stderr.
+void QuietDiagnostics(llvm::LLVMContext& ctx) {
+  ctx.setDiagnosticHandlerCallBack([](const llvm::DiagnosticInfo&, void*) {}, nullptr);
 }
 
 void Optimize(llvm::Module& m, llvm::TargetMachine& tm, const CpuTargetOptions& options) {
@@ -213,8 +220,12 @@ Result<CpuTargetInfo> ResolveCpuTarget(const CpuTargetOptions& options) {
   std::string err;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(info.triple, err);
   if (!target) return Unsupported("LLVM has no target for " + info.triple + ": " + err);
+  // Validate the name first: LLVM prints a warning when given an unknown CPU.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(target->createMCSubtargetInfo(info.triple, "", ""));
+  if (!generic || !generic->isCPUStringValid(info.cpu))
+    return Unsupported("unknown CPU '" + info.cpu + "' for " + info.triple);
   std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(info.triple, info.cpu, options.extra_features));
-  if (!sti || !sti->isCPUStringValid(info.cpu)) return Unsupported("unknown CPU '" + info.cpu + "' for " + info.triple);
+  if (!sti) return Unsupported("LLVM cannot describe CPU '" + info.cpu + "'");
   // Record the ISA extensions the kernels may use (a fixed list: deterministic).
   std::string features;
   for (const char* f : {"sse4.2", "avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
@@ -231,6 +242,7 @@ Result<std::string> EmitCpuKernelModuleIR(const std::vector<KernelSpec>& kernels
   KEEL_ASSIGN_OR_RETURN(CpuTargetInfo target, ResolveCpuTarget(options));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(target, options.opt_level));
   llvm::LLVMContext ctx;
+  QuietDiagnostics(ctx);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm));
   if (optimized) Optimize(*m, *tm, options);
   std::string text;
@@ -247,6 +259,7 @@ Status EmitCpuKernelLibrary(const std::vector<KernelSpec>& kernels, const std::s
   llvm::SmallVector<char, 0> object;
   {
     llvm::LLVMContext ctx;
+    QuietDiagnostics(ctx);
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm));
     Optimize(*m, *tm, options);
     llvm::raw_svector_ostream os(object);

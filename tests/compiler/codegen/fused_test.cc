@@ -1,1 +1,136 @@
+// keel.Fused groups: anchor + elementwise epilogue (Conv+bias+Add residual+Relu,
+// Gemm+Relu, MatMul+Add, depthwise Conv+Clip, Softmax epilogue), injective
+// prologues (Transpose feeding MatMul), pure elementwise chains with several
+// outputs, and the rejection of unsupported groups.
 #include <gtest/gtest.h>
+
+#include "tests/compiler/codegen/codegen_test_util.h"
+
+namespace keel::codegen::testing {
+namespace {
+
+using ir::Attributes;
+
+TEST(Fused, ConvBiasResidualRelu) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {1, 8, 9, 11}), b.Input("w", {12, 8, 3, 3}), b.Input("bias", {12}),
+                                 b.Input("res", {1, 12, 9, 11})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    Attributes a;
+    a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, a);
+    ir::Node* add = g.Op("Add", {conv->output(0), v[3]});
+    ir::Node* relu = g.Op("Relu", {add->output(0)});
+    return std::vector<ir::Value*>{relu->output(0)};
+  });
+  KernelSpec spec = CheckNodeAgainstReference(*f, 51);
+  EXPECT_EQ(spec.name, "k0_conv2d_add_relu");
+  EXPECT_EQ(spec.num_inputs, 4);
+  EXPECT_GT(spec.workspace_bytes, 0);
+}
+
+TEST(Fused, DepthwiseConvClip) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {1, 6, 10, 10}), b.Input("w", {6, 1, 3, 3}), b.Input("bias", {6})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    Attributes a;
+    a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    a.Set("group", int64_t{6});
+    ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, a);
+    Attributes c;
+    c.Set("min", 0.0);
+    c.Set("max", 0.25);
+    ir::Node* clip = g.Op("Clip", {conv->output(0)}, c);
+    return std::vector<ir::Value*>{clip->output(0)};
+  });
+  CheckNodeAgainstReference(*f, 52);
+}
+
+TEST(Fused, GemmRelu) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("a", {5, 64}), b.Input("w", {30, 64}), b.Input("c", {30})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    Attributes a;
+    a.Set("transB", int64_t{1});
+    ir::Node* gemm = g.Op("Gemm", {v[0], v[1], v[2]}, a);
+    ir::Node* relu = g.Op("Relu", {gemm->output(0)});
+    return std::vector<ir::Value*>{relu->output(0)};
+  });
+  CheckNodeAgainstReference(*f, 53);
+}
+
+TEST(Fused, TransposeIntoMatMulPlusBiasAndBodyConstant) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("q", {2, 7, 4}), b.Input("k", {2, 7, 4})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    Attributes p;
+    p.Set("perm", std::vector<int64_t>{0, 2, 1});
+    ir::Node* kt = g.Op("Transpose", {v[1]}, p);
+    ir::Node* mm = g.Op("MatMul", {v[0], kt->output(0)});
+    ir::Value* scale = g.ConstF32("scale", {}, {0.125f});
+    ir::Node* mul = g.Op("Mul", {mm->output(0), scale});
+    return std::vector<ir::Value*>{mul->output(0)};
+  });
+  CheckNodeAgainstReference(*f, 54);
+}
+
+TEST(Fused, SoftmaxWithEpilogue) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {3, 19})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* sm = g.Op("Softmax", {v[0]});
+    ir::Node* sq = g.Op("Mul", {sm->output(0), sm->output(0)});
+    return std::vector<ir::Value*>{sq->output(0)};
+  });
+  CheckNodeAgainstReference(*f, 55);
+}
+
+TEST(Fused, ElementwiseChainWithTwoOutputsAndGelu) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {4, 29}), b.Input("bias", {29})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* add = g.Op("Add", {v[0], v[1]});
+    ir::Value* sqrt2 = g.ConstF32("sqrt2", {}, {1.4142135f});
+    ir::Value* one = g.ConstF32("one", {}, {1.0f});
+    ir::Value* half = g.ConstF32("half", {}, {0.5f});
+    ir::Node* div = g.Op("Div", {add->output(0), sqrt2});
+    ir::Node* erf = g.Op("Erf", {div->output(0)});
+    ir::Node* plus = g.Op("Add", {erf->output(0), one});
+    ir::Node* mul = g.Op("Mul", {add->output(0), plus->output(0)});
+    ir::Node* gelu = g.Op("Mul", {mul->output(0), half});
+    return std::vector<ir::Value*>{gelu->output(0), add->output(0)};
+  });
+  KernelSpec spec = CheckNodeAgainstReference(*f, 56);
+  EXPECT_EQ(spec.args.size(), 4u);
+}
+
+TEST(Fused, RejectsTwoAnchors) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("a", {4, 4}), b.Input("w", {4, 4})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* m1 = g.Op("MatMul", {v[0], v[1]});
+    ir::Node* m2 = g.Op("MatMul", {m1->output(0), v[1]});
+    return std::vector<ir::Value*>{m2->output(0)};
+  });
+  auto spec = LowerNodeToKernel(*f, 3);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kUnsupported);
+}
+
+TEST(Fused, RejectsShapeChangingEpilogue) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("a", {4, 4}), b.Input("w", {4, 4})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* m1 = g.Op("MatMul", {v[0], v[1]});
+    Attributes p;
+    p.Set("perm", std::vector<int64_t>{1, 0});
+    ir::Node* t = g.Op("Transpose", {m1->output(0)}, p);
+    return std::vector<ir::Value*>{t->output(0)};
+  });
+  auto spec = LowerNodeToKernel(*f, 3);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace keel::codegen::testing
