@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -244,6 +245,9 @@ int RunMain(int argc, char** argv) {
                   keel::DataTypeName(info.dtype));
     }
     if (!a.output_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(a.output_dir, ec);
+      if (ec) return Fail("cannot create output directory " + a.output_dir + ": " + ec.message());
       const std::string path = a.output_dir + "/" + SafeFileName(info.name) + ".bin";
       std::ofstream out(path, std::ios::binary | std::ios::trunc);
       out.write(reinterpret_cast<const char*>(host.data()), static_cast<std::streamsize>(host.size()));
