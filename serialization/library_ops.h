@@ -1,0 +1,169 @@
+// serialization/library_ops.h — the contract for library kernels (KernelKind library).
+//
+// A library kernel is a kernel-table entry whose work is done by a vendor library
+// the VM links (cuBLAS, cuDNN) instead of generated code. The compiler (the
+// NVPTX/CUDA back end) writes Kernel{kind = library, device = cuda, library_op,
+// args, attrs, workspace_bytes}; the CUDA VM (vm/cuda/) reads them at load,
+// validates them against this header, builds descriptors/plans once and calls the
+// library on every invoke. This header is that contract: every library_op string,
+// its argument order, its attribute keys with their types, and its exact
+// semantics. It has no code dependencies: constants and comments only.
+//
+// General rules (all ops):
+//   * Arguments are tensor registers in the order listed; `[x]` marks an optional
+//     argument whose presence is stated by an attribute (never guessed from the
+//     argument count alone, except where said). Every argument is a dense,
+//     row-major (C-order) tensor on the cuda device, dtype f32 unless said.
+//   * Attributes are stored sorted by key (the writer sorts them). Each key uses
+//     exactly one of ser::AttrDesc's fields: "ints" (int64 list, scalars are
+//     one-element lists), "floats" (double list) or "str". A missing optional
+//     attribute takes the default given here; an unknown key, a missing required
+//     key, a wrong type or an inconsistent value (shapes that do not match the
+//     arguments) makes VM creation fail with kInvalidExecutable naming the kernel
+//     and the key; a valid but unimplemented combination gives kUnsupported.
+//   * Outputs never alias inputs unless said.
+//   * Workspace: kernel.workspace_bytes may be 0 (recommended). The VM owns one
+//     device workspace per VM, allocated at VM creation and sized to the largest
+//     need of the algorithms it chose at load; it never allocates per call. When
+//     workspace_bytes > 0 the LAST argument is a planned workspace tensor
+//     (dtype u8, shape [workspace_bytes], access read_write) which the VM uses
+//     when it is large enough for the chosen algorithm (else its own buffer).
+//   * Numerics: fp32 math. TF32 tensor cores are used only when the VM was
+//     created with VmOptions::allow_tf32 (default off).
+#pragma once
+
+namespace keel::ser::library_ops {
+
+// ============================================================================
+// "cublas.gemm" — batched matrix product with optional bias and epilogue.
+//
+//   args:  A, B, [bias], Y          (bias present iff attr has_bias == 1)
+//   attrs (ints unless said):
+//     "m", "n", "k"       required, >= 1
+//     "batch"             default 1, >= 1
+//     "trans_a"           default 0; 0: A_b is [m,k], 1: A_b is stored [k,m]
+//     "trans_b"           default 0; 0: B_b is [k,n], 1: B_b is stored [n,k]
+//     "stride_a"          elements between consecutive batches of A; default
+//                         m*k when batch > 1; 0 = the same A for every batch
+//     "stride_b"          likewise for B (default k*n; 0 = broadcast)
+//     "stride_y"          likewise for Y (default m*n; must be m*n when batch>1)
+//     "has_bias"          default 0
+//     "bias_broadcast"    str, default "row":
+//                           "row"  bias has n elements ([n] or [1,n]), added to
+//                                  every row of every batch (ONNX Gemm C of shape
+//                                  [N]/[1,N], MatMul+Add of a [N] vector);
+//                                  requires beta == 1 (fold beta into the bias)
+//                           "full" bias has m*n elements ([m,n]), added to every
+//                                  batch, scaled by beta
+//                         other ONNX broadcasts ([M,1], scalar) must be
+//                         materialized by the compiler as "full".
+//     "alpha"             floats, default 1.0
+//     "beta"              floats, default 1.0 when has_bias else ignored
+//     "epilogue"          str, default "": "" | "relu" | "gelu_tanh"
+//                         (gelu_tanh = 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))),
+//                         cuBLASLt's GELU; ONNX erf-Gelu is NOT this op's job)
+//   semantics, for b in [0, batch), i in [0,m), j in [0,n):
+//     Y[b][i][j] = epi( alpha * sum_p opA(b)[i][p] * opB(b)[p][j] + beta * bias(i,j) )
+//     with opA(b) = A[b*stride_a ...] viewed [m,k] (or the transpose of the [k,m]
+//     block when trans_a), same for B, bias(i,j) = bias[j] ("row") or
+//     bias[i*n+j] ("full"), 0 without bias.
+//   shapes: A, B and Y must hold at least the elements the strides address; Y's
+//     element count must equal batch*m*n. The compiler typically writes
+//     A=[batch,m,k] (or [m,k] with stride_a 0), Y=[batch,m,n] or [m,n].
+//   row-major -> cuBLAS column-major mapping (how the VM calls it): a row-major
+//     [r,c] matrix is the column-major [c,r] matrix with the same bytes, so
+//     Y^T = opB^T * opA^T is computed column-major with
+//       cuBLAS(A' = B, B' = A, m' = n, n' = m, k' = k,
+//              transa' = trans_b, transb' = trans_a,
+//              lda' = trans_b ? k : n, ldb' = trans_a ? m : k, ldc' = n),
+//     and the "row" bias (one value per column j of row-major Y) becomes
+//     cuBLASLt's per-row bias vector of the column-major result (EPILOGUE_BIAS).
+inline constexpr char kCublasGemm[] = "cublas.gemm";
+
+// ============================================================================
+// "cudnn.conv2d" — 2-D convolution, NCHW, with fused bias, residual and activation.
+//
+//   args:  X, W, [bias], [residual], Y, [workspace]
+//          X [N,C,H,W]; W [K,C/group,R,S]; bias [K] (iff has_bias == 1);
+//          residual [N,K,P,Q] (iff has_residual == 1; may be the same register
+//          as Y); Y [N,K,P,Q]; workspace as in the general rules.
+//   attrs (ints unless said):
+//     "pads"          [top, left, bottom, right] (ONNX order x1_b, x2_b, x1_e,
+//                     x2_e), default 0s; cuDNN needs top == bottom and
+//                     left == right (else kUnsupported: pad explicitly)
+//     "strides"       [sh, sw], default [1,1]
+//     "dilations"     [dh, dw], default [1,1]
+//     "group"         default 1; C and K divisible by it
+//     "has_bias"      default 0
+//     "has_residual"  default 0
+//     "activation"    str, default "": "" | "relu" | "clip"
+//     "clip_min", "clip_max"  floats, for "clip"; clip_min must be 0
+//                     (cuDNN CLIPPED_RELU: ReLU6 and friends), else kUnsupported
+//   semantics: Y = act( conv(X, W) + bias[k] + residual ), conv as ONNX Conv
+//     (cross-correlation), P = floor((H + pt + pb - dh*(R-1) - 1)/sh) + 1, Q alike.
+//     Y's shape must equal that (else kInvalidExecutable at load).
+//   The VM uses cudnnConvolutionBiasActivationForward for relu (and for identity
+//   when it can use IMPLICIT_PRECOMP_GEMM), otherwise convolution + add tensor +
+//   activation; the algorithm is chosen once at load (heuristics).
+inline constexpr char kCudnnConv2d[] = "cudnn.conv2d";
+
+// ============================================================================
+// "cudnn.pool2d" — 2-D pooling, NCHW.
+//
+//   args:  X [N,C,H,W], Y [N,C,P,Q]
+//   attrs:
+//     "mode"     str, required: "max" | "avg" (padding counted in the divisor,
+//                ONNX count_include_pad=1) | "avg_exclude_pad" (ONNX default
+//                AveragePool, count_include_pad=0)
+//     "kernel"   ints [kh, kw], required (global pooling: [H, W])
+//     "pads"     ints [top, left, bottom, right], default 0s; symmetric only
+//     "strides"  ints [sh, sw], default [1,1]
+//   semantics: as ONNX MaxPool/AveragePool with ceil_mode 0 and dilation 1;
+//     Y's shape must be floor((H + pt + pb - kh)/sh) + 1 by floor((W + ...)/sw) + 1.
+//     Max pooling ignores padded positions (-inf), like ONNX.
+inline constexpr char kCudnnPool2d[] = "cudnn.pool2d";
+
+// Attribute keys (shared spellings).
+namespace attr {
+inline constexpr char kM[] = "m";
+inline constexpr char kN[] = "n";
+inline constexpr char kK[] = "k";
+inline constexpr char kBatch[] = "batch";
+inline constexpr char kTransA[] = "trans_a";
+inline constexpr char kTransB[] = "trans_b";
+inline constexpr char kStrideA[] = "stride_a";
+inline constexpr char kStrideB[] = "stride_b";
+inline constexpr char kStrideY[] = "stride_y";
+inline constexpr char kHasBias[] = "has_bias";
+inline constexpr char kBiasBroadcast[] = "bias_broadcast";
+inline constexpr char kAlpha[] = "alpha";
+inline constexpr char kBeta[] = "beta";
+inline constexpr char kEpilogue[] = "epilogue";
+inline constexpr char kPads[] = "pads";
+inline constexpr char kStrides[] = "strides";
+inline constexpr char kDilations[] = "dilations";
+inline constexpr char kGroup[] = "group";
+inline constexpr char kHasResidual[] = "has_residual";
+inline constexpr char kActivation[] = "activation";
+inline constexpr char kClipMin[] = "clip_min";
+inline constexpr char kClipMax[] = "clip_max";
+inline constexpr char kMode[] = "mode";
+inline constexpr char kKernel[] = "kernel";
+}  // namespace attr
+
+// String attribute values.
+namespace value {
+inline constexpr char kBiasRow[] = "row";
+inline constexpr char kBiasFull[] = "full";
+inline constexpr char kEpilogueNone[] = "";
+inline constexpr char kEpilogueRelu[] = "relu";
+inline constexpr char kEpilogueGeluTanh[] = "gelu_tanh";
+inline constexpr char kActivationNone[] = "";
+inline constexpr char kActivationRelu[] = "relu";
+inline constexpr char kActivationClip[] = "clip";
+inline constexpr char kPoolMax[] = "max";
+inline constexpr char kPoolAvg[] = "avg";
+inline constexpr char kPoolAvgExcludePad[] = "avg_exclude_pad";
+}  // namespace value
+
+}  // namespace keel::ser::library_ops
