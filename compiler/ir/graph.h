@@ -100,6 +100,7 @@ class Attributes {
  public:
   bool Has(const std::string& name) const { return values_.count(name) != 0; }
   void Set(const std::string& name, AttrValue value) { values_[name] = std::move(value); }
+  void Erase(const std::string& name) { values_.erase(name); }
   const std::map<std::string, AttrValue>& all() const { return values_; }
 
   // Typed getters: the default when absent; an InvalidArgument error naming the

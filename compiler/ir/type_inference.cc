@@ -190,11 +190,12 @@ Status CanonicalizeNode(Node& node) {
   } else if (op == "Softmax") {
     if (!x) return Status::Ok();
     KEEL_ASSIGN_OR_RETURN(int64_t legacy, a.GetInt("keel.legacy_flatten", 0));
-    KEEL_RETURN_IF_ERROR(CanonAxisAttr(node, "axis", -1, rank));
+    // Opset < 13 Softmax defaults to axis 1 (and flattens from there on).
+    KEEL_RETURN_IF_ERROR(CanonAxisAttr(node, "axis", legacy ? 1 : -1, rank));
     if (legacy && *a.GetInt("axis", 0) != rank - 1) {
       return NodeUnsupported(node, "opset < 13 Softmax over several trailing axes is not supported");
     }
-    if (legacy) a.Set("keel.legacy_flatten", int64_t{0});
+    a.Erase("keel.legacy_flatten");
   } else if (op == "LayerNormalization") {
     if (!x) return Status::Ok();
     KEEL_RETURN_IF_ERROR(CanonAxisAttr(node, "axis", -1, rank));

@@ -313,3 +313,36 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace keel::frontend
+
+namespace keel::frontend {
+namespace {
+
+using namespace keel::testing_onnx;  // NOLINT
+
+// Opset 11 forms: Squeeze axes as an attribute, Softmax with its legacy default
+// axis (1), Clip min/max as inputs, Cast to a named dtype.
+TEST(OnnxImporterTest, Opset11Forms) {
+  auto m = NewModel(11);
+  AddInput(m, "x", {2, 3, 1});
+  auto* sq = AddNode(m, "Squeeze", {"x"}, {"s"}, "squeeze");
+  AttrInts(sq, "axes", {2});
+  AddNode(m, "Softmax", {"s"}, {"p"}, "softmax");
+  AddInitF32(m, "lo", {}, {0.2f});
+  AddInitF32(m, "hi", {}, {0.5f});
+  AddNode(m, "Clip", {"p", "lo", "hi"}, {"c"}, "clip");
+  auto* cast = AddNode(m, "Cast", {"c"}, {"y"}, "cast");
+  AttrInt(cast, "to", onnx::TensorProto::DOUBLE);
+  AddOutput(m, "y", onnx::TensorProto::DOUBLE);
+  std::string path = WriteModel(m, ::testing::TempDir(), "keel_opset11.onnx");
+  auto g = ImportOnnx(path, {});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ir::Node* softmax = (*g)->nodes()[1];
+  ASSERT_EQ(softmax->op_type(), "Softmax");
+  EXPECT_EQ(*softmax->attrs().GetInt("keel.legacy_flatten", 0), 1);
+  ir::Node* c = (*g)->nodes()[3];
+  ASSERT_EQ(c->op_type(), "Cast");
+  EXPECT_EQ(*c->attrs().GetString("to", ""), "f64");
+}
+
+}  // namespace
+}  // namespace keel::frontend

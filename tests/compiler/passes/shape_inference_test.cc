@@ -113,3 +113,30 @@ TEST(ShapeInferenceTest, DynamicReshapeShapeIsUnsupported) {
 
 }  // namespace
 }  // namespace keel::passes
+
+namespace keel::passes {
+namespace {
+
+using namespace keel::passes::testing;  // NOLINT
+
+TEST(ShapeInferenceTest, LegacySoftmaxDefaultsToAxisOne) {
+  ir::Graph g;
+  ir::Node* sm = g.AddNode("Softmax", "sm", {g.AddInput("x", F32({2, 3}))}, 1);
+  sm->attrs().Set("keel.legacy_flatten", int64_t{1});
+  g.AddOutput(sm->output(0));
+  ASSERT_TRUE(InferShapes(g).ok());
+  EXPECT_EQ(*sm->attrs().GetInt("axis", -5), 1);
+  EXPECT_FALSE(sm->attrs().Has("keel.legacy_flatten"));
+
+  ir::Graph g3;
+  ir::Node* sm3 = g3.AddNode("Softmax", "sm3", {g3.AddInput("x", F32({2, 3, 4}))}, 1);
+  sm3->attrs().Set("keel.legacy_flatten", int64_t{1});  // flattens dims 1..2: not supported
+  g3.AddOutput(sm3->output(0));
+  Status s = InferShapes(g3);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("sm3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace keel::passes
