@@ -95,6 +95,12 @@ Result<std::vector<uint8_t>> Importer::ReadExternal(const onnx::TensorProto& t, 
     return InvalidArgument(what + ": external data length " + std::to_string(length) + " != expected " +
                            std::to_string(expected) + " bytes");
   }
+  std::error_code ec;
+  const uintmax_t file_size = std::filesystem::file_size(p, ec);
+  if (ec || offset < 0 || file_size < static_cast<uintmax_t>(offset) + expected) {
+    return IoError(what + ": external data file '" + p.string() + "' is too short (offset " + std::to_string(offset) +
+                   ", need " + std::to_string(expected) + " bytes)");
+  }
   std::vector<uint8_t> bytes(expected);
   f.seekg(offset);
   f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(expected));
@@ -110,8 +116,14 @@ Result<TensorDataPtr> Importer::TensorFromProto(const onnx::TensorProto& t, cons
   if (!dtype.ok()) return Unsupported(what + ": " + dtype.status().message());
   auto out = std::make_shared<TensorData>();
   out->type.dtype = *dtype;
+  // Element counts are checked against a bound before anything is allocated, so a
+  // corrupt header cannot ask for an absurd (or overflowing) buffer.
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  int64_t count = 1;
   for (int64_t d : t.dims()) {
     if (d < 0) return InvalidArgument(what + ": negative dimension");
+    if (d != 0 && count > kMaxElements / d) return InvalidArgument(what + ": too many elements (corrupt dims?)");
+    count *= d;
     out->type.shape.push_back(d);
   }
   const int64_t n = out->type.NumElements();
@@ -129,6 +141,11 @@ Result<TensorDataPtr> Importer::TensorFromProto(const onnx::TensorProto& t, cons
     }
     out->bytes.assign(t.raw_data().begin(), t.raw_data().end());
   } else {
+    const int64_t typed_count = *dtype == DType::kF32   ? t.float_data_size()
+                                : *dtype == DType::kF64 ? t.double_data_size()
+                                : *dtype == DType::kI64 ? t.int64_data_size()
+                                                        : t.int32_data_size();
+    if (typed_count != n) return count_error(typed_count);
     out->bytes.resize(expected);
     uint8_t* dst = out->bytes.data();
     switch (*dtype) {

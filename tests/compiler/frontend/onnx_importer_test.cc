@@ -346,3 +346,43 @@ TEST(OnnxImporterTest, Opset11Forms) {
 
 }  // namespace
 }  // namespace keel::frontend
+
+namespace keel::frontend {
+namespace {
+
+using namespace keel::testing_onnx;  // NOLINT
+onnx::ModelProto NewModelForFuzz();
+
+// Corrupted bytes anywhere in a model must give an error or a graph, never a crash.
+onnx::ModelProto NewModelForFuzz() {
+  auto m = NewModel(13);
+  AddInput(m, "x", {1, 2, 4, 4});
+  AddInitF32(m, "W", {3, 2, 3, 3}, std::vector<float>(54, 0.5f), true);
+  AddInitF32(m, "B", {3}, {1, 2, 3}, false);
+  AddInitI64(m, "shape", {2}, {1, -1});
+  auto* conv = AddNode(m, "Conv", {"x", "W", "B"}, {"c"}, "conv0");
+  AttrInts(conv, "pads", {1, 1, 1, 1});
+  AddNode(m, "Reshape", {"c", "shape"}, {"y"}, "reshape");
+  AddOutput(m, "y");
+  return m;
+}
+
+TEST(OnnxImporterTest, CorruptBytesNeverCrash) {
+  auto m = NewModelForFuzz();
+  std::string bytes = m.SerializeAsString();
+  uint32_t state = 12345;
+  int errors = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string b = bytes;
+    for (int k = 0; k < 3; ++k) {
+      state = state * 1664525u + 1013904223u;
+      b[state % b.size()] = static_cast<char>(state >> 24);
+    }
+    auto g = ImportOnnxBytes(b, ::testing::TempDir(), "fuzz.onnx", {});
+    if (!g.ok()) ++errors;
+  }
+  EXPECT_GT(errors, 0);  // at least some corruptions are detected
+}
+
+}  // namespace
+}  // namespace keel::frontend
