@@ -22,6 +22,9 @@
 //      by the same rule. Pattern "injective".
 //   3. An elementwise node (not yet grouped) starts a group and takes its
 //      elementwise chain. Pattern "elementwise".
+// Epilogue ops broadcast numpy-style, so the chain's output shape may be larger
+// than the anchor's (e.g. [1,C,1,1] + [1,C,H,W]); codegen must not assume equal
+// shapes along the chain.
 // Hence a body is a chain: [anchor | injective | elementwise] followed by zero
 // or more elementwise nodes, each consuming the previous node's output (as any
 // of its inputs) plus values from outside the group.
