@@ -76,7 +76,7 @@ const char* BinaryOpName(BinaryOp op) {
 }
 
 const char* LoopKindName(LoopKind kind) {
-  static const char* kNames[] = {"for", "parallel for", "vectorize for", "unroll for"};
+  static const char* kNames[] = {"for", "parallel for", "vectorize for", "unroll for", "novectorize for"};
   return kNames[static_cast<int>(kind)];
 }
 

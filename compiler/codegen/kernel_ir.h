@@ -141,7 +141,11 @@ struct Buffer {
 // ---- statements ------------------------------------------------------------------
 
 enum class StmtKind : uint8_t { kBlock, kFor, kStore, kIf };
-enum class LoopKind : uint8_t { kSerial, kParallel, kVectorize, kUnroll };
+// kSerial: a plain loop (back ends may vectorize it); kParallel: iterations
+// spread over threads; kVectorize: vectorize across iterations; kUnroll: fully
+// unrolled (constant bounds); kNoVectorize: a serial loop whose body is already
+// register-blocked (e.g. the GEMM micro-kernel's k loop), never vectorized across.
+enum class LoopKind : uint8_t { kSerial, kParallel, kVectorize, kUnroll, kNoVectorize };
 
 const char* LoopKindName(LoopKind kind);
 

@@ -47,6 +47,21 @@ void CollectLocals(const KernelFunc& k, const StmtNode& s, std::set<int>& out) {
   for (const Stmt& c : s.else_body) CollectLocals(k, *c, out);
 }
 
+// True when `s` (a loop) directly contains an unrolled loop, not counting
+// nested non-unrolled loops.
+bool ContainsUnroll(const StmtNode& s) {
+  for (const Stmt& c : s.body) {
+    if (c->kind == StmtKind::kFor) {
+      if (c->loop == LoopKind::kUnroll) return true;
+      continue;
+    }
+    if (ContainsUnroll(*c)) return true;
+  }
+  for (const Stmt& c : s.else_body)
+    if (c->kind != StmtKind::kFor && ContainsUnroll(*c)) return true;
+  return false;
+}
+
 class CpuKernelEmitter {
  public:
   CpuKernelEmitter(const KernelFunc& k, const CpuFunctionAttrs& attrs, llvm::Module& m)
@@ -419,10 +434,15 @@ class CpuKernelEmitter {
     llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", false, true);
     llvm::BranchInst* back = b_.CreateBr(header);
     iv->addIncoming(next, b_.GetInsertBlock());
-    if (s.loop == LoopKind::kVectorize) {
+    // kVectorize forces the loop vectorizer; a serial loop whose body holds
+    // explicitly unrolled loops (a register-blocked micro-kernel, already SLP
+    // vectorized) must not be loop-vectorized again: that turns the register
+    // tile into spilled reductions.
+    bool blocked = s.loop == LoopKind::kNoVectorize || (s.loop == LoopKind::kSerial && ContainsUnroll(s));
+    if (s.loop == LoopKind::kVectorize || blocked) {
       llvm::MDNode* enable = llvm::MDNode::get(
           ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-                 llvm::ConstantAsMetadata::get(b_.getTrue())});
+                 llvm::ConstantAsMetadata::get(blocked ? b_.getFalse() : b_.getTrue())});
       llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, enable});
       loop_id->replaceOperandWith(0, loop_id);
       back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);

@@ -95,7 +95,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         body.push_back(k.Store(acc, {Expr(i * NR + j)}, acc_at(i, j) + a * b));
       }
     }
-    tile.push_back(For(kk, k0, k1, LoopKind::kSerial, Block(std::move(body))));
+    tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, Block(std::move(body))));
   }
   // store
   {

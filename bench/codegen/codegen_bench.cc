@@ -1,0 +1,206 @@
+// bench/codegen/codegen_bench.cc — GFLOP/s of generated kernels: square GEMMs
+// (MatMul 256..1024) and ResNet-like convolutions, on 1 and 2 threads.
+//
+// All kernels are lowered and linked into one kernel library in a temp dir at
+// start-up (that compile time is not measured), then each benchmark calls the
+// kernel through the ABI with a small persistent thread pool as parallel_for.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "compiler/codegen/llvm_cpu_emitter.h"
+#include "compiler/codegen/lower.h"
+#include "compiler/ir/graph.h"
+#include "keel/kernel_abi.h"
+
+namespace keel::codegen {
+namespace {
+
+// A fixed pool: the caller thread plus (threads - 1) workers pull iterations
+// from a shared counter (GEMM tasks are coarse, so one iteration per pull).
+class Pool {
+ public:
+  explicit Pool(int threads) {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+      ++generation_;
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  static void ParallelFor(void* pool, int64_t n, keel_parallel_body_fn body, void* closure) {
+    static_cast<Pool*>(pool)->Run(n, body, closure);
+  }
+
+ private:
+  void Run(int64_t n, keel_parallel_body_fn body, void* closure) {
+    if (workers_.empty() || n == 1) { body(closure, 0, n); return; }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      n_ = n; body_ = body; closure_ = closure;
+      next_.store(0);
+      active_ = static_cast<int>(workers_.size());
+      ++generation_;
+    }
+    cv_.notify_all();
+    Drain();
+    std::unique_lock<std::mutex> l(mu_);
+    done_cv_.wait(l, [this] { return active_ == 0; });
+  }
+  void Drain() {
+    for (int64_t i; (i = next_.fetch_add(1)) < n_;) body_(closure_, i, i + 1);
+  }
+  void Work() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (stop_) return;
+      }
+      Drain();
+      std::lock_guard<std::mutex> l(mu_);
+      if (--active_ == 0) done_cv_.notify_all();
+    }
+  }
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  int active_ = 0;
+  int64_t n_ = 0;
+  keel_parallel_body_fn body_ = nullptr;
+  void* closure_ = nullptr;
+  std::atomic<int64_t> next_{0};
+};
+
+struct Case {
+  std::string label;
+  KernelSpec spec;
+  double flops;
+};
+
+struct Library {
+  std::vector<Case> cases;
+  void* handle = nullptr;
+  std::vector<std::unique_ptr<ir::Graph>> graphs;
+};
+
+ir::Node* AddOp(ir::Graph& g, const std::string& op, std::vector<ir::Value*> in, ir::TensorType out) {
+  ir::Node* n = g.AddNode(op, op, std::move(in), 1);
+  n->output(0)->set_type(std::move(out));
+  return n;
+}
+
+Library& Lib() {
+  static Library* lib = [] {
+    auto* l = new Library;
+    int64_t index = 0;
+    for (int64_t s : {256, 512, 1024}) {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* a = g->AddInput("a", {ir::DType::kF32, {s, s}});
+      ir::Value* b = g->AddInput("b", {ir::DType::kF32, {s, s}});
+      ir::Node* n = AddOp(*g, "MatMul", {a, b}, {ir::DType::kF32, {s, s}});
+      auto spec = LowerNodeToKernel(*n, index++);
+      if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
+      l->cases.push_back({"gemm" + std::to_string(s), *spec, 2.0 * s * s * s});
+      l->graphs.push_back(std::move(g));
+    }
+    struct ConvShape { const char* name; int64_t c, h, co, k, stride, pad; };
+    for (ConvShape c : {ConvShape{"conv_stem_3x224_64_7x7s2", 3, 224, 64, 7, 2, 3},
+                        ConvShape{"conv_l1_64x56_64_3x3", 64, 56, 64, 3, 1, 1},
+                        ConvShape{"conv_l3_256x14_256_3x3", 256, 14, 256, 3, 1, 1},
+                        ConvShape{"conv_l4_512x7_512_3x3", 512, 7, 512, 3, 1, 1}}) {
+      auto g = std::make_unique<ir::Graph>();
+      int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1;
+      ir::Value* x = g->AddInput("x", {ir::DType::kF32, {1, c.c, c.h, c.h}});
+      ir::Value* w = g->AddInput("w", {ir::DType::kF32, {c.co, c.c, c.k, c.k}});
+      ir::Node* n = AddOp(*g, "Conv", {x, w}, {ir::DType::kF32, {1, c.co, oh, oh}});
+      n->attrs().Set("strides", std::vector<int64_t>{c.stride, c.stride});
+      n->attrs().Set("pads", std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad});
+      n->attrs().Set("dilations", std::vector<int64_t>{1, 1});
+      n->attrs().Set("group", int64_t{1});
+      auto spec = LowerNodeToKernel(*n, index++);
+      if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
+      l->cases.push_back({c.name, *spec, 2.0 * c.co * oh * oh * c.c * c.k * c.k});
+      l->graphs.push_back(std::move(g));
+    }
+    std::vector<KernelSpec> specs;
+    for (const Case& c : l->cases) specs.push_back(c.spec);
+    char tmpl[] = "/tmp/keel-cgbench-XXXXXX";
+    if (!mkdtemp(tmpl)) std::exit(1);
+    std::string path = std::string(tmpl) + "/bench.keel.so";
+    CpuTargetInfo info;
+    Status s = EmitCpuKernelLibrary(specs, "bench", path, {}, &info);
+    if (!s.ok()) { fprintf(stderr, "%s\n", s.ToString().c_str()); std::exit(1); }
+    fprintf(stderr, "kernels compiled for %s (%s)\n", info.cpu.c_str(), info.features.c_str());
+    l->handle = dlopen(path.c_str(), RTLD_NOW);
+    if (!l->handle) { fprintf(stderr, "%s\n", dlerror()); std::exit(1); }
+    std::remove(path.c_str());
+    rmdir(tmpl);
+    return l;
+  }();
+  return *lib;
+}
+
+void BM_Kernel(benchmark::State& state, size_t case_index) {
+  const Case& c = Lib().cases[case_index];
+  auto fn = reinterpret_cast<keel_cpu_kernel_fn>(dlsym(Lib().handle, c.spec.name.c_str()));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<std::vector<float>> bufs;
+  std::vector<void*> args;
+  for (const KernelArg& a : c.spec.args) {
+    int64_t n = 1;
+    for (int64_t d : a.shape) n *= d;
+    bufs.emplace_back(static_cast<size_t>(n));
+    for (float& x : bufs.back()) x = u(rng);
+  }
+  for (auto& b : bufs) args.push_back(b.data());
+  void* ws = c.spec.workspace_bytes ? std::aligned_alloc(64, static_cast<size_t>((c.spec.workspace_bytes + 63) / 64 * 64)) : nullptr;
+  if (ws) args.push_back(ws);
+  Pool pool(static_cast<int>(state.range(0)));
+  keel_cpu_kernel_ctx ctx{Pool::ParallelFor, &pool};
+  for (auto _ : state) {
+    fn(args.data(), &ctx);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(c.flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  std::free(ws);
+}
+
+int Register() {
+  Library& l = Lib();
+  for (size_t i = 0; i < l.cases.size(); ++i) {
+    benchmark::RegisterBenchmark(l.cases[i].label.c_str(), BM_Kernel, i)
+        ->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace keel::codegen
+
+int main(int argc, char** argv) {
+  keel::codegen::Register();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}

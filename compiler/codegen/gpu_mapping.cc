@@ -1,0 +1,337 @@
+// compiler/codegen/gpu_mapping.cc — phase analysis and launch configuration
+// for the NVPTX back end (see gpu_mapping.h). Every check here is
+// conservative: a pattern that is not proven safe falls back to a simpler
+// mapping (thread per iteration, then a single block), never to a wrong one.
+#include "compiler/codegen/gpu_mapping.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace keel::codegen {
+namespace {
+
+// Memory a statement touches, keyed so that views of one argument coincide:
+// "a<arg index>" for arguments, "w" for the workspace. Locals and constants are
+// not shared memory and are tracked separately.
+struct Access {
+  std::set<std::string> reads, writes;
+  std::set<int> locals_read, locals_written;
+  bool has_parallel = false;
+  bool has_if = false;
+};
+
+std::string MemKey(const Buffer& b) {
+  if (b.scope == BufferScope::kArg) return IndexedName("a", b.arg_index);
+  if (b.scope == BufferScope::kWorkspace) return "w";
+  return {};
+}
+
+void CollectExpr(const KernelFunc& k, const Expr& e, Access& a) {
+  if (e.is_null()) return;
+  if (e->kind == ExprKind::kLoad) {
+    const Buffer& b = k.buffer(e->buffer);
+    if (b.scope == BufferScope::kLocal) a.locals_read.insert(b.id);
+    std::string key = MemKey(b);
+    if (!key.empty()) a.reads.insert(key);
+  }
+  for (const Expr& o : e->operands) CollectExpr(k, o, a);
+}
+
+void Collect(const KernelFunc& k, const StmtNode& s, Access& a) {
+  if (s.kind == StmtKind::kFor && s.loop == LoopKind::kParallel) a.has_parallel = true;
+  if (s.kind == StmtKind::kIf) a.has_if = true;
+  if (s.kind == StmtKind::kStore) {
+    const Buffer& b = k.buffer(s.buffer);
+    if (b.scope == BufferScope::kLocal) a.locals_written.insert(b.id);
+    std::string key = MemKey(b);
+    if (!key.empty()) a.writes.insert(key);
+  }
+  for (const Expr& i : s.indices) CollectExpr(k, i, a);
+  CollectExpr(k, s.value, a);
+  CollectExpr(k, s.cond, a);
+  CollectExpr(k, s.begin, a);
+  CollectExpr(k, s.end, a);
+  for (const Stmt& c : s.body) Collect(k, *c, a);
+  for (const Stmt& c : s.else_body) Collect(k, *c, a);
+}
+
+bool UsesVar(const Expr& e, int64_t var) {
+  if (e.is_null()) return false;
+  if (e->kind == ExprKind::kVar && e->int_value == var) return true;
+  for (const Expr& o : e->operands)
+    if (UsesVar(o, var)) return true;
+  return false;
+}
+
+bool ReadsBuffer(const Expr& e, int buffer) {
+  if (e.is_null()) return false;
+  if (e->kind == ExprKind::kLoad && e->buffer == buffer) return true;
+  for (const Expr& o : e->operands)
+    if (ReadsBuffer(o, buffer)) return true;
+  return false;
+}
+
+bool ReadsLocal(const KernelFunc& k, const Expr& e) {
+  Access a;
+  CollectExpr(k, e, a);
+  return !a.locals_read.empty();
+}
+
+// Every memory store under `s` is indexed by `var` (distinct iterations write
+// distinct elements for the injective index maps lowerings produce).
+bool StoresIndexedBy(const KernelFunc& k, const StmtNode& s, int64_t var) {
+  if (s.kind == StmtKind::kStore && k.buffer(s.buffer).scope != BufferScope::kLocal) {
+    bool uses = false;
+    for (const Expr& i : s.indices) uses = uses || UsesVar(i, var);
+    if (!uses) return false;
+  }
+  for (const Stmt& c : s.body)
+    if (!StoresIndexedBy(k, *c, var)) return false;
+  for (const Stmt& c : s.else_body)
+    if (!StoresIndexedBy(k, *c, var)) return false;
+  return true;
+}
+
+// Locals used under `body` are fully written by its leading scalar stores
+// (constant indices, values not reading locals) before anything else runs, so
+// each iteration starts from fresh state and iterations may run on any thread.
+bool LocalsFreshPerIteration(const KernelFunc& k, const StmtNode& body, const Access& a) {
+  std::set<int> used = a.locals_read;
+  used.insert(a.locals_written.begin(), a.locals_written.end());
+  if (used.empty()) return true;
+  std::map<int, std::set<int64_t>> covered;
+  for (const StmtNode* s : FlattenBlock(body)) {
+    if (s->kind != StmtKind::kStore || k.buffer(s->buffer).scope != BufferScope::kLocal) break;
+    if (ReadsLocal(k, s->value)) break;
+    const Buffer& b = k.buffer(s->buffer);
+    int64_t flat = 0, stride = 1;
+    bool constant = true;
+    for (size_t i = s->indices.size(); i-- > 0;) {
+      if (!s->indices[i].IsIntConst()) { constant = false; break; }
+      flat += s->indices[i].int_value() * stride;
+      stride *= b.shape[i];
+    }
+    if (!constant) break;
+    covered[b.id].insert(flat);
+  }
+  for (int id : used)
+    if (static_cast<int64_t>(covered[id].size()) != k.buffer(id).NumElements()) return false;
+  return true;
+}
+
+// A loop whose iterations may run on different threads in any order. Locals:
+// either only read (row-uniform values) or re-initialized by every iteration.
+enum class LocalPolicy { kReadOnly, kFresh };
+
+bool IndependentLoop(const KernelFunc& k, const StmtNode& loop, LocalPolicy locals) {
+  Access a;
+  for (const Stmt& c : loop.body) Collect(k, *c, a);
+  if (a.has_parallel) return false;
+  for (const std::string& w : a.writes)
+    if (a.reads.count(w)) return false;
+  if (!StoresIndexedBy(k, loop, loop.var->int_value)) return false;
+  if (a.locals_read.empty() && a.locals_written.empty()) return true;
+  if (locals == LocalPolicy::kReadOnly) return a.locals_written.empty();
+  StmtNode body;
+  body.kind = StmtKind::kBlock;
+  body.body = loop.body;
+  return LocalsFreshPerIteration(k, body, a);
+}
+
+// The body of an outer loop as a row for kBlockPerRow; sets the longest row loop.
+bool MatchRowBody(const KernelFunc& k, const StmtNode& outer, int64_t* longest, bool* has_reduction) {
+  *longest = 0;
+  *has_reduction = false;
+  for (const Stmt& st : outer.body) {
+    for (const StmtNode* s : FlattenBlock(*st)) {
+      if (s->kind == StmtKind::kStore) continue;  // uniform scalar statement
+      if (s->kind != StmtKind::kFor || s->loop == LoopKind::kParallel) return false;
+      int64_t trip = 0;
+      if (!ConstantTrip(*s, &trip)) return false;
+      int buffer = -1;
+      std::vector<Expr> index;
+      BinaryOp op;
+      Expr f;
+      if (MatchRowReduction(k, *s, &buffer, &index, &op, &f)) {
+        *has_reduction = true;
+      } else {
+        // Distributed loops may read the row's (uniform) locals but not write any.
+        if (!IndependentLoop(k, *s, LocalPolicy::kReadOnly)) return false;
+      }
+      *longest = std::max(*longest, trip);
+    }
+  }
+  return true;
+}
+
+uint32_t Clamp32(int64_t v) { return static_cast<uint32_t>(std::clamp<int64_t>(v, 1, 0x7fffffff)); }
+
+}  // namespace
+
+const char* GpuPhaseKindName(GpuPhaseKind kind) {
+  switch (kind) {
+    case GpuPhaseKind::kFlat: return "flat";
+    case GpuPhaseKind::kBlockPerRow: return "block_per_row";
+    case GpuPhaseKind::kThreadPerIter: return "thread_per_iter";
+    case GpuPhaseKind::kSingleBlock: return "single_block";
+  }
+  return "?";
+}
+
+int64_t GpuPhase::Items() const {
+  if (kind == GpuPhaseKind::kFlat) return rows * (inner / std::max<int64_t>(vector_width, 1));
+  return rows;
+}
+
+std::string GpuMapping::Describe() const {
+  std::ostringstream os;
+  for (const GpuPhase& p : phases) {
+    os << GpuPhaseKindName(p.kind) << "(rows=" << p.rows;
+    if (p.kind == GpuPhaseKind::kFlat || p.kind == GpuPhaseKind::kBlockPerRow) os << ",inner=" << p.inner;
+    if (p.vector_width > 1) os << ",vec=" << p.vector_width;
+    os << ") ";
+  }
+  os << "grid=" << launch.grid << " block=" << launch.block;
+  return os.str();
+}
+
+bool ConstantTrip(const StmtNode& s, int64_t* trip) {
+  if (s.kind != StmtKind::kFor || !s.begin.IsIntConst() || !s.end.IsIntConst()) return false;
+  *trip = std::max<int64_t>(0, s.end.int_value() - s.begin.int_value());
+  return true;
+}
+
+std::vector<const StmtNode*> FlattenBlock(const StmtNode& s) {
+  std::vector<const StmtNode*> out;
+  if (s.kind != StmtKind::kBlock) {
+    out.push_back(&s);
+    return out;
+  }
+  for (const Stmt& c : s.body) {
+    std::vector<const StmtNode*> sub = FlattenBlock(*c);
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+bool MatchRowReduction(const KernelFunc& k, const StmtNode& loop, int* buffer, std::vector<Expr>* index,
+                       BinaryOp* op, Expr* f) {
+  if (loop.kind != StmtKind::kFor || loop.loop == LoopKind::kParallel) return false;
+  std::vector<const StmtNode*> body;
+  for (const Stmt& c : loop.body) {
+    std::vector<const StmtNode*> sub = FlattenBlock(*c);
+    body.insert(body.end(), sub.begin(), sub.end());
+  }
+  if (body.size() != 1 || body[0]->kind != StmtKind::kStore) return false;
+  const StmtNode& st = *body[0];
+  const Buffer& acc = k.buffer(st.buffer);
+  if (acc.scope != BufferScope::kLocal || acc.dtype != DType::kF32) return false;
+  for (const Expr& i : st.indices)
+    if (!i.IsIntConst()) return false;
+  const Expr& v = st.value;
+  if (v->kind != ExprKind::kBinary) return false;
+  if (v->binary != BinaryOp::kAdd && v->binary != BinaryOp::kMax && v->binary != BinaryOp::kMin) return false;
+  auto is_acc = [&](const Expr& e) {
+    if (e->kind != ExprKind::kLoad || e->buffer != st.buffer || e->operands.size() != st.indices.size()) return false;
+    for (size_t i = 0; i < st.indices.size(); ++i)
+      if (!e->operands[i].IsIntConst(st.indices[i].int_value())) return false;
+    return true;
+  };
+  Expr other;
+  if (is_acc(v->operands[0])) other = v->operands[1];
+  else if (is_acc(v->operands[1])) other = v->operands[0];
+  else return false;
+  if (ReadsBuffer(other, st.buffer)) return false;
+  *buffer = st.buffer;
+  *index = st.indices;
+  *op = v->binary;
+  *f = other;
+  return true;
+}
+
+Result<GpuMapping> MapKernelToGpu(const KernelFunc& kernel, const GpuMappingOptions& options) {
+  if (!kernel.body()) return Internal("GPU mapping: kernel " + kernel.name() + " has no body");
+  GpuMapping m;
+  const int64_t tpb = options.threads_per_block;
+  const int64_t max_grid = options.num_sms * options.blocks_per_sm;
+
+  std::vector<const StmtNode*> top = FlattenBlock(*kernel.body());
+  bool grid_ok = !top.empty();
+  std::vector<Access> accesses;
+  for (const StmtNode* s : top) {
+    int64_t trip = 0;
+    if (!ConstantTrip(*s, &trip) || (s->loop != LoopKind::kParallel && trip != 1)) { grid_ok = false; break; }
+    Access a;
+    for (const Stmt& c : s->body) Collect(kernel, *c, a);
+    if (a.has_parallel) { grid_ok = false; break; }
+    accesses.push_back(std::move(a));
+  }
+  // Phases share the launch without synchronization: none may touch what another writes.
+  for (size_t i = 0; grid_ok && i < accesses.size(); ++i)
+    for (size_t j = 0; grid_ok && j < accesses.size(); ++j) {
+      if (i == j) continue;
+      for (const std::string& w : accesses[i].writes)
+        if (accesses[j].reads.count(w) || accesses[j].writes.count(w)) grid_ok = false;
+    }
+
+  if (!grid_ok) {
+    GpuPhase p;
+    p.kind = GpuPhaseKind::kSingleBlock;
+    p.stmt = kernel.body().get();
+    p.rows = 1;
+    m.phases.push_back(p);
+    m.launch.grid = 1;
+    m.launch.block = static_cast<uint32_t>(tpb);
+    return m;
+  }
+
+  int64_t max_items = 1;
+  for (const StmtNode* s : top) {
+    GpuPhase p;
+    p.stmt = s;
+    ConstantTrip(*s, &p.rows);
+    p.kind = GpuPhaseKind::kThreadPerIter;
+    std::vector<const StmtNode*> body;
+    for (const Stmt& c : s->body) {
+      std::vector<const StmtNode*> sub = FlattenBlock(*c);
+      body.insert(body.end(), sub.begin(), sub.end());
+    }
+    int64_t inner = 0, longest = 0;
+    bool has_reduction = false;
+    if (top.size() == 1 && MatchRowBody(kernel, *s, &longest, &has_reduction) && has_reduction &&
+        longest >= options.min_row_for_block) {
+      p.kind = GpuPhaseKind::kBlockPerRow;
+      p.inner = longest;
+    } else if (body.size() == 1 && ConstantTrip(*body[0], &inner) && inner > 0 &&
+               body[0]->loop != LoopKind::kParallel &&
+               IndependentLoop(kernel, *body[0], LocalPolicy::kFresh)) {
+      Access a;
+      for (const Stmt& c : body[0]->body) Collect(kernel, *c, a);
+      p.kind = GpuPhaseKind::kFlat;
+      p.inner = inner;
+      // Contiguous elements per thread let the load/store vectorizer emit
+      // 128-bit accesses; only for local-free bodies (kept small).
+      bool small_body = a.locals_read.empty() && a.locals_written.empty();
+      p.vector_width = (small_body && inner % 4 == 0 && p.rows * inner >= 4 * tpb) ? 4 : 1;
+    }
+    max_items = std::max(max_items, p.Items());
+    m.phases.push_back(p);
+  }
+
+  if (m.phases.size() == 1 && m.phases[0].kind == GpuPhaseKind::kBlockPerRow) {
+    const GpuPhase& p = m.phases[0];
+    // Roughly four row elements per thread, one warp at least, 256 at most.
+    int64_t threads = 32;
+    while (threads < tpb && threads * 4 < p.inner) threads *= 2;
+    m.launch.block = static_cast<uint32_t>(threads);
+    m.launch.grid = Clamp32(std::min(p.rows, options.num_sms * (options.max_threads_per_sm / threads)));
+    return m;
+  }
+  m.launch.block = static_cast<uint32_t>(tpb);
+  m.launch.grid = Clamp32(std::min((max_items + tpb - 1) / tpb, max_grid));
+  return m;
+}
+
+}  // namespace keel::codegen

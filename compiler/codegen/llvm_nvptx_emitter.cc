@@ -1,0 +1,276 @@
+// compiler/codegen/llvm_nvptx_emitter.cc — device module assembly, libdevice
+// linking, optimization, PTX emission, ptxas and the host-side library that
+// embeds the result (see llvm_nvptx_emitter.h).
+#include "compiler/codegen/llvm_nvptx_emitter.h"
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <cctype>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "compiler/codegen/llvm_nvptx_kernel.h"
+#include "compiler/codegen/tool_process.h"
+#include "keel/kernel_abi.h"
+
+namespace keel::codegen {
+namespace {
+
+constexpr const char* kNvptxTriple = "nvptx64-nvidia-cuda";
+constexpr const char* kHostTriple = "x86_64-unknown-linux-gnu";
+
+void InitTargets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+  });
+}
+
+llvm::CodeGenOpt::Level CodeGenLevel(int opt) {
+  return opt >= 3 ? llvm::CodeGenOpt::Aggressive
+                  : opt == 2 ? llvm::CodeGenOpt::Default : opt == 1 ? llvm::CodeGenOpt::Less : llvm::CodeGenOpt::None;
+}
+
+Result<std::unique_ptr<llvm::TargetMachine>> MakeMachine(const std::string& triple, const std::string& cpu,
+                                                         const std::string& features, int opt,
+                                                         std::optional<llvm::Reloc::Model> reloc) {
+  InitTargets();
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target) return Unsupported("LLVM has no target for " + triple + ": " + err);
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(triple, cpu, features, llvm::TargetOptions(),
+                                                                      reloc, std::nullopt, CodeGenLevel(opt)));
+  if (!tm) return Unsupported("LLVM cannot create a target machine for " + triple + " " + cpu);
+  return tm;
+}
+
+Result<std::unique_ptr<llvm::TargetMachine>> DeviceMachine(const NvptxTargetOptions& o) {
+  if (o.arch.rfind("sm_", 0) != 0) return Unsupported("CUDA arch '" + o.arch + "' is not of the form sm_XY");
+  return MakeMachine(kNvptxTriple, o.arch, "+" + o.ptx_version, o.opt_level, std::nullopt);
+}
+
+void QuietDiagnostics(llvm::LLVMContext& ctx) {
+  ctx.setDiagnosticHandlerCallBack([](const llvm::DiagnosticInfo&, void*) {}, nullptr);
+}
+
+Status CheckName(const KernelSpec& spec, std::set<std::string>& names) {
+  if (!spec.kernel) return InvalidArgument("kernel spec " + spec.name + " has no kernel IR");
+  if (spec.name.empty() || spec.name.rfind("keel_", 0) == 0 || spec.name.rfind("__nv", 0) == 0 ||
+      spec.name != spec.kernel->name())
+    return InvalidArgument("invalid kernel name '" + spec.name + "'");
+  for (char c : spec.name)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return InvalidArgument("kernel name '" + spec.name + "' is not a C identifier");
+  if (!names.insert(spec.name).second) return InvalidArgument("duplicate kernel name " + spec.name);
+  return Status::Ok();
+}
+
+// The device module: kernels, libdevice, internalized helpers; unoptimized.
+Result<std::unique_ptr<llvm::Module>> BuildDeviceModule(llvm::LLVMContext& ctx, const std::vector<KernelSpec>& kernels,
+                                                        const NvptxTargetOptions& o, const llvm::TargetMachine& tm) {
+  auto m = std::make_unique<llvm::Module>("keel_cuda_kernels", ctx);
+  m->setSourceFileName("keel_cuda_kernels");
+  m->setTargetTriple(kNvptxTriple);
+  m->setDataLayout(tm.createDataLayout());
+  // libdevice's __nvvm_reflect("__CUDA_FTZ") queries: IEEE denormals.
+  m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", 0);
+
+  std::set<std::string> names;
+  for (const KernelSpec& spec : kernels) {
+    KEEL_RETURN_IF_ERROR(CheckName(spec, names));
+    KEEL_ASSIGN_OR_RETURN(GpuMapping mapping, MapKernelToGpu(*spec.kernel, o.mapping));
+    KEEL_RETURN_IF_ERROR(EmitNvptxKernel(*spec.kernel, mapping, *m));
+  }
+
+  bool needs_libdevice = false;
+  for (const llvm::Function& f : *m)
+    if (f.isDeclaration() && f.getName().startswith("__nv_")) needs_libdevice = true;
+  if (needs_libdevice) {
+    llvm::SMDiagnostic diag;
+    std::unique_ptr<llvm::Module> lib = llvm::parseIRFile(o.libdevice, diag, ctx);
+    if (!lib) return NotFound("cannot load libdevice " + o.libdevice + ": " + diag.getMessage().str());
+    lib->setTargetTriple(kNvptxTriple);
+    lib->setDataLayout(m->getDataLayout());
+    if (llvm::Linker::linkModules(*m, std::move(lib), llvm::Linker::Flags::LinkOnlyNeeded))
+      return Internal("linking libdevice failed");
+  }
+  // Only the kernels are entry points; everything else may be inlined and dropped.
+  for (llvm::Function& f : *m) {
+    if (f.isDeclaration() || names.count(f.getName().str())) continue;
+    f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+  for (llvm::GlobalVariable& g : m->globals())
+    if (!g.isDeclaration()) g.setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  std::string verr;
+  llvm::raw_string_ostream vs(verr);
+  if (llvm::verifyModule(*m, &vs)) return Internal("LLVM NVPTX module verification failed: " + vs.str());
+  return m;
+}
+
+void Optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
+  if (opt_level <= 0) return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopUnrolling = true;
+  pto.SLPVectorization = false;  // GPU: the load/store vectorizer in the back end does the useful part
+  pto.LoopVectorization = false;
+  // The NVPTX target machine registers NVVMReflect at the pipeline start here.
+  llvm::PassBuilder pb(&tm, pto);
+  llvm::TargetLibraryInfoImpl tlii{llvm::Triple(m.getTargetTriple())};
+  tlii.disableAllFunctions();  // no host libm on the device
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = opt_level >= 3   ? llvm::OptimizationLevel::O3
+                                  : opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                   : llvm::OptimizationLevel::O1;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+}
+
+Result<std::string> ModuleToPtx(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::SmallVector<char, 0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile))
+    return Unsupported("LLVM cannot emit PTX for this target");
+  pm.run(m);
+  return std::string(ptx.begin(), ptx.end());
+}
+
+// A host object exporting the ABI symbols and the embedded CUDA module.
+Result<llvm::SmallVector<char, 0>> HostObject(const std::string& library_id, const std::string& ptx,
+                                              const std::vector<uint8_t>& cubin) {
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm,
+                        MakeMachine(kHostTriple, "x86-64", "", 2, llvm::Reloc::PIC_));
+  llvm::LLVMContext ctx;
+  llvm::Module m("keel_cuda_library", ctx);
+  m.setSourceFileName("keel_cuda_library");
+  m.setTargetTriple(kHostTriple);
+  m.setDataLayout(tm->createDataLayout());
+  llvm::Type* i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
+  auto add = [&](llvm::Constant* init, const char* name, unsigned align) {
+    auto* g = new llvm::GlobalVariable(m, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init, name);
+    g->setAlignment(llvm::Align(align));
+  };
+  add(llvm::ConstantInt::get(i32, KEEL_KERNEL_ABI_VERSION), "keel_kernel_abi_version", 4);
+  add(llvm::ConstantDataArray::getString(ctx, library_id, true), "keel_kernel_library_id", 1);
+  add(llvm::ConstantDataArray::getString(ctx, ptx, true), "keel_cuda_ptx", 64);
+  add(llvm::ConstantInt::get(i64, ptx.size()), "keel_cuda_ptx_size", 8);
+  std::vector<uint8_t> cubin_bytes = cubin;
+  if (cubin_bytes.empty()) cubin_bytes.push_back(0);  // a zero-length array cannot be exported
+  add(llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint8_t>(cubin_bytes)), "keel_cuda_cubin", 64);
+  add(llvm::ConstantInt::get(i64, cubin.size()), "keel_cuda_cubin_size", 8);
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) return Unsupported("LLVM cannot emit x86-64 objects");
+  pm.run(m);
+  return object;
+}
+
+}  // namespace
+
+Result<GpuMapping> CudaKernelMapping(const KernelSpec& spec, const NvptxTargetOptions& options) {
+  if (!spec.kernel) return InvalidArgument("kernel spec " + spec.name + " has no kernel IR");
+  return MapKernelToGpu(*spec.kernel, options.mapping);
+}
+
+Result<std::string> EmitNvptxModuleIR(const std::vector<KernelSpec>& kernels, const NvptxTargetOptions& options,
+                                      bool optimized) {
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, DeviceMachine(options));
+  llvm::LLVMContext ctx;
+  QuietDiagnostics(ctx);
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildDeviceModule(ctx, kernels, options, *tm));
+  if (optimized) Optimize(*m, *tm, options.opt_level);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m->print(os, nullptr);
+  return os.str();
+}
+
+Result<std::string> EmitNvptxPtx(const std::vector<KernelSpec>& kernels, const NvptxTargetOptions& options) {
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, DeviceMachine(options));
+  llvm::LLVMContext ctx;
+  QuietDiagnostics(ctx);
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildDeviceModule(ctx, kernels, options, *tm));
+  Optimize(*m, *tm, options.opt_level);
+  return ModuleToPtx(*m, *tm);
+}
+
+Result<std::vector<uint8_t>> AssemblePtx(const std::string& ptx, const NvptxTargetOptions& options) {
+  if (options.ptxas.empty()) return NotFound("no ptxas configured");
+  ScratchDir dir;
+  KEEL_RETURN_IF_ERROR(dir.Create());
+  std::string in = dir.Path("kernels.ptx"), out = dir.Path("kernels.cubin"), log = dir.Path("ptxas.log");
+  KEEL_RETURN_IF_ERROR(WriteBytes(in, ptx.data(), ptx.size()));
+  KEEL_RETURN_IF_ERROR(RunTool(options.ptxas, {"-arch=" + options.arch, "-O3", "-o", out, in}, log));
+  return ReadBytes(out);
+}
+
+Status EmitCudaKernelLibrary(const std::vector<KernelSpec>& kernels, const std::string& library_id,
+                             const std::string& out_so_path, const NvptxTargetOptions& options,
+                             NvptxLibraryInfo* info) {
+  KEEL_ASSIGN_OR_RETURN(std::string ptx, EmitNvptxPtx(kernels, options));
+  std::vector<uint8_t> cubin;
+  std::string note;
+  Result<std::vector<uint8_t>> assembled = AssemblePtx(ptx, options);
+  if (assembled.ok()) {
+    cubin = std::move(assembled).value();
+  } else if (assembled.status().code() == StatusCode::kNotFound) {
+    note = "ptxas not available (" + assembled.status().message() + "): PTX only";
+  } else {
+    return assembled.status().WithContext("assembling PTX for " + options.arch);
+  }
+  KEEL_ASSIGN_OR_RETURN(llvm::SmallVector<char, 0> object, HostObject(library_id, ptx, cubin));
+
+  ScratchDir dir;
+  KEEL_RETURN_IF_ERROR(dir.Create());
+  std::string obj = dir.Path("library.o"), so = dir.Path("model.keel.so"), log = dir.Path("link.log");
+  KEEL_RETURN_IF_ERROR(WriteBytes(obj, object.data(), object.size()));
+  KEEL_RETURN_IF_ERROR(
+      RunTool(options.linker, {"-shared", "-o", so, obj, "-Wl,--build-id=none", "-Wl,-z,noexecstack"}, log));
+  KEEL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadBytes(so));
+  KEEL_RETURN_IF_ERROR(ReplaceFile(out_so_path, bytes));
+  if (info) {
+    info->arch = options.arch;
+    info->ptx_bytes = ptx.size();
+    info->cubin_bytes = cubin.size();
+    info->note = note;
+  }
+  return Status::Ok();
+}
+
+}  // namespace keel::codegen

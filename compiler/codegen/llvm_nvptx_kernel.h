@@ -1,0 +1,34 @@
+// compiler/codegen/llvm_nvptx_kernel.h — translates one kernel-IR KernelFunc
+// into an LLVM IR CUDA kernel (target nvptx64-nvidia-cuda) following a
+// GpuMapping (gpu_mapping.h).
+//
+// For a kernel named K the module receives
+//   void @K(ptr noalias align 16 %arg0, ..., [ptr %workspace])
+// marked as a kernel in !nvvm.annotations (with maxntid = the mapping's block
+// size): one device pointer per argument in signature order, the workspace
+// last, exactly what the VM passes to cuLaunchKernel. Read-only arguments carry
+// `readonly` so the back end may use the non-coherent (texture) load path.
+// Math functions are calls to libdevice (__nv_expf, __nv_tanhf, ...), resolved
+// when the emitter links libdevice into the module; sqrt/floor/ceil/fabs are
+// LLVM intrinsics. Row reductions use llvm.nvvm.shfl.sync.bfly and a 32-entry
+// static shared array per kernel (`K.red`).
+//
+// Thread-safety: uses the module's LLVMContext; one thread per context.
+// Errors: kInternal for malformed kernel IR (KernelFunc::Verify) or a mapping
+// that does not belong to the kernel; kUnsupported for dtypes the back end
+// does not handle.
+#pragma once
+
+#include "compiler/codegen/gpu_mapping.h"
+#include "compiler/codegen/kernel_ir.h"
+#include "keel/status.h"
+
+namespace llvm {
+class Module;
+}
+
+namespace keel::codegen {
+
+Status EmitNvptxKernel(const KernelFunc& kernel, const GpuMapping& mapping, llvm::Module& module);
+
+}  // namespace keel::codegen
