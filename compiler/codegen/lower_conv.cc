@@ -9,6 +9,7 @@
 //     (see lower_gemm.cc), so no separate column buffer is materialized.
 // Bias (input 2) is added before the fused epilogue.
 #include <algorithm>
+#include <cstring>
 
 #include "compiler/codegen/lower_ops.h"
 
@@ -120,11 +121,22 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_cols", {c.B, c.C, c.H * c.W});
     g.b = [kp, xview, bi, gi, c](Expr kk, Expr n) { return kp->Load(xview, {bi, gi * c.Cg + kk, n}); };
   } else {
+    // im2col while packing. The window origin of each output column comes from
+    // two baked tables instead of a div/mod per packed element; kk's
+    // decomposition is invariant in the inner packing loop (hoisted by LLVM).
+    std::vector<uint8_t> hbase(static_cast<size_t>(N) * 4), wbase(static_cast<size_t>(N) * 4);
+    for (int64_t n = 0; n < N; ++n) {
+      int32_t h0 = static_cast<int32_t>((n / c.OW) * c.sh - c.pt), w0 = static_cast<int32_t>((n % c.OW) * c.sw - c.pl);
+      std::memcpy(&hbase[static_cast<size_t>(n) * 4], &h0, 4);
+      std::memcpy(&wbase[static_cast<size_t>(n) * 4], &w0, 4);
+    }
+    int hb = k.AddConstant("conv_h0", DType::kI32, {N}, std::move(hbase));
+    int wb = k.AddConstant("conv_w0", DType::kI32, {N}, std::move(wbase));
     IndexFn x_at = X.at;
-    g.b = [x_at, bi, gi, c, KK](Expr kk, Expr n) {
+    g.b = [kp, x_at, bi, gi, c, KK, hb, wb](Expr kk, Expr n) {
       Expr ci = kk / KK, kh = (kk % KK) / c.KW, kw = kk % c.KW;
-      Expr oh = n / c.OW, ow = n % c.OW;
-      Expr ih = oh * c.sh - c.pt + kh * c.dh, iw = ow * c.sw - c.pl + kw * c.dw;
+      Expr ih = Cast(kp->Load(hb, {n}), DType::kI64) + kh * c.dh;
+      Expr iw = Cast(kp->Load(wb, {n}), DType::kI64) + kw * c.dw;
       Expr x = x_at({bi, gi * c.Cg + ci, Clamp(ih, 0, c.H - 1), Clamp(iw, 0, c.W - 1)});
       return Select((ih >= 0) && (ih < c.H) && (iw >= 0) && (iw < c.W), x, FloatConst(0, x.type()));
     };
