@@ -1,0 +1,391 @@
+// vm/cuda/cuda_device.cc — see cuda_device.h.
+#include "vm/cuda/cuda_device.h"
+
+#include <cstring>
+
+#include "serialization/format.h"
+#include "serialization/library_ops.h"
+#include "vm/cuda/cublas_kernels.h"
+#include "vm/cuda/cuda_errors.h"
+#include "vm/cuda/cudnn_kernels.h"
+#include "vm/executable.h"
+#include "vm/kernel_library.h"
+
+namespace keel::vm_internal {
+namespace {
+
+// A cuda_generated kernel: its CUfunction and launch configuration.
+class GeneratedKernel final : public CudaLaunchState {
+ public:
+  GeneratedKernel(CudaDevice& dev, const KernelEntry& k, CUfunction fn)
+      : dev_(dev), name_(k.name), fn_(fn), shared_(k.shared_bytes), params_(k.args.size()) {
+    for (int d = 0; d < 3; ++d) {
+      grid_[d] = k.grid[d];
+      block_[d] = k.block[d];
+    }
+    call_ = "cuLaunchKernel grid=(" + std::to_string(grid_[0]) + "," + std::to_string(grid_[1]) + "," +
+            std::to_string(grid_[2]) + ") block=(" + std::to_string(block_[0]) + "," + std::to_string(block_[1]) +
+            "," + std::to_string(block_[2]) + ")";
+  }
+  Status Launch(void* const* args) override {
+    // cuLaunchKernel takes the address of each argument value (the device pointers).
+    for (size_t i = 0; i < params_.size(); ++i) params_[i] = const_cast<void**>(&args[i]);
+    dev_.Bind();
+    dev_.BeginOp();
+    const CUresult r = cuLaunchKernel(fn_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2], shared_,
+                                      reinterpret_cast<CUstream>(dev_.stream()), params_.data(), nullptr);
+    if (r != CUDA_SUCCESS) return CuStatus(r, "cuLaunchKernel").WithContext("kernel " + name_);
+    dev_.EndLaunch(call_, name_);
+    return Status::Ok();
+  }
+
+ private:
+  CudaDevice& dev_;
+  std::string name_;
+  CUfunction fn_;
+  unsigned grid_[3], block_[3];
+  unsigned shared_;
+  std::vector<void*> params_;
+  std::string call_;
+};
+
+uint64_t ElapsedNs(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  if (cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  const double ns = static_cast<double>(ms) * 1e6;
+  return ns < 1.0 ? 1 : static_cast<uint64_t>(ns);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& options) {
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> d, CudaDevice::Create(ordinal, options));
+  return std::unique_ptr<Device>(std::move(d));
+}
+
+CudaDevice::CudaDevice(int ordinal, const DeviceOptions& options)
+    : ordinal_(ordinal), name_("cuda:" + std::to_string(ordinal)), library_(options.library),
+      allow_tf32_(options.allow_tf32) {}
+
+Result<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal, const DeviceOptions& options) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    return Unsupported(std::string("no CUDA device is available") +
+                       (e != cudaSuccess ? std::string(" (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")" : ""));
+  }
+  if (ordinal >= count) {
+    return InvalidArgument("device cuda:" + std::to_string(ordinal) + " does not exist (" + std::to_string(count) +
+                           " CUDA device(s))");
+  }
+  std::unique_ptr<CudaDevice> d(new CudaDevice(ordinal, options));
+  KEEL_RETURN_IF_ERROR(d->Init().WithContext(d->name_));
+  return d;
+}
+
+Status CudaDevice::Init() {
+  KEEL_CU_RETURN(cuInit, 0);
+  CUdevice dev = 0;
+  KEEL_CU_RETURN(cuDeviceGet, &dev, ordinal_);
+  KEEL_CU_RETURN(cuDevicePrimaryCtxRetain, &ctx_, dev);
+  ctx_retained_ = true;
+  Bind();
+  KEEL_CUDA_RETURN(cudaSetDevice, ordinal_);
+  KEEL_CUDA_RETURN(cudaDeviceGetAttribute, &cc_major_, cudaDevAttrComputeCapabilityMajor, ordinal_);
+  KEEL_CUDA_RETURN(cudaDeviceGetAttribute, &cc_minor_, cudaDevAttrComputeCapabilityMinor, ordinal_);
+  KEEL_CUDA_RETURN(cudaStreamCreateWithFlags, &stream_, cudaStreamNonBlocking);
+  KEEL_CUDA_RETURN(cudaEventCreate, &ev_start_);
+  KEEL_CUDA_RETURN(cudaEventCreate, &ev_end_);
+  return Status::Ok();
+}
+
+CudaDevice::~CudaDevice() {
+  if (ctx_ == nullptr) return;
+  Bind();
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  states_.clear();  // cuDNN/cuBLASLt descriptors before their handles
+  if (graph_exec_ != nullptr) (void)cudaGraphExecDestroy(graph_exec_);
+#ifdef KEEL_HAVE_CUDNN
+  if (cudnn_ != nullptr) (void)cudnnDestroy(cudnn_);
+#endif
+  if (lt_ != nullptr) (void)cublasLtDestroy(lt_);
+  if (workspace_ != nullptr) (void)cudaFree(workspace_);
+  if (module_ != nullptr) (void)cuModuleUnload(module_);
+  if (ev_start_ != nullptr) (void)cudaEventDestroy(ev_start_);
+  if (ev_end_ != nullptr) (void)cudaEventDestroy(ev_end_);
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  (void)cudaGetLastError();
+  if (ctx_retained_) {
+    CUdevice dev = 0;
+    if (cuDeviceGet(&dev, ordinal_) == CUDA_SUCCESS) (void)cuDevicePrimaryCtxRelease(dev);
+  }
+}
+
+// ---- tracing ------------------------------------------------------------------
+
+void CudaDevice::RecordStart() {
+  timing_started_ = !capturing_ && cudaEventRecord(ev_start_, stream_) == cudaSuccess;
+}
+
+void CudaDevice::ReportTimed(DeviceOp op) {
+  if (timing_started_ && cudaEventRecord(ev_end_, stream_) == cudaSuccess) {
+    op.device_ns = ElapsedNs(ev_start_, ev_end_);
+  }
+  timing_started_ = false;
+  Report(op);
+}
+
+// ---- memory -------------------------------------------------------------------
+
+Result<void*> CudaDevice::Allocate(uint64_t bytes, uint64_t alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+    return InvalidArgument("alignment " + std::to_string(alignment) + " is not a power of two");
+  }
+  Bind();
+  // cudaMalloc returns 256-byte aligned blocks; larger alignments over-allocate.
+  const uint64_t extra = alignment > 256 ? alignment : 0;
+  uint64_t request = 0;
+  if (__builtin_add_overflow(bytes == 0 ? 1 : bytes, extra, &request)) {
+    return OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes on " + name_);
+  }
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, request);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it so later calls do not see it
+    const std::string m = "cudaMalloc of " + std::to_string(bytes) + " bytes on " + name_ + " failed: " +
+                          cudaGetErrorString(e);
+    if (e == cudaErrorMemoryAllocation) return OutOfMemory(m);
+    return DeviceError(m);
+  }
+  void* aligned = p;
+  if (extra != 0) {
+    const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + alignment - 1) & ~static_cast<uintptr_t>(alignment - 1);
+    aligned = reinterpret_cast<void*>(a);
+    over_aligned_[aligned] = p;
+  }
+  Report(DeviceOp{DeviceOpKind::kAllocate, bytes, aligned, CopyDirection::kHostToHost, "cudaMalloc", {}});
+  return aligned;
+}
+
+void CudaDevice::Free(void* ptr) {
+  if (ptr == nullptr) return;
+  Bind();
+  Report(DeviceOp{DeviceOpKind::kFree, 0, ptr, CopyDirection::kHostToHost, "cudaFree", {}});
+  void* base = ptr;
+  if (auto it = over_aligned_.find(ptr); it != over_aligned_.end()) {
+    base = it->second;
+    over_aligned_.erase(it);
+  }
+  (void)cudaFree(base);
+}
+
+Status CudaDevice::PinHostMemory(void* ptr, uint64_t bytes) {
+  Bind();
+  KEEL_CUDA_RETURN(cudaHostRegister, ptr, bytes, cudaHostRegisterDefault);
+  return Status::Ok();
+}
+
+void CudaDevice::UnpinHostMemory(void* ptr) {
+  Bind();
+  if (cudaHostUnregister(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
+Status CudaDevice::ReserveWorkspace(uint64_t bytes) {
+  if (bytes <= workspace_bytes_) return Status::Ok();
+  Bind();
+  if (workspace_ != nullptr) {
+    KEEL_CUDA_RETURN(cudaStreamSynchronize, stream_);
+    (void)cudaFree(workspace_);
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+  }
+  const cudaError_t e = cudaMalloc(&workspace_, bytes);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    workspace_ = nullptr;
+    return OutOfMemory("cudaMalloc of a " + std::to_string(bytes) + "-byte library workspace on " + name_ +
+                       " failed: " + cudaGetErrorString(e));
+  }
+  workspace_bytes_ = bytes;
+  return Status::Ok();
+}
+
+// ---- copies -------------------------------------------------------------------
+
+Status CudaDevice::Copy(void* dst, const void* src, uint64_t bytes, cudaMemcpyKind kind, CopyDirection dir) {
+  Bind();
+  BeginOp();
+  if (bytes != 0) KEEL_CUDA_RETURN(cudaMemcpyAsync, dst, src, bytes, kind, stream_);
+  if (trace_hook_ != nullptr) [[unlikely]] {
+    ReportTimed(DeviceOp{DeviceOpKind::kCopy, bytes, dst, dir, "cudaMemcpyAsync", {}});
+  }
+  return Status::Ok();
+}
+Status CudaDevice::CopyHostToDevice(void* dst, const void* src, uint64_t bytes) {
+  return Copy(dst, src, bytes, cudaMemcpyHostToDevice, CopyDirection::kHostToDevice);
+}
+Status CudaDevice::CopyDeviceToHost(void* dst, const void* src, uint64_t bytes) {
+  return Copy(dst, src, bytes, cudaMemcpyDeviceToHost, CopyDirection::kDeviceToHost);
+}
+Status CudaDevice::CopyDeviceToDevice(void* dst, const void* src, uint64_t bytes) {
+  // cudaMemcpyDefault: with unified addressing the driver tells device from host
+  // memory, so a host->host "copy" issued on this device also works.
+  return Copy(dst, src, bytes, cudaMemcpyDefault, CopyDirection::kDeviceToDevice);
+}
+
+Status CudaDevice::Synchronize() {
+  Bind();
+  KEEL_CUDA_RETURN(cudaStreamSynchronize, stream_);
+  return Status::Ok();
+}
+
+// ---- CUDA graphs --------------------------------------------------------------
+
+Status CudaDevice::BeginRecording() {
+  Bind();
+  if (graph_exec_ != nullptr) {
+    (void)cudaGraphExecDestroy(graph_exec_);
+    graph_exec_ = nullptr;
+  }
+  KEEL_CUDA_RETURN(cudaStreamBeginCapture, stream_, cudaStreamCaptureModeThreadLocal);
+  capturing_ = true;
+  return Status::Ok();
+}
+
+Status CudaDevice::EndRecording(bool keep) {
+  Bind();
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+  capturing_ = false;
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    return keep ? CudaStatus(e, "cudaStreamEndCapture") : Status::Ok();
+  }
+  if (!keep) {
+    (void)cudaGraphDestroy(graph);
+    return Status::Ok();
+  }
+  const cudaError_t ie = cudaGraphInstantiate(&graph_exec_, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  if (ie != cudaSuccess) {
+    graph_exec_ = nullptr;
+    return CudaStatus(ie, "cudaGraphInstantiate");
+  }
+  KEEL_CUDA_RETURN(cudaGraphUpload, graph_exec_, stream_);
+  return Replay();  // the captured work has not run yet: this is the first run
+}
+
+Status CudaDevice::Replay() {
+  if (graph_exec_ == nullptr) return FailedPrecondition("no recorded run to replay on " + name_);
+  Bind();
+  BeginOp();
+  KEEL_CUDA_RETURN(cudaGraphLaunch, graph_exec_, stream_);
+  EndLaunch("cudaGraphLaunch", "cuda_graph");
+  return Status::Ok();
+}
+
+// ---- kernels ------------------------------------------------------------------
+
+Status CudaDevice::LoadModule() {
+  if (module_tried_) return module_status_;
+  module_tried_ = true;
+  module_status_ = [&]() -> Status {
+    if (library_ == nullptr) return InvalidExecutable("cuda_generated kernels need a kernel library");
+    const auto* cubin = static_cast<const unsigned char*>(library_->FindData("keel_cuda_cubin"));
+    const auto* cubin_size = static_cast<const uint64_t*>(library_->FindData("keel_cuda_cubin_size"));
+    const auto* ptx = static_cast<const char*>(library_->FindData("keel_cuda_ptx"));
+    const auto* ptx_size = static_cast<const uint64_t*>(library_->FindData("keel_cuda_ptx_size"));
+    Bind();
+    std::string cubin_error;
+    // The cubin is built for one architecture; the driver rejects it on another
+    // (CUDA_ERROR_NO_BINARY_FOR_GPU) and the PTX is then JIT-compiled instead.
+    if (cubin != nullptr && cubin_size != nullptr && *cubin_size != 0) {
+      const CUresult r = cuModuleLoadData(&module_, cubin);
+      if (r == CUDA_SUCCESS) return Status::Ok();
+      module_ = nullptr;
+      cubin_error = CuStatus(r, "cuModuleLoadData(keel_cuda_cubin)").message();
+    }
+    if (ptx != nullptr && ptx_size != nullptr && *ptx_size != 0) {
+      // The PTX text must be NUL-terminated for the JIT; the export need not be.
+      std::string text(ptx, ptx + *ptx_size);
+      const CUresult r = cuModuleLoadData(&module_, text.c_str());
+      if (r == CUDA_SUCCESS) return Status::Ok();
+      module_ = nullptr;
+      Status s = CuStatus(r, "cuModuleLoadData(keel_cuda_ptx)");
+      return cubin_error.empty() ? s : s.WithContext(cubin_error);
+    }
+    if (!cubin_error.empty()) return DeviceError(cubin_error + " and the library has no PTX to fall back on");
+    return InvalidExecutable("kernel library " + library_->path() +
+                             " exports no CUDA code (keel_cuda_cubin / keel_cuda_ptx)");
+  }();
+  return module_status_;
+}
+
+Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
+  Bind();
+  std::unique_ptr<CudaLaunchState> state;
+  if (k.kind == static_cast<uint8_t>(ser::KernelKind::kCudaGenerated)) {
+    KEEL_RETURN_IF_ERROR(LoadModule().WithContext("kernel " + k.name));
+    CUfunction fn = nullptr;
+    const CUresult r = cuModuleGetFunction(&fn, module_, k.name.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND) {
+      return NotFound("CUDA kernel " + k.name + " is not in the kernel library's module (" +
+                      (library_ ? library_->path() : std::string("?")) + ")");
+    }
+    KEEL_RETURN_IF_ERROR(CuStatus(r, "cuModuleGetFunction").WithContext("kernel " + k.name));
+    if (k.shared_bytes > 48 * 1024) {
+      KEEL_RETURN_IF_ERROR(CuStatus(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                       static_cast<int>(k.shared_bytes)),
+                                    "cuFuncSetAttribute")
+                               .WithContext("kernel " + k.name));
+    }
+    state = std::make_unique<GeneratedKernel>(*this, k, fn);
+  } else if (k.kind == static_cast<uint8_t>(ser::KernelKind::kLibrary)) {
+    namespace lo = ser::library_ops;
+    if (k.library_op == lo::kCublasGemm) {
+      KEEL_ASSIGN_OR_RETURN(state, MakeCublasGemm(*this, k));
+    } else if (k.library_op == lo::kCudnnConv2d) {
+      KEEL_ASSIGN_OR_RETURN(state, MakeCudnnConv2d(*this, k));
+    } else if (k.library_op == lo::kCudnnPool2d) {
+      KEEL_ASSIGN_OR_RETURN(state, MakeCudnnPool2d(*this, k));
+    } else {
+      return Unsupported("kernel " + k.name + ": unknown library op \"" + k.library_op + "\" on " + name_);
+    }
+  } else {
+    return Unsupported("kernel " + k.name + " of kind " + ser::KernelKindName(static_cast<ser::KernelKind>(k.kind)) +
+                       " cannot run on " + name_);
+  }
+  KernelCallable c;
+  c.launch = &CudaLaunchState::Thunk;
+  c.state = state.get();
+  states_.push_back(std::move(state));
+  return c;
+}
+
+// ---- library handles ----------------------------------------------------------
+
+Result<cublasLtHandle_t> CudaDevice::LtHandle() {
+  if (lt_ == nullptr) {
+    Bind();
+    KEEL_CUBLAS_RETURN(cublasLtCreate, &lt_);
+  }
+  return lt_;
+}
+
+#ifdef KEEL_HAVE_CUDNN
+Result<cudnnHandle_t> CudaDevice::CudnnHandle() {
+  if (cudnn_ == nullptr) {
+    Bind();
+    KEEL_CUDNN_RETURN(cudnnCreate, &cudnn_);
+    KEEL_CUDNN_RETURN(cudnnSetStream, cudnn_, stream_);
+  }
+  return cudnn_;
+}
+#endif
+
+}  // namespace keel::vm_internal

@@ -1,0 +1,152 @@
+// vm/cuda/cuda_device.h — the NVIDIA GPU implementation of vm/device.h.
+//
+// One CudaDevice per VM. It owns a non-blocking CUDA stream on which every copy,
+// kernel launch, cuBLAS and cuDNN call of the VM is queued, so a run is one
+// ordered stream of work that the interpreter waits for once (Synchronize).
+//
+//   * Memory: Allocate/Free are cudaMalloc/cudaFree. The interpreter calls them
+//     for the static plan's arenas, constants (weights, uploaded once) and input
+//     buffers at VM creation, and at run time only for dynamic-plan storages.
+//     A failed cudaMalloc is kOutOfMemory naming the bytes and the device, so an
+//     executable whose arena exceeds the GPU fails at VM creation.
+//   * Copies: cudaMemcpyAsync on the stream. PinHostMemory (cudaHostRegister)
+//     page-locks the VM's host arenas and input buffers so those copies are truly
+//     asynchronous and can be captured into a CUDA graph.
+//   * Kernels: cuda_generated kernels come from the kernel library's embedded
+//     module (keel_cuda_cubin, else keel_cuda_ptx JIT-compiled by the driver),
+//     loaded once with cuModuleLoadData; each kernel's CUfunction is resolved at
+//     VM creation (kNotFound naming it) and launched with cuLaunchKernel with the
+//     kernel table's grid/block/shared bytes and one device pointer per argument.
+//     Library kernels (cublas.gemm, cudnn.*; serialization/library_ops.h) are
+//     planned at VM creation by vm/cuda/cublas_kernels.h and cudnn_kernels.h.
+//   * Workspace: one device buffer per VM sized to the largest need of the
+//     library kernels' chosen algorithms, grown only while kernels are resolved
+//     (VM creation), never during a run.
+//   * CUDA graphs: BeginRecording/EndRecording capture the stream
+//     (cudaStreamCaptureModeThreadLocal) into a graph that is instantiated once
+//     and launched; Replay launches it again (cudaGraphLaunch).
+//   * Tracing: while a trace hook is set, every operation is reported with its
+//     call ("cudaMalloc", "cudaMemcpyAsync", "cuLaunchKernel grid=(..) block=(..)",
+//     "cublasLtMatmul algo=..", "cudnnConvolutionForward algo=..",
+//     "cudaGraphLaunch") and, outside capture, its device time from a pair of
+//     cudaEvents (each traced operation then waits for the GPU). Without a hook
+//     no event is recorded.
+//
+// Ownership: owns the stream, events, module, library handles, workspace, the
+// resolved kernels' launch states and the recorded graph. Everything is released
+// in the destructor (after the stream is drained).
+// Thread-safety: one thread at a time (the VM's); any thread may be that thread:
+// every entry point makes the device's primary context current first.
+// Errors: Status values naming the failing call; never throws or aborts.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vm/device.h"
+
+#ifdef KEEL_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+#include <cublasLt.h>
+
+namespace keel::vm_internal {
+
+// A resolved GPU kernel: what KernelCallable::state points to.
+class CudaLaunchState {
+ public:
+  virtual ~CudaLaunchState() = default;
+  // `args`: one device pointer per kernel argument, in signature order.
+  virtual Status Launch(void* const* args) = 0;
+  static Status Thunk(void* state, void* const* args) { return static_cast<CudaLaunchState*>(state)->Launch(args); }
+};
+
+class CudaDevice final : public Device {
+ public:
+  // Use CreateCudaDevice (vm/device.h). Errors: kUnsupported when no GPU is
+  // present, kInvalidArgument for an ordinal past the device count, kDeviceError.
+  static Result<std::unique_ptr<CudaDevice>> Create(int ordinal, const DeviceOptions& options);
+  ~CudaDevice() override;
+
+  DeviceType type() const override { return DeviceType::kCuda; }
+  std::string_view name() const override { return name_; }
+  Result<void*> Allocate(uint64_t bytes, uint64_t alignment) override;
+  void Free(void* ptr) override;
+  Status CopyHostToDevice(void* dst, const void* src, uint64_t bytes) override;
+  Status CopyDeviceToHost(void* dst, const void* src, uint64_t bytes) override;
+  Status CopyDeviceToDevice(void* dst, const void* src, uint64_t bytes) override;
+  Status Synchronize() override;
+  Result<KernelCallable> ResolveKernel(const KernelEntry& kernel) override;
+  const keel_cpu_kernel_ctx* cpu_kernel_ctx() const override { return nullptr; }
+
+  Status PinHostMemory(void* ptr, uint64_t bytes) override;
+  void UnpinHostMemory(void* ptr) override;
+  bool SupportsRecording() const override { return true; }
+  Status BeginRecording() override;
+  Status EndRecording(bool keep) override;
+  bool has_recording() const override { return graph_exec_ != nullptr; }
+  Status Replay() override;
+
+  // ---- services for the library kernels (vm/cuda/cublas_kernels.h, cudnn_kernels.h) ----
+  cudaStream_t stream() const { return stream_; }
+  bool allow_tf32() const { return allow_tf32_; }
+  int compute_capability() const { return cc_major_ * 10 + cc_minor_; }
+  // Grows the VM's workspace to at least `bytes` (VM creation only).
+  Status ReserveWorkspace(uint64_t bytes);
+  void* workspace() const { return workspace_; }
+  uint64_t workspace_bytes() const { return workspace_bytes_; }
+  Result<cublasLtHandle_t> LtHandle();
+#ifdef KEEL_HAVE_CUDNN
+  Result<cudnnHandle_t> CudnnHandle();
+#endif
+  // Tracing around one launch: BeginOp before queueing it, EndLaunch after (reports
+  // it, with device time when measurable). Both cost one branch when not tracing.
+  void BeginOp() {
+    if (trace_hook_ != nullptr) [[unlikely]] RecordStart();
+  }
+  void EndLaunch(std::string_view call, std::string_view kernel) {
+    if (trace_hook_ != nullptr) [[unlikely]] ReportTimed(DeviceOp{DeviceOpKind::kLaunch, 0, nullptr, {}, call, kernel});
+  }
+  // Makes the device's primary context current on the calling thread.
+  void Bind() const { cuCtxSetCurrent(ctx_); }
+
+ private:
+  CudaDevice(int ordinal, const DeviceOptions& options);
+  Status Init();
+  Status LoadModule();
+  Status Copy(void* dst, const void* src, uint64_t bytes, cudaMemcpyKind kind, CopyDirection dir);
+  void RecordStart();
+  void ReportTimed(DeviceOp op);
+
+  int ordinal_;
+  std::string name_;
+  const KernelLibrary* library_;
+  bool allow_tf32_;
+  int cc_major_ = 0, cc_minor_ = 0;
+  CUcontext ctx_ = nullptr;
+  bool ctx_retained_ = false;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
+  bool timing_started_ = false;
+  bool capturing_ = false;
+  CUmodule module_ = nullptr;
+  bool module_tried_ = false;
+  Status module_status_;
+  void* workspace_ = nullptr;
+  uint64_t workspace_bytes_ = 0;
+  cublasLtHandle_t lt_ = nullptr;
+#ifdef KEEL_HAVE_CUDNN
+  cudnnHandle_t cudnn_ = nullptr;
+#endif
+  cudaGraphExec_t graph_exec_ = nullptr;
+  std::vector<std::unique_ptr<CudaLaunchState>> states_;
+  // Over-aligned allocations (alignment > 256): aligned pointer -> cudaMalloc base.
+  std::unordered_map<void*, void*> over_aligned_;
+};
+
+}  // namespace keel::vm_internal

@@ -1,0 +1,50 @@
+// vm/cuda/library_attrs.h — typed, checked access to a library kernel's attributes.
+//
+// Library kernels (serialization/library_ops.h) carry their parameters as
+// key/value attributes. AttrReader looks them up by key, checks the value's type
+// and range, and turns every problem into kInvalidExecutable naming the kernel
+// and the key. Finish() rejects keys that no lookup asked for (a misspelled
+// attribute must not be silently ignored).
+//
+// Lifetime: borrows the KernelEntry, which outlives it (used at VM creation only).
+// Thread-safety: a plain object, one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "keel/status.h"
+#include "vm/executable.h"
+
+namespace keel::vm_internal {
+
+class AttrReader {
+ public:
+  explicit AttrReader(const KernelEntry& k) : k_(k), used_(k.attrs.size(), false) {}
+
+  // One integer (a one-element ints list); `def` when absent.
+  Result<int64_t> Int(std::string_view key, int64_t def, int64_t min, int64_t max);
+  Result<int64_t> RequiredInt(std::string_view key, int64_t min, int64_t max);
+  // An ints list of exactly `n` values, each in [min, max]; `def` when absent.
+  Result<std::vector<int64_t>> Ints(std::string_view key, size_t n, std::vector<int64_t> def, int64_t min,
+                                    int64_t max);
+  Result<double> Float(std::string_view key, double def);
+  // A string from `allowed`; `def` when absent (required when def is null).
+  Result<std::string> Str(std::string_view key, const char* def, std::vector<std::string_view> allowed);
+  // kInvalidExecutable naming the first attribute no lookup used.
+  Status Finish() const;
+
+  Status Error(std::string_view key, const std::string& what) const {
+    return InvalidExecutable("kernel " + k_.name + " (" + k_.library_op + "): attribute \"" + std::string(key) +
+                             "\" " + what);
+  }
+
+ private:
+  const AttrEntry* Find(std::string_view key);
+  const KernelEntry& k_;
+  std::vector<bool> used_;
+};
+
+}  // namespace keel::vm_internal
