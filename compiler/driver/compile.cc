@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "compiler/driver/model_lifetimes.h"
 #include "compiler/lower/buffer_assignment.h"
 #include "serialization/executable_writer.h"
 
@@ -46,23 +47,8 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   summary.graph_nodes = graph->num_nodes();
 
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.target, options.backend));
-  std::vector<lower::StepKernel> steps;
-  int64_t index = 0;
-  for (const ir::Node* node : graph->nodes()) {
-    if (lower::IsViewOp(*node)) {
-      lower::StepKernel view;
-      view.is_view = true;
-      steps.push_back(std::move(view));
-      ++summary.num_views;
-    } else {
-      auto step = backend->SelectKernel(*node, index);
-      if (!step.ok()) {
-        return step.status().WithContext("node '" + node->name() + "' (" + node->op_type() + ")");
-      }
-      steps.push_back(std::move(step).value());
-    }
-    ++index;
-  }
+  // Shared with ComputeModelLifetimes (keel-plan), so both plan the same buffers.
+  KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, *backend, &summary.num_views));
 
   const TargetInfo target = backend->target();
   summary.target_info = target;
