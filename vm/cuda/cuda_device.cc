@@ -32,7 +32,7 @@ class GeneratedKernel final : public CudaLaunchState {
     for (size_t i = 0; i < params_.size(); ++i) params_[i] = const_cast<void**>(&args[i]);
     dev_.Bind();
     dev_.BeginOp();
-    const CUresult r = cuLaunchKernel(fn_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2], shared_,
+    const CUresult r = Driver().LaunchKernel(fn_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2], shared_,
                                       reinterpret_cast<CUstream>(dev_.stream()), params_.data(), nullptr);
     if (r != CUDA_SUCCESS) return CuStatus(r, "cuLaunchKernel").WithContext("kernel " + name_);
     dev_.EndLaunch(call_, name_);
@@ -73,6 +73,7 @@ CudaDevice::CudaDevice(int ordinal, const DeviceOptions& options)
 Result<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal, const DeviceOptions& options) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaSuccess && count > 0 && !Driver().status.ok()) return Driver().status;
   if (e != cudaSuccess || count == 0) {
     (void)cudaGetLastError();
     return Unsupported(std::string("no CUDA device is available") +
@@ -88,10 +89,10 @@ Result<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal, const Device
 }
 
 Status CudaDevice::Init() {
-  KEEL_CU_RETURN(cuInit, 0);
+  KEEL_CU_RETURN(Init, 0);
   CUdevice dev = 0;
-  KEEL_CU_RETURN(cuDeviceGet, &dev, ordinal_);
-  KEEL_CU_RETURN(cuDevicePrimaryCtxRetain, &ctx_, dev);
+  KEEL_CU_RETURN(DeviceGet, &dev, ordinal_);
+  KEEL_CU_RETURN(PrimaryCtxRetain, &ctx_, dev);
   ctx_retained_ = true;
   Bind();
   KEEL_CUDA_RETURN(cudaSetDevice, ordinal_);
@@ -114,14 +115,14 @@ CudaDevice::~CudaDevice() {
 #endif
   if (lt_ != nullptr) (void)cublasLtDestroy(lt_);
   if (workspace_ != nullptr) (void)cudaFree(workspace_);
-  if (module_ != nullptr) (void)cuModuleUnload(module_);
+  if (module_ != nullptr) (void)Driver().ModuleUnload(module_);
   if (ev_start_ != nullptr) (void)cudaEventDestroy(ev_start_);
   if (ev_end_ != nullptr) (void)cudaEventDestroy(ev_end_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
   (void)cudaGetLastError();
   if (ctx_retained_) {
     CUdevice dev = 0;
-    if (cuDeviceGet(&dev, ordinal_) == CUDA_SUCCESS) (void)cuDevicePrimaryCtxRelease(dev);
+    if (Driver().DeviceGet(&dev, ordinal_) == CUDA_SUCCESS) (void)Driver().PrimaryCtxRelease(dev);
   }
 }
 
@@ -305,7 +306,7 @@ Status CudaDevice::LoadModule() {
     // The cubin is built for one architecture; the driver rejects it on another
     // (CUDA_ERROR_NO_BINARY_FOR_GPU) and the PTX is then JIT-compiled instead.
     if (cubin != nullptr && cubin_size != nullptr && *cubin_size != 0) {
-      const CUresult r = cuModuleLoadData(&module_, cubin);
+      const CUresult r = Driver().ModuleLoadData(&module_, cubin);
       if (r == CUDA_SUCCESS) return Status::Ok();
       module_ = nullptr;
       cubin_error = CuStatus(r, "cuModuleLoadData(keel_cuda_cubin)").message();
@@ -313,7 +314,7 @@ Status CudaDevice::LoadModule() {
     if (ptx != nullptr && ptx_size != nullptr && *ptx_size != 0) {
       // The PTX text must be NUL-terminated for the JIT; the export need not be.
       std::string text(ptx, ptx + *ptx_size);
-      const CUresult r = cuModuleLoadData(&module_, text.c_str());
+      const CUresult r = Driver().ModuleLoadData(&module_, text.c_str());
       if (r == CUDA_SUCCESS) return Status::Ok();
       module_ = nullptr;
       Status s = CuStatus(r, "cuModuleLoadData(keel_cuda_ptx)");
@@ -332,14 +333,14 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
   if (k.kind == static_cast<uint8_t>(ser::KernelKind::kCudaGenerated)) {
     KEEL_RETURN_IF_ERROR(LoadModule().WithContext("kernel " + k.name));
     CUfunction fn = nullptr;
-    const CUresult r = cuModuleGetFunction(&fn, module_, k.name.c_str());
+    const CUresult r = Driver().ModuleGetFunction(&fn, module_, k.name.c_str());
     if (r == CUDA_ERROR_NOT_FOUND) {
       return NotFound("CUDA kernel " + k.name + " is not in the kernel library's module (" +
                       (library_ ? library_->path() : std::string("?")) + ")");
     }
     KEEL_RETURN_IF_ERROR(CuStatus(r, "cuModuleGetFunction").WithContext("kernel " + k.name));
     if (k.shared_bytes > 48 * 1024) {
-      KEEL_RETURN_IF_ERROR(CuStatus(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+      KEEL_RETURN_IF_ERROR(CuStatus(Driver().FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                        static_cast<int>(k.shared_bytes)),
                                     "cuFuncSetAttribute")
                                .WithContext("kernel " + k.name));

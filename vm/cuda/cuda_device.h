@@ -48,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "vm/cuda/cuda_driver.h"
 #include "vm/device.h"
 
 #ifdef KEEL_HAVE_CUDNN
@@ -113,7 +114,7 @@ class CudaDevice final : public Device {
     if (trace_hook_ != nullptr) [[unlikely]] ReportTimed(DeviceOp{DeviceOpKind::kLaunch, 0, nullptr, {}, call, kernel});
   }
   // Makes the device's primary context current on the calling thread.
-  void Bind() const { cuCtxSetCurrent(ctx_); }
+  void Bind() const { Driver().CtxSetCurrent(ctx_); }
 
  private:
   CudaDevice(int ordinal, const DeviceOptions& options);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "keel/status.h"
+#include "vm/cuda/cuda_driver.h"
 
 #ifdef KEEL_HAVE_CUDNN
 #include <cudnn.h>
@@ -32,8 +33,8 @@ inline Status CuStatus(CUresult e, const char* call) {
   if (e == CUDA_SUCCESS) return Status::Ok();
   const char* s = nullptr;
   const char* n = nullptr;
-  cuGetErrorString(e, &s);
-  cuGetErrorName(e, &n);
+  if (Driver().GetErrorString != nullptr) Driver().GetErrorString(e, &s);
+  if (Driver().GetErrorName != nullptr) Driver().GetErrorName(e, &n);
   std::string m = std::string(call) + " failed: " + (s ? s : "unknown error") + " (" + (n ? n : "?") + ")";
   if (e == CUDA_ERROR_OUT_OF_MEMORY) return OutOfMemory(std::move(m));
   return DeviceError(std::move(m));
@@ -61,6 +62,7 @@ inline Status CudnnStatus(cudnnStatus_t e, const char* call) {
 // KEEL_CUDA_RETURN(cudaMemcpyAsync, dst, src, n, kind, stream): calls fn(args...) and
 // returns the error Status (naming fn) from the enclosing function on failure.
 #define KEEL_CUDA_RETURN(fn, ...) KEEL_RETURN_IF_ERROR(::keel::vm_internal::CudaStatus(fn(__VA_ARGS__), #fn))
-#define KEEL_CU_RETURN(fn, ...) KEEL_RETURN_IF_ERROR(::keel::vm_internal::CuStatus(fn(__VA_ARGS__), #fn))
+#define KEEL_CU_RETURN(fn, ...) \
+  KEEL_RETURN_IF_ERROR(::keel::vm_internal::CuStatus(::keel::vm_internal::Driver().fn(__VA_ARGS__), "cu" #fn))
 #define KEEL_CUBLAS_RETURN(fn, ...) KEEL_RETURN_IF_ERROR(::keel::vm_internal::CublasStatus(fn(__VA_ARGS__), #fn))
 #define KEEL_CUDNN_RETURN(fn, ...) KEEL_RETURN_IF_ERROR(::keel::vm_internal::CudnnStatus(fn(__VA_ARGS__), #fn))

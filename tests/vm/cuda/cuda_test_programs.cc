@@ -1,0 +1,290 @@
+// tests/vm/cuda/cuda_test_programs.cc — see cuda_test_programs.h.
+#include "tests/vm/cuda/cuda_test_programs.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+
+namespace keel::cudatest {
+
+bool GpuAvailable(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    *why = std::string("no GPU: cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
+    return false;
+  }
+  if (count == 0) {
+    *why = "no GPU: cudaGetDeviceCount returned 0";
+    return false;
+  }
+  return true;
+}
+
+std::string LibraryPath(const char* build_path) {
+  const char* dir = std::getenv("KEEL_CUDA_TEST_LIB_DIR");
+  std::string p = build_path;
+  if (dir == nullptr || *dir == '\0') return p;
+  const size_t slash = p.rfind('/');
+  return std::string(dir) + "/" + (slash == std::string::npos ? p : p.substr(slash + 1));
+}
+
+namespace {
+
+uint64_t Count(const std::vector<int64_t>& s) {
+  uint64_t n = 1;
+  for (int64_t d : s) n *= static_cast<uint64_t>(d);
+  return n;
+}
+uint64_t Align256(uint64_t v) { return (v + 255) / 256 * 256; }
+
+std::vector<ser::KernelArgDesc> Args(const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<ser::KernelArgDesc> args;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    ser::KernelArgDesc a;
+    a.shape = shapes[i];
+    a.access = i + 1 == shapes.size() ? ser::ArgAccess::kWrite : ser::ArgAccess::kRead;
+    args.push_back(a);
+  }
+  return args;
+}
+
+}  // namespace
+
+ser::KernelDesc GeneratedKernel(std::string name, std::vector<std::vector<int64_t>> arg_shapes, uint32_t grid,
+                                uint32_t block) {
+  ser::KernelDesc d;
+  d.name = std::move(name);
+  d.kind = ser::KernelKind::kCudaGenerated;
+  d.device = ser::DeviceKind::kCuda;
+  d.args = Args(arg_shapes);
+  ser::LaunchDesc l;
+  l.grid = {grid, 1, 1};
+  l.block = {block, 1, 1};
+  d.launch = l;
+  return d;
+}
+
+ser::KernelDesc LibraryKernel(std::string name, std::string op, std::vector<std::vector<int64_t>> arg_shapes,
+                              std::vector<ser::AttrDesc> attrs) {
+  ser::KernelDesc d;
+  d.name = std::move(name);
+  d.kind = ser::KernelKind::kLibrary;
+  d.device = ser::DeviceKind::kCuda;
+  d.library_op = std::move(op);
+  d.args = Args(arg_shapes);
+  d.attrs = std::move(attrs);
+  return d;
+}
+
+Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec) {
+  using ser::DeviceKind;
+  using ser::DType;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  for (const ser::KernelDesc& k : spec.kernels) w.AddKernel(k);
+  if (!spec.library_id.empty()) w.SetKernelLibraryId(spec.library_id);
+  const size_t nt = spec.tensors.size();
+  std::vector<uint32_t> const_index(nt, 0), slot(nt, 0), host_slot(nt, 0);
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "test";
+  uint64_t dev_off = 0, host_off = 0;
+  std::vector<ser::TensorSigDesc> params, results;
+  for (size_t t = 0; t < nt; ++t) {
+    const TensorSpec& ts = spec.tensors[t];
+    const uint64_t bytes = Count(ts.shape) * 4;
+    if (ts.role == Role::kConst) {
+      std::vector<uint8_t> b(bytes);
+      std::memcpy(b.data(), ts.data.data(), std::min<uint64_t>(bytes, ts.data.size() * 4));
+      const_index[t] = w.AddConstant("c" + std::to_string(t), DType::kF32, ts.shape, DeviceKind::kCuda, b);
+      continue;
+    }
+    slot[t] = static_cast<uint32_t>(plan.storages.size());
+    plan.storages.push_back({bytes, 256, DeviceKind::kCuda, 0, dev_off});
+    dev_off = Align256(dev_off + bytes);
+    if (ts.role == Role::kInput) {
+      params.push_back({"in" + std::to_string(params.size()), ts.shape, DType::kF32, DeviceKind::kCpu});
+    }
+    if (ts.role == Role::kOutput) {
+      host_slot[t] = static_cast<uint32_t>(plan.storages.size());
+      plan.storages.push_back({bytes, 64, DeviceKind::kCpu, 1, host_off});
+      host_off = Align256(host_off + bytes);
+      results.push_back({"out" + std::to_string(results.size()), ts.shape, DType::kF32, DeviceKind::kCpu});
+    }
+  }
+  plan.arenas.push_back({DeviceKind::kCuda, spec.device_arena_override ? spec.device_arena_override : dev_off, 256});
+  plan.arenas.push_back({DeviceKind::kCpu, std::max<uint64_t>(host_off, 64), 64});
+  w.SetMemoryPlan(plan);
+
+  auto& f = w.AddFunction("main", params, results, 0);
+  uint32_t next = static_cast<uint32_t>(params.size());
+  std::vector<uint32_t> reg(nt, 0);
+  for (size_t t = 0; t < nt; ++t) {
+    const TensorSpec& ts = spec.tensors[t];
+    if (ts.role == Role::kConst) {
+      reg[t] = next++;
+      f.LoadConst(reg[t], const_index[t]);
+    } else {
+      const uint32_t s = next++;
+      reg[t] = next++;
+      f.AllocStorage(s, slot[t]).AllocTensor(reg[t], s, 0, ts.shape, DType::kF32);
+    }
+  }
+  uint32_t param = 0;
+  for (size_t t = 0; t < nt; ++t) {
+    if (spec.tensors[t].role != Role::kInput) continue;
+    f.Copy(reg[t], param, "upload in" + std::to_string(param));
+    ++param;
+  }
+  for (const OpSpec& op : spec.ops) {
+    std::vector<uint32_t> args;
+    for (uint32_t t : op.tensors) args.push_back(reg[t]);
+    f.Invoke(op.kernel, args, op.debug_name);
+  }
+  std::vector<uint32_t> ret;
+  for (size_t t = 0; t < nt; ++t) {
+    if (spec.tensors[t].role != Role::kOutput) continue;
+    const uint32_t s = next++;
+    const uint32_t v = next++;
+    f.AllocStorage(s, host_slot[t]).AllocTensor(v, s, 0, spec.tensors[t].shape, DType::kF32).Copy(v, reg[t], "download");
+    ret.push_back(v);
+  }
+  f.Ret(ret);
+  f.SetNumRegisters(next);
+  return w.Finish();
+}
+
+RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
+                  const std::vector<std::vector<float>>& inputs, const VmOptions& options) {
+  RunResult r;
+  LoadOptions lo;
+  lo.library_path = library;
+  auto exe = Executable::LoadMemory(bytes, lo);
+  if (!exe.ok()) {
+    r.status = exe.status();
+    return r;
+  }
+  auto vm = VirtualMachine::Create(*exe, options);
+  if (!vm.ok()) {
+    r.status = vm.status();
+    return r;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& info = (*exe)->input(i);
+    r.status = (*vm)->SetInput(i, inputs[i].data(), inputs[i].size() * 4, info.shape, DataType::kF32);
+    if (!r.status.ok()) return r;
+  }
+  r.status = (*vm)->Run();
+  if (!r.status.ok()) return r;
+  for (size_t j = 0; j < (*exe)->num_outputs(); ++j) {
+    std::vector<float> out((*exe)->output(j).byte_size / 4);
+    r.status = (*vm)->CopyOutputToHost(j, out.data(), out.size() * 4);
+    if (!r.status.ok()) return r;
+    r.outputs.push_back(std::move(out));
+  }
+  return r;
+}
+
+std::vector<float> Random(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+double RelL2(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - b[i];
+    num += d * d;
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+std::vector<float> ReferenceGemm(const GemmRef& g, const std::vector<float>& a, const std::vector<float>& b,
+                                 const std::vector<float>& bias) {
+  const int64_t sa = g.stride_a >= 0 ? g.stride_a : g.m * g.k;
+  const int64_t sb = g.stride_b >= 0 ? g.stride_b : g.k * g.n;
+  std::vector<float> y(static_cast<size_t>(g.batch * g.m * g.n));
+  for (int64_t bt = 0; bt < g.batch; ++bt) {
+    for (int64_t i = 0; i < g.m; ++i) {
+      for (int64_t j = 0; j < g.n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < g.k; ++p) {
+          const double av = g.trans_a ? a[bt * sa + p * g.m + i] : a[bt * sa + i * g.k + p];
+          const double bv = g.trans_b ? b[bt * sb + j * g.k + p] : b[bt * sb + p * g.n + j];
+          acc += av * bv;
+        }
+        double v = g.alpha * acc;
+        if (g.bias == 1) v += bias[j];
+        if (g.bias == 2) v += g.beta * bias[i * g.n + j];
+        if (g.epilogue == "relu") v = std::max(v, 0.0);
+        if (g.epilogue == "gelu_tanh") v = 0.5 * v * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+        y[(bt * g.m + i) * g.n + j] = static_cast<float>(v);
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<float> ReferenceConv(const ConvRef& c, const std::vector<float>& x, const std::vector<float>& w,
+                                 const std::vector<float>* bias, const std::vector<float>* residual) {
+  const int64_t P = c.out_h(), Q = c.out_w(), cg = c.c / c.group, kg = c.k / c.group;
+  std::vector<float> y(static_cast<size_t>(c.n * c.k * P * Q));
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t k = 0; k < c.k; ++k)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t q = 0; q < Q; ++q) {
+          const int64_t g = k / kg;
+          double acc = 0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t r = 0; r < c.r; ++r)
+              for (int64_t s = 0; s < c.s; ++s) {
+                const int64_t ih = p * c.stride_h - c.pad_h + r * c.dil_h;
+                const int64_t iw = q * c.stride_w - c.pad_w + s * c.dil_w;
+                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+                acc += static_cast<double>(x[((n * c.c + g * cg + ci) * c.h + ih) * c.w + iw]) *
+                       w[((k * cg + ci) * c.r + r) * c.s + s];
+              }
+          const size_t o = static_cast<size_t>(((n * c.k + k) * P + p) * Q + q);
+          if (bias) acc += (*bias)[k];
+          if (residual) acc += (*residual)[o];
+          if (c.activation == "relu") acc = std::max(acc, 0.0);
+          if (c.activation == "clip") acc = std::min(std::max(acc, 0.0), static_cast<double>(c.clip_max));
+          y[o] = static_cast<float>(acc);
+        }
+  return y;
+}
+
+std::vector<float> ReferencePool(const PoolRef& pr, const std::vector<float>& x) {
+  const int64_t P = pr.out_h(), Q = pr.out_w();
+  std::vector<float> y(static_cast<size_t>(pr.n * pr.c * P * Q));
+  for (int64_t nc = 0; nc < pr.n * pr.c; ++nc)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q) {
+        double acc = pr.mode == "max" ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t count = 0;
+        for (int64_t r = 0; r < pr.kh; ++r)
+          for (int64_t s = 0; s < pr.kw; ++s) {
+            const int64_t ih = p * pr.stride_h - pr.pad_h + r, iw = q * pr.stride_w - pr.pad_w + s;
+            if (ih < 0 || ih >= pr.h || iw < 0 || iw >= pr.w) continue;
+            const double v = x[(nc * pr.h + ih) * pr.w + iw];
+            acc = pr.mode == "max" ? std::max(acc, v) : acc + v;
+            ++count;
+          }
+        if (pr.mode == "avg") acc /= static_cast<double>(pr.kh * pr.kw);
+        if (pr.mode == "avg_exclude_pad") acc /= static_cast<double>(count);
+        y[(nc * P + p) * Q + q] = static_cast<float>(acc);
+      }
+  return y;
+}
+
+}  // namespace keel::cudatest

@@ -1,0 +1,105 @@
+// tests/vm/cuda/cuda_test_programs.h — executables and CPU references for the
+// CUDA VM tests, built with ser::ExecutableWriter the way the compiler lowers a
+// --target cuda program: host parameters copied to device at entry, every
+// intermediate in one cuda arena, constants on the device, results copied back
+// into a host arena and returned.
+//
+// The expected values are computed by the plain loops below (Reference*), never
+// by the VM. GpuAvailable() is how every test decides to skip.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "keel/status.h"
+#include "keel/vm.h"
+#include "serialization/executable_writer.h"
+
+namespace keel::cudatest {
+
+// True when cudaGetDeviceCount reports at least one GPU; `why` says otherwise.
+bool GpuAvailable(std::string* why);
+#define KEEL_SKIP_WITHOUT_GPU()                                      \
+  do {                                                               \
+    std::string why_;                                                \
+    if (!::keel::cudatest::GpuAvailable(&why_)) GTEST_SKIP() << why_; \
+  } while (0)
+
+// Paths of the test kernel libraries; $KEEL_CUDA_TEST_LIB_DIR overrides the
+// build-time folder (binaries carried to another machine).
+std::string LibraryPath(const char* build_path);
+
+inline constexpr char kLibraryId[] = "keel-cuda-test";
+
+// One tensor of a program.
+enum class Role { kInput, kConst, kOutput, kTemp };
+struct TensorSpec {
+  std::vector<int64_t> shape;
+  Role role = Role::kTemp;
+  std::vector<float> data;  // kConst: the values
+};
+struct OpSpec {
+  uint32_t kernel = 0;
+  std::vector<uint32_t> tensors;  // indices into ProgramSpec::tensors, in kernel-signature order
+  std::string debug_name;
+};
+struct ProgramSpec {
+  std::vector<ser::KernelDesc> kernels;
+  std::vector<TensorSpec> tensors;
+  std::vector<OpSpec> ops;
+  std::string library_id;           // empty: no library
+  uint64_t device_arena_override = 0;  // non-zero: the cuda arena's size (e.g. 1 PB)
+};
+// Inputs are the kInput tensors in order (named in0, in1, ...); outputs the
+// kOutput tensors in order (out0, ...).
+Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec);
+
+// Kernel descriptors (args filled from shapes/access).
+ser::KernelDesc GeneratedKernel(std::string name, std::vector<std::vector<int64_t>> arg_shapes, uint32_t grid,
+                                uint32_t block);
+ser::KernelDesc LibraryKernel(std::string name, std::string op, std::vector<std::vector<int64_t>> arg_shapes,
+                              std::vector<ser::AttrDesc> attrs);
+
+// Loads `bytes` (with `library` when not empty) and runs it on a new VM.
+struct RunResult {
+  Status status;
+  std::vector<std::vector<float>> outputs;
+};
+RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
+                  const std::vector<std::vector<float>>& inputs, const VmOptions& options);
+
+std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f);
+// sqrt(sum (a-b)^2 / sum b^2); infinity when sizes differ.
+double RelL2(const std::vector<float>& a, const std::vector<float>& b);
+
+// ---- CPU references (double accumulation) ------------------------------------
+struct GemmRef {
+  int64_t m = 1, n = 1, k = 1, batch = 1;
+  bool trans_a = false, trans_b = false;
+  int64_t stride_a = -1, stride_b = -1;  // -1: dense
+  float alpha = 1.f, beta = 1.f;
+  int bias = 0;  // 0 none, 1 row [n], 2 full [m,n]
+  std::string epilogue;
+};
+std::vector<float> ReferenceGemm(const GemmRef& g, const std::vector<float>& a, const std::vector<float>& b,
+                                 const std::vector<float>& bias);
+struct ConvRef {
+  int64_t n = 1, c = 1, h = 1, w = 1, k = 1, r = 1, s = 1;
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, group = 1;
+  std::string activation;
+  float clip_max = 6.f;
+  int64_t out_h() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
+  int64_t out_w() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
+};
+std::vector<float> ReferenceConv(const ConvRef& c, const std::vector<float>& x, const std::vector<float>& w,
+                                 const std::vector<float>* bias, const std::vector<float>* residual);
+struct PoolRef {
+  int64_t n = 1, c = 1, h = 1, w = 1, kh = 1, kw = 1, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
+  std::string mode;  // max | avg | avg_exclude_pad
+  int64_t out_h() const { return (h + 2 * pad_h - kh) / stride_h + 1; }
+  int64_t out_w() const { return (w + 2 * pad_w - kw) / stride_w + 1; }
+};
+std::vector<float> ReferencePool(const PoolRef& p, const std::vector<float>& x);
+
+}  // namespace keel::cudatest
