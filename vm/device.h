@@ -77,6 +77,23 @@ class Device {
   // The context passed to host kernels (thread pool). Valid while the Device lives.
   virtual const keel_cpu_kernel_ctx* cpu_kernel_ctx() const = 0;
 
+  // ---- whole-run recording (CUDA graphs); the defaults mean "not supported" ----
+  // Page-locks host memory the interpreter copies to or from this device (host
+  // arenas, input buffers) so that copies stay asynchronous and can be recorded.
+  // Called at VM creation; UnpinHostMemory before that memory is freed.
+  virtual Status PinHostMemory(void* /*ptr*/, uint64_t /*bytes*/) { return Status::Ok(); }
+  virtual void UnpinHostMemory(void* /*ptr*/) {}
+  // True when this device can record the work of one run and replay it.
+  virtual bool SupportsRecording() const { return false; }
+  // Starts recording: work queued until EndRecording is recorded, not run.
+  virtual Status BeginRecording() { return Unsupported("recording is not supported by this device"); }
+  // Ends recording. keep == false discards it (the run failed). On success the
+  // recorded work is launched once (this run's results).
+  virtual Status EndRecording(bool /*keep*/) { return Unsupported("recording is not supported by this device"); }
+  virtual bool has_recording() const { return false; }
+  // Launches the recorded work again (reported as one launch while tracing).
+  virtual Status Replay() { return Unsupported("recording is not supported by this device"); }
+
   // Tracing: null disables reporting (one branch per operation).
   void set_trace_hook(DeviceTraceHook* hook) { trace_hook_ = hook; }
 
@@ -87,8 +104,14 @@ class Device {
   DeviceTraceHook* trace_hook_ = nullptr;
 };
 
+class KernelLibrary;  // vm/kernel_library.h
+
 struct DeviceOptions {
   int num_threads = 0;  // CPU worker threads (0: hardware concurrency)
+  // CUDA: the executable's kernel library (embedded cubin/PTX), or null; must
+  // outlive the device (the Executable owns it).
+  const KernelLibrary* library = nullptr;
+  bool allow_tf32 = false;  // CUDA: VmOptions::allow_tf32
 };
 
 // Parses "cpu", "cuda", "cuda:N" and creates the device. kInvalidArgument for an

@@ -34,6 +34,11 @@ Interpreter::Interpreter(std::shared_ptr<const Executable> exe)
 
 Interpreter::~Interpreter() {
   FreeDynamicStorages();
+  if (devices_[1] != nullptr) {
+    Status drained = devices_[1]->Synchronize();  // nothing may still use the blocks below
+    (void)drained;
+    for (void* p : pinned_) devices_[1]->UnpinHostMemory(p);
+  }
   for (size_t i = 0; i < arena_base_.size(); ++i) device(prog_->arenas[i].device)->Free(arena_base_[i]);
   for (size_t i = 0; i < input_buffers_.size(); ++i) device(prog_->inputs[i].device)->Free(input_buffers_[i]);
   for (size_t i = 0; i < const_uploads_.size(); ++i) {
@@ -53,6 +58,8 @@ Status Interpreter::Init(const VmOptions& options) {
   const LoadedExecutable& p = *prog_;
   DeviceOptions dopts;
   dopts.num_threads = options.num_threads;
+  dopts.library = p.library.get();
+  dopts.allow_tf32 = options.allow_tf32;
   // The host device always exists: host inputs/outputs and CPU kernels of a CUDA
   // program run there too.
   KEEL_ASSIGN_OR_RETURN(devices_[0], CreateDevice("cpu", dopts));
@@ -135,6 +142,31 @@ Status Interpreter::Init(const VmOptions& options) {
   dynamic_device_.assign(p.num_registers, DeviceType::kCpu);
   args_.assign(std::max<uint32_t>(1, p.max_invoke_args), nullptr);
   trace_ = options.trace;
+
+  // A second device (CUDA): page-lock the host blocks it copies to and from, and
+  // decide whether runs can be recorded (CUDA graphs): only when all the work of
+  // a run is queued on that device (no host kernels, no host copies) and the plan
+  // is static, so that a recorded run is the whole run.
+  if (Device* gpu = devices_[1].get(); gpu != nullptr) {
+    auto pin = [&](void* ptr, uint64_t bytes) -> Status {
+      if (ptr == nullptr || bytes == 0) return Status::Ok();
+      KEEL_RETURN_IF_ERROR(gpu->PinHostMemory(ptr, bytes));
+      pinned_.push_back(ptr);
+      return Status::Ok();
+    };
+    for (size_t i = 0; i < p.arenas.size(); ++i) {
+      if (p.arenas[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(arena_base_[i], p.arenas[i].size));
+    }
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      if (p.inputs[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(input_buffers_[i], p.inputs[i].byte_size));
+    }
+    bool recordable = options.cuda_graph && gpu->SupportsRecording() && !p.has_dynamic_storage;
+    for (const Instruction& in : p.instructions) {
+      if (in.op == OpCode::kCopy && in.device != gpu->type()) recordable = false;
+      if (in.op == OpCode::kInvoke && p.kernels[in.a].device != gpu->type()) recordable = false;
+    }
+    record_runs_ = recordable;
+  }
   return Status::Ok();
 }
 
@@ -346,7 +378,18 @@ Status Interpreter::Run() {
     r.device = info.device;
   }
   Status s;
-  if (trace_ != nullptr) {
+  if (record_runs_) {
+    // Stage bound inputs into the VM's own buffers: the recorded copies read fixed addresses.
+    for (size_t i = 0; i < input_ptr_.size(); ++i) {
+      if (input_ptr_[i] != input_buffers_[i]) {
+        const TensorInfo& info = prog_->inputs[i];
+        KEEL_RETURN_IF_ERROR(
+            device(info.device)->CopyDeviceToDevice(input_buffers_[i], input_ptr_[i], info.byte_size));
+        regs_[i].data = static_cast<uint8_t*>(input_buffers_[i]);
+      }
+    }
+    s = RunRecorded();
+  } else if (trace_ != nullptr) {
     for (auto& d : devices_) {
       if (d) d->set_trace_hook(this);
     }
@@ -358,6 +401,8 @@ Status Interpreter::Run() {
     s = Execute<false>();
   }
   if (!s.ok()) return s;
+  // Device-to-host copies into host outputs are asynchronous: wait before reading them.
+  if (devices_[1] != nullptr) KEEL_RETURN_IF_ERROR(devices_[1]->Synchronize());
   for (size_t j = 0; j < outputs_.size(); ++j) {
     if (output_bound_[j] != nullptr) {
       KEEL_RETURN_IF_ERROR(
@@ -367,6 +412,49 @@ Status Interpreter::Run() {
   if (devices_[1] != nullptr) KEEL_RETURN_IF_ERROR(devices_[1]->Synchronize());
   has_run_ = true;
   return Status::Ok();
+}
+
+// One run through the device's recording (CUDA graph): the first run records
+// (the interpreter loop queues everything, nothing runs until EndRecording
+// launches it), later runs replay without interpreting. Registers, outputs_ and
+// every address are the same in each run of a static plan, which is what makes
+// the replay valid; inputs always come from input_buffers_ (Run stages bound ones).
+Status Interpreter::RunRecorded() {
+  Device* gpu = devices_[1].get();
+  if (gpu->has_recording()) {
+    const uint64_t t0 = trace_ != nullptr ? NowNs() : 0;
+    if (trace_ != nullptr) gpu->set_trace_hook(this);
+    last_op_ = DeviceOp{};
+    Status s = gpu->Replay();
+    gpu->set_trace_hook(nullptr);
+    if (!s.ok()) return s.WithContext("replaying the recorded run");
+    if (trace_ != nullptr) {
+      TraceEvent ev;
+      ev.instruction_index = 0;
+      ev.opcode = OpCode::kInvoke;
+      ev.debug_name = "recorded run (all instructions)";
+      ev.op = last_op_;
+      ev.duration_ns = NowNs() - t0;
+      trace_->OnInstruction(ev);
+    }
+    return Status::Ok();
+  }
+  KEEL_RETURN_IF_ERROR(gpu->BeginRecording());
+  Status s;
+  if (trace_ != nullptr) {
+    for (auto& d : devices_) {
+      if (d) d->set_trace_hook(this);
+    }
+    s = Execute<true>();
+    for (auto& d : devices_) {
+      if (d) d->set_trace_hook(nullptr);
+    }
+  } else {
+    s = Execute<false>();
+  }
+  Status end = gpu->EndRecording(s.ok());
+  if (!s.ok()) return s;
+  return end;
 }
 
 Result<TensorView> Interpreter::GetOutput(size_t index) const {

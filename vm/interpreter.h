@@ -58,6 +58,7 @@ class Interpreter final : private DeviceTraceHook {
   Status CheckInput(size_t index, uint64_t bytes, std::span<const int64_t> shape, DataType dtype) const;
   Device* device(DeviceType t) const { return devices_[static_cast<size_t>(t)].get(); }
   void FreeDynamicStorages();
+  Status RunRecorded();
   template <bool kTrace>
   Status Execute();
   Status InstructionError(uint32_t index, const Status& status) const;
@@ -82,6 +83,11 @@ class Interpreter final : private DeviceTraceHook {
   std::vector<void*> args_;           // kernel argument scratch (max_invoke_args)
   std::vector<Register> outputs_;
   bool has_run_ = false;
+  // CUDA graphs (VmOptions::cuda_graph): true when every device operation of the
+  // program is on the CUDA device and the plan is static, so one recorded run
+  // can be replayed. Bound inputs are then staged into input_buffers_.
+  bool record_runs_ = false;
+  std::vector<void*> pinned_;  // host blocks page-locked for the CUDA device
   TraceObserver* trace_ = nullptr;
   DeviceOp last_op_;
 };

@@ -103,6 +103,10 @@ std::string FormatTraceEvent(const TraceEvent& e) {
   }
   std::snprintf(buf, sizeof buf, " %" PRIu64 " ns", e.duration_ns);
   line.append(buf);
+  if (op.device_ns != 0) {
+    std::snprintf(buf, sizeof buf, " (device %" PRIu64 " ns)", op.device_ns);
+    line.append(buf);
+  }
   return line;
 }
 

@@ -33,6 +33,8 @@ constexpr const char* kUsage =
     "  --output-dir  write each output as DIR/<name>.bin\n"
     "  --device      cpu (default), cuda or cuda:N\n"
     "  --trace       print one line per executed instruction (first iteration)\n"
+    "  --no-cuda-graph  cuda: interpret every run (no CUDA graph capture/replay)\n"
+    "  --allow-tf32  cuda: let cuBLAS/cuDNN use TF32 tensor cores for f32\n"
     "  --iterations  run N times and report the mean time per run (default 1)\n"
     "  --threads     CPU worker threads (default: hardware concurrency)\n";
 
@@ -40,6 +42,8 @@ struct Args {
   std::string model, library, output_dir, device = "cpu";
   std::vector<std::pair<std::string, std::string>> inputs;
   bool trace = false;
+  bool cuda_graph = true;
+  bool allow_tf32 = false;
   int iterations = 1;
   int threads = 0;
 };
@@ -76,6 +80,10 @@ int ParseArgs(int argc, char** argv, Args& a) {
       return 0;
     } else if (arg == "--trace") {
       a.trace = true;
+    } else if (arg == "--no-cuda-graph") {
+      a.cuda_graph = false;
+    } else if (arg == "--allow-tf32") {
+      a.allow_tf32 = true;
     } else if (arg == "--library" || arg == "--output-dir" || arg == "--device" || arg == "--input" ||
                arg == "--iterations" || arg == "--threads") {
       const char* v = value(arg.c_str());
@@ -182,6 +190,8 @@ int RunMain(int argc, char** argv) {
   keel::VmOptions vo;
   vo.device = a.device;
   vo.num_threads = a.threads;
+  vo.cuda_graph = a.cuda_graph;
+  vo.allow_tf32 = a.allow_tf32;
   auto vm = keel::VirtualMachine::Create(*exe, vo);
   if (!vm.ok()) return Fail(vm.status().ToString());
 

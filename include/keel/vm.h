@@ -90,6 +90,9 @@ struct DeviceOp {
   CopyDirection direction = CopyDirection::kHostToHost;
   std::string_view call;           // the device call made: "aligned_alloc", "memcpy", "cudaMemcpyAsync", ...
   std::string_view kernel;         // kLaunch: the kernel's name
+  // CUDA, while tracing outside graph capture: the device time of this operation
+  // measured with cudaEvents (0: not measured).
+  uint64_t device_ns = 0;
 };
 
 // One executed instruction. The string_views stay valid while the Executable lives.
@@ -179,6 +182,14 @@ struct VmOptions {
   // 0 = std::thread::hardware_concurrency(), 1 = serial (no thread created).
   int num_threads = 0;
   TraceObserver* trace = nullptr;  // optional; not owned
+  // CUDA only. A static-plan program whose device work is all on the GPU is
+  // captured into a CUDA graph on its first Run and replayed by later Runs
+  // (inputs bound with BindInput are then copied into the VM's own staging
+  // buffers at each Run, so the graph's addresses stay fixed). false: never.
+  bool cuda_graph = true;
+  // CUDA only: let cuBLAS/cuDNN use TF32 tensor cores for f32 (faster, ~1e-3
+  // relative error). Off by default: f32 results then match an f32 reference.
+  bool allow_tf32 = false;
 };
 
 class VirtualMachine {
