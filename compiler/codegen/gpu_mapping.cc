@@ -65,11 +65,17 @@ bool UsesVar(const Expr& e, int64_t var) {
   return false;
 }
 
-bool ReadsBuffer(const Expr& e, int buffer) {
+// True when `e` may read element `index` (constant indices) of `buffer`.
+bool MayReadElement(const Expr& e, int buffer, const std::vector<Expr>& index) {
   if (e.is_null()) return false;
-  if (e->kind == ExprKind::kLoad && e->buffer == buffer) return true;
+  if (e->kind == ExprKind::kLoad && e->buffer == buffer) {
+    bool differs = false;
+    for (size_t i = 0; i < index.size() && i < e->operands.size(); ++i)
+      differs = differs || (e->operands[i].IsIntConst() && !e->operands[i].IsIntConst(index[i].int_value()));
+    if (!differs) return true;
+  }
   for (const Expr& o : e->operands)
-    if (ReadsBuffer(o, buffer)) return true;
+    if (MayReadElement(o, buffer, index)) return true;
   return false;
 }
 
@@ -243,7 +249,7 @@ bool MatchRowReduction(const KernelFunc& k, const StmtNode& loop, int* buffer, s
   if (is_acc(v->operands[0])) other = v->operands[1];
   else if (is_acc(v->operands[1])) other = v->operands[0];
   else return false;
-  if (ReadsBuffer(other, st.buffer)) return false;
+  if (MayReadElement(other, st.buffer, st.indices)) return false;
   *buffer = st.buffer;
   *index = st.indices;
   *op = v->binary;

@@ -97,7 +97,7 @@ Result<std::unique_ptr<llvm::Module>> BuildDeviceModule(llvm::LLVMContext& ctx, 
   m->setTargetTriple(kNvptxTriple);
   m->setDataLayout(tm.createDataLayout());
   // libdevice's __nvvm_reflect("__CUDA_FTZ") queries: IEEE denormals.
-  m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", 0);
+  m->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", static_cast<uint32_t>(0));
 
   std::set<std::string> names;
   for (const KernelSpec& spec : kernels) {
@@ -170,7 +170,9 @@ Result<std::string> ModuleToPtx(llvm::Module& m, llvm::TargetMachine& tm) {
 }
 
 // A host object exporting the ABI symbols and the embedded CUDA module.
-Result<llvm::SmallVector<char, 0>> HostObject(const std::string& library_id, const std::string& ptx,
+using ObjectBytes = llvm::SmallVector<char, 0>;
+
+Result<ObjectBytes> HostObject(const std::string& library_id, const std::string& ptx,
                                               const std::vector<uint8_t>& cubin) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm,
                         MakeMachine(kHostTriple, "x86-64", "", 2, llvm::Reloc::PIC_));
@@ -189,9 +191,10 @@ Result<llvm::SmallVector<char, 0>> HostObject(const std::string& library_id, con
   add(llvm::ConstantDataArray::getString(ctx, library_id, true), "keel_kernel_library_id", 1);
   add(llvm::ConstantDataArray::getString(ctx, ptx, true), "keel_cuda_ptx", 64);
   add(llvm::ConstantInt::get(i64, ptx.size()), "keel_cuda_ptx_size", 8);
-  std::vector<uint8_t> cubin_bytes = cubin;
-  if (cubin_bytes.empty()) cubin_bytes.push_back(0);  // a zero-length array cannot be exported
-  add(llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint8_t>(cubin_bytes)), "keel_cuda_cubin", 64);
+  static const uint8_t kEmpty[1] = {0};  // a zero-length array cannot be exported
+  llvm::ArrayRef<uint8_t> cubin_bytes = cubin.empty() ? llvm::ArrayRef<uint8_t>(kEmpty, 1)
+                                                      : llvm::ArrayRef<uint8_t>(cubin.data(), cubin.size());
+  add(llvm::ConstantDataArray::get(ctx, cubin_bytes), "keel_cuda_cubin", 64);
   add(llvm::ConstantInt::get(i64, cubin.size()), "keel_cuda_cubin_size", 8);
   llvm::SmallVector<char, 0> object;
   llvm::raw_svector_ostream os(object);
@@ -254,7 +257,7 @@ Status EmitCudaKernelLibrary(const std::vector<KernelSpec>& kernels, const std::
   } else {
     return assembled.status().WithContext("assembling PTX for " + options.arch);
   }
-  KEEL_ASSIGN_OR_RETURN(llvm::SmallVector<char, 0> object, HostObject(library_id, ptx, cubin));
+  KEEL_ASSIGN_OR_RETURN(ObjectBytes object, HostObject(library_id, ptx, cubin));
 
   ScratchDir dir;
   KEEL_RETURN_IF_ERROR(dir.Create());
