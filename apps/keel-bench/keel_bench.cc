@@ -1,0 +1,158 @@
+// apps/keel-bench/keel_bench.cc — latency of a compiled model, for benchmark runners.
+//
+//   keel-bench model.keel [--device cpu|cuda] [--threads N] [--warmup N] [--iterations N]
+//              [--min-seconds S] [--input name=file.bin ...] [--no-cuda-graph] [--allow-tf32]
+//              [--name NAME] [--json]
+//
+// Loads once, creates one VM, runs `warmup` times, then times each Run() with a
+// steady clock (Run returns when the outputs are ready, on every device) until
+// both `iterations` runs and `min-seconds` have passed. Prints median, p10, p90,
+// min and mean in milliseconds (one table row, or one JSON object with --json).
+// Inputs not given get a deterministic pattern. Uses only the public API.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "keel/vm.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: keel-bench model.keel [--device cpu|cuda] [--threads N] [--warmup N] [--iterations N]\n"
+    "                  [--min-seconds S] [--input name=file.bin ...] [--no-cuda-graph] [--allow-tf32]\n"
+    "                  [--name NAME] [--json]\n"
+    "  --warmup       untimed runs first (default 5; the first CUDA run captures the graph)\n"
+    "  --iterations   at least N timed runs (default 50)\n"
+    "  --min-seconds  and at least S seconds of timed runs (default 0.5)\n"
+    "  --json         print one JSON object instead of a table row\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "keel-bench: error: %s\n", message.c_str());
+  return 1;
+}
+
+double Percentile(std::vector<double> sorted, double p) {
+  const double pos = p * (sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model, name;
+  keel::VmOptions vm_options;
+  int warmup = 5, iterations = 50;
+  double min_seconds = 0.5;
+  bool json = false;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "--no-cuda-graph") {
+      vm_options.cuda_graph = false;
+    } else if (arg == "--allow-tf32") {
+      vm_options.allow_tf32 = true;
+    } else if ((arg == "--device" || arg == "--name" || arg == "--threads" || arg == "--warmup" ||
+                arg == "--iterations" || arg == "--min-seconds" || arg == "--input") &&
+               (v = next()) != nullptr) {
+      if (arg == "--device") vm_options.device = v;
+      if (arg == "--name") name = v;
+      if (arg == "--threads") vm_options.num_threads = std::atoi(v);
+      if (arg == "--warmup") warmup = std::max(0, std::atoi(v));
+      if (arg == "--iterations") iterations = std::max(1, std::atoi(v));
+      if (arg == "--min-seconds") min_seconds = std::max(0.0, std::atof(v));
+      if (arg == "--input") {
+        const std::string s = v;
+        const size_t eq = s.find('=');
+        if (eq == std::string::npos) return Fail("--input expects name=file.bin, got '" + s + "'");
+        inputs.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+      }
+    } else if (!arg.empty() && arg[0] != '-' && model.empty()) {
+      model = arg;
+    } else {
+      std::fprintf(stderr, "keel-bench: bad argument '%s'\n%s", arg.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (model.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  if (name.empty()) name = model;
+
+  auto exe = keel::Executable::LoadFile(model);
+  if (!exe.ok()) return Fail(exe.status().ToString());
+  auto vm = keel::VirtualMachine::Create(*exe, vm_options);
+  if (!vm.ok()) return Fail(vm.status().ToString());
+
+  for (size_t i = 0; i < (*exe)->num_inputs(); ++i) {
+    const keel::TensorInfo& info = (*exe)->input(i);
+    std::vector<uint8_t> bytes(info.byte_size);
+    std::string file;
+    for (const auto& [n, f] : inputs) file = n == info.name ? f : file;
+    if (!file.empty()) {
+      std::ifstream in(file, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      if (!in.eof() && !in) return Fail("cannot read " + file);
+    } else {
+      for (size_t b = 0; b < bytes.size(); ++b) bytes[b] = static_cast<uint8_t>((b * 131 + 7) % 61);
+      if (info.dtype == keel::DataType::kF32) {
+        for (size_t e = 0; e < bytes.size() / 4; ++e) {
+          const float x = std::sin(static_cast<float>(e) * 0.001f);
+          std::memcpy(&bytes[e * 4], &x, 4);
+        }
+      }
+    }
+    keel::Status st = (*vm)->SetInput(i, bytes.data(), bytes.size(), info.shape, info.dtype);
+    if (!st.ok()) return Fail(st.ToString());
+  }
+
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < warmup; ++i) {
+    keel::Status st = (*vm)->Run();
+    if (!st.ok()) return Fail(st.ToString());
+  }
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(iterations) * 4);
+  const auto start = Clock::now();
+  while (static_cast<int>(ms.size()) < iterations ||
+         std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
+    const auto t0 = Clock::now();
+    keel::Status st = (*vm)->Run();
+    const auto t1 = Clock::now();
+    if (!st.ok()) return Fail(st.ToString());
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  double mean = 0;
+  for (double v : ms) mean += v / ms.size();
+  const double median = Percentile(sorted, 0.5), p10 = Percentile(sorted, 0.1), p90 = Percentile(sorted, 0.9);
+  if (json) {
+    std::printf("{\"name\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"plan\": \"%.*s\", \"runs\": %zu, "
+                "\"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"min_ms\": %.4f, \"mean_ms\": %.4f}\n",
+                name.c_str(), vm_options.device.c_str(), (*vm)->num_threads(),
+                static_cast<int>((*exe)->plan_strategy().size()), (*exe)->plan_strategy().data(), ms.size(), median,
+                p10, p90, sorted.front(), mean);
+  } else {
+    std::printf("%-28s %-6s threads=%-2d runs=%-5zu median %.3f ms  p10 %.3f  p90 %.3f  min %.3f  mean %.3f\n",
+                name.c_str(), vm_options.device.c_str(), (*vm)->num_threads(), ms.size(), median, p10, p90,
+                sorted.front(), mean);
+  }
+  return 0;
+}
