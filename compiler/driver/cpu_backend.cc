@@ -57,9 +57,12 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
+// compiler/driver/cuda_backend.cc
+std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& options);
+
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options) {
   if (target == "cpu") return std::unique_ptr<Backend>(new CpuBackend(options));
-  if (target == "cuda") return Unsupported("target 'cuda' is not built into this keelc yet");
+  if (target == "cuda") return MakeCudaBackend(options);
   return InvalidArgument("unknown target '" + target + "' (expected cpu or cuda)");
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "compiler/lower/buffer_assignment.h"
@@ -185,28 +186,59 @@ Result<ProgramStats> ProgramEmitter::Emit(const std::vector<StepKernel>& kernels
       }
       value_register_[output] = reg;
     } else {
-      std::vector<uint32_t> args;
+      std::vector<uint32_t> ins, outs, args;
       for (const ir::Value* input : node.inputs()) {
         if (input == nullptr) continue;
         KEEL_ASSIGN_OR_RETURN(uint32_t reg, InputRegister(input, debug));
-        args.push_back(reg);
+        ins.push_back(reg);
       }
       for (const ir::Value* output : node.outputs()) {
         const ValueInfo& info = buffers_.values.at(output);
         const uint32_t reg = EmitTensor(info.buffer, output->type().shape, ToSerDType(output->type().dtype), debug);
         value_register_[output] = reg;
-        args.push_back(reg);
+        outs.push_back(reg);
       }
+      std::optional<uint32_t> ws_reg;
       if (sk.workspace_bytes > 0) {
         const int32_t ws = buffers_.workspace_of_step[step];
-        args.push_back(EmitTensor(ws, {static_cast<int64_t>(sk.workspace_bytes)}, ser::DType::kU8,
-                                  debug + ":workspace"));
+        ws_reg = EmitTensor(ws, {static_cast<int64_t>(sk.workspace_bytes)}, ser::DType::kU8, debug + ":workspace");
       }
-      const std::string key = KernelKey(sk.kernel);
-      auto it = kernel_index_.find(key);
-      if (it == kernel_index_.end()) it = kernel_index_.emplace(key, writer_.AddKernel(sk.kernel)).first;
-      fn_->Invoke(it->second, std::move(args), debug);
-      ++stats_.num_invokes;
+      // Explicit argument lists (StepKernel::args / then) name the step's operands.
+      auto map_args = [&](const std::vector<StepArg>& map) -> Result<std::vector<uint32_t>> {
+        std::vector<uint32_t> r;
+        for (const StepArg& a : map) {
+          const std::vector<uint32_t>* from = a.kind == StepArg::Kind::kInput ? &ins : &outs;
+          if (a.kind == StepArg::Kind::kWorkspace) {
+            if (!ws_reg) return InvalidArgument(debug + ": kernel argument names a missing workspace");
+            r.push_back(*ws_reg);
+          } else if (a.index < from->size()) {
+            r.push_back((*from)[a.index]);
+          } else {
+            return InvalidArgument(debug + ": kernel argument names operand " + std::to_string(a.index) +
+                                   " out of range");
+          }
+        }
+        return r;
+      };
+      if (sk.args.empty()) {
+        args = ins;
+        args.insert(args.end(), outs.begin(), outs.end());
+        if (ws_reg) args.push_back(*ws_reg);
+      } else {
+        KEEL_ASSIGN_OR_RETURN(args, map_args(sk.args));
+      }
+      auto invoke = [&](const ser::KernelDesc& kernel, std::vector<uint32_t> kargs) {
+        const std::string key = KernelKey(kernel);
+        auto it = kernel_index_.find(key);
+        if (it == kernel_index_.end()) it = kernel_index_.emplace(key, writer_.AddKernel(kernel)).first;
+        fn_->Invoke(it->second, std::move(kargs), debug);
+        ++stats_.num_invokes;
+      };
+      invoke(sk.kernel, std::move(args));
+      for (const StepInvocation& extra : sk.then) {
+        KEEL_ASSIGN_OR_RETURN(std::vector<uint32_t> extra_args, map_args(extra.args));
+        invoke(extra.kernel, std::move(extra_args));
+      }
     }
     for (int32_t s : free_after[step]) fn_->FreeStorage(storage_register_[s], "free storage " + std::to_string(s));
   }

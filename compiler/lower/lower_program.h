@@ -36,11 +36,33 @@
 
 namespace keel::lower {
 
+// An operand of a step, naming a kernel argument explicitly (StepKernel::args).
+struct StepArg {
+  enum class Kind : uint8_t { kInput, kOutput, kWorkspace };
+  Kind kind = Kind::kInput;
+  uint32_t index = 0;  // kInput: among the node's non-null inputs; kOutput: output index
+};
+
+// A further kernel a step runs (StepKernel::then).
+struct StepInvocation {
+  ser::KernelDesc kernel;
+  std::vector<StepArg> args;  // one per kernel argument, in order
+};
+
 // What step i of the graph runs.
 struct StepKernel {
   bool is_view = false;      // no kernel: the node's outputs are views of its first input
   ser::KernelDesc kernel;    // when !is_view; added to the writer (identical ones shared)
   uint64_t workspace_bytes = 0;  // > 0: one trailing scratch argument, planned like a tensor
+  // Empty (the default): `kernel` takes the node's non-null inputs, its outputs,
+  // then the workspace when workspace_bytes > 0. Otherwise its arguments, in
+  // order (library kernels with a fixed argument order, inputs folded into
+  // attributes and left out).
+  std::vector<StepArg> args;
+  // Kernels run after `kernel`, in order, within the same step (e.g. a generated
+  // epilogue applied in place to the output a library kernel wrote: the output
+  // passed as both its read input and its written output).
+  std::vector<StepInvocation> then;
 };
 
 struct ProgramOptions {

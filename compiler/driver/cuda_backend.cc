@@ -1,0 +1,507 @@
+// compiler/driver/cuda_backend.cc — the CUDA target: library kernels where a
+// vendor library does the work best, generated NVPTX kernels for the rest.
+//
+// Selection per node (plain or keel.Fused chain "anchor, epilogue..."):
+//   Gemm / MatMul        → "cublas.gemm"; the epilogue absorbs, in chain order,
+//                          a scalar Mul/Div (into alpha, before any bias), a row
+//                          bias Add ([n] / [1,n], or Gemm's C) and a Relu.
+//   Conv (2-D, symmetric pads) → "cudnn.conv2d" with Conv's bias, one residual
+//                          Add (same shape as the output), then Relu or
+//                          Clip(min 0).
+//   MaxPool/AveragePool (ceil_mode 0, no dilation, symmetric pads) → "cudnn.pool2d".
+//   everything else      → a generated kernel (compiler/codegen → NVPTX).
+// Whatever a library kernel cannot absorb of its chain runs as a second,
+// generated elementwise kernel in place on the step's output (StepKernel::then):
+// possible when every remaining op keeps the output's shape and dtype;
+// otherwise the whole node is generated. Library kernels take their arguments
+// in the contract's order (serialization/library_ops.h) through
+// StepKernel::args, so inputs folded into attributes are simply not passed.
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "compiler/codegen/llvm_nvptx_emitter.h"
+#include "compiler/codegen/lower.h"
+#include "compiler/driver/backend.h"
+#include "serialization/library_ops.h"
+
+namespace keel::driver {
+namespace {
+
+namespace lib = ser::library_ops;
+using lower::StepArg;
+
+// The chain a node runs: body nodes (or the node itself) and the values it
+// reads from outside, in the node's non-null input order.
+struct Chain {
+  std::vector<const ir::Node*> nodes;
+  std::vector<const ir::Value*> inputs;  // body-side values
+  std::vector<const ir::Value*> outer;   // the node's non-null inputs (same order)
+
+  explicit Chain(const ir::Node& node) {
+    for (const ir::Value* in : node.inputs())
+      if (in) outer.push_back(in);
+    if (node.op_type() == "keel.Fused" && node.body()) {
+      for (const ir::Value* in : node.body()->inputs()) inputs.push_back(in);
+      for (const ir::Node* n : node.body()->nodes()) nodes.push_back(n);
+    } else {
+      inputs = outer;
+      nodes.push_back(&node);
+    }
+  }
+  int InputIndex(const ir::Value* v) const {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] == v) return static_cast<int>(i);
+    return -1;
+  }
+  // Constant data of a body value (a constant input or a body-internal constant).
+  const ir::TensorData* ConstantOf(const ir::Value* v) const {
+    if (v->is_constant()) return v->constant().get();
+    int i = InputIndex(v);
+    if (i >= 0 && i < static_cast<int>(outer.size()) && outer[static_cast<size_t>(i)]->is_constant())
+      return outer[static_cast<size_t>(i)]->constant().get();
+    return nullptr;
+  }
+};
+
+std::optional<double> ScalarF32(const ir::TensorData* d) {
+  if (!d || d->type.dtype != ir::DType::kF32 || d->type.NumElements() != 1) return std::nullopt;
+  return static_cast<double>(d->data<float>()[0]);
+}
+
+ser::KernelArgDesc ArgOf(const ir::Value* v, ser::ArgAccess access) {
+  return {lower::ToSerDType(v->type().dtype), v->type().shape, access};
+}
+
+int64_t Prod(const std::vector<int64_t>& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+// A library kernel for the first `consumed` nodes of a chain.
+struct LibraryPick {
+  ser::KernelDesc kernel;
+  std::vector<StepArg> args;
+  size_t consumed = 0;
+  const ir::Value* value = nullptr;  // the chain value the library kernel produces
+};
+
+StepArg In(int i) { return {StepArg::Kind::kInput, static_cast<uint32_t>(i)}; }
+StepArg Out() { return {StepArg::Kind::kOutput, 0}; }
+
+// The operand of binary `n` that is not `prev`; nullptr when both/neither are.
+const ir::Value* OtherOperand(const ir::Node& n, const ir::Value* prev) {
+  if (n.inputs().size() != 2) return nullptr;
+  if (n.input(0) == prev && n.input(1) != prev) return n.input(1);
+  if (n.input(1) == prev && n.input(0) != prev) return n.input(0);
+  return nullptr;
+}
+
+std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index) {
+  const ir::Node& a = *c.nodes[0];
+  const bool is_gemm = a.op_type() == "Gemm";
+  const ir::Value* A = a.input(0);
+  const ir::Value* B = a.input(1);
+  const ir::Value* Y = a.output(0);
+  if (!A || !B || c.InputIndex(A) < 0 || c.InputIndex(B) < 0) return std::nullopt;
+  for (const ir::Value* v : {A, B, Y})
+    if (v->type().dtype != ir::DType::kF32) return std::nullopt;
+  const auto& as = A->type().shape;
+  const auto& bs = B->type().shape;
+  int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = -1, stride_b = -1, trans_a = 0, trans_b = 0;
+  double alpha = 1.0, beta = 1.0;
+  if (is_gemm) {
+    if (as.size() != 2 || bs.size() != 2) return std::nullopt;
+    auto ta = a.attrs().GetInt("transA", 0), tb = a.attrs().GetInt("transB", 0);
+    auto al = a.attrs().GetFloat("alpha", 1.0), be = a.attrs().GetFloat("beta", 1.0);
+    if (!ta.ok() || !tb.ok() || !al.ok() || !be.ok()) return std::nullopt;
+    trans_a = *ta;
+    trans_b = *tb;
+    alpha = *al;
+    beta = *be;
+    m = trans_a ? as[1] : as[0];
+    k = trans_a ? as[0] : as[1];
+    n = trans_b ? bs[0] : bs[1];
+  } else {
+    if (as.size() < 2 || bs.size() < 2) return std::nullopt;
+    m = as[as.size() - 2];
+    k = as.back();
+    n = bs.back();
+    if (bs[bs.size() - 2] != k) return std::nullopt;
+    std::vector<int64_t> ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+    if (bb.empty() || Prod(bb, 0, bb.size()) == 1) {
+      m *= Prod(ab, 0, ab.size());  // [.., m, k] x [k, n]: one big GEMM
+      stride_b = 0;
+    } else if (ab.empty() || Prod(ab, 0, ab.size()) == 1) {
+      batch = Prod(bb, 0, bb.size());
+      stride_a = 0;
+    } else if (ab == bb) {
+      batch = Prod(ab, 0, ab.size());
+    } else {
+      return std::nullopt;  // broadcast batch dims: generated
+    }
+  }
+  if (m < 1 || n < 1 || k < 1) return std::nullopt;
+
+  LibraryPick p;
+  p.kernel.kind = ser::KernelKind::kLibrary;
+  p.kernel.device = ser::DeviceKind::kCuda;
+  p.kernel.library_op = lib::kCublasGemm;
+  p.kernel.name = codegen::IndexedName("k", index) + "_cublas_gemm";
+  p.args = {In(c.InputIndex(A)), In(c.InputIndex(B))};
+  p.kernel.args = {ArgOf(A, ser::ArgAccess::kRead), ArgOf(B, ser::ArgAccess::kRead)};
+  const ir::Value* bias = nullptr;
+  std::string broadcast = lib::value::kBiasRow;
+  if (is_gemm && a.input(2)) {
+    const ir::Value* C = a.input(2);
+    if (c.InputIndex(C) < 0 || C->type().dtype != ir::DType::kF32) return std::nullopt;
+    int64_t ce = C->type().NumElements();
+    const auto& cs = C->type().shape;
+    bool row = ce == n && (cs.size() == 1 || (cs.size() == 2 && cs[0] == 1));
+    bool full = cs.size() == 2 && cs[0] == m && cs[1] == n;
+    if (row && beta == 1.0) {
+      bias = C;
+    } else if (full) {
+      bias = C;
+      broadcast = lib::value::kBiasFull;
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::string epilogue;
+  const ir::Value* prev = Y;
+  size_t i = 1;
+  for (; i < c.nodes.size(); ++i) {
+    const ir::Node& e = *c.nodes[i];
+    const std::string& op = e.op_type();
+    if (!epilogue.empty()) break;
+    if (op == "Relu") { epilogue = lib::value::kEpilogueRelu; prev = e.output(0); continue; }
+    const ir::Value* other = OtherOperand(e, prev);
+    if (!other || e.output(0)->type() != prev->type()) break;
+    if ((op == "Mul" || (op == "Div" && e.input(0) == prev)) && !bias) {
+      std::optional<double> s = ScalarF32(c.ConstantOf(other));
+      if (!s || (op == "Div" && *s == 0.0)) break;
+      alpha *= op == "Mul" ? *s : 1.0 / *s;
+      prev = e.output(0);
+      continue;
+    }
+    if (op == "Add" && !bias && c.InputIndex(other) >= 0 && other->type().dtype == ir::DType::kF32) {
+      const auto& os = other->type().shape;
+      bool row = other->type().NumElements() == n && !os.empty() && os.back() == n;
+      if (!row) break;
+      bias = other;
+      beta = 1.0;
+      prev = e.output(0);
+      continue;
+    }
+    break;
+  }
+  p.consumed = i;
+  p.value = prev;
+  if (bias) {
+    p.args.push_back(In(c.InputIndex(bias)));
+    p.kernel.args.push_back(ArgOf(bias, ser::ArgAccess::kRead));
+  }
+  p.args.push_back(Out());
+  p.kernel.args.push_back(ArgOf(prev, ser::ArgAccess::kWrite));
+  auto& at = p.kernel.attrs;
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kM, {m}));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kN, {n}));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kK, {k}));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kBatch, {batch}));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kTransA, {trans_a}));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kTransB, {trans_b}));
+  if (stride_a >= 0) at.push_back(ser::AttrDesc::Ints(lib::attr::kStrideA, {stride_a}));
+  if (stride_b >= 0 && batch > 1) at.push_back(ser::AttrDesc::Ints(lib::attr::kStrideB, {stride_b}));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kHasBias, {bias ? 1 : 0}));
+  if (bias) {
+    at.push_back(ser::AttrDesc::Str(lib::attr::kBiasBroadcast, broadcast));
+    at.push_back(ser::AttrDesc::Floats(lib::attr::kBeta, {beta}));
+  }
+  at.push_back(ser::AttrDesc::Floats(lib::attr::kAlpha, {alpha}));
+  at.push_back(ser::AttrDesc::Str(lib::attr::kEpilogue, epilogue));
+  return p;
+}
+
+bool SymmetricPads(const std::vector<int64_t>& pads) {
+  return pads.size() == 4 && pads[0] == pads[2] && pads[1] == pads[3];
+}
+
+std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
+  const ir::Node& a = *c.nodes[0];
+  const ir::Value* X = a.input(0);
+  const ir::Value* W = a.input(1);
+  const ir::Value* B = a.input(2);
+  const ir::Value* Y = a.output(0);
+  if (!X || !W || c.InputIndex(X) < 0 || c.InputIndex(W) < 0 || (B && c.InputIndex(B) < 0)) return std::nullopt;
+  if (X->type().shape.size() != 4 || W->type().shape.size() != 4) return std::nullopt;
+  for (const ir::Value* v : {X, W, Y})
+    if (v->type().dtype != ir::DType::kF32) return std::nullopt;
+  auto pads = a.attrs().GetInts("pads", {0, 0, 0, 0});
+  auto strides = a.attrs().GetInts("strides", {1, 1});
+  auto dil = a.attrs().GetInts("dilations", {1, 1});
+  auto group = a.attrs().GetInt("group", 1);
+  if (!pads.ok() || !strides.ok() || !dil.ok() || !group.ok() || !SymmetricPads(*pads)) return std::nullopt;
+  if (strides->size() != 2 || dil->size() != 2) return std::nullopt;
+
+  LibraryPick p;
+  p.kernel.kind = ser::KernelKind::kLibrary;
+  p.kernel.device = ser::DeviceKind::kCuda;
+  p.kernel.library_op = lib::kCudnnConv2d;
+  p.kernel.name = codegen::IndexedName("k", index) + "_cudnn_conv2d";
+  p.args = {In(c.InputIndex(X)), In(c.InputIndex(W))};
+  p.kernel.args = {ArgOf(X, ser::ArgAccess::kRead), ArgOf(W, ser::ArgAccess::kRead)};
+  if (B) {
+    if (B->type().dtype != ir::DType::kF32 || B->type().shape.size() != 1) return std::nullopt;
+    p.args.push_back(In(c.InputIndex(B)));
+    p.kernel.args.push_back(ArgOf(B, ser::ArgAccess::kRead));
+  }
+  const ir::Value* residual = nullptr;
+  std::string activation;
+  double clip_max = 0;
+  const ir::Value* prev = Y;
+  size_t i = 1;
+  for (; i < c.nodes.size() && activation.empty(); ++i) {
+    const ir::Node& e = *c.nodes[i];
+    const std::string& op = e.op_type();
+    if (op == "Relu") { activation = lib::value::kActivationRelu; prev = e.output(0); continue; }
+    if (op == "Clip") {
+      auto lo = e.attrs().GetFloat("min", -INFINITY), hi = e.attrs().GetFloat("max", INFINITY);
+      if (!lo.ok() || !hi.ok() || *lo != 0.0 || !std::isfinite(*hi) || e.inputs().size() != 1) break;
+      activation = lib::value::kActivationClip;
+      clip_max = *hi;
+      prev = e.output(0);
+      continue;
+    }
+    const ir::Value* other = OtherOperand(e, prev);
+    if (op == "Add" && other && !residual && c.InputIndex(other) >= 0 && other->type() == prev->type() &&
+        e.output(0)->type() == prev->type()) {
+      residual = other;
+      prev = e.output(0);
+      continue;
+    }
+    break;
+  }
+  p.consumed = i;
+  p.value = prev;
+  if (residual) {
+    p.args.push_back(In(c.InputIndex(residual)));
+    p.kernel.args.push_back(ArgOf(residual, ser::ArgAccess::kRead));
+  }
+  p.args.push_back(Out());
+  p.kernel.args.push_back(ArgOf(prev, ser::ArgAccess::kWrite));
+  auto& at = p.kernel.attrs;
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kPads, *pads));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kStrides, *strides));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kDilations, *dil));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kGroup, {*group}));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kHasBias, {B ? 1 : 0}));
+  at.push_back(ser::AttrDesc::Ints(lib::attr::kHasResidual, {residual ? 1 : 0}));
+  at.push_back(ser::AttrDesc::Str(lib::attr::kActivation, activation));
+  if (activation == lib::value::kActivationClip) {
+    at.push_back(ser::AttrDesc::Floats(lib::attr::kClipMin, {0.0}));
+    at.push_back(ser::AttrDesc::Floats(lib::attr::kClipMax, {clip_max}));
+  }
+  return p;
+}
+
+std::optional<LibraryPick> PickPool(const Chain& c, int64_t index) {
+  const ir::Node& a = *c.nodes[0];
+  const ir::Value* X = a.input(0);
+  const ir::Value* Y = a.output(0);
+  if (!X || c.InputIndex(X) < 0 || X->type().shape.size() != 4 || X->type().dtype != ir::DType::kF32) return std::nullopt;
+  auto kernel = a.attrs().GetInts("kernel_shape", {});
+  auto pads = a.attrs().GetInts("pads", {0, 0, 0, 0});
+  auto strides = a.attrs().GetInts("strides", {1, 1});
+  auto dil = a.attrs().GetInts("dilations", {1, 1});
+  auto ceil = a.attrs().GetInt("ceil_mode", 0);
+  auto cip = a.attrs().GetInt("count_include_pad", 0);
+  if (!kernel.ok() || !pads.ok() || !strides.ok() || !dil.ok() || !ceil.ok() || !cip.ok()) return std::nullopt;
+  if (kernel->size() != 2 || strides->size() != 2 || !SymmetricPads(*pads) || *ceil != 0) return std::nullopt;
+  for (int64_t d : *dil)
+    if (d != 1) return std::nullopt;
+  LibraryPick p;
+  p.kernel.kind = ser::KernelKind::kLibrary;
+  p.kernel.device = ser::DeviceKind::kCuda;
+  p.kernel.library_op = lib::kCudnnPool2d;
+  p.kernel.name = codegen::IndexedName("k", index) + "_cudnn_pool2d";
+  p.args = {In(c.InputIndex(X)), Out()};
+  p.kernel.args = {ArgOf(X, ser::ArgAccess::kRead), ArgOf(Y, ser::ArgAccess::kWrite)};
+  std::string mode = a.op_type() == "MaxPool" ? lib::value::kPoolMax
+                     : *cip                   ? lib::value::kPoolAvg
+                                              : lib::value::kPoolAvgExcludePad;
+  p.kernel.attrs = {ser::AttrDesc::Str(lib::attr::kMode, mode), ser::AttrDesc::Ints(lib::attr::kKernel, *kernel),
+                    ser::AttrDesc::Ints(lib::attr::kPads, *pads), ser::AttrDesc::Ints(lib::attr::kStrides, *strides)};
+  p.consumed = 1;
+  p.value = Y;
+  return p;
+}
+
+std::string DescribeLibrary(const ser::KernelDesc& k) {
+  std::ostringstream os;
+  os << k.name << "|" << k.library_op;
+  for (const ser::AttrDesc& a : k.attrs) {
+    os << "|" << a.key << "=" << a.str;
+    for (int64_t v : a.ints) os << "," << v;
+    for (double v : a.floats) os << "," << v;
+  }
+  for (const ser::KernelArgDesc& a : k.args) {
+    os << "|" << static_cast<int>(a.dtype);
+    for (int64_t d : a.shape) os << "," << d;
+  }
+  return os.str();
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const BackendOptions&) { lower_options_.min_parallel_elements = 1; }
+
+  std::string name() const override { return "cuda"; }
+
+  Result<lower::StepKernel> SelectKernel(const ir::Node& node, int64_t index) override {
+    Chain chain(node);
+    if (!chain.nodes.empty()) {
+      const std::string& op = chain.nodes[0]->op_type();
+      std::optional<LibraryPick> pick;
+      if (op == "Gemm" || op == "MatMul") pick = PickGemm(chain, index);
+      else if (op == "Conv") pick = PickConv(chain, index);
+      else if (op == "MaxPool" || op == "AveragePool") pick = PickPool(chain, index);
+      if (pick) {
+        Result<std::optional<lower::StepKernel>> step = WithEpilogue(node, chain, *pick, index);
+        if (!step.ok()) return step.status();
+        if (*step) return std::move(**step);
+      }
+    }
+    return Generated(node, index);
+  }
+
+  Status EmitLibrary(const std::string& library_id, const std::string& path) override {
+    return codegen::EmitCudaKernelLibrary(specs_, library_id, path, target_options_, &info_);
+  }
+
+  TargetInfo target() const override { return {ser::DeviceKind::kCuda, target_options_.arch, "", 256}; }
+
+  std::string Fingerprint() const override { return fingerprint_; }
+
+ private:
+  Result<lower::StepKernel> Generated(const ir::Node& node, int64_t index) {
+    KEEL_ASSIGN_OR_RETURN(codegen::KernelSpec spec, codegen::LowerNodeToKernel(node, index, lower_options_));
+    lower::StepKernel step;
+    KEEL_ASSIGN_OR_RETURN(step.kernel, Describe(spec));
+    step.workspace_bytes = static_cast<uint64_t>(spec.workspace_bytes);
+    Record(std::move(spec));
+    return step;
+  }
+
+  Result<ser::KernelDesc> Describe(const codegen::KernelSpec& spec) {
+    KEEL_ASSIGN_OR_RETURN(codegen::GpuMapping mapping, codegen::CudaKernelMapping(spec, target_options_));
+    ser::KernelDesc k;
+    k.name = spec.name;
+    k.kind = ser::KernelKind::kCudaGenerated;
+    k.device = ser::DeviceKind::kCuda;
+    for (const codegen::KernelArg& arg : spec.args)
+      k.args.push_back({lower::ToSerDType(arg.dtype), arg.shape, static_cast<ser::ArgAccess>(static_cast<uint8_t>(arg.access))});
+    if (spec.workspace_bytes > 0) k.args.push_back({ser::DType::kU8, {spec.workspace_bytes}, ser::ArgAccess::kReadWrite});
+    ser::LaunchDesc launch;
+    launch.grid = {mapping.launch.grid, 1, 1};
+    launch.block = {mapping.launch.block, 1, 1};
+    launch.shared_bytes = mapping.launch.shared_bytes;
+    k.launch = launch;
+    return k;
+  }
+
+  void Record(codegen::KernelSpec spec) {
+    fingerprint_ += spec.kernel ? spec.kernel->ToString() : spec.name;
+    specs_.push_back(std::move(spec));
+  }
+
+  // The library pick alone when it consumed the whole chain; otherwise the pick
+  // plus a generated in-place epilogue; nullopt when the rest cannot run in place.
+  Result<std::optional<lower::StepKernel>> WithEpilogue(const ir::Node& node, const Chain& c, const LibraryPick& p,
+                                                        int64_t index) {
+    lower::StepKernel step;
+    step.kernel = p.kernel;
+    step.args = p.args;
+    if (p.consumed == c.nodes.size()) {
+      fingerprint_ += DescribeLibrary(p.kernel);
+      return std::optional<lower::StepKernel>(std::move(step));
+    }
+    const ir::TensorType& t = p.value->type();
+    for (size_t i = p.consumed; i < c.nodes.size(); ++i) {
+      const ir::Node& e = *c.nodes[i];
+      if (!codegen::IsLowerableOp(e.op_type()) || e.op_type() == "keel.Fused" || e.outputs().size() != 1 ||
+          e.output(0)->type() != t)
+        return std::optional<lower::StepKernel>();
+    }
+    // A synthetic fused node: inputs (the library's result, then the outside
+    // values the remaining ops read), body = clones of the remaining ops.
+    ir::Graph g;
+    auto body = std::make_unique<ir::Graph>();
+    std::map<const ir::Value*, ir::Value*> map;  // chain value -> body value (lookup only)
+    std::vector<ir::Value*> outer_inputs;
+    std::vector<StepArg> args;
+    auto add_input = [&](const ir::Value* v, StepArg arg) {
+      outer_inputs.push_back(g.AddInput(v->name(), v->type()));
+      map[v] = body->AddInput(v->name(), v->type());
+      args.push_back(arg);
+    };
+    add_input(p.value, Out());
+    for (size_t i = p.consumed; i < c.nodes.size(); ++i) {
+      const ir::Node& e = *c.nodes[i];
+      std::vector<ir::Value*> ins;
+      for (const ir::Value* in : e.inputs()) {
+        if (!in) { ins.push_back(nullptr); continue; }
+        if (!map.count(in)) {
+          int idx = c.InputIndex(in);
+          if (idx >= 0) {
+            add_input(in, In(idx));
+          } else if (in->is_constant()) {
+            map[in] = body->AddConstant(in->name(), in->constant());
+          } else {
+            return std::optional<lower::StepKernel>();
+          }
+        }
+        ins.push_back(map[in]);
+      }
+      ir::Node* clone = body->AddNode(e.op_type(), e.name(), ins, 1);
+      clone->attrs() = e.attrs();
+      clone->output(0)->set_type(e.output(0)->type());
+      map[e.output(0)] = clone->output(0);
+    }
+    body->AddOutput(map[c.nodes.back()->output(0)]);
+    ir::Node* fused = g.AddNode("keel.Fused", node.name() + ":epilogue", outer_inputs, 1);
+    fused->output(0)->set_type(t);
+    fused->set_body(std::move(body));
+    g.AddOutput(fused->output(0));
+    // Distinct from every node index (kernel names must be unique).
+    KEEL_ASSIGN_OR_RETURN(codegen::KernelSpec spec,
+                          codegen::LowerNodeToKernel(*fused, 1000000 + index, lower_options_));
+    lower::StepInvocation epi;
+    KEEL_ASSIGN_OR_RETURN(epi.kernel, Describe(spec));
+    if (spec.workspace_bytes > 0) return std::optional<lower::StepKernel>();
+    epi.args = args;
+    epi.args.push_back(Out());
+    step.then.push_back(std::move(epi));
+    fingerprint_ += DescribeLibrary(p.kernel);
+    Record(std::move(spec));
+    return std::optional<lower::StepKernel>(std::move(step));
+  }
+
+  codegen::LowerOptions lower_options_;
+  codegen::NvptxTargetOptions target_options_;
+  codegen::NvptxLibraryInfo info_;
+  std::vector<codegen::KernelSpec> specs_;
+  std::string fingerprint_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& options) {
+  return std::unique_ptr<Backend>(new CudaBackend(options));
+}
+
+}  // namespace keel::driver
