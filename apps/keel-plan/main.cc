@@ -62,7 +62,9 @@ int Error(const std::string& message) {
   return 1;
 }
 
-// Progress of one slow strategy on stderr, redrawn when the percentage changes.
+// Progress of one slow strategy on stderr, redrawn when the percentage grows.
+// Only increases are shown: `best` hands its options (and so this callback) to
+// the candidates it runs, whose own fractions restart from 0.
 struct Progress {
   std::string name;
   int last_percent = -1;
@@ -71,7 +73,7 @@ struct Progress {
 void OnProgress(void* user, double fraction) {
   auto* p = static_cast<Progress*>(user);
   const int percent = static_cast<int>(fraction * 100.0 + 0.5);
-  if (percent == p->last_percent) return;
+  if (percent <= p->last_percent) return;
   p->last_percent = percent;
   std::fprintf(stderr, "\rkeel-plan: %s %3d%%", p->name.c_str(), percent);
   std::fflush(stderr);

@@ -377,8 +377,8 @@ std::vector<uint64_t> LiveBytes(const PlanReport& r) {
   return live;
 }
 
-void HtmlPlan(const PlanReport& r, size_t index, const std::vector<uint64_t>& live, uint64_t common_height,
-              const ReportFormat& format, std::ostream& out) {
+void HtmlPlan(const PlanReport& r, size_t index, const std::vector<uint64_t>& live, const ReportFormat& format,
+              std::ostream& out) {
   const StrategyResult& s = r.results[index];
   if (!s.ok()) {
     out << "<div class=\"plan\" data-index=\"" << index << "\"><h2>" << HtmlEscape(s.name)
@@ -388,7 +388,10 @@ void HtmlPlan(const PlanReport& r, size_t index, const std::vector<uint64_t>& li
   const Plan& p = s.plan;
   const Layout layout = LayoutOf(p);
   const uint64_t own = std::max<uint64_t>(layout.height, 1);
-  const uint64_t shown = std::max<uint64_t>(common_height, 1);
+  // Each plan starts on its own scale (naive and dynamic would flatten the others
+  // on a common one); the page's checkbox switches every plan to the common scale
+  // (body's data-max).
+  const uint64_t shown = own;
   const int32_t w = std::max<int32_t>(r.num_steps, 1);
   out << "<div class=\"plan\" data-index=\"" << index << "\" data-height=\"" << own << "\"><h2>" << HtmlEscape(s.name);
   if (p.strategy != s.name) out << " (" << HtmlEscape(p.strategy) << ")";
@@ -476,11 +479,11 @@ std::string ToHtml(const PlanReport& r, const ReportFormat& format) {
   for (size_t i = 0; i < r.results.size(); ++i) {
     out << "<option value=\"" << i << "\">" << HtmlEscape(r.results[i].name) << "</option>";
   }
-  out << "</select> <label><input type=\"checkbox\" id=\"common\" checked> same scale for every plan</label>"
+  out << "</select> <label><input type=\"checkbox\" id=\"common\"> same scale for every plan</label>"
          " <span>x: step, y: address (arenas stacked)</span><span style=\"color:#c00\">── peak-live bound</span>"
          "<span style=\"color:#06c\">- - positional-max bound (objects form)</span>"
          "<span style=\"color:#777\">── live bytes</span></div>\n";
-  for (size_t i = 0; i < r.results.size(); ++i) HtmlPlan(r, i, live, common, format, out);
+  for (size_t i = 0; i < r.results.size(); ++i) HtmlPlan(r, i, live, format, out);
   out << "<script>\n" << kScript << "\n</script>\n</body></html>\n";
   return out.str();
 }
