@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The GPU round, in two halves (the GPU machine has no LLVM, so models are
+# compiled here and shipped):
+#
+#   scripts/gpu-check.sh prepare [MODELS] [BATCHES]   # here: build, compile for CUDA, stage .gpu/round
+#   (device) bash .gpu/round/run.sh                   # there: tests, end-to-end checks, benchmarks
+#
+# MODELS: comma list (default: squeezenet1_1,mobilenet_v2,tiny_bert); BATCHES: comma list
+# (default: 1). A call's carry is limited to 64 MiB, so ResNet-18 (45 MB of weights)
+# goes in a round of its own. run.sh writes everything under $OUT (results.txt: the
+# summary table; *.log: full outputs) and prints the table.
+#
+# Batch B > 1 inputs are B copies of the model's bundled input, so every batch row
+# must match the single-input PyTorch reference.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "${1:-}" = prepare ] || { echo "usage: scripts/gpu-check.sh prepare [MODELS] [BATCHES]"; exit 2; }
+models=${2:-squeezenet1_1,mobilenet_v2,tiny_bert}
+batches=${3:-1}
+shared=${KEEL_SHARED_DIR:-../shared}
+stage=.gpu/round
+rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/lib" "$stage/models"
+
+scripts/setup.sh
+scripts/build.sh -DKEEL_CUDA=ON
+cmake --build build --target keelc keel-run keel-bench keel_cuda_vm_test keel_cuda_library_kernels_test -j"$(nproc)"
+cp build/bin/keel-run build/bin/keel-bench build/bin/keel_cuda_vm_test build/bin/keel_cuda_library_kernels_test "$stage/bin/"
+cp build/tests/vm/cuda/libkeel_cuda_test_kernels*.so "$stage/lib/"
+cp "$shared/anchors/torch_latency.py" "$stage/"
+cp scripts/gpu-run.sh "$stage/run.sh"
+
+: >"$stage/models.txt"
+for m in ${models//,/ }; do
+  cp "$shared/models/$m.input.bin" "$shared/models/$m.output.bin" "$shared/models/$m.json" "$stage/models/"
+  shape=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['inputs'][0]['shape'][1:])))" "$shared/models/$m.json")
+  for b in ${batches//,/ }; do
+    build/bin/keelc "$shared/models/$m.onnx" -o "$stage/models/$m.b$b.keel" --target cuda \
+      --input-shape "input=$b,$shape" | tee "$stage/models/$m.b$b.keelc.txt"
+    echo "$m $b" >>"$stage/models.txt"
+  done
+done
+du -sh "$stage"
