@@ -3,8 +3,12 @@
 # GPU machine from the repository root, writes under $OUT, prints the summary.
 set -u
 R=$(cd "$(dirname "$0")" && pwd)
-OUT=${OUT:-/tmp/keel-gpu-out}
-mkdir -p "$OUT"
+FINAL=${OUT:-/tmp/keel-gpu-out}
+mkdir -p "$FINAL"
+# Work in a scratch folder; only results.txt and one archive of the logs go back
+# (the device tool returns at most 8 files).
+OUT=$(mktemp -d /tmp/keel-gpu.XXXXXX)
+trap 'cp "$OUT/results.txt" "$FINAL/" 2>/dev/null; tar -czf "$FINAL/logs.tar.gz" -C "$OUT" --exclude="*.bin" . 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:$R/lib:${LD_LIBRARY_PATH:-}
 export KEEL_CUDA_TEST_LIB_DIR=$R/lib PYTHONUNBUFFERED=1
 res=$OUT/results.txt
@@ -79,4 +83,4 @@ for line in open(root + "/models.txt"):
     print("%-14s %5d %10.3f %12.3f %12.3f %8.2f %14.2f %14.2f" % (m, b, k["median_ms"], t["cudagraph_ms"], t["eager_ms"],
           k["median_ms"] / t["cudagraph_ms"], keel_mib, t["peak_activation_bytes"] / 1048576))
 PY
-echo "(full logs under \$OUT)"
+echo "(logs: logs.tar.gz under \$OUT)"
