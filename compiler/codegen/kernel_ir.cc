@@ -76,7 +76,7 @@ const char* BinaryOpName(BinaryOp op) {
 }
 
 const char* LoopKindName(LoopKind kind) {
-  static const char* kNames[] = {"for", "parallel for", "vectorize for", "unroll for", "novectorize for"};
+  static const char* kNames[] = {"for", "parallel for", "vectorize for", "unroll for", "novectorize for", "lanes for"};
   return kNames[static_cast<int>(kind)];
 }
 
@@ -308,6 +308,15 @@ Stmt KernelFunc::Store(int buffer, std::vector<Expr> indices, Expr value) const 
 
 namespace {
 
+// True when `s` is a store or a block of stores (what a kLanes body may hold).
+bool OnlyStores(const StmtNode& s) {
+  if (s.kind == StmtKind::kStore) return true;
+  if (s.kind != StmtKind::kBlock) return false;
+  for (const Stmt& c : s.body)
+    if (!OnlyStores(*c)) return false;
+  return true;
+}
+
 class Verifier {
  public:
   explicit Verifier(const KernelFunc& k) : k_(k) {}
@@ -390,6 +399,13 @@ class Verifier {
         }
         if (s.loop == LoopKind::kUnroll && (!s.begin.IsIntConst() || !s.end.IsIntConst()))
           return Err("unrolled loop with non-constant bounds");
+        if (s.loop == LoopKind::kLanes) {
+          if (!s.begin.IsIntConst() || !s.end.IsIntConst()) return Err("lanes loop with non-constant bounds");
+          const int64_t n = s.end.int_value() - s.begin.int_value();
+          if (n < 1 || n > kMaxLanes) return Err("lanes loop with " + std::to_string(n) + " lanes");
+          for (const Stmt& c : s.body)
+            if (!OnlyStores(*c)) return Err("lanes loop body holds a statement other than a store");
+        }
         if (!bound_.insert(s.var->int_value).second) return Err("loop variable rebound");
         for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(VisitStmt(*c, inner));
         bound_.erase(s.var->int_value);

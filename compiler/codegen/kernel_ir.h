@@ -145,7 +145,17 @@ enum class StmtKind : uint8_t { kBlock, kFor, kStore, kIf };
 // spread over threads; kVectorize: vectorize across iterations; kUnroll: fully
 // unrolled (constant bounds); kNoVectorize: a serial loop whose body is already
 // register-blocked (e.g. the GEMM micro-kernel's k loop), never vectorized across.
-enum class LoopKind : uint8_t { kSerial, kParallel, kVectorize, kUnroll, kNoVectorize };
+// kLanes: constant bounds; the iterations run in lockstep as the lanes of one
+// SIMD vector (end - begin lanes, at most kMaxLanes): each statement of the
+// body is executed for every lane before the next one. The body holds only
+// stores (and blocks of stores); iterations must be independent (no lane reads
+// what another lane writes). A back end without SIMD emission may run it as a
+// serial loop: the result is the same. The CPU back end emits it directly as
+// vector code (unit-stride accesses become vector loads/stores, lane-invariant
+// ones scalars, others gathers/scatters) instead of relying on auto-vectorizers.
+// (Appended last: the numbering of the older kinds is unchanged.)
+enum class LoopKind : uint8_t { kSerial, kParallel, kVectorize, kUnroll, kNoVectorize, kLanes };
+inline constexpr int64_t kMaxLanes = 64;
 
 const char* LoopKindName(LoopKind kind);
 

@@ -7,6 +7,14 @@
 // ctx->parallel_for, loads/stores linearize their multi-dimensional index
 // row-major. Float math carries `reassoc contract` so reductions vectorize and
 // multiply-adds fuse into FMA.
+//
+// kLanes loops are emitted as explicit SIMD code (no auto-vectorizer involved):
+// inside one, every expression is either uniform (a scalar) or varying (an
+// LLVM vector with one element per lane). An access whose linear index is
+// affine in the lane variable with stride 1 becomes one vector load/store, a
+// lane-invariant one stays scalar, anything else becomes a gather/scatter.
+// Index pairs (e / S, e % S) over a dimension of size S linearize to e, which
+// keeps accesses through delinearized indices (conv outputs) unit-stride.
 #include "compiler/codegen/llvm_cpu_kernel.h"
 
 #include <llvm/IR/BasicBlock.h>
@@ -20,6 +28,7 @@
 #include <llvm/IR/Module.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace keel::codegen {
@@ -52,7 +61,7 @@ void CollectLocals(const KernelFunc& k, const StmtNode& s, std::set<int>& out) {
 bool ContainsUnroll(const StmtNode& s) {
   for (const Stmt& c : s.body) {
     if (c->kind == StmtKind::kFor) {
-      if (c->loop == LoopKind::kUnroll) return true;
+      if (c->loop == LoopKind::kUnroll || c->loop == LoopKind::kLanes) return true;
       continue;
     }
     if (ContainsUnroll(*c)) return true;
@@ -133,6 +142,13 @@ class CpuKernelEmitter {
     f->addFnAttr(llvm::Attribute::NoUnwind);
     if (!attrs_.cpu.empty()) f->addFnAttr("target-cpu", attrs_.cpu);
     if (!attrs_.features.empty()) f->addFnAttr("target-features", attrs_.features);
+    // With AVX-512, LLVM's generic tuning prefers 256-bit vectors and keeps
+    // 512-bit types illegal: ask for zmm registers (32 of them, which is what
+    // the wide GEMM register tiles are sized for).
+    if (attrs_.features.find("+avx512f") != std::string::npos) {
+      f->addFnAttr("prefer-vector-width", "512");
+      f->addFnAttr("min-legal-vector-width", "512");
+    }
   }
 
   // Emits `body` into r.fn starting with a fresh entry block; allocates the
@@ -199,21 +215,185 @@ class CpuKernelEmitter {
     return g;
   }
 
+  // The row-major linear index of `indices` as (term, element stride) pairs;
+  // a pair (e / S, e % S) over a dimension of size S is one term e (valid for
+  // in-bounds indices, where e >= 0).
+  static std::vector<std::pair<Expr, int64_t>> LinearTerms(const Buffer& buf, const std::vector<Expr>& indices) {
+    std::vector<std::pair<Expr, int64_t>> terms;
+    int64_t stride = 1;
+    for (size_t i = indices.size(); i-- > 0;) {
+      const Expr& x = indices[i];
+      if (i > 0 && x->kind == ExprKind::kBinary && x->binary == BinaryOp::kMod && x->operands[1].IsIntConst(buf.shape[i])) {
+        const Expr& hi = indices[i - 1];
+        if (hi->kind == ExprKind::kBinary && hi->binary == BinaryOp::kDiv && hi->operands[1].IsIntConst(buf.shape[i]) &&
+            hi->operands[0].get() == x->operands[0].get()) {
+          terms.emplace_back(x->operands[0], stride);
+          stride *= buf.shape[i] * buf.shape[i - 1];
+          --i;
+          continue;
+        }
+      }
+      terms.emplace_back(x, stride);
+      stride *= buf.shape[i];
+    }
+    return terms;
+  }
+
   llvm::Value* Address(Region& r, int buffer, const std::vector<Expr>& indices) {
     const Buffer& buf = k_.buffer(buffer);
     llvm::Value* base = BufferBase(r, buf);
     if (!base) return nullptr;
     llvm::Value* linear = nullptr;
-    int64_t stride = 1;
-    for (size_t i = indices.size(); i-- > 0;) {
-      llvm::Value* idx = EmitExpr(r, indices[i]);
+    for (const auto& [x, stride] : LinearTerms(buf, indices)) {
+      llvm::Value* idx = EmitExpr(r, x);
       if (!idx) return nullptr;
-      llvm::Value* term = stride == 1 ? idx : b_.CreateMul(idx, b_.getInt64(stride), "", false, true);
+      llvm::Value* term =
+          stride == 1 ? idx : b_.CreateMul(idx, llvm::ConstantInt::get(idx->getType(), static_cast<uint64_t>(stride)), "", false, true);
+      if (linear) Match(linear, term);
       linear = linear ? b_.CreateAdd(linear, term, "", false, true) : term;
-      stride *= buf.shape[i];
     }
     if (!linear) linear = b_.getInt64(0);
     return b_.CreateInBoundsGEP(MemType(buf.dtype), base, linear);
+  }
+
+  // ---- kLanes emission ----
+
+  static bool IsWide(const llvm::Value* v) { return v->getType()->isVectorTy(); }
+  llvm::Value* Splat(llvm::Value* v) { return IsWide(v) ? v : b_.CreateVectorSplat(lanes_, v); }
+  void Match(llvm::Value*& a, llvm::Value*& b) {
+    if (IsWide(a) != IsWide(b)) { a = Splat(a); b = Splat(b); }
+  }
+
+  bool UsesLane(const Expr& e) const {
+    if (e.is_null()) return false;
+    if (e->kind == ExprKind::kVar) return e->int_value == lane_var_;
+    for (const Expr& o : e->operands)
+      if (UsesLane(o)) return true;
+    return false;
+  }
+
+  // The coefficient of the lane variable when `e` is affine in it (other
+  // variables and loads not involving it count as constants), else nullopt.
+  std::optional<int64_t> LaneStride(const Expr& e) const {
+    if (!UsesLane(e)) return 0;
+    switch (e->kind) {
+      case ExprKind::kVar: return 1;
+      case ExprKind::kBinary: {
+        if (e->binary != BinaryOp::kAdd && e->binary != BinaryOp::kSub && e->binary != BinaryOp::kMul) return std::nullopt;
+        std::optional<int64_t> a = LaneStride(e->operands[0]), b = LaneStride(e->operands[1]);
+        if (!a || !b) return std::nullopt;
+        if (e->binary == BinaryOp::kAdd) return *a + *b;
+        if (e->binary == BinaryOp::kSub) return *a - *b;
+        if (*b == 0 && e->operands[1].IsIntConst()) return *a * e->operands[1].int_value();
+        if (*a == 0 && e->operands[0].IsIntConst()) return *b * e->operands[0].int_value();
+        return std::nullopt;
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  std::optional<int64_t> LinearLaneStride(const Buffer& buf, const std::vector<Expr>& indices) const {
+    int64_t total = 0;
+    for (const auto& [x, stride] : LinearTerms(buf, indices)) {
+      std::optional<int64_t> s = LaneStride(x);
+      if (!s) return std::nullopt;
+      total += *s * stride;
+    }
+    return total;
+  }
+
+  // The address of lane 0 (all lane-dependent values evaluated as scalars).
+  llvm::Value* AddressAtFirstLane(Region& r, int buffer, const std::vector<Expr>& indices) {
+    std::map<const ExprNode*, llvm::Value*> saved;
+    saved.swap(memo_);
+    lane_scalar_ = true;
+    llvm::Value* addr = Address(r, buffer, indices);
+    lane_scalar_ = false;
+    memo_.swap(saved);
+    return addr;
+  }
+
+  // Per-lane addresses: base + stride * lane for affine accesses, else the
+  // index evaluated per lane. Returns {address, unit_stride}.
+  std::pair<llvm::Value*, bool> LaneAddress(Region& r, int buffer, const std::vector<Expr>& indices) {
+    const Buffer& buf = k_.buffer(buffer);
+    std::optional<int64_t> stride = LinearLaneStride(buf, indices);
+    if (stride) {
+      llvm::Value* first = AddressAtFirstLane(r, buffer, indices);
+      if (!first || *stride == 1) return {first, true};
+      std::vector<llvm::Constant*> offs;
+      for (unsigned l = 0; l < lanes_; ++l) offs.push_back(b_.getInt64(static_cast<uint64_t>(*stride * l)));
+      return {b_.CreateGEP(MemType(buf.dtype), first, llvm::ConstantVector::get(offs)), false};
+    }
+    llvm::Value* addr = Address(r, buffer, indices);
+    if (addr && !IsWide(addr)) addr = b_.CreateVectorSplat(lanes_, addr);
+    return {addr, false};
+  }
+
+  llvm::Value* LaneLoad(Region& r, const Expr& e) {
+    const Buffer& buf = k_.buffer(e->buffer);
+    llvm::Type* t = MemType(buf.dtype);
+    llvm::Value* v = nullptr;
+    bool uniform = true;
+    for (const Expr& i : e->operands) uniform = uniform && !UsesLane(i);
+    if (uniform) {
+      llvm::Value* addr = Address(r, e->buffer, e->operands);
+      if (!addr) return nullptr;
+      v = b_.CreateLoad(t, addr);
+    } else {
+      auto [addr, unit] = LaneAddress(r, e->buffer, e->operands);
+      if (!addr) return nullptr;
+      llvm::Type* vt = llvm::FixedVectorType::get(t, lanes_);
+      llvm::Align align(buf.dtype == DType::kF64 || buf.dtype == DType::kI64 ? 8 : buf.dtype == DType::kF32 || buf.dtype == DType::kI32 ? 4 : 1);
+      v = unit ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(vt, addr, align))
+               : b_.CreateMaskedGather(vt, addr, align, llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)));
+    }
+    if (buf.dtype == DType::kBool) v = b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    return v;
+  }
+
+  Status LaneStore(Region& r, const StmtNode& s) {
+    memo_.clear();
+    const Buffer& buf = k_.buffer(s.buffer);
+    llvm::Value* v = EmitExpr(r, s.value);
+    if (!v) return Fail("bad store");
+    if (buf.dtype == DType::kBool) v = b_.CreateZExt(v, IsWide(v) ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getInt8Ty(), lanes_)) : b_.getInt8Ty());
+    bool uniform = true;
+    for (const Expr& i : s.indices) uniform = uniform && !UsesLane(i);
+    if (uniform) {
+      // Every lane writes the same element: the last lane's value is what a serial loop leaves.
+      llvm::Value* addr = Address(r, s.buffer, s.indices);
+      if (!addr) return Fail("bad store");
+      if (IsWide(v)) v = b_.CreateExtractElement(v, static_cast<uint64_t>(lanes_ - 1));
+      b_.CreateStore(v, addr);
+    } else {
+      auto [addr, unit] = LaneAddress(r, s.buffer, s.indices);
+      if (!addr) return Fail("bad store");
+      llvm::Align align(buf.dtype == DType::kF64 || buf.dtype == DType::kI64 ? 8 : buf.dtype == DType::kF32 || buf.dtype == DType::kI32 ? 4 : 1);
+      if (unit) b_.CreateAlignedStore(Splat(v), addr, align);
+      else b_.CreateMaskedScatter(Splat(v), addr, align, llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)));
+    }
+    memo_.clear();
+    return status_;
+  }
+
+  Status EmitLanes(Region& r, const StmtNode& s) {
+    const int64_t begin = s.begin.int_value(), n = s.end.int_value() - begin;
+    if (n <= 1 || lane_var_ >= 0) {
+      // One lane (or a kLanes loop inside another, which Verify rejects): plain code.
+      for (int64_t i = begin; i < begin + n; ++i) {
+        r.vars[s.var->int_value] = b_.getInt64(static_cast<uint64_t>(i));
+        for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
+      }
+      r.vars.erase(s.var->int_value);
+      return status_;
+    }
+    lane_var_ = s.var->int_value;
+    lanes_ = static_cast<unsigned>(n);
+    lane_begin_ = begin;
+    for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
+    lane_var_ = -1;
+    return status_;
   }
 
   llvm::Value* Intrinsic1(llvm::Intrinsic::ID id, llvm::Value* a) {
@@ -222,6 +402,13 @@ class CpuKernelEmitter {
   }
 
   llvm::Value* LibCall(const std::string& f32_name, const std::string& f64_name, llvm::Value* a) {
+    if (IsWide(a)) {  // no vector variant: one call per lane
+      llvm::Value* out = llvm::PoisonValue::get(a->getType());
+      for (unsigned l = 0; l < lanes_; ++l)
+        out = b_.CreateInsertElement(out, LibCall(f32_name, f64_name, b_.CreateExtractElement(a, static_cast<uint64_t>(l))),
+                                     static_cast<uint64_t>(l));
+      return out;
+    }
     bool f32 = a->getType()->isFloatTy();
     llvm::FunctionCallee f = m_.getOrInsertFunction(f32 ? f32_name : f64_name,
                                                    llvm::FunctionType::get(a->getType(), {a->getType()}, false));
@@ -239,6 +426,7 @@ class CpuKernelEmitter {
   llvm::Value* ConvertTo(llvm::Value* v, DType from, DType to) {
     if (from == to) return v;
     llvm::Type* t = RegType(to);
+    if (IsWide(v)) t = llvm::FixedVectorType::get(t, lanes_);
     bool fsrc = IsFloat(from), fdst = IsFloat(to);
     bool usrc = from == DType::kU8 || from == DType::kBool;
     if (to == DType::kBool) {
@@ -268,11 +456,18 @@ class CpuKernelEmitter {
       case ExprKind::kFloatConst:
         return llvm::ConstantFP::get(RegType(e->type), e->float_value);
       case ExprKind::kVar: {
+        if (lane_var_ >= 0 && e->int_value == lane_var_) {
+          if (lane_scalar_) return b_.getInt64(static_cast<uint64_t>(lane_begin_));
+          std::vector<llvm::Constant*> iota;
+          for (unsigned l = 0; l < lanes_; ++l) iota.push_back(b_.getInt64(static_cast<uint64_t>(lane_begin_ + l)));
+          return llvm::ConstantVector::get(iota);
+        }
         auto it = r.vars.find(e->int_value);
         if (it == r.vars.end()) { (void)Fail("unbound variable"); return nullptr; }
         return it->second;
       }
       case ExprKind::kLoad: {
+        if (lane_var_ >= 0 && !lane_scalar_) return LaneLoad(r, e);
         llvm::Value* addr = Address(r, e->buffer, e->operands);
         if (!addr) return nullptr;
         const Buffer& buf = k_.buffer(e->buffer);
@@ -289,6 +484,7 @@ class CpuKernelEmitter {
         llvm::Value* a = EmitExpr(r, e->operands[1]);
         llvm::Value* b = EmitExpr(r, e->operands[2]);
         if (!c || !a || !b) return nullptr;
+        if (IsWide(c) || IsWide(a) || IsWide(b)) { c = Splat(c); a = Splat(a); b = Splat(b); }
         return b_.CreateSelect(c, a, b);
       }
       case ExprKind::kUnary: {
@@ -327,6 +523,7 @@ class CpuKernelEmitter {
     llvm::Value* a = EmitExpr(r, e->operands[0]);
     llvm::Value* b = EmitExpr(r, e->operands[1]);
     if (!a || !b) return nullptr;
+    Match(a, b);
     DType t = e->operands[0].type();
     bool fl = IsFloat(t);
     bool uns = t == DType::kU8 || t == DType::kBool;
@@ -364,6 +561,7 @@ class CpuKernelEmitter {
         for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
         return status_;
       case StmtKind::kStore: {
+        if (lane_var_ >= 0) return LaneStore(r, s);
         memo_.clear();
         llvm::Value* v = EmitExpr(r, s.value);
         llvm::Value* addr = Address(r, s.buffer, s.indices);
@@ -395,6 +593,7 @@ class CpuKernelEmitter {
       }
       case StmtKind::kFor:
         if (s.loop == LoopKind::kParallel) return EmitParallel(r, s);
+        if (s.loop == LoopKind::kLanes) return EmitLanes(r, s);
         if (s.loop == LoopKind::kUnroll) {
           for (int64_t i = s.begin.int_value(); i < s.end.int_value(); ++i) {
             r.vars[s.var->int_value] = b_.getInt64(static_cast<uint64_t>(i));
@@ -555,6 +754,10 @@ class CpuKernelEmitter {
   int next_parallel_ = 0;
   std::map<int, llvm::GlobalVariable*> constants_;
   std::map<const ExprNode*, llvm::Value*> memo_;  // lookup only; cleared per statement
+  int64_t lane_var_ = -1;    // the variable of the kLanes loop being emitted, or -1
+  unsigned lanes_ = 0;       // its lane count
+  int64_t lane_begin_ = 0;   // its first value
+  bool lane_scalar_ = false;  // evaluating the first lane as scalars (unit-stride addresses)
   Status status_;
 };
 

@@ -8,8 +8,11 @@
 //      sees unit-stride panels;
 //   2. parallel over (M-block, N-block) tasks; inside, K is split into KC blocks
 //      (partial sums of earlier K blocks go to a padded workspace C buffer), and
-//      each MR x NR register tile is one fully unrolled micro-kernel whose
-//      accumulators LLVM keeps in vector registers (SROA + SLP, FMA);
+//      each MR x NR register tile is one micro-kernel: MR unrolled rows of one
+//      NR-lane vector statement (LoopKind::kLanes, emitted as explicit SIMD:
+//      broadcast A, vector load of B, FMA into accumulators that SROA keeps in
+//      vector registers; no reliance on the SLP vectorizer, which turned some
+//      tiles into shuffles and spills);
 //   3. the last K block applies the epilogue (bias, activation, residual...) and
 //      stores through `store`, with a guarded path for edge tiles.
 #include <algorithm>
@@ -52,17 +55,22 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {Mt * MR, Np * NR}) : -1;
   int acc = k.AddLocal(tag + "_acc", DType::kF32, {MR * NR});
 
-  // 1. Pack B.
+  // 1. Pack B: full panels read B unguarded (unit-stride B rows become vector
+  // loads), the tail panel (N % NR != 0) is zero padded.
   Stmt pack;
   {
-    Expr p = k.NewVar("p"), kk = k.NewVar("kk"), j = k.NewVar("j");
-    Expr n = p * NR + j;
-    Expr v = N % NR == 0 ? Cast(g.b(kk, n), DType::kF32)
-                         : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
-    Stmt st = k.Store(bp, {(p * K + kk) * NR + j}, v);
+    Expr p = k.NewVar("p");
+    auto panel = [&](bool tail) {
+      Expr kk = k.NewVar("kk"), j = k.NewVar("j");
+      Expr n = p * NR + j;
+      Expr v = !tail ? Cast(g.b(kk, n), DType::kF32)
+                     : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
+      return For(kk, 0, K, LoopKind::kSerial,
+                 For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {(p * K + kk) * NR + j}, v)));
+    };
+    Stmt body = N % NR == 0 ? panel(false) : If(p < N / NR, panel(false), panel(true));
     bool par = Np > 1 && Np * K * NR >= (1 << 14);
-    pack = For(p, 0, Np, par ? LoopKind::kParallel : LoopKind::kSerial,
-               For(kk, 0, K, LoopKind::kSerial, For(j, 0, NR, LoopKind::kVectorize, st)));
+    pack = For(p, 0, Np, par ? LoopKind::kParallel : LoopKind::kSerial, body);
   }
 
   // 2. Compute.
@@ -72,44 +80,50 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
 
   auto acc_at = [&](int64_t i, int64_t j) { return k.Load(acc, {Expr(i * NR + j)}); };
+  // One NR-lane vector statement per tile row: rows(f(i, j)) = MR unrolled kLanes loops.
+  auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
+    std::vector<Stmt> out;
+    for (int64_t i = 0; i < MR; ++i) {
+      Expr j = k.NewVar("j");
+      out.push_back(For(j, 0, NR, LoopKind::kLanes, f(i, j)));
+    }
+    return Block(std::move(out));
+  };
+  auto acc_lane = [&](int64_t i, Expr j) { return k.Load(acc, {i * NR + j}); };
   std::vector<Stmt> tile;
   // init
   {
-    std::vector<Stmt> zero, reload;
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) {
-        zero.push_back(k.Store(acc, {Expr(i * NR + j)}, FloatConst(0)));
-        if (cpart >= 0) reload.push_back(k.Store(acc, {Expr(i * NR + j)}, k.Load(cpart, {m0 + i, n0 + j})));
-      }
-    tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, 0), Block(std::move(zero)), Block(std::move(reload))) : Block(std::move(zero)));
+    Stmt zero = rows([&](int64_t i, Expr j) { return k.Store(acc, {i * NR + j}, FloatConst(0)); });
+    Stmt reload = cpart >= 0 ? rows([&](int64_t i, Expr j) {
+      return k.Store(acc, {i * NR + j}, k.Load(cpart, {m0 + i, n0 + j}));
+    }) : nullptr;
+    tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, 0), zero, reload) : zero);
   }
   // k loop: acc[i][j] += A(m0+i, kk) * Bp[p][kk][j]
   {
     Expr kk = k.NewVar("kk");
-    std::vector<Stmt> body;
-    for (int64_t i = 0; i < MR; ++i) {
+    Stmt body = rows([&](int64_t i, Expr j) {
       Expr row = M % MR == 0 ? m0 + i : Min(m0 + i, M - 1);  // clamped rows compute garbage never stored
       Expr a = Cast(g.a(row, kk), DType::kF32);
-      for (int64_t j = 0; j < NR; ++j) {
-        Expr b = k.Load(bp, {(p * K + kk) * NR + j});
-        body.push_back(k.Store(acc, {Expr(i * NR + j)}, acc_at(i, j) + a * b));
-      }
-    }
-    tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, Block(std::move(body))));
+      Expr b = k.Load(bp, {(p * K + kk) * NR + j});
+      return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
+    });
+    tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
   }
   // store
   {
-    std::vector<Stmt> full, edge, partial;
+    std::vector<Stmt> full, edge;
+    full.push_back(rows([&](int64_t i, Expr j) { return g.store(m0 + i, n0 + j, acc_lane(i, j)); }));
+    Stmt partial = cpart >= 0 ? rows([&](int64_t i, Expr j) { return k.Store(cpart, {m0 + i, n0 + j}, acc_lane(i, j)); })
+                              : nullptr;
     for (int64_t i = 0; i < MR; ++i)
       for (int64_t j = 0; j < NR; ++j) {
-        full.push_back(g.store(m0 + i, n0 + j, acc_at(i, j)));
         edge.push_back(If((m0 + i < M) && (n0 + j < N), g.store(m0 + i, n0 + j, acc_at(i, j))));
-        if (cpart >= 0) partial.push_back(k.Store(cpart, {m0 + i, n0 + j}, acc_at(i, j)));
       }
     Stmt final_store = (M % MR == 0 && N % NR == 0)
                            ? Block(std::move(full))
                            : If((m0 + MR <= M) && (n0 + NR <= N), Block(std::move(full)), Block(std::move(edge)));
-    tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), final_store, Block(std::move(partial))) : final_store);
+    tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), final_store, partial) : final_store);
   }
   Stmt tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
                    For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, Block(std::move(tile))));
