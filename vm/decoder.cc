@@ -11,6 +11,7 @@
 #include <string>
 
 #include "serialization/executable_reader.h"
+#include "vm/cpu/cpu_features.h"
 #include "vm/executable.h"
 
 namespace keel::vm_internal {
@@ -460,6 +461,12 @@ Status ResolveLibrary(LoadedExecutable& out, const ser::ExecutableView& view, co
   if (path.empty()) {
     return InvalidArgument("the executable needs kernel library \"" + id +
                            "\": pass LoadOptions::library_path when loading from memory");
+  }
+  if (view.root->targets() != nullptr) {
+    for (const auto* target : *view.root->targets()) {
+      if (target->device() != keel::fb::DeviceKind::cpu || target->features() == nullptr) continue;
+      KEEL_RETURN_IF_ERROR(CheckHostCpuFeatures(target->features()->string_view()));
+    }
   }
   KEEL_ASSIGN_OR_RETURN(out.library, KernelLibrary::Open(path, id));
   out.library_path = path;
