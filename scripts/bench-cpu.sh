@@ -22,7 +22,7 @@ if ! /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
 fi
 
 for m in "${models[@]}"; do
-  build/bin/keelc "$shared/models/$m.onnx" -o "$out/$m.keel" -q
+  build/bin/keelc "$shared/models/$m.onnx" -o "$out/$m.keel" >"$out/$m.keelc.txt"
   build/bin/keel-bench "$out/$m.keel" --threads "$threads" --input "input=$shared/models/$m.input.bin" \
     --name "$m" --json --warmup 3 --iterations 20 --min-seconds 1 >"$out/$m.keel.json"
 done
@@ -33,9 +33,12 @@ done
 import json, sys
 out, models = sys.argv[1], sys.argv[2:]
 torch = {r["model"]: r for r in json.load(open(out + "/torch.json"))}
-print("%-14s %8s %12s %12s %10s" % ("model", "threads", "keel ms", "torch ms", "keel/torch"))
+import re
+print("%-14s %10s %8s %12s %12s %10s" % ("model", "compile s", "threads", "keel ms", "torch ms", "keel/torch"))
 for m in models:
     k = json.load(open("%s/%s.keel.json" % (out, m)))
     t = torch[m]
-    print("%-14s %8d %12.3f %12.3f %10.2f" % (m, k["threads"], k["median_ms"], t["eager_ms"], k["median_ms"] / t["eager_ms"]))
+    compile_s = float(re.search(r"compiled in ([\d.]+) s", open("%s/%s.keelc.txt" % (out, m)).read()).group(1))
+    print("%-14s %10.2f %8d %12.3f %12.3f %10.2f" % (m, compile_s, k["threads"], k["median_ms"], t["eager_ms"],
+                                                   k["median_ms"] / t["eager_ms"]))
 PY
