@@ -74,6 +74,30 @@ Status Interpreter::Init(const VmOptions& options) {
                          " but the VM was created on \"" + options.device + "\"");
     }
   }
+  // With an observer, every device operation of the set-up below is reported
+  // (OnSetup) under the label of the object it is for; the guard detaches the
+  // hooks on every exit path.
+  trace_ = options.trace;
+  std::string setup_what;
+  auto setup = [&](std::string what) {
+    setup_what = std::move(what);
+    if (trace_ != nullptr) setup_label_ = &setup_what;
+  };
+  struct SetupGuard {
+    Interpreter* self;
+    ~SetupGuard() {
+      self->setup_label_ = nullptr;
+      for (auto& d : self->devices_) {
+        if (d != nullptr) d->set_trace_hook(nullptr);
+      }
+    }
+  } guard{this};
+  if (trace_ != nullptr) {
+    for (auto& d : devices_) {
+      if (d != nullptr) d->set_trace_hook(this);
+    }
+  }
+
   cpu_ctx_ = devices_[0]->cpu_kernel_ctx();
   // The pool may have fewer threads than asked if thread creation failed.
   num_threads_ = static_cast<const CpuDevice*>(devices_[0].get())->num_threads();
@@ -88,6 +112,7 @@ Status Interpreter::Init(const VmOptions& options) {
   arena_base_.reserve(p.arenas.size());
   for (size_t i = 0; i < p.arenas.size(); ++i) {
     const ArenaEntry& a = p.arenas[i];
+    setup("arena " + std::to_string(i));
     Result<void*> mem = device(a.device)->Allocate(a.size, std::max<uint64_t>(64, a.alignment));
     if (!mem.ok()) return mem.status().WithContext("arena " + std::to_string(i));
     arena_base_.push_back(static_cast<uint8_t*>(*mem));
@@ -116,6 +141,7 @@ Status Interpreter::Init(const VmOptions& options) {
       r.data = const_cast<uint8_t*>(c.host_data);
     } else {
       Device* d = device(c.device);
+      setup("constant " + c.name);
       KEEL_ASSIGN_OR_RETURN(void* mem, d->Allocate(c.bytes, 256));
       const_uploads_[i] = mem;
       KEEL_RETURN_IF_ERROR(d->CopyHostToDevice(mem, c.host_data, c.bytes));
@@ -129,6 +155,7 @@ Status Interpreter::Init(const VmOptions& options) {
 
   input_buffers_.reserve(p.inputs.size());
   for (const TensorInfo& in : p.inputs) {
+    setup("input " + in.name);
     Result<void*> mem = device(in.device)->Allocate(in.byte_size, 64);
     if (!mem.ok()) return mem.status().WithContext("input \"" + in.name + "\"");
     input_buffers_.push_back(*mem);
@@ -141,7 +168,6 @@ Status Interpreter::Init(const VmOptions& options) {
   dynamic_.assign(p.num_registers, nullptr);
   dynamic_device_.assign(p.num_registers, DeviceType::kCpu);
   args_.assign(std::max<uint32_t>(1, p.max_invoke_args), nullptr);
-  trace_ = options.trace;
 
   // A second device (CUDA): page-lock the host blocks it copies to and from, and
   // decide whether runs can be recorded (CUDA graphs): only when all the work of
@@ -150,6 +176,7 @@ Status Interpreter::Init(const VmOptions& options) {
   if (Device* gpu = devices_[1].get(); gpu != nullptr) {
     auto pin = [&](void* ptr, uint64_t bytes) -> Status {
       if (ptr == nullptr || bytes == 0) return Status::Ok();
+      setup("pin host block");
       KEEL_RETURN_IF_ERROR(gpu->PinHostMemory(ptr, bytes));
       pinned_.push_back(ptr);
       return Status::Ok();

@@ -62,7 +62,15 @@ class Interpreter final : private DeviceTraceHook {
   template <bool kTrace>
   Status Execute();
   Status InstructionError(uint32_t index, const Status& status) const;
-  void OnDeviceOp(const DeviceOp& op) override { last_op_ = op; }
+  void OnDeviceOp(const DeviceOp& op) override {
+    if (setup_label_ != nullptr) [[unlikely]] {  // during Init: report, don't record
+      if (trace_ != nullptr) trace_->OnSetup(*setup_label_, op);
+      return;
+    }
+    last_op_ = op;
+  }
+  // Init: while set, device operations are reported as OnSetup(*setup_label_).
+  const std::string* setup_label_ = nullptr;
 
   std::shared_ptr<const Executable> exe_;
   const LoadedExecutable* prog_;

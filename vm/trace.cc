@@ -75,6 +75,10 @@ const char* CopyDirectionName(CopyDirection d) {
   return "?";
 }
 
+namespace {
+void AppendDeviceOp(std::string& line, const DeviceOp& op);
+}  // namespace
+
 std::string FormatTraceEvent(const TraceEvent& e) {
   char buf[160];
   // Built with append/snprintf: GCC 12 warns (-Wrestrict, falsely) on chains of operator+.
@@ -82,7 +86,31 @@ std::string FormatTraceEvent(const TraceEvent& e) {
   std::snprintf(buf, sizeof buf, "#%u %s", e.instruction_index, OpCodeName(e.opcode));
   line.append(buf);
   if (!e.debug_name.empty()) line.append(" [").append(e.debug_name).append("]");
-  const DeviceOp& op = e.op;
+  AppendDeviceOp(line, e.op);
+  std::snprintf(buf, sizeof buf, " %" PRIu64 " ns", e.duration_ns);
+  line.append(buf);
+  if (e.op.device_ns != 0) {
+    std::snprintf(buf, sizeof buf, " (device %" PRIu64 " ns)", e.op.device_ns);
+    line.append(buf);
+  }
+  return line;
+}
+
+std::string FormatSetupEvent(std::string_view what, const DeviceOp& op) {
+  std::string line = "setup [";
+  line.append(what).append("]");
+  AppendDeviceOp(line, op);
+  if (op.device_ns != 0) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " (device %" PRIu64 " ns)", op.device_ns);
+    line.append(buf);
+  }
+  return line;
+}
+
+namespace {
+void AppendDeviceOp(std::string& line, const DeviceOp& op) {
+  char buf[160];
   switch (op.kind) {
     case DeviceOpKind::kNone: break;
     case DeviceOpKind::kArenaSlice:
@@ -101,14 +129,8 @@ std::string FormatTraceEvent(const TraceEvent& e) {
       line.append(" launch ").append(op.call).append(" kernel=").append(op.kernel);
       break;
   }
-  std::snprintf(buf, sizeof buf, " %" PRIu64 " ns", e.duration_ns);
-  line.append(buf);
-  if (op.device_ns != 0) {
-    std::snprintf(buf, sizeof buf, " (device %" PRIu64 " ns)", op.device_ns);
-    line.append(buf);
-  }
-  return line;
 }
+}  // namespace
 
 void TextTracePrinter::OnInstruction(const TraceEvent& event) {
   std::fprintf(out_, "%s\n", FormatTraceEvent(event).c_str());

@@ -32,7 +32,8 @@ constexpr const char* kUsage =
     "  --input       raw little-endian bytes of an input (missing inputs get a deterministic pattern)\n"
     "  --output-dir  write each output as DIR/<name>.bin\n"
     "  --device      cpu (default), cuda or cuda:N\n"
-    "  --trace       print one line per executed instruction (first iteration)\n"
+    "  --trace       print the set-up's device operations (arenas, weight uploads) and one line per\n"
+    "                executed instruction of the first iteration\n"
     "  --no-cuda-graph  cuda: interpret every run (no CUDA graph capture/replay)\n"
     "  --allow-tf32  cuda: let cuBLAS/cuDNN use TF32 tensor cores for f32\n"
     "  --iterations  run N times and report the mean time per run (default 1)\n"
@@ -169,6 +170,9 @@ bool Checksum(const keel::DataType dt, const std::vector<uint8_t>& buf, double* 
 class PrintTrace final : public keel::TraceObserver {
  public:
   void OnInstruction(const keel::TraceEvent& e) override { std::printf("trace %s\n", keel::FormatTraceEvent(e).c_str()); }
+  void OnSetup(std::string_view what, const keel::DeviceOp& op) override {
+    std::printf("trace %s\n", keel::FormatSetupEvent(what, op).c_str());
+  }
 };
 
 std::string SafeFileName(const std::string& name) {
@@ -192,6 +196,8 @@ int RunMain(int argc, char** argv) {
   vo.num_threads = a.threads;
   vo.cuda_graph = a.cuda_graph;
   vo.allow_tf32 = a.allow_tf32;
+  PrintTrace tracer;
+  if (a.trace) vo.trace = &tracer;  // also reports the set-up: arenas, weight uploads, input buffers
   auto vm = keel::VirtualMachine::Create(*exe, vo);
   if (!vm.ok()) return Fail(vm.status().ToString());
 
@@ -228,7 +234,6 @@ int RunMain(int argc, char** argv) {
     if (!s.ok()) return Fail(s.ToString());
   }
 
-  PrintTrace tracer;
   double total_ms = 0;
   for (int it = 0; it < a.iterations; ++it) {
     (*vm)->SetTraceObserver(a.trace && it == 0 ? &tracer : nullptr);

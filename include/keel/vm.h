@@ -110,7 +110,17 @@ class TraceObserver {
  public:
   virtual ~TraceObserver() = default;
   virtual void OnInstruction(const TraceEvent& event) = 0;
+  // Device operations made while a VM is created with VmOptions::trace set: arena
+  // allocations, weight uploads, input buffers, host pinning. `what` names the
+  // object ("arena 0", "constant conv1.weight", "input x"). Default: ignored.
+  virtual void OnSetup(std::string_view what, const DeviceOp& op) {
+    (void)what;
+    (void)op;
+  }
 };
+
+// One line: "setup [arena 0] allocate cudaMalloc 4654080 bytes at 0x7f.. 21000 ns".
+std::string FormatSetupEvent(std::string_view what, const DeviceOp& op);
 
 // One line: "#3 invoke [conv1] launch kernel=fused_conv_relu 1234 ns".
 std::string FormatTraceEvent(const TraceEvent& event);
@@ -181,7 +191,9 @@ struct VmOptions {
   // CPU worker threads for keel_cpu_kernel_ctx.parallel_for, created with the VM:
   // 0 = std::thread::hardware_concurrency(), 1 = serial (no thread created).
   int num_threads = 0;
-  TraceObserver* trace = nullptr;  // optional; not owned
+  // Optional, not owned: receives OnSetup events during Create and OnInstruction
+  // events during Run (until SetTraceObserver replaces it).
+  TraceObserver* trace = nullptr;
   // CUDA only. A static-plan program whose device work is all on the GPU is
   // captured into a CUDA graph on its first Run and replayed by later Runs
   // (inputs bound with BindInput are then copied into the VM's own staging

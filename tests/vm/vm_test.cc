@@ -221,6 +221,46 @@ TEST(VmTest, TraceReportsEveryInstructionWithItsDeviceOperation) {
   }
 }
 
+// Records set-up events (VM creation) and ignores instructions.
+class SetupRecorder final : public TraceObserver {
+ public:
+  void OnInstruction(const TraceEvent&) override { ++instructions; }
+  void OnSetup(std::string_view what, const DeviceOp& op) override {
+    labels.emplace_back(what);
+    ops.push_back(op);
+  }
+  std::vector<std::string> labels;
+  std::vector<DeviceOp> ops;
+  int instructions = 0;
+};
+
+TEST(VmTest, TraceReportsTheSetUpAllocationsOfCreate) {
+  for (Plan plan : {Plan::kStatic, Plan::kDynamic}) {
+    auto exe = Load(*vmtest::FullProgram(plan));
+    SetupRecorder rec;
+    VmOptions options;
+    options.trace = &rec;
+    auto vm = VirtualMachine::Create(exe, options);
+    ASSERT_TRUE(vm.ok());
+    // One allocation per static arena, plus one per input buffer; the dynamic plan has no arena.
+    int arenas = 0, inputs = 0;
+    for (size_t i = 0; i < rec.labels.size(); ++i) {
+      EXPECT_EQ(rec.ops[i].kind, DeviceOpKind::kAllocate) << rec.labels[i];
+      EXPECT_GT(rec.ops[i].bytes, 0u);
+      arenas += rec.labels[i].rfind("arena ", 0) == 0;
+      inputs += rec.labels[i].rfind("input ", 0) == 0;
+    }
+    EXPECT_EQ(arenas, plan == Plan::kStatic ? 1 : 0);
+    EXPECT_EQ(inputs, static_cast<int>(exe->num_inputs()));
+    EXPECT_EQ(rec.instructions, 0);
+    EXPECT_NE(FormatSetupEvent("arena 0", rec.ops.front()).find("setup ["), std::string::npos);
+    // The creation observer also receives the instructions of later runs.
+    SetFullInputs(**vm, vmtest::MakeFullInputs(1));
+    ASSERT_TRUE((*vm)->Run().ok());
+    EXPECT_EQ(rec.instructions, static_cast<int>(exe->num_instructions()));
+  }
+}
+
 TEST(VmTest, LoadFileDefaultsToLibraryNextToIt) {
   const auto dir = std::filesystem::temp_directory_path() / ("keel_vm_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
