@@ -6,7 +6,9 @@
 #include "compiler/memory/greedy_size_objects_planner.h"
 #include "compiler/memory/greedy_size_planner.h"
 #include "compiler/memory/min_cost_flow_planner.h"
+#include "compiler/memory/lower_bounds.h"
 #include "compiler/memory/naive_planner.h"
+#include "compiler/memory/offset_search_planner.h"
 #include "compiler/memory/planning_support.h"
 #include "compiler/memory/tvm_planner.h"
 
@@ -21,6 +23,7 @@ Result<Plan> BestPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
   candidates.push_back(std::make_unique<TvmPlanner>(true));
   candidates.push_back(std::make_unique<GreedySizePlanner>(GapFit::kBestFit));
   candidates.push_back(std::make_unique<GreedySizePlanner>(GapFit::kFirstFit));
+  candidates.push_back(std::make_unique<OffsetSearchPlanner>());
   candidates.push_back(std::make_unique<GreedyBreadthPlanner>());
   candidates.push_back(std::make_unique<GreedySizeObjectsPlanner>());
   candidates.push_back(std::make_unique<MinCostFlowPlanner>());
@@ -53,6 +56,12 @@ Result<Plan> BestPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
   }
   if (!have) return last_error;
   best.strategy = "best(" + best.strategy + ")";
+  // The peak-live bound holds for every form: a plan that reaches it is optimal.
+  const uint64_t peak = PeakLiveLowerBound(tensors);
+  if (best.TotalBytes() <= peak) {
+    best.optimal = true;
+    best.lower_bound = best.TotalBytes();
+  }
   return best;
 }
 

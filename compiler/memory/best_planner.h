@@ -2,7 +2,9 @@
 // smallest plan.
 //
 // Candidates, in this order: naive, tvm, tvm-packed, greedy-size,
-// greedy-size-first-fit, greedy-breadth, greedy-size-objects, min-cost-flow, and
+// greedy-size-first-fit, greedy-size-search (an order search around greedy-size:
+// random restarts and moves within a placement budget; see
+// offset_search_planner.h), greedy-breadth, greedy-size-objects, min-cost-flow, and
 // exact when there are at most kExactMaxTensors tensors (on larger inputs exact
 // would spend its whole time limit to return greedy-size's plan). `dynamic` is
 // not a candidate (it reserves nothing at load time, so its bytes are not
@@ -12,7 +14,9 @@
 // Winner: smallest TotalBytes(); ties: fewest allocations (arenas + dynamic
 // storages); then the earlier candidate. The plan keeps the winner's fields and is
 // named "best(<winner>)"; lower_bound and optimal are the winner's (its bound
-// holds for plans of its form; PeakLiveLowerBound holds for every form).
+// holds for plans of its form; PeakLiveLowerBound holds for every form), except
+// that a winner at the peak-live bound is marked optimal (no plan of any form
+// can be smaller).
 //
 // Thread-safety: stateless. Errors: InvalidArgument for invalid lifetimes;
 // Internal if every candidate failed.

@@ -9,8 +9,49 @@
 
 namespace keel::memory {
 
+std::vector<int32_t> GreedySizePlanner::OrderOf(const std::vector<TensorLifetime>& tensors,
+                                                const std::vector<int32_t>& group,
+                                                PlacementOrder order) {
+  const int32_t n = static_cast<int32_t>(group.size());
+  auto T = [&](int32_t local) -> const TensorLifetime& { return tensors[group[local]]; };
+  std::vector<int32_t> out(n);
+  for (int32_t i = 0; i < n; ++i) out[i] = i;
+  if (order == PlacementOrder::kSize) {
+    std::stable_sort(out.begin(), out.end(),
+                     [&](int32_t a, int32_t b) { return T(a).size > T(b).size; });
+  } else {
+    std::stable_sort(out.begin(), out.end(), [&](int32_t a, int32_t b) {
+      if (T(a).first_use != T(b).first_use) return T(a).first_use < T(b).first_use;
+      return T(a).size > T(b).size;
+    });
+  }
+  return out;
+}
+
+uint64_t GreedySizePlanner::Top(const std::vector<TensorLifetime>& tensors,
+                                const std::vector<int32_t>& group,
+                                const internal::OffsetAssignment& assignment) {
+  uint64_t top = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    top = std::max(top, assignment.offsets[i] + tensors[group[i]].size);
+  }
+  return top;
+}
+
 internal::OffsetAssignment GreedySizePlanner::AssignOffsets(
     const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& group, GapFit fit) {
+  internal::OffsetAssignment by_size =
+      AssignOffsetsInOrder(tensors, group, fit, OrderOf(tensors, group, PlacementOrder::kSize));
+  internal::OffsetAssignment by_first_use =
+      AssignOffsetsInOrder(tensors, group, fit, OrderOf(tensors, group, PlacementOrder::kFirstUse));
+  // Ties keep the paper's order.
+  return Top(tensors, group, by_first_use) < Top(tensors, group, by_size) ? std::move(by_first_use)
+                                                                         : std::move(by_size);
+}
+
+internal::OffsetAssignment GreedySizePlanner::AssignOffsetsInOrder(
+    const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& group, GapFit fit,
+    const std::vector<int32_t>& order) {
   const int32_t n = static_cast<int32_t>(group.size());
   auto T = [&](int32_t local) -> const TensorLifetime& { return tensors[group[local]]; };
 
@@ -29,11 +70,6 @@ internal::OffsetAssignment GreedySizePlanner::AssignOffsets(
       partners[it->second].push_back(i);
     }
   }
-
-  std::vector<int32_t> order(n);
-  for (int32_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int32_t a, int32_t b) { return T(a).size > T(b).size; });
 
   std::vector<int32_t> steps;
   steps.reserve(2 * static_cast<size_t>(n));

@@ -10,10 +10,9 @@
 
 namespace keel::memory {
 
-namespace {
-
+namespace internal {
 // Peak live bytes of one device group.
-uint64_t GroupPeak(const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& group) {
+uint64_t GroupPeakLive(const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& group) {
   const std::vector<int32_t> steps = internal::FirstUseSteps(tensors, group);
   // delta[k]: change of live bytes at steps[k]; tensors leave after their last_use,
   // i.e. at the first first_use step > last_use. Alias savings apply only at one step.
@@ -44,6 +43,9 @@ uint64_t GroupPeak(const std::vector<TensorLifetime>& tensors, const std::vector
   }
   return peak;
 }
+}  // namespace internal
+
+namespace {
 
 uint64_t GroupPositional(const std::vector<TensorLifetime>& tensors,
                          const std::vector<int32_t>& group) {
@@ -84,7 +86,7 @@ uint64_t GroupPositional(const std::vector<TensorLifetime>& tensors,
 uint64_t PeakLiveLowerBound(const std::vector<TensorLifetime>& tensors) {
   uint64_t total = 0;
   for (const internal::DeviceGroup& g : internal::GroupByDevice(tensors)) {
-    total += GroupPeak(tensors, g.tensors);
+    total += internal::GroupPeakLive(tensors, g.tensors);
   }
   return total;
 }

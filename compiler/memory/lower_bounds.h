@@ -34,3 +34,8 @@
 #pragma once
 
 #include "compiler/memory/planner.h"
+
+namespace keel::memory::internal {
+// PeakLiveLowerBound of one device group (global indices into `tensors`).
+uint64_t GroupPeakLive(const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& group);
+}  // namespace keel::memory::internal

@@ -10,6 +10,7 @@
 #include "compiler/memory/greedy_size_planner.h"
 #include "compiler/memory/min_cost_flow_planner.h"
 #include "compiler/memory/naive_planner.h"
+#include "compiler/memory/offset_search_planner.h"
 #include "compiler/memory/tvm_planner.h"
 
 namespace keel::memory {
@@ -26,7 +27,7 @@ uint64_t Plan::TotalBytes() const {
 std::vector<std::string> PlannerNames() {
   return {"naive",          "dynamic",        "tvm",
           "tvm-packed",     "greedy-size",    "greedy-size-first-fit",
-          "greedy-breadth", "greedy-size-objects", "min-cost-flow",
+          "greedy-size-search", "greedy-breadth", "greedy-size-objects", "min-cost-flow",
           "exact",          "best"};
 }
 
@@ -38,6 +39,7 @@ Result<std::unique_ptr<Planner>> CreatePlanner(const std::string& name) {
   else if (name == "tvm-packed") p = std::make_unique<TvmPlanner>(true);
   else if (name == "greedy-size") p = std::make_unique<GreedySizePlanner>(GapFit::kBestFit);
   else if (name == "greedy-size-first-fit") p = std::make_unique<GreedySizePlanner>(GapFit::kFirstFit);
+  else if (name == "greedy-size-search") p = std::make_unique<OffsetSearchPlanner>();
   else if (name == "greedy-breadth") p = std::make_unique<GreedyBreadthPlanner>();
   else if (name == "greedy-size-objects") p = std::make_unique<GreedySizeObjectsPlanner>();
   else if (name == "min-cost-flow") p = std::make_unique<MinCostFlowPlanner>();
