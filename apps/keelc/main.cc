@@ -1,6 +1,7 @@
 // keelc — the Keel compiler: ONNX model → model.keel (bytecode) + model.keel.so (kernels).
 //
 //   keelc model.onnx -o model.keel [--target cpu|cuda] [--memory-plan S] [--dump-ir=after-PASS]
+//   keelc --emit=cuda-host model.onnx -o model_host.cu   (also writes model_host.keel + .keel.so)
 //
 // Exit status: 0 on success; 1 with a one-line reason on stderr for any error;
 // 2 for bad command-line usage.
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "compiler/driver/compile.h"
+#include "compiler/driver/cuda_host_emitter.h"
 #include "compiler/memory/planner.h"
 #include "compiler/passes/pass_manager.h"
 
@@ -34,6 +36,9 @@ options:
   --disable-pass NAME      skip a pass (repeatable)
   --dump-ir=after-PASS     print the graph IR after PASS ("after-all": every pass)
   --plan-time-limit SEC    time limit of search planners (default 10)
+  --emit=cuda-host         -o names a .cu file: a standalone C++/CUDA host program making
+                           the VM's calls for the compiled model (implies --target cuda);
+                           the executable and library go beside it (X.cu -> X.keel, X.keel.so)
   -q, --quiet              no summary
   -h, --help               this text
 )";
@@ -66,6 +71,8 @@ bool ParseShape(const std::string& text, std::vector<int64_t>& shape) {
 int main(int argc, char** argv) {
   keel::driver::CompileOptions options;
   bool quiet = false;
+  std::string emit;
+  bool target_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const std::string& flag, std::string& out) -> bool {
@@ -93,6 +100,10 @@ int main(int argc, char** argv) {
       options.output_path = v;
     } else if (value("--target", v)) {
       options.target = v;
+      target_given = true;
+    } else if (value("--emit", v)) {
+      if (v != "cuda-host") return UsageError("--emit expects cuda-host (got '" + v + "')");
+      emit = v;
     } else if (value("--memory-plan", v)) {
       options.memory_plan = v;
     } else if (value("--cpu", v)) {
@@ -126,11 +137,35 @@ int main(int argc, char** argv) {
   if (options.model_path.empty()) return UsageError("no model given");
   if (options.output_path.empty()) return UsageError("no output given (-o OUT.keel)");
 
+  std::string host_path;
+  if (!emit.empty()) {
+    if (target_given && options.target != "cuda") return UsageError("--emit=cuda-host needs --target cuda");
+    options.target = "cuda";
+    host_path = options.output_path;
+    const size_t dot = host_path.rfind('.');
+    const size_t slash = host_path.rfind('/');
+    const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    options.output_path = (has_ext ? host_path.substr(0, dot) : host_path) + ".keel";
+    if (options.output_path == host_path) return UsageError("-o must not end in .keel with --emit=cuda-host");
+  }
   auto summary = keel::driver::CompileModel(options);
   if (!summary.ok()) {
     std::fprintf(stderr, "keelc: error: %s\n", summary.status().ToString().c_str());
     return 1;
   }
   if (!quiet) std::fputs(keel::driver::FormatSummary(*summary).c_str(), stdout);
+  if (!host_path.empty()) {
+    keel::driver::CudaHostOptions host;
+    host.keel_path = options.output_path;
+    host.library_path = options.output_path + ".so";
+    host.source_name = options.model_path;
+    keel::Status s = keel::driver::WriteCudaHostProgram(host, host_path);
+    if (!s.ok()) {
+      std::fprintf(stderr, "keelc: error: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    if (!quiet) std::printf("host program: %s (executable %s, library %s.so)\n", host_path.c_str(),
+                            options.output_path.c_str(), options.output_path.c_str());
+  }
   return 0;
 }

@@ -1,0 +1,67 @@
+// compiler/driver/cuda_host_emitter.h — keelc --emit=cuda-host: a compiled CUDA
+// executable (model.keel + model.keel.so) as a standalone, readable C++/CUDA host
+// program that makes, in order, exactly the device calls the Keel VM makes for it.
+//
+// The program is generated from the finished executable, read back and verified
+// with serialization/executable_reader.h (the single source of truth), so it
+// mirrors the bytecode instruction by instruction:
+//   * load, in the VM's order (vm/interpreter.cc Init): device and stream
+//     (CudaDevice::Init); every kernel of the kernel table — generated kernels from
+//     the library's embedded cubin (PTX fallback) with cuModuleLoadData /
+//     cuModuleGetFunction, library kernels with the same cuBLASLt / cuDNN
+//     descriptors, literal attributes, heuristic queries, math modes and
+//     workspace growth as vm/cuda/cublas_kernels.cc and cudnn_kernels.cc; one
+//     allocation per arena; one cudaMalloc + cudaMemcpyAsync per device constant,
+//     read from the mapped model.keel at offsets baked in as literals (no
+//     FlatBuffers dependency); the input buffers; page-locking of host blocks;
+//   * the run: one block per instruction, commented with its index, opcode and
+//     debug_name (the graph node): arena slices, cudaMalloc/cudaFree of dynamic
+//     storages exactly where alloc_storage/free_storage are, views, copies
+//     (cudaMemcpyAsync on the one stream), cuLaunchKernel with the kernel table's
+//     grid/block/shared bytes, cublasLtMatmul / cuDNN calls;
+//   * outputs written as <output-dir>/<name>.bin (keel-run's names), a checksum
+//     line per output, and a summary of cudaMalloc calls/bytes at load and during
+//     the run. With --trace the program prints keel-run --trace's line for every
+//     instruction, without times and addresses, so the two can be diffed.
+// The program runs eagerly (keel-run's --no-cuda-graph); keel-run's default CUDA
+// graph replays the same recorded calls.
+//
+// Building the output: nvcc -std=c++17 model_host.cu -o model_host -lcublasLt -lcudnn
+//   -lcuda -ldl (with -L for the cuDNN and the libcuda stub folders as needed).
+//
+// Errors: kInvalidExecutable (via ReadExecutable) for a malformed file or library
+// attributes the VM would refuse; kUnsupported for executables the program cannot
+// mirror (CPU-generated kernels: CPU-target executables; unknown library ops).
+// Output is deterministic (a function of the executable bytes and the options).
+// Thread-safety: reentrant; no shared state.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "keel/status.h"
+
+namespace keel::driver {
+
+struct CudaHostOptions {
+  // Defaults baked into the program for its --keel and --library arguments.
+  std::string keel_path = "model.keel";
+  std::string library_path = "model.keel.so";
+  // Shown in the header comment (e.g. the ONNX model it came from); optional.
+  std::string source_name;
+};
+
+// The program's source text for the executable file image `keel_file` (the whole
+// model.keel, 8-byte aligned, as ReadExecutable needs).
+Result<std::string> EmitCudaHostSource(std::span<const uint8_t> keel_file, const CudaHostOptions& options);
+
+// Reads options.keel_path, emits, and writes `out_path` (written to a temporary
+// name first, renamed when complete). File errors are kIoError naming the path;
+// emission errors as EmitCudaHostSource, with the path as context.
+Status WriteCudaHostProgram(const CudaHostOptions& options, const std::string& out_path);
+
+// The model-independent first part of every emitted program (cuda_host_emitter_prelude.cc).
+const char* CudaHostPrelude();
+
+}  // namespace keel::driver

@@ -1,0 +1,413 @@
+// compiler/driver/cuda_host_emitter_prelude.cc — the fixed part of every program
+// that keelc --emit=cuda-host writes (see cuda_host_emitter.h).
+//
+// The prelude holds what does not depend on the model: includes, the checking
+// macros, the memory helpers that mirror the VM's devices (vm/cuda/cuda_device.cc
+// Allocate/Free/ReserveWorkspace, vm/cpu/cpu_device.cc Allocate), the library
+// kernels' state structs and the pieces of their planning that are the same for
+// every kernel (the cuBLASLt heuristic query, the cuDNN algorithm choice), the
+// trace printer and the command line. The emitter appends the model-specific part
+// (kernel resolution with literal descriptors, arenas, constants, the instruction
+// stream) after it. Keep it in step with vm/cuda/: the generated program must make
+// the VM's calls with the VM's arguments, or its outputs stop being bit-identical.
+#include <string>
+
+namespace keel::driver {
+
+const char* CudaHostPrelude() {
+  return R"KEELPRELUDE(
+#include <cublasLt.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- checked calls: every failing call is printed with its text and the library's error string ----
+#define CUDA_CHECK(call)                                                                              \
+  do {                                                                                                \
+    const cudaError_t e_ = (call);                                                                    \
+    if (e_ != cudaSuccess) {                                                                          \
+      std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call,                  \
+                   cudaGetErrorString(e_), cudaGetErrorName(e_));                                     \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
+  } while (0)
+#define CU_CHECK(call)                                                                                \
+  do {                                                                                                \
+    const CUresult e_ = (call);                                                                       \
+    if (e_ != CUDA_SUCCESS) {                                                                         \
+      const char* s_ = nullptr;                                                                       \
+      cuGetErrorString(e_, &s_);                                                                      \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, s_ ? s_ : "?");       \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
+  } while (0)
+#define CUBLAS_CHECK(call)                                                                            \
+  do {                                                                                                \
+    const cublasStatus_t e_ = (call);                                                                 \
+    if (e_ != CUBLAS_STATUS_SUCCESS) {                                                                \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                       \
+                   cublasLtGetStatusString(e_));                                                        \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
+  } while (0)
+#define CUDNN_CHECK(call)                                                                             \
+  do {                                                                                                \
+    const cudnnStatus_t e_ = (call);                                                                  \
+    if (e_ != CUDNN_STATUS_SUCCESS) {                                                                 \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                       \
+                   cudnnGetErrorString(e_));                                                          \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
+  } while (0)
+
+[[maybe_unused]] static void Die(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+// ---- process state (one device, one stream: the VM's CudaDevice) ----
+[[maybe_unused]] static CUcontext g_ctx = nullptr;
+[[maybe_unused]] static cudaStream_t g_stream = nullptr;
+[[maybe_unused]] static CUmodule g_module = nullptr;
+[[maybe_unused]] static cublasLtHandle_t g_lt = nullptr;
+[[maybe_unused]] static cudnnHandle_t g_cudnn = nullptr;
+[[maybe_unused]] static void* g_workspace = nullptr;
+[[maybe_unused]] static uint64_t g_workspace_bytes = 0;
+[[maybe_unused]] static bool g_allow_tf32 = false;  // VmOptions::allow_tf32 (keel-run --allow-tf32)
+[[maybe_unused]] static bool g_trace = false;       // print keel-run --trace's lines (without times and addresses)
+
+// cudaMalloc/cudaFree counts: the VM's set-up (arenas, constants, inputs: what keel-run --trace
+// reports as "setup"), the library kernels' own buffers (workspace, zero biases: not traced by
+// the VM), and the run.
+struct MallocCount {
+  uint64_t mallocs = 0, bytes = 0, frees = 0;
+};
+[[maybe_unused]] static MallocCount g_load, g_lib, g_run;
+[[maybe_unused]] static MallocCount* g_count = &g_load;
+[[maybe_unused]] static std::vector<std::pair<void*, void*>> g_over_aligned;  // aligned pointer -> cudaMalloc base
+
+// CudaDevice::Allocate: cudaMalloc gives 256-byte aligned blocks; larger alignments over-allocate.
+[[maybe_unused]] static void* DeviceMalloc(uint64_t bytes, uint64_t alignment) {
+  const uint64_t extra = alignment > 256 ? alignment : 0;
+  void* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, (bytes == 0 ? 1 : bytes) + extra));
+  g_count->mallocs += 1;
+  g_count->bytes += bytes;
+  if (extra == 0) return p;
+  void* aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + alignment - 1) &
+                                          ~static_cast<uintptr_t>(alignment - 1));
+  g_over_aligned.emplace_back(aligned, p);
+  return aligned;
+}
+
+// CudaDevice::Free.
+[[maybe_unused]] static void DeviceFree(void* ptr) {
+  if (ptr == nullptr) return;
+  void* base = ptr;
+  for (size_t i = 0; i < g_over_aligned.size(); ++i) {
+    if (g_over_aligned[i].first == ptr) {
+      base = g_over_aligned[i].second;
+      g_over_aligned.erase(g_over_aligned.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  g_count->frees += 1;
+  CUDA_CHECK(cudaFree(base));
+}
+
+// CpuDevice::Allocate: aligned_alloc of a multiple of the alignment (at least 64).
+[[maybe_unused]] static void* HostMalloc(uint64_t bytes, uint64_t alignment) {
+  if (alignment < 64) alignment = 64;
+  uint64_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  if (rounded == 0) rounded = alignment;
+  void* p = std::aligned_alloc(alignment, rounded);
+  if (p == nullptr) Die("aligned_alloc of " + std::to_string(bytes) + " bytes failed");
+  return p;
+}
+
+// CudaDevice::ReserveWorkspace: one library workspace per VM, grown while kernels are resolved.
+[[maybe_unused]] static void ReserveWorkspace(uint64_t bytes) {
+  if (bytes <= g_workspace_bytes) return;
+  if (g_workspace != nullptr) {
+    CUDA_CHECK(cudaStreamSynchronize(g_stream));
+    CUDA_CHECK(cudaFree(g_workspace));
+    g_count->frees += 1;
+    g_workspace = nullptr;
+    g_workspace_bytes = 0;
+  }
+  CUDA_CHECK(cudaMalloc(&g_workspace, bytes));
+  g_count->mallocs += 1;
+  g_count->bytes += bytes;
+  g_workspace_bytes = bytes;
+}
+
+// The VM's library handles are created on first use (CudaDevice::LtHandle / CudnnHandle).
+[[maybe_unused]] static cublasLtHandle_t LtHandle() {
+  if (g_lt == nullptr) CUBLAS_CHECK(cublasLtCreate(&g_lt));
+  return g_lt;
+}
+[[maybe_unused]] static cudnnHandle_t CudnnHandle() {
+  if (g_cudnn == nullptr) {
+    CUDNN_CHECK(cudnnCreate(&g_cudnn));
+    CUDNN_CHECK(cudnnSetStream(g_cudnn, g_stream));
+  }
+  return g_cudnn;
+}
+
+// ---- trace: keel-run --trace's line for one instruction, less its times and addresses ----
+[[maybe_unused]] static void Trace(unsigned index, const char* opcode, const char* debug, const std::string& what) {
+  if (!g_trace) return;
+  std::printf("trace #%u %s", index, opcode);
+  if (debug[0] != '\0') std::printf(" [%s]", debug);
+  std::printf("%s\n", what.c_str());
+}
+// keel-run --trace's set-up line (an allocation or upload Create makes), less the address.
+[[maybe_unused]] static void TraceSetup(const char* what, const std::string& op) {
+  if (g_trace) std::printf("trace setup [%s]%s\n", what, op.c_str());
+}
+
+// ---- library kernels: the state vm/cuda/cublas_kernels.cc and cudnn_kernels.cc keep per kernel ----
+struct GemmKernel {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublasLtMatmulAlgo_t algo16{}, algo4{};
+  bool has16 = false;
+  uint64_t ws16 = 0, ws4 = 0;
+  float alpha = 1.f, beta = 0.f;
+  std::string call16, call4;
+};
+
+// CublasGemm::Heuristic: the best algorithm for operands aligned to `alignment` bytes.
+[[maybe_unused]] static bool GemmHeuristic(GemmKernel& g, uint32_t alignment, cublasLtMatmulAlgo_t* algo, uint64_t* ws) {
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(g.pref, attr, &alignment, sizeof alignment));
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g_lt, g.desc, g.a, g.b, g.c, g.d, g.pref, 1, &result,
+                                                          &returned);
+  if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(s);
+  const bool found = s == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS;
+  if (found) {
+    *algo = result.algo;
+    *ws = result.workspaceSize;
+  }
+  return found;
+}
+
+[[maybe_unused]] static std::string GemmDescribe(const cublasLtMatmulAlgo_t& a, uint64_t ws) {
+  int id = -1, tile = -1;
+  size_t written = 0;
+  (void)cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
+  (void)cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
+  return "cublasLtMatmul algo=" + std::to_string(id) + " tile=" + std::to_string(tile) +
+         " workspace=" + std::to_string(ws);
+}
+
+// The end of CublasGemm::Plan: both heuristic queries (16- then 4-byte aligned
+// operands; the launch picks by the actual pointers), the workspace, the trace names.
+[[maybe_unused]] static void GemmChooseAlgorithms(GemmKernel& g, const char* name) {
+  const uint64_t max_ws = 32ull << 20;  // kMaxGemmWorkspace
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&g.pref));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(g.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
+                                                    sizeof max_ws));
+  g.has16 = GemmHeuristic(g, 16, &g.algo16, &g.ws16);
+  if (!GemmHeuristic(g, 4, &g.algo4, &g.ws4)) Die(std::string("kernel ") + name + ": cuBLASLt has no algorithm");
+  ReserveWorkspace(g.ws16 > g.ws4 ? g.ws16 : g.ws4);
+  g.call16 = g.has16 ? GemmDescribe(g.algo16, g.ws16) : std::string();
+  g.call4 = GemmDescribe(g.algo4, g.ws4) + " (4-byte aligned)";
+}
+
+[[maybe_unused]] static void GemmLayout(cublasLtMatrixLayout_t* l, uint64_t rows, uint64_t cols, int64_t ld, int32_t batch,
+                       int64_t stride) {
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, rows, cols, ld));
+  if (batch > 1) {
+    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                  sizeof stride));
+  }
+}
+
+struct ConvKernel {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;  // null: no activation
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  uint64_t ws = 0;
+  bool fused = false;  // relu: cudnnConvolutionBiasActivationForward (until cuDNN says NOT_SUPPORTED)
+  void* zero_bias = nullptr;
+  std::string call_fused, call_conv;
+};
+
+[[maybe_unused]] static const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "?";
+  }
+}
+
+// CudnnConv::Plan's algorithm choice: the heuristics' (cudnnGetConvolutionForwardAlgorithm_v7)
+// first usable algorithm with FMA math when TF32 is off, else their first usable one.
+[[maybe_unused]] static void ConvChooseAlgorithm(ConvKernel& c, const char* name) {
+  int max_algos = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(g_cudnn, &max_algos));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos > 1 ? max_algos : 1));
+  int got = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(g_cudnn, c.x, c.w, c.conv, c.y, static_cast<int>(perf.size()),
+                                                     &got, perf.data()));
+  int chosen = -1;
+  for (int pass = 0; pass < 2 && chosen < 0; ++pass) {
+    for (int i = 0; i < got; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      if (pass == 0 && !g_allow_tf32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
+      size_t bytes = 0;
+      if (cudnnGetConvolutionForwardWorkspaceSize(g_cudnn, c.x, c.w, c.conv, c.y, perf[i].algo, &bytes) !=
+          CUDNN_STATUS_SUCCESS) {
+        continue;
+      }
+      chosen = i;
+      c.ws = bytes;
+      break;
+    }
+  }
+  if (chosen < 0) Die(std::string("kernel ") + name + ": cuDNN offers no algorithm");
+  c.algo = perf[chosen].algo;
+  CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv, g_allow_tf32 ? perf[chosen].mathType : CUDNN_FMA_MATH));
+  ReserveWorkspace(c.ws);
+  const std::string algo = std::string(" algo=") + ConvAlgoName(c.algo) + " workspace=" + std::to_string(c.ws);
+  c.call_fused = "cudnnConvolutionBiasActivationForward" + algo;
+  c.call_conv = "cudnnConvolutionForward" + algo;
+}
+
+struct PoolKernel {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnPoolingDescriptor_t p = nullptr;
+  std::string call;
+};
+
+// ---- files ----
+struct MappedFile {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+// The executable is mapped read-only, as the VM maps it: weights are read in place at
+// the offsets baked into this program (data segment offset + constant offset).
+[[maybe_unused]] static MappedFile MapFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) Die("cannot open " + path);
+  struct stat st {};
+  if (fstat(fd, &st) != 0) Die("cannot stat " + path);
+  MappedFile f;
+  f.size = static_cast<uint64_t>(st.st_size);
+  void* p = mmap(nullptr, f.size == 0 ? 1 : f.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) Die("cannot map " + path);
+  f.data = static_cast<const uint8_t*>(p);
+  return f;
+}
+
+[[maybe_unused]] static std::vector<uint8_t> ReadWholeFile(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) Die("cannot read " + path);
+  std::vector<uint8_t> bytes;
+  uint8_t buf[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + n);
+  std::fclose(f);
+  return bytes;
+}
+
+[[maybe_unused]] static std::string SafeFileName(const std::string& name) {
+  std::string s = name.empty() ? "output" : name;
+  for (char& c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
+  }
+  return s;
+}
+
+// keel-run's deterministic fill for inputs not given (values in [-0.5, 0.5) for floats).
+// dtype codes as in executable.fbs: f32 0, f64 3, i32 6, i64 7.
+[[maybe_unused]] static void FillPattern(int dtype, uint8_t* buf, uint64_t bytes) {
+  const uint64_t es = dtype == 3 || dtype == 7 ? 8 : dtype == 0 || dtype == 6 ? 4 : 1;
+  const uint64_t n = bytes / es;
+  for (uint64_t i = 0; i < n; ++i) {
+    const int64_t k = static_cast<int64_t>((i * 37) % 101);
+    switch (dtype) {
+      case 0: reinterpret_cast<float*>(buf)[i] = static_cast<float>(k) / 101.0f - 0.5f; break;
+      case 3: reinterpret_cast<double*>(buf)[i] = static_cast<double>(k) / 101.0 - 0.5; break;
+      case 6: reinterpret_cast<int32_t*>(buf)[i] = static_cast<int32_t>(k % 7); break;
+      case 7: reinterpret_cast<int64_t*>(buf)[i] = k % 7; break;
+      default: break;
+    }
+  }
+  if (dtype != 0 && dtype != 3 && dtype != 6 && dtype != 7) {
+    for (uint64_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>((i * 37) % 7);
+  }
+}
+
+// ---- command line ----
+struct Options {
+  std::string keel, library, output_dir;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name=file
+};
+
+[[maybe_unused]] static Options ParseArgs(int argc, char** argv, const char* default_keel, const char* default_library) {
+  Options o;
+  o.keel = default_keel;
+  o.library = default_library;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Die(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--keel") o.keel = value();
+    else if (a == "--library") o.library = value();
+    else if (a == "--output-dir") o.output_dir = value();
+    else if (a == "--trace") g_trace = true;
+    else if (a == "--allow-tf32") g_allow_tf32 = true;
+    else if (a == "--input") {
+      const std::string v = value();
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) Die("--input expects name=file.bin, got " + v);
+      o.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (a == "--help" || a == "-h") {
+      std::printf("usage: %s [--keel model.keel] [--library model.keel.so] [--input name=file.bin ...]\n"
+                  "          [--output-dir DIR] [--trace] [--allow-tf32]\n", argv[0]);
+      std::exit(0);
+    } else {
+      Die("unknown argument " + a + " (see --help)");
+    }
+  }
+  return o;
+}
+)KEELPRELUDE";
+}
+
+}  // namespace keel::driver

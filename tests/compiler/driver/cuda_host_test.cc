@@ -1,0 +1,378 @@
+// Tests of keelc --emit=cuda-host (compiler/driver/cuda_host_emitter.h).
+//
+// Hand-written executables pin down what the generated program contains for each
+// instruction and library kernel, and the errors; the model zoo (squeezenet1_1,
+// greedy-size / naive / dynamic plans) checks the program against its executable,
+// read back with the reader, instruction by instruction. Every program is compiled
+// with nvcc when the toolkit is present (skipped with a message otherwise). Running
+// it needs a GPU: scripts/cuda-host-check.sh does that on the GPU machine and
+// compares its outputs and trace with keel-run's.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "compiler/driver/compile.h"
+#include "compiler/driver/cuda_host_emitter.h"
+#include "serialization/executable_reader.h"
+#include "serialization/executable_writer.h"
+#include "serialization/library_ops.h"
+
+namespace keel::driver {
+namespace {
+
+namespace fs = std::filesystem;
+namespace lo = ser::library_ops;
+namespace fb = keel::fb;
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
+  return n;
+}
+
+// The text of function `name` in the generated program (from its signature to the next "\n}\n").
+std::string FunctionBody(const std::string& text, const std::string& signature) {
+  const size_t begin = text.find(signature);
+  if (begin == std::string::npos) return {};
+  const size_t end = text.find("\n}\n", begin);
+  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("keel_cuda_host_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+// nvcc on the generated source; "" on success, else the reason (the compiler's output).
+std::string CompileWithNvcc(const fs::path& source, const fs::path& binary) {
+  const fs::path log = binary.string() + ".log";
+  std::string cmd = std::string(KEEL_NVCC) + " -std=c++17 -O1 '" + source.string() + "' -o '" + binary.string() +
+                    "' -L'" + KEEL_CUDNN_LIBDIR + "' -L'" + KEEL_CUDA_STUBS + "' -lcublasLt -lcudnn -lcuda -ldl > '" +
+                    log.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  if (rc == 0 && fs::exists(binary)) return {};
+  std::ifstream in(log);
+  return "nvcc failed (" + std::to_string(rc) + "): " + cmd + "\n" +
+         std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool HaveNvcc() { return std::string(KEEL_NVCC).size() > 0 && fs::exists(KEEL_NVCC); }
+
+// A small CUDA executable: host input -> device copy -> gemm (row bias) -> generated relu -> host output,
+// with a hostile debug name (quotes, backslash, newline) to exercise literal escaping.
+std::vector<uint8_t> TinyExecutable(bool dynamic, const std::string& gemm_drop_attr = {}) {
+  using ser::DeviceKind;
+  using ser::DType;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  w.SetKernelLibraryId("tiny-lib-id");
+  std::vector<float> weights(12), bias(4);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = 0.25f * static_cast<float>(i);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 1.0f + static_cast<float>(i);
+  const uint32_t cw = w.AddConstant("W", DType::kF32, {3, 4}, DeviceKind::kCuda,
+                                    {reinterpret_cast<const uint8_t*>(weights.data()), weights.size() * 4});
+  const uint32_t cb = w.AddConstant("bias", DType::kF32, {4}, DeviceKind::kCuda,
+                                    {reinterpret_cast<const uint8_t*>(bias.data()), bias.size() * 4});
+  ser::KernelDesc gemm;
+  gemm.name = "gemm_0";
+  gemm.kind = ser::KernelKind::kLibrary;
+  gemm.device = DeviceKind::kCuda;
+  gemm.library_op = lo::kCublasGemm;
+  gemm.args = {{DType::kF32, {2, 3}, ser::ArgAccess::kRead},
+               {DType::kF32, {3, 4}, ser::ArgAccess::kRead},
+               {DType::kF32, {4}, ser::ArgAccess::kRead},
+               {DType::kF32, {2, 4}, ser::ArgAccess::kWrite}};
+  for (auto a : {ser::AttrDesc::Ints("m", {2}), ser::AttrDesc::Ints("n", {4}), ser::AttrDesc::Ints("k", {3}),
+                 ser::AttrDesc::Ints("has_bias", {1}), ser::AttrDesc::Floats("alpha", {0.5})}) {
+    if (a.key != gemm_drop_attr) gemm.attrs.push_back(a);
+  }
+  const uint32_t kg = w.AddKernel(gemm);
+  ser::KernelDesc relu;
+  relu.name = "relu_1";
+  relu.kind = ser::KernelKind::kCudaGenerated;
+  relu.device = DeviceKind::kCuda;
+  relu.args = {{DType::kF32, {2, 4}, ser::ArgAccess::kRead}, {DType::kF32, {2, 4}, ser::ArgAccess::kWrite}};
+  relu.launch = ser::LaunchDesc{{3, 1, 1}, {128, 1, 1}, 0};
+  const uint32_t kr = w.AddKernel(relu);
+
+  ser::MemoryPlanDesc plan;
+  plan.strategy = dynamic ? "dynamic" : "greedy-size";
+  const int32_t dev_arena = dynamic ? -1 : 0, host_arena = dynamic ? -1 : 1;
+  plan.storages = {{256, 256, DeviceKind::kCuda, dev_arena, 0},      // x on the device
+                   {256, 256, DeviceKind::kCuda, dev_arena, 256},    // gemm out
+                   {256, 256, DeviceKind::kCuda, dev_arena, 512},    // relu out
+                   {64, 64, DeviceKind::kCpu, host_arena, 0}};       // host output
+  if (dynamic) {
+    for (auto& s : plan.storages) s.offset = 0;
+  } else {
+    plan.arenas = {{DeviceKind::kCuda, 768, 256}, {DeviceKind::kCpu, 64, 64}};
+  }
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", {2, 3}, DType::kF32, DeviceKind::kCpu}},
+                          {{"y", {2, 4}, DType::kF32, DeviceKind::kCpu}}, 12);
+  f.AllocStorage(1, 0, "storage 0").AllocStorage(2, 1, "storage 1").AllocStorage(3, 2, "storage 2");
+  f.AllocStorage(4, 3, "storage 3");
+  f.AllocTensor(5, 1, 0, {2, 3}, DType::kF32, "x");
+  f.Copy(5, 0, "upload x");
+  f.LoadConst(6, cw, "W").LoadConst(7, cb, "bias");
+  f.AllocTensor(8, 2, 0, {2, 4}, DType::kF32, "gemm");
+  f.Invoke(kg, {5, 6, 7, 8}, "Gemm_0 \"q\" \\ \n*/ ?\?/");
+  if (dynamic) f.FreeStorage(1, "free storage 0");
+  f.AllocTensor(9, 3, 0, {2, 4}, DType::kF32, "relu");
+  f.Invoke(kr, {8, 9}, "Relu_1");
+  if (dynamic) f.FreeStorage(2, "free storage 1");
+  f.AllocTensor(10, 4, 0, {2, 4}, DType::kF32, "y");
+  f.Copy(10, 9, "download y");
+  if (dynamic) f.FreeStorage(3, "free storage 2");
+  f.Ret({10});
+  auto bytes = w.Finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>();
+}
+
+// An 8-byte aligned copy, as ReadExecutable needs.
+struct Image {
+  explicit Image(const std::vector<uint8_t>& b) : words((b.size() + 7) / 8), size(b.size()) {
+    if (!b.empty()) std::memcpy(words.data(), b.data(), b.size());
+  }
+  std::span<const uint8_t> span() const { return {reinterpret_cast<const uint8_t*>(words.data()), size}; }
+  std::vector<uint64_t> words;
+  size_t size;
+};
+
+TEST(CudaHostEmitter, TinyProgramMirrorsEveryInstruction) {
+  const Image img(TinyExecutable(false));
+  auto view = ser::ReadExecutable(img.span());
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  CudaHostOptions opt;
+  opt.keel_path = "tiny.keel";
+  opt.library_path = "tiny.keel.so";
+  auto src = EmitCudaHostSource(img.span(), opt);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  const std::string& s = *src;
+  const std::string run = FunctionBody(s, "static void Run()");
+  ASSERT_FALSE(run.empty());
+  // One commented block per instruction, in order, each with its opcode.
+  const auto* insts = view->main()->instructions();
+  size_t pos = 0;
+  for (uint32_t i = 0; i < insts->size(); ++i) {
+    const std::string tag = "// #" + std::to_string(i) + " ";
+    const size_t at = run.find(tag, pos);
+    ASSERT_NE(at, std::string::npos) << "no block for instruction " << i;
+    pos = at + tag.size();
+  }
+  EXPECT_EQ(Count(run, "\n  // #"), insts->size());
+  // Static plan: arenas at load, slices in the run, no run-time cudaMalloc.
+  EXPECT_EQ(Count(FunctionBody(s, "static void AllocateArenas()"), "DeviceMalloc("), 1u);
+  EXPECT_EQ(Count(FunctionBody(s, "static void AllocateArenas()"), "HostMalloc("), 1u);
+  EXPECT_EQ(Count(run, "DeviceMalloc("), 0u);
+  EXPECT_EQ(Count(run, "g_arena["), 4u);
+  // The generated kernel with the kernel table's launch configuration, the gemm with its epilogue.
+  EXPECT_NE(run.find("cuLaunchKernel(k1, 3, 1, 1, 128, 1, 1, 0,"), std::string::npos);
+  EXPECT_EQ(Count(run, "cublasLtMatmul(g_lt"), 1u);
+  EXPECT_NE(s.find("CUBLASLT_EPILOGUE_BIAS;"), std::string::npos);
+  EXPECT_NE(s.find("g.alpha = 0x1p-1f;"), std::string::npos);  // alpha 0.5, exact
+  EXPECT_EQ(Count(run, "cudaMemcpyHostToDevice"), 1u);
+  EXPECT_EQ(Count(run, "cudaMemcpyDeviceToHost"), 1u);
+  // Weights read at the reader's offsets.
+  for (uint32_t c = 0; c < view->root->constants()->size(); ++c) {
+    EXPECT_NE(s.find("data + " + std::to_string(view->root->constants()->Get(c)->offset()) + "ull"), std::string::npos);
+  }
+  EXPECT_NE(s.find("keel.data + " + std::to_string(view->root->data_segment_offset()) + "ull"), std::string::npos);
+  EXPECT_NE(s.find("\"tiny-lib-id\""), std::string::npos);
+  // The hostile debug name is escaped in literals and defused in comments.
+  EXPECT_NE(s.find(R"(Gemm_0 \"q\" \\ \012*/ \?\?/)"), std::string::npos);
+  // Deterministic.
+  auto again = EmitCudaHostSource(img.span(), opt);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, s);
+}
+
+TEST(CudaHostEmitter, DynamicPlanAllocatesAndFreesWhereTheBytecodeSays) {
+  const Image img(TinyExecutable(true));
+  auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  const std::string run = FunctionBody(*src, "static void Run()");
+  EXPECT_EQ(Count(run, "DeviceMalloc("), 3u);
+  EXPECT_EQ(Count(run, "HostMalloc("), 1u);
+  EXPECT_EQ(Count(run, "DeviceFree("), 3u);
+  EXPECT_EQ(Count(FunctionBody(*src, "static void AllocateArenas()"), "Malloc("), 0u);
+  // The free comes right after the gemm that last reads storage 0, before the relu.
+  const size_t gemm = run.find("cublasLtMatmul(g_lt"), free0 = run.find("DeviceFree(R[1]"),
+               relu = run.find("cuLaunchKernel(k1");
+  ASSERT_NE(free0, std::string::npos);
+  EXPECT_LT(gemm, free0);
+  EXPECT_LT(free0, relu);
+  // The host output's storage outlives the run: released at cleanup.
+  EXPECT_NE(run.find("g_live_dynamic.emplace_back(R[4], false)"), std::string::npos);
+}
+
+TEST(CudaHostEmitter, Errors) {
+  // Not an executable.
+  std::vector<uint8_t> junk(256, 0x5a);
+  const Image junk_img(junk);
+  EXPECT_FALSE(EmitCudaHostSource(junk_img.span(), CudaHostOptions{}).ok());
+  EXPECT_FALSE(EmitCudaHostSource({}, CudaHostOptions{}).ok());
+  // A gemm without its required "m".
+  const Image bad(TinyExecutable(false, "m"));
+  auto r = EmitCudaHostSource(bad.span(), CudaHostOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidExecutable) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("\"m\""), std::string::npos) << r.status().ToString();
+  // A CPU kernel cannot be mirrored by a CUDA host program.
+  ser::ExecutableWriter w;
+  ser::KernelDesc k;
+  k.name = "cpu_relu";
+  k.args = {{ser::DType::kF32, {4}, ser::ArgAccess::kRead}, {ser::DType::kF32, {4}, ser::ArgAccess::kWrite}};
+  w.AddKernel(k);
+  w.SetKernelLibraryId("x");
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "naive";
+  plan.storages = {{16, 64, ser::DeviceKind::kCpu, 0, 0}};
+  plan.arenas = {{ser::DeviceKind::kCpu, 16, 64}};
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", {4}, ser::DType::kF32, ser::DeviceKind::kCpu}},
+                          {{"y", {4}, ser::DType::kF32, ser::DeviceKind::kCpu}}, 3);
+  f.AllocStorage(1, 0).AllocTensor(2, 1, 0, {4}, ser::DType::kF32).Invoke(0, {0, 2}).Ret({2});
+  auto bytes = w.Finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  const Image cpu(*bytes);
+  auto c = EmitCudaHostSource(cpu.span(), CudaHostOptions{});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kUnsupported);
+  // File errors name the path.
+  CudaHostOptions missing;
+  missing.keel_path = "/nonexistent/model.keel";
+  Status st = WriteCudaHostProgram(missing, "/nonexistent/host.cu");
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("/nonexistent/model.keel"), std::string::npos);
+}
+
+TEST(CudaHostEmitter, TinyProgramCompilesWithNvcc) {
+  if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found (" << KEEL_NVCC << "): the generated program is not compiled";
+  TempDir dir;
+  for (bool dynamic : {false, true}) {
+    const Image img(TinyExecutable(dynamic));
+    auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+    ASSERT_TRUE(src.ok()) << src.status().ToString();
+    const fs::path cu = dir.path() / (dynamic ? "tiny_dynamic.cu" : "tiny.cu");
+    std::ofstream(cu) << *src;
+    const std::string err = CompileWithNvcc(cu, dir.path() / (dynamic ? "tiny_dynamic" : "tiny"));
+    EXPECT_TRUE(err.empty()) << err;
+  }
+}
+
+// ---- the model zoo ----
+
+fs::path ModelsDir() { return fs::path(KEEL_SHARED_DIR) / "models"; }
+
+class CudaHostZoo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaHostZoo, Squeezenet) {
+  const fs::path model = ModelsDir() / "squeezenet1_1.onnx";
+  if (!fs::exists(model)) GTEST_SKIP() << "shared models not found at " << ModelsDir() << " (KEEL_SHARED_DIR)";
+  TempDir dir;
+  CompileOptions options;
+  options.model_path = model.string();
+  options.output_path = (dir.path() / "squeezenet.keel").string();
+  options.target = "cuda";
+  options.memory_plan = GetParam();
+  options.planner_time_limit_seconds = 2;
+  auto summary = CompileModel(options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  CudaHostOptions host;
+  host.keel_path = options.output_path;
+  host.library_path = options.output_path + ".so";
+  const fs::path cu = dir.path() / "squeezenet_host.cu";
+  Status st = WriteCudaHostProgram(host, cu.string());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::ifstream in(cu);
+  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+
+  // Against the executable, read back: one block per instruction, one call per invoke,
+  // one allocation per arena / dynamic alloc_storage, one free per free_storage.
+  std::ifstream kin(options.output_path, std::ios::binary);
+  const std::vector<uint8_t> kbytes((std::istreambuf_iterator<char>(kin)), std::istreambuf_iterator<char>());
+  const Image img(kbytes);
+  auto view = ser::ReadExecutable(img.span());
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  const auto* kernels = view->root->kernels();
+  const auto* plan = view->root->memory_plan();
+  size_t generated = 0, gemm = 0, conv = 0, pool = 0, dyn_alloc = 0, frees = 0, slices = 0;
+  const auto* insts = view->main()->instructions();
+  for (const fb::Instruction* in : *insts) {
+    if (const auto* op = in->op_as_Invoke()) {
+      const fb::Kernel* k = kernels->Get(op->kernel());
+      const std::string lib = k->library_op() ? k->library_op()->str() : "";
+      if (k->kind() == fb::KernelKind::cuda_generated) ++generated;
+      else if (lib == lo::kCublasGemm) ++gemm;
+      else if (lib == lo::kCudnnConv2d) ++conv;
+      else if (lib == lo::kCudnnPool2d) ++pool;
+    } else if (const auto* a = in->op_as_AllocStorage()) {
+      (plan->storages()->Get(a->plan_slot())->arena() < 0 ? dyn_alloc : slices) += 1;
+    } else if (in->op_as_FreeStorage() != nullptr) {
+      ++frees;
+    }
+  }
+  const std::string run = FunctionBody(s, "static void Run()");
+  EXPECT_EQ(Count(run, "\n  // #"), insts->size());
+  EXPECT_EQ(Count(run, "CU_CHECK(cuLaunchKernel("), generated);
+  EXPECT_EQ(Count(run, "cublasLtMatmul(g_lt"), gemm);
+  EXPECT_EQ(Count(run, "cudnnConvolutionForward(g_cudnn"), conv);
+  EXPECT_EQ(Count(run, "cudnnPoolingForward(g_cudnn"), pool);
+  EXPECT_GT(conv, 0u);
+  EXPECT_EQ(Count(run, "Malloc("), dyn_alloc);
+  EXPECT_EQ(Count(run, "g_arena["), slices);
+  EXPECT_EQ(Count(run, "DeviceFree(") + Count(run, "std::free("), frees);
+  const size_t arenas = plan->arenas() ? plan->arenas()->size() : 0;
+  EXPECT_EQ(Count(FunctionBody(s, "static void AllocateArenas()"), "Malloc("), arenas);
+  if (GetParam() == "dynamic") {
+    EXPECT_EQ(arenas, 0u);
+    EXPECT_GT(dyn_alloc, 0u);
+    EXPECT_GT(frees, 0u);
+  } else {
+    EXPECT_EQ(dyn_alloc, 0u);
+    EXPECT_GT(arenas, 0u);
+  }
+  // Each invoke's block names its graph node.
+  for (const fb::Instruction* in : *insts) {
+    if (in->op_as_Invoke() != nullptr && in->debug_name() != nullptr) {
+      EXPECT_NE(run.find(" [" + in->debug_name()->str() + "]"), std::string::npos) << in->debug_name()->str();
+    }
+  }
+  if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found (" << KEEL_NVCC << "): the generated program is not compiled";
+  const std::string err = CompileWithNvcc(cu, dir.path() / "squeezenet_host");
+  EXPECT_TRUE(err.empty()) << err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, CudaHostZoo, ::testing::Values("greedy-size", "naive", "dynamic"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) c = c == '-' ? '_' : c;
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace keel::driver
