@@ -14,6 +14,65 @@ uint64_t AlignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
+bool IsElementwiseGroup(const ir::Node& node) {
+  if (node.op_type() != "keel.Fused" || node.outputs().size() != 1 || node.output(0) == nullptr) return false;
+  Result<std::string> pattern = node.attrs().GetString("keel.pattern", "");
+  return pattern.ok() && *pattern == "elementwise";
+}
+
+// Sets may_alias_with on the outputs of in-place capable steps (conditions and
+// safety argument in the header). Runs after every lifetime is final.
+void SetInPlaceAliases(const ir::Graph& graph, const std::vector<ir::Node*>& nodes,
+                       const BufferAssignmentOptions& options, BufferAssignment& out) {
+  std::vector<char> is_output_buffer(out.buffers.size(), 0);
+  for (const ir::Value* v : graph.outputs()) {
+    auto it = out.values.find(v);
+    if (it != out.values.end() && it->second.buffer >= 0) is_output_buffer[it->second.buffer] = 1;
+  }
+  for (size_t step = 0; step < nodes.size(); ++step) {
+    const ir::Node& node = *nodes[step];
+    if (!options.in_place_steps.empty() &&
+        (step >= options.in_place_steps.size() || options.in_place_steps[step] == 0)) {
+      continue;
+    }
+    if (!IsElementwiseGroup(node)) continue;
+    const ir::Value* output = node.output(0);
+    const auto out_it = out.values.find(output);
+    if (out_it == out.values.end() || out_it->second.kind != ValueKind::kBuffer) continue;
+    const int32_t out_buffer = out_it->second.buffer;
+    if (!output->has_type()) continue;
+    const int32_t s = static_cast<int32_t>(step);
+    for (const ir::Value* input : node.inputs()) {
+      if (input == nullptr || !input->has_type()) continue;
+      const auto in_it = out.values.find(input);
+      if (in_it == out.values.end()) continue;
+      const ValueInfo& info = in_it->second;
+      if (info.kind != ValueKind::kBuffer && info.kind != ValueKind::kView) continue;
+      const int32_t b = info.buffer;
+      if (b < 0 || b == out_buffer || is_output_buffer[b]) continue;
+      const memory::TensorLifetime& lifetime = out.buffers[b];
+      if (lifetime.last_use != s || lifetime.device != out.buffers[out_buffer].device) continue;
+      if (input->type().shape != output->type().shape ||
+          input->type().ByteSize() != output->type().ByteSize()) {
+        continue;
+      }
+      // Every input reading B must be this very value (same shape, same indices).
+      bool only_reader = true;
+      for (const ir::Value* other : node.inputs()) {
+        if (other == nullptr || other == input) continue;
+        const auto o = out.values.find(other);
+        if (o != out.values.end() && o->second.buffer == b &&
+            (o->second.kind == ValueKind::kBuffer || o->second.kind == ValueKind::kView)) {
+          only_reader = false;
+        }
+      }
+      if (!only_reader) continue;
+      out.buffers[out_buffer].may_alias_with = b;
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 Result<BufferAssignment> AssignBuffers(const ir::Graph& graph, const BufferAssignmentOptions& options) {
@@ -115,6 +174,7 @@ Result<BufferAssignment> AssignBuffers(const ir::Graph& graph, const BufferAssig
     if (options.host_io) { KEEL_ASSIGN_OR_RETURN(host, new_buffer(output, out.num_steps, memory::Device::kCpu)); }
     out.host_output_buffer.push_back(host);
   }
+  if (options.in_place) SetInPlaceAliases(graph, nodes, options, out);
   return out;
 }
 

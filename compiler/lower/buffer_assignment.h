@@ -21,6 +21,33 @@
 // TensorLifetime per buffer, in a deterministic order (by producing step, then
 // output index).
 //
+// In-place reuse (TensorLifetime::may_alias_with): the output buffer of step s
+// may take the bytes of an input buffer B when all of these hold:
+//   - the node is a keel.Fused group with "keel.pattern" == "elementwise" (and
+//     the step is in-place capable, BufferAssignmentOptions::in_place_steps);
+//   - the input value has exactly the output's shape and byte size (not
+//     broadcast: it is read at the very index that is written);
+//   - B dies at s (last_use == s — so B is not a graph output, and no value
+//     viewing B, the input itself included, is read after s), B is a planned
+//     intermediate (not a param, a param's device copy, or a constant), and no
+//     other input of the step reads B through another value (a view with another
+//     shape would be read at other indices);
+//   - the input is the first such input of the node (one partner per output).
+// Why exact aliasing is safe there: a generated elementwise kernel (compiler/
+// codegen/lower.cc LowerNodeToKernel → LoopNest) computes out[i] as one
+// expression of loads at the broadcast indices of i and stores it to out[i]; for
+// a same-shape input the load index is i itself, so every element of B is read
+// (for out[i]'s value, which data-depends on it) before out[i] overwrites it, and
+// no other element's computation reads B[i]. That holds for the CPU kernels
+// (serial, parallel-over-rows and loop-vectorized inner loops: a vector of
+// B[i..i+k] is loaded before the vector store to out[i..i+k], other vectors
+// touch other elements) and the NVPTX kernels (flat grid-stride: each element
+// owned by one thread, loads before its store; single-block fallback: only
+// thread 0 stores, after its own loads). The kernel arguments are marked
+// noalias, which exact aliasing formally breaks; the compiler can only exploit
+// it by moving a B[i] load below the out[i] store, which the data dependence
+// forbids (the same argument the CUDA backend's in-place epilogues rely on).
+//
 // Thread-safety: pure function of the graph.
 #pragma once
 
@@ -66,6 +93,12 @@ struct BufferAssignmentOptions {
   // Extra scratch bytes a step needs (e.g. a convolution's im2col workspace),
   // planned as a buffer live only during that step. Indexed by step; may be empty.
   std::vector<uint64_t> workspace_bytes;
+  // In-place reuse (see the top of this file). Off: no may_alias_with is set.
+  bool in_place = true;
+  // Indexed by step: non-zero where the step's kernel is in-place capable (a
+  // generated kernel taking the node's inputs then outputs, nothing else: see
+  // lower::InPlaceCapableSteps). Empty: every step is.
+  std::vector<uint8_t> in_place_steps;
 };
 
 // Op types whose output is a view of their first input.

@@ -276,6 +276,20 @@ Result<ProgramStats> ProgramEmitter::Emit(const std::vector<StepKernel>& kernels
 
 }  // namespace
 
+std::vector<uint8_t> InPlaceCapableSteps(const std::vector<StepKernel>& kernels) {
+  std::vector<uint8_t> capable;
+  capable.reserve(kernels.size());
+  for (const StepKernel& k : kernels) {
+    const bool generated = k.kernel.kind == ser::KernelKind::kCpuGenerated ||
+                           k.kernel.kind == ser::KernelKind::kCudaGenerated;
+    capable.push_back(!k.is_view && generated && k.kernel.library_op.empty() && k.args.empty() &&
+                              k.then.empty()
+                          ? 1
+                          : 0);
+  }
+  return capable;
+}
+
 Result<ProgramStats> LowerProgram(const ir::Graph& graph, const std::vector<StepKernel>& kernels,
                                   const ProgramOptions& options, ser::ExecutableWriter& writer) {
   const std::vector<ir::Node*> nodes = graph.nodes();
@@ -288,6 +302,7 @@ Result<ProgramStats> LowerProgram(const ir::Graph& graph, const std::vector<Step
   assign.alignment = options.alignment;
   assign.host_io = options.device != ser::DeviceKind::kCpu;
   for (const StepKernel& k : kernels) assign.workspace_bytes.push_back(k.is_view ? 0 : k.workspace_bytes);
+  assign.in_place_steps = InPlaceCapableSteps(kernels);
   KEEL_ASSIGN_OR_RETURN(BufferAssignment buffers, AssignBuffers(graph, assign));
 
   KEEL_ASSIGN_OR_RETURN(auto planner, memory::CreatePlanner(options.memory_plan));

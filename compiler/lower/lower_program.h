@@ -2,7 +2,8 @@
 //
 // Lowering is the last compiler step before serialization. Given the fused graph
 // and, for every node ("step"), the kernel it runs, it
-//   1. assigns buffers and lifetimes (buffer_assignment.h),
+//   1. assigns buffers and lifetimes (buffer_assignment.h), including in-place
+//      reuse for elementwise steps whose kernel allows it (InPlaceCapableSteps),
 //   2. runs the chosen memory planner and checks its plan (compiler/memory),
 //   3. writes straight-line bytecode into an ExecutableWriter:
 //
@@ -82,6 +83,12 @@ struct ProgramStats {
 };
 
 ser::DType ToSerDType(ir::DType dtype);
+
+// Per step, 1 where the step's kernel may write its output over a dying input
+// (BufferAssignmentOptions::in_place_steps): a generated kernel (CPU or CUDA, not
+// a library kernel) taking the node's inputs then its outputs (StepKernel::args
+// empty), with no follow-up invocations. 0 for views and everything else.
+std::vector<uint8_t> InPlaceCapableSteps(const std::vector<StepKernel>& kernels);
 
 // Writes the whole program (constants, kernels, plan, `main`) into `writer`.
 // `kernels` has one entry per node of graph.nodes(). The graph must outlive

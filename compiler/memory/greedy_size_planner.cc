@@ -40,10 +40,10 @@ uint64_t GreedySizePlanner::Top(const std::vector<TensorLifetime>& tensors,
 
 internal::OffsetAssignment GreedySizePlanner::AssignOffsets(
     const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& group, GapFit fit) {
-  internal::OffsetAssignment by_size =
-      AssignOffsetsInOrder(tensors, group, fit, OrderOf(tensors, group, PlacementOrder::kSize));
-  internal::OffsetAssignment by_first_use =
-      AssignOffsetsInOrder(tensors, group, fit, OrderOf(tensors, group, PlacementOrder::kFirstUse));
+  internal::OffsetAssignment by_size = AssignOffsetsInOrder(
+      tensors, group, fit, OrderOf(tensors, group, PlacementOrder::kSize), AliasRule::kUnlessTopGrows);
+  internal::OffsetAssignment by_first_use = AssignOffsetsInOrder(
+      tensors, group, fit, OrderOf(tensors, group, PlacementOrder::kFirstUse), AliasRule::kUnlessHigher);
   // Ties keep the paper's order.
   return Top(tensors, group, by_first_use) < Top(tensors, group, by_size) ? std::move(by_first_use)
                                                                          : std::move(by_size);
@@ -51,7 +51,7 @@ internal::OffsetAssignment GreedySizePlanner::AssignOffsets(
 
 internal::OffsetAssignment GreedySizePlanner::AssignOffsetsInOrder(
     const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& group, GapFit fit,
-    const std::vector<int32_t>& order) {
+    const std::vector<int32_t>& order, AliasRule alias_rule) {
   const int32_t n = static_cast<int32_t>(group.size());
   auto T = [&](int32_t local) -> const TensorLifetime& { return tensors[group[local]]; };
 
@@ -116,12 +116,13 @@ internal::OffsetAssignment GreedySizePlanner::AssignOffsetsInOrder(
     if (!found) best = internal::AlignUp(prev_end, t.alignment);
 
     // In-place: reuse a placed partner's offset when it is free for t and costs no
-    // more arena than the gap choice.
+    // more arena than the gap choice (kUnlessHigher: and is not above the gap).
     for (int32_t p : partners[x]) {
       if (!placed[p]) continue;
       const uint64_t off = out.offsets[p];
       if (off % t.alignment != 0) continue;
       if (off + t.size > std::max(top, best + t.size)) continue;
+      if (alias_rule == AliasRule::kUnlessHigher && off > best) continue;
       bool free = true;
       for (int32_t y : overlapping) {
         if (T(y).size == 0 || t.size == 0) continue;

@@ -17,8 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+using AliasRule = GreedySizePlanner::AliasRule;
+
 struct Candidate {
   std::vector<int32_t> order;
+  AliasRule rule = AliasRule::kUnlessTopGrows;
   internal::OffsetAssignment assignment;
   uint64_t top = 0;
 };
@@ -28,25 +31,31 @@ class OrderSearch {
   OrderSearch(const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& group)
       : tensors_(tensors), group_(group), n_(static_cast<int32_t>(group.size())) {}
 
-  Candidate Evaluate(std::vector<int32_t> order) const {
+  Candidate Evaluate(std::vector<int32_t> order, AliasRule rule) const {
     Candidate c;
-    c.assignment = GreedySizePlanner::AssignOffsetsInOrder(tensors_, group_, GapFit::kBestFit, order);
+    c.rule = rule;
+    c.assignment = GreedySizePlanner::AssignOffsetsInOrder(tensors_, group_, GapFit::kBestFit, order, rule);
     c.top = GreedySizePlanner::Top(tensors_, group_, c.assignment);
     c.order = std::move(order);
     return c;
   }
 
-  // The seed orders, in tie-break order.
-  std::vector<std::vector<int32_t>> Seeds() const {
+  // The seed orders with their alias rules, in tie-break order (greedy-size's
+  // two first, with greedy-size's rules).
+  std::vector<std::pair<std::vector<int32_t>, AliasRule>> Seeds() const {
     using Order = GreedySizePlanner::PlacementOrder;
-    std::vector<std::vector<int32_t>> seeds;
-    seeds.push_back(GreedySizePlanner::OrderOf(tensors_, group_, Order::kSize));
-    seeds.push_back(GreedySizePlanner::OrderOf(tensors_, group_, Order::kFirstUse));
-    seeds.push_back(Sorted([&](int32_t a, int32_t b) { return Area(a) > Area(b); }));
-    seeds.push_back(Sorted([&](int32_t a, int32_t b) {
+    std::vector<std::pair<std::vector<int32_t>, AliasRule>> seeds;
+    seeds.emplace_back(GreedySizePlanner::OrderOf(tensors_, group_, Order::kSize), AliasRule::kUnlessTopGrows);
+    seeds.emplace_back(GreedySizePlanner::OrderOf(tensors_, group_, Order::kFirstUse), AliasRule::kUnlessHigher);
+    seeds.emplace_back(Sorted([&](int32_t a, int32_t b) { return Area(a) > Area(b); }), AliasRule::kUnlessTopGrows);
+    seeds.emplace_back(Sorted([&](int32_t a, int32_t b) {
       if (Span(a) != Span(b)) return Span(a) > Span(b);
       return T(a).size > T(b).size;
-    }));
+    }), AliasRule::kUnlessTopGrows);
+    seeds.emplace_back(Sorted([&](int32_t a, int32_t b) {
+      if (T(a).last_use != T(b).last_use) return T(a).last_use > T(b).last_use;
+      return T(a).size > T(b).size;
+    }), AliasRule::kUnlessTopGrows);
     return seeds;
   }
 
@@ -123,8 +132,8 @@ Result<Plan> OffsetSearchPlanner::MakePlan(const std::vector<TensorLifetime>& te
     OrderSearch search(tensors, group);
     Candidate best;
     bool have = false;
-    for (std::vector<int32_t>& seed : search.Seeds()) {
-      Candidate c = search.Evaluate(std::move(seed));
+    for (auto& [order, rule] : search.Seeds()) {
+      Candidate c = search.Evaluate(std::move(order), rule);
       if (!have || c.top < best.top) {
         best = std::move(c);
         have = true;
@@ -137,7 +146,8 @@ Result<Plan> OffsetSearchPlanner::MakePlan(const std::vector<TensorLifetime>& te
     for (int32_t it = 0; it < iterations && best.top > bound; ++it) {
       if ((it & 15) == 15 && Clock::now() > deadline) break;
       const bool restart = (it & 1) == 1;
-      Candidate c = search.Evaluate(restart ? search.NoisyBySize(rng) : search.CriticalMove(best, rng));
+      Candidate c = restart ? search.Evaluate(search.NoisyBySize(rng), AliasRule::kUnlessTopGrows)
+                            : search.Evaluate(search.CriticalMove(best, rng), best.rule);
       if (c.top < best.top || (!restart && c.top == best.top)) best = std::move(c);
     }
     all_at_bound = all_at_bound && best.top <= bound;

@@ -6,9 +6,10 @@
 // tensors that overlap it in time). This planner keeps that placement and
 // searches orders, per device:
 //
-//   seeds      by size, by first use (greedy-size's two), by area (size × steps
-//              live, the "breadth" of a tensor), by steps live then size; the
-//              smallest arena is the incumbent.
+//   seeds      by size, by first use (greedy-size's two, with its in-place
+//              rules), by area (size × steps live, the "breadth" of a tensor), by
+//              steps live then size, by last use (latest first: first-use order
+//              on the reversed program); the smallest arena is the incumbent.
 //   moves      alternately
 //              (a) critical move: a tensor whose end defines the arena top is
 //                  moved to a random earlier position of the incumbent order

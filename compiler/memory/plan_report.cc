@@ -285,7 +285,7 @@ void JsonStrategy(const PlanReport& r, const StrategyResult& s, const ReportForm
     const uint64_t address = AddressOf(p, t, &arena);
     out << (t ? ",\n       " : "\n       ") << "{\"name\": " << JStr(l.name) << ", \"size\": " << l.size
         << ", \"alignment\": " << l.alignment << ", \"first_use\": " << l.first_use << ", \"last_use\": " << l.last_use
-        << ", \"device\": " << JStr(DeviceName(l.device)) << ", \"storage\": " << p.placements[t].storage
+        << ", \"may_alias_with\": " << l.may_alias_with << ", \"device\": " << JStr(DeviceName(l.device)) << ", \"storage\": " << p.placements[t].storage
         << ", \"offset\": " << p.placements[t].offset << ", \"arena\": " << arena << ", \"address\": " << address << "}";
   }
   out << "]}";

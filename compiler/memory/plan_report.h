@@ -94,7 +94,7 @@ std::string FormatTable(const PlanReport& report, const ReportFormat& format);
 // JSON document (UTF-8, stable key order): model, target, num_tensors, num_steps,
 // bounds, and per strategy: name, plan_strategy, ok, error, form, total_bytes,
 // ratios, allocations, optimal, plan_lower_bound, seconds (with timings),
-// arenas, storages, tensors[name, size, alignment, first_use, last_use, device,
+// arenas, storages, tensors[name, size, alignment, first_use, last_use, may_alias_with, device,
 // storage, offset, arena, address].
 std::string ToJson(const PlanReport& report, const ReportFormat& format);
 
