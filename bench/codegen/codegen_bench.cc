@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -109,16 +110,30 @@ ir::Node* AddOp(ir::Graph& g, const std::string& op, std::vector<ir::Value*> in,
   return n;
 }
 
+// Lowering options for the host's resolved target; KEEL_BENCH_TILE=MRxNR
+// overrides the GEMM register tile (for tile-size experiments).
+LowerOptions BenchLowerOptions() {
+  auto target = ResolveCpuTarget({});
+  LowerOptions o = LowerOptionsForCpuFeatures(target.ok() ? target->features : "");
+  if (const char* t = std::getenv("KEEL_BENCH_TILE")) {
+    long mr = 0, nr = 0;
+    if (std::sscanf(t, "%ldx%ld", &mr, &nr) == 2 && mr > 0 && nr > 0) { o.gemm_mr = mr; o.gemm_nr = nr; }
+  }
+  fprintf(stderr, "GEMM register tile %ldx%ld\n", static_cast<long>(o.gemm_mr), static_cast<long>(o.gemm_nr));
+  return o;
+}
+
 Library& Lib() {
   static Library* lib = [] {
     auto* l = new Library;
+    const LowerOptions options = BenchLowerOptions();
     int64_t index = 0;
     for (int64_t s : {256, 512, 1024}) {
       auto g = std::make_unique<ir::Graph>();
       ir::Value* a = g->AddInput("a", {ir::DType::kF32, {s, s}});
       ir::Value* b = g->AddInput("b", {ir::DType::kF32, {s, s}});
       ir::Node* n = AddOp(*g, "MatMul", {a, b}, {ir::DType::kF32, {s, s}});
-      auto spec = LowerNodeToKernel(*n, index++);
+      auto spec = LowerNodeToKernel(*n, index++, options);
       if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
       l->cases.push_back({"gemm" + std::to_string(s), *spec, 2.0 * s * s * s});
       l->graphs.push_back(std::move(g));
@@ -137,7 +152,7 @@ Library& Lib() {
       n->attrs().Set("pads", std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad});
       n->attrs().Set("dilations", std::vector<int64_t>{1, 1});
       n->attrs().Set("group", int64_t{1});
-      auto spec = LowerNodeToKernel(*n, index++);
+      auto spec = LowerNodeToKernel(*n, index++, options);
       if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
       l->cases.push_back({c.name, *spec, 2.0 * c.co * oh * oh * c.c * c.k * c.k});
       l->graphs.push_back(std::move(g));

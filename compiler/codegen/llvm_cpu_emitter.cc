@@ -211,7 +211,14 @@ Result<CpuTargetInfo> ResolveCpuTarget(const CpuTargetOptions& options) {
   llvm::StringMap<bool> host;
   bool have_host = llvm::sys::getHostCPUFeatures(host);
   if (options.cpu == "auto") {
-    info.cpu = (!have_host || (HostHas(host, "avx2") && HostHas(host, "fma"))) ? "x86-64-v3" : "x86-64";
+    // x86-64-v4 (AVX-512 F/BW/DQ/VL) where the build host has it: twice the
+    // vector registers, which the wider GEMM register tiles need.
+    if (have_host && HostHas(host, "avx512f") && HostHas(host, "avx512bw") && HostHas(host, "avx512dq") &&
+        HostHas(host, "avx512vl") && HostHas(host, "avx2") && HostHas(host, "fma")) {
+      info.cpu = "x86-64-v4";
+    } else {
+      info.cpu = (!have_host || (HostHas(host, "avx2") && HostHas(host, "fma"))) ? "x86-64-v3" : "x86-64";
+    }
   } else if (options.cpu == "native") {
     info.cpu = llvm::sys::getHostCPUName().str();
   } else {

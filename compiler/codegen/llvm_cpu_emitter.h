@@ -27,8 +27,9 @@
 namespace keel::codegen {
 
 struct CpuTargetOptions {
-  // LLVM CPU name. "auto": x86-64-v3 (AVX2 + FMA) when the build host supports
-  // it, else the x86-64 baseline. "native": the host CPU (not portable).
+  // LLVM CPU name. "auto": x86-64-v4 (AVX-512 F/BW/DQ/VL) when the build host
+  // supports it, else x86-64-v3 (AVX2 + FMA) when it does, else the x86-64
+  // baseline. "native": the host CPU (not portable).
   // Anything else ("x86-64", "x86-64-v4", "znver3", ...) is used as given.
   std::string cpu = "auto";
   std::string extra_features;  // appended, e.g. "-avx512f"

@@ -37,11 +37,18 @@ namespace keel::codegen {
 
 struct LowerOptions {
   int64_t gemm_mr = 6;    // micro-kernel rows (A rows per register tile)
+  int64_t gemm_mr_alt = 0;  // > 0: rows used instead when it divides M and gemm_mr does not
   int64_t gemm_nr = 16;   // micro-kernel columns (a multiple of the vector width)
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;
 };
+
+// Lowering options tuned for a CPU target, given its LLVM feature string
+// (CpuTargetInfo::features, e.g. "+avx2,+fma,..."): with AVX-512 the GEMM
+// register tile is sized for 32 zmm registers, with AVX2 for 16 ymm registers.
+// Pure function; the same features give the same options.
+LowerOptions LowerOptionsForCpuFeatures(const std::string& features);
 
 // "k<index>_<op>_<op>..." — lowercase op types (fused body order), sanitized,
 // at most ~48 characters. Unique as long as `index` is.

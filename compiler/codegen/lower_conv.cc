@@ -105,6 +105,7 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   Expr gi = groups > 1 ? k.NewVar("grp") : Expr(0);
   GemmOperands g;
   g.m = c.Mg; g.n = N; g.k = Kdim;
+  Stmt pad_copy;  // fills the padded input image before the GEMM (im2col path)
   KernelFunc* kp = &k;
   if (Wt.buffer >= 0) {
     int wview = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_rows", {c.Co, Kdim});
@@ -121,24 +122,58 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_cols", {c.B, c.C, c.H * c.W});
     g.b = [kp, xview, bi, gi, c](Expr kk, Expr n) { return kp->Load(xview, {bi, gi * c.Cg + kk, n}); };
   } else {
-    // im2col while packing. The window origin of each output column comes from
-    // two baked tables instead of a div/mod per packed element; kk's
-    // decomposition is invariant in the inner packing loop (hoisted by LLVM).
-    std::vector<uint8_t> hbase(static_cast<size_t>(N) * 4), wbase(static_cast<size_t>(N) * 4);
-    for (int64_t n = 0; n < N; ++n) {
-      int32_t h0 = static_cast<int32_t>((n / c.OW) * c.sh - c.pt), w0 = static_cast<int32_t>((n % c.OW) * c.sw - c.pl);
-      std::memcpy(&hbase[static_cast<size_t>(n) * 4], &h0, 4);
-      std::memcpy(&wbase[static_cast<size_t>(n) * 4], &w0, 4);
+    // im2col while packing, with no bounds checks: the group's input channels
+    // are first copied into a zero-padded workspace image (skipped when there
+    // is no padding and X is a plain argument), so every window read is in
+    // bounds. Column n's window origin offset comes from a baked table; a panel
+    // of NR columns inside one output row (stride 1) reads one contiguous run,
+    // a vector load; other panels gather.
+    const int64_t Hp = std::max(c.H + c.pt, (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1);
+    const int64_t Wp = std::max(c.W + c.pl, (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1);
+    const bool direct = X.buffer >= 0 && c.pt == 0 && c.pl == 0 && Hp == c.H && Wp == c.W;
+    const int64_t Hs = direct ? c.H : Hp, Ws = direct ? c.W : Wp;  // source image dims
+    int src = -1;
+    if (direct) {
+      src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * c.H * c.W});
+    } else {
+      src = k.AddWorkspace("conv_xpad", DType::kF32, {c.Cg * Hp * Wp});
+      Expr r = k.NewVar("r"), w = k.NewVar("w"), w2 = k.NewVar("w"), w3 = k.NewVar("w"), w4 = k.NewVar("w");
+      Expr ch = r / Hp, h = r % Hp - c.pt;
+      Expr row0 = r * Wp;
+      Stmt copy = Block({
+          For(w, 0, c.pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
+          For(w2, 0, c.W, LoopKind::kVectorize,
+              k.Store(src, {row0 + c.pl + w2}, Cast(X.at({bi, gi * c.Cg + ch, h, w2}), DType::kF32))),
+          For(w3, c.pl + c.W, Wp, LoopKind::kSerial, k.Store(src, {row0 + w3}, FloatConst(0))),
+      });
+      Stmt zero = For(w4, 0, Wp, LoopKind::kVectorize, k.Store(src, {row0 + w4}, FloatConst(0)));
+      const int64_t rows = c.Cg * Hp;
+      bool par = rows > 1 && rows * Wp >= ctx.options().min_parallel_elements;
+      pad_copy = For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, If((h >= 0) && (h < c.H), copy, zero));
     }
-    int hb = k.AddConstant("conv_h0", DType::kI32, {N}, std::move(hbase));
-    int wb = k.AddConstant("conv_w0", DType::kI32, {N}, std::move(wbase));
-    IndexFn x_at = X.at;
-    g.b = [kp, x_at, bi, gi, c, KK, hb, wb](Expr kk, Expr n) {
+    const int64_t NR = std::max<int64_t>(1, ctx.options().gemm_nr);
+    const int64_t Np = (N + NR - 1) / NR;
+    std::vector<uint8_t> off(static_cast<size_t>(N) * 4), contig(static_cast<size_t>(Np), 0);
+    for (int64_t n = 0; n < N; ++n) {
+      int32_t o = static_cast<int32_t>((n / c.OW) * c.sh * Ws + (n % c.OW) * c.sw);
+      std::memcpy(&off[static_cast<size_t>(n) * 4], &o, 4);
+    }
+    for (int64_t p = 0; p < Np; ++p)
+      contig[static_cast<size_t>(p)] = c.sw == 1 && (p + 1) * NR <= N && (p * NR) / c.OW == ((p + 1) * NR - 1) / c.OW;
+    int ob = k.AddConstant("conv_off", DType::kI32, {N}, std::move(off));
+    int cb = k.AddConstant("conv_contig", DType::kBool, {Np}, std::move(contig));
+    // Offset of (channel, kh, kw) of row kk in the source image (b, group folded in for direct reads).
+    auto coff = [bi, gi, c, KK, Hs, Ws, direct](Expr kk) {
       Expr ci = kk / KK, kh = (kk % KK) / c.KW, kw = kk % c.KW;
-      Expr ih = Cast(kp->Load(hb, {n}), DType::kI64) + kh * c.dh;
-      Expr iw = Cast(kp->Load(wb, {n}), DType::kI64) + kw * c.dw;
-      Expr x = x_at({bi, gi * c.Cg + ci, Clamp(ih, 0, c.H - 1), Clamp(iw, 0, c.W - 1)});
-      return Select((ih >= 0) && (ih < c.H) && (iw >= 0) && (iw < c.W), x, FloatConst(0, x.type()));
+      Expr ch = direct ? (bi * c.C + gi * c.Cg + ci) : ci;
+      return ch * (Hs * Ws) + kh * (c.dh * Ws) + kw * c.dw;
+    };
+    g.b = [kp, src, ob, coff](Expr kk, Expr n) {
+      return kp->Load(src, {coff(kk) + Cast(kp->Load(ob, {n}), DType::kI64)});
+    };
+    g.b_fast_ok = [kp, cb](Expr p) { return kp->Load(cb, {p}); };
+    g.b_fast = [kp, src, ob, coff, NR](Expr kk, Expr p, Expr j) {
+      return kp->Load(src, {coff(kk) + Cast(kp->Load(ob, {p * NR}), DType::kI64) + j});
     };
   }
   TensorFn bfn = bias ? *bias : TensorFn{};
@@ -148,6 +183,7 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     return store({bi, co, n / c.OW, n % c.OW}, v);
   };
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv"));
+  if (pad_copy) body = Block({pad_copy, body});
   if (groups > 1) body = For(gi, 0, groups, LoopKind::kSerial, body);
   if (c.B > 1) body = For(bi, 0, c.B, LoopKind::kSerial, body);
   return body;

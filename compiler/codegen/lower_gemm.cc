@@ -29,8 +29,10 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const std::string& tag) {
   KernelFunc& k = ctx.kernel();
   const LowerOptions& o = ctx.options();
-  const int64_t MR = std::max<int64_t>(1, o.gemm_mr), NR = std::max<int64_t>(1, o.gemm_nr);
   const int64_t M = g.m, N = g.n, K = g.k;
+  const int64_t NR = std::max<int64_t>(1, o.gemm_nr);
+  int64_t MR = std::max<int64_t>(1, o.gemm_mr);
+  if (o.gemm_mr_alt > 0 && M % MR != 0 && M % o.gemm_mr_alt == 0) MR = o.gemm_mr_alt;
   if (M <= 0 || N <= 0) return Block({});
   if (K <= 0) {
     // Empty reduction: every output is the epilogue of 0.
@@ -60,15 +62,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Stmt pack;
   {
     Expr p = k.NewVar("p");
-    auto panel = [&](bool tail) {
+    auto panel = [&](bool tail, bool fast) {
       Expr kk = k.NewVar("kk"), j = k.NewVar("j");
       Expr n = p * NR + j;
-      Expr v = !tail ? Cast(g.b(kk, n), DType::kF32)
-                     : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
+      Expr v = fast   ? Cast(g.b_fast(kk, p, j), DType::kF32)
+               : !tail ? Cast(g.b(kk, n), DType::kF32)
+                       : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
       return For(kk, 0, K, LoopKind::kSerial,
                  For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {(p * K + kk) * NR + j}, v)));
     };
-    Stmt body = N % NR == 0 ? panel(false) : If(p < N / NR, panel(false), panel(true));
+    Stmt full = g.b_fast ? If(g.b_fast_ok(p), panel(false, true), panel(false, false)) : panel(false, false);
+    Stmt body = N % NR == 0 ? full : If(p < N / NR, full, panel(true, false));
     bool par = Np > 1 && Np * K * NR >= (1 << 14);
     pack = For(p, 0, Np, par ? LoopKind::kParallel : LoopKind::kSerial, body);
   }
@@ -80,53 +84,59 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
 
   auto acc_at = [&](int64_t i, int64_t j) { return k.Load(acc, {Expr(i * NR + j)}); };
-  // One NR-lane vector statement per tile row: rows(f(i, j)) = MR unrolled kLanes loops.
-  auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
-    std::vector<Stmt> out;
-    for (int64_t i = 0; i < MR; ++i) {
-      Expr j = k.NewVar("j");
-      out.push_back(For(j, 0, NR, LoopKind::kLanes, f(i, j)));
-    }
-    return Block(std::move(out));
-  };
   auto acc_lane = [&](int64_t i, Expr j) { return k.Load(acc, {i * NR + j}); };
-  std::vector<Stmt> tile;
-  // init
-  {
-    Stmt zero = rows([&](int64_t i, Expr j) { return k.Store(acc, {i * NR + j}, FloatConst(0)); });
-    Stmt reload = cpart >= 0 ? rows([&](int64_t i, Expr j) {
-      return k.Store(acc, {i * NR + j}, k.Load(cpart, {m0 + i, n0 + j}));
-    }) : nullptr;
-    tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, 0), zero, reload) : zero);
-  }
-  // k loop: acc[i][j] += A(m0+i, kk) * Bp[p][kk][j]
-  {
-    Expr kk = k.NewVar("kk");
-    Stmt body = rows([&](int64_t i, Expr j) {
-      Expr row = M % MR == 0 ? m0 + i : Min(m0 + i, M - 1);  // clamped rows compute garbage never stored
-      Expr a = Cast(g.a(row, kk), DType::kF32);
-      Expr b = k.Load(bp, {(p * K + kk) * NR + j});
-      return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
-    });
-    tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
-  }
-  // store
-  {
-    std::vector<Stmt> full, edge;
-    full.push_back(rows([&](int64_t i, Expr j) { return g.store(m0 + i, n0 + j, acc_lane(i, j)); }));
-    Stmt partial = cpart >= 0 ? rows([&](int64_t i, Expr j) { return k.Store(cpart, {m0 + i, n0 + j}, acc_lane(i, j)); })
-                              : nullptr;
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) {
-        edge.push_back(If((m0 + i < M) && (n0 + j < N), g.store(m0 + i, n0 + j, acc_at(i, j))));
+  // One register tile of `mr` rows (MR, or the M % MR rows of the last row
+  // tile: rows are never clamped, so A's row addresses stay constant offsets of
+  // one base and no garbage rows are computed).
+  auto make_tile = [&](int64_t mr) {
+    // One NR-lane vector statement per tile row: rows(f(i, j)) = mr unrolled kLanes loops.
+    auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
+      std::vector<Stmt> out;
+      for (int64_t i = 0; i < mr; ++i) {
+        Expr j = k.NewVar("j");
+        out.push_back(For(j, 0, NR, LoopKind::kLanes, f(i, j)));
       }
-    Stmt final_store = (M % MR == 0 && N % NR == 0)
-                           ? Block(std::move(full))
-                           : If((m0 + MR <= M) && (n0 + NR <= N), Block(std::move(full)), Block(std::move(edge)));
-    tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), final_store, partial) : final_store);
-  }
+      return Block(std::move(out));
+    };
+    std::vector<Stmt> tile;
+    // init
+    {
+      Stmt zero = rows([&](int64_t i, Expr j) { return k.Store(acc, {i * NR + j}, FloatConst(0)); });
+      Stmt reload = cpart >= 0 ? rows([&](int64_t i, Expr j) {
+        return k.Store(acc, {i * NR + j}, k.Load(cpart, {m0 + i, n0 + j}));
+      }) : nullptr;
+      tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, 0), zero, reload) : zero);
+    }
+    // k loop: acc[i][j] += A(m0+i, kk) * Bp[p][kk][j]
+    {
+      Expr kk = k.NewVar("kk");
+      Stmt body = rows([&](int64_t i, Expr j) {
+        Expr a = Cast(g.a(m0 + i, kk), DType::kF32);
+        Expr b = k.Load(bp, {(p * K + kk) * NR + j});
+        return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
+      });
+      tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
+    }
+    // store
+    {
+      Stmt full = rows([&](int64_t i, Expr j) { return g.store(m0 + i, n0 + j, acc_lane(i, j)); });
+      Stmt partial = cpart >= 0 ? rows([&](int64_t i, Expr j) { return k.Store(cpart, {m0 + i, n0 + j}, acc_lane(i, j)); })
+                                : nullptr;
+      Stmt final_store = full;
+      if (N % NR != 0) {
+        std::vector<Stmt> edge;
+        for (int64_t i = 0; i < mr; ++i)
+          for (int64_t j = 0; j < NR; ++j) edge.push_back(If(n0 + j < N, g.store(m0 + i, n0 + j, acc_at(i, j))));
+        final_store = If(n0 + NR <= N, full, Block(std::move(edge)));
+      }
+      tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), final_store, partial) : final_store);
+    }
+    return Block(std::move(tile));
+  };
+  const int64_t m_tail = M % MR;
+  Stmt tile = m_tail == 0 ? make_tile(MR) : If(mt < M / MR, make_tile(MR), make_tile(m_tail));
   Stmt tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
-                   For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, Block(std::move(tile))));
+                   For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
   Stmt compute = For(t, 0, nMB * nNB, LoopKind::kParallel, For(kc, 0, nKC, LoopKind::kSerial, tiles));
   return Block({pack, compute});
 }

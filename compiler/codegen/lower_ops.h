@@ -29,6 +29,11 @@ struct GemmOperands {
   std::function<Expr(Expr m, Expr k)> a;
   std::function<Expr(Expr k, Expr n)> b;
   std::function<Stmt(Expr m, Expr n, Expr acc)> store;
+  // Optional fast packing path for a full NR-wide panel p (columns p*NR + j):
+  // where b_fast_ok(p) holds, B(k, p*NR + j) == b_fast(k, p, j), typically a
+  // unit-stride read in j (e.g. a conv panel within one output row).
+  std::function<Expr(Expr p)> b_fast_ok;
+  std::function<Expr(Expr k, Expr p, Expr j)> b_fast;
 };
 Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const std::string& tag);
 

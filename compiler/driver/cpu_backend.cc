@@ -11,12 +11,17 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const BackendOptions& options) { target_options_.cpu = options.cpu; }
+  explicit CpuBackend(const BackendOptions& options) {
+    target_options_.cpu = options.cpu;
+    // Register tiles etc. follow the resolved target's ISA (an unresolvable CPU fails later, in EmitLibrary).
+    auto resolved = codegen::ResolveCpuTarget(target_options_);
+    if (resolved.ok()) lower_options_ = codegen::LowerOptionsForCpuFeatures(resolved->features);
+  }
 
   std::string name() const override { return "cpu"; }
 
   Result<lower::StepKernel> SelectKernel(const ir::Node& node, int64_t index) override {
-    KEEL_ASSIGN_OR_RETURN(codegen::KernelSpec spec, codegen::LowerNodeToKernel(node, index));
+    KEEL_ASSIGN_OR_RETURN(codegen::KernelSpec spec, codegen::LowerNodeToKernel(node, index, lower_options_));
     lower::StepKernel step;
     step.kernel.name = spec.name;
     step.kernel.kind = ser::KernelKind::kCpuGenerated;
@@ -50,6 +55,7 @@ class CpuBackend final : public Backend {
 
  private:
   codegen::CpuTargetOptions target_options_;
+  codegen::LowerOptions lower_options_;
   codegen::CpuTargetInfo info_;
   std::vector<codegen::KernelSpec> specs_;
   std::string fingerprint_;

@@ -1,5 +1,7 @@
 // Conv2d: implicit GEMM (groups, strides, pads, dilations, 1x1 pointwise, batch > 1,
-// odd sizes) and the direct depthwise kernel (channel multiplier 1 and 2).
+// odd sizes; default and AVX-512 register tiles; padded-image im2col with
+// contiguous and gathered panels) and the direct depthwise kernel (channel
+// multiplier 1 and 2).
 #include <gtest/gtest.h>
 
 #include "tests/compiler/codegen/codegen_test_util.h"
@@ -29,6 +31,8 @@ TEST_P(ConvTest, MatchesReference) {
   ir::Node* n = b.Op("Conv", ins, a);
   ASSERT_NE(n, nullptr);
   CheckNodeAgainstReference(*n, 31);
+  // The AVX-512 lowering: 12- or 8-row x 32-column register tiles, tail row tiles.
+  CheckNodeAgainstReference(*n, 31, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -40,6 +44,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{1, 8, 11, 11, 8, 3, 3, 1, 2, 2, 1, true},     // dilation
                       ConvCase{1, 8, 10, 10, 12, 3, 3, 1, 1, 1, 4, true},    // grouped
                       ConvCase{1, 40, 12, 12, 24, 3, 3, 1, 1, 1, 1, false},  // K = 360 > 320: K blocking
+                      ConvCase{1, 16, 20, 40, 20, 3, 3, 1, 1, 1, 1, true},   // wide rows: contiguous panels; M tail
+                      ConvCase{1, 8, 34, 34, 64, 3, 3, 1, 0, 1, 1, false},   // no padding: direct reads, M = 64
+                      ConvCase{1, 16, 14, 14, 24, 1, 1, 2, 0, 1, 1, false},  // 1x1 stride 2 (downsample)
                       ConvCase{1, 16, 13, 13, 16, 3, 3, 1, 1, 1, 16, true},  // depthwise
                       ConvCase{2, 8, 14, 15, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise stride 2
                       ConvCase{1, 4, 9, 9, 8, 5, 5, 1, 2, 1, 4, false}));    // depthwise multiplier 2

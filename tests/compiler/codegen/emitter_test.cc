@@ -77,8 +77,12 @@ TEST(Emitter, DeterministicBytes) {
 TEST(Emitter, ResolvesTargetAndRecordsFeatures) {
   auto t = ResolveCpuTarget({});
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_TRUE(t->cpu == "x86-64-v3" || t->cpu == "x86-64") << t->cpu;
-  if (t->cpu == "x86-64-v3") {
+  EXPECT_TRUE(t->cpu == "x86-64-v4" || t->cpu == "x86-64-v3" || t->cpu == "x86-64") << t->cpu;
+  if (t->cpu == "x86-64-v4") {
+    EXPECT_NE(t->features.find("+avx512f"), std::string::npos) << t->features;
+    EXPECT_NE(t->features.find("+avx512vl"), std::string::npos) << t->features;
+  }
+  if (t->cpu == "x86-64-v3" || t->cpu == "x86-64-v4") {
     EXPECT_NE(t->features.find("+avx2"), std::string::npos) << t->features;
     EXPECT_NE(t->features.find("+fma"), std::string::npos) << t->features;
   }
@@ -102,12 +106,34 @@ TEST(Emitter, VectorizesTheGemmMicroKernel) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {64, 64});
   ir::Value* w = b.Input("w", {64, 64});
-  auto spec = LowerNodeToKernel(*b.Op("MatMul", {x, w}), 0);
+  ir::Node* mm = b.Op("MatMul", {x, w});
+  // The micro-kernel's rows are kLanes statements: NR-wide vector arithmetic
+  // whatever the target (LLVM splits it into registers), never scalar code.
+  for (const auto& [features, nr] : {std::pair<std::string, int>{"+avx2,+fma", 16}, {"+avx2,+fma,+avx512f", 32}}) {
+    LowerOptions options = LowerOptionsForCpuFeatures(features);
+    EXPECT_EQ(options.gemm_nr, nr);
+    auto spec = LowerNodeToKernel(*mm, 0, options);
+    ASSERT_TRUE(spec.ok());
+    auto ir_text = EmitCpuKernelModuleIR({*spec}, "id", {}, true);
+    ASSERT_TRUE(ir_text.ok()) << ir_text.status().ToString();
+    const std::string vec = "fmul reassoc nsz contract <" + std::to_string(nr) + " x float>";
+    EXPECT_NE(ir_text->find(vec), std::string::npos) << features;
+  }
+}
+
+TEST(Emitter, Avx512FunctionsUseZmmRegisters) {
+  CpuTargetOptions o;
+  o.cpu = "x86-64-v4";
+  GraphBuilder b;
+  auto spec = LowerNodeToKernel(*b.Op("Relu", {b.Input("x", {4, 64})}), 0);
   ASSERT_TRUE(spec.ok());
-  auto ir_text = EmitCpuKernelModuleIR({*spec}, "id", {}, true);
+  auto ir_text = EmitCpuKernelModuleIR({*spec}, "id", o, false);
   ASSERT_TRUE(ir_text.ok()) << ir_text.status().ToString();
-  // The unrolled accumulators must become vector FMAs (8 x f32 on AVX2).
-  EXPECT_NE(ir_text->find("<8 x float>"), std::string::npos);
+  EXPECT_NE(ir_text->find("\"prefer-vector-width\"=\"512\""), std::string::npos);
+  o.cpu = "x86-64-v3";
+  ir_text = EmitCpuKernelModuleIR({*spec}, "id", o, false);
+  ASSERT_TRUE(ir_text.ok()) << ir_text.status().ToString();
+  EXPECT_EQ(ir_text->find("prefer-vector-width"), std::string::npos);
 }
 
 }  // namespace

@@ -29,6 +29,8 @@ TEST_P(GemmTest, MatchesReference) {
   ir::Node* n = b.Op("Gemm", ins, at);
   ASSERT_NE(n, nullptr);
   CheckNodeAgainstReference(*n, 21);
+  // The AVX-512 lowering: 12- or 8-row x 32-column register tiles, tail row tiles.
+  CheckNodeAgainstReference(*n, 21, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
@@ -38,7 +40,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
                                            GemmCase{1, 1000, 512, 0, 1, 1.0, 1.0, true},
                                            GemmCase{13, 50, 333, 1, 0, 0.5, 2.0, true},
                                            GemmCase{64, 64, 700, 1, 1, 1.0, 0.0, false},
-                                           GemmCase{100, 33, 5, 0, 0, 1.0, 1.0, false}));
+                                           GemmCase{100, 33, 5, 0, 0, 1.0, 1.0, false},
+                                           GemmCase{20, 64, 40, 0, 0, 1.0, 1.0, true},
+                                           GemmCase{64, 96, 30, 0, 1, 1.0, 1.0, true}));
 
 TEST(MatMul, BatchedWithBroadcast) {
   GraphBuilder b;
