@@ -42,8 +42,8 @@ namespace keel::memory {
 
 class OffsetSearchPlanner final : public Planner {
  public:
-  static constexpr uint64_t kPlacementBudget = 4'000'000;  // tensor placements per device
-  static constexpr int32_t kMaxIterations = 4000;
+  static constexpr uint64_t kPlacementBudget = 1'000'000;  // tensor placements per device
+  static constexpr int32_t kMaxIterations = 2000;
   static constexpr int32_t kMinIterations = 8;
 
   std::string name() const override { return "greedy-size-search"; }
