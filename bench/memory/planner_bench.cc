@@ -59,6 +59,7 @@ void BM_Dynamic(benchmark::State& s) { RunPlanner(s, "dynamic"); }
 void BM_Tvm(benchmark::State& s) { RunPlanner(s, "tvm"); }
 void BM_GreedySize(benchmark::State& s) { RunPlanner(s, "greedy-size"); }
 void BM_GreedySizeFirstFit(benchmark::State& s) { RunPlanner(s, "greedy-size-first-fit"); }
+void BM_GreedySizeSearch(benchmark::State& s) { RunPlanner(s, "greedy-size-search"); }
 void BM_GreedyBreadth(benchmark::State& s) { RunPlanner(s, "greedy-breadth"); }
 void BM_GreedySizeObjects(benchmark::State& s) { RunPlanner(s, "greedy-size-objects"); }
 void BM_MinCostFlow(benchmark::State& s) { RunPlanner(s, "min-cost-flow"); }
@@ -67,6 +68,8 @@ void BM_Best(benchmark::State& s) { RunPlanner(s, "best"); }
 
 BENCHMARK(BM_GreedySize)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_GreedySizeFirstFit)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+// greedy-size-search: up to OffsetSearchPlanner::kPlacementBudget placements (1 s limit).
+BENCHMARK(BM_GreedySizeSearch)->Arg(1000)->Arg(10000)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Naive)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Dynamic)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Tvm)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
