@@ -123,23 +123,32 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     g.b = [kp, xview, bi, gi, c](Expr kk, Expr n) { return kp->Load(xview, {bi, gi * c.Cg + kk, n}); };
   } else {
     // im2col while packing, with no bounds checks: the group's input channels
-    // are first copied into a zero-padded workspace image (skipped when there
-    // is no padding and X is a plain argument), so every window read is in
-    // bounds. Column n's window origin offset comes from a baked table; a panel
-    // of NR columns inside one output row (stride 1) reads one contiguous run,
-    // a vector load; other panels gather.
+    // are first copied into a zero-padded workspace image (with NR elements of
+    // slack on both ends), so every window read is in bounds. Column n's window
+    // origin offset comes from a baked table.
+    //   * stride 1: a full panel of NR columns covers a few runs of consecutive
+    //     output columns (one per output row it touches); each run is one
+    //     unit-stride vector load and lanes pick their run (baked per-panel
+    //     run bounds/offsets): vector loads and blends instead of a gather.
+    //     Lanes outside a run read neighbouring (slack) elements, never used.
+    //   * otherwise (and for the tail panel): one gather through the table;
+    //     without padding and with X a plain argument, straight from X.
+    const int64_t NR = std::max<int64_t>(1, ctx.options().gemm_nr);
+    const int64_t Nfull = N / NR;
     const int64_t Hp = std::max(c.H + c.pt, (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1);
     const int64_t Wp = std::max(c.W + c.pl, (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1);
-    const bool direct = X.buffer >= 0 && c.pt == 0 && c.pl == 0 && Hp == c.H && Wp == c.W;
+    const bool runs = c.sw == 1 && Nfull > 0;
+    const bool direct = !runs && X.buffer >= 0 && c.pt == 0 && c.pl == 0 && Hp == c.H && Wp == c.W;
     const int64_t Hs = direct ? c.H : Hp, Ws = direct ? c.W : Wp;  // source image dims
+    const int64_t lead = direct ? 0 : NR;                           // slack before the image
     int src = -1;
     if (direct) {
       src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * c.H * c.W});
     } else {
-      src = k.AddWorkspace("conv_xpad", DType::kF32, {c.Cg * Hp * Wp});
+      src = k.AddWorkspace("conv_xpad", DType::kF32, {lead + c.Cg * Hp * Wp + NR});
       Expr r = k.NewVar("r"), w = k.NewVar("w"), w2 = k.NewVar("w"), w3 = k.NewVar("w"), w4 = k.NewVar("w");
       Expr ch = r / Hp, h = r % Hp - c.pt;
-      Expr row0 = r * Wp;
+      Expr row0 = r * Wp + lead;
       Stmt copy = Block({
           For(w, 0, c.pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
           For(w2, 0, c.W, LoopKind::kVectorize,
@@ -151,17 +160,14 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
       bool par = rows > 1 && rows * Wp >= ctx.options().min_parallel_elements;
       pad_copy = For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, If((h >= 0) && (h < c.H), copy, zero));
     }
-    const int64_t NR = std::max<int64_t>(1, ctx.options().gemm_nr);
-    const int64_t Np = (N + NR - 1) / NR;
-    std::vector<uint8_t> off(static_cast<size_t>(N) * 4), contig(static_cast<size_t>(Np), 0);
-    for (int64_t n = 0; n < N; ++n) {
-      int32_t o = static_cast<int32_t>((n / c.OW) * c.sh * Ws + (n % c.OW) * c.sw);
-      std::memcpy(&off[static_cast<size_t>(n) * 4], &o, 4);
-    }
-    for (int64_t p = 0; p < Np; ++p)
-      contig[static_cast<size_t>(p)] = c.sw == 1 && (p + 1) * NR <= N && (p * NR) / c.OW == ((p + 1) * NR - 1) / c.OW;
+    auto put32 = [](std::vector<uint8_t>& v, int64_t i, int64_t x) {
+      int32_t x32 = static_cast<int32_t>(x);
+      std::memcpy(&v[static_cast<size_t>(i) * 4], &x32, 4);
+    };
+    auto origin = [&](int64_t n) { return lead + (n / c.OW) * c.sh * Ws + (n % c.OW) * c.sw; };
+    std::vector<uint8_t> off(static_cast<size_t>(N) * 4);
+    for (int64_t n = 0; n < N; ++n) put32(off, n, origin(n));
     int ob = k.AddConstant("conv_off", DType::kI32, {N}, std::move(off));
-    int cb = k.AddConstant("conv_contig", DType::kBool, {Np}, std::move(contig));
     // Offset of (channel, kh, kw) of row kk in the source image (b, group folded in for direct reads).
     auto coff = [bi, gi, c, KK, Hs, Ws, direct](Expr kk) {
       Expr ci = kk / KK, kh = (kk % KK) / c.KW, kw = kk % c.KW;
@@ -171,10 +177,35 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     g.b = [kp, src, ob, coff](Expr kk, Expr n) {
       return kp->Load(src, {coff(kk) + Cast(kp->Load(ob, {n}), DType::kI64)});
     };
-    g.b_fast_ok = [kp, cb](Expr p) { return kp->Load(cb, {p}); };
-    g.b_fast = [kp, src, ob, coff, NR](Expr kk, Expr p, Expr j) {
-      return kp->Load(src, {coff(kk) + Cast(kp->Load(ob, {p * NR}), DType::kI64) + j});
-    };
+    if (runs) {
+      // Runs per full panel: a panel touches at most S output rows.
+      int64_t S = 1;
+      for (int64_t p = 0; p < Nfull; ++p) S = std::max(S, (p * NR + NR - 1) / c.OW - (p * NR) / c.OW + 1);
+      // base[p][s]: lane j of run s reads base + j; end[p][s]: first lane after run s.
+      std::vector<uint8_t> base(static_cast<size_t>(Nfull * S) * 4), end(static_cast<size_t>(Nfull * S) * 4);
+      for (int64_t p = 0; p < Nfull; ++p) {
+        int64_t s = 0, j = 0;
+        while (j < NR) {
+          const int64_t n = p * NR + j;
+          const int64_t len = std::min(NR - j, c.OW - n % c.OW);
+          put32(base, p * S + s, origin(n) - j);
+          put32(end, p * S + s, j + len);
+          j += len;
+          ++s;
+        }
+        for (; s < S; ++s) { put32(base, p * S + s, origin(p * NR)); put32(end, p * S + s, NR); }
+      }
+      int bb = k.AddConstant("conv_run_base", DType::kI32, {Nfull, S}, std::move(base));
+      int eb = k.AddConstant("conv_run_end", DType::kI32, {Nfull, S}, std::move(end));
+      g.b_fast = [kp, src, coff, bb, eb, S](Expr kk, Expr p, Expr j) {
+        Expr v;
+        for (int64_t s = S; s-- > 0;) {
+          Expr x = kp->Load(src, {coff(kk) + Cast(kp->Load(bb, {p, Expr(s)}), DType::kI64) + j});
+          v = v.is_null() ? x : Select(j < Cast(kp->Load(eb, {p, Expr(s)}), DType::kI64), x, v);
+        }
+        return v;
+      };
+    }
   }
   TensorFn bfn = bias ? *bias : TensorFn{};
   g.store = [store, bfn, bi, gi, c](Expr m, Expr n, Expr acc) {

@@ -71,7 +71,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       return For(kk, 0, K, LoopKind::kSerial,
                  For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {(p * K + kk) * NR + j}, v)));
     };
-    Stmt full = g.b_fast ? If(g.b_fast_ok(p), panel(false, true), panel(false, false)) : panel(false, false);
+    Stmt full = !g.b_fast     ? panel(false, false)
+                : g.b_fast_ok ? If(g.b_fast_ok(p), panel(false, true), panel(false, false))
+                              : panel(false, true);
     Stmt body = N % NR == 0 ? full : If(p < N / NR, full, panel(true, false));
     bool par = Np > 1 && Np * K * NR >= (1 << 14);
     pack = For(p, 0, Np, par ? LoopKind::kParallel : LoopKind::kSerial, body);

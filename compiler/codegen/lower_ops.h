@@ -30,8 +30,9 @@ struct GemmOperands {
   std::function<Expr(Expr k, Expr n)> b;
   std::function<Stmt(Expr m, Expr n, Expr acc)> store;
   // Optional fast packing path for a full NR-wide panel p (columns p*NR + j):
-  // where b_fast_ok(p) holds, B(k, p*NR + j) == b_fast(k, p, j), typically a
-  // unit-stride read in j (e.g. a conv panel within one output row).
+  // where b_fast_ok(p) holds (always, when b_fast_ok is empty),
+  // B(k, p*NR + j) == b_fast(k, p, j), typically built of unit-stride reads in
+  // j (e.g. a conv panel's runs of output columns).
   std::function<Expr(Expr p)> b_fast_ok;
   std::function<Expr(Expr k, Expr p, Expr j)> b_fast;
 };
