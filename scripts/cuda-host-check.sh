@@ -16,7 +16,10 @@
 #   * cudaMalloc during the run: keel-run's traced count and bytes equal the host
 #     program's summary (and cudaFree counts).
 # Results go to $OUT/cuda-host-results.txt (one line per check) and $OUT/cuda-host-logs.tar.gz.
-# Env: KEEL_BUILD_DIR (default build), KEEL_SHARED_DIR (default ../shared).
+# Env: KEEL_BUILD_DIR (default build), KEEL_SHARED_DIR (default ../shared), KEEL_RUN (a keel-run
+# binary to compare with, e.g. one built from a clean checkout; default: the build dir's).
+# keel-run runs with KEEL_CUDA_AUTOTUNE=0: a load-time timing choice of algorithms could differ
+# from process to process, so only the heuristics' choice can be mirrored call for call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN,...]"; exit 2; }
@@ -29,12 +32,16 @@ nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEEL_CUDA=ON
 fi
-cmake --build "$build" --target keelc keel-run -j2
+if [ -n "${KEEL_RUN:-}" ]; then
+  cmake --build "$build" --target keelc -j2
+else
+  cmake --build "$build" --target keelc keel-run -j2
+fi
 cudnn_lib=$(sed -n 's/^KEEL_CUDNN_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
 cudnn_dir=$(dirname "${cudnn_lib:-/usr/local/cuda/lib64/libcudnn.so}")
 
 rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/models"
-cp "$build/bin/keel-run" "$stage/bin/"
+cp "${KEEL_RUN:-$build/bin/keel-run}" "$stage/bin/keel-run"
 : >"$stage/cases.txt"
 for c in ${cases//,/ }; do
   m=${c%%:*}; plan=${c#*:}; tag="$m.$plan"
@@ -53,6 +60,7 @@ cat >"$stage/run.sh" <<'RUN'
 set -uo pipefail
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export KEEL_CUDA_AUTOTUNE=0
 out=${OUT:-/tmp/cuda-host-out}
 mkdir -p "$out" logs
 results="$out/cuda-host-results.txt"

@@ -33,6 +33,7 @@ const char* CudaHostPrelude() {
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,7 @@ const char* CudaHostPrelude() {
   do {                                                                                                \
     const cudaError_t e_ = (call);                                                                    \
     if (e_ != cudaSuccess) {                                                                          \
+      std::fflush(stdout);                                                                            \
       std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call,                  \
                    cudaGetErrorString(e_), cudaGetErrorName(e_));                                     \
       std::exit(1);                                                                                   \
@@ -51,6 +53,7 @@ const char* CudaHostPrelude() {
   do {                                                                                                \
     const CUresult e_ = (call);                                                                       \
     if (e_ != CUDA_SUCCESS) {                                                                         \
+      std::fflush(stdout);                                                                            \
       const char* s_ = nullptr;                                                                       \
       cuGetErrorString(e_, &s_);                                                                      \
       std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, s_ ? s_ : "?");       \
@@ -61,6 +64,7 @@ const char* CudaHostPrelude() {
   do {                                                                                                \
     const cublasStatus_t e_ = (call);                                                                 \
     if (e_ != CUBLAS_STATUS_SUCCESS) {                                                                \
+      std::fflush(stdout);                                                                            \
       std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                       \
                    cublasLtGetStatusString(e_));                                                        \
       std::exit(1);                                                                                   \
@@ -70,6 +74,7 @@ const char* CudaHostPrelude() {
   do {                                                                                                \
     const cudnnStatus_t e_ = (call);                                                                  \
     if (e_ != CUDNN_STATUS_SUCCESS) {                                                                 \
+      std::fflush(stdout);                                                                            \
       std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                       \
                    cudnnGetErrorString(e_));                                                          \
       std::exit(1);                                                                                   \
@@ -77,6 +82,7 @@ const char* CudaHostPrelude() {
   } while (0)
 
 [[maybe_unused]] static void Die(const std::string& message) {
+  std::fflush(stdout);  // keep the trace and the error in order in a shared log
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::exit(1);
 }
