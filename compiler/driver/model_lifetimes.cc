@@ -69,6 +69,7 @@ Status Compute(const LifetimeOptions& options, ModelLifetimes& out) {
   KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, **backend, nullptr));
 
   for (const lower::StepKernel& k : steps) assign.workspace_bytes.push_back(k.is_view ? 0 : k.workspace_bytes);
+  assign.in_place_steps = lower::InPlaceCapableSteps(steps);  // exactly as LowerProgram decides
   KEEL_ASSIGN_OR_RETURN(lower::BufferAssignment buffers, lower::AssignBuffers(*graph, assign));
 
   out.tensors = std::move(buffers.buffers);
