@@ -776,62 +776,26 @@ void Emitter::EmitOutputsAndMain() {
   const size_t nc = root().constants() != nullptr ? root().constants()->size() : 0;
 
   o_ << "// Inputs: from --input name=file (raw bytes), else keel-run's deterministic pattern.\n"
-     << "static void ReadInputs(const Options& o) {\n"
-     << "  struct Param { const char* name; int dtype; uint64_t bytes; bool host; };\n"
-     << "  static const Param params[] = {\n";
+     << "static const ParamInfo kParams[] = {\n";
   for (uint32_t i = 0; i < params->size(); ++i) {
     const fb::TensorSig* s = params->Get(i);
-    o_ << "      {" << Lit(Str(s->name())) << ", " << static_cast<int>(s->dtype()) << ", "
+    o_ << "    {" << Lit(Str(s->name())) << ", " << static_cast<int>(s->dtype()) << ", "
        << U64(ByteSize(Shape(s->shape()), s->dtype())) << ", " << (s->device() == fb::DeviceKind::cpu ? "true" : "false")
        << "},\n";
   }
-  o_ << "      {nullptr, 0, 0, true}};\n"
-     << "  for (const auto& in : o.inputs) {\n    bool known = false;\n"
-     << "    for (const Param& p : params) known = known || (p.name != nullptr && in.first == p.name);\n"
-     << "    if (!known) Die(\"no input named \" + in.first);\n  }\n"
-     << "  for (size_t i = 0; i < " << params->size() << "; ++i) {\n"
-     << "    const Param& p = params[i];\n    std::vector<uint8_t> bytes;\n    bool given = false;\n"
-     << "    for (const auto& in : o.inputs) {\n      if (in.first != p.name) continue;\n"
-     << "      bytes = ReadWholeFile(in.second);\n      given = true;\n"
-     << "      if (bytes.size() != p.bytes) Die(\"input \" + in.first + \": file \" + in.second + \" has \" +\n"
-     << "                                     std::to_string(bytes.size()) + \" bytes, expected \" + "
-        "std::to_string(p.bytes));\n    }\n"
-     << "    if (!given) {\n      bytes.assign(p.bytes, 0);\n      FillPattern(p.dtype, bytes.data(), p.bytes);\n"
-     << "      std::printf(\"input %s: not given, filled with a deterministic pattern\\n\", p.name);\n    }\n"
-     << "    // keel-run's SetInput: a host copy into the VM's input buffer (or an upload and a wait).\n"
-     << "    if (p.host) {\n      if (p.bytes != 0) std::memcpy(g_input[i], bytes.data(), p.bytes);\n    } else {\n"
-     << "      CUDA_CHECK(cudaMemcpyAsync(g_input[i], bytes.data(), p.bytes, cudaMemcpyHostToDevice, g_stream));\n"
-     << "      CUDA_CHECK(cudaStreamSynchronize(g_stream));\n    }\n  }\n}\n\n";
-
-  o_ << "// Outputs: checksums as keel-run prints them, and <output-dir>/<name>.bin (keel-run's file names).\n"
-     << "static void WriteOutputs(const Options& o) {\n"
-     << "  struct Result { const char* name; const char* shape; int dtype; uint64_t bytes; bool host; };\n"
-     << "  static const Result results[] = {\n";
+  o_ << "    {nullptr, 0, 0, true}};\n"
+     << "static void ReadInputs(const Options& o) { ReadInputsInto(o, kParams, " << params->size() << ", g_input); }\n\n"
+     << "// Outputs: checksums as keel-run prints them, and <output-dir>/<name>.bin (keel-run's file names).\n"
+     << "static const ResultInfo kResults[] = {\n";
   for (uint32_t j = 0; j < results->size(); ++j) {
     const fb::TensorSig* s = results->Get(j);
-    o_ << "      {" << Lit(Str(s->name())) << ", " << Lit(ShapeText(Shape(s->shape()))) << ", "
+    o_ << "    {" << Lit(Str(s->name())) << ", " << Lit(ShapeText(Shape(s->shape()))) << ", "
        << static_cast<int>(s->dtype()) << ", " << U64(ByteSize(Shape(s->shape()), s->dtype())) << ", "
        << (s->device() == fb::DeviceKind::cpu ? "true" : "false") << "},\n";
   }
-  o_ << "      {nullptr, nullptr, 0, 0, true}};\n"
-     << "  for (size_t j = 0; j < " << results->size() << "; ++j) {\n"
-     << "    const Result& r = results[j];\n    std::vector<uint8_t> host(r.bytes);\n"
-     << "    if (r.host) {\n      if (r.bytes != 0) std::memcpy(host.data(), g_output[j], r.bytes);\n    } else {\n"
-     << "      CUDA_CHECK(cudaMemcpyAsync(host.data(), g_output[j], r.bytes, cudaMemcpyDeviceToHost, g_stream));\n"
-     << "      CUDA_CHECK(cudaStreamSynchronize(g_stream));\n    }\n"
-     << "    if (r.dtype == 0) {\n      double sum = 0, l2 = 0;\n"
-     << "      for (uint64_t i = 0; i < r.bytes / 4; ++i) {\n        float v;\n"
-     << "        std::memcpy(&v, host.data() + 4 * i, 4);\n        sum += v;\n        l2 += double(v) * v;\n      }\n"
-     << "      std::printf(\"output %s %s f32 sum=%.6g l2=%.6g\\n\", r.name, r.shape, sum, std::sqrt(l2));\n"
-     << "    } else {\n      std::printf(\"output %s %s (dtype %d)\\n\", r.name, r.shape, r.dtype);\n    }\n"
-     << "    if (o.output_dir.empty()) continue;\n"
-     << "    std::error_code ec;  // keel-run creates the folder too\n"
-     << "    std::filesystem::create_directories(o.output_dir, ec);\n"
-     << "    if (ec) Die(\"cannot create \" + o.output_dir + \": \" + ec.message());\n"
-     << "    const std::string path = o.output_dir + \"/\" + SafeFileName(r.name) + \".bin\";\n"
-     << "    FILE* f = std::fopen(path.c_str(), \"wb\");\n"
-     << "    if (f == nullptr || std::fwrite(host.data(), 1, host.size(), f) != host.size()) Die(\"cannot write \" + path);\n"
-     << "    std::fclose(f);\n  }\n}\n\n";
+  o_ << "    {nullptr, nullptr, 0, 0, true}};\n"
+     << "static void WriteOutputs(const Options& o) { WriteOutputsFrom(o, kResults, " << results->size()
+     << ", g_output); }\n\n";
 
   // Cleanup: what the VM's destructors release.
   o_ << "static void Cleanup() {\n  CUDA_CHECK(cudaStreamSynchronize(g_stream));\n"
@@ -889,7 +853,7 @@ void Emitter::EmitOutputsAndMain() {
      << "  const Options o = ParseArgs(argc, argv, " << Lit(opt_.keel_path) << ", " << Lit(opt_.library_path) << ");\n"
      << "  const MappedFile keel = MapFile(o.keel);\n"
      << "  CheckExecutable(keel);\n"
-     << (needs_library_ ? "  OpenLibrary(o.library);\n" : "  // No generated kernels: no kernel library is needed.\n")
+     << (needs_library_ ? "  OpenLibrary(o.library, kLibraryId);\n" : "  // No generated kernels: no kernel library is needed.\n")
      << "  InitDevice();\n  g_count = &g_lib;\n  ResolveKernels();\n  g_count = &g_load;\n  AllocateArenas();\n"
      << "  UploadConstants(keel);\n  AllocateInputs();\n  PinHostBlocks();\n  ReadInputs(o);\n\n"
      << "  g_count = &g_run;\n  Run();\n  // Device-to-host copies into host outputs are asynchronous: wait before reading them.\n"
@@ -923,38 +887,12 @@ Result<std::string> Emitter::Emit() {
      << "// With --trace it prints keel-run --trace's line per instruction, less times and addresses.\n"
      << CudaHostPrelude() << "\n"
      << "// ================= model-specific part =================\n\n"
-     << "static const char kLibraryId[] = " << Lit(id) << ";\n\n"
+     << "[[maybe_unused]] static const char kLibraryId[] = " << Lit(id) << ";\n\n"
      << "// The executable must be the one this program was generated from.\n"
      << "static void CheckExecutable(const MappedFile& keel) {\n"
      << "  if (keel.size < " << U64(root().data_segment_offset() + root().data_segment_size())
      << " || std::memcmp(keel.data + 8, \"KEEL\", 4) != 0) Die(\"not the executable this program was generated from\");\n"
-     << "}\n\n"
-     << "[[maybe_unused]] static void* g_library = nullptr;\n"
-     << "// The kernel library (vm/kernel_library.cc): ABI version and library id checked.\n"
-     << "[[maybe_unused]] static void OpenLibrary(const std::string& path) {\n"
-     << "  g_library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);\n"
-     << "  if (g_library == nullptr) Die(\"cannot open kernel library \" + path + \": \" + dlerror());\n"
-     << "  const auto* abi = static_cast<const uint32_t*>(dlsym(g_library, \"keel_kernel_abi_version\"));\n"
-     << "  const char* id = static_cast<const char*>(dlsym(g_library, \"keel_kernel_library_id\"));\n"
-     << "  if (abi == nullptr || *abi != 1u || id == nullptr || std::strcmp(id, kLibraryId) != 0) {\n"
-     << "    Die(\"kernel library \" + path + \" does not match this program (ABI 1, id \" + kLibraryId + \")\");\n  }\n}\n\n"
-     << "// The library's CUDA module: the cubin, else its PTX JIT-compiled (CudaDevice::LoadModule).\n"
-     << "[[maybe_unused]] static void LoadModule() {\n"
-     << "  const auto* cubin = static_cast<const unsigned char*>(dlsym(g_library, \"keel_cuda_cubin\"));\n"
-     << "  const auto* cubin_size = static_cast<const uint64_t*>(dlsym(g_library, \"keel_cuda_cubin_size\"));\n"
-     << "  const auto* ptx = static_cast<const char*>(dlsym(g_library, \"keel_cuda_ptx\"));\n"
-     << "  const auto* ptx_size = static_cast<const uint64_t*>(dlsym(g_library, \"keel_cuda_ptx_size\"));\n"
-     << "  if (cubin != nullptr && cubin_size != nullptr && *cubin_size != 0 &&\n"
-     << "      cuModuleLoadData(&g_module, cubin) == CUDA_SUCCESS) {\n    return;\n  }\n"
-     << "  g_module = nullptr;\n"
-     << "  if (ptx == nullptr || ptx_size == nullptr || *ptx_size == 0) Die(\"the kernel library has no usable CUDA code\");\n"
-     << "  const std::string text(ptx, ptx + *ptx_size);  // NUL-terminated for the JIT\n"
-     << "  CU_CHECK(cuModuleLoadData(&g_module, text.c_str()));\n}\n\n"
-     << "// CudaDevice::Init: the primary context of device 0 and one non-blocking stream.\n"
-     << "static void InitDevice() {\n  CU_CHECK(cuInit(0));\n  CUdevice dev = 0;\n"
-     << "  CU_CHECK(cuDeviceGet(&dev, 0));\n  CU_CHECK(cuDevicePrimaryCtxRetain(&g_ctx, dev));\n"
-     << "  CU_CHECK(cuCtxSetCurrent(g_ctx));\n  CUDA_CHECK(cudaSetDevice(0));\n"
-     << "  CUDA_CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));\n}\n\n";
+     << "}\n\n";
   KEEL_RETURN_IF_ERROR(EmitKernels());
   EmitLoad();
   KEEL_RETURN_IF_ERROR(EmitRun());

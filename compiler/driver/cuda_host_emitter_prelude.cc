@@ -413,6 +413,133 @@ struct Options {
   }
   return o;
 }
+
+// ---- the kernel library and the device ----
+[[maybe_unused]] static void* g_library = nullptr;
+
+// The kernel library (vm/kernel_library.cc): ABI version and library id checked.
+[[maybe_unused]] static void OpenLibrary(const std::string& path, const char* library_id) {
+  g_library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (g_library == nullptr) Die("cannot open kernel library " + path + ": " + dlerror());
+  const auto* abi = static_cast<const uint32_t*>(dlsym(g_library, "keel_kernel_abi_version"));
+  const char* id = static_cast<const char*>(dlsym(g_library, "keel_kernel_library_id"));
+  if (abi == nullptr || *abi != 1u || id == nullptr || std::strcmp(id, library_id) != 0) {
+    Die("kernel library " + path + " does not match this program (ABI 1, id " + library_id + ")");
+  }
+}
+
+// The library's CUDA module: the cubin, else its PTX JIT-compiled (CudaDevice::LoadModule).
+[[maybe_unused]] static void LoadModule() {
+  const auto* cubin = static_cast<const unsigned char*>(dlsym(g_library, "keel_cuda_cubin"));
+  const auto* cubin_size = static_cast<const uint64_t*>(dlsym(g_library, "keel_cuda_cubin_size"));
+  const auto* ptx = static_cast<const char*>(dlsym(g_library, "keel_cuda_ptx"));
+  const auto* ptx_size = static_cast<const uint64_t*>(dlsym(g_library, "keel_cuda_ptx_size"));
+  if (cubin != nullptr && cubin_size != nullptr && *cubin_size != 0 &&
+      cuModuleLoadData(&g_module, cubin) == CUDA_SUCCESS) {
+    return;
+  }
+  g_module = nullptr;
+  if (ptx == nullptr || ptx_size == nullptr || *ptx_size == 0) Die("the kernel library has no usable CUDA code");
+  const std::string text(ptx, ptx + *ptx_size);  // NUL-terminated for the JIT
+  CU_CHECK(cuModuleLoadData(&g_module, text.c_str()));
+}
+
+// CudaDevice::Init: the primary context of device 0 and one non-blocking stream.
+[[maybe_unused]] static void InitDevice() {
+  CU_CHECK(cuInit(0));
+  CUdevice dev = 0;
+  CU_CHECK(cuDeviceGet(&dev, 0));
+  CU_CHECK(cuDevicePrimaryCtxRetain(&g_ctx, dev));
+  CU_CHECK(cuCtxSetCurrent(g_ctx));
+  CUDA_CHECK(cudaSetDevice(0));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+}
+
+// ---- inputs and outputs (the tables come with the model) ----
+struct ParamInfo {
+  const char* name;
+  int dtype;  // executable.fbs numbering
+  uint64_t bytes;
+  bool host;
+};
+struct ResultInfo {
+  const char* name;
+  const char* shape;
+  int dtype;
+  uint64_t bytes;
+  bool host;
+};
+
+// keel-run's SetInput for every parameter: the file's bytes (or the pattern) copied into the
+// VM's input buffer (a host copy, or an upload and a wait).
+[[maybe_unused]] static void ReadInputsInto(const Options& o, const ParamInfo* params, size_t n,
+                                            uint8_t* const* buffers) {
+  for (const auto& in : o.inputs) {
+    bool known = false;
+    for (size_t i = 0; i < n; ++i) known = known || in.first == params[i].name;
+    if (!known) Die("no input named " + in.first);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ParamInfo& p = params[i];
+    std::vector<uint8_t> bytes;
+    bool given = false;
+    for (const auto& in : o.inputs) {
+      if (in.first != p.name) continue;
+      bytes = ReadWholeFile(in.second);
+      given = true;
+      if (bytes.size() != p.bytes) {
+        Die("input " + in.first + ": file " + in.second + " has " + std::to_string(bytes.size()) +
+            " bytes, expected " + std::to_string(p.bytes));
+      }
+    }
+    if (!given) {
+      bytes.assign(p.bytes, 0);
+      FillPattern(p.dtype, bytes.data(), p.bytes);
+      std::printf("input %s: not given, filled with a deterministic pattern\n", p.name);
+    }
+    if (p.host) {
+      if (p.bytes != 0) std::memcpy(buffers[i], bytes.data(), p.bytes);
+    } else {
+      CUDA_CHECK(cudaMemcpyAsync(buffers[i], bytes.data(), p.bytes, cudaMemcpyHostToDevice, g_stream));
+      CUDA_CHECK(cudaStreamSynchronize(g_stream));
+    }
+  }
+}
+
+// keel-run's output handling: a checksum line per output, and <output-dir>/<name>.bin.
+[[maybe_unused]] static void WriteOutputsFrom(const Options& o, const ResultInfo* results, size_t n,
+                                              uint8_t* const* outputs) {
+  for (size_t j = 0; j < n; ++j) {
+    const ResultInfo& r = results[j];
+    std::vector<uint8_t> host(r.bytes);
+    if (r.host) {
+      if (r.bytes != 0) std::memcpy(host.data(), outputs[j], r.bytes);
+    } else {
+      CUDA_CHECK(cudaMemcpyAsync(host.data(), outputs[j], r.bytes, cudaMemcpyDeviceToHost, g_stream));
+      CUDA_CHECK(cudaStreamSynchronize(g_stream));
+    }
+    if (r.dtype == 0) {
+      double sum = 0, l2 = 0;
+      for (uint64_t i = 0; i < r.bytes / 4; ++i) {
+        float v;
+        std::memcpy(&v, host.data() + 4 * i, 4);
+        sum += v;
+        l2 += double(v) * v;
+      }
+      std::printf("output %s %s f32 sum=%.6g l2=%.6g\n", r.name, r.shape, sum, std::sqrt(l2));
+    } else {
+      std::printf("output %s %s (dtype %d)\n", r.name, r.shape, r.dtype);
+    }
+    if (o.output_dir.empty()) continue;
+    std::error_code ec;  // keel-run creates the folder too
+    std::filesystem::create_directories(o.output_dir, ec);
+    if (ec) Die("cannot create " + o.output_dir + ": " + ec.message());
+    const std::string path = o.output_dir + "/" + SafeFileName(r.name) + ".bin";
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr || std::fwrite(host.data(), 1, host.size(), f) != host.size()) Die("cannot write " + path);
+    std::fclose(f);
+  }
+}
 )KEELPRELUDE";
 }
 
