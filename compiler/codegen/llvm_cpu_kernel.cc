@@ -12,7 +12,8 @@
 // inside one, every expression is either uniform (a scalar) or varying (an
 // LLVM vector with one element per lane). An access whose linear index is
 // affine in the lane variable with stride 1 becomes one vector load/store, a
-// lane-invariant one stays scalar, anything else becomes a gather/scatter.
+// lane-invariant one stays scalar, a load with stride 2..4 a masked load of
+// the span plus a shuffle, anything else a gather/scatter.
 // Index pairs (e / S, e % S) over a dimension of size S linearize to e, which
 // keeps accesses through delinearized indices (conv outputs) unit-stride.
 #include "compiler/codegen/llvm_cpu_kernel.h"
@@ -340,16 +341,35 @@ class CpuKernelEmitter {
       llvm::Value* addr = Address(r, e->buffer, e->operands);
       if (!addr) return nullptr;
       v = b_.CreateLoad(t, addr);
+    } else if (std::optional<int64_t> st = LinearLaneStride(buf, e->operands); st && *st >= 2 && *st <= 4) {
+      // Small constant stride (e.g. stride-2 convolutions): one masked load of
+      // the whole span (masked-off elements are not accessed, so nothing past
+      // the last lane is read) and a shuffle keeping every st-th element:
+      // contiguous vector loads instead of a gather.
+      llvm::Value* first = AddressAtFirstLane(r, e->buffer, e->operands);
+      if (!first) return nullptr;
+      const unsigned span = lanes_ * static_cast<unsigned>(*st);
+      std::vector<llvm::Constant*> mask;
+      for (unsigned i = 0; i < span; ++i) mask.push_back(b_.getInt1(i % *st == 0));
+      llvm::Value* all = b_.CreateMaskedLoad(llvm::FixedVectorType::get(t, span), first, ElementAlign(buf.dtype),
+                                             llvm::ConstantVector::get(mask));
+      std::vector<int> pick;
+      for (unsigned l = 0; l < lanes_; ++l) pick.push_back(static_cast<int>(l * *st));
+      v = b_.CreateShuffleVector(all, pick);
     } else {
       auto [addr, unit] = LaneAddress(r, e->buffer, e->operands);
       if (!addr) return nullptr;
       llvm::Type* vt = llvm::FixedVectorType::get(t, lanes_);
-      llvm::Align align(buf.dtype == DType::kF64 || buf.dtype == DType::kI64 ? 8 : buf.dtype == DType::kF32 || buf.dtype == DType::kI32 ? 4 : 1);
+      llvm::Align align = ElementAlign(buf.dtype);
       v = unit ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(vt, addr, align))
                : b_.CreateMaskedGather(vt, addr, align, llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)));
     }
     if (buf.dtype == DType::kBool) v = b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
     return v;
+  }
+
+  static llvm::Align ElementAlign(DType t) {
+    return llvm::Align(t == DType::kF64 || t == DType::kI64 ? 8 : t == DType::kF32 || t == DType::kI32 ? 4 : 1);
   }
 
   Status LaneStore(Region& r, const StmtNode& s) {
@@ -369,7 +389,7 @@ class CpuKernelEmitter {
     } else {
       auto [addr, unit] = LaneAddress(r, s.buffer, s.indices);
       if (!addr) return Fail("bad store");
-      llvm::Align align(buf.dtype == DType::kF64 || buf.dtype == DType::kI64 ? 8 : buf.dtype == DType::kF32 || buf.dtype == DType::kI32 ? 4 : 1);
+      llvm::Align align = ElementAlign(buf.dtype);
       if (unit) b_.CreateAlignedStore(Splat(v), addr, align);
       else b_.CreateMaskedScatter(Splat(v), addr, align, llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)));
     }

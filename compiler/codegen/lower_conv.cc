@@ -126,26 +126,28 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     // are first copied into a zero-padded workspace image (with NR elements of
     // slack on both ends), so every window read is in bounds. Column n's window
     // origin offset comes from a baked table.
-    //   * stride 1: a full panel of NR columns covers a few runs of consecutive
-    //     output columns (one per output row it touches); each run is one
-    //     unit-stride vector load and lanes pick their run (baked per-panel
-    //     run bounds/offsets): vector loads and blends instead of a gather.
-    //     Lanes outside a run read neighbouring (slack) elements, never used.
+    //   * stride <= 4: a full panel of NR columns covers a few runs of
+    //     consecutive output columns (one per output row it touches); each run
+    //     is one vector load (stride 1) or masked load + shuffle (stride 2..4)
+    //     and lanes pick their run (baked per-panel run bounds/offsets): no
+    //     gathers. Lanes outside a run read neighbouring (slack) elements,
+    //     never used.
     //   * otherwise (and for the tail panel): one gather through the table;
     //     without padding and with X a plain argument, straight from X.
     const int64_t NR = std::max<int64_t>(1, ctx.options().gemm_nr);
     const int64_t Nfull = N / NR;
     const int64_t Hp = std::max(c.H + c.pt, (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1);
     const int64_t Wp = std::max(c.W + c.pl, (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1);
-    const bool runs = c.sw == 1 && Nfull > 0;
+    const bool runs = c.sw <= 4 && Nfull > 0;
     const bool direct = !runs && X.buffer >= 0 && c.pt == 0 && c.pl == 0 && Hp == c.H && Wp == c.W;
     const int64_t Hs = direct ? c.H : Hp, Ws = direct ? c.W : Wp;  // source image dims
-    const int64_t lead = direct ? 0 : NR;                           // slack before the image
+    const int64_t slack = NR * c.sw;                                // lanes outside a run read up to this far
+    const int64_t lead = direct ? 0 : slack;                        // slack before the image
     int src = -1;
     if (direct) {
       src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * c.H * c.W});
     } else {
-      src = k.AddWorkspace("conv_xpad", DType::kF32, {lead + c.Cg * Hp * Wp + NR});
+      src = k.AddWorkspace("conv_xpad", DType::kF32, {lead + c.Cg * Hp * Wp + slack});
       Expr r = k.NewVar("r"), w = k.NewVar("w"), w2 = k.NewVar("w"), w3 = k.NewVar("w"), w4 = k.NewVar("w");
       Expr ch = r / Hp, h = r % Hp - c.pt;
       Expr row0 = r * Wp + lead;
@@ -181,14 +183,14 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
       // Runs per full panel: a panel touches at most S output rows.
       int64_t S = 1;
       for (int64_t p = 0; p < Nfull; ++p) S = std::max(S, (p * NR + NR - 1) / c.OW - (p * NR) / c.OW + 1);
-      // base[p][s]: lane j of run s reads base + j; end[p][s]: first lane after run s.
+      // base[p][s]: lane j of run s reads base + j * sw; end[p][s]: first lane after run s.
       std::vector<uint8_t> base(static_cast<size_t>(Nfull * S) * 4), end(static_cast<size_t>(Nfull * S) * 4);
       for (int64_t p = 0; p < Nfull; ++p) {
         int64_t s = 0, j = 0;
         while (j < NR) {
           const int64_t n = p * NR + j;
           const int64_t len = std::min(NR - j, c.OW - n % c.OW);
-          put32(base, p * S + s, origin(n) - j);
+          put32(base, p * S + s, origin(n) - j * c.sw);
           put32(end, p * S + s, j + len);
           j += len;
           ++s;
@@ -197,10 +199,11 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
       }
       int bb = k.AddConstant("conv_run_base", DType::kI32, {Nfull, S}, std::move(base));
       int eb = k.AddConstant("conv_run_end", DType::kI32, {Nfull, S}, std::move(end));
-      g.b_fast = [kp, src, coff, bb, eb, S](Expr kk, Expr p, Expr j) {
+      const int64_t sw = c.sw;
+      g.b_fast = [kp, src, coff, bb, eb, S, sw](Expr kk, Expr p, Expr j) {
         Expr v;
         for (int64_t s = S; s-- > 0;) {
-          Expr x = kp->Load(src, {coff(kk) + Cast(kp->Load(bb, {p, Expr(s)}), DType::kI64) + j});
+          Expr x = kp->Load(src, {coff(kk) + Cast(kp->Load(bb, {p, Expr(s)}), DType::kI64) + j * sw});
           v = v.is_null() ? x : Select(j < Cast(kp->Load(eb, {p, Expr(s)}), DType::kI64), x, v);
         }
         return v;

@@ -3,9 +3,10 @@
 //
 // Structure (BLIS-like, sized by LowerOptions):
 //   1. pack B into NR-wide panels Bp[p][k][0..NR) in the workspace (zero padded
-//      past N), in parallel over panels; this is where Conv does its im2col and
-//      where transposed/broadcast B operands are resolved, so the hot loop only
-//      sees unit-stride panels;
+//      past N), in parallel over panels, or (one M block) inside each task, one
+//      K block of its own panels at a time; this is where Conv does its im2col
+//      and where transposed/broadcast B operands are resolved, so the hot loop
+//      only sees unit-stride panels;
 //   2. parallel over (M-block, N-block) tasks; inside, K is split into KC blocks
 //      (partial sums of earlier K blocks go to a padded workspace C buffer), and
 //      each MR x NR register tile is one micro-kernel: MR unrolled rows of one
@@ -39,6 +40,29 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     Expr m = k.NewVar("m"), n = k.NewVar("n");
     return For(m, 0, M, LoopKind::kSerial, For(n, 0, N, LoopKind::kSerial, g.store(m, n, FloatConst(0))));
   }
+  if (M == 1 && g.b_unit_k && K >= NR) {
+    // Dot products: NR lanes of partial sums over K, then a horizontal sum.
+    const int64_t KB = K / NR;
+    int part = k.AddLocal(tag + "_dot", DType::kF32, {NR});
+    int sum = k.AddLocal(tag + "_sum", DType::kF32, {1});
+    Expr n = k.NewVar("n"), kb = k.NewVar("kb"), j0 = k.NewVar("j"), j1 = k.NewVar("j"), j2 = k.NewVar("j"),
+         kt = k.NewVar("kk");
+    Expr kk = kb * NR + j1;
+    Expr s = k.Load(sum, {Expr(0)});
+    Stmt body = Block({
+        For(j0, 0, NR, LoopKind::kLanes, k.Store(part, {j0}, FloatConst(0))),
+        For(kb, 0, KB, LoopKind::kNoVectorize,
+            For(j1, 0, NR, LoopKind::kLanes,
+                k.Store(part, {j1}, k.Load(part, {j1}) + Cast(g.a(Expr(0), kk), DType::kF32) * Cast(g.b(kk, n), DType::kF32)))),
+        k.Store(sum, {Expr(0)}, FloatConst(0)),
+        For(j2, 0, NR, LoopKind::kSerial, k.Store(sum, {Expr(0)}, s + k.Load(part, {j2}))),
+        For(kt, KB * NR, K, LoopKind::kSerial,
+            k.Store(sum, {Expr(0)}, s + Cast(g.a(Expr(0), kt), DType::kF32) * Cast(g.b(kt, n), DType::kF32))),
+        g.store(Expr(0), n, s),
+    });
+    bool par = N > 1 && N * K >= ctx.options().min_parallel_elements;
+    return For(n, 0, N, par ? LoopKind::kParallel : LoopKind::kSerial, body);
+  }
   const int64_t Np = CeilDiv(N, NR), Mt = CeilDiv(M, MR);
   // K blocking: one block when K is small, else balanced blocks of about 256.
   const int64_t nKC = K <= 320 ? 1 : CeilDiv(K, 256);
@@ -58,9 +82,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   int acc = k.AddLocal(tag + "_acc", DType::kF32, {MR * NR});
 
   // 1. Pack B: full panels read B unguarded (unit-stride B rows become vector
-  // loads), the tail panel (N % NR != 0) is zero padded.
-  Stmt pack;
-  {
+  // loads), the tail panel (N % NR != 0) is zero padded. pack_panels packs rows
+  // [k_lo, k_hi) of panels [p_lo, p_hi).
+  auto pack_panels = [&](Expr p_lo, Expr p_hi, Expr k_lo, Expr k_hi, LoopKind kind) {
     Expr p = k.NewVar("p");
     auto panel = [&](bool tail, bool fast) {
       Expr kk = k.NewVar("kk"), j = k.NewVar("j");
@@ -68,15 +92,23 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Expr v = fast   ? Cast(g.b_fast(kk, p, j), DType::kF32)
                : !tail ? Cast(g.b(kk, n), DType::kF32)
                        : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
-      return For(kk, 0, K, LoopKind::kSerial,
+      return For(kk, k_lo, k_hi, LoopKind::kSerial,
                  For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {(p * K + kk) * NR + j}, v)));
     };
     Stmt full = !g.b_fast     ? panel(false, false)
                 : g.b_fast_ok ? If(g.b_fast_ok(p), panel(false, true), panel(false, false))
                               : panel(false, true);
     Stmt body = N % NR == 0 ? full : If(p < N / NR, full, panel(true, false));
+    return For(p, p_lo, p_hi, kind, body);
+  };
+  // With one M block, every task owns its panels: it packs each K block of
+  // them right before using it (still in L2), instead of a separate pass over
+  // all of B through memory.
+  const bool fused_pack = nMB == 1;
+  Stmt pack;
+  if (!fused_pack) {
     bool par = Np > 1 && Np * K * NR >= (1 << 14);
-    pack = For(p, 0, Np, par ? LoopKind::kParallel : LoopKind::kSerial, body);
+    pack = pack_panels(0, Np, 0, K, par ? LoopKind::kParallel : LoopKind::kSerial);
   }
 
   // 2. Compute.
@@ -139,8 +171,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Stmt tile = m_tail == 0 ? make_tile(MR) : If(mt < M / MR, make_tile(MR), make_tile(m_tail));
   Stmt tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
                    For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
+  if (fused_pack) tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
   Stmt compute = For(t, 0, nMB * nNB, LoopKind::kParallel, For(kc, 0, nKC, LoopKind::kSerial, tiles));
-  return Block({pack, compute});
+  return pack ? Block({pack, compute}) : compute;
 }
 
 Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
@@ -165,6 +198,7 @@ Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   IndexFn a_at = A->at, b_at = B->at;
   g.a = [a_at, ta](Expr m, Expr k) { return ta ? a_at({k, m}) : a_at({m, k}); };
   g.b = [b_at, tb](Expr k, Expr n) { return tb ? b_at({n, k}) : b_at({k, n}); };
+  g.b_unit_k = tb && B->buffer >= 0;
   std::vector<int64_t> out_shape = {g.m, g.n};
   TensorFn cfn = C ? *C : TensorFn{};
   g.store = [store, alpha, beta, cfn, out_shape](Expr m, Expr n, Expr acc) {

@@ -34,6 +34,10 @@ struct GemmOperands {
   // B(k, p*NR + j) == b_fast(k, p, j), typically built of unit-stride reads in
   // j (e.g. a conv panel's runs of output columns).
   std::function<Expr(Expr p)> b_fast_ok;
+  // B(k, n) is unit-stride in k (a transposed row-major B, e.g. a classifier's
+  // weights): with M == 1 the product is N dot products over contiguous rows
+  // (no packing; packing would gather every element).
+  bool b_unit_k = false;
   std::function<Expr(Expr k, Expr p, Expr j)> b_fast;
 };
 Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const std::string& tag);

@@ -38,6 +38,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
                                            GemmCase{6, 16, 8, 0, 0, 1.0, 1.0, true},
                                            GemmCase{7, 17, 9, 0, 0, 1.0, 1.0, true},
                                            GemmCase{1, 1000, 512, 0, 1, 1.0, 1.0, true},
+                                           GemmCase{1, 37, 70, 0, 1, 0.5, 1.0, true},  // dot products, K tail
                                            GemmCase{13, 50, 333, 1, 0, 0.5, 2.0, true},
                                            GemmCase{64, 64, 700, 1, 1, 1.0, 0.0, false},
                                            GemmCase{100, 33, 5, 0, 0, 1.0, 1.0, false},

@@ -1,6 +1,6 @@
 // LoopKind::kLanes: the CPU back end's explicit SIMD emission. A hand-built
 // kernel exercises every access form a lanes body can take (unit-stride vector
-// load/store, lane-invariant scalar load, strided and indirect gathers, a
+// load/store, lane-invariant scalar load, strided loads, an indirect gather, a
 // scatter, a lane-invariant store, (e / S, e % S) index pairs, casts, selects
 // and a library call per lane), compared with the same loop written in plain
 // C++ here. The verifier's kLanes rules are checked too.
@@ -14,6 +14,7 @@ namespace keel::codegen::testing {
 namespace {
 
 constexpr int64_t kL = 16;  // lanes
+constexpr int64_t kLast3 = 4 * kL - 3 * (kL - 1) - 1;  // stride-3 read whose last lane is in[4 * kL - 1]
 
 std::shared_ptr<KernelFunc> LanesKernel() {
   auto k = std::make_shared<KernelFunc>("k0_lanes");
@@ -26,12 +27,13 @@ std::shared_ptr<KernelFunc> LanesKernel() {
   Expr j = k->NewVar("j");
   Expr base = FloatConst(0.5);
   Expr unit = k->Load(in, {j + 3});                                         // unit stride, offset
-  Expr strided = k->Load(in, {j * 2 + 1});                                  // stride 2: gather
+  Expr strided = k->Load(in, {j * 2 + 1});                                  // stride 2: masked load + shuffle
+  Expr strided3 = k->Load(in, {j * 3 + (kLast3)});                          // stride 3, last lane at the end
   Expr indirect = k->Load(in, {Cast(k->Load(idx, {j}), DType::kI64) + kL});  // indirect gather
   Expr uniform = k->Load(in, {Expr(7)});                                    // lane-invariant
   Expr v = Select(unit > strided, unit - strided, indirect * uniform) + base;
   Stmt body = Block({
-      k->Store(o_unit, {j}, v + Unary(UnaryOp::kTanh, strided)),
+      k->Store(o_unit, {j}, v + Unary(UnaryOp::kTanh, strided) - strided3),
       k->Store(o_scatter, {Cast(k->Load(idx, {j}), DType::kI64)}, unit * FloatConst(2.0)),
       k->Store(o_last, {Expr(0)}, Cast(j, DType::kF32) + indirect),
       k->Store(o_2d, {j / (kL / 4), j % (kL / 4)}, Max(unit, indirect)),
@@ -66,7 +68,7 @@ TEST(Lanes, MatchesScalarSemantics) {
     const size_t j = static_cast<size_t>(jj);
     float u = in[j + 3], s = in[j * 2 + 1], ind = in[static_cast<size_t>(idx[j]) + kL], uni = in[7];
     float v = (u > s ? u - s : ind * uni) + 0.5f;
-    EXPECT_NEAR(unit[j], v + std::tanh(s), 1e-5) << "lane " << j;
+    EXPECT_NEAR(unit[j], v + std::tanh(s) - in[j * 3 + kLast3], 1e-5) << "lane " << j;
     EXPECT_NEAR(scatter[static_cast<size_t>(idx[j])], u * 2.0f, 1e-6) << "lane " << j;
     EXPECT_NEAR(two_d[j], std::max(u, ind), 1e-6) << "lane " << j;
   }
