@@ -1,16 +1,40 @@
 // vm/cpu/thread_pool.cc — see thread_pool.h. Chunks are claimed with one
 // atomic fetch_add so load imbalance between chunks evens out without any
-// per-call allocation.
+// per-call allocation; waits spin briefly before blocking.
 #include "vm/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <system_error>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace keel::vm_internal {
 namespace {
 // True on a thread currently executing a parallel body (worker or caller):
 // a nested ParallelFor then runs inline.
 thread_local bool t_in_parallel_body = false;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Spins until done() or about `micros` have passed; true when done() held.
+template <typename Done>
+bool SpinUntil(Done done, int64_t micros) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -28,7 +52,7 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -48,16 +72,21 @@ void ThreadPool::RunChunks() {
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto published = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!SpinUntil(published, kSpinMicros)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      ++sleepers_;
+      wake_.wait(lock, published);
+      --sleepers_;
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     RunChunks();
-    {
+    if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (--busy_ == 0) done_.notify_one();
+      if (caller_waiting_) done_.notify_one();
     }
   }
 }
@@ -69,22 +98,27 @@ void ThreadPool::ParallelFor(int64_t n, keel_parallel_body_fn body, void* closur
     return;
   }
   const int64_t threads = num_threads();
-  // About 4 chunks per thread balances uneven chunks without much contention.
-  const int64_t chunks = std::min<int64_t>(n, threads * 4);
+  // About 4 chunks per thread balances uneven chunks without much contention;
+  // rounding the chunk down keeps small loops (e.g. 10 GEMM tasks on 2
+  // threads) evenly split instead of 3 chunks against 2.
+  body_ = body;
+  closure_ = closure;
+  n_ = n;
+  chunk_ = std::max<int64_t>(1, n / (threads * 4));
+  next_.store(0, std::memory_order_relaxed);
+  busy_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    body_ = body;
-    closure_ = closure;
-    n_ = n;
-    chunk_ = (n + chunks - 1) / chunks;
-    next_.store(0, std::memory_order_relaxed);
-    busy_ = static_cast<int>(workers_.size());
-    ++generation_;
+    if (sleepers_ > 0) wake_.notify_all();
   }
-  wake_.notify_all();
   RunChunks();
+  auto finished = [&] { return busy_.load(std::memory_order_acquire) == 0; };
+  if (SpinUntil(finished, kSpinMicros)) return;
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return busy_ == 0; });
+  caller_waiting_ = true;
+  done_.wait(lock, finished);
+  caller_waiting_ = false;
 }
 
 void ThreadPool::ParallelForThunk(void* pool, int64_t n, keel_parallel_body_fn body, void* closure) {
