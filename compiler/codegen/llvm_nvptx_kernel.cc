@@ -30,6 +30,7 @@
 #include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
@@ -160,7 +161,7 @@ class NvptxKernelEmitter {
 
   // for (iv = begin; iv < end; iv += step) { body(iv) } — a canonical loop.
   Status Loop(llvm::Value* begin, llvm::Value* end, llvm::Value* step, const std::string& name,
-              const std::function<Status(llvm::Value*)>& body) {
+              const std::function<Status(llvm::Value*)>& body, bool unroll_full = false) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, name + ".loop", fn_);
     llvm::BasicBlock* bb = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
@@ -173,7 +174,13 @@ class NvptxKernelEmitter {
     b_.SetInsertPoint(bb);
     KEEL_RETURN_IF_ERROR(body(iv));
     llvm::Value* next = b_.CreateAdd(iv, step, "", false, true);
-    b_.CreateBr(header);
+    llvm::BranchInst* latch = b_.CreateBr(header);
+    if (unroll_full) {
+      llvm::MDNode* full = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
+      llvm::MDNode* self = llvm::MDNode::getDistinct(ctx_, {nullptr, full});
+      self->replaceOperandWith(0, self);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+    }
     iv->addIncoming(next, b_.GetInsertBlock());
     b_.SetInsertPoint(exit);
     return status_;
@@ -284,14 +291,13 @@ class NvptxKernelEmitter {
     std::vector<Expr> index;
     BinaryOp op = BinaryOp::kAdd;
     Expr f;
-    llvm::Value* begin = b_.CreateAdd(I64(s.begin.int_value()), tid_);
     if (MatchRowReduction(k_, s, &buffer, &index, &op, &f)) {
       double identity = op == BinaryOp::kAdd   ? 0.0
                         : op == BinaryOp::kMax ? -std::numeric_limits<double>::infinity()
                                                : std::numeric_limits<double>::infinity();
       llvm::AllocaInst* partial = EntryAlloca(b_.getFloatTy(), "partial");
       b_.CreateStore(llvm::ConstantFP::get(b_.getFloatTy(), identity), partial);
-      KEEL_RETURN_IF_ERROR(Loop(begin, I64(s.end.int_value()), ntid_, VarName(s), [&](llvm::Value* l) {
+      KEEL_RETURN_IF_ERROR(RowLoop(s, [&](llvm::Value* l) {
         vars_[s.var->int_value] = l;
         memo_.clear();
         llvm::Value* x = EmitExpr(f);
@@ -307,7 +313,7 @@ class NvptxKernelEmitter {
       b_.CreateStore(Combine(op, b_.CreateLoad(b_.getFloatTy(), addr), total), addr);
       return status_;
     }
-    KEEL_RETURN_IF_ERROR(Loop(begin, I64(s.end.int_value()), ntid_, VarName(s), [&](llvm::Value* l) {
+    KEEL_RETURN_IF_ERROR(RowLoop(s, [&](llvm::Value* l) {
       vars_[s.var->int_value] = l;
       Status st = EmitBody(s, Mode::kThread);
       vars_.erase(s.var->int_value);
@@ -316,6 +322,41 @@ class NvptxKernelEmitter {
     Barrier();  // later statements of the row may read what this loop wrote
     return status_;
   }
+
+  // A row loop split over the block: thread tid takes l = begin + tid + c*T for
+  // c in [0, ceil(trip/T)), T the launch's block size (a compile-time constant,
+  // see GpuMapping). The constant per-thread trip lets LLVM unroll short rows
+  // fully, keeping the thread's elements in registers: the same loads in a
+  // later loop of the row (softmax's max, sum and write passes, layer norm's
+  // mean, variance and write passes) are then values already loaded, so the row
+  // is read from memory once instead of once per pass.
+  Status RowLoop(const StmtNode& s, const std::function<Status(llvm::Value*)>& body) {
+    const int64_t T = map_.launch.block;
+    const int64_t begin = s.begin.int_value(), end = s.end.int_value();
+    const int64_t trip = std::max<int64_t>(0, end - begin);
+    const int64_t per = (trip + T - 1) / T;
+    const bool exact = trip % T == 0;
+    llvm::Value* base = b_.CreateAdd(I64(begin), tid_, "", true, true);
+    if (exact && per <= kMaxUnrolledRowTrip) {
+      // Straight-line code: the loads of later passes meet the earlier ones in
+      // one block, where CSE/GVN reuse them without relying on loop unrolling.
+      for (int64_t c = 0; c < per; ++c) KEEL_RETURN_IF_ERROR(body(b_.CreateAdd(base, I64(c * T), "", true, true)));
+      return status_;
+    }
+    return Loop(I64(0), I64(per), I64(1), VarName(s) + ".c", [&](llvm::Value* c) {
+      llvm::Value* l = b_.CreateAdd(base, b_.CreateMul(c, I64(T), "", true, true), "", true, true);
+      if (exact) return body(l);
+      llvm::BasicBlock* in = llvm::BasicBlock::Create(ctx_, "row.in", fn_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "row.done", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLT(l, I64(end)), in, done);
+      b_.SetInsertPoint(in);
+      KEEL_RETURN_IF_ERROR(body(l));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      return status_;
+    }, per <= kMaxUnrolledRowTrip);
+  }
+  static constexpr int64_t kMaxUnrolledRowTrip = 32;
 
   llvm::AllocaInst* EntryAlloca(llvm::Type* t, const std::string& name) {
     llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());

@@ -3,11 +3,16 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "serialization/format.h"
 #include "serialization/library_ops.h"
+#include "vm/cuda/autotune.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/library_attrs.h"
 
@@ -37,6 +42,8 @@ class CublasGemm final : public CudaLaunchState {
 
  private:
   Status Heuristic(uint32_t alignment, cublasLtMatmulAlgo_t* algo, uint64_t* ws, bool* found);
+  Status Heuristics(uint32_t alignment, int count, std::vector<cublasLtMatmulHeuristicResult_t>* out);
+  Status Tune(const std::string& key, uint64_t a_bytes, uint64_t b_bytes, uint64_t bias_bytes, uint64_t y_bytes);
 
   CudaDevice& dev_;
   std::string name_;
@@ -55,21 +62,98 @@ class CublasGemm final : public CudaLaunchState {
 };
 
 Status CublasGemm::Heuristic(uint32_t alignment, cublasLtMatmulAlgo_t* algo, uint64_t* ws, bool* found) {
+  std::vector<cublasLtMatmulHeuristicResult_t> results;
+  KEEL_RETURN_IF_ERROR(Heuristics(alignment, 1, &results));
+  *found = !results.empty();
+  if (*found) {
+    *algo = results[0].algo;
+    *ws = results[0].workspaceSize;
+  }
+  return Status::Ok();
+}
+
+Status CublasGemm::Heuristics(uint32_t alignment, int count, std::vector<cublasLtMatmulHeuristicResult_t>* out) {
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     KEEL_CUBLAS_RETURN(cublasLtMatmulPreferenceSetAttribute, pref_, attr, &alignment, sizeof alignment);
   }
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(count));
   int returned = 0;
   const cublasStatus_t s =
-      cublasLtMatmulAlgoGetHeuristic(lt_, desc_, a_, b_, c_, d_, pref_, 1, &result, &returned);
-  *found = s == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS;
+      cublasLtMatmulAlgoGetHeuristic(lt_, desc_, a_, b_, c_, d_, pref_, count, results.data(), &returned);
   if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) {
     return CublasStatus(s, "cublasLtMatmulAlgoGetHeuristic");
   }
-  if (*found) {
-    *algo = result.algo;
-    *ws = result.workspaceSize;
+  out->clear();
+  if (s != CUBLAS_STATUS_SUCCESS) return Status::Ok();
+  for (int i = 0; i < returned; ++i)
+    if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS) out->push_back(results[static_cast<size_t>(i)]);
+  return Status::Ok();
+}
+
+// Times the heuristics' top candidates (16-byte aligned operands) on scratch
+// buffers and keeps the fastest in algo16_/ws16_ (autotune.h).
+Status CublasGemm::Tune(const std::string& key, uint64_t a_bytes, uint64_t b_bytes, uint64_t bias_bytes,
+                        uint64_t y_bytes) {
+  if (const std::vector<int64_t>* t = dev_.FindTuning(key); t != nullptr) {
+    if (t->size() == 1 + sizeof(cublasLtMatmulAlgo_t) / sizeof(int64_t)) {
+      ws16_ = static_cast<uint64_t>((*t)[0]);
+      std::memcpy(&algo16_, t->data() + 1, sizeof algo16_);
+      has16_ = true;
+    }
+    return Status::Ok();
+  }
+  std::vector<cublasLtMatmulHeuristicResult_t> cands;
+  KEEL_RETURN_IF_ERROR(Heuristics(16, 8, &cands));
+  if (cands.size() > 1 && AutotuneEnabled()) {
+    ScratchBuffers scratch;
+    uint64_t max_ws = 0;
+    for (const auto& c : cands) max_ws = std::max<uint64_t>(max_ws, c.workspaceSize);
+    KEEL_ASSIGN_OR_RETURN(void* a, scratch.Get(a_bytes));
+    KEEL_ASSIGN_OR_RETURN(void* b, scratch.Get(b_bytes));
+    KEEL_ASSIGN_OR_RETURN(void* y, scratch.Get(y_bytes));
+    KEEL_ASSIGN_OR_RETURN(void* ws, scratch.Get(max_ws));
+    void* bias = nullptr;
+    if (has_bias_) { KEEL_ASSIGN_OR_RETURN(bias, scratch.Get(bias_bytes)); }
+    if (has_bias_ && !full_bias_) {
+      KEEL_CUBLAS_RETURN(cublasLtMatmulDescSetAttribute, desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    }
+    const void* c = full_bias_ ? bias : y;
+    KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
+    std::vector<double> us;
+    for (const auto& cand : cands) {
+      auto enqueue = [&]() {
+        return cublasLtMatmul(lt_, desc_, &alpha_, b, a_, a, b_, &beta_, c, c_, y, d_, &cand.algo, ws,
+                              cand.workspaceSize, dev_.stream()) == CUBLAS_STATUS_SUCCESS;
+      };
+      KEEL_ASSIGN_OR_RETURN(double t, TimeOnStream(dev_.stream(), spin, 10, enqueue));
+      us.push_back(t);
+      if (AutotuneLog()) {
+        int id = -1, tile = -1;
+        size_t written = 0;
+        (void)cublasLtMatmulAlgoConfigGetAttribute(&cand.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
+        (void)cublasLtMatmulAlgoConfigGetAttribute(&cand.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                                   &written);
+        std::fprintf(stderr, "keel autotune %s cublasLt algo=%d tile=%d ws=%zu: %.2f us\n", name_.c_str(), id, tile,
+                     cand.workspaceSize, t);
+      }
+    }
+    const int pick = PickFastest(us);
+    if (pick >= 0) {
+      algo16_ = cands[static_cast<size_t>(pick)].algo;
+      ws16_ = cands[static_cast<size_t>(pick)].workspaceSize;
+      has16_ = true;
+    }
+  } else if (!cands.empty()) {
+    algo16_ = cands[0].algo;
+    ws16_ = cands[0].workspaceSize;
+    has16_ = true;
+  }
+  if (has16_) {
+    std::vector<int64_t> v(1 + sizeof(cublasLtMatmulAlgo_t) / sizeof(int64_t));
+    v[0] = static_cast<int64_t>(ws16_);
+    std::memcpy(v.data() + 1, &algo16_, sizeof algo16_);
+    dev_.StoreTuning(key, std::move(v));
   }
   return Status::Ok();
 }
@@ -184,7 +268,16 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   KEEL_CUBLAS_RETURN(cublasLtMatmulPreferenceSetAttribute, pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
                      sizeof max_ws);
   bool has4 = false;
-  KEEL_RETURN_IF_ERROR(Heuristic(16, &algo16_, &ws16_, &has16_));
+  {
+    auto num = [](double v) { return std::to_string(v); };
+    const std::string key = "gemm|" + std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(kk) + "," +
+                            std::to_string(batch) + "," + std::to_string(ta) + std::to_string(tb) + "," +
+                            std::to_string(sa) + "," + std::to_string(sb) + "|" + bias_mode + std::to_string(has_bias) +
+                            "|" + epi + "|" + num(alpha) + "," + num(beta) + "|tf32" +
+                            std::to_string(dev_.allow_tf32() ? 1 : 0);
+    KEEL_RETURN_IF_ERROR(Tune(key, k.args[0].bytes, k.args[1].bytes, has_bias_ ? k.args[2].bytes : 0,
+                              k.args[y_arg_].bytes));
+  }
   KEEL_RETURN_IF_ERROR(Heuristic(4, &algo4_, &ws4_, &has4));
   if (!has4) {
     return Unsupported("kernel " + k.name + " (cublas.gemm): cuBLASLt has no algorithm for m=" + std::to_string(m) +

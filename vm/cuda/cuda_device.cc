@@ -12,6 +12,13 @@
 #include "vm/kernel_library.h"
 
 namespace keel::vm_internal {
+
+// vm/cuda/runtime_kernels.cu, embedded by vm/cuda/embed_runtime_module.cmake.
+extern const unsigned char kKeelRuntimeCubin[];
+extern const unsigned long long kKeelRuntimeCubin_size;
+extern const unsigned char kKeelRuntimePtx[];
+extern const unsigned long long kKeelRuntimePtx_size;
+
 namespace {
 
 // A cuda_generated kernel: its CUfunction and launch configuration.
@@ -98,6 +105,7 @@ Status CudaDevice::Init() {
   KEEL_CUDA_RETURN(cudaSetDevice, ordinal_);
   KEEL_CUDA_RETURN(cudaDeviceGetAttribute, &cc_major_, cudaDevAttrComputeCapabilityMajor, ordinal_);
   KEEL_CUDA_RETURN(cudaDeviceGetAttribute, &cc_minor_, cudaDevAttrComputeCapabilityMinor, ordinal_);
+  KEEL_CUDA_RETURN(cudaDeviceGetAttribute, &num_sms_, cudaDevAttrMultiProcessorCount, ordinal_);
   KEEL_CUDA_RETURN(cudaStreamCreateWithFlags, &stream_, cudaStreamNonBlocking);
   KEEL_CUDA_RETURN(cudaEventCreate, &ev_start_);
   KEEL_CUDA_RETURN(cudaEventCreate, &ev_end_);
@@ -116,6 +124,7 @@ CudaDevice::~CudaDevice() {
   if (lt_ != nullptr) (void)cublasLtDestroy(lt_);
   if (workspace_ != nullptr) (void)cudaFree(workspace_);
   if (module_ != nullptr) (void)Driver().ModuleUnload(module_);
+  if (runtime_module_ != nullptr) (void)Driver().ModuleUnload(runtime_module_);
   if (ev_start_ != nullptr) (void)cudaEventDestroy(ev_start_);
   if (ev_end_ != nullptr) (void)cudaEventDestroy(ev_end_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
@@ -366,6 +375,29 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
   c.state = state.get();
   states_.push_back(std::move(state));
   return c;
+}
+
+Result<CUfunction> CudaDevice::RuntimeFunction(const char* name) {
+  Bind();
+  if (runtime_module_ == nullptr) {
+    CUresult r = CUDA_ERROR_INVALID_IMAGE;
+    if (kKeelRuntimeCubin_size != 0) r = Driver().ModuleLoadData(&runtime_module_, kKeelRuntimeCubin);
+    if (r != CUDA_SUCCESS && kKeelRuntimePtx_size != 0) {
+      // Another architecture: the driver JIT-compiles the PTX (NUL-terminated).
+      std::string text(reinterpret_cast<const char*>(kKeelRuntimePtx), kKeelRuntimePtx_size);
+      runtime_module_ = nullptr;
+      r = Driver().ModuleLoadData(&runtime_module_, text.c_str());
+    }
+    if (r != CUDA_SUCCESS) {
+      runtime_module_ = nullptr;
+      return CuStatus(r, "cuModuleLoadData(keel runtime kernels)");
+    }
+  }
+  CUfunction fn = nullptr;
+  const CUresult r = Driver().ModuleGetFunction(&fn, runtime_module_, name);
+  if (r == CUDA_ERROR_NOT_FOUND) return NotFound(std::string("runtime CUDA kernel ") + name + " does not exist");
+  KEEL_RETURN_IF_ERROR(CuStatus(r, "cuModuleGetFunction").WithContext(name));
+  return fn;
 }
 
 // ---- library handles ----------------------------------------------------------

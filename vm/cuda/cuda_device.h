@@ -43,6 +43,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -113,6 +114,18 @@ class CudaDevice final : public Device {
   void EndLaunch(std::string_view call, std::string_view kernel) {
     if (trace_hook_ != nullptr) [[unlikely]] ReportTimed(DeviceOp{DeviceOpKind::kLaunch, 0, nullptr, {}, call, kernel});
   }
+  // The VM's own CUDA kernels (vm/cuda/runtime_kernels.cu, embedded at build
+  // time): the function `name`, loading the module on first use. kNotFound for an
+  // unknown name, kDeviceError when neither the cubin nor the PTX loads.
+  Result<CUfunction> RuntimeFunction(const char* name);
+  int num_sms() const { return num_sms_; }
+  // Load-time autotuning results shared by the VM's library kernels: identical
+  // problems (same key) are measured once per VM. Keys are built by the kernels.
+  const std::vector<int64_t>* FindTuning(const std::string& key) const {
+    auto it = tuning_.find(key);
+    return it == tuning_.end() ? nullptr : &it->second;
+  }
+  void StoreTuning(const std::string& key, std::vector<int64_t> value) { tuning_[key] = std::move(value); }
   // Makes the device's primary context current on the calling thread.
   void Bind() const { Driver().CtxSetCurrent(ctx_); }
 
@@ -136,6 +149,9 @@ class CudaDevice final : public Device {
   bool timing_started_ = false;
   bool capturing_ = false;
   CUmodule module_ = nullptr;
+  CUmodule runtime_module_ = nullptr;
+  int num_sms_ = 132;
+  std::map<std::string, std::vector<int64_t>> tuning_;
   bool module_tried_ = false;
   Status module_status_;
   void* workspace_ = nullptr;

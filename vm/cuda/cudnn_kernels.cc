@@ -1,10 +1,14 @@
 // vm/cuda/cudnn_kernels.cc — see cudnn_kernels.h.
 #include "vm/cuda/cudnn_kernels.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "serialization/library_ops.h"
+#include "vm/cuda/autotune.h"
+#include "vm/cuda/cuda_driver.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/library_attrs.h"
 
@@ -70,6 +74,15 @@ const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
 
 // ---- conv2d --------------------------------------------------------------------
 
+// How a conv2d runs: cuDNN's fused conv+bias+activation call, or the plain
+// convolution followed (when there is anything to add or clamp) by the VM's
+// one-pass bias/residual/activation kernel (vm/cuda/runtime_kernels.cu).
+enum class ConvMode : int64_t { kFused = 0, kConvEpilogue = 1 };
+
+// Largest workspace a candidate algorithm may ask for (the VM keeps the largest
+// chosen one for its lifetime).
+constexpr size_t kMaxConvWorkspace = size_t{256} << 20;
+
 class CudnnConv final : public CudaLaunchState {
  public:
   CudnnConv(CudaDevice& dev, std::string name) : dev_(dev), name_(std::move(name)) {}
@@ -86,7 +99,17 @@ class CudnnConv final : public CudaLaunchState {
   Status Launch(void* const* args) override;
 
  private:
-  Status Unfused(void* const* args);
+  // The fused call can run: relu (any algorithm), or identity with bias/residual
+  // (IMPLICIT_PRECOMP_GEMM only); clipped ReLU never.
+  bool FusedAllowed(cudnnConvolutionFwdAlgo_t algo) const {
+    if (act_kind_ == 1) return true;
+    return act_kind_ == 0 && (has_bias_ || has_residual_) && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  }
+  cudnnStatus_t Fused(const void* x, const void* w, const void* bias, const void* res, void* y,
+                      cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes);
+  Status ConvThenEpilogue(const void* x, const void* w, const void* bias, const void* res, void* y,
+                          cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes, bool* refused);
+  Status Choose(const KernelEntry& k, const std::string& key);
 
   CudaDevice& dev_;
   std::string name_;
@@ -94,16 +117,62 @@ class CudnnConv final : public CudaLaunchState {
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
-  cudnnActivationDescriptor_t act_ = nullptr;  // null: no activation
+  cudnnActivationDescriptor_t act_ = nullptr;  // relu, clipped relu or identity (fused call)
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   uint64_t ws_ = 0;
-  bool fused_ = false;  // relu: cudnnConvolutionBiasActivationForward
+  ConvMode mode_ = ConvMode::kConvEpilogue;
   bool has_bias_ = false, has_residual_ = false;
+  int act_kind_ = 0;  // 0 none, 1 relu, 2 clip (runtime_kernels.cu numbering)
+  float clip_max_ = 0.f;
   int bias_arg_ = -1, res_arg_ = -1, y_arg_ = 2;
-  uint64_t y_bytes_ = 0;
+  uint64_t y_bytes_ = 0, x_bytes_ = 0, w_bytes_ = 0;
+  int64_t y_elems_ = 0, channels_ = 0, hw_ = 0;
+  CUfunction epi_ = nullptr, epi4_ = nullptr;
   void* zero_bias_ = nullptr;
   std::string call_fused_, call_conv_;
 };
+
+cudnnStatus_t CudnnConv::Fused(const void* x, const void* w, const void* bias, const void* res, void* y,
+                               cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes) {
+  const float one = 1.f, alpha2 = res ? 1.f : 0.f;
+  return cudnnConvolutionBiasActivationForward(h_, &one, x_, x, w_, w, conv_, algo, ws, ws_bytes, &alpha2, y_,
+                                               res ? res : y, b_, bias ? bias : zero_bias_, act_, y_, y);
+}
+
+Status CudnnConv::ConvThenEpilogue(const void* x, const void* w, const void* bias, const void* res, void* y,
+                                   cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes, bool* refused) {
+  const float one = 1.f;
+  float beta = 0.f;
+  if (res == y) {  // residual already in Y (same register): accumulate into it
+    beta = 1.f;
+    res = nullptr;
+  }
+  const cudnnStatus_t s = cudnnConvolutionForward(h_, &one, x_, x, w_, w, conv_, algo, ws, ws_bytes, &beta, y_, y);
+  if (s != CUDNN_STATUS_SUCCESS) {
+    if (refused != nullptr) {
+      *refused = true;
+      return Status::Ok();
+    }
+    return CudnnStatus(s, "cudnnConvolutionForward").WithContext("kernel " + name_);
+  }
+  if (!bias && !res && act_kind_ == 0) return Status::Ok();
+  const bool vec = hw_ % 4 == 0 &&
+                   ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) & 15u) == 0;
+  long long total = vec ? y_elems_ / 4 : y_elems_;
+  int hw = static_cast<int>(vec ? hw_ / 4 : hw_);
+  int channels = static_cast<int>(channels_);
+  int act = act_kind_;
+  float clip = clip_max_;
+  void* yp = y;
+  const void* bp = bias;
+  const void* rp = res;
+  void* params[] = {&yp, &bp, &rp, &total, &hw, &channels, &act, &clip};
+  const long long blocks = std::min<long long>((total + 255) / 256, static_cast<long long>(dev_.num_sms()) * 8);
+  const CUresult r = Driver().LaunchKernel(vec ? epi4_ : epi_, static_cast<unsigned>(std::max(1LL, blocks)), 1, 1,
+                                           256, 1, 1, 0, reinterpret_cast<CUstream>(dev_.stream()), params, nullptr);
+  if (r != CUDA_SUCCESS) return CuStatus(r, "cuLaunchKernel(keel_bias_act_f32)").WithContext("kernel " + name_);
+  return Status::Ok();
+}
 
 Status CudnnConv::Plan(const KernelEntry& k) {
   AttrReader at(k);
@@ -138,6 +207,11 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   const auto& ws = k.args[1].shape;
   const auto& ys = k.args[y_arg_].shape;
   y_bytes_ = k.args[y_arg_].bytes;
+  x_bytes_ = k.args[0].bytes;
+  w_bytes_ = k.args[1].bytes;
+  y_elems_ = ys[0] * ys[1] * ys[2] * ys[3];
+  channels_ = ys[1];
+  hw_ = ys[2] * ys[3];
   if (xs[1] % group != 0 || ws[0] % group != 0 || ws[1] * group != xs[1] || ws[0] != ys[1] || xs[0] != ys[0]) {
     return ShapeError(k, "X " + ShapeString(xs) + ", W " + ShapeString(ws) + ", Y " + ShapeString(ys) +
                              " do not match group " + std::to_string(group));
@@ -156,8 +230,12 @@ Status CudnnConv::Plan(const KernelEntry& k) {
     return Unsupported("kernel " + k.name + " (cudnn.conv2d): clip_min " + std::to_string(clip_min) +
                        " (only clip_min 0 maps onto cuDNN's clipped ReLU)");
   }
+  act_kind_ = act == lo::value::kActivationRelu ? 1 : clip ? 2 : 0;
+  clip_max_ = static_cast<float>(clip_max);
 
   KEEL_ASSIGN_OR_RETURN(h_, dev_.CudnnHandle());
+  KEEL_ASSIGN_OR_RETURN(epi_, dev_.RuntimeFunction("keel_bias_act_f32"));
+  KEEL_ASSIGN_OR_RETURN(epi4_, dev_.RuntimeFunction("keel_bias_act_f32x4"));
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &x_);
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &y_);
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &b_);
@@ -180,66 +258,121 @@ Status CudnnConv::Plan(const KernelEntry& k) {
     return ShapeError(k, "Y is " + ShapeString(ys) + " but the convolution gives " +
                              ShapeString({on, oc, oh, ow}));
   }
-  if (act == lo::value::kActivationRelu || clip) {
-    KEEL_CUDNN_RETURN(cudnnCreateActivationDescriptor, &act_);
-    KEEL_CUDNN_RETURN(cudnnSetActivationDescriptor, act_, clip ? CUDNN_ACTIVATION_CLIPPED_RELU : CUDNN_ACTIVATION_RELU,
-                      CUDNN_PROPAGATE_NAN, clip ? clip_max : 0.0);
-  }
-  fused_ = act == lo::value::kActivationRelu;
-
-  // Algorithm: the heuristics' best that uses FMA math when TF32 is off.
-  int max_algos = 0;
-  KEEL_CUDNN_RETURN(cudnnGetConvolutionForwardAlgorithmMaxCount, h_, &max_algos);
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(1, max_algos)));
-  int got = 0;
-  KEEL_CUDNN_RETURN(cudnnGetConvolutionForwardAlgorithm_v7, h_, x_, w_, conv_, y_, static_cast<int>(perf.size()), &got,
-                    perf.data());
-  int chosen = -1;
-  for (int pass = 0; pass < 2 && chosen < 0; ++pass) {
-    for (int i = 0; i < got; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      if (pass == 0 && !dev_.allow_tf32() && perf[i].mathType != CUDNN_FMA_MATH) continue;
-      size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(h_, x_, w_, conv_, y_, perf[i].algo, &bytes) !=
-          CUDNN_STATUS_SUCCESS) {
-        continue;
-      }
-      chosen = i;
-      ws_ = bytes;
-      break;
-    }
-  }
-  if (chosen < 0) {
-    return Unsupported("kernel " + k.name + " (cudnn.conv2d): cuDNN offers no algorithm for X " + ShapeString(xs) +
-                       ", W " + ShapeString(ws));
-  }
-  algo_ = perf[chosen].algo;
-  KEEL_CUDNN_RETURN(cudnnSetConvolutionMathType, conv_, dev_.allow_tf32() ? perf[chosen].mathType : CUDNN_FMA_MATH);
-  KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(ws_));
-  const std::string algo = std::string(" algo=") + ConvAlgoName(algo_) + " workspace=" + std::to_string(ws_);
-  call_fused_ = "cudnnConvolutionBiasActivationForward" + algo;
-  call_conv_ = "cudnnConvolutionForward" + algo;
-  if (fused_ && !has_bias_) {
+  KEEL_CUDNN_RETURN(cudnnCreateActivationDescriptor, &act_);
+  KEEL_CUDNN_RETURN(cudnnSetActivationDescriptor, act_,
+                    act_kind_ == 1 ? CUDNN_ACTIVATION_RELU : act_kind_ == 2 ? CUDNN_ACTIVATION_CLIPPED_RELU
+                                                                            : CUDNN_ACTIVATION_IDENTITY,
+                    CUDNN_PROPAGATE_NAN, act_kind_ == 2 ? clip_max : 0.0);
+  if (!has_bias_) {
     // The fused call always adds a bias: give it zeros.
     const uint64_t bytes = 4 * static_cast<uint64_t>(ws[0]);
     KEEL_ASSIGN_OR_RETURN(zero_bias_, dev_.Allocate(bytes, 256));
     KEEL_CUDA_RETURN(cudaMemsetAsync, zero_bias_, 0, bytes, dev_.stream());
     KEEL_CUDA_RETURN(cudaStreamSynchronize, dev_.stream());
   }
+
+  std::string key = "conv|" + ShapeString(xs) + ShapeString(ws) + ShapeString(ys) + ShapeString(pads) +
+                    ShapeString(strides) + ShapeString(dil) + "|g" + std::to_string(group) + "|b" +
+                    std::to_string(has_bias) + "|r" + std::to_string(has_res) + "|a" + std::to_string(act_kind_) +
+                    "|tf32" + std::to_string(dev_.allow_tf32() ? 1 : 0);
+  KEEL_RETURN_IF_ERROR(Choose(k, key));
+  KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(ws_));
+  const std::string algo = std::string(" algo=") + ConvAlgoName(algo_) + " workspace=" + std::to_string(ws_);
+  call_fused_ = "cudnnConvolutionBiasActivationForward" + algo;
+  call_conv_ = "cudnnConvolutionForward" + algo + (has_bias_ || has_residual_ || act_kind_ ? " + keel_bias_act" : "");
+  return Status::Ok();
+}
+
+// Picks algorithm and mode: from the per-VM cache, else by timing every
+// candidate the heuristics offer (KEEL_CUDA_AUTOTUNE=0: the first usable one).
+Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
+  if (const std::vector<int64_t>* t = dev_.FindTuning(key); t != nullptr && t->size() == 3) {
+    algo_ = static_cast<cudnnConvolutionFwdAlgo_t>((*t)[0]);
+    mode_ = static_cast<ConvMode>((*t)[1]);
+    ws_ = static_cast<uint64_t>((*t)[2]);
+    return Status::Ok();
+  }
+  int max_algos = 0;
+  KEEL_CUDNN_RETURN(cudnnGetConvolutionForwardAlgorithmMaxCount, h_, &max_algos);
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(1, max_algos)));
+  int got = 0;
+  KEEL_CUDNN_RETURN(cudnnGetConvolutionForwardAlgorithm_v7, h_, x_, w_, conv_, y_, static_cast<int>(perf.size()), &got,
+                    perf.data());
+  struct Candidate {
+    cudnnConvolutionFwdAlgo_t algo;
+    ConvMode mode;
+    size_t ws;
+  };
+  std::vector<Candidate> cands;
+  for (int i = 0; i < got; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    // Without TF32 only FMA (or default, non-tensor-op) math: tensor-op math on
+    // f32 would be TF32.
+    if (!dev_.allow_tf32() && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH) continue;
+    size_t bytes = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(h_, x_, w_, conv_, y_, perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
+      continue;
+    if (bytes > kMaxConvWorkspace) continue;
+    bool dup = false;
+    for (const Candidate& c : cands) dup = dup || c.algo == perf[i].algo;
+    if (dup) continue;
+    if (FusedAllowed(perf[i].algo)) cands.push_back({perf[i].algo, ConvMode::kFused, bytes});
+    cands.push_back({perf[i].algo, ConvMode::kConvEpilogue, bytes});
+  }
+  if (cands.empty()) {
+    return Unsupported("kernel " + k.name + " (cudnn.conv2d): cuDNN offers no algorithm for X " +
+                       ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape));
+  }
+  int pick = 0;
+  if (AutotuneEnabled() && cands.size() > 1) {
+    ScratchBuffers scratch;
+    size_t max_ws = 0;
+    for (const Candidate& c : cands) max_ws = std::max(max_ws, c.ws);
+    KEEL_ASSIGN_OR_RETURN(void* x, scratch.Get(x_bytes_));
+    KEEL_ASSIGN_OR_RETURN(void* w, scratch.Get(w_bytes_));
+    KEEL_ASSIGN_OR_RETURN(void* y, scratch.Get(y_bytes_));
+    KEEL_ASSIGN_OR_RETURN(void* wsp, scratch.Get(max_ws));
+    void* bias = nullptr;
+    void* res = nullptr;
+    if (has_bias_) { KEEL_ASSIGN_OR_RETURN(bias, scratch.Get(4 * static_cast<uint64_t>(channels_))); }
+    if (has_residual_) { KEEL_ASSIGN_OR_RETURN(res, scratch.Get(y_bytes_)); }
+    KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
+    std::vector<double> us;
+    for (const Candidate& c : cands) {
+      Result<double> t = TimeOnStream(dev_.stream(), spin, 5, [&]() {
+        if (c.mode == ConvMode::kFused) return Fused(x, w, bias, res, y, c.algo, wsp, c.ws) == CUDNN_STATUS_SUCCESS;
+        bool refused = false;
+        Status s = ConvThenEpilogue(x, w, bias, res, y, c.algo, wsp, c.ws, &refused);
+        return s.ok() && !refused;
+      });
+      if (!t.ok()) return t.status();
+      us.push_back(*t);
+      if (AutotuneLog()) {
+        std::fprintf(stderr, "keel autotune %s %s %s ws=%zu: %.2f us\n", name_.c_str(), ConvAlgoName(c.algo),
+                     c.mode == ConvMode::kFused ? "fused" : "conv+epilogue", c.ws, *t);
+      }
+    }
+    pick = PickFastest(us);
+    if (pick < 0) {
+      return Unsupported("kernel " + k.name + " (cudnn.conv2d): no cuDNN algorithm ran for X " +
+                         ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape));
+    }
+  }
+  algo_ = cands[static_cast<size_t>(pick)].algo;
+  mode_ = cands[static_cast<size_t>(pick)].mode;
+  ws_ = cands[static_cast<size_t>(pick)].ws;
+  dev_.StoreTuning(key, {static_cast<int64_t>(algo_), static_cast<int64_t>(mode_), static_cast<int64_t>(ws_)});
   return Status::Ok();
 }
 
 Status CudnnConv::Launch(void* const* args) {
   dev_.Bind();
-  if (fused_) {
-    const float one = 1.f, alpha2 = has_residual_ ? 1.f : 0.f;
-    void* y = args[y_arg_];
-    const void* z = has_residual_ ? args[res_arg_] : y;
-    const void* bias = has_bias_ ? args[bias_arg_] : zero_bias_;
-    dev_.BeginOp();
-    const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
-        h_, &one, x_, args[0], w_, args[1], conv_, algo_, dev_.workspace(), ws_, &alpha2, y_, z, b_, bias, act_, y_,
-        y);
+  const void* bias = has_bias_ ? args[bias_arg_] : nullptr;
+  const void* res = has_residual_ ? args[res_arg_] : nullptr;
+  void* y = args[y_arg_];
+  dev_.BeginOp();
+  if (mode_ == ConvMode::kFused) {
+    const cudnnStatus_t s = Fused(args[0], args[1], bias, res, y, algo_, dev_.workspace(), ws_);
     if (s == CUDNN_STATUS_SUCCESS) {
       dev_.EndLaunch(call_fused_, name_);
       return Status::Ok();
@@ -247,34 +380,9 @@ Status CudnnConv::Launch(void* const* args) {
     if (s != CUDNN_STATUS_NOT_SUPPORTED) {
       return CudnnStatus(s, "cudnnConvolutionBiasActivationForward").WithContext("kernel " + name_);
     }
-    fused_ = false;  // this configuration has no fused kernel: use the sequence from now on
+    mode_ = ConvMode::kConvEpilogue;  // no fused kernel after all: the sequence from now on
   }
-  return Unfused(args);
-}
-
-Status CudnnConv::Unfused(void* const* args) {
-  void* y = args[y_arg_];
-  const float one = 1.f;
-  float beta = 0.f;
-  dev_.BeginOp();
-  if (has_residual_) {
-    if (args[res_arg_] != y) KEEL_CUDA_RETURN(cudaMemcpyAsync, y, args[res_arg_], y_bytes_, cudaMemcpyDeviceToDevice, dev_.stream());
-    beta = 1.f;
-  }
-  KEEL_RETURN_IF_ERROR(CudnnStatus(cudnnConvolutionForward(h_, &one, x_, args[0], w_, args[1], conv_, algo_,
-                                                           dev_.workspace(), ws_, &beta, y_, y),
-                                   "cudnnConvolutionForward")
-                           .WithContext("kernel " + name_));
-  if (has_bias_) {
-    KEEL_RETURN_IF_ERROR(CudnnStatus(cudnnAddTensor(h_, &one, b_, args[bias_arg_], &one, y_, y), "cudnnAddTensor")
-                             .WithContext("kernel " + name_));
-  }
-  if (act_ != nullptr) {
-    const float zero = 0.f;
-    KEEL_RETURN_IF_ERROR(CudnnStatus(cudnnActivationForward(h_, act_, &one, y_, y, &zero, y_, y),
-                                     "cudnnActivationForward")
-                             .WithContext("kernel " + name_));
-  }
+  KEEL_RETURN_IF_ERROR(ConvThenEpilogue(args[0], args[1], bias, res, y, algo_, dev_.workspace(), ws_, nullptr));
   dev_.EndLaunch(call_conv_, name_);
   return Status::Ok();
 }

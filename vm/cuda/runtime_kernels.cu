@@ -1,0 +1,66 @@
+// vm/cuda/runtime_kernels.cu — the few CUDA kernels the VM itself launches
+// (not the model's generated kernels): epilogues around library calls.
+//
+// Compiled by nvcc at build time (sm_90 cubin + compute_80 PTX) and embedded in
+// the runtime (vm/cuda/runtime_module.h loads it with cuModuleLoadData), so the
+// runtime needs no compiler at run time.
+//
+// keel_bias_act_f32[x4]: y[n,c,s] = act(y[n,c,s] + bias[c] + res[n,c,s]) in
+// place on an NCHW tensor (s in [0,hw)); bias and res may be null; act 0 none,
+// 1 relu, 2 clip to [0, clip_max]. The x4 variant moves float4s (hw % 4 == 0,
+// 16-byte aligned pointers). Grid-stride loops: any grid covers the tensor.
+// Used by cudnn.conv2d when cuDNN's own fused call is slower or unavailable
+// (clipped ReLU, bias without the IMPLICIT_PRECOMP_GEMM algorithm): one pass
+// instead of cudnnAddTensor + cudnnActivationForward.
+
+__device__ __forceinline__ float keel_act(float v, int act, float clip_max) {
+  if (act == 1) return fmaxf(v, 0.f);
+  if (act == 2) return fminf(fmaxf(v, 0.f), clip_max);
+  return v;
+}
+
+extern "C" __global__ void keel_bias_act_f32(float* __restrict__ y, const float* __restrict__ bias,
+                                             const float* __restrict__ res, long long total, int hw,
+                                             int channels, int act, float clip_max) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    float v = y[i];
+    if (bias) v += __ldg(bias + (int)((i / hw) % channels));
+    if (res) v += res[i];
+    y[i] = keel_act(v, act, clip_max);
+  }
+}
+
+extern "C" __global__ void keel_bias_act_f32x4(float4* __restrict__ y, const float* __restrict__ bias,
+                                               const float4* __restrict__ res, long long total4, int hw4,
+                                               int channels, int act, float clip_max) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total4;
+       i += (long long)gridDim.x * blockDim.x) {
+    float4 v = y[i];
+    if (bias) {
+      const float b = __ldg(bias + (int)((i / hw4) % channels));
+      v.x += b; v.y += b; v.z += b; v.w += b;
+    }
+    if (res) {
+      const float4 r = res[i];
+      v.x += r.x; v.y += r.y; v.z += r.z; v.w += r.w;
+    }
+    v.x = keel_act(v.x, act, clip_max);
+    v.y = keel_act(v.y, act, clip_max);
+    v.z = keel_act(v.z, act, clip_max);
+    v.w = keel_act(v.w, act, clip_max);
+    y[i] = v;
+  }
+}
+
+// keel_spin: keeps the GPU busy for `ns` nanoseconds (one thread). Autotuning
+// queues it before the calls it times, so that the host has queued them all
+// before the GPU starts: the events then measure device time, not the
+// libraries' per-call host overhead (vm/cuda/autotune.h).
+extern "C" __global__ void keel_spin(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
