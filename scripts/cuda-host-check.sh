@@ -91,10 +91,10 @@ while read -r tag model input; do
   else
     note "FAIL $tag trace differs:"; diff "logs/$tag.trace.vm" "logs/$tag.trace.host" | head -8 | tee -a "$results"; fail=1
   fi
-  # 3. cudaMalloc/cudaFree during the run
-  vm_n=$(grep -c ' allocate cudaMalloc ' "logs/$tag.trace.vm" || true)
-  vm_b=$(grep -o ' allocate cudaMalloc [0-9]* bytes' "logs/$tag.trace.vm" | awk '{s += $3} END {print s + 0}')
-  vm_f=$(grep -c ' free cudaFree ' "logs/$tag.trace.vm" || true)
+  # 3. cudaMalloc/cudaFree during the run (instruction lines; set-up lines are checked below)
+  vm_n=$(grep -c '^trace #.* allocate cudaMalloc ' "logs/$tag.trace.vm" || true)
+  vm_b=$(grep '^trace #' "logs/$tag.trace.vm" | grep -o ' allocate cudaMalloc [0-9]* bytes' | awk '{s += $3} END {print s + 0}')
+  vm_f=$(grep -c '^trace #.* free cudaFree ' "logs/$tag.trace.vm" || true)
   host_line=$(grep '^cudaMalloc during the run:' "logs/$tag.host.txt")
   host_n=$(echo "$host_line" | sed -E 's/.*run: ([0-9]+) calls, ([0-9]+) bytes; cudaFree during the run: ([0-9]+) calls/\1/')
   host_b=$(echo "$host_line" | sed -E 's/.*run: ([0-9]+) calls, ([0-9]+) bytes; cudaFree during the run: ([0-9]+) calls/\2/')
