@@ -20,6 +20,9 @@
 # binary to compare with, e.g. one built from a clean checkout; default: the build dir's).
 # keel-run runs with KEEL_CUDA_AUTOTUNE=0: a load-time timing choice of algorithms could differ
 # from process to process, so only the heuristics' choice can be mirrored call for call.
+# Known gap: the emitter mirrors vm/cuda as of cf9bd2c (verified on the H200: all checks PASS).
+# a7d4eaa changed cudnn.conv2d (runtime epilogue kernels, fused-vs-epilogue choice, autotune);
+# until the emitter follows, compare with a keel-run built from cf9bd2c (KEEL_RUN=...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN,...]"; exit 2; }
