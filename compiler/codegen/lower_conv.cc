@@ -1,9 +1,9 @@
 // compiler/codegen/lower_conv.cc — 2-D convolution (NCHW, OIHW weights) with
 // groups, strides, pads and dilations.
 //   * one input channel per group (depthwise, channel multiplier >= 1): a direct
-//     kernel, parallel over output rows, that accumulates a row in a local
-//     buffer; the interior columns (no padding reads) run as unit-stride,
-//     vectorizable loops, the borders with guarded reads;
+//     kernel, parallel over output rows; the interior columns (no padding
+//     reads) run as vector chunks (kLanes) accumulating all taps in registers,
+//     the border columns as scalar code with guarded reads;
 //   * otherwise: implicit GEMM per (image, group): M = output channels of the
 //     group, N = OH*OW, K = Cin/group*KH*KW, with im2col done while packing B
 //     (see lower_gemm.cc), so no separate column buffer is materialized.
@@ -22,47 +22,78 @@ struct ConvParams {
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// One output row (b, co, oh) per parallel iteration. Columns whose whole
+// window is inside the input (for every kw) run as L-lane vector chunks (the
+// last chunk overlaps the previous one rather than leaving a scalar tail):
+// per kh (rows outside the input skipped as a whole), one vector FMA per kw
+// with unit- or small-stride loads, then the epilogue as vector stores. The
+// few border columns run a scalar loop with guarded (clamped + selected) reads.
 Stmt DirectConv(LowerContext& ctx, const ConvParams& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
                 const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
-  int row = k.AddLocal("dw_row", DType::kF32, {c.OW});
   Expr r = k.NewVar("r");
   Expr b = r / (c.Co * c.OH), co = (r / c.OH) % c.Co, oh = r % c.OH;
   Expr ci = c.Mg == 1 ? co : co / c.Mg;  // input channel of this output channel
+  auto bias_of = [&]() { return bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0); };
+  // Interior columns [ilo, ihi): every tap's input column is in [0, W).
+  const int64_t ilo = std::clamp<int64_t>(FloorDiv(c.pl + c.sw - 1, c.sw), 0, c.OW);
+  const int64_t ihi = std::clamp<int64_t>(FloorDiv(c.W - 1 + c.pl - (c.KW - 1) * c.dw, c.sw) + 1, ilo, c.OW);
+  int64_t L = 16;
+  while (L > 4 && ihi - ilo < L) L /= 2;
+  const bool vec = ihi - ilo >= L;
   std::vector<Stmt> body;
-  {
-    Expr ow = k.NewVar("ow");
-    body.push_back(For(ow, 0, c.OW, LoopKind::kVectorize, k.Store(row, {ow}, FloatConst(0))));
-  }
-  Expr kh = k.NewVar("kh");
-  Expr ih = oh * c.sh - c.pt + kh * c.dh;
-  std::vector<Stmt> per_kw;
-  for (int64_t kw = 0; kw < c.KW; ++kw) {
-    Expr wv = Cast(Wt.at({co, Expr(0), kh, Expr(kw)}), DType::kF32);
-    int64_t off = kw * c.dw - c.pl;  // iw = ow*sw + off
-    int64_t lo = std::clamp<int64_t>(FloorDiv(-off + c.sw - 1, c.sw), 0, c.OW);
-    int64_t hi = std::clamp<int64_t>(FloorDiv(c.W - 1 - off, c.sw) + 1, lo, c.OW);
-    auto guarded = [&](int64_t from, int64_t to) -> Stmt {
-      if (from >= to) return nullptr;
-      Expr ow = k.NewVar("ow");
-      Expr iw = ow * c.sw + off;
-      Expr x = Select((iw >= 0) && (iw < c.W), Cast(X.at({b, ci, ih, Clamp(iw, 0, c.W - 1)}), DType::kF32), FloatConst(0));
-      return For(ow, from, to, LoopKind::kSerial, k.Store(row, {ow}, k.Load(row, {ow}) + x * wv));
-    };
-    per_kw.push_back(guarded(0, lo));
-    if (lo < hi) {
-      Expr ow = k.NewVar("ow");
-      Expr x = Cast(X.at({b, ci, ih, ow * c.sw + off}), DType::kF32);
-      per_kw.push_back(For(ow, lo, hi, LoopKind::kVectorize, k.Store(row, {ow}, k.Load(row, {ow}) + x * wv)));
+  int64_t scalar_lo = 0, scalar_hi = c.OW;  // columns [scalar_lo, ilo) and [ihi, scalar_hi) are scalar
+  if (vec) {
+    const int64_t Q = (ihi - ilo + L - 1) / L;
+    int acc = k.AddLocal("dw_acc", DType::kF32, {L});
+    Expr q = k.NewVar("q");
+    Expr ow0 = Min(q * L + ilo, ihi - L);
+    std::vector<Stmt> chunk;
+    {
+      Expr j = k.NewVar("j");
+      chunk.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, bias_of())));
     }
-    per_kw.push_back(guarded(hi, c.OW));
+    Expr kh = k.NewVar("kh");
+    Expr ih = oh * c.sh - c.pt + kh * c.dh;
+    std::vector<Stmt> taps;
+    for (int64_t kw = 0; kw < c.KW; ++kw) {
+      Expr j = k.NewVar("j");
+      Expr x = Cast(X.at({b, ci, ih, (ow0 + j) * c.sw + (kw * c.dw - c.pl)}), DType::kF32);
+      Expr w = Cast(Wt.at({co, Expr(0), kh, Expr(kw)}), DType::kF32);
+      taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, k.Load(acc, {j}) + x * w)));
+    }
+    chunk.push_back(For(kh, 0, c.KH, LoopKind::kSerial, If((ih >= 0) && (ih < c.H), Block(std::move(taps)))));
+    {
+      Expr j = k.NewVar("j");
+      chunk.push_back(For(j, 0, L, LoopKind::kLanes, store({b, co, oh, ow0 + j}, k.Load(acc, {j}))));
+    }
+    body.push_back(For(q, 0, Q, LoopKind::kSerial, Block(std::move(chunk))));
+  } else {
+    scalar_lo = 0;
+    scalar_hi = c.OW;
   }
-  body.push_back(For(kh, 0, c.KH, LoopKind::kSerial, If((ih >= 0) && (ih < c.H), Block(std::move(per_kw)))));
-  {
-    Expr ow = k.NewVar("ow");
-    Expr v = k.Load(row, {ow});
-    if (bias) v = v + Cast(bias->at({co}), DType::kF32);
-    body.push_back(For(ow, 0, c.OW, LoopKind::kVectorize, store({b, co, oh, ow}, v)));
+  // Scalar columns: all of them without vector chunks, else the borders.
+  auto scalar_cols = [&](int64_t from, int64_t to) -> Stmt {
+    if (from >= to) return nullptr;
+    int sum = k.AddLocal("dw_sum", DType::kF32, {1});
+    Expr ow = k.NewVar("ow"), kh = k.NewVar("kh"), kw = k.NewVar("kw");
+    Expr ih = oh * c.sh - c.pt + kh * c.dh, iw = ow * c.sw - c.pl + kw * c.dw;
+    Expr inside = (ih >= 0) && (ih < c.H) && (iw >= 0) && (iw < c.W);
+    Expr x = Cast(X.at({b, ci, Clamp(ih, 0, c.H - 1), Clamp(iw, 0, c.W - 1)}), DType::kF32);
+    Expr w = Cast(Wt.at({co, Expr(0), kh, kw}), DType::kF32);
+    Expr s = k.Load(sum, {Expr(0)});
+    return For(ow, from, to, LoopKind::kSerial,
+               Block({k.Store(sum, {Expr(0)}, bias_of()),
+                      For(kh, 0, c.KH, LoopKind::kSerial,
+                          For(kw, 0, c.KW, LoopKind::kSerial,
+                              k.Store(sum, {Expr(0)}, s + Select(inside, x, FloatConst(0)) * w))),
+                      store({b, co, oh, ow}, s)}));
+  };
+  if (vec) {
+    if (Stmt s1 = scalar_cols(0, ilo)) body.push_back(s1);
+    if (Stmt s2 = scalar_cols(ihi, c.OW)) body.push_back(s2);
+  } else {
+    body.push_back(scalar_cols(scalar_lo, scalar_hi));
   }
   int64_t rows = c.B * c.Co * c.OH;
   bool par = rows > 1 && rows * c.OW * c.KH * c.KW >= ctx.options().min_parallel_elements;

@@ -58,13 +58,27 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::RunChunks() {
+void ThreadPool::RunChunks(uint64_t tag) {
   const bool was_in = t_in_parallel_body;
   t_in_parallel_body = true;
+  const Job& job = jobs_[tag & 1];
   for (;;) {
-    const int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
-    if (begin >= n_) break;
-    body_(closure_, begin, std::min(n_, begin + chunk_));
+    uint64_t cur = next_.load(std::memory_order_acquire);
+    if ((cur >> kIndexBits) != tag) break;
+    const int64_t n = job.n.load(std::memory_order_relaxed);
+    const int64_t chunk = job.chunk.load(std::memory_order_relaxed);
+    const int64_t begin = static_cast<int64_t>(cur & ((uint64_t{1} << kIndexBits) - 1));
+    if (begin >= n) break;
+    if (!next_.compare_exchange_weak(cur, cur + static_cast<uint64_t>(chunk), std::memory_order_acq_rel,
+                                     std::memory_order_relaxed))
+      continue;
+    // The claim succeeded while `tag` was current, so `job` held this loop's values.
+    job.body.load(std::memory_order_relaxed)(job.closure.load(std::memory_order_relaxed), begin,
+                                             std::min(n, begin + chunk));
+    if (completed_.fetch_add(1, std::memory_order_acq_rel) + 1 == job.chunks.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (caller_waiting_) done_.notify_one();
+    }
   }
   t_in_parallel_body = was_in;
 }
@@ -73,7 +87,7 @@ void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
     auto published = [&] {
-      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+      return stop_.load(std::memory_order_acquire) || (next_.load(std::memory_order_acquire) >> kIndexBits) != seen;
     };
     if (!SpinUntil(published, kSpinMicros)) {
       std::unique_lock<std::mutex> lock(mu_);
@@ -82,18 +96,14 @@ void ThreadPool::WorkerLoop() {
       --sleepers_;
     }
     if (stop_.load(std::memory_order_acquire)) return;
-    seen = generation_.load(std::memory_order_acquire);
-    RunChunks();
-    if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (caller_waiting_) done_.notify_one();
-    }
+    seen = next_.load(std::memory_order_acquire) >> kIndexBits;
+    RunChunks(seen);
   }
 }
 
 void ThreadPool::ParallelFor(int64_t n, keel_parallel_body_fn body, void* closure) {
   if (n <= 0) return;
-  if (workers_.empty() || n == 1 || t_in_parallel_body) {
+  if (workers_.empty() || n == 1 || t_in_parallel_body || n >= (int64_t{1} << (kIndexBits - 1))) {
     body(closure, 0, n);
     return;
   }
@@ -101,19 +111,24 @@ void ThreadPool::ParallelFor(int64_t n, keel_parallel_body_fn body, void* closur
   // About 4 chunks per thread balances uneven chunks without much contention;
   // rounding the chunk down keeps small loops (e.g. 10 GEMM tasks on 2
   // threads) evenly split instead of 3 chunks against 2.
-  body_ = body;
-  closure_ = closure;
-  n_ = n;
-  chunk_ = std::max<int64_t>(1, n / (threads * 4));
-  next_.store(0, std::memory_order_relaxed);
-  busy_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  const int64_t chunk = std::max<int64_t>(1, n / (threads * 4));
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  tag_ = (tag_ + 1) & ((uint64_t{1} << (64 - kIndexBits)) - 1);
+  if (tag_ == 0) tag_ = 1;  // 0 is the workers' initial "seen"
+  Job& job = jobs_[tag_ & 1];
+  job.body.store(body, std::memory_order_relaxed);
+  job.closure.store(closure, std::memory_order_relaxed);
+  job.n.store(n, std::memory_order_relaxed);
+  job.chunk.store(chunk, std::memory_order_relaxed);
+  job.chunks.store(chunks, std::memory_order_relaxed);
+  completed_.store(0, std::memory_order_relaxed);
+  next_.store(tag_ << kIndexBits, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (sleepers_ > 0) wake_.notify_all();
   }
-  RunChunks();
-  auto finished = [&] { return busy_.load(std::memory_order_acquire) == 0; };
+  RunChunks(tag_);
+  auto finished = [&] { return completed_.load(std::memory_order_acquire) == chunks; };
   if (SpinUntil(finished, kSpinMicros)) return;
   std::unique_lock<std::mutex> lock(mu_);
   caller_waiting_ = true;

@@ -10,8 +10,10 @@
 // waking a thread blocked in the kernel costs tens of microseconds. So workers
 // first spin (pause loop) for about kSpinMicros on the loop generation before
 // blocking on a condition variable, and the caller spins the same way for the
-// workers to finish; blocking is only the fallback (the mutex then rules out
+// chunks to complete; blocking is only the fallback (the mutex then rules out
 // lost wake-ups). Between runs the workers are asleep after the spin window.
+// The caller waits for the chunks, not for the workers: a worker that is
+// descheduled (a busy machine) and claimed nothing does not delay the loop.
 //
 // Thread-safety: ParallelFor is called by one thread at a time (the thread
 // running the owning VM). A ParallelFor issued from inside a body (nested) runs
@@ -48,26 +50,36 @@ class ThreadPool {
 
  private:
   static constexpr int64_t kSpinMicros = 100;
+  static constexpr int kIndexBits = 40;  // next_ = (generation tag << 40) | next index
+
+  // A loop's parameters. Two slots alternate by generation: a worker that
+  // reads a slot and then claims a chunk with a compare-exchange on next_
+  // (which carries the generation tag) can only succeed while that slot is
+  // unchanged, since rewriting it needs a newer generation published first.
+  // Atomics (relaxed) so that a stale reader is not a data race.
+  struct Job {
+    std::atomic<keel_parallel_body_fn> body{nullptr};
+    std::atomic<void*> closure{nullptr};
+    std::atomic<int64_t> n{0};
+    std::atomic<int64_t> chunk{1};
+    std::atomic<int64_t> chunks{0};
+  };
 
   void WorkerLoop();
-  void RunChunks();
+  // Claims and runs chunks of generation `tag` until none are left.
+  void RunChunks(uint64_t tag);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_;  // sleeping workers wait for a new generation
-  std::condition_variable done_;  // a sleeping caller waits for busy_ == 0
-  std::atomic<uint64_t> generation_{0};  // bumped (release) to publish a loop
-  std::atomic<int> busy_{0};             // workers still in the current loop
+  std::condition_variable done_;  // a sleeping caller waits for every chunk to complete
+  Job jobs_[2];
+  std::atomic<uint64_t> next_{0};       // published (release) to start a loop
+  std::atomic<int64_t> completed_{0};   // chunks of the current loop that have run
   std::atomic<bool> stop_{false};
+  uint64_t tag_ = 0;             // the caller's last generation
   int sleepers_ = 0;             // workers blocked on wake_; guarded by mu_
   bool caller_waiting_ = false;  // the caller is blocked on done_; guarded by mu_
-
-  // The current loop; written by the caller before publishing a generation.
-  keel_parallel_body_fn body_ = nullptr;
-  void* closure_ = nullptr;
-  int64_t n_ = 0;
-  int64_t chunk_ = 1;
-  std::atomic<int64_t> next_{0};
 };
 
 }  // namespace keel::vm_internal

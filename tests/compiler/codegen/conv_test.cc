@@ -49,7 +49,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{1, 16, 14, 14, 24, 1, 1, 2, 0, 1, 1, false},  // 1x1 stride 2 (downsample)
                       ConvCase{1, 16, 13, 13, 16, 3, 3, 1, 1, 1, 16, true},  // depthwise
                       ConvCase{2, 8, 14, 15, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise stride 2
-                      ConvCase{1, 4, 9, 9, 8, 5, 5, 1, 2, 1, 4, false}));    // depthwise multiplier 2
+                      ConvCase{1, 4, 9, 9, 8, 5, 5, 1, 2, 1, 4, false},      // depthwise multiplier 2
+                      ConvCase{1, 8, 20, 70, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise wide rows, stride 2
+                      ConvCase{1, 8, 12, 40, 8, 3, 3, 1, 2, 2, 8, false}));  // depthwise dilation 2
 
 }  // namespace
 }  // namespace keel::codegen::testing
