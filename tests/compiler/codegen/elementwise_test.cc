@@ -31,6 +31,17 @@ TEST(Elementwise, UnaryOps) {
   }
 }
 
+// f32 Erf is an inline approximation (not libm): check it across its whole
+// range, tails (|x| > 4, erf = +-1 in f32) and zero included, tightly.
+TEST(Elementwise, ErfAccurateOverItsRange) {
+  GraphBuilder b;
+  std::vector<float> xs;
+  for (int i = -24; i <= 24; ++i) xs.push_back(static_cast<float>(i) * 0.25f);
+  ir::Node* n = b.Op("Erf", {b.ConstF32("x", {1, static_cast<int64_t>(xs.size())}, xs)});
+  ASSERT_NE(n, nullptr);
+  CheckNodeAgainstReference(*n, 3, 1e-6);
+}
+
 TEST(Elementwise, SqrtPowOnPositiveInputs) {
   GraphBuilder b;
   ir::Value* x = b.ConstF32("x", {2, 9}, {0.5f, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17});
