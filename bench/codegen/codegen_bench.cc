@@ -1,5 +1,8 @@
 // bench/codegen/codegen_bench.cc — GFLOP/s of generated kernels: square GEMMs
-// (MatMul 256..1024) and ResNet-like convolutions, on 1 and 2 threads.
+// (MatMul 256..1024), a classifier GEMV, ResNet-like convolutions and
+// MobileNet-like depthwise convolutions, on 1 and 2 threads. Kernels are
+// lowered with the host target's options (KEEL_BENCH_TILE=MRxNR overrides the
+// GEMM register tile, KEEL_BENCH_L2=bytes the cache budget of GEMM blocking).
 //
 // All kernels are lowered and linked into one kernel library in a temp dir at
 // start-up (that compile time is not measured), then each benchmark calls the
@@ -119,6 +122,7 @@ LowerOptions BenchLowerOptions() {
     long mr = 0, nr = 0;
     if (std::sscanf(t, "%ldx%ld", &mr, &nr) == 2 && mr > 0 && nr > 0) { o.gemm_mr = mr; o.gemm_nr = nr; }
   }
+  if (const char* l2 = std::getenv("KEEL_BENCH_L2")) o.l2_bytes = std::atol(l2);
   fprintf(stderr, "GEMM register tile %ldx%ld\n", static_cast<long>(o.gemm_mr), static_cast<long>(o.gemm_nr));
   return o;
 }
@@ -138,23 +142,40 @@ Library& Lib() {
       l->cases.push_back({"gemm" + std::to_string(s), *spec, 2.0 * s * s * s});
       l->graphs.push_back(std::move(g));
     }
-    struct ConvShape { const char* name; int64_t c, h, co, k, stride, pad; };
-    for (ConvShape c : {ConvShape{"conv_stem_3x224_64_7x7s2", 3, 224, 64, 7, 2, 3},
-                        ConvShape{"conv_l1_64x56_64_3x3", 64, 56, 64, 3, 1, 1},
-                        ConvShape{"conv_l3_256x14_256_3x3", 256, 14, 256, 3, 1, 1},
-                        ConvShape{"conv_l4_512x7_512_3x3", 512, 7, 512, 3, 1, 1}}) {
+    {
+      // Classifier: M = 1 against transposed weights (dot products).
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* x = g->AddInput("x", {ir::DType::kF32, {1, 1280}});
+      ir::Value* w = g->AddInput("w", {ir::DType::kF32, {1000, 1280}});
+      ir::Node* n = AddOp(*g, "Gemm", {x, w}, {ir::DType::kF32, {1, 1000}});
+      n->attrs().Set("transA", int64_t{0});
+      n->attrs().Set("transB", int64_t{1});
+      n->attrs().Set("alpha", 1.0);
+      n->attrs().Set("beta", 1.0);
+      auto spec = LowerNodeToKernel(*n, index++, options);
+      if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
+      l->cases.push_back({"gemv_1x1000x1280_t", *spec, 2.0 * 1000 * 1280});
+      l->graphs.push_back(std::move(g));
+    }
+    struct ConvShape { const char* name; int64_t c, h, co, k, stride, pad, group; };
+    for (ConvShape c : {ConvShape{"conv_stem_3x224_64_7x7s2", 3, 224, 64, 7, 2, 3, 1},
+                        ConvShape{"conv_l1_64x56_64_3x3", 64, 56, 64, 3, 1, 1, 1},
+                        ConvShape{"conv_l3_256x14_256_3x3", 256, 14, 256, 3, 1, 1, 1},
+                        ConvShape{"conv_l4_512x7_512_3x3", 512, 7, 512, 3, 1, 1, 1},
+                        ConvShape{"dwconv_96x112_3x3s2", 96, 112, 96, 3, 2, 1, 96},
+                        ConvShape{"dwconv_144x56_3x3", 144, 56, 144, 3, 1, 1, 144}}) {
       auto g = std::make_unique<ir::Graph>();
       int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1;
       ir::Value* x = g->AddInput("x", {ir::DType::kF32, {1, c.c, c.h, c.h}});
-      ir::Value* w = g->AddInput("w", {ir::DType::kF32, {c.co, c.c, c.k, c.k}});
+      ir::Value* w = g->AddInput("w", {ir::DType::kF32, {c.co, c.c / c.group, c.k, c.k}});
       ir::Node* n = AddOp(*g, "Conv", {x, w}, {ir::DType::kF32, {1, c.co, oh, oh}});
       n->attrs().Set("strides", std::vector<int64_t>{c.stride, c.stride});
       n->attrs().Set("pads", std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad});
       n->attrs().Set("dilations", std::vector<int64_t>{1, 1});
-      n->attrs().Set("group", int64_t{1});
+      n->attrs().Set("group", c.group);
       auto spec = LowerNodeToKernel(*n, index++, options);
       if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
-      l->cases.push_back({c.name, *spec, 2.0 * c.co * oh * oh * c.c * c.k * c.k});
+      l->cases.push_back({c.name, *spec, 2.0 * c.co * oh * oh * (c.c / c.group) * c.k * c.k});
       l->graphs.push_back(std::move(g));
     }
     std::vector<KernelSpec> specs;
