@@ -16,10 +16,13 @@
 //
 // Performance structure: GEMM-like anchors (Gemm, MatMul, Conv with more than
 // one input channel per group) share one blocked GEMM: the B operand is packed
-// (for Conv: im2col) into NR-wide panels in the workspace, then an MR x NR
-// register-blocked micro-kernel (fully unrolled, vectorized by LLVM's SLP
-// vectorizer, FMA) runs over cache blocks in parallel through ctx->parallel_for.
-// Depthwise convolutions use a direct row-blocked kernel.
+// (for Conv: im2col from a zero-padded copy of the input, as runs of vector
+// loads) into NR-wide panels in the workspace, then an MR x NR register-blocked
+// micro-kernel (MR unrolled rows of NR-lane kLanes statements: explicit SIMD,
+// FMA) runs over cache blocks in parallel through ctx->parallel_for. Gemm with
+// M == 1 and transposed weights runs as dot products. Depthwise convolutions
+// use a direct row kernel with vector chunks over interior columns. Tile sizes
+// come from LowerOptions (LowerOptionsForCpuFeatures picks them per ISA).
 //
 // Thread-safety: pure function of its arguments. Errors: kUnsupported naming
 // the op (and the node) for ops/attributes/dtypes not handled; kInvalidArgument
