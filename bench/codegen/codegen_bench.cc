@@ -6,7 +6,8 @@
 //
 // All kernels are lowered and linked into one kernel library in a temp dir at
 // start-up (that compile time is not measured), then each benchmark calls the
-// kernel through the ABI with a small persistent thread pool as parallel_for.
+// kernel through the ABI with the VM's own thread pool as parallel_for (so the
+// 2-thread numbers include the runtime's real dispatch cost).
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -27,73 +28,10 @@
 #include "compiler/codegen/lower.h"
 #include "compiler/ir/graph.h"
 #include "keel/kernel_abi.h"
+#include "vm/cpu/thread_pool.h"
 
 namespace keel::codegen {
 namespace {
-
-// A fixed pool: the caller thread plus (threads - 1) workers pull iterations
-// from a shared counter (GEMM tasks are coarse, so one iteration per pull).
-class Pool {
- public:
-  explicit Pool(int threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
-  }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-      ++generation_;
-    }
-    cv_.notify_all();
-    for (auto& w : workers_) w.join();
-  }
-  static void ParallelFor(void* pool, int64_t n, keel_parallel_body_fn body, void* closure) {
-    static_cast<Pool*>(pool)->Run(n, body, closure);
-  }
-
- private:
-  void Run(int64_t n, keel_parallel_body_fn body, void* closure) {
-    if (workers_.empty() || n == 1) { body(closure, 0, n); return; }
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      n_ = n; body_ = body; closure_ = closure;
-      next_.store(0);
-      active_ = static_cast<int>(workers_.size());
-      ++generation_;
-    }
-    cv_.notify_all();
-    Drain();
-    std::unique_lock<std::mutex> l(mu_);
-    done_cv_.wait(l, [this] { return active_ == 0; });
-  }
-  void Drain() {
-    for (int64_t i; (i = next_.fetch_add(1)) < n_;) body_(closure_, i, i + 1);
-  }
-  void Work() {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (stop_) return;
-      }
-      Drain();
-      std::lock_guard<std::mutex> l(mu_);
-      if (--active_ == 0) done_cv_.notify_all();
-    }
-  }
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-  int active_ = 0;
-  int64_t n_ = 0;
-  keel_parallel_body_fn body_ = nullptr;
-  void* closure_ = nullptr;
-  std::atomic<int64_t> next_{0};
-};
 
 struct Case {
   std::string label;
@@ -212,8 +150,8 @@ void BM_Kernel(benchmark::State& state, size_t case_index) {
   for (auto& b : bufs) args.push_back(b.data());
   void* ws = c.spec.workspace_bytes ? std::aligned_alloc(64, static_cast<size_t>((c.spec.workspace_bytes + 63) / 64 * 64)) : nullptr;
   if (ws) args.push_back(ws);
-  Pool pool(static_cast<int>(state.range(0)));
-  keel_cpu_kernel_ctx ctx{Pool::ParallelFor, &pool};
+  vm_internal::ThreadPool pool(static_cast<int>(state.range(0)));
+  keel_cpu_kernel_ctx ctx{vm_internal::ThreadPool::ParallelForThunk, &pool};
   for (auto _ : state) {
     fn(args.data(), &ctx);
     benchmark::ClobberMemory();
