@@ -49,7 +49,8 @@ struct LowerOptions {
 
 // Lowering options tuned for a CPU target, given its LLVM feature string
 // (CpuTargetInfo::features, e.g. "+avx2,+fma,..."): with AVX-512 the GEMM
-// register tile is sized for 32 zmm registers, with AVX2 for 16 ymm registers.
+// register tile is sized for 32 zmm registers, with AVX2 for 16 ymm registers,
+// without AVX for 16 xmm registers.
 // Pure function; the same features give the same options.
 LowerOptions LowerOptionsForCpuFeatures(const std::string& features);
 

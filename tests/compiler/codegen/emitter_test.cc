@@ -109,7 +109,8 @@ TEST(Emitter, VectorizesTheGemmMicroKernel) {
   ir::Node* mm = b.Op("MatMul", {x, w});
   // The micro-kernel's rows are kLanes statements: NR-wide vector arithmetic
   // whatever the target (LLVM splits it into registers), never scalar code.
-  for (const auto& [features, nr] : {std::pair<std::string, int>{"+avx2,+fma", 16}, {"+avx2,+fma,+avx512f", 32}}) {
+  for (const auto& [features, nr] :
+       {std::pair<std::string, int>{"+sse4.2", 8}, {"+avx,+avx2,+fma", 16}, {"+avx,+avx2,+fma,+avx512f", 32}}) {
     LowerOptions options = LowerOptionsForCpuFeatures(features);
     EXPECT_EQ(options.gemm_nr, nr);
     auto spec = LowerNodeToKernel(*mm, 0, options);
