@@ -1,7 +1,9 @@
 // compiler/codegen/lower_pool.cc — MaxPool, AveragePool (2-D, NCHW; pads,
 // strides, dilations, ceil_mode, count_include_pad) and GlobalAveragePool.
 // Pools are memory-bound and small next to convolutions: a direct kernel,
-// parallel over output rows, with clamped-and-guarded window reads.
+// parallel over output rows; interior columns run as vector chunks (kLanes),
+// border columns with clamped-and-guarded window reads.
+#include <algorithm>
 #include <limits>
 
 #include "compiler/codegen/lower_ops.h"
@@ -26,29 +28,79 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     return InvalidArgument(NodeLabel(node) + ": malformed window attributes");
   const bool is_max = node.op_type() == "MaxPool";
   const int64_t H = xs[2], W = xs[3], OH = os[2], OW = os[3], C = xs[1];
+  const int64_t KH = kernel[0], KW = kernel[1], sh = strides[0], sw = strides[1], dh = dil[0], dw = dil[1];
   const int64_t rows = xs[0] * C * OH;
-  int acc = k.AddLocal("pool_acc", DType::kF32, {2});  // [value, count]
-  Expr r = k.NewVar("r"), ow = k.NewVar("ow"), kh = k.NewVar("kh"), kw = k.NewVar("kw");
+  Expr r = k.NewVar("r");
   Expr b = r / (C * OH), c = (r / OH) % C, oh = r % OH;
-  Expr ih = oh * strides[0] - pads[0] + kh * dil[0], iw = ow * strides[1] - pads[1] + kw * dil[1];
-  Expr inside = (ih >= 0) && (ih < H) && (iw >= 0) && (iw < W);
-  Expr x = Cast(X.at({b, c, Clamp(ih, 0, H - 1), Clamp(iw, 0, W - 1)}), DType::kF32);
-  Expr value = k.Load(acc, {Expr(0)}), count = k.Load(acc, {Expr(1)});
-  Stmt update;
-  if (is_max) {
-    update = k.Store(acc, {Expr(0)}, Select(inside, Max(value, x), value));
+  const double init = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+
+  // Scalar columns [from, to): clamped-and-guarded window reads.
+  auto scalar_cols = [&](int64_t from, int64_t to) -> Stmt {
+    int acc = k.AddLocal("pool_acc", DType::kF32, {2});  // [value, count]
+    Expr ow = k.NewVar("ow"), kh = k.NewVar("kh"), kw = k.NewVar("kw");
+    Expr ih = oh * sh - pads[0] + kh * dh, iw = ow * sw - pads[1] + kw * dw;
+    Expr inside = (ih >= 0) && (ih < H) && (iw >= 0) && (iw < W);
+    Expr x = Cast(X.at({b, c, Clamp(ih, 0, H - 1), Clamp(iw, 0, W - 1)}), DType::kF32);
+    Expr value = k.Load(acc, {Expr(0)}), count = k.Load(acc, {Expr(1)});
+    Stmt update;
+    if (is_max) {
+      update = k.Store(acc, {Expr(0)}, Select(inside, Max(value, x), value));
+    } else {
+      // count_include_pad counts padded positions, never positions past the pads (ceil_mode overhang).
+      Expr counted = cip ? (ih < H + pads[2]) && (iw < W + pads[3]) : inside;
+      update = Block({k.Store(acc, {Expr(0)}, value + Select(inside, x, FloatConst(0))),
+                      k.Store(acc, {Expr(1)}, count + Select(counted, FloatConst(1), FloatConst(0)))});
+    }
+    Stmt window = For(kh, 0, KH, LoopKind::kSerial, For(kw, 0, KW, LoopKind::kSerial, update));
+    Expr result = is_max ? value : value / Max(count, FloatConst(1));
+    Stmt per_out = Block({k.Store(acc, {Expr(0)}, FloatConst(init)), k.Store(acc, {Expr(1)}, FloatConst(0)), window,
+                          store({b, c, oh, ow}, result)});
+    return For(ow, from, to, LoopKind::kSerial, per_out);
+  };
+
+  // Interior columns [ilo, ihi) (every kw tap inside [0, W)) as L-lane vector
+  // chunks, the last one overlapping its predecessor; rows outside the input
+  // are skipped per kh, and an average's divisor is uniform over the chunk.
+  const int64_t ilo = std::clamp<int64_t>((pads[1] + sw - 1) / sw, 0, OW);
+  const int64_t ihi = std::clamp<int64_t>(W - 1 + pads[1] - (KW - 1) * dw >= 0
+                                              ? (W - 1 + pads[1] - (KW - 1) * dw) / sw + 1 : 0, ilo, OW);
+  int64_t L = 16;
+  while (L > 4 && ihi - ilo < L) L /= 2;
+  std::vector<Stmt> body;
+  if (ihi - ilo >= L) {
+    int acc = k.AddLocal("pool_vacc", DType::kF32, {L});
+    int cnt = k.AddLocal("pool_cnt", DType::kF32, {1});
+    Expr q = k.NewVar("q"), kh = k.NewVar("kh");
+    Expr ow0 = Min(q * L + ilo, ihi - L);
+    Expr ih = oh * sh - pads[0] + kh * dh;
+    Expr n = k.Load(cnt, {Expr(0)});
+    std::vector<Stmt> taps;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      Expr j = k.NewVar("j");
+      Expr x = Cast(X.at({b, c, ih, (ow0 + j) * sw + (kw * dw - pads[1])}), DType::kF32);
+      Expr a = k.Load(acc, {j});
+      taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, is_max ? Max(a, x) : a + x)));
+    }
+    Expr row_ok = (ih >= 0) && (ih < H);
+    Expr counted = cip ? (ih < H + pads[2]) : row_ok;
+    Expr j0 = k.NewVar("j"), j1 = k.NewVar("j");
+    Expr result = is_max ? k.Load(acc, {j1}) : k.Load(acc, {j1}) / Max(n, FloatConst(1));
+    Stmt chunk = Block({
+        For(j0, 0, L, LoopKind::kLanes, k.Store(acc, {j0}, FloatConst(init))),
+        k.Store(cnt, {Expr(0)}, FloatConst(0)),
+        For(kh, 0, KH, LoopKind::kSerial,
+            Block({If(row_ok, Block(std::move(taps))),
+                   k.Store(cnt, {Expr(0)}, n + Select(counted, FloatConst(static_cast<double>(KW)), FloatConst(0)))})),
+        For(j1, 0, L, LoopKind::kLanes, store({b, c, oh, ow0 + j1}, result)),
+    });
+    body.push_back(For(q, 0, (ihi - ilo + L - 1) / L, LoopKind::kSerial, chunk));
+    if (ilo > 0) body.push_back(scalar_cols(0, ilo));
+    if (ihi < OW) body.push_back(scalar_cols(ihi, OW));
   } else {
-    // count_include_pad counts padded positions, never positions past the pads (ceil_mode overhang).
-    Expr counted = cip ? (ih < H + pads[2]) && (iw < W + pads[3]) : inside;
-    update = Block({k.Store(acc, {Expr(0)}, value + Select(inside, x, FloatConst(0))),
-                    k.Store(acc, {Expr(1)}, count + Select(counted, FloatConst(1), FloatConst(0)))});
+    body.push_back(scalar_cols(0, OW));
   }
-  Stmt window = For(kh, 0, kernel[0], LoopKind::kSerial, For(kw, 0, kernel[1], LoopKind::kSerial, update));
-  Expr result = is_max ? value : value / Max(count, FloatConst(1));
-  Stmt per_out = Block({k.Store(acc, {Expr(0)}, FloatConst(is_max ? -std::numeric_limits<double>::infinity() : 0.0)),
-                        k.Store(acc, {Expr(1)}, FloatConst(0)), window, store({b, c, oh, ow}, result)});
   bool par = rows > 1 && rows * OW >= ctx.options().min_parallel_elements / 4;
-  return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, For(ow, 0, OW, LoopKind::kSerial, per_out));
+  return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
 }
 
 Result<Stmt> LowerGlobalAveragePool(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {

@@ -40,6 +40,24 @@ TEST(Pool, AveragePool) {
   }
 }
 
+// Wide rows: interior columns run as 16-lane vector chunks (overlapping last chunk).
+TEST(Pool, WideRowsVectorChunks) {
+  GraphBuilder b;
+  ir::Value* x = b.Input("x", {1, 4, 30, 70});
+  for (int64_t ceil : {0, 1}) {
+    ir::Node* n = b.Op("MaxPool", {x}, Window({3, 3}, 2, 1, ceil));
+    ASSERT_NE(n, nullptr);
+    CheckNodeAgainstReference(*n, 43);
+  }
+  for (int64_t cip : {0, 1}) {
+    Attributes a = Window({3, 3}, 1, 1, 0);
+    a.Set("count_include_pad", cip);
+    ir::Node* n = b.Op("AveragePool", {x}, a);
+    ASSERT_NE(n, nullptr);
+    CheckNodeAgainstReference(*n, 44);
+  }
+}
+
 TEST(Pool, GlobalAveragePool) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {2, 37, 7, 7});
