@@ -95,6 +95,22 @@ Library& Lib() {
       l->cases.push_back({"gemv_1x1000x1280_t", *spec, 2.0 * 1000 * 1280});
       l->graphs.push_back(std::move(g));
     }
+    {
+      // ResNet's stem max pool (memory-bound; flops = window compares).
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* x = g->AddInput("x", {ir::DType::kF32, {1, 64, 112, 112}});
+      ir::Node* n = AddOp(*g, "MaxPool", {x}, {ir::DType::kF32, {1, 64, 56, 56}});
+      n->attrs().Set("kernel_shape", std::vector<int64_t>{3, 3});
+      n->attrs().Set("strides", std::vector<int64_t>{2, 2});
+      n->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+      n->attrs().Set("dilations", std::vector<int64_t>{1, 1});
+      n->attrs().Set("ceil_mode", int64_t{0});
+      n->attrs().Set("count_include_pad", int64_t{0});
+      auto spec = LowerNodeToKernel(*n, index++, options);
+      if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
+      l->cases.push_back({"maxpool_64x112_3x3s2", *spec, 9.0 * 64 * 56 * 56});
+      l->graphs.push_back(std::move(g));
+    }
     struct ConvShape { const char* name; int64_t c, h, co, k, stride, pad, group; };
     for (ConvShape c : {ConvShape{"conv_stem_3x224_64_7x7s2", 3, 224, 64, 7, 2, 3, 1},
                         ConvShape{"conv_l1_64x56_64_3x3", 64, 56, 64, 3, 1, 1, 1},
