@@ -18,6 +18,8 @@
 // keeps accesses through delinearized indices (conv outputs) unit-stride.
 #include "compiler/codegen/llvm_cpu_kernel.h"
 
+#include "compiler/codegen/llvm_cpu_math.h"
+
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -421,26 +423,6 @@ class CpuKernelEmitter {
     return b_.CreateCall(f, {a});
   }
 
-  // erf for f32 inline (glibc's libmvec has no vector erff, and a scalar call
-  // per element dominated GELU): Abramowitz & Stegun 7.1.26,
-  // erf(x) = sign(x) (1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^{-x^2}),
-  // t = 1 / (1 + p |x|); absolute error below 1.5e-7 (f32 rounding level).
-  // Straight-line code: vectorizes, and exp maps to libmvec.
-  llvm::Value* ErfF32(llvm::Value* x) {
-    llvm::Type* t = x->getType();
-    auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
-    llvm::Value* ax = Intrinsic1(llvm::Intrinsic::fabs, x);
-    llvm::Value* tt = b_.CreateFDiv(c(1.0), b_.CreateFAdd(c(1.0), b_.CreateFMul(c(0.3275911), ax)));
-    llvm::Value* poly = c(1.061405429);
-    for (double a : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
-      poly = b_.CreateFAdd(c(a), b_.CreateFMul(tt, poly));
-    poly = b_.CreateFMul(tt, poly);
-    llvm::Value* e = Intrinsic1(llvm::Intrinsic::exp, b_.CreateFNeg(b_.CreateFMul(ax, ax)));
-    llvm::Value* y = b_.CreateFSub(c(1.0), b_.CreateFMul(poly, e));
-    llvm::Function* cs = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::copysign, {t});
-    return b_.CreateCall(cs, {y, x});
-  }
-
   llvm::Value* LibCall(const std::string& f32_name, const std::string& f64_name, llvm::Value* a) {
     if (IsWide(a)) {  // no vector variant: one call per lane
       llvm::Value* out = llvm::PoisonValue::get(a->getType());
@@ -542,7 +524,7 @@ class CpuKernelEmitter {
           case UnaryOp::kRsqrt:
             return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), Intrinsic1(llvm::Intrinsic::sqrt, a));
           case UnaryOp::kTanh: return LibCall("tanhf", "tanh", a);
-          case UnaryOp::kErf: return a->getType()->getScalarType()->isFloatTy() ? ErfF32(a) : LibCall("erff", "erf", a);
+          case UnaryOp::kErf: return a->getType()->getScalarType()->isFloatTy() ? EmitErfF32(b_, m_, a) : LibCall("erff", "erf", a);
           case UnaryOp::kSigmoid: {
             llvm::Value* one = llvm::ConstantFP::get(a->getType(), 1.0);
             return b_.CreateFDiv(one, b_.CreateFAdd(one, Intrinsic1(llvm::Intrinsic::exp, b_.CreateFNeg(a))));
