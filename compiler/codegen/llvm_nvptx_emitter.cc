@@ -103,7 +103,7 @@ Result<std::unique_ptr<llvm::Module>> BuildDeviceModule(llvm::LLVMContext& ctx, 
   for (const KernelSpec& spec : kernels) {
     KEEL_RETURN_IF_ERROR(CheckName(spec, names));
     KEEL_ASSIGN_OR_RETURN(GpuMapping mapping, MapKernelToGpu(*spec.kernel, o.mapping));
-    KEEL_RETURN_IF_ERROR(EmitNvptxKernel(*spec.kernel, mapping, *m));
+    KEEL_RETURN_IF_ERROR(EmitNvptxKernel(*spec.kernel, mapping, *m, NvptxGridDependency(o.arch)));
   }
 
   bool needs_libdevice = false;
@@ -173,7 +173,7 @@ Result<std::string> ModuleToPtx(llvm::Module& m, llvm::TargetMachine& tm) {
 using ObjectBytes = llvm::SmallVector<char, 0>;
 
 Result<ObjectBytes> HostObject(const std::string& library_id, const std::string& ptx,
-                                              const std::vector<uint8_t>& cubin) {
+                                              const std::vector<uint8_t>& cubin, bool grid_dependency) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm,
                         MakeMachine(kHostTriple, "x86-64", "", 2, llvm::Reloc::PIC_));
   llvm::LLVMContext ctx;
@@ -196,6 +196,9 @@ Result<ObjectBytes> HostObject(const std::string& library_id, const std::string&
                                                       : llvm::ArrayRef<uint8_t>(cubin.data(), cubin.size());
   add(llvm::ConstantDataArray::get(ctx, cubin_bytes), "keel_cuda_cubin", 64);
   add(llvm::ConstantInt::get(i64, cubin.size()), "keel_cuda_cubin_size", 8);
+  // 1: every kernel starts with griddepcontrol.wait, so the VM may launch them
+  // as programmatic dependents of the previous kernel (llvm_nvptx_kernel.h).
+  add(llvm::ConstantInt::get(i32, grid_dependency ? 1 : 0), "keel_cuda_grid_dependency", 4);
   llvm::SmallVector<char, 0> object;
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager pm;
@@ -205,6 +208,13 @@ Result<ObjectBytes> HostObject(const std::string& library_id, const std::string&
 }
 
 }  // namespace
+
+bool NvptxGridDependency(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return false;
+  int v = 0;
+  for (size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) v = v * 10 + (arch[i] - '0');
+  return v >= 90;
+}
 
 Result<GpuMapping> CudaKernelMapping(const KernelSpec& spec, const NvptxTargetOptions& options) {
   if (!spec.kernel) return InvalidArgument("kernel spec " + spec.name + " has no kernel IR");
@@ -257,7 +267,7 @@ Status EmitCudaKernelLibrary(const std::vector<KernelSpec>& kernels, const std::
   } else {
     return assembled.status().WithContext("assembling PTX for " + options.arch);
   }
-  KEEL_ASSIGN_OR_RETURN(ObjectBytes object, HostObject(library_id, ptx, cubin));
+  KEEL_ASSIGN_OR_RETURN(ObjectBytes object, HostObject(library_id, ptx, cubin, NvptxGridDependency(options.arch)));
 
   ScratchDir dir;
   KEEL_RETURN_IF_ERROR(dir.Create());

@@ -52,6 +52,11 @@ struct NvptxLibraryInfo {
   std::string note;          // e.g. "ptxas not found: PTX only"
 };
 
+// True for architectures with programmatic dependent launch (sm_90 and later):
+// the kernels then start with griddepcontrol.wait and the library exports
+// keel_cuda_grid_dependency = 1 (see llvm_nvptx_kernel.h).
+bool NvptxGridDependency(const std::string& arch);
+
 // The launch configuration (and mapping) of a kernel on the CUDA target.
 Result<GpuMapping> CudaKernelMapping(const KernelSpec& spec, const NvptxTargetOptions& options);
 

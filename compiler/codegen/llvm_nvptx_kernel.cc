@@ -24,6 +24,7 @@
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LLVMContext.h>
@@ -65,8 +66,8 @@ void CollectLocalIds(const KernelFunc& k, const StmtNode& s, std::set<int>& out)
 
 class NvptxKernelEmitter {
  public:
-  NvptxKernelEmitter(const KernelFunc& k, const GpuMapping& mapping, llvm::Module& m)
-      : k_(k), map_(mapping), m_(m), ctx_(m.getContext()), b_(ctx_) {
+  NvptxKernelEmitter(const KernelFunc& k, const GpuMapping& mapping, llvm::Module& m, bool grid_dependency)
+      : k_(k), map_(mapping), m_(m), ctx_(m.getContext()), b_(ctx_), grid_dependency_(grid_dependency) {
     llvm::FastMathFlags fmf;
     fmf.setAllowReassoc();
     fmf.setAllowContract();
@@ -104,6 +105,11 @@ class NvptxKernelEmitter {
       llvm::AllocaInst* a = b_.CreateAlloca(t, nullptr, buf.name);
       a->setAlignment(llvm::Align(16));
       locals_[id] = a;
+    }
+    if (grid_dependency_) {
+      auto* fty = llvm::FunctionType::get(b_.getVoidTy(), false);
+      b_.CreateCall(llvm::InlineAsm::get(fty, "griddepcontrol.launch_dependents;", "~{memory}", true));
+      b_.CreateCall(llvm::InlineAsm::get(fty, "griddepcontrol.wait;", "~{memory}", true));
     }
     tid_ = b_.CreateZExt(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), b_.getInt64Ty(), "tid");
     ntid_ = b_.CreateZExt(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), b_.getInt64Ty(), "ntid");
@@ -653,6 +659,7 @@ class NvptxKernelEmitter {
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
+  bool grid_dependency_ = false;
   llvm::Function* fn_ = nullptr;
   std::vector<llvm::Value*> ptrs_;
   llvm::Value *tid_ = nullptr, *ntid_ = nullptr, *ctaid_ = nullptr, *nctaid_ = nullptr;
@@ -667,10 +674,11 @@ class NvptxKernelEmitter {
 
 }  // namespace
 
-Status EmitNvptxKernel(const KernelFunc& kernel, const GpuMapping& mapping, llvm::Module& module) {
+Status EmitNvptxKernel(const KernelFunc& kernel, const GpuMapping& mapping, llvm::Module& module,
+                       bool grid_dependency) {
   KEEL_RETURN_IF_ERROR(kernel.Verify());
   if (mapping.phases.empty()) return Internal("NVPTX codegen: kernel " + kernel.name() + " has an empty GPU mapping");
-  return NvptxKernelEmitter(kernel, mapping, module).Emit();
+  return NvptxKernelEmitter(kernel, mapping, module, grid_dependency).Emit();
 }
 
 }  // namespace keel::codegen

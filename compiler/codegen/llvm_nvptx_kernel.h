@@ -29,6 +29,12 @@ class Module;
 
 namespace keel::codegen {
 
-Status EmitNvptxKernel(const KernelFunc& kernel, const GpuMapping& mapping, llvm::Module& module);
+// grid_dependency (sm_90+): the kernel begins with griddepcontrol.launch_dependents
+// (the next kernel's blocks may be scheduled early) and griddepcontrol.wait
+// (nothing is read or written before the previous grid has completed and its
+// memory is visible), so the VM may launch it with programmatic stream
+// serialization and hide launch latency between dependent kernels.
+Status EmitNvptxKernel(const KernelFunc& kernel, const GpuMapping& mapping, llvm::Module& module,
+                       bool grid_dependency = false);
 
 }  // namespace keel::codegen

@@ -8,7 +8,8 @@
 //   Conv (2-D, symmetric pads) → "cudnn.conv2d" with Conv's bias, one residual
 //                          Add (same shape as the output), then Relu or
 //                          Clip(min 0).
-//   MaxPool/AveragePool (ceil_mode 0, no dilation, symmetric pads) → "cudnn.pool2d".
+//   MaxPool/AveragePool (no dilation, symmetric pads; ceil_mode 0, or 1 when it
+//                          does not change the output shape) → "cudnn.pool2d".
 //   everything else      → a generated kernel (compiler/codegen → NVPTX).
 // Whatever a library kernel cannot absorb of its chain runs as a second,
 // generated elementwise kernel in place on the step's output (StepKernel::then):
@@ -321,9 +322,21 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index) {
   auto ceil = a.attrs().GetInt("ceil_mode", 0);
   auto cip = a.attrs().GetInt("count_include_pad", 0);
   if (!kernel.ok() || !pads.ok() || !strides.ok() || !dil.ok() || !ceil.ok() || !cip.ok()) return std::nullopt;
-  if (kernel->size() != 2 || strides->size() != 2 || !SymmetricPads(*pads) || *ceil != 0) return std::nullopt;
+  if (kernel->size() != 2 || strides->size() != 2 || !SymmetricPads(*pads)) return std::nullopt;
   for (int64_t d : *dil)
     if (d != 1) return std::nullopt;
+  // ceil_mode only matters when the last window would start inside the padded
+  // input but not fit: when floor mode gives the same output shape (SqueezeNet's
+  // pools), the two modes compute the same windows and cuDNN's floor mode is exact.
+  if (*ceil != 0) {
+    const auto& xs = X->type().shape;
+    const auto& ys = Y->type().shape;
+    if (ys.size() != 4) return std::nullopt;
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t span = xs[2 + i] + (*pads)[i] + (*pads)[i + 2] - (*kernel)[i];
+      if (span < 0 || (*strides)[i] < 1 || span / (*strides)[i] + 1 != ys[2 + i]) return std::nullopt;
+    }
+  }
   LibraryPick p;
   p.kernel.kind = ser::KernelKind::kLibrary;
   p.kernel.device = ser::DeviceKind::kCuda;

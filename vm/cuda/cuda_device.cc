@@ -1,6 +1,7 @@
 // vm/cuda/cuda_device.cc — see cuda_device.h.
 #include "vm/cuda/cuda_device.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "serialization/format.h"
@@ -21,26 +22,49 @@ extern const unsigned long long kKeelRuntimePtx_size;
 
 namespace {
 
-// A cuda_generated kernel: its CUfunction and launch configuration.
+// A cuda_generated kernel: its CUfunction and launch configuration. With
+// `dependent` (the library's kernels start with griddepcontrol.wait, sm_90+),
+// it is launched with programmatic stream serialization: the GPU may start it
+// while the previous kernel drains, and the kernel itself waits for that
+// kernel's results before touching memory, so only launch latency is hidden.
 class GeneratedKernel final : public CudaLaunchState {
  public:
-  GeneratedKernel(CudaDevice& dev, const KernelEntry& k, CUfunction fn)
-      : dev_(dev), name_(k.name), fn_(fn), shared_(k.shared_bytes), params_(k.args.size()) {
+  GeneratedKernel(CudaDevice& dev, const KernelEntry& k, CUfunction fn, bool dependent)
+      : dev_(dev), name_(k.name), fn_(fn), shared_(k.shared_bytes), params_(k.args.size()), dependent_(dependent) {
     for (int d = 0; d < 3; ++d) {
       grid_[d] = k.grid[d];
       block_[d] = k.block[d];
     }
     call_ = "cuLaunchKernel grid=(" + std::to_string(grid_[0]) + "," + std::to_string(grid_[1]) + "," +
             std::to_string(grid_[2]) + ") block=(" + std::to_string(block_[0]) + "," + std::to_string(block_[1]) +
-            "," + std::to_string(block_[2]) + ")";
+            "," + std::to_string(block_[2]) + ")" + (dependent ? " programmatic" : "");
   }
   Status Launch(void* const* args) override {
     // cuLaunchKernel takes the address of each argument value (the device pointers).
     for (size_t i = 0; i < params_.size(); ++i) params_[i] = const_cast<void**>(&args[i]);
     dev_.Bind();
     dev_.BeginOp();
-    const CUresult r = Driver().LaunchKernel(fn_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2], shared_,
-                                      reinterpret_cast<CUstream>(dev_.stream()), params_.data(), nullptr);
+    CUresult r;
+    if (dependent_) {
+      CUlaunchAttribute attr{};
+      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig cfg{};
+      cfg.gridDimX = grid_[0];
+      cfg.gridDimY = grid_[1];
+      cfg.gridDimZ = grid_[2];
+      cfg.blockDimX = block_[0];
+      cfg.blockDimY = block_[1];
+      cfg.blockDimZ = block_[2];
+      cfg.sharedMemBytes = shared_;
+      cfg.hStream = reinterpret_cast<CUstream>(dev_.stream());
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      r = Driver().LaunchKernelEx(&cfg, fn_, params_.data(), nullptr);
+    } else {
+      r = Driver().LaunchKernel(fn_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2], shared_,
+                                reinterpret_cast<CUstream>(dev_.stream()), params_.data(), nullptr);
+    }
     if (r != CUDA_SUCCESS) return CuStatus(r, "cuLaunchKernel").WithContext("kernel " + name_);
     dev_.EndLaunch(call_, name_);
     return Status::Ok();
@@ -53,8 +77,26 @@ class GeneratedKernel final : public CudaLaunchState {
   unsigned grid_[3], block_[3];
   unsigned shared_;
   std::vector<void*> params_;
+  bool dependent_;
   std::string call_;
 };
+
+// Programmatic dependent launch of generated kernels: the library says its
+// kernels wait for their predecessor (keel_cuda_grid_dependency), the GPU and
+// driver support it, and KEEL_CUDA_PDL is not "0" (a diagnostic switch).
+bool ProgrammaticLaunchAvailable(int cc) {
+  static const bool env_on = [] {
+    const char* v = std::getenv("KEEL_CUDA_PDL");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return env_on && cc >= 90 && Driver().LaunchKernelEx != nullptr;
+}
+
+bool UseProgrammaticLaunch(const KernelLibrary* library, int cc) {
+  if (!ProgrammaticLaunchAvailable(cc) || library == nullptr) return false;
+  const auto* flag = static_cast<const uint32_t*>(library->FindData("keel_cuda_grid_dependency"));
+  return flag != nullptr && *flag == 1;
+}
 
 uint64_t ElapsedNs(cudaEvent_t a, cudaEvent_t b) {
   float ms = 0;
@@ -354,7 +396,7 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
                                     "cuFuncSetAttribute")
                                .WithContext("kernel " + k.name));
     }
-    state = std::make_unique<GeneratedKernel>(*this, k, fn);
+    state = std::make_unique<GeneratedKernel>(*this, k, fn, UseProgrammaticLaunch(library_, compute_capability()));
   } else if (k.kind == static_cast<uint8_t>(ser::KernelKind::kLibrary)) {
     namespace lo = ser::library_ops;
     if (k.library_op == lo::kCublasGemm) {
@@ -377,11 +419,33 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
   return c;
 }
 
+CUresult CudaDevice::LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params) {
+  const CUstream s = reinterpret_cast<CUstream>(stream_);
+  // Only the sm_90 cubin's kernels wait for their predecessor (the compute_80
+  // PTX fallback cannot): programmatic launch needs the cubin.
+  if (!runtime_cubin_ || !ProgrammaticLaunchAvailable(compute_capability())) {
+    return Driver().LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, s, params, nullptr);
+  }
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = block;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return Driver().LaunchKernelEx(&cfg, fn, params, nullptr);
+}
+
 Result<CUfunction> CudaDevice::RuntimeFunction(const char* name) {
   Bind();
   if (runtime_module_ == nullptr) {
     CUresult r = CUDA_ERROR_INVALID_IMAGE;
     if (kKeelRuntimeCubin_size != 0) r = Driver().ModuleLoadData(&runtime_module_, kKeelRuntimeCubin);
+    runtime_cubin_ = r == CUDA_SUCCESS;
     if (r != CUDA_SUCCESS && kKeelRuntimePtx_size != 0) {
       // Another architecture: the driver JIT-compiles the PTX (NUL-terminated).
       std::string text(reinterpret_cast<const char*>(kKeelRuntimePtx), kKeelRuntimePtx_size);

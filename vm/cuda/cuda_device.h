@@ -119,6 +119,10 @@ class CudaDevice final : public Device {
   // unknown name, kDeviceError when neither the cubin nor the PTX loads.
   Result<CUfunction> RuntimeFunction(const char* name);
   int num_sms() const { return num_sms_; }
+  // Launches a runtime kernel on the stream; as a programmatic dependent of the
+  // previous operation when the GPU supports it (sm_90+, cuLaunchKernelEx; the
+  // runtime kernels wait for their predecessor first) and KEEL_CUDA_PDL != "0".
+  CUresult LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params);
   // Load-time autotuning results shared by the VM's library kernels: identical
   // problems (same key) are measured once per VM. Keys are built by the kernels.
   const std::vector<int64_t>* FindTuning(const std::string& key) const {
@@ -150,6 +154,7 @@ class CudaDevice final : public Device {
   bool capturing_ = false;
   CUmodule module_ = nullptr;
   CUmodule runtime_module_ = nullptr;
+  bool runtime_cubin_ = false;  // the runtime module came from the sm_90 cubin
   int num_sms_ = 132;
   std::map<std::string, std::vector<int64_t>> tuning_;
   bool module_tried_ = false;

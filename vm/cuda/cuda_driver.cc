@@ -38,6 +38,7 @@ Status ResolveAll(DriverApi& d) {
   KEEL_RETURN_IF_ERROR(Resolve("cuLaunchKernel", &d.LaunchKernel));
   KEEL_RETURN_IF_ERROR(Resolve("cuGetErrorString", &d.GetErrorString));
   KEEL_RETURN_IF_ERROR(Resolve("cuGetErrorName", &d.GetErrorName));
+  if (!Resolve("cuLaunchKernelEx", &d.LaunchKernelEx).ok()) d.LaunchKernelEx = nullptr;
   return Status::Ok();
 }
 

@@ -30,9 +30,12 @@ struct DriverApi {
   decltype(&::cuModuleGetFunction) ModuleGetFunction = nullptr;
   decltype(&::cuFuncSetAttribute) FuncSetAttribute = nullptr;
   decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
+  // Optional (null when the driver lacks it): launches with attributes
+  // (programmatic dependent launch of generated kernels).
+  decltype(&::cuLaunchKernelEx) LaunchKernelEx = nullptr;
   decltype(&::cuGetErrorString) GetErrorString = nullptr;
   decltype(&::cuGetErrorName) GetErrorName = nullptr;
-  Status status;  // OK when every member above is set
+  Status status;  // OK when every required member above is set
 };
 
 // The process-wide table (resolved on first use).

@@ -168,8 +168,8 @@ Status CudnnConv::ConvThenEpilogue(const void* x, const void* w, const void* bia
   const void* rp = res;
   void* params[] = {&yp, &bp, &rp, &total, &hw, &channels, &act, &clip};
   const long long blocks = std::min<long long>((total + 255) / 256, static_cast<long long>(dev_.num_sms()) * 8);
-  const CUresult r = Driver().LaunchKernel(vec ? epi4_ : epi_, static_cast<unsigned>(std::max(1LL, blocks)), 1, 1,
-                                           256, 1, 1, 0, reinterpret_cast<CUstream>(dev_.stream()), params, nullptr);
+  const CUresult r =
+      dev_.LaunchRuntimeKernel(vec ? epi4_ : epi_, static_cast<unsigned>(std::max(1LL, blocks)), 256, params);
   if (r != CUDA_SUCCESS) return CuStatus(r, "cuLaunchKernel(keel_bias_act_f32)").WithContext("kernel " + name_);
   return Status::Ok();
 }

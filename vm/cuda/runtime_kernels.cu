@@ -13,6 +13,15 @@
 // (clipped ReLU, bias without the IMPLICIT_PRECOMP_GEMM algorithm): one pass
 // instead of cudnnAddTensor + cudnnActivationForward.
 
+// The epilogues may be launched as programmatic dependents of the library call
+// before them (sm_90+, vm/cuda/cuda_device.h): nothing is read before the
+// previous grid has completed and its writes are visible.
+__device__ __forceinline__ void keel_wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float keel_act(float v, int act, float clip_max) {
   if (act == 1) return fmaxf(v, 0.f);
   if (act == 2) return fminf(fmaxf(v, 0.f), clip_max);
@@ -22,6 +31,7 @@ __device__ __forceinline__ float keel_act(float v, int act, float clip_max) {
 extern "C" __global__ void keel_bias_act_f32(float* __restrict__ y, const float* __restrict__ bias,
                                              const float* __restrict__ res, long long total, int hw,
                                              int channels, int act, float clip_max) {
+  keel_wait_for_previous_grid();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
     float v = y[i];
@@ -34,6 +44,7 @@ extern "C" __global__ void keel_bias_act_f32(float* __restrict__ y, const float*
 extern "C" __global__ void keel_bias_act_f32x4(float4* __restrict__ y, const float* __restrict__ bias,
                                                const float4* __restrict__ res, long long total4, int hw4,
                                                int channels, int act, float clip_max) {
+  keel_wait_for_previous_grid();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total4;
        i += (long long)gridDim.x * blockDim.x) {
     float4 v = y[i];

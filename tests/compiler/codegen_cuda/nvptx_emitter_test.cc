@@ -119,7 +119,11 @@ TEST(GpuMapping, PicksTheIntendedMappingPerOpFamily) {
       {"add_broadcast", GpuPhaseKind::kFlat},           {"transpose", GpuPhaseKind::kFlat},
       {"softmax", GpuPhaseKind::kBlockPerRow},          {"layernorm", GpuPhaseKind::kBlockPerRow},
       {"reduce_mean", GpuPhaseKind::kBlockPerRow},      {"reduce_mean_all", GpuPhaseKind::kBlockPerRow},
-      {"global_avgpool", GpuPhaseKind::kBlockPerRow},   {"maxpool", GpuPhaseKind::kFlat},
+      {"global_avgpool", GpuPhaseKind::kBlockPerRow},
+      // Pools are lowered per output row (vector chunks + scalar borders, for the
+      // CPU): one thread per row on the GPU. Slow for big pools, which is why the
+      // CUDA back end sends every pool cuDNN can do to cudnn.pool2d.
+      {"maxpool", GpuPhaseKind::kThreadPerIter},
   };
   for (size_t i = 0; i < specs.size(); ++i) {
     Result<GpuMapping> m = MapKernelToGpu(*specs[i].kernel);
@@ -197,6 +201,51 @@ TEST(NvptxEmitter, ElementwiseLoadsAreVectorizedAndMathComesFromLibdevice) {
   ASSERT_TRUE(ir.ok());
   EXPECT_NE(ir->find("!\"kernel\""), std::string::npos);
   EXPECT_NE(ir->find("nvvm-reflect-ftz"), std::string::npos);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Softmax and LayerNorm make three passes over a row (max/mean, sum/variance,
+// write); with rows split evenly over the block each thread must load its
+// elements of the row once (kept in registers), not once per pass.
+TEST(NvptxEmitter, RowReductionsLoadEachRowElementOnce) {
+  GraphBuilder b;
+  ir::Value* x = b.Input("x", {8, 1024});  // 256 threads per row, 4 elements each
+  ir::Node* sm = b.Op("Softmax", {x}, [] { Attributes at; at.Set("axis", int64_t{-1}); return at; }());
+  Result<KernelSpec> spec = LowerNodeToKernel(*sm, 0, CudaLowering());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  Result<GpuMapping> mapping = CudaKernelMapping(*spec, NvptxTargetOptions());
+  ASSERT_TRUE(mapping.ok());
+  ASSERT_EQ(mapping->phases.size(), 1u);
+  ASSERT_EQ(mapping->phases[0].kind, GpuPhaseKind::kBlockPerRow);
+  const int64_t per_thread = 1024 / mapping->launch.block;
+  Result<std::string> ptx = EmitNvptxPtx({*spec}, NvptxTargetOptions());
+  ASSERT_TRUE(ptx.ok()) << ptx.status().ToString();
+  EXPECT_EQ(Count(*ptx, "ld.global"), static_cast<size_t>(per_thread)) << *ptx;
+  EXPECT_EQ(Count(*ptx, "st.global"), static_cast<size_t>(per_thread));
+}
+
+// sm_90: every kernel waits for its predecessor grid before touching memory, so
+// the VM may launch it as a programmatic dependent; older targets never do.
+TEST(NvptxEmitter, Sm90KernelsWaitForThePreviousGrid) {
+  Zoo zoo;
+  std::vector<KernelSpec> specs = LowerZoo(zoo);
+  ASSERT_FALSE(specs.empty());
+  Result<std::string> ptx = EmitNvptxPtx(specs, NvptxTargetOptions());
+  ASSERT_TRUE(ptx.ok()) << ptx.status().ToString();
+  EXPECT_EQ(Count(*ptx, "griddepcontrol.wait;"), Count(*ptx, ".entry "));
+  EXPECT_TRUE(NvptxGridDependency("sm_90"));
+  EXPECT_TRUE(NvptxGridDependency("sm_100"));
+  EXPECT_FALSE(NvptxGridDependency("sm_80"));
+  NvptxTargetOptions sm80;
+  sm80.arch = "sm_80";
+  Result<std::string> old = EmitNvptxPtx({specs[0]}, sm80);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(Count(*old, "griddepcontrol"), 0u);
 }
 
 TEST(NvptxEmitter, RejectsBadKernelNamesAndArch) {

@@ -175,6 +175,10 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"bias_only", C(1, 3, 16, 8, 5, [](ConvRef& r) { r.pad_h = r.pad_w = 2; }), true},
         ConvCase{"stride2", C(1, 8, 15, 16, 3, [](ConvRef& r) { r.stride_h = r.stride_w = 2; r.pad_h = r.pad_w = 1; }), true},
         ConvCase{"depthwise_clip6", C(1, 16, 10, 16, 3, [](ConvRef& r) { r.group = 16; r.pad_h = r.pad_w = 1; r.activation = "clip"; }), true},
+        // Clip cannot be fused by cuDNN: conv + the VM's bias/residual/act
+        // kernel, float4 path (P*Q % 4 == 0) and scalar path (7x7).
+        ConvCase{"residual_bias_clip_vec4", C(2, 8, 8, 8, 3, [](ConvRef& r) { r.pad_h = r.pad_w = 1; r.activation = "clip"; r.clip_max = 0.5; }), true, true},
+        ConvCase{"residual_clip_odd_hw", C(1, 8, 7, 12, 1, [](ConvRef& r) { r.activation = "clip"; r.clip_max = 0.25; }), false, true},
         ConvCase{"grouped", C(1, 8, 7, 12, 3, [](ConvRef& r) { r.group = 4; })},
         ConvCase{"dilated", C(1, 4, 11, 4, 3, [](ConvRef& r) { r.dil_h = r.dil_w = 2; r.pad_h = r.pad_w = 2; })}),
     [](const ::testing::TestParamInfo<ConvCase>& i) { return std::string(i.param.name); });
