@@ -28,6 +28,8 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) 
 // per kh (rows outside the input skipped as a whole), one vector FMA per kw
 // with unit- or small-stride loads, then the epilogue as vector stores. The
 // few border columns run a scalar loop with guarded (clamped + selected) reads.
+// The overlapping last chunk stores some columns twice, so the output must not
+// alias an input (in-place buffer reuse is only granted to elementwise groups).
 Stmt DirectConv(LowerContext& ctx, const ConvParams& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
                 const StoreFn& store) {
   KernelFunc& k = ctx.kernel();

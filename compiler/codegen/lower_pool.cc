@@ -61,6 +61,8 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   // Interior columns [ilo, ihi) (every kw tap inside [0, W)) as L-lane vector
   // chunks, the last one overlapping its predecessor; rows outside the input
   // are skipped per kh, and an average's divisor is uniform over the chunk.
+  // The overlapping last chunk stores some columns twice, so the output must
+  // not alias an input (in-place reuse is only granted to elementwise groups).
   const int64_t ilo = std::clamp<int64_t>((pads[1] + sw - 1) / sw, 0, OW);
   const int64_t ihi = std::clamp<int64_t>(W - 1 + pads[1] - (KW - 1) * dw >= 0
                                               ? (W - 1 + pads[1] - (KW - 1) * dw) / sw + 1 : 0, ilo, OW);
