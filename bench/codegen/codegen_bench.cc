@@ -58,7 +58,11 @@ LowerOptions BenchLowerOptions() {
   LowerOptions o = LowerOptionsForCpuFeatures(target.ok() ? target->features : "");
   if (const char* t = std::getenv("KEEL_BENCH_TILE")) {
     long mr = 0, nr = 0;
-    if (std::sscanf(t, "%ldx%ld", &mr, &nr) == 2 && mr > 0 && nr > 0) { o.gemm_mr = mr; o.gemm_nr = nr; }
+    if (std::sscanf(t, "%ldx%ld", &mr, &nr) == 2 && mr > 0 && nr > 0) {
+      o.gemm_mr = mr;
+      o.gemm_mr_alt = 0;
+      o.gemm_nr = nr;
+    }
   }
   if (const char* l2 = std::getenv("KEEL_BENCH_L2")) o.l2_bytes = std::atol(l2);
   fprintf(stderr, "GEMM register tile %ldx%ld\n", static_cast<long>(o.gemm_mr), static_cast<long>(o.gemm_nr));
