@@ -30,8 +30,10 @@ options:
                            %s
   --input-shape NAME=D,D,..  static shape for a graph input (dynamic dims)
   --batch N                value for every remaining dynamic dimension
-  --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v3 when the build
-                           host has AVX2+FMA), native, x86-64, x86-64-v4, ...
+  --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v4 when the build
+                           host has AVX-512, x86-64-v3 with AVX2+FMA, else x86-64),
+                           native, x86-64, x86-64-v3, ... The VM refuses to load
+                           kernels for extensions its CPU lacks.
   --passes                 list the graph passes and exit
   --disable-pass NAME      skip a pass (repeatable)
   --dump-ir=after-PASS     print the graph IR after PASS ("after-all": every pass)
