@@ -17,6 +17,13 @@
 //     loaded once with cuModuleLoadData; each kernel's CUfunction is resolved at
 //     VM creation (kNotFound naming it) and launched with cuLaunchKernel with the
 //     kernel table's grid/block/shared bytes and one device pointer per argument.
+//     When the library exports keel_cuda_grid_dependency = 1 (its kernels begin
+//     with griddepcontrol.wait; sm_90+) they are launched with cuLaunchKernelEx
+//     and programmatic stream serialization, which hides most of the launch gap
+//     between dependent kernels (KEEL_CUDA_PDL=0 turns this off).
+//   * Runtime kernels: the VM's own few kernels (vm/cuda/runtime_kernels.cu,
+//     embedded as an sm_90 cubin + compute_80 PTX): conv epilogues and the
+//     autotuner's spin kernel (RuntimeFunction, LaunchRuntimeKernel).
 //     Library kernels (cublas.gemm, cudnn.*; serialization/library_ops.h) are
 //     planned at VM creation by vm/cuda/cublas_kernels.h and cudnn_kernels.h.
 //   * Workspace: one device buffer per VM sized to the largest need of the

@@ -1,19 +1,24 @@
 // vm/cuda/cudnn_kernels.h — "cudnn.conv2d" and "cudnn.pool2d" library kernels
 // (serialization/library_ops.h).
 //
-// At VM creation each kernel's attributes and argument shapes are validated,
-// the cuDNN tensor/filter/convolution/activation/pooling descriptors are built,
-// the convolution algorithm is chosen once from cudnnGetConvolutionForwardAlgorithm_v7
-// heuristics (FMA math unless DeviceOptions::allow_tf32) and its workspace is
-// reserved in the device's workspace buffer. Each invoke then only queues cuDNN
-// calls on the device's stream:
-//   * relu (with or without bias/residual): one cudnnConvolutionBiasActivationForward
-//     (a zero bias is supplied when the kernel has none);
-//   * otherwise: [copy residual into Y] + cudnnConvolutionForward (beta 1 with a
-//     residual) + cudnnAddTensor (bias) + cudnnActivationForward (clip), in place.
-//   * pooling: cudnnPoolingForward.
-// If cuDNN refuses the fused call at run time (NOT_SUPPORTED), the kernel switches
-// to the unfused sequence for good.
+// At VM creation each kernel's attributes and argument shapes are validated and
+// the cuDNN tensor/filter/convolution/activation/pooling descriptors are built.
+// The convolution is then planned by measurement (vm/cuda/autotune.h): every
+// algorithm cudnnGetConvolutionForwardAlgorithm_v7 offers (FMA math unless
+// DeviceOptions::allow_tf32; workspace <= 256 MiB) is timed on scratch buffers
+// in each applicable mode, and the fastest is kept (cached per VM by problem):
+//   * fused: one cudnnConvolutionBiasActivationForward (relu with any
+//     algorithm; identity with bias/residual only with IMPLICIT_PRECOMP_GEMM;
+//     a zero bias is supplied when the kernel has none);
+//   * conv+epilogue: cudnnConvolutionForward (beta 1 when the residual is Y
+//     itself) then, if there is a bias, residual or activation, one pass of the
+//     VM's keel_bias_act kernel (vm/cuda/runtime_kernels.cu) in place on Y.
+//     Clipped ReLU always takes this mode (cuDNN cannot fuse it).
+// KEEL_CUDA_AUTOTUNE=0 keeps the heuristics' first algorithm instead. The
+// chosen algorithm's workspace is reserved in the device's workspace buffer.
+// Each invoke then only queues work on the device's stream. Pooling:
+// cudnnPoolingForward. If cuDNN refuses the fused call at run time
+// (NOT_SUPPORTED), the kernel switches to conv+epilogue for good.
 //
 // Builds without cuDNN (KEEL_HAVE_CUDNN undefined) return kUnsupported here.
 // Errors: kInvalidExecutable (attributes/shapes), kUnsupported (asymmetric pads,
