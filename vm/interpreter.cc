@@ -105,6 +105,7 @@ Status Interpreter::Init(const VmOptions& options) {
   kernels_.reserve(p.kernels.size());
   for (const KernelEntry& k : p.kernels) {
     Device* d = device(k.device);
+    setup("kernel " + k.name);  // library kernels may reserve workspace or tune here
     KEEL_ASSIGN_OR_RETURN(KernelCallable c, d->ResolveKernel(k));
     kernels_.push_back(c);
   }
