@@ -8,6 +8,7 @@
 
 #include "serialization/library_ops.h"
 #include "vm/cuda/autotune.h"
+#include "vm/cuda/cudnn_engine_conv.h"
 #include "vm/cuda/cuda_driver.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/library_attrs.h"
@@ -109,7 +110,16 @@ class CudnnConv final : public CudaLaunchState {
                       cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes);
   Status ConvThenEpilogue(const void* x, const void* w, const void* bias, const void* res, void* y,
                           cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes, bool* refused);
+  // The VM's bias/residual/activation pass in place on Y (nothing to do: no launch).
+  Status Epilogue(void* y, const void* bias, const void* res);
   Status Choose(const KernelEntry& k, const std::string& key);
+  // KEEL_CUDNN_ENGINES (cudnn_engine_conv.h): backend-API engines timed against
+  // the legacy choice; engine_ is set when one is kept.
+  Status ChooseEngine(const std::string& key, const EngineConvProblem& problem);
+  bool EngineUsable(const void* x, const void* w, const void* res, const void* y) const {
+    return engine_ != nullptr && !(res != nullptr && res == y) &&
+           ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(y)) & 15u) == 0;
+  }
 
   CudaDevice& dev_;
   std::string name_;
@@ -129,7 +139,8 @@ class CudnnConv final : public CudaLaunchState {
   int64_t y_elems_ = 0, channels_ = 0, hw_ = 0;
   CUfunction epi_ = nullptr, epi4_ = nullptr;
   void* zero_bias_ = nullptr;
-  std::string call_fused_, call_conv_;
+  std::string call_fused_, call_conv_, call_engine_;
+  std::unique_ptr<CudnnEngineConv> engine_;
 };
 
 cudnnStatus_t CudnnConv::Fused(const void* x, const void* w, const void* bias, const void* res, void* y,
@@ -155,6 +166,10 @@ Status CudnnConv::ConvThenEpilogue(const void* x, const void* w, const void* bia
     }
     return CudnnStatus(s, "cudnnConvolutionForward").WithContext("kernel " + name_);
   }
+  return Epilogue(y, bias, res);
+}
+
+Status CudnnConv::Epilogue(void* y, const void* bias, const void* res) {
   if (!bias && !res && act_kind_ == 0) return Status::Ok();
   const bool vec = hw_ % 4 == 0 &&
                    ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) & 15u) == 0;
@@ -276,7 +291,10 @@ Status CudnnConv::Plan(const KernelEntry& k) {
                     std::to_string(has_bias) + "|r" + std::to_string(has_res) + "|a" + std::to_string(act_kind_) +
                     "|tf32" + std::to_string(dev_.allow_tf32() ? 1 : 0);
   KEEL_RETURN_IF_ERROR(Choose(k, key));
-  KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(ws_));
+  if (CudnnEngineMode() != EngineMode::kOff) {
+    KEEL_RETURN_IF_ERROR(ChooseEngine(key, EngineConvProblem{xs, ws, ys, pads, strides, dil, group}));
+  }
+  KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max<uint64_t>(ws_, engine_ ? engine_->workspace(0) : 0)));
   const std::string algo = std::string(" algo=") + ConvAlgoName(algo_) + " workspace=" + std::to_string(ws_);
   call_fused_ = "cudnnConvolutionBiasActivationForward" + algo;
   call_conv_ = "cudnnConvolutionForward" + algo + (has_bias_ || has_residual_ || act_kind_ ? " + keel_bias_act" : "");
@@ -365,12 +383,88 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
   return Status::Ok();
 }
 
+// Builds the backend-API candidates (cudnn_engine_conv.h) and keeps the fastest
+// engine, each timed with the VM's epilogue after it, when it beats the legacy
+// choice by more than 3% (KEEL_CUDNN_ENGINES=1; near-ties stay on the legacy
+// path, which the host-code emitter mirrors) or whenever one runs (=force). The
+// verdict is cached per VM: the engine's index in the candidate list (the same
+// list for the same problem in one process) or -1 for the legacy path. Engines
+// that cannot be built are not an error: the legacy path stays.
+Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& problem) {
+  const EngineMode mode = CudnnEngineMode();
+  const std::string ekey = "engine|" + std::to_string(static_cast<int>(mode)) + "|" + key;
+  const std::vector<int64_t>* cached = dev_.FindTuning(ekey);
+  if (cached != nullptr && (cached->empty() || (*cached)[0] < 0)) return Status::Ok();
+  Result<std::unique_ptr<CudnnEngineConv>> made =
+      CudnnEngineConv::Create(h_, problem, dev_.allow_tf32(), kMaxConvWorkspace);
+  if (!made.ok()) {
+    if (AutotuneLog()) std::fprintf(stderr, "keel engines %s: %s\n", name_.c_str(), made.status().ToString().c_str());
+    dev_.StoreTuning(ekey, {-1});
+    return Status::Ok();
+  }
+  std::unique_ptr<CudnnEngineConv> e = std::move(*made);
+  int64_t pick = -1;
+  if (cached != nullptr) {
+    pick = (*cached)[0] < static_cast<int64_t>(e->size()) ? (*cached)[0] : -1;
+  } else {
+    ScratchBuffers scratch;
+    uint64_t max_ws = ws_;
+    for (size_t i = 0; i < e->size(); ++i) max_ws = std::max(max_ws, e->workspace(i));
+    KEEL_ASSIGN_OR_RETURN(void* x, scratch.Get(x_bytes_));
+    KEEL_ASSIGN_OR_RETURN(void* w, scratch.Get(w_bytes_));
+    KEEL_ASSIGN_OR_RETURN(void* y, scratch.Get(y_bytes_));
+    KEEL_ASSIGN_OR_RETURN(void* wsp, scratch.Get(max_ws));
+    void* bias = nullptr;
+    void* res = nullptr;
+    if (has_bias_) { KEEL_ASSIGN_OR_RETURN(bias, scratch.Get(4 * static_cast<uint64_t>(channels_))); }
+    if (has_residual_) { KEEL_ASSIGN_OR_RETURN(res, scratch.Get(y_bytes_)); }
+    KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
+    std::vector<double> us;
+    for (size_t i = 0; i < e->size(); ++i) {
+      KEEL_ASSIGN_OR_RETURN(const double t, TimeOnStream(dev_.stream(), spin, 5, [&]() {
+        return e->Run(i, x, w, y, wsp) == CUDNN_STATUS_SUCCESS && Epilogue(y, bias, res).ok();
+      }));
+      us.push_back(t);
+      if (AutotuneLog()) std::fprintf(stderr, "keel engines %s %s: %.2f us\n", name_.c_str(), e->describe(i).c_str(), t);
+    }
+    double legacy = -1;
+    if (mode == EngineMode::kCompete) {
+      KEEL_ASSIGN_OR_RETURN(legacy, TimeOnStream(dev_.stream(), spin, 5, [&]() {
+        if (mode_ == ConvMode::kFused) return Fused(x, w, bias, res, y, algo_, wsp, ws_) == CUDNN_STATUS_SUCCESS;
+        bool refused = false;
+        Status s = ConvThenEpilogue(x, w, bias, res, y, algo_, wsp, ws_, &refused);
+        return s.ok() && !refused;
+      }));
+    }
+    const int best = PickFastest(us);
+    if (best >= 0 && (legacy < 0 || us[static_cast<size_t>(best)] < 0.97 * legacy)) pick = best;
+    if (AutotuneLog()) {
+      std::fprintf(stderr, "keel engines %s: legacy %s %.2f us -> %s\n", name_.c_str(), ConvAlgoName(algo_), legacy,
+                   pick >= 0 ? e->describe(static_cast<size_t>(pick)).c_str() : "legacy");
+    }
+    dev_.StoreTuning(ekey, {pick});
+  }
+  if (pick < 0) return Status::Ok();
+  e->Keep(static_cast<size_t>(pick));
+  engine_ = std::move(e);
+  call_engine_ = "cudnnBackendExecute " + engine_->describe(0) +
+                 (has_bias_ || has_residual_ || act_kind_ ? " + keel_bias_act" : "");
+  return Status::Ok();
+}
+
 Status CudnnConv::Launch(void* const* args) {
   dev_.Bind();
   const void* bias = has_bias_ ? args[bias_arg_] : nullptr;
   const void* res = has_residual_ ? args[res_arg_] : nullptr;
   void* y = args[y_arg_];
   dev_.BeginOp();
+  if (EngineUsable(args[0], args[1], res, y)) {
+    const cudnnStatus_t s = engine_->Run(0, args[0], args[1], y, dev_.workspace());
+    if (s != CUDNN_STATUS_SUCCESS) return CudnnStatus(s, "cudnnBackendExecute").WithContext("kernel " + name_);
+    KEEL_RETURN_IF_ERROR(Epilogue(y, bias, res));
+    dev_.EndLaunch(call_engine_, name_);
+    return Status::Ok();
+  }
   if (mode_ == ConvMode::kFused) {
     const cudnnStatus_t s = Fused(args[0], args[1], bias, res, y, algo_, dev_.workspace(), ws_);
     if (s == CUDNN_STATUS_SUCCESS) {

@@ -1,0 +1,106 @@
+// vm/cuda/cudnn_engine_conv.h — an f32 NCHW convolution forward through the
+// cuDNN backend ("graph") API, as an OPT-IN alternative to the legacy
+// cudnnConvolutionForward algorithms (vm/cuda/cudnn_kernels.h).
+//
+// Why: the legacy API exposes eight algorithm families; cuDNN's backend API
+// exposes every engine (and knob setting) cuDNN has, and frameworks that use it
+// (PyTorch with cudnn.benchmark) reach faster kernels for some shapes. This file
+// builds the one-operation graph (X, W -> Y, CUDNN_BACKEND_OPERATION_CONVOLUTION_
+// FORWARD_DESCRIPTOR), asks the engine heuristics (modes A, B and FALLBACK) for
+// engine configurations, drops the ones whose numerical notes break f32 accuracy
+// when TF32 is not allowed (TENSOR_CORE, DOWN_CONVERT_INPUTS, REDUCED_PRECISION_
+// REDUCTION), finalizes an execution plan for each (dropping the ones that fail,
+// or that need more than `max_workspace` bytes), and keeps them as candidates.
+// The caller (CudnnConv in cudnn_kernels.cc) times them against its legacy choice
+// and keeps one (Keep). Bias, residual and activation are NOT part of the graph:
+// they stay the VM's epilogue kernel after the convolution.
+//
+// Enabled only when the environment variable KEEL_CUDNN_ENGINES is "1" (engines
+// compete with the legacy algorithm; the faster one runs) or "force" (the fastest
+// engine runs whenever one exists; for tests). Default off: the CUDA host-code
+// emitter mirrors the VM's legacy calls only, and this path is an experiment.
+//
+// Ownership: owns every backend descriptor it creates (destroyed with it). The
+// cudnnHandle_t is borrowed and must outlive the object; its stream is whatever
+// the handle's owner set (the VM's stream).
+// Thread-safety: none (one thread at a time, like CudaDevice).
+// Errors: Create returns kUnsupported when the problem is outside this path
+// (group != 1, dimensions beyond int32) or cuDNN offers no usable engine, and
+// kDeviceError naming the cuDNN call when building the graph fails. Run returns
+// the raw cudnnStatus_t so that the caller can fall back.
+#pragma once
+
+#ifdef KEEL_HAVE_CUDNN
+#include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "keel/status.h"
+
+namespace keel::vm_internal {
+
+// "0"/unset: off; "1": engines compete with the legacy algorithm; "force": the
+// fastest engine is always used when there is one. Read on every call (VM
+// creation only), so a process may switch between VMs.
+enum class EngineMode { kOff, kCompete, kForce };
+EngineMode CudnnEngineMode();
+
+// One 2-D convolution problem, f32, NCHW packed tensors, symmetric or not pads.
+struct EngineConvProblem {
+  std::vector<int64_t> x, w, y;  // [N,C,H,W], [K,C,R,S], [N,K,P,Q]
+  std::vector<int64_t> pads;     // [top, left, bottom, right]
+  std::vector<int64_t> strides, dilations;  // [h, w]
+  int64_t group = 1;
+};
+
+class CudnnEngineConv {
+ public:
+  // Builds the graph and every usable plan. `allow_tf32` keeps tensor-core
+  // (TF32) engines; `max_workspace` bounds a plan's workspace. Pointers passed
+  // later must be 16-byte aligned (the tensors' declared alignment).
+  static Result<std::unique_ptr<CudnnEngineConv>> Create(cudnnHandle_t handle, const EngineConvProblem& problem,
+                                                          bool allow_tf32, uint64_t max_workspace);
+  ~CudnnEngineConv();
+  CudnnEngineConv(const CudnnEngineConv&) = delete;
+  CudnnEngineConv& operator=(const CudnnEngineConv&) = delete;
+
+  // Candidates, in the heuristics' order (mode A first), deduplicated.
+  size_t size() const { return plans_.size(); }
+  uint64_t workspace(size_t i) const { return plans_[i].workspace; }
+  // "engine=<global index> <heuristics mode> [notes]" for logs and traces.
+  const std::string& describe(size_t i) const { return plans_[i].tag; }
+
+  // Queues candidate `i` (y = conv(x, w)) on the handle's stream. `ws` must hold
+  // workspace(i) bytes. The variant pack is rebuilt only when a pointer changes,
+  // so a static-plan program pays its creation once.
+  cudnnStatus_t Run(size_t i, const void* x, const void* w, void* y, void* ws);
+
+  // Drops every candidate but `i` (which becomes candidate 0).
+  void Keep(size_t i);
+
+ private:
+  struct Plan {
+    cudnnBackendDescriptor_t plan = nullptr;
+    uint64_t workspace = 0;
+    std::string tag;
+  };
+  CudnnEngineConv(cudnnHandle_t h) : h_(h) {}
+  Status Build(const EngineConvProblem& p, bool allow_tf32, uint64_t max_workspace);
+  Status AddCandidates(cudnnBackendHeurMode_t mode, const char* mode_name, bool allow_tf32, uint64_t max_workspace,
+                       std::vector<std::string>* seen);
+
+  cudnnHandle_t h_;
+  std::vector<cudnnBackendDescriptor_t> owned_;  // tensors, conv, op, graph
+  cudnnBackendDescriptor_t graph_ = nullptr;
+  std::vector<Plan> plans_;
+  // Cached variant pack (the pointers it was built for, and which plan).
+  cudnnBackendDescriptor_t pack_ = nullptr;
+  const void* pack_ptrs_[4] = {nullptr, nullptr, nullptr, nullptr};
+};
+
+}  // namespace keel::vm_internal
+
+#endif  // KEEL_HAVE_CUDNN
