@@ -77,6 +77,10 @@ class Device {
   // The context passed to host kernels (thread pool). Valid while the Device lives.
   virtual const keel_cpu_kernel_ctx* cpu_kernel_ctx() const = 0;
 
+  // Called once by VM creation after every kernel is resolved (CUDA: writes the
+  // tuning file when anything was tuned). Errors end VM creation.
+  virtual Status KernelsResolved() { return Status::Ok(); }
+
   // ---- whole-run recording (CUDA graphs); the defaults mean "not supported" ----
   // Page-locks host memory the interpreter copies to or from this device (host
   // arenas, input buffers) so that copies stay asynchronous and can be recorded.
@@ -112,6 +116,7 @@ struct DeviceOptions {
   // outlive the device (the Executable owns it).
   const KernelLibrary* library = nullptr;
   bool allow_tf32 = false;  // CUDA: VmOptions::allow_tf32
+  std::string tuning_file;  // CUDA: VmOptions::tuning_file (empty: none)
 };
 
 // Parses "cpu", "cuda", "cuda:N" and creates the device. kInvalidArgument for an

@@ -60,6 +60,7 @@ Status Interpreter::Init(const VmOptions& options) {
   dopts.num_threads = options.num_threads;
   dopts.library = p.library.get();
   dopts.allow_tf32 = options.allow_tf32;
+  dopts.tuning_file = options.tuning_file;
   // The host device always exists: host inputs/outputs and CPU kernels of a CUDA
   // program run there too.
   KEEL_ASSIGN_OR_RETURN(devices_[0], CreateDevice("cpu", dopts));
@@ -108,6 +109,9 @@ Status Interpreter::Init(const VmOptions& options) {
     setup("kernel " + k.name);  // library kernels may reserve workspace or tune here
     KEEL_ASSIGN_OR_RETURN(KernelCallable c, d->ResolveKernel(k));
     kernels_.push_back(c);
+  }
+  for (auto& d : devices_) {
+    if (d != nullptr) KEEL_RETURN_IF_ERROR(d->KernelsResolved());
   }
 
   arena_base_.reserve(p.arenas.size());

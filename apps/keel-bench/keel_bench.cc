@@ -2,6 +2,7 @@
 //
 //   keel-bench model.keel [--device cpu|cuda] [--threads N] [--warmup N] [--iterations N]
 //              [--min-seconds S] [--input name=file.bin ...] [--no-cuda-graph] [--allow-tf32]
+//              [--tuning-file PATH]
 //              [--name NAME] [--json]
 //
 // Loads once, creates one VM, runs `warmup` times, then times each Run() with a
@@ -27,11 +28,12 @@ namespace {
 constexpr const char* kUsage =
     "usage: keel-bench model.keel [--device cpu|cuda] [--threads N] [--warmup N] [--iterations N]\n"
     "                  [--min-seconds S] [--input name=file.bin ...] [--no-cuda-graph] [--allow-tf32]\n"
-    "                  [--name NAME] [--json]\n"
+    "                  [--tuning-file PATH] [--name NAME] [--json]\n"
     "  --warmup       untimed runs first (default 5; the first CUDA run captures the graph)\n"
     "  --iterations   at least N timed runs (default 50)\n"
     "  --min-seconds  and at least S seconds of timed runs (default 0.5)\n"
-    "  --json         print one JSON object instead of a table row\n";
+    "  --json         print one JSON object instead of a table row\n"
+    "  --tuning-file  cuda: reuse the cuDNN/cuBLASLt choices recorded in PATH, add new ones\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "keel-bench: error: %s\n", message.c_str());
@@ -68,10 +70,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--allow-tf32") {
       vm_options.allow_tf32 = true;
     } else if ((arg == "--device" || arg == "--name" || arg == "--threads" || arg == "--warmup" ||
-                arg == "--iterations" || arg == "--min-seconds" || arg == "--input") &&
+                arg == "--iterations" || arg == "--min-seconds" || arg == "--input" || arg == "--tuning-file") &&
                (v = next()) != nullptr) {
       if (arg == "--device") vm_options.device = v;
       if (arg == "--name") name = v;
+      if (arg == "--tuning-file") vm_options.tuning_file = v;
       if (arg == "--threads") vm_options.num_threads = std::atoi(v);
       if (arg == "--warmup") warmup = std::max(0, std::atoi(v));
       if (arg == "--iterations") iterations = std::max(1, std::atoi(v));

@@ -2,7 +2,7 @@
 //
 //   keel-run model.keel [--library model.keel.so] [--input name=file.bin ...]
 //            [--output-dir DIR] [--device cpu|cuda] [--trace] [--iterations N]
-//            [--threads N] [--help]
+//            [--threads N] [--tuning-file PATH] [--help]
 //
 // Prints each output's name, shape, dtype and a checksum (sum and L2 norm of the
 // values), optionally writes outputs as raw .bin files, and with --trace one line
@@ -27,7 +27,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: keel-run model.keel [--library model.keel.so] [--input name=file.bin ...]\n"
     "                [--output-dir DIR] [--device cpu|cuda] [--trace] [--iterations N]\n"
-    "                [--threads N] [--help]\n"
+    "                [--threads N] [--tuning-file PATH] [--help]\n"
     "  --library     kernel library (default: <model>.so next to the model)\n"
     "  --input       raw little-endian bytes of an input (missing inputs get a deterministic pattern)\n"
     "  --output-dir  write each output as DIR/<name>.bin\n"
@@ -36,11 +36,13 @@ constexpr const char* kUsage =
     "                executed instruction of the first iteration\n"
     "  --no-cuda-graph  cuda: interpret every run (no CUDA graph capture/replay)\n"
     "  --allow-tf32  cuda: let cuBLAS/cuDNN use TF32 tensor cores for f32\n"
+    "  --tuning-file PATH  cuda: reuse the cuDNN/cuBLASLt choices recorded in PATH; choices timed\n"
+    "                now are added to it (vm/cuda/autotune.h has the format)\n"
     "  --iterations  run N times and report the mean time per run (default 1)\n"
     "  --threads     CPU worker threads (default: hardware concurrency)\n";
 
 struct Args {
-  std::string model, library, output_dir, device = "cpu";
+  std::string model, library, output_dir, device = "cpu", tuning_file;
   std::vector<std::pair<std::string, std::string>> inputs;
   bool trace = false;
   bool cuda_graph = true;
@@ -86,12 +88,13 @@ int ParseArgs(int argc, char** argv, Args& a) {
     } else if (arg == "--allow-tf32") {
       a.allow_tf32 = true;
     } else if (arg == "--library" || arg == "--output-dir" || arg == "--device" || arg == "--input" ||
-               arg == "--iterations" || arg == "--threads") {
+               arg == "--iterations" || arg == "--threads" || arg == "--tuning-file") {
       const char* v = value(arg.c_str());
       if (v == nullptr) return UsageError(arg + " needs a value");
       if (arg == "--library") a.library = v;
       if (arg == "--output-dir") a.output_dir = v;
       if (arg == "--device") a.device = v;
+      if (arg == "--tuning-file") a.tuning_file = v;
       if (arg == "--input") {
         const char* eq = std::strchr(v, '=');
         if (eq == nullptr || eq == v) return UsageError(std::string("--input expects name=file.bin, got ") + v);
@@ -196,6 +199,7 @@ int RunMain(int argc, char** argv) {
   vo.num_threads = a.threads;
   vo.cuda_graph = a.cuda_graph;
   vo.allow_tf32 = a.allow_tf32;
+  vo.tuning_file = a.tuning_file;
   PrintTrace tracer;
   if (a.trace) vo.trace = &tracer;  // also reports the set-up: arenas, weight uploads, input buffers
   auto vm = keel::VirtualMachine::Create(*exe, vo);

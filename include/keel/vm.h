@@ -202,6 +202,14 @@ struct VmOptions {
   // CUDA only: let cuBLAS/cuDNN use TF32 tensor cores for f32 (faster, ~1e-3
   // relative error). Off by default: f32 results then match an f32 reference.
   bool allow_tf32 = false;
+  // CUDA only: a tuning file (format: vm/cuda/autotune.h); empty = none. The
+  // library kernels' load-time choices (cuDNN algorithm and fused/epilogue mode,
+  // cuBLASLt algorithm) recorded there for this GPU and library versions are
+  // used without timing; the others are timed (unless KEEL_CUDA_AUTOTUNE=0) and,
+  // if any was, the file is rewritten atomically at the end of Create with them
+  // added. Errors from Create: kInvalidArgument naming the line of a malformed
+  // file, kIoError when it cannot be read or written.
+  std::string tuning_file;
 };
 
 class VirtualMachine {

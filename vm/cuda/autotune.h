@@ -10,6 +10,32 @@
 //   KEEL_CUDA_AUTOTUNE=0      keep the heuristics' first choice (no timing)
 //   KEEL_CUDA_AUTOTUNE_LOG=1  print every candidate's time to stderr
 //
+// Timing makes choices that can differ from one process to the next (near
+// ties). A tuning file (VmOptions::tuning_file) records them so that later
+// processes — another keel-run, keel-bench, or the host program that
+// keelc --emit=cuda-host writes — make exactly the same ones without timing.
+//
+// Tuning file format (plain text, one problem per line, '\n' line ends):
+//   # comment            lines starting with '#' and blank lines are ignored
+//   <device> <problem> <choice fields...>     single spaces between tokens
+// <device>  "sm<cc>-cudnn<cudnnGetVersion()>" for cudnn.conv2d problems,
+//           "sm<cc>-cublasLt<cublasLtGetVersion()>" for cublas.gemm problems
+//           (e.g. "sm90-cudnn91400"). Entries of another device or library
+//           version are kept in the file but never used on this one.
+// <problem> ConvProblemKey / GemmProblemKey below (no spaces): the op, every
+//           shape and attribute that the choice depends on, and the TF32 mode.
+// choice    cudnn.conv2d: "algo=<NAME> mode=<fused|conv+epilogue> workspace=<bytes>"
+//             NAME as cuDNN spells cudnnConvolutionFwdAlgo_t less its prefix
+//             (IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM, DIRECT, FFT,
+//             FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED); fused = one
+//             cudnnConvolutionBiasActivationForward call, conv+epilogue =
+//             cudnnConvolutionForward then the VM's keel_bias_act kernel.
+//           cublas.gemm: "workspace=<bytes> algo=<128 hex digits>": the
+//             opaque cublasLtMatmulAlgo_t (8 little-endian 64-bit words, each
+//             as 16 hex digits), valid only for the library version named in
+//             <device>.
+// Lines are written sorted by device and problem (deterministic files).
+//
 // Thread-safety: as CudaDevice (one thread at a time). Errors: Status values
 // naming the failing CUDA call; a candidate that fails to enqueue is not an
 // error, it is skipped (TimeOnStream returns a negative time).
@@ -20,7 +46,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "keel/status.h"
@@ -37,6 +65,10 @@ bool AutotuneLog();
 // replay. `enqueue` returns false when the candidate cannot run; the result is
 // then -1 (and the stream's sticky error state is clean).
 Result<double> TimeOnStream(cudaStream_t stream, CUfunction spin, int reps, const std::function<bool()>& enqueue);
+
+// How many times TimeOnStream ran in this process (tests: a VM created from a
+// complete tuning file times nothing).
+uint64_t TimingsSoFar();
 
 // Index of the fastest candidate among `us` (negative entries are skipped),
 // preferring the earliest (the heuristics' order) within 3% of the fastest, so
@@ -56,5 +88,43 @@ class ScratchBuffers {
  private:
   std::vector<void*> blocks_;
 };
+
+// ---- problem keys and the tuning file ----------------------------------------
+
+// cudnn.conv2d problem: shapes X, W, Y, pads, strides, dilations, group, bias,
+// residual, activation (0 none, 1 relu, 2 clip) and TF32 mode, e.g.
+// "conv|[1,3,224,224][64,3,3,3][1,64,111,111][0,0,0,0][2,2][1,1]|g1|b1|r0|a1|tf320".
+std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
+                           const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
+                           const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
+                           int act_kind, bool tf32);
+// cublas.gemm problem, e.g. "gemm|1,1000,512,1,01,512,512000|row1||1.000000,1.000000|tf320":
+// m,n,k,batch,trans_a trans_b,stride_a,stride_b | bias mode, has_bias | epilogue |
+// alpha,beta (std::to_string) | TF32 mode.
+std::string GemmProblemKey(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t trans_a, int64_t trans_b,
+                           int64_t stride_a, int64_t stride_b, const std::string& bias_mode, bool has_bias,
+                           const std::string& epilogue, double alpha, double beta, bool tf32);
+// "<device> <problem>": the key of a tuning entry. `library` is "cudnn" or "cublasLt".
+std::string TuningKey(int compute_capability, const char* library, uint64_t library_version,
+                      const std::string& problem);
+
+// Choices by full key. Values: conv {algo, mode (0 fused, 1 conv+epilogue),
+// workspace}; gemm {workspace, the 8 words of cublasLtMatmulAlgo_t}.
+using TuningTable = std::map<std::string, std::vector<int64_t>>;
+constexpr size_t kGemmAlgoWords = 8;  // sizeof(cublasLtMatmulAlgo_t) / 8 (checked in cublas_kernels.cc)
+
+// Parses a tuning file's text. Errors: kInvalidArgument "tuning file <path> line
+// <n>: <what>" for the first malformed line (token count, unknown problem kind,
+// unknown or missing field, bad number, duplicate entry).
+Result<TuningTable> ParseTuning(std::string_view text, const std::string& path);
+// The file's text for `table` (a header comment, then one sorted line per entry).
+// Entries whose value does not fit their kind are left out.
+std::string FormatTuning(const TuningTable& table);
+// Reads and parses `path`; a file that does not exist is an empty table.
+// Errors: kIoError when it exists but cannot be read; ParseTuning's.
+Result<TuningTable> ReadTuningFile(const std::string& path);
+// Writes `table` to `path` atomically (a temporary file in the same folder,
+// renamed over it). Errors: kIoError naming the path.
+Status WriteTuningFile(const std::string& path, const TuningTable& table);
 
 }  // namespace keel::vm_internal

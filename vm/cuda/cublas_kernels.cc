@@ -21,6 +21,9 @@ namespace {
 
 namespace lo = ser::library_ops;
 
+// Tuning entries hold the algorithm as kGemmAlgoWords 64-bit words (autotune.h).
+static_assert(sizeof(cublasLtMatmulAlgo_t) == kGemmAlgoWords * sizeof(int64_t));
+
 // The heuristics may pick algorithms that want up to this much workspace.
 constexpr uint64_t kMaxGemmWorkspace = 32ull << 20;
 
@@ -269,12 +272,8 @@ Status CublasGemm::Plan(const KernelEntry& k) {
                      sizeof max_ws);
   bool has4 = false;
   {
-    auto num = [](double v) { return std::to_string(v); };
-    const std::string key = "gemm|" + std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(kk) + "," +
-                            std::to_string(batch) + "," + std::to_string(ta) + std::to_string(tb) + "," +
-                            std::to_string(sa) + "," + std::to_string(sb) + "|" + bias_mode + std::to_string(has_bias) +
-                            "|" + epi + "|" + num(alpha) + "," + num(beta) + "|tf32" +
-                            std::to_string(dev_.allow_tf32() ? 1 : 0);
+    const std::string key = GemmProblemKey(m, n, kk, batch, ta, tb, sa, sb, bias_mode, has_bias != 0, epi, alpha, beta,
+                                           dev_.allow_tf32());
     KEEL_RETURN_IF_ERROR(Tune(key, k.args[0].bytes, k.args[1].bytes, has_bias_ ? k.args[2].bytes : 0,
                               k.args[y_arg_].bytes));
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "serialization/format.h"
+#include "vm/cuda/autotune.h"
 #include "serialization/library_ops.h"
 #include "vm/cuda/cublas_kernels.h"
 #include "vm/cuda/cuda_errors.h"
@@ -117,7 +118,7 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, const DeviceOption
 
 CudaDevice::CudaDevice(int ordinal, const DeviceOptions& options)
     : ordinal_(ordinal), name_("cuda:" + std::to_string(ordinal)), library_(options.library),
-      allow_tf32_(options.allow_tf32) {}
+      allow_tf32_(options.allow_tf32), tuning_file_(options.tuning_file) {}
 
 Result<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal, const DeviceOptions& options) {
   int count = 0;
@@ -151,6 +152,48 @@ Status CudaDevice::Init() {
   KEEL_CUDA_RETURN(cudaStreamCreateWithFlags, &stream_, cudaStreamNonBlocking);
   KEEL_CUDA_RETURN(cudaEventCreate, &ev_start_);
   KEEL_CUDA_RETURN(cudaEventCreate, &ev_end_);
+  // Tuning entries are valid for one GPU architecture and library version.
+#ifdef KEEL_HAVE_CUDNN
+  cudnn_tag_ = TuningKey(compute_capability(), "cudnn", static_cast<uint64_t>(cudnnGetVersion()), "");
+#else
+  cudnn_tag_ = TuningKey(compute_capability(), "cudnn", 0, "");
+#endif
+  lt_tag_ = TuningKey(compute_capability(), "cublasLt", static_cast<uint64_t>(cublasLtGetVersion()), "");
+  if (!tuning_file_.empty()) {
+    KEEL_ASSIGN_OR_RETURN(tuning_, ReadTuningFile(tuning_file_));
+  }
+  return Status::Ok();
+}
+
+// ---- tuning -------------------------------------------------------------------
+
+namespace {
+// The persisted form of a kernel's key: device tag + problem, or empty for keys
+// that stay per-VM.
+std::string PersistedKey(const std::string& key, const std::string& cudnn_tag, const std::string& lt_tag) {
+  if (key.rfind("conv|", 0) == 0) return cudnn_tag + key;
+  if (key.rfind("gemm|", 0) == 0) return lt_tag + key;
+  return std::string();
+}
+}  // namespace
+
+const std::vector<int64_t>* CudaDevice::FindTuning(const std::string& key) const {
+  const std::string full = PersistedKey(key, cudnn_tag_, lt_tag_);
+  auto it = tuning_.find(full.empty() ? key : full);
+  return it == tuning_.end() ? nullptr : &it->second;
+}
+
+void CudaDevice::StoreTuning(const std::string& key, std::vector<int64_t> value) {
+  const std::string full = PersistedKey(key, cudnn_tag_, lt_tag_);
+  // Heuristic choices (KEEL_CUDA_AUTOTUNE=0) are not written: the file records timing.
+  if (!full.empty() && AutotuneEnabled()) tuning_dirty_ = true;
+  tuning_[full.empty() ? key : full] = std::move(value);
+}
+
+Status CudaDevice::KernelsResolved() {
+  if (tuning_file_.empty() || !tuning_dirty_) return Status::Ok();
+  KEEL_RETURN_IF_ERROR(WriteTuningFile(tuning_file_, tuning_));
+  tuning_dirty_ = false;
   return Status::Ok();
 }
 

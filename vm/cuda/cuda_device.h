@@ -32,6 +32,9 @@
 //   * CUDA graphs: BeginRecording/EndRecording capture the stream
 //     (cudaStreamCaptureModeThreadLocal) into a graph that is instantiated once
 //     and launched; Replay launches it again (cudaGraphLaunch).
+//   * Tuning file: VmOptions::tuning_file is read at creation (a malformed file
+//     is kInvalidArgument naming the line) and rewritten atomically after the
+//     kernels are resolved when autotuning added choices (vm/cuda/autotune.h).
 //   * Tracing: while a trace hook is set, every operation is reported with its
 //     call ("cudaMalloc", "cudaMemcpyAsync", "cuLaunchKernel grid=(..) block=(..)",
 //     "cublasLtMatmul algo=..", "cudnnConvolutionForward algo=..",
@@ -131,12 +134,16 @@ class CudaDevice final : public Device {
   // runtime kernels wait for their predecessor first) and KEEL_CUDA_PDL != "0".
   CUresult LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params);
   // Load-time autotuning results shared by the VM's library kernels: identical
-  // problems (same key) are measured once per VM. Keys are built by the kernels.
-  const std::vector<int64_t>* FindTuning(const std::string& key) const {
-    auto it = tuning_.find(key);
-    return it == tuning_.end() ? nullptr : &it->second;
-  }
-  void StoreTuning(const std::string& key, std::vector<int64_t> value) { tuning_[key] = std::move(value); }
+  // problems (same key) are measured once per VM. Keys are built by the kernels:
+  // "conv|..." and "gemm|..." problems (vm/cuda/autotune.h ConvProblemKey,
+  // GemmProblemKey) are tagged with this GPU's compute capability and the
+  // library's version, read from VmOptions::tuning_file at creation and written
+  // back to it (KernelsResolved) when any was stored with autotuning on; other
+  // keys are per-VM only.
+  const std::vector<int64_t>* FindTuning(const std::string& key) const;
+  void StoreTuning(const std::string& key, std::vector<int64_t> value);
+  // Writes the tuning file when a choice was added by timing (see above).
+  Status KernelsResolved() override;
   // Makes the device's primary context current on the calling thread.
   void Bind() const { Driver().CtxSetCurrent(ctx_); }
 
@@ -163,7 +170,10 @@ class CudaDevice final : public Device {
   CUmodule runtime_module_ = nullptr;
   bool runtime_cubin_ = false;  // the runtime module came from the sm_90 cubin
   int num_sms_ = 132;
-  std::map<std::string, std::vector<int64_t>> tuning_;
+  std::map<std::string, std::vector<int64_t>> tuning_;  // full key -> choice (autotune.h)
+  std::string tuning_file_;
+  bool tuning_dirty_ = false;       // a persisted choice was added since the file was read
+  std::string cudnn_tag_, lt_tag_;  // "sm90-cudnn91400 ", "sm90-cublasLt130100 "
   bool module_tried_ = false;
   Status module_status_;
   void* workspace_ = nullptr;
