@@ -100,7 +100,7 @@ Result<std::unique_ptr<CudnnEngineConv>> CudnnEngineConv::Create(cudnnHandle_t h
   }
   std::unique_ptr<CudnnEngineConv> c(new CudnnEngineConv(handle));
   KEEL_RETURN_IF_ERROR(c->Build(p, allow_tf32, max_workspace));
-  if (c->plans_.empty()) return Unsupported("cuDNN engines: no usable engine configuration");
+  if (c->plans_.empty()) return Unsupported("cuDNN engines: no usable engine configuration (" + c->summary_ + ")");
   return c;
 }
 
@@ -164,10 +164,11 @@ Status CudnnEngineConv::Build(const EngineConvProblem& p, bool allow_tf32, uint6
 
   KEEL_ASSIGN_OR_RETURN(graph_, make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph"));
   KEEL_RETURN_IF_ERROR(Set(graph_, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op, "GRAPH_OPS"));
-  // The handle attribute is deprecated in cuDNN 9 (device properties replace it)
-  // but older 9.x releases still need it to finalize: set it, by value.
-  KEEL_RETURN_IF_ERROR(Set(graph_, static_cast<cudnnBackendAttributeName_t>(800), CUDNN_TYPE_HANDLE, 1, &h_,
-                           "OPERATIONGRAPH_HANDLE"));
+  // The handle attribute is deprecated in cuDNN 9 (device properties replace it;
+  // spelled by value to stay clear of the deprecation) but older 9.x releases
+  // still need it to finalize. A release that refuses it fails at Finalize if it
+  // mattered, so its own status is not checked.
+  (void)cudnnBackendSetAttribute(graph_, static_cast<cudnnBackendAttributeName_t>(800), CUDNN_TYPE_HANDLE, 1, &h_);
   KEEL_RETURN_IF_ERROR(Finalize(graph_, "operation graph"));
 
   std::vector<std::string> seen;
@@ -189,13 +190,20 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
   KEEL_RETURN_IF_ERROR(Set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph_,
                            "ENGINEHEUR_OPERATION_GRAPH"));
   KEEL_RETURN_IF_ERROR(Set(heur.d, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "ENGINEHEUR_MODE"));
-  if (cudnnBackendFinalize(heur.d) != CUDNN_STATUS_SUCCESS) return Status::Ok();
+  if (!summary_.empty()) summary_ += "; ";
+  summary_ += mode_name;
+  if (const cudnnStatus_t s = cudnnBackendFinalize(heur.d); s != CUDNN_STATUS_SUCCESS) {
+    summary_ += std::string(" refused: ") + cudnnGetErrorString(s);
+    return Status::Ok();
+  }
   int64_t count = 0;
   if (cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
                                nullptr) != CUDNN_STATUS_SUCCESS ||
       count <= 0) {
+    summary_ += " 0 offered";
     return Status::Ok();
   }
+  int tf32_only = 0, not_finalized = 0, too_big = 0, duplicate = 0, unreadable = 0, kept = 0;
   // The results are copied into engine-config descriptors we create.
   std::vector<Desc> cfgs(static_cast<size_t>(count));
   std::vector<cudnnBackendDescriptor_t> raw(cfgs.size());
@@ -208,6 +216,7 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
   int64_t got = 0;
   if (cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
                                raw.data()) != CUDNN_STATUS_SUCCESS) {
+    summary_ += " results unreadable";
     return Status::Ok();
   }
   for (int64_t i = 0; i < std::min(got, count); ++i) {
@@ -217,6 +226,7 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
     int64_t n = 0;
     if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine.d) !=
         CUDNN_STATUS_SUCCESS) {
+      ++unreadable;
       continue;
     }
     int64_t index = -1;
@@ -225,6 +235,7 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
     int64_t nn = 0;
     if (cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                  CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &nn, notes) != CUDNN_STATUS_SUCCESS) {
+      ++unreadable;
       continue;  // unknown numerics: not trusted
     }
     bool reject = false;
@@ -238,7 +249,10 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
       }
       tag += std::string(" ") + NoteName(note);
     }
-    if (reject) continue;
+    if (reject) {
+      ++tf32_only;
+      continue;
+    }
 
     Desc plan;
     if (plan.Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) != CUDNN_STATUS_SUCCESS) continue;
@@ -247,11 +261,15 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
       continue;
     }
     (void)cudnnBackendSetAttribute(plan.d, static_cast<cudnnBackendAttributeName_t>(400), CUDNN_TYPE_HANDLE, 1, &h_);
-    if (cudnnBackendFinalize(plan.d) != CUDNN_STATUS_SUCCESS) continue;
+    if (cudnnBackendFinalize(plan.d) != CUDNN_STATUS_SUCCESS) {
+      ++not_finalized;
+      continue;
+    }
     int64_t ws = 0;
     if (cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) !=
             CUDNN_STATUS_SUCCESS ||
         ws < 0 || static_cast<uint64_t>(ws) > max_workspace) {
+      ++too_big;
       continue;
     }
     // Identity of a plan: its JSON (engine + knob choices); the same config can
@@ -269,13 +287,21 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
     } else {
       key += "#" + std::to_string(plans_.size());  // no identity available: keep it
     }
-    if (std::find(seen->begin(), seen->end(), key) != seen->end()) continue;
+    if (std::find(seen->begin(), seen->end(), key) != seen->end()) {
+      ++duplicate;
+      continue;
+    }
+    ++kept;
     seen->push_back(key);
     tag += " ws=" + std::to_string(ws);
     plans_.push_back(Plan{plan.release(), static_cast<uint64_t>(ws), std::move(tag)});
     // The plan was finalized from this config: keep the config for its lifetime.
     owned_.push_back(cfgs[static_cast<size_t>(i)].release());
   }
+  summary_ += " " + std::to_string(count) + " offered: " + std::to_string(kept) + " kept, " +
+              std::to_string(tf32_only) + " tf32-only, " + std::to_string(not_finalized) + " not finalized, " +
+              std::to_string(too_big) + " over workspace, " + std::to_string(duplicate) + " duplicate, " +
+              std::to_string(unreadable) + " unreadable";
   return Status::Ok();
 }
 

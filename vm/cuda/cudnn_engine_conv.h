@@ -78,6 +78,10 @@ class CudnnEngineConv {
   // so a static-plan program pays its creation once.
   cudnnStatus_t Run(size_t i, const void* x, const void* w, void* y, void* ws);
 
+  // What the heuristics offered and why configurations were dropped, e.g.
+  // "heurA 12 offered: 3 tf32-only, 1 not finalized, 0 over workspace, 2 duplicate; ...".
+  const std::string& summary() const { return summary_; }
+
   // Drops every candidate but `i` (which becomes candidate 0).
   void Keep(size_t i);
 
@@ -96,6 +100,7 @@ class CudnnEngineConv {
   std::vector<cudnnBackendDescriptor_t> owned_;  // tensors, conv, op, graph
   cudnnBackendDescriptor_t graph_ = nullptr;
   std::vector<Plan> plans_;
+  std::string summary_;
   // Cached variant pack (the pointers it was built for, and which plan).
   cudnnBackendDescriptor_t pack_ = nullptr;
   const void* pack_ptrs_[4] = {nullptr, nullptr, nullptr, nullptr};

@@ -439,8 +439,9 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
     const int best = PickFastest(us);
     if (best >= 0 && (legacy < 0 || us[static_cast<size_t>(best)] < 0.97 * legacy)) pick = best;
     if (AutotuneLog()) {
-      std::fprintf(stderr, "keel engines %s: legacy %s %.2f us -> %s\n", name_.c_str(), ConvAlgoName(algo_), legacy,
-                   pick >= 0 ? e->describe(static_cast<size_t>(pick)).c_str() : "legacy");
+      std::fprintf(stderr, "keel engines %s: legacy %s %.2f us -> %s (%s)\n", name_.c_str(), ConvAlgoName(algo_),
+                   legacy, pick >= 0 ? e->describe(static_cast<size_t>(pick)).c_str() : "legacy",
+                   e->summary().c_str());
     }
     dev_.StoreTuning(ekey, {pick});
   }

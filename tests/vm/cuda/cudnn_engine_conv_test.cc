@@ -103,7 +103,7 @@ TEST_P(EngineCandidates, EveryCandidateMatchesReference) {
     ++ran;
   }
   EXPECT_GE(ran, 1);
-  std::printf("%s: %zu candidates, %d ran\n", GetParam().name, e.size(), ran);
+  std::printf("%s: %zu candidates, %d ran (%s)\n", GetParam().name, e.size(), ran, e.summary().c_str());
   cudaFree(dx);
   cudaFree(dw);
   cudaFree(dy);
