@@ -73,6 +73,11 @@ std::vector<int64_t> PackedStrides(const std::vector<int64_t>& dims) {
   return s;
 }
 
+bool RuntimeCompiledAllowed() {
+  const char* v = std::getenv("KEEL_CUDNN_ENGINES_RTC");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
 const char* NoteName(cudnnBackendNumericalNote_t n) {
   switch (n) {
     case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "tensor_core";
@@ -203,7 +208,7 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
     summary_ += " 0 offered";
     return Status::Ok();
   }
-  int tf32_only = 0, not_finalized = 0, too_big = 0, duplicate = 0, unreadable = 0, kept = 0;
+  int tf32_only = 0, runtime_compiled = 0, not_finalized = 0, too_big = 0, duplicate = 0, unreadable = 0, kept = 0;
   // The results are copied into engine-config descriptors we create.
   std::vector<Desc> cfgs(static_cast<size_t>(count));
   std::vector<cudnnBackendDescriptor_t> raw(cfgs.size());
@@ -253,6 +258,22 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
       ++tf32_only;
       continue;
     }
+    // Runtime-compiled engines build their kernel with NVRTC when the plan is
+    // finalized (a second or more each, at every VM creation): only on request.
+    cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    int64_t nb = 0;
+    if (cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                 CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &nb, behavior) == CUDNN_STATUS_SUCCESS) {
+      bool rtc = false;
+      for (int64_t j = 0; j < std::min<int64_t>(nb, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT); ++j) {
+        rtc = rtc || behavior[j] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+      }
+      if (rtc && !RuntimeCompiledAllowed()) {
+        ++runtime_compiled;
+        continue;
+      }
+      if (rtc) tag += " rtc";
+    }
 
     Desc plan;
     if (plan.Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) != CUDNN_STATUS_SUCCESS) continue;
@@ -299,7 +320,7 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
     owned_.push_back(cfgs[static_cast<size_t>(i)].release());
   }
   summary_ += " " + std::to_string(count) + " offered: " + std::to_string(kept) + " kept, " +
-              std::to_string(tf32_only) + " tf32-only, " + std::to_string(not_finalized) + " not finalized, " +
+              std::to_string(tf32_only) + " tf32-only, " + std::to_string(runtime_compiled) + " runtime-compiled, " + std::to_string(not_finalized) + " not finalized, " +
               std::to_string(too_big) + " over workspace, " + std::to_string(duplicate) + " duplicate, " +
               std::to_string(unreadable) + " unreadable";
   return Status::Ok();

@@ -15,6 +15,10 @@
 // and keeps one (Keep). Bias, residual and activation are NOT part of the graph:
 // they stay the VM's epilogue kernel after the convolution.
 //
+// Engines that compile their kernel at run time (behavior note RUNTIME_COMPILATION:
+// NVRTC at plan finalization, a second or more each) are skipped unless
+// KEEL_CUDNN_ENGINES_RTC=1.
+//
 // Enabled only when the environment variable KEEL_CUDNN_ENGINES is "1" (engines
 // compete with the legacy algorithm; the faster one runs) or "force" (the fastest
 // engine runs whenever one exists; for tests). Default off: the CUDA host-code
@@ -79,7 +83,7 @@ class CudnnEngineConv {
   cudnnStatus_t Run(size_t i, const void* x, const void* w, void* y, void* ws);
 
   // What the heuristics offered and why configurations were dropped, e.g.
-  // "heurA 12 offered: 3 tf32-only, 1 not finalized, 0 over workspace, 2 duplicate; ...".
+  // "heurA 12 offered: 6 kept, 3 tf32-only, 0 runtime-compiled, 1 not finalized, 0 over workspace, 2 duplicate; ...".
   const std::string& summary() const { return summary_; }
 
   // Drops every candidate but `i` (which becomes candidate 0).

@@ -3,7 +3,8 @@
 # resnet18's compute-only device time (keel-cuda-time) with the legacy cuDNN algorithms and
 # with KEEL_CUDNN_ENGINES=1, TF32 off and on, end-to-end correctness with engines, PyTorch
 # CUDA-graph replay with cuDNN TF32 off and on (torch_tf32.py), and the existing library
-# kernel tests with KEEL_CUDNN_ENGINES=force. Results go straight to $OUT (at most 8 files),
+# kernel tests with KEEL_CUDNN_ENGINES=force, and (RTC=1) the first batch with runtime-compiled
+# engines allowed. Results go straight to $OUT (at most 8 files),
 # so a run cut short still returns what it measured.
 set -u
 R=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +26,7 @@ done
 B=$R/bin; read -r M BATCHES <$R/model.txt
 say "cudnn: $(ls /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib | grep -m1 'libcudnn.so.9') $(nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader 2>/dev/null)"
 if [ "${TESTS:-1}" = 1 ]; then
-  t0=$(now); timeout ${TEST_S:-120} $B/keel_cudnn_engine_conv_test >$O/engine_test.log 2>&1
+  t0=$(now); timeout ${TEST_S:-100} $B/keel_cudnn_engine_conv_test >$O/engine_test.log 2>&1
   say "keel_cudnn_engine_conv_test: exit $? in $(since $t0) s: $(grep -E '^\[  (PASSED|FAILED) ' $O/engine_test.log | tr '\n' ' ')"
   grep -E 'candidates, ' $O/engine_test.log | tee -a "$S"
 fi
@@ -57,7 +58,7 @@ PY
   echo "==== b$b" >>$O/tune_b$b.log
   keeltime legacy $b "" KEEL_CUDNN_ENGINES=0
   keeltime engines $b "" KEEL_CUDNN_ENGINES=1 KEEL_CUDA_AUTOTUNE_LOG=1
-  keeltime forced $b "" KEEL_CUDNN_ENGINES=force
+  [ "$b" = "${BATCHES%% *}" ] && keeltime forced $b "" KEEL_CUDNN_ENGINES=force
   if [ "${TF32:-1}" = 1 ]; then
     keeltime legacy_tf32 $b --allow-tf32 KEEL_CUDNN_ENGINES=0
     keeltime engines_tf32 $b --allow-tf32 KEEL_CUDNN_ENGINES=1
@@ -70,4 +71,7 @@ done
 if [ "${TESTS:-1}" = 1 ]; then
   KEEL_CUDNN_ENGINES=force timeout 90 $B/keel_cuda_library_kernels_test --gtest_filter='*Conv*' >$O/libtest.log 2>&1
   say "keel_cuda_library_kernels_test *Conv* with KEEL_CUDNN_ENGINES=force: exit $? $(grep -E '^\[  (PASSED|FAILED) ' $O/libtest.log | tr '\n' ' ')"
+fi
+if [ "${RTC:-1}" = 1 ]; then  # runtime-compiled engines too (NVRTC at load), first batch
+  b=${BATCHES%% *}; keeltime engines_rtc $b "" KEEL_CUDNN_ENGINES=1 KEEL_CUDNN_ENGINES_RTC=1 KEEL_CUDA_AUTOTUNE_LOG=1
 fi
