@@ -3,33 +3,41 @@
 # so models and host programs are compiled here and shipped):
 #
 #   scripts/cuda-host-check.sh prepare [MODEL:PLAN,...]   # here: build, keelc --emit=cuda-host, nvcc, stage
-#   (device) bash .gpu/cudahost/run.sh                      # there: run both, compare
+#   (device) bash .gpu/hostsync/run.sh                      # there: run both, compare
 #
 # For every MODEL:PLAN (default squeezenet1_1:greedy-size,squeezenet1_1:naive,
 # squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic) run.sh runs
-# keel-run --device cuda --trace and the generated host program --trace on the
-# model's bundled input (other inputs: the same deterministic pattern in both), then
+# keel-run --device cuda --no-cuda-graph --trace and the generated host program --trace
+# on the model's bundled input, in three modes:
+#   tuned    keel-run --tuning-file T first tunes (times cuDNN/cuBLASLt candidates) and
+#            records its choices in T (one file shared by all cases); then keel-run and the
+#            host program both run with --tuning-file T (read only: T must not change, and
+#            the host must find every library problem in it);
+#   heur     KEEL_CUDA_AUTOTUNE=0 for keel-run, no tuning file for either (heuristics);
+#   plain    heur with KEEL_CUDA_PDL=0 on both sides (no programmatic dependent launches);
+# and compares, per mode:
 #   * cmp: every output file byte for byte (bit-identical outputs);
-#   * trace: keel-run's trace lines, less times and addresses, equal the host
-#     program's, line for line (the same call for every instruction, including the
-#     cuBLASLt/cuDNN algorithm each library call used);
+#   * trace: keel-run's trace lines (set-up and instructions), less times and addresses,
+#     equal the host program's, line for line (the same call for every instruction,
+#     including the cuBLASLt/cuDNN algorithm, the conv mode, programmatic launches);
 #   * cudaMalloc during the run: keel-run's traced count and bytes equal the host
-#     program's summary (and cudaFree counts).
+#     program's summary (and cudaFree counts); the set-up's too.
+# In tuned mode the tuning run's trace must also equal the reading run's (same choices).
 # Results go to $OUT/cuda-host-results.txt (one line per check) and $OUT/cuda-host-logs.tar.gz.
 # Env: KEEL_BUILD_DIR (default build), KEEL_SHARED_DIR (default ../shared), KEEL_RUN (a keel-run
-# binary to compare with, e.g. one built from a clean checkout; default: the build dir's).
-# keel-run runs with KEEL_CUDA_AUTOTUNE=0: a load-time timing choice of algorithms could differ
-# from process to process, so only the heuristics' choice can be mirrored call for call.
-# Known gap: the emitter mirrors vm/cuda as of cf9bd2c (verified on the H200: all checks PASS).
-# a7d4eaa changed cudnn.conv2d (runtime epilogue kernels, fused-vs-epilogue choice, autotune);
-# until the emitter follows, compare with a keel-run built from cf9bd2c (KEEL_RUN=...).
+# binary to compare with; default: the build dir's). KEEL_CUDNN_ENGINES must stay unset (the
+# experimental backend-API conv path is not mirrored).
+# The host programs are built with the VM's runtime-kernel flags (vm/cuda/CMakeLists.txt: sm_90
+# code + compute_80 PTX), so the runtime kernels wait for their predecessor exactly where the
+# VM's do. Their arithmetic (adds, min/max) is exactly rounded, so the epilogue's results do not
+# depend on the SASS either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN,...]"; exit 2; }
 cases=${2:-squeezenet1_1:greedy-size,squeezenet1_1:naive,squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic}
 build=${KEEL_BUILD_DIR:-build}
 shared=${KEEL_SHARED_DIR:-../shared}
-stage=.gpu/cudahost
+stage=.gpu/hostsync
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
@@ -51,7 +59,8 @@ for c in ${cases//,/ }; do
   cp -n "$shared/models/$m.input.bin" "$stage/models/" 2>/dev/null || true
   input=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['inputs'][0]['name'])" "$shared/models/$m.json")
   "$build/bin/keelc" --emit=cuda-host "$shared/models/$m.onnx" -o "$stage/models/$tag.cu" --memory-plan "$plan" -q
-  "$nvcc" -std=c++17 -O2 "$stage/models/$tag.cu" -o "$stage/bin/$tag.host" -L"$cudnn_dir" \
+  "$nvcc" -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80 \
+    "$stage/models/$tag.cu" -o "$stage/bin/$tag.host" -L"$cudnn_dir" \
     -L/usr/local/cuda/lib64/stubs -lcublasLt -lcudnn -lcuda -ldl
   rm "$stage/models/$tag.cu"  # keep the carry small; the source is reproducible with keelc
   echo "$tag $m $input" >>"$stage/cases.txt"
@@ -63,60 +72,98 @@ cat >"$stage/run.sh" <<'RUN'
 set -uo pipefail
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export KEEL_CUDA_AUTOTUNE=0
+unset KEEL_CUDNN_ENGINES KEEL_CUDA_AUTOTUNE KEEL_CUDA_PDL
 out=${OUT:-/tmp/cuda-host-out}
 mkdir -p "$out" logs
 results="$out/cuda-host-results.txt"
 : >"$results"
 fail=0
+tuning=$PWD/logs/tuning.txt
+rm -f "$tuning"
 note() { echo "$*" | tee -a "$results"; }
 # keel-run --trace lines (set-up and instructions) less times and addresses.
 normalize() { grep '^trace ' "$1" | sed -E 's/ at (0x[0-9a-f]+|\(nil\))//; s/ \(device [0-9]+ ns\)$//; s/ [0-9]+ ns$//'; }
-while read -r tag model input; do
-  rm -rf "out.$tag.vm" "out.$tag.host"
-  bin/keel-run "models/$tag.keel" --device cuda --trace --input "$input=models/$model.input.bin" \
-    --output-dir "out.$tag.vm" >"logs/$tag.keel-run.txt" 2>&1 || { note "FAIL $tag keel-run exited $?"; fail=1; continue; }
-  "bin/$tag.host" --keel "models/$tag.keel" --library "models/$tag.keel.so" --trace \
-    --input "$input=models/$model.input.bin" --output-dir "out.$tag.host" >"logs/$tag.host.txt" 2>&1 ||
-    { note "FAIL $tag host program exited $?"; tail -5 "logs/$tag.host.txt" | tee -a "$results"; fail=1; continue; }
-  # 1. outputs, byte for byte
-  n=0; bad=0
-  for f in out."$tag".vm/*.bin; do
+compare() {  # tag mode: outputs, traces, cudaMalloc counts of logs/$tag.$mode.{vm,host}
+  local tag=$1 mode=$2 t="$1 [$2]" v="logs/$1.$2.vm" h="logs/$1.$2.host"
+  local n=0 bad=0
+  for f in "out.$tag.$mode.vm"/*.bin; do
     n=$((n + 1))
-    cmp -s "$f" "out.$tag.host/$(basename "$f")" || { bad=$((bad + 1)); note "FAIL $tag output $(basename "$f") differs"; }
+    cmp -s "$f" "out.$tag.$mode.host/$(basename "$f")" || { bad=$((bad + 1)); note "FAIL $t output $(basename "$f") differs"; }
   done
-  [ "$n" -gt 0 ] && [ "$bad" -eq 0 ] && note "PASS $tag outputs bit-identical ($n file(s))" || fail=1
-  # 2. the trace, call for call
-  normalize "logs/$tag.keel-run.txt" >"logs/$tag.trace.vm"
-  normalize "logs/$tag.host.txt" >"logs/$tag.trace.host"
-  if [ -s "logs/$tag.trace.vm" ] && diff -q "logs/$tag.trace.vm" "logs/$tag.trace.host" >/dev/null; then
-    note "PASS $tag trace identical ($(wc -l <"logs/$tag.trace.vm") instructions)"
+  if [ "$n" -gt 0 ] && [ "$bad" -eq 0 ]; then note "PASS $t outputs bit-identical ($n file(s))"; else fail=1; fi
+  normalize "$v.txt" >"$v.trace"; normalize "$h.txt" >"$h.trace"
+  if [ -s "$v.trace" ] && diff -q "$v.trace" "$h.trace" >/dev/null; then
+    note "PASS $t trace identical ($(grep -c '^trace #' "$v.trace") instruction lines, $(grep -c '^trace setup' "$v.trace") set-up lines, $(grep -c 'programmatic' "$v.trace") programmatic launches, $(grep -c 'keel_bias_act' "$v.trace") conv+epilogue calls)"
   else
-    note "FAIL $tag trace differs:"; diff "logs/$tag.trace.vm" "logs/$tag.trace.host" | head -8 | tee -a "$results"; fail=1
+    note "FAIL $t trace differs:"; diff "$v.trace" "$h.trace" | head -8 | tee -a "$results"; fail=1
   fi
-  # 3. cudaMalloc/cudaFree during the run (instruction lines; set-up lines are checked below)
-  vm_n=$(grep -c '^trace #.* allocate cudaMalloc ' "logs/$tag.trace.vm" || true)
-  vm_b=$(grep '^trace #' "logs/$tag.trace.vm" | grep -o ' allocate cudaMalloc [0-9]* bytes' | awk '{s += $3} END {print s + 0}')
-  vm_f=$(grep -c '^trace #.* free cudaFree ' "logs/$tag.trace.vm" || true)
-  host_line=$(grep '^cudaMalloc during the run:' "logs/$tag.host.txt")
-  host_n=$(echo "$host_line" | sed -E 's/.*run: ([0-9]+) calls, ([0-9]+) bytes; cudaFree during the run: ([0-9]+) calls/\1/')
-  host_b=$(echo "$host_line" | sed -E 's/.*run: ([0-9]+) calls, ([0-9]+) bytes; cudaFree during the run: ([0-9]+) calls/\2/')
-  host_f=$(echo "$host_line" | sed -E 's/.*run: ([0-9]+) calls, ([0-9]+) bytes; cudaFree during the run: ([0-9]+) calls/\3/')
+  local vm_n vm_b vm_f line host_n host_b host_f su_n su_b
+  vm_n=$(grep -c '^trace #.* allocate cudaMalloc ' "$v.trace" || true)
+  vm_b=$(grep '^trace #' "$v.trace" | grep -o ' allocate cudaMalloc [0-9]* bytes' | awk '{s += $3} END {print s + 0}')
+  vm_f=$(grep -c '^trace #.* free cudaFree ' "$v.trace" || true)
+  line=$(grep '^cudaMalloc during the run:' "$h.txt")
+  host_n=$(echo "$line" | sed -E 's/.*run: ([0-9]+) calls, ([0-9]+) bytes; cudaFree during the run: ([0-9]+) calls/\1/')
+  host_b=$(echo "$line" | sed -E 's/.*run: ([0-9]+) calls, ([0-9]+) bytes; cudaFree during the run: ([0-9]+) calls/\2/')
+  host_f=$(echo "$line" | sed -E 's/.*run: ([0-9]+) calls, ([0-9]+) bytes; cudaFree during the run: ([0-9]+) calls/\3/')
   if [ "$vm_n" = "$host_n" ] && [ "$vm_b" = "$host_b" ] && [ "$vm_f" = "$host_f" ]; then
-    note "PASS $tag run-time cudaMalloc $vm_n calls $vm_b bytes, cudaFree $vm_f (keel-run trace = host summary)"
+    note "PASS $t run-time cudaMalloc $vm_n calls $vm_b bytes, cudaFree $vm_f (keel-run trace = host summary)"
   else
-    note "FAIL $tag run-time cudaMalloc keel-run $vm_n/$vm_b/$vm_f vs host $host_n/$host_b/$host_f"; fail=1
+    note "FAIL $t run-time cudaMalloc keel-run $vm_n/$vm_b/$vm_f vs host $host_n/$host_b/$host_f"; fail=1
   fi
-  # 4. cudaMalloc at set-up (arenas, constants, inputs)
-  su_n=$(grep -c '^trace setup .* allocate cudaMalloc ' "logs/$tag.trace.vm" || true)
-  su_b=$(grep '^trace setup ' "logs/$tag.trace.vm" | grep -o ' allocate cudaMalloc [0-9]* bytes' | awk '{s += $3} END {print s + 0}')
-  load_line=$(grep '^cudaMalloc at load (arenas' "logs/$tag.host.txt")
-  if [ "$load_line" = "cudaMalloc at load (arenas, constants, inputs): $su_n calls, $su_b bytes" ]; then
-    note "PASS $tag set-up cudaMalloc $su_n calls $su_b bytes (keel-run trace = host summary); host $(grep '^cudaMalloc at load (library' "logs/$tag.host.txt")"
+  su_n=$(grep -c '^trace setup .* allocate cudaMalloc ' "$v.trace" || true)
+  su_b=$(grep '^trace setup ' "$v.trace" | grep -o ' allocate cudaMalloc [0-9]* bytes' | awk '{s += $3} END {print s + 0}')
+  line=$(grep '^cudaMalloc at load (set-up' "$h.txt")
+  if [ "$line" = "cudaMalloc at load (set-up: zero biases, arenas, constants, inputs): $su_n calls, $su_b bytes" ]; then
+    note "PASS $t set-up cudaMalloc $su_n calls $su_b bytes (keel-run trace = host summary); host $(grep '^cudaMalloc at load (library' "$h.txt")"
   else
-    note "FAIL $tag set-up cudaMalloc keel-run $su_n/$su_b vs host: $load_line"; fail=1
+    note "FAIL $t set-up cudaMalloc keel-run $su_n/$su_b vs host: $line"; fail=1
   fi
+}
+run_pair() {  # tag model input mode [keel-run env...] -- [host args...]
+  local tag=$1 model=$2 input=$3 mode=$4; shift 4
+  local vm_env=() host_args=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do vm_env+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  host_args=("$@")
+  rm -rf "out.$tag.$mode.vm" "out.$tag.$mode.host"
+  env "${vm_env[@]}" bin/keel-run "models/$tag.keel" --device cuda --no-cuda-graph --trace \
+    --input "$input=models/$model.input.bin" --output-dir "out.$tag.$mode.vm" >"logs/$tag.$mode.vm.txt" 2>&1 ||
+    { note "FAIL $tag [$mode] keel-run exited $?"; tail -3 "logs/$tag.$mode.vm.txt" | tee -a "$results"; fail=1; return; }
+  env "${vm_env[@]}" "bin/$tag.host" --keel "models/$tag.keel" --library "models/$tag.keel.so" --trace \
+    --input "$input=models/$model.input.bin" --output-dir "out.$tag.$mode.host" "${host_args[@]}" \
+    >"logs/$tag.$mode.host.txt" 2>&1 ||
+    { note "FAIL $tag [$mode] host program exited $?"; tail -5 "logs/$tag.$mode.host.txt" | tee -a "$results"; fail=1; return; }
+  compare "$tag" "$mode"
+}
+while read -r tag model input; do
+  # tuned: keel-run tunes and records, then both read the file.
+  bin/keel-run "models/$tag.keel" --device cuda --no-cuda-graph --trace --tuning-file "$tuning" \
+    --input "$input=models/$model.input.bin" >"logs/$tag.tuning-run.txt" 2>&1 ||
+    { note "FAIL $tag tuning run exited $?"; tail -3 "logs/$tag.tuning-run.txt" | tee -a "$results"; fail=1; continue; }
+  sum_before=$(md5sum <"$tuning")
+  run_pair "$tag" "$model" "$input" tuned KEEL_CUDA_AUTOTUNE_LOG=1 -- --tuning-file "$tuning"
+  if [ "$(md5sum <"$tuning")" = "$sum_before" ] && ! grep -q '^keel autotune' "logs/$tag.tuned.vm.txt"; then
+    note "PASS $tag [tuned] keel-run reading the file timed nothing and left it unchanged ($(grep -vc '^#' "$tuning") entries)"
+  else
+    note "FAIL $tag [tuned] keel-run reading the file timed candidates or rewrote it"; fail=1
+  fi
+  normalize "logs/$tag.tuning-run.txt" >"logs/$tag.tuning-run.trace"
+  if diff -q "logs/$tag.tuning-run.trace" "logs/$tag.tuned.vm.trace" >/dev/null 2>&1; then
+    note "PASS $tag [tuned] the tuning run's trace equals the file-reading run's (same choices)"
+  else
+    note "FAIL $tag [tuned] the tuning run chose differently:"; diff "logs/$tag.tuning-run.trace" "logs/$tag.tuned.vm.trace" | head -4 | tee -a "$results"; fail=1
+  fi
+  found=$(grep '^tuning file:' "logs/$tag.tuned.host.txt" || true)
+  if echo "$found" | grep -qE '^tuning file: ([0-9]+) of \1 library problems found \(([0-9]+) in this model\)$' &&
+     [ "$(echo "$found" | sed -E 's/^tuning file: ([0-9]+) of.*/\1/')" = "$(echo "$found" | sed -E 's/.*\(([0-9]+) in this model\)$/\1/')" ]; then
+    note "PASS $tag [tuned] host: $found"
+  else
+    note "FAIL $tag [tuned] host: ${found:-no tuning summary}"; fail=1
+  fi
+  run_pair "$tag" "$model" "$input" heur KEEL_CUDA_AUTOTUNE=0 --
+  run_pair "$tag" "$model" "$input" plain KEEL_CUDA_AUTOTUNE=0 KEEL_CUDA_PDL=0 --
 done <cases.txt
+cp "$tuning" "$out/tuning.txt" 2>/dev/null
 tar czf "$out/cuda-host-logs.tar.gz" logs
 echo "overall: $([ $fail = 0 ] && echo PASS || echo FAIL)" | tee -a "$results"
 exit $fail

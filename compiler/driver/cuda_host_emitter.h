@@ -23,12 +23,29 @@
 //     line per output, and a summary of cudaMalloc calls/bytes at load and during
 //     the run. With --trace the program prints keel-run --trace's line for every
 //     instruction, without times and addresses, so the two can be diffed.
-// The program runs eagerly (keel-run's --no-cuda-graph); keel-run's default CUDA
-// graph replays the same recorded calls.
+//   * the library kernels as the VM runs them now: cudnn.conv2d as cuDNN's fused
+//     call or cudnnConvolutionForward + the VM's own epilogue kernel
+//     (keel_bias_act_f32[x4]: vm/cuda/runtime_kernels.cu, pasted verbatim into the
+//     program and compiled by nvcc), cuBLASLt with the VM's algorithm; generated
+//     and runtime kernels launched as programmatic dependents (cuLaunchKernelEx)
+//     exactly where the VM does (sm_90+, the library's keel_cuda_grid_dependency,
+//     KEEL_CUDA_PDL != 0), plain launches otherwise.
+// Choices: with --tuning-file PATH (vm/cuda/autotune.h's format, read only) the
+// program uses what keel-run --tuning-file recorded there for this GPU and library
+// versions; without it, or for problems the file lacks, the heuristics' choices —
+// what the VM makes with KEEL_CUDA_AUTOTUNE=0. The program never times anything.
+// It runs eagerly (keel-run's --no-cuda-graph); keel-run's default CUDA graph
+// replays the same recorded calls.
 //
-// Building the output: nvcc -std=c++17 model_host.cu -o model_host -lcublasLt -lcudnn
-//   -lcuda -ldl (with -L for the cuDNN and the libcuda stub folders as needed).
+// Building the output: nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90
+//   -gencode arch=compute_80,code=compute_80 model_host.cu -o model_host -lcublasLt
+//   -lcudnn -lcuda -ldl (with -L for the cuDNN and the libcuda stub folders as
+//   needed). The -gencode pair is the VM's own for its runtime kernels: the sm_90
+//   code waits for its predecessor (griddepcontrol.wait), which programmatic
+//   launches need; the epilogue's arithmetic is exactly rounded, so results do not
+//   depend on the SASS.
 //
+// The implementation is split by concept: cuda_host_emitter_internal.h lists the files.
 // Errors: kInvalidExecutable (via ReadExecutable) for a malformed file or library
 // attributes the VM would refuse; kUnsupported for executables the program cannot
 // mirror (CPU-generated kernels: CPU-target executables; unknown library ops).
@@ -61,7 +78,8 @@ Result<std::string> EmitCudaHostSource(std::span<const uint8_t> keel_file, const
 // emission errors as EmitCudaHostSource, with the path as context.
 Status WriteCudaHostProgram(const CudaHostOptions& options, const std::string& out_path);
 
-// The model-independent first part of every emitted program (cuda_host_emitter_prelude.cc).
+// The model-independent first part of every emitted program (cuda_host_emitter_prelude.cc;
+// the runtime kernels and the library-kernel prelude follow it).
 const char* CudaHostPrelude();
 
 }  // namespace keel::driver

@@ -3,13 +3,13 @@
 //
 // The prelude holds what does not depend on the model: includes, the checking
 // macros, the memory helpers that mirror the VM's devices (vm/cuda/cuda_device.cc
-// Allocate/Free/ReserveWorkspace, vm/cpu/cpu_device.cc Allocate), the library
-// kernels' state structs and the pieces of their planning that are the same for
-// every kernel (the cuBLASLt heuristic query, the cuDNN algorithm choice), the
-// trace printer and the command line. The emitter appends the model-specific part
+// Allocate/Free/ReserveWorkspace, vm/cpu/cpu_device.cc Allocate), the trace
+// printer, files, the command line, the kernel library and the device. The VM's
+// runtime kernels' source and the library-kernel prelude
+// (cuda_host_emitter_prelude_library.cc) follow it, then the model-specific part
 // (kernel resolution with literal descriptors, arenas, constants, the instruction
-// stream) after it. Keep it in step with vm/cuda/: the generated program must make
-// the VM's calls with the VM's arguments, or its outputs stop being bit-identical.
+// stream). Keep it in step with vm/: the generated program must make the VM's
+// calls with the VM's arguments, or its outputs stop being bit-identical.
 #include <string>
 
 namespace keel::driver {
@@ -34,6 +34,7 @@ const char* CudaHostPrelude() {
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,11 +96,13 @@ const char* CudaHostPrelude() {
 [[maybe_unused]] static cudnnHandle_t g_cudnn = nullptr;
 [[maybe_unused]] static void* g_workspace = nullptr;
 [[maybe_unused]] static uint64_t g_workspace_bytes = 0;
+[[maybe_unused]] static int g_cc = 0;         // compute capability, e.g. 90 (CudaDevice::compute_capability)
+[[maybe_unused]] static int g_num_sms = 132;  // multiprocessors (CudaDevice::num_sms)
 [[maybe_unused]] static bool g_allow_tf32 = false;  // VmOptions::allow_tf32 (keel-run --allow-tf32)
 [[maybe_unused]] static bool g_trace = false;       // print keel-run --trace's lines (without times and addresses)
 
-// cudaMalloc/cudaFree counts: the VM's set-up (arenas, constants, inputs: what keel-run --trace
-// reports as "setup"), the library kernels' own buffers (workspace, zero biases: not traced by
+// cudaMalloc/cudaFree counts: the VM's set-up (what keel-run --trace reports as "setup": the
+// conv kernels' zero biases, arenas, constants, inputs), the library workspace (not traced by
 // the VM), and the run.
 struct MallocCount {
   uint64_t mallocs = 0, bytes = 0, frees = 0;
@@ -188,135 +191,6 @@ struct MallocCount {
   if (g_trace) std::printf("trace setup [%s]%s\n", what, op.c_str());
 }
 
-// ---- library kernels: the state vm/cuda/cublas_kernels.cc and cudnn_kernels.cc keep per kernel ----
-struct GemmKernel {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  cublasLtMatmulAlgo_t algo16{}, algo4{};
-  bool has16 = false;
-  uint64_t ws16 = 0, ws4 = 0;
-  float alpha = 1.f, beta = 0.f;
-  std::string call16, call4;
-};
-
-// CublasGemm::Heuristic: the best algorithm for operands aligned to `alignment` bytes.
-[[maybe_unused]] static bool GemmHeuristic(GemmKernel& g, uint32_t alignment, cublasLtMatmulAlgo_t* algo, uint64_t* ws) {
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(g.pref, attr, &alignment, sizeof alignment));
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g_lt, g.desc, g.a, g.b, g.c, g.d, g.pref, 1, &result,
-                                                          &returned);
-  if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(s);
-  const bool found = s == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS;
-  if (found) {
-    *algo = result.algo;
-    *ws = result.workspaceSize;
-  }
-  return found;
-}
-
-[[maybe_unused]] static std::string GemmDescribe(const cublasLtMatmulAlgo_t& a, uint64_t ws) {
-  int id = -1, tile = -1;
-  size_t written = 0;
-  (void)cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
-  (void)cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
-  return "cublasLtMatmul algo=" + std::to_string(id) + " tile=" + std::to_string(tile) +
-         " workspace=" + std::to_string(ws);
-}
-
-// The end of CublasGemm::Plan: both heuristic queries (16- then 4-byte aligned
-// operands; the launch picks by the actual pointers), the workspace, the trace names.
-[[maybe_unused]] static void GemmChooseAlgorithms(GemmKernel& g, const char* name) {
-  const uint64_t max_ws = 32ull << 20;  // kMaxGemmWorkspace
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&g.pref));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(g.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
-                                                    sizeof max_ws));
-  g.has16 = GemmHeuristic(g, 16, &g.algo16, &g.ws16);
-  if (!GemmHeuristic(g, 4, &g.algo4, &g.ws4)) Die(std::string("kernel ") + name + ": cuBLASLt has no algorithm");
-  ReserveWorkspace(g.ws16 > g.ws4 ? g.ws16 : g.ws4);
-  g.call16 = g.has16 ? GemmDescribe(g.algo16, g.ws16) : std::string();
-  g.call4 = GemmDescribe(g.algo4, g.ws4) + " (4-byte aligned)";
-}
-
-[[maybe_unused]] static void GemmLayout(cublasLtMatrixLayout_t* l, uint64_t rows, uint64_t cols, int64_t ld, int32_t batch,
-                       int64_t stride) {
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, rows, cols, ld));
-  if (batch > 1) {
-    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
-    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                  sizeof stride));
-  }
-}
-
-struct ConvKernel {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnActivationDescriptor_t act = nullptr;  // null: no activation
-  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  uint64_t ws = 0;
-  bool fused = false;  // relu: cudnnConvolutionBiasActivationForward (until cuDNN says NOT_SUPPORTED)
-  void* zero_bias = nullptr;
-  std::string call_fused, call_conv;
-};
-
-[[maybe_unused]] static const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "?";
-  }
-}
-
-// CudnnConv::Plan's algorithm choice: the heuristics' (cudnnGetConvolutionForwardAlgorithm_v7)
-// first usable algorithm with FMA math when TF32 is off, else their first usable one.
-[[maybe_unused]] static void ConvChooseAlgorithm(ConvKernel& c, const char* name) {
-  int max_algos = 0;
-  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(g_cudnn, &max_algos));
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos > 1 ? max_algos : 1));
-  int got = 0;
-  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(g_cudnn, c.x, c.w, c.conv, c.y, static_cast<int>(perf.size()),
-                                                     &got, perf.data()));
-  int chosen = -1;
-  for (int pass = 0; pass < 2 && chosen < 0; ++pass) {
-    for (int i = 0; i < got; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      if (pass == 0 && !g_allow_tf32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
-      size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(g_cudnn, c.x, c.w, c.conv, c.y, perf[i].algo, &bytes) !=
-          CUDNN_STATUS_SUCCESS) {
-        continue;
-      }
-      chosen = i;
-      c.ws = bytes;
-      break;
-    }
-  }
-  if (chosen < 0) Die(std::string("kernel ") + name + ": cuDNN offers no algorithm");
-  c.algo = perf[chosen].algo;
-  CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv, g_allow_tf32 ? perf[chosen].mathType : CUDNN_FMA_MATH));
-  ReserveWorkspace(c.ws);
-  const std::string algo = std::string(" algo=") + ConvAlgoName(c.algo) + " workspace=" + std::to_string(c.ws);
-  c.call_fused = "cudnnConvolutionBiasActivationForward" + algo;
-  c.call_conv = "cudnnConvolutionForward" + algo;
-}
-
-struct PoolKernel {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnPoolingDescriptor_t p = nullptr;
-  std::string call;
-};
-
 // ---- files ----
 struct MappedFile {
   const uint8_t* data = nullptr;
@@ -379,7 +253,7 @@ struct MappedFile {
 
 // ---- command line ----
 struct Options {
-  std::string keel, library, output_dir;
+  std::string keel, library, output_dir, tuning_file;
   std::vector<std::pair<std::string, std::string>> inputs;  // name=file
 };
 
@@ -396,6 +270,7 @@ struct Options {
     if (a == "--keel") o.keel = value();
     else if (a == "--library") o.library = value();
     else if (a == "--output-dir") o.output_dir = value();
+    else if (a == "--tuning-file") o.tuning_file = value();
     else if (a == "--trace") g_trace = true;
     else if (a == "--allow-tf32") g_allow_tf32 = true;
     else if (a == "--input") {
@@ -405,7 +280,11 @@ struct Options {
       o.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--help" || a == "-h") {
       std::printf("usage: %s [--keel model.keel] [--library model.keel.so] [--input name=file.bin ...]\n"
-                  "          [--output-dir DIR] [--trace] [--allow-tf32]\n", argv[0]);
+                  "          [--output-dir DIR] [--trace] [--allow-tf32] [--tuning-file PATH]\n"
+                  "  --tuning-file  read (never write) the cuDNN/cuBLASLt choices keel-run recorded there\n"
+                  "                 (vm/cuda/autotune.h); without it: the heuristics' choices, as\n"
+                  "                 keel-run with KEEL_CUDA_AUTOTUNE=0. KEEL_CUDA_PDL=0: plain launches.\n",
+                  argv[0]);
       std::exit(0);
     } else {
       Die("unknown argument " + a + " (see --help)");
@@ -452,6 +331,11 @@ struct Options {
   CU_CHECK(cuDevicePrimaryCtxRetain(&g_ctx, dev));
   CU_CHECK(cuCtxSetCurrent(g_ctx));
   CUDA_CHECK(cudaSetDevice(0));
+  int major = 0, minor = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+  g_cc = major * 10 + minor;
+  CUDA_CHECK(cudaDeviceGetAttribute(&g_num_sms, cudaDevAttrMultiProcessorCount, 0));
   CUDA_CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
 }
 

@@ -25,6 +25,9 @@
 #include "serialization/executable_reader.h"
 #include "serialization/executable_writer.h"
 #include "serialization/library_ops.h"
+#ifdef KEEL_TEST_WITH_VM_CUDA
+#include "vm/cuda/autotune.h"
+#endif
 
 namespace keel::driver {
 namespace {
@@ -68,7 +71,10 @@ class TempDir {
 // nvcc on the generated source; "" on success, else the reason (the compiler's output).
 std::string CompileWithNvcc(const fs::path& source, const fs::path& binary) {
   const fs::path log = binary.string() + ".log";
-  std::string cmd = std::string(KEEL_NVCC) + " -std=c++17 -O1 '" + source.string() + "' -o '" + binary.string() +
+  // The runtime kernels' flags of the VM build (vm/cuda/CMakeLists.txt): sm_90 code + compute_80 PTX.
+  std::string cmd = std::string(KEEL_NVCC) +
+                    " -std=c++17 -O1 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80 '" +
+                    source.string() + "' -o '" + binary.string() +
                     "' -L'" + KEEL_CUDNN_LIBDIR + "' -L'" + KEEL_CUDA_STUBS + "' -lcublasLt -lcudnn -lcuda -ldl > '" +
                     log.string() + "' 2>&1";
   const int rc = std::system(cmd.c_str());
@@ -190,7 +196,10 @@ TEST(CudaHostEmitter, TinyProgramMirrorsEveryInstruction) {
   EXPECT_EQ(Count(run, "DeviceMalloc("), 0u);
   EXPECT_EQ(Count(run, "g_arena["), 4u);
   // The generated kernel with the kernel table's launch configuration, the gemm with its epilogue.
-  EXPECT_NE(run.find("cuLaunchKernel(k1, 3, 1, 1, 128, 1, 1, 0,"), std::string::npos);
+  EXPECT_NE(run.find("LaunchGenerated(k1, 3, 1, 1, 128, 1, 1, 0, params);"), std::string::npos);
+  // Its trace name gains " programmatic" exactly when the VM's would (decided at run time).
+  EXPECT_NE(run.find("std::string(\" launch cuLaunchKernel grid=(3,1,1) block=(128,1,1)\") + GeneratedLaunchSuffix()"),
+            std::string::npos);
   EXPECT_EQ(Count(run, "cublasLtMatmul(g_lt"), 1u);
   EXPECT_NE(s.find("CUBLASLT_EPILOGUE_BIAS;"), std::string::npos);
   EXPECT_NE(s.find("g.alpha = 0x1p-1f;"), std::string::npos);  // alpha 0.5, exact
@@ -221,7 +230,7 @@ TEST(CudaHostEmitter, DynamicPlanAllocatesAndFreesWhereTheBytecodeSays) {
   EXPECT_EQ(Count(FunctionBody(*src, "static void AllocateArenas()"), "Malloc("), 0u);
   // The free comes right after the gemm that last reads storage 0, before the relu.
   const size_t gemm = run.find("cublasLtMatmul(g_lt"), free0 = run.find("DeviceFree(R[1]"),
-               relu = run.find("cuLaunchKernel(k1");
+               relu = run.find("LaunchGenerated(k1");
   ASSERT_NE(free0, std::string::npos);
   EXPECT_LT(gemm, free0);
   EXPECT_LT(free0, relu);
@@ -284,6 +293,103 @@ TEST(CudaHostEmitter, TinyProgramCompilesWithNvcc) {
   }
 }
 
+// The VM's runtime kernels are pasted verbatim: the program compiles the VM's own
+// epilogue source (vm/cuda/runtime_kernels.cu, found from this file's path).
+TEST(CudaHostEmitter, EmbedsTheVmRuntimeKernelsVerbatim) {
+  const fs::path cu = fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "vm" / "cuda" / "runtime_kernels.cu";
+  if (!fs::exists(cu)) GTEST_SKIP() << "source tree not found at " << cu;
+  std::ifstream in(cu, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(text.find("keel_bias_act_f32x4"), std::string::npos);
+  const Image img(TinyExecutable(false));
+  auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  EXPECT_EQ(Count(*src, text), 1u);
+  // Launched as the VM does: cuLaunchKernelEx for programmatic dependents, else cuLaunchKernel.
+  EXPECT_NE(src->find("static CUresult LaunchRuntimeKernel("), std::string::npos);
+  EXPECT_NE(src->find("CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"), std::string::npos);
+  EXPECT_NE(src->find("\"KEEL_CUDA_PDL\""), std::string::npos);
+  EXPECT_NE(src->find("\"keel_cuda_grid_dependency\""), std::string::npos);
+  EXPECT_NE(src->find("--tuning-file"), std::string::npos);
+}
+
+#ifdef KEEL_TEST_WITH_VM_CUDA
+// The program looks its problems up in the tuning file under the VM's keys
+// (vm/cuda/autotune.h), plus the TF32 suffix it adds at run time.
+TEST(CudaHostEmitter, TuningKeysAreTheVmKeys) {
+  const Image img(TinyExecutable(false));
+  auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  std::string key = vm_internal::GemmProblemKey(2, 4, 3, 1, 0, 0, 6, 12, "row", true, "", 0.5, 1.0, false);
+  const std::string suffix = "|tf320";
+  ASSERT_EQ(key.substr(key.size() - suffix.size()), suffix);
+  key.resize(key.size() - suffix.size());
+  EXPECT_NE(src->find("GemmChooseAlgorithms(g, \"gemm_0\", \"" + key + "\");"), std::string::npos) << key;
+  EXPECT_NE(src->find("g_allow_tf32 ? \"|tf321\" : \"|tf320\""), std::string::npos);
+}
+
+// A conv with bias, residual and clip: its key, and the conv state ConvRun needs.
+TEST(CudaHostEmitter, ConvKeyAndEpilogueState) {
+  using ser::DeviceKind;
+  using ser::DType;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  std::vector<float> weights(8 * 4 * 3 * 3, 0.5f), bias(8, 0.25f);
+  const uint32_t cw = w.AddConstant("W", DType::kF32, {8, 4, 3, 3}, DeviceKind::kCuda,
+                                    {reinterpret_cast<const uint8_t*>(weights.data()), weights.size() * 4});
+  const uint32_t cb = w.AddConstant("b", DType::kF32, {8}, DeviceKind::kCuda,
+                                    {reinterpret_cast<const uint8_t*>(bias.data()), bias.size() * 4});
+  ser::KernelDesc conv;
+  conv.name = "conv_0";
+  conv.kind = ser::KernelKind::kLibrary;
+  conv.device = DeviceKind::kCuda;
+  conv.library_op = lo::kCudnnConv2d;
+  conv.args = {{DType::kF32, {1, 4, 9, 9}, ser::ArgAccess::kRead},
+               {DType::kF32, {8, 4, 3, 3}, ser::ArgAccess::kRead},
+               {DType::kF32, {8}, ser::ArgAccess::kRead},
+               {DType::kF32, {1, 8, 5, 5}, ser::ArgAccess::kRead},
+               {DType::kF32, {1, 8, 5, 5}, ser::ArgAccess::kWrite}};
+  conv.attrs = {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("strides", {2, 2}),
+                ser::AttrDesc::Ints("has_bias", {1}), ser::AttrDesc::Ints("has_residual", {1}),
+                ser::AttrDesc::Str("activation", "clip"), ser::AttrDesc::Floats("clip_min", {0.0}),
+                ser::AttrDesc::Floats("clip_max", {0.75})};
+  const uint32_t kc = w.AddKernel(conv);
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "greedy-size";
+  plan.storages = {{1024, 256, DeviceKind::kCuda, 0, 0}};
+  plan.arenas = {{DeviceKind::kCuda, 1024, 256}};
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", {1, 4, 9, 9}, DType::kF32, DeviceKind::kCuda},
+                                   {"r", {1, 8, 5, 5}, DType::kF32, DeviceKind::kCuda}},
+                          {{"y", {1, 8, 5, 5}, DType::kF32, DeviceKind::kCuda}}, 8);
+  f.LoadConst(2, cw).LoadConst(3, cb).AllocStorage(4, 0).AllocTensor(5, 4, 0, {1, 8, 5, 5}, DType::kF32);
+  f.Invoke(kc, {0, 2, 3, 1, 5}, "conv").Ret({5});
+  auto bytes = w.Finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  const Image img(*bytes);
+  auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  std::string key =
+      vm_internal::ConvProblemKey({1, 4, 9, 9}, {8, 4, 3, 3}, {1, 8, 5, 5}, {1, 1, 1, 1}, {2, 2}, {1, 1}, 1, true, true, 2, false);
+  key.resize(key.size() - std::string("|tf320").size());
+  EXPECT_NE(src->find("ConvFinishPlan(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
+  const std::string resolve = FunctionBody(*src, "static void ResolveKernels()");
+  EXPECT_NE(resolve.find("c.act_kind = 2;"), std::string::npos);
+  EXPECT_NE(resolve.find("c.clip_max = 0x1.8p-1;"), std::string::npos);  // 0.75, exact
+  EXPECT_NE(resolve.find("c.y_elems = 200;"), std::string::npos);
+  EXPECT_NE(resolve.find("c.hw = 25;"), std::string::npos);
+  EXPECT_NE(resolve.find("RuntimeKernels();"), std::string::npos);
+  EXPECT_NE(FunctionBody(*src, "static void Run()").find("ConvRun(k0, R[0], R[2], R[3], R[1], R[5]);"),
+            std::string::npos);
+  if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found: the program is not compiled";
+  TempDir dir;
+  const fs::path cu = dir.path() / "conv.cu";
+  std::ofstream(cu) << *src;
+  const std::string err = CompileWithNvcc(cu, dir.path() / "conv");
+  EXPECT_TRUE(err.empty()) << err;
+}
+#endif
+
 // ---- the model zoo ----
 
 fs::path ModelsDir() { return fs::path(KEEL_SHARED_DIR) / "models"; }
@@ -338,9 +444,18 @@ TEST_P(CudaHostZoo, Squeezenet) {
   }
   const std::string run = FunctionBody(s, "static void Run()");
   EXPECT_EQ(Count(run, "\n  // #"), insts->size());
-  EXPECT_EQ(Count(run, "CU_CHECK(cuLaunchKernel("), generated);
+  EXPECT_EQ(Count(run, "LaunchGenerated(k"), generated);
   EXPECT_EQ(Count(run, "cublasLtMatmul(g_lt"), gemm);
-  EXPECT_EQ(Count(run, "cudnnConvolutionForward(g_cudnn"), conv);
+  EXPECT_EQ(Count(run, "ConvRun(k"), conv);
+  // Every conv and gemm kernel is planned with its tuning-file key, once.
+  size_t lib_kernels = 0;
+  for (const fb::Kernel* k : *kernels) {
+    const std::string lib = k->library_op() ? k->library_op()->str() : "";
+    lib_kernels += lib == lo::kCublasGemm || lib == lo::kCudnnConv2d ? 1 : 0;
+  }
+  const std::string resolve = FunctionBody(s, "static void ResolveKernels()");
+  EXPECT_EQ(Count(resolve, "ConvFinishPlan(c, ") + Count(resolve, "GemmChooseAlgorithms(g, "), lib_kernels);
+  EXPECT_EQ(Count(resolve, ", \"conv|["), Count(resolve, "ConvFinishPlan(c, "));
   EXPECT_EQ(Count(run, "cudnnPoolingForward(g_cudnn"), pool);
   EXPECT_GT(conv, 0u);
   EXPECT_EQ(Count(run, "Malloc("), dyn_alloc);
