@@ -73,8 +73,8 @@ std::vector<int64_t> PackedStrides(const std::vector<int64_t>& dims) {
   return s;
 }
 
-bool RuntimeCompiledAllowed() {
-  const char* v = std::getenv("KEEL_CUDNN_ENGINES_RTC");
+bool EnvIsOne(const char* name) {
+  const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
@@ -180,6 +180,7 @@ Status CudnnEngineConv::Build(const EngineConvProblem& p, bool allow_tf32, uint6
   KEEL_RETURN_IF_ERROR(AddCandidates(CUDNN_HEUR_MODE_A, "heurA", allow_tf32, max_workspace, &seen));
   KEEL_RETURN_IF_ERROR(AddCandidates(CUDNN_HEUR_MODE_B, "heurB", allow_tf32, max_workspace, &seen));
   KEEL_RETURN_IF_ERROR(AddCandidates(CUDNN_HEUR_MODE_FALLBACK, "fallback", allow_tf32, max_workspace, &seen));
+  if (EnvIsOne("KEEL_CUDNN_ENGINES_ALL")) KEEL_RETURN_IF_ERROR(AddAllEngines(allow_tf32, max_workspace, &seen));
   return Status::Ok();
 }
 
@@ -208,7 +209,6 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
     summary_ += " 0 offered";
     return Status::Ok();
   }
-  int tf32_only = 0, runtime_compiled = 0, not_finalized = 0, too_big = 0, duplicate = 0, unreadable = 0, kept = 0;
   // The results are copied into engine-config descriptors we create.
   std::vector<Desc> cfgs(static_cast<size_t>(count));
   std::vector<cudnnBackendDescriptor_t> raw(cfgs.size());
@@ -224,106 +224,162 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
     summary_ += " results unreadable";
     return Status::Ok();
   }
+  Tally t;
   for (int64_t i = 0; i < std::min(got, count); ++i) {
-    cudnnBackendDescriptor_t cfg = raw[static_cast<size_t>(i)];
-    Desc engine;
-    if (engine.Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR) != CUDNN_STATUS_SUCCESS) continue;
-    int64_t n = 0;
-    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine.d) !=
-        CUDNN_STATUS_SUCCESS) {
-      ++unreadable;
-      continue;
-    }
-    int64_t index = -1;
-    (void)cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
-    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-    int64_t nn = 0;
-    if (cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                 CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &nn, notes) != CUDNN_STATUS_SUCCESS) {
-      ++unreadable;
-      continue;  // unknown numerics: not trusted
-    }
-    bool reject = false;
-    std::string tag = "engine=" + std::to_string(index) + " " + mode_name;
-    for (int64_t j = 0; j < std::min<int64_t>(nn, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++j) {
-      const cudnnBackendNumericalNote_t note = notes[j];
-      // f32 on tensor cores is TF32 (10-bit mantissa): only when allowed.
-      if (!allow_tf32 && (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
-                          note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) {
-        reject = true;
-      }
-      tag += std::string(" ") + NoteName(note);
-    }
-    if (reject) {
-      ++tf32_only;
-      continue;
-    }
-    // Runtime-compiled engines build their kernel with NVRTC when the plan is
-    // finalized (a second or more each, at every VM creation): only on request.
-    cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-    int64_t nb = 0;
-    if (cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                                 CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &nb, behavior) == CUDNN_STATUS_SUCCESS) {
-      bool rtc = false;
-      for (int64_t j = 0; j < std::min<int64_t>(nb, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT); ++j) {
-        rtc = rtc || behavior[j] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
-      }
-      if (rtc && !RuntimeCompiledAllowed()) {
-        ++runtime_compiled;
-        continue;
-      }
-      if (rtc) tag += " rtc";
-    }
-
-    Desc plan;
-    if (plan.Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) != CUDNN_STATUS_SUCCESS) continue;
-    if (cudnnBackendSetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                 &cfg) != CUDNN_STATUS_SUCCESS) {
-      continue;
-    }
-    (void)cudnnBackendSetAttribute(plan.d, static_cast<cudnnBackendAttributeName_t>(400), CUDNN_TYPE_HANDLE, 1, &h_);
-    if (cudnnBackendFinalize(plan.d) != CUDNN_STATUS_SUCCESS) {
-      ++not_finalized;
-      continue;
-    }
-    int64_t ws = 0;
-    if (cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) !=
-            CUDNN_STATUS_SUCCESS ||
-        ws < 0 || static_cast<uint64_t>(ws) > max_workspace) {
-      ++too_big;
-      continue;
-    }
-    // Identity of a plan: its JSON (engine + knob choices); the same config can
-    // come from several heuristics modes.
-    std::string key = tag.substr(0, tag.find(' '));
-    int64_t json_len = 0;
-    if (cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &json_len,
-                                 nullptr) == CUDNN_STATUS_SUCCESS &&
-        json_len > 0 && json_len < (1 << 20)) {
-      std::string json(static_cast<size_t>(json_len), '\0');
-      if (cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, json_len,
-                                   &json_len, json.data()) == CUDNN_STATUS_SUCCESS) {
-        key = json;
-      }
-    } else {
-      key += "#" + std::to_string(plans_.size());  // no identity available: keep it
-    }
-    if (std::find(seen->begin(), seen->end(), key) != seen->end()) {
-      ++duplicate;
-      continue;
-    }
-    ++kept;
-    seen->push_back(key);
-    tag += " ws=" + std::to_string(ws);
-    plans_.push_back(Plan{plan.release(), static_cast<uint64_t>(ws), std::move(tag)});
-    // The plan was finalized from this config: keep the config for its lifetime.
-    owned_.push_back(cfgs[static_cast<size_t>(i)].release());
+    Consider(&cfgs[static_cast<size_t>(i)].d, mode_name, allow_tf32, max_workspace, seen, &t);
   }
-  summary_ += " " + std::to_string(count) + " offered: " + std::to_string(kept) + " kept, " +
-              std::to_string(tf32_only) + " tf32-only, " + std::to_string(runtime_compiled) + " runtime-compiled, " + std::to_string(not_finalized) + " not finalized, " +
-              std::to_string(too_big) + " over workspace, " + std::to_string(duplicate) + " duplicate, " +
-              std::to_string(unreadable) + " unreadable";
+  summary_ += " " + std::to_string(count) + " offered: " + t.ToString();
   return Status::Ok();
+}
+
+// Every engine of the library for this graph, by global index, with default
+// knobs: what the heuristics leave out (KEEL_CUDNN_ENGINES_ALL=1; exploration).
+Status CudnnEngineConv::AddAllEngines(bool allow_tf32, uint64_t max_workspace, std::vector<std::string>* seen) {
+  int64_t count = 0, n = 0;
+  if (cudnnBackendGetAttribute(graph_, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &n,
+                               &count) != CUDNN_STATUS_SUCCESS) {
+    summary_ += "; all: count unreadable";
+    return Status::Ok();
+  }
+  Tally t;
+  int64_t supported = 0;
+  for (int64_t index = 0; index < count; ++index) {
+    Desc engine, cfg;
+    if (engine.Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR) != CUDNN_STATUS_SUCCESS ||
+        cfg.Create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) != CUDNN_STATUS_SUCCESS) {
+      return DeviceError("cudnnBackendCreateDescriptor(engine) failed");
+    }
+    if (cudnnBackendSetAttribute(engine.d, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &graph_) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(engine.d) != CUDNN_STATUS_SUCCESS) {
+      continue;  // this engine does not support the graph
+    }
+    ++supported;
+    if (cudnnBackendSetAttribute(cfg.d, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine.d) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(cfg.d) != CUDNN_STATUS_SUCCESS) {
+      ++t.unreadable;
+      continue;
+    }
+    // The config refers to the engine: both live as long as a plan made from them.
+    const size_t before = plans_.size();
+    Consider(&cfg.d, "all", allow_tf32, max_workspace, seen, &t);
+    if (plans_.size() > before) owned_.push_back(engine.release());
+  }
+  summary_ += "; all " + std::to_string(count) + " engines, " + std::to_string(supported) +
+              " support the graph: " + t.ToString();
+  return Status::Ok();
+}
+
+std::string CudnnEngineConv::Tally::ToString() const {
+  return std::to_string(kept) + " kept, " + std::to_string(tf32_only) + " tf32-only, " +
+         std::to_string(runtime_compiled) + " runtime-compiled, " + std::to_string(not_finalized) +
+         " not finalized, " + std::to_string(too_big) + " over workspace, " + std::to_string(duplicate) +
+         " duplicate, " + std::to_string(unreadable) + " unreadable";
+}
+
+// One engine configuration (*cfg_owned, owned by the caller): kept as a
+// candidate plan (ownership of the config then moves here, *cfg_owned = null) unless its numerics, build, workspace or identity rule it
+// out; `t` counts why.
+void CudnnEngineConv::Consider(cudnnBackendDescriptor_t* cfg_owned, const char* source, bool allow_tf32, uint64_t max_workspace,
+                               std::vector<std::string>* seen, Tally* t) {
+  cudnnBackendDescriptor_t cfg = *cfg_owned;
+  Desc engine;
+  if (engine.Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR) != CUDNN_STATUS_SUCCESS) return;
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine.d) !=
+      CUDNN_STATUS_SUCCESS) {
+    ++t->unreadable;
+    return;
+  }
+  int64_t index = -1;
+  (void)cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  int64_t nn = 0;
+  if (cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &nn, notes) != CUDNN_STATUS_SUCCESS) {
+    ++t->unreadable;
+    return;  // unknown numerics: not trusted
+  }
+  bool reject = false;
+  std::string tag = "engine=" + std::to_string(index) + " " + source;
+  for (int64_t j = 0; j < std::min<int64_t>(nn, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++j) {
+    const cudnnBackendNumericalNote_t note = notes[j];
+    // f32 on tensor cores is TF32 (10-bit mantissa): only when allowed.
+    if (!allow_tf32 && (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+                        note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) {
+      reject = true;
+    }
+    tag += std::string(" ") + NoteName(note);
+  }
+  if (reject) {
+    ++t->tf32_only;
+    return;
+  }
+  // Runtime-compiled engines build their kernel with NVRTC when the plan is
+  // finalized (a second or more each, at every VM creation): only on request.
+  cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+  int64_t nb = 0;
+  if (cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                               CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &nb, behavior) == CUDNN_STATUS_SUCCESS) {
+    bool rtc = false;
+    for (int64_t j = 0; j < std::min<int64_t>(nb, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT); ++j) {
+      rtc = rtc || behavior[j] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+    }
+    if (rtc && !EnvIsOne("KEEL_CUDNN_ENGINES_RTC")) {
+      ++t->runtime_compiled;
+      return;
+    }
+    if (rtc) tag += " rtc";
+  }
+
+  Desc plan;
+  if (plan.Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) != CUDNN_STATUS_SUCCESS) return;
+  if (cudnnBackendSetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                               &cfg) != CUDNN_STATUS_SUCCESS) {
+    ++t->not_finalized;
+    return;
+  }
+  (void)cudnnBackendSetAttribute(plan.d, static_cast<cudnnBackendAttributeName_t>(400), CUDNN_TYPE_HANDLE, 1, &h_);
+  if (cudnnBackendFinalize(plan.d) != CUDNN_STATUS_SUCCESS) {
+    ++t->not_finalized;
+    return;
+  }
+  int64_t ws = 0;
+  if (cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) !=
+          CUDNN_STATUS_SUCCESS ||
+      ws < 0 || static_cast<uint64_t>(ws) > max_workspace) {
+    ++t->too_big;
+    return;
+  }
+  // Identity of a plan: its JSON (engine + knob choices); the same config can
+  // come from several sources.
+  std::string key = tag.substr(0, tag.find(' '));
+  int64_t json_len = 0;
+  if (cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &json_len,
+                               nullptr) == CUDNN_STATUS_SUCCESS &&
+      json_len > 0 && json_len < (1 << 20)) {
+    std::string json(static_cast<size_t>(json_len), '\0');
+    if (cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, json_len,
+                                 &json_len, json.data()) == CUDNN_STATUS_SUCCESS) {
+      key = json;
+    }
+  } else {
+    key += "#" + std::to_string(plans_.size());  // no identity available: keep it
+  }
+  if (std::find(seen->begin(), seen->end(), key) != seen->end()) {
+    ++t->duplicate;
+    return;
+  }
+  ++t->kept;
+  seen->push_back(key);
+  tag += " ws=" + std::to_string(ws);
+  plans_.push_back(Plan{plan.release(), static_cast<uint64_t>(ws), std::move(tag)});
+  // The plan was finalized from this config: keep the config for its lifetime.
+  owned_.push_back(cfg);
+  *cfg_owned = nullptr;
 }
 
 cudnnStatus_t CudnnEngineConv::Run(size_t i, const void* x, const void* w, void* y, void* ws) {

@@ -15,6 +15,8 @@
 // and keeps one (Keep). Bias, residual and activation are NOT part of the graph:
 // they stay the VM's epilogue kernel after the convolution.
 //
+// KEEL_CUDNN_ENGINES_ALL=1 also tries every engine of the library by global
+// index with default knobs (what the heuristics leave out; an exploration knob).
 // Engines that compile their kernel at run time (behavior note RUNTIME_COMPILATION:
 // NVRTC at plan finalization, a second or more each) are skipped unless
 // KEEL_CUDNN_ENGINES_RTC=1.
@@ -97,8 +99,16 @@ class CudnnEngineConv {
   };
   CudnnEngineConv(cudnnHandle_t h) : h_(h) {}
   Status Build(const EngineConvProblem& p, bool allow_tf32, uint64_t max_workspace);
+  // Why configurations were dropped (summary()).
+  struct Tally {
+    int kept = 0, tf32_only = 0, runtime_compiled = 0, not_finalized = 0, too_big = 0, duplicate = 0, unreadable = 0;
+    std::string ToString() const;
+  };
   Status AddCandidates(cudnnBackendHeurMode_t mode, const char* mode_name, bool allow_tf32, uint64_t max_workspace,
                        std::vector<std::string>* seen);
+  Status AddAllEngines(bool allow_tf32, uint64_t max_workspace, std::vector<std::string>* seen);
+  void Consider(cudnnBackendDescriptor_t* cfg_owned, const char* source, bool allow_tf32, uint64_t max_workspace,
+                std::vector<std::string>* seen, Tally* t);
 
   cudnnHandle_t h_;
   std::vector<cudnnBackendDescriptor_t> owned_;  // tensors, conv, op, graph

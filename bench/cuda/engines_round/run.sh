@@ -4,7 +4,7 @@
 # with KEEL_CUDNN_ENGINES=1, TF32 off and on, end-to-end correctness with engines, PyTorch
 # CUDA-graph replay with cuDNN TF32 off and on (torch_tf32.py), and the existing library
 # kernel tests with KEEL_CUDNN_ENGINES=force, and (RTC=1) the first batch with runtime-compiled
-# engines allowed. Results go straight to $OUT (at most 8 files),
+# engines allowed. Knobs: TESTS TORCH TF32 FORCED RTC (default 1), ALL (default 0: KEEL_CUDNN_ENGINES_ALL). Results go straight to $OUT (at most 8 files),
 # so a run cut short still returns what it measured.
 set -u
 R=$(cd "$(dirname "$0")" && pwd)
@@ -58,7 +58,11 @@ PY
   echo "==== b$b" >>$O/tune_b$b.log
   keeltime legacy $b "" KEEL_CUDNN_ENGINES=0
   keeltime engines $b "" KEEL_CUDNN_ENGINES=1 KEEL_CUDA_AUTOTUNE_LOG=1
-  [ "$b" = "${BATCHES%% *}" ] && keeltime forced $b "" KEEL_CUDNN_ENGINES=force
+  [ "$b" = "${BATCHES%% *}" ] && [ "${FORCED:-1}" = 1 ] && keeltime forced $b "" KEEL_CUDNN_ENGINES=force
+  if [ "${ALL:-0}" = 1 ]; then  # every engine of the library, not only the heuristics' picks; legacy again (noise)
+    keeltime engines_all $b "" KEEL_CUDNN_ENGINES=1 KEEL_CUDNN_ENGINES_ALL=1 KEEL_CUDA_AUTOTUNE_LOG=1
+    keeltime legacy_again $b "" KEEL_CUDNN_ENGINES=0
+  fi
   if [ "${TF32:-1}" = 1 ]; then
     keeltime legacy_tf32 $b --allow-tf32 KEEL_CUDNN_ENGINES=0
     keeltime engines_tf32 $b --allow-tf32 KEEL_CUDNN_ENGINES=1

@@ -57,9 +57,8 @@ const Shape kShapes[] = {
 class EngineCandidates : public ::testing::TestWithParam<Shape> {};
 
 #ifdef KEEL_HAVE_CUDNN
-TEST_P(EngineCandidates, EveryCandidateMatchesReference) {
-  KEEL_SKIP_WITHOUT_GPU();
-  const ConvRef& c = GetParam().c;
+void CheckEveryCandidate(const Shape& shape) {
+  const ConvRef& c = shape.c;
   const std::vector<int64_t> xs = {c.n, c.c, c.h, c.w}, ws = {c.k, c.c, c.r, c.s}, ys = {c.n, c.k, c.out_h(), c.out_w()};
   const auto x = Random(static_cast<size_t>(c.n * c.c * c.h * c.w), 41);
   const auto w = Random(static_cast<size_t>(c.k * c.c * c.r * c.s), 42, -0.5f, 0.5f);
@@ -103,13 +102,28 @@ TEST_P(EngineCandidates, EveryCandidateMatchesReference) {
     ++ran;
   }
   EXPECT_GE(ran, 1);
-  std::printf("%s: %zu candidates, %d ran (%s)\n", GetParam().name, e.size(), ran, e.summary().c_str());
+  std::printf("%s: %zu candidates, %d ran (%s)\n", shape.name, e.size(), ran, e.summary().c_str());
   cudaFree(dx);
   cudaFree(dw);
   cudaFree(dy);
   cudaFree(dws);
   made->reset();
   cudnnDestroy(h);
+}
+
+TEST_P(EngineCandidates, EveryCandidateMatchesReference) {
+  KEEL_SKIP_WITHOUT_GPU();
+  CheckEveryCandidate(GetParam());
+}
+
+// KEEL_CUDNN_ENGINES_ALL=1: every engine of the library (not only the
+// heuristics' picks) on ResNet-18's heaviest shapes.
+TEST(EngineAll, EveryEngineMatchesReference) {
+  KEEL_SKIP_WITHOUT_GPU();
+  setenv("KEEL_CUDNN_ENGINES_ALL", "1", 1);
+  CheckEveryCandidate({"all_l4_3x3_512", Make(1, 512, 7, 512, 3, 1, 1)});
+  CheckEveryCandidate({"all_l3_3x3_256_b2", Make(2, 256, 14, 256, 3, 1, 1)});
+  unsetenv("KEEL_CUDNN_ENGINES_ALL");
 }
 #else
 TEST_P(EngineCandidates, EveryCandidateMatchesReference) { GTEST_SKIP() << "built without cuDNN"; }
