@@ -2,12 +2,6 @@
 // emission and linking of the CPU kernel library (see llvm_cpu_emitter.h).
 #include "compiler/codegen/llvm_cpu_emitter.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/Constants.h>
@@ -25,19 +19,15 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
+#include <cctype>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "compiler/codegen/llvm_cpu_kernel.h"
+#include "compiler/codegen/tool_process.h"
 #include "keel/kernel_abi.h"
-
-extern char** environ;
 
 namespace keel::codegen {
 namespace {
@@ -143,63 +133,13 @@ void Optimize(llvm::Module& m, llvm::TargetMachine& tm, const CpuTargetOptions& 
   mpm.run(m, mam);
 }
 
-struct TempDir {
-  std::string path;
-  ~TempDir() {
-    if (path.empty()) return;
-    for (const char* f : {"/kernels.o", "/model.keel.so", "/link.log"}) std::remove((path + f).c_str());
-    rmdir(path.c_str());
-  }
-};
-
+// The linker through RunTool. llvm_cpu_emitter.h promises kIoError for every
+// linker failure; RunTool reports a tool it cannot start as kNotFound (the
+// NVPTX path falls back on that), so that code is mapped here.
 Status RunLinker(const std::string& linker, const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(linker.c_str()));
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, linker.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return IoError("cannot run linker '" + linker + "': " + std::strerror(rc));
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return IoError("waiting for the linker failed");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::ifstream log(log_path);
-    std::stringstream ss;
-    ss << log.rdbuf();
-    return IoError("linker '" + linker + "' failed: " + ss.str());
-  }
-  return Status::Ok();
-}
-
-Status WriteFile(const std::string& path, const char* data, size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError("cannot open " + path + " for writing");
-  out.write(data, static_cast<std::streamsize>(size));
-  out.close();
-  if (!out) return IoError("cannot write " + path);
-  return Status::Ok();
-}
-
-Status CopyFile(const std::string& from, const std::string& to) {
-  std::ifstream in(from, std::ios::binary);
-  if (!in) return IoError("cannot read " + from);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string bytes = ss.str();
-  // Write next to the destination, then rename: readers never see a partial library.
-  std::string tmp = to + ".tmp";
-  KEEL_RETURN_IF_ERROR(WriteFile(tmp, bytes.data(), bytes.size()));
-  chmod(tmp.c_str(), 0755);
-  if (std::rename(tmp.c_str(), to.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return IoError("cannot rename " + tmp + " to " + to);
-  }
-  return Status::Ok();
+  Status s = RunTool(linker, args, log_path, "linker");
+  if (s.code() == StatusCode::kNotFound) return IoError(s.message());
+  return s;
 }
 
 }  // namespace
@@ -276,18 +216,19 @@ Status EmitCpuKernelLibrary(const std::vector<KernelSpec>& kernels, const std::s
     pm.run(*m);
   }
 
-  TempDir dir;
-  char tmpl[] = "/tmp/keel-codegen-XXXXXX";
-  if (!mkdtemp(tmpl)) return IoError("cannot create a temporary directory");
-  dir.path = tmpl;
-  std::string obj_path = dir.path + "/kernels.o";
-  std::string so_path = dir.path + "/model.keel.so";
-  KEEL_RETURN_IF_ERROR(WriteFile(obj_path, object.data(), object.size()));
+  ScratchDir dir;
+  KEEL_RETURN_IF_ERROR(dir.Create("keel-codegen"));
+  const std::string obj_path = dir.Path("kernels.o");
+  const std::string so_path = dir.Path("model.keel.so");
+  const std::string log_path = dir.Path("link.log");
+  KEEL_RETURN_IF_ERROR(WriteBytes(obj_path, object.data(), object.size()));
   std::vector<std::string> args = {"-shared", "-o", so_path, obj_path, "-Wl,--build-id=none", "-Wl,-z,noexecstack"};
   if (options.vector_math_library) args.push_back("-lmvec");
   args.push_back("-lm");
-  KEEL_RETURN_IF_ERROR(RunLinker(options.linker, args, dir.path + "/link.log"));
-  return CopyFile(so_path, out_so_path);
+  KEEL_RETURN_IF_ERROR(RunLinker(options.linker, args, log_path));
+  // Written beside the destination and renamed: readers never see a partial library.
+  KEEL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadBytes(so_path));
+  return ReplaceFile(out_so_path, bytes);
 }
 
 }  // namespace keel::codegen

@@ -18,7 +18,9 @@ extern char** environ;
 
 namespace keel::codegen {
 
-Status RunTool(const std::string& program, const std::vector<std::string>& args, const std::string& log_path) {
+Status RunTool(const std::string& program, const std::vector<std::string>& args, const std::string& log_path,
+               const std::string& role) {
+  const std::string tool = (role.empty() ? "" : role + " ") + "'" + program + "'";
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -30,17 +32,17 @@ Status RunTool(const std::string& program, const std::vector<std::string>& args,
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, program.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return NotFound("cannot run '" + program + "': " + std::strerror(rc));
+  if (rc != 0) return NotFound("cannot run " + tool + ": " + std::strerror(rc));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return IoError("waiting for '" + program + "' failed");
+    if (errno != EINTR) return IoError("waiting for " + tool + " failed");
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return NotFound("'" + program + "' not found");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return NotFound(tool + " not found");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::ifstream log(log_path);
     std::stringstream ss;
     ss << log.rdbuf();
-    return IoError("'" + program + "' failed: " + ss.str());
+    return IoError(tool + " failed: " + ss.str());
   }
   return Status::Ok();
 }
@@ -78,9 +80,9 @@ ScratchDir::~ScratchDir() {
   rmdir(dir_.c_str());
 }
 
-Status ScratchDir::Create() {
-  char tmpl[] = "/tmp/keel-nvptx-XXXXXX";
-  if (!mkdtemp(tmpl)) return IoError("cannot create a temporary directory");
+Status ScratchDir::Create(const std::string& prefix) {
+  std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) return IoError("cannot create a temporary directory");
   dir_ = tmpl;
   return Status::Ok();
 }

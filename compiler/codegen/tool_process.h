@@ -1,6 +1,6 @@
 // compiler/codegen/tool_process.h — running the external tools a kernel
 // library build needs (ptxas, the C compiler driver as linker) and the file
-// plumbing around them, for the NVPTX back end.
+// plumbing around them, for the CPU and NVPTX back ends.
 //
 // RunTool spawns `program args...` (PATH lookup when program has no slash),
 // with stdout and stderr redirected to `log_path`, and waits for it.
@@ -20,7 +20,10 @@
 
 namespace keel::codegen {
 
-Status RunTool(const std::string& program, const std::vector<std::string>& args, const std::string& log_path);
+// `role` (e.g. "linker"), when given, names the tool in messages:
+// "linker 'cc' failed: <log>" instead of "'cc' failed: <log>".
+Status RunTool(const std::string& program, const std::vector<std::string>& args, const std::string& log_path,
+               const std::string& role = "");
 
 Status WriteBytes(const std::string& path, const void* data, size_t size);
 Result<std::vector<uint8_t>> ReadBytes(const std::string& path);
@@ -34,7 +37,8 @@ class ScratchDir {
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
   ~ScratchDir();
-  Status Create();
+  // /tmp/<prefix>-XXXXXX.
+  Status Create(const std::string& prefix = "keel-nvptx");
   // dir/name, remembered for removal.
   std::string Path(const std::string& name);
 

@@ -102,6 +102,26 @@ TEST(Emitter, RejectsDuplicateAndInvalidNames) {
             StatusCode::kInvalidArgument);
 }
 
+// Linker failures are kIoError values naming the linker (llvm_cpu_emitter.h),
+// and leave no library behind.
+TEST(Emitter, LinkerFailuresAreIoErrorsNamingTheLinker) {
+  GraphBuilder b;
+  std::vector<KernelSpec> specs = SomeKernels(b);
+  const std::string out = ::testing::TempDir() + "/keel-linker-failure-test.so";
+  std::remove(out.c_str());
+  CpuTargetOptions missing;
+  missing.linker = "keel-no-such-linker";
+  Status s = EmitCpuKernelLibrary(specs, "id", out, missing);
+  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  EXPECT_NE(s.message().find("cannot run linker 'keel-no-such-linker'"), std::string::npos) << s.ToString();
+  CpuTargetOptions failing;
+  failing.linker = "false";  // starts, exits 1
+  s = EmitCpuKernelLibrary(specs, "id", out, failing);
+  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  EXPECT_NE(s.message().find("linker 'false' failed"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(ReadAll(out).empty()) << out << " was written";
+}
+
 TEST(Emitter, VectorizesTheGemmMicroKernel) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {64, 64});
