@@ -12,7 +12,7 @@ namespace keel::memory {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = internal::SearchClock;
 
 // One device group's search over its non-empty tensors (local indices 0..m-1).
 class OffsetSearch {
@@ -207,18 +207,14 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
                                     const PlanOptions& options) const {
   KEEL_RETURN_IF_ERROR(internal::ValidateLifetimes(tensors));
   const Clock::time_point start = Clock::now();
-  const double limit = std::max(0.0, options.time_limit_seconds);
   const std::vector<internal::DeviceGroup> groups = internal::GroupByDevice(tensors);
   std::vector<internal::OffsetAssignment> per_group;
   bool all_optimal = true;
   uint64_t bound_sum = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<int32_t>& group = groups[g].tensors;
-    // Even share of what is left for this and the remaining groups.
-    const auto elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    const double share = std::max(0.0, limit - elapsed) / static_cast<double>(groups.size() - g);
     const Clock::time_point deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(share));
+        internal::GroupDeadline(start, options.time_limit_seconds, g, groups.size());
 
     internal::OffsetAssignment greedy =
         GreedySizePlanner::AssignOffsets(tensors, group, GapFit::kBestFit);

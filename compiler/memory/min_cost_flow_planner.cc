@@ -194,14 +194,7 @@ internal::ObjectAssignment MinCostFlowPlanner::AssignObjects(
 
 Result<Plan> MinCostFlowPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
                                           const PlanOptions& /*options*/) const {
-  KEEL_RETURN_IF_ERROR(internal::ValidateLifetimes(tensors));
-  const std::vector<internal::DeviceGroup> groups = internal::GroupByDevice(tensors);
-  std::vector<internal::ObjectAssignment> per_group;
-  for (const internal::DeviceGroup& g : groups) per_group.push_back(AssignObjects(tensors, g.tensors));
-  Plan plan = internal::BuildSharedObjectPlan(tensors, groups, per_group, false);
-  plan.strategy = name();
-  plan.lower_bound = PositionalMaxLowerBound(tensors);
-  return plan;
+  return internal::PlanSharedObjects(tensors, name(), &MinCostFlowPlanner::AssignObjects, false);
 }
 
 }  // namespace keel::memory

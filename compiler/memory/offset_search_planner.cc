@@ -15,7 +15,7 @@ namespace keel::memory {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = internal::SearchClock;
 
 using AliasRule = GreedySizePlanner::AliasRule;
 
@@ -117,16 +117,13 @@ Result<Plan> OffsetSearchPlanner::MakePlan(const std::vector<TensorLifetime>& te
                                            const PlanOptions& options) const {
   KEEL_RETURN_IF_ERROR(internal::ValidateLifetimes(tensors));
   const Clock::time_point start = Clock::now();
-  const double limit = std::max(0.0, options.time_limit_seconds);
   const std::vector<internal::DeviceGroup> groups = internal::GroupByDevice(tensors);
   std::vector<internal::OffsetAssignment> per_group;
   bool all_at_bound = true;
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<int32_t>& group = groups[g].tensors;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    const double share = std::max(0.0, limit - elapsed) / static_cast<double>(groups.size() - g);
     const Clock::time_point deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(share));
+        internal::GroupDeadline(start, options.time_limit_seconds, g, groups.size());
     const uint64_t bound = internal::GroupPeakLive(tensors, group);
 
     OrderSearch search(tensors, group);

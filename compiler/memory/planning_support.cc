@@ -155,6 +155,28 @@ Plan BuildSharedObjectPlan(const std::vector<TensorLifetime>& tensors,
   return plan;
 }
 
+Result<Plan> PlanSharedObjects(const std::vector<TensorLifetime>& tensors, const std::string& strategy,
+                               AssignObjectsFn assign, bool pack_into_one_arena) {
+  KEEL_RETURN_IF_ERROR(ValidateLifetimes(tensors));
+  const std::vector<DeviceGroup> groups = GroupByDevice(tensors);
+  std::vector<ObjectAssignment> per_group;
+  per_group.reserve(groups.size());
+  for (const DeviceGroup& g : groups) per_group.push_back(assign(tensors, g.tensors));
+  Plan plan = BuildSharedObjectPlan(tensors, groups, per_group, pack_into_one_arena);
+  plan.strategy = strategy;
+  plan.lower_bound = PositionalMaxLowerBound(tensors);
+  return plan;
+}
+
+SearchClock::time_point GroupDeadline(SearchClock::time_point start, double limit_seconds, size_t g,
+                                      size_t num_groups) {
+  const double limit = std::max(0.0, limit_seconds);
+  const double elapsed = std::chrono::duration<double>(SearchClock::now() - start).count();
+  const double share = std::max(0.0, limit - elapsed) / static_cast<double>(num_groups - g);
+  return SearchClock::now() +
+         std::chrono::duration_cast<SearchClock::duration>(std::chrono::duration<double>(share));
+}
+
 std::vector<int32_t> FirstUseSteps(const std::vector<TensorLifetime>& tensors,
                                    const std::vector<int32_t>& indices) {
   std::vector<int32_t> steps;

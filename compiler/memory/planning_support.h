@@ -5,15 +5,19 @@
 // of them need so that each strategy file only contains its algorithm:
 //   - ValidateLifetimes: the input contract (checked before any planning);
 //   - GroupByDevice: tensor indices per device, in a deterministic order;
-//   - BuildOffsetPlan / BuildSharedObjectPlan: per-device results → Plan.
+//   - BuildOffsetPlan / BuildSharedObjectPlan: per-device results → Plan;
+//   - PlanSharedObjects: the whole MakePlan of a shared-object strategy;
+//   - GroupDeadline: how the search strategies split their time among devices.
 //
 // Inside one device group a tensor is named by its *local* index (its position in
 // DeviceGroup::tensors); results are vectors parallel to that list.
 //
-// Thread-safety: free functions without state. Errors: ValidateLifetimes returns
-// InvalidArgument naming the tensor; the builders cannot fail on validated input.
+// Thread-safety: free functions without state. Errors: ValidateLifetimes (and
+// PlanSharedObjects, which calls it) returns InvalidArgument naming the tensor;
+// the builders cannot fail on validated input.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -77,6 +81,25 @@ Plan BuildSharedObjectPlan(const std::vector<TensorLifetime>& tensors,
                            const std::vector<DeviceGroup>& groups,
                            const std::vector<ObjectAssignment>& per_group,
                            bool pack_into_one_arena);
+
+// A shared-object strategy's algorithm: objects for one device group (global
+// indices into `tensors`, ascending); the result is parallel to `group`.
+using AssignObjectsFn = ObjectAssignment (*)(const std::vector<TensorLifetime>& tensors,
+                                             const std::vector<int32_t>& group);
+// ValidateLifetimes, then `assign` on each device group, then
+// BuildSharedObjectPlan; the plan is named `strategy` and carries the
+// positional-maximum lower bound. Errors: those of ValidateLifetimes.
+Result<Plan> PlanSharedObjects(const std::vector<TensorLifetime>& tensors, const std::string& strategy,
+                               AssignObjectsFn assign, bool pack_into_one_arena);
+
+// The clock of the time-limited (search) strategies.
+using SearchClock = std::chrono::steady_clock;
+// Deadline of device group `g` of `num_groups` for a search that started at
+// `start` with `limit_seconds` in all (negative counts as 0): an even share of
+// the time left for this and the remaining groups, so a group that finishes
+// early leaves its time to the next ones.
+SearchClock::time_point GroupDeadline(SearchClock::time_point start, double limit_seconds, size_t g,
+                                      size_t num_groups);
 
 // Sorted, de-duplicated first_use values of the given tensors. The live set at any
 // step is a subset of the live set at the largest first_use <= that step, so the

@@ -71,14 +71,7 @@ internal::ObjectAssignment TvmPlanner::AssignTokens(const std::vector<TensorLife
 
 Result<Plan> TvmPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
                                   const PlanOptions& /*options*/) const {
-  KEEL_RETURN_IF_ERROR(internal::ValidateLifetimes(tensors));
-  const std::vector<internal::DeviceGroup> groups = internal::GroupByDevice(tensors);
-  std::vector<internal::ObjectAssignment> per_group;
-  for (const internal::DeviceGroup& g : groups) per_group.push_back(AssignTokens(tensors, g.tensors));
-  Plan plan = internal::BuildSharedObjectPlan(tensors, groups, per_group, pack_);
-  plan.strategy = name();
-  plan.lower_bound = PositionalMaxLowerBound(tensors);
-  return plan;
+  return internal::PlanSharedObjects(tensors, name(), &TvmPlanner::AssignTokens, pack_);
 }
 
 }  // namespace keel::memory
