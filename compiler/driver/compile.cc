@@ -8,10 +8,13 @@
 
 #include "compiler/driver/model_lifetimes.h"
 #include "compiler/lower/buffer_assignment.h"
+#include "compiler/memory/plan_report.h"
 #include "serialization/executable_writer.h"
 
 namespace keel::driver {
 namespace {
+
+using memory::HumanBytes;
 
 // FNV-1a, 64-bit: a stable content hash for the library id (not security).
 uint64_t Fnv1a(const std::string& text, uint64_t hash = 1469598103934665603ull) {
@@ -25,18 +28,6 @@ uint64_t Fnv1a(const std::string& text, uint64_t hash = 1469598103934665603ull) 
 std::string Hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string HumanBytes(uint64_t bytes) {
-  char buf[32];
-  if (bytes >= (1ull << 20)) {
-    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / 1048576.0);
-  } else if (bytes >= 1024) {
-    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
-  }
   return buf;
 }
 

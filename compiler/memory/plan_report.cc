@@ -17,18 +17,6 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-std::string HumanBytes(uint64_t bytes) {
-  char buf[32];
-  if (bytes >= (uint64_t{1} << 20)) {
-    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / 1048576.0);
-  } else if (bytes >= 1024) {
-    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
-  }
-  return buf;
-}
-
 // Ratio text, or `none` when the bound is 0 (no bytes to compare with).
 std::string RatioText(uint64_t bytes, uint64_t bound, const char* none) {
   if (bound == 0) return none;
@@ -217,6 +205,18 @@ std::string FormatTable(const PlanReport& r, const ReportFormat& format) {
   for (const StrategyResult& s : r.results) any_optimal |= s.ok() && s.plan.optimal;
   if (any_optimal) out << "* proven optimal for its form\n";
   return out.str();
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / 1048576.0);
+  } else if (bytes >= 1024) {
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  }
+  return buf;
 }
 
 // ---- JSON --------------------------------------------------------------------

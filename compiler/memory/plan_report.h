@@ -109,4 +109,7 @@ std::string ToHtml(const PlanReport& report, const ReportFormat& format);
 std::string JsonEscape(const std::string& text);
 std::string HtmlEscape(const std::string& text);
 
+// "512 B", "1.5 KiB", "2.25 MiB": byte counts for people (the table, keelc's summary).
+std::string HumanBytes(uint64_t bytes);
+
 }  // namespace keel::memory
