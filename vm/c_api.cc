@@ -59,6 +59,18 @@ const keel::TensorInfo* Info(const keel_executable_t* exe, size_t index, bool in
   return index < exe->exe->num_outputs() ? &exe->exe->output(index) : nullptr;
 }
 
+// keel_executable_find_input / _output; `null_message` names the entry point.
+keel_status_t FindIndex(const keel_executable_t* exe, const char* name, size_t* index, bool input,
+                        const char* null_message) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(exe != nullptr && name != nullptr && index != nullptr, null_message);
+    keel::Result<size_t> r = input ? exe->exe->FindInput(name) : exe->exe->FindOutput(name);
+    if (!r.ok()) return Fail(r.status());
+    *index = *r;
+    return KEEL_OK;
+  });
+}
+
 keel_status_t LoadResult(keel::Result<std::shared_ptr<const keel::Executable>> r, keel_executable_t** out) {
   if (!r.ok()) return Fail(r.status());
   *out = new keel_executable{std::move(r).value()};
@@ -167,23 +179,10 @@ keel_status_t keel_executable_output_size(const keel_executable_t* exe, size_t i
 }
 
 keel_status_t keel_executable_find_input(const keel_executable_t* exe, const char* name, size_t* index) {
-  return Guard([&] {
-    KEEL_C_REQUIRE(exe != nullptr && name != nullptr && index != nullptr, "keel_executable_find_input: null argument");
-    keel::Result<size_t> r = exe->exe->FindInput(name);
-    if (!r.ok()) return Fail(r.status());
-    *index = *r;
-    return KEEL_OK;
-  });
+  return FindIndex(exe, name, index, true, "keel_executable_find_input: null argument");
 }
 keel_status_t keel_executable_find_output(const keel_executable_t* exe, const char* name, size_t* index) {
-  return Guard([&] {
-    KEEL_C_REQUIRE(exe != nullptr && name != nullptr && index != nullptr,
-                   "keel_executable_find_output: null argument");
-    keel::Result<size_t> r = exe->exe->FindOutput(name);
-    if (!r.ok()) return Fail(r.status());
-    *index = *r;
-    return KEEL_OK;
-  });
+  return FindIndex(exe, name, index, false, "keel_executable_find_output: null argument");
 }
 
 keel_status_t keel_vm_create(keel_executable_t* exe, const char* device, const keel_vm_options_t* options,

@@ -17,15 +17,6 @@
 namespace keel::vm_internal {
 namespace {
 
-std::string ShapeString(std::span<const int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 std::vector<int64_t> ToVector(const flatbuffers::Vector<int64_t>* v) {
   std::vector<int64_t> out;
   if (v != nullptr) out.assign(v->begin(), v->end());

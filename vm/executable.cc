@@ -69,6 +69,15 @@ std::unique_ptr<FileBytes> FileBytes::Borrow(std::span<const uint8_t> bytes) {
   return out;
 }
 
+std::string ShapeString(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
 }  // namespace vm_internal
 
 using vm_internal::FileBytes;

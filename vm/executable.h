@@ -153,6 +153,9 @@ struct LoadedExecutable {
   uint32_t devices_used = 0;  // bit (1 << DeviceType) for each device the executable touches
 };
 
+// "[2,3,5]" ("[]" for a scalar): how the runtime's error messages spell shapes.
+std::string ShapeString(std::span<const int64_t> shape);
+
 // Decodes verified `file` bytes into `out` (its file/library fields already set).
 // Errors: kInvalidExecutable for what ReadExecutable rejects plus the runtime's own
 // safety checks (writes into read-only constants, use of a freed storage, a kernel

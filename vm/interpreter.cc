@@ -12,15 +12,6 @@
 namespace keel::vm_internal {
 namespace {
 
-std::string ShapeString(std::span<const int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 inline uint64_t NowNs() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -421,16 +412,8 @@ Status Interpreter::Run() {
       }
     }
     s = RunRecorded();
-  } else if (trace_ != nullptr) {
-    for (auto& d : devices_) {
-      if (d) d->set_trace_hook(this);
-    }
-    s = Execute<true>();
-    for (auto& d : devices_) {
-      if (d) d->set_trace_hook(nullptr);
-    }
   } else {
-    s = Execute<false>();
+    s = ExecuteMaybeTraced();
   }
   if (!s.ok()) return s;
   // Device-to-host copies into host outputs are asynchronous: wait before reading them.
@@ -472,21 +455,22 @@ Status Interpreter::RunRecorded() {
     return Status::Ok();
   }
   KEEL_RETURN_IF_ERROR(gpu->BeginRecording());
-  Status s;
-  if (trace_ != nullptr) {
-    for (auto& d : devices_) {
-      if (d) d->set_trace_hook(this);
-    }
-    s = Execute<true>();
-    for (auto& d : devices_) {
-      if (d) d->set_trace_hook(nullptr);
-    }
-  } else {
-    s = Execute<false>();
-  }
+  Status s = ExecuteMaybeTraced();
   Status end = gpu->EndRecording(s.ok());
   if (!s.ok()) return s;
   return end;
+}
+
+Status Interpreter::ExecuteMaybeTraced() {
+  if (trace_ == nullptr) return Execute<false>();
+  for (auto& d : devices_) {
+    if (d) d->set_trace_hook(this);
+  }
+  Status s = Execute<true>();
+  for (auto& d : devices_) {
+    if (d) d->set_trace_hook(nullptr);
+  }
+  return s;
 }
 
 Result<TensorView> Interpreter::GetOutput(size_t index) const {

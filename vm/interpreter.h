@@ -61,6 +61,9 @@ class Interpreter final : private DeviceTraceHook {
   Status RunRecorded();
   template <bool kTrace>
   Status Execute();
+  // Execute<true> with every device reporting its calls to this VM when a trace
+  // observer is set, Execute<false> otherwise.
+  Status ExecuteMaybeTraced();
   Status InstructionError(uint32_t index, const Status& status) const;
   void OnDeviceOp(const DeviceOp& op) override {
     if (setup_label_ != nullptr) [[unlikely]] {  // during Init: report, don't record
