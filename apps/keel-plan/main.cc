@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/cli.h"
 #include "compiler/driver/model_lifetimes.h"
 #include "compiler/memory/plan_report.h"
 #include "compiler/memory/planner.h"
@@ -52,10 +53,7 @@ void PrintUsage(FILE* out) {
   std::fprintf(out, kUsage, names.c_str());
 }
 
-int UsageError(const std::string& message) {
-  std::fprintf(stderr, "keel-plan: %s (see keel-plan --help)\n", message.c_str());
-  return 2;
-}
+int UsageError(const std::string& message) { return keel::cli::UsageError("keel-plan", message); }
 
 int Error(const std::string& message) {
   std::fprintf(stderr, "keel-plan: error: %s\n", message.c_str());
@@ -100,24 +98,8 @@ int main(int argc, char** argv) {
   double time_limit = 10.0;
   bool quiet = false;
   keel::memory::ReportFormat format;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    bool missing_value = false;
-    auto value = [&](const std::string& flag, std::string& out) -> bool {
-      if (arg == flag) {
-        if (i + 1 >= argc) {
-          missing_value = true;
-          return false;
-        }
-        out = argv[++i];
-        return true;
-      }
-      if (arg.rfind(flag + "=", 0) == 0) {
-        out = arg.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
+  for (keel::cli::ArgScanner args(argc, argv); args.Next();) {
+    const std::string& arg = args.arg();
     std::string v;
     if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
@@ -126,25 +108,25 @@ int main(int argc, char** argv) {
       quiet = true;
     } else if (arg == "--no-timings") {
       format.timings = false;
-    } else if (value("--target", v)) {
+    } else if (args.Value("--target", v)) {
       if (v != "cpu" && v != "cuda") return UsageError("--target expects cpu or cuda (got '" + v + "')");
       options.target = v;
-    } else if (value("--strategies", v)) {
+    } else if (args.Value("--strategies", v)) {
       strategies_text = v;
-    } else if (value("--json", v)) {
+    } else if (args.Value("--json", v)) {
       json_path = v;
-    } else if (value("--html", v)) {
+    } else if (args.Value("--html", v)) {
       html_path = v;
-    } else if (value("--time-limit", v)) {
+    } else if (args.Value("--time-limit", v)) {
       char* end = nullptr;
       time_limit = std::strtod(v.c_str(), &end);
       if (v.empty() || *end != '\0' || !(time_limit > 0)) return UsageError("--time-limit expects seconds > 0");
-    } else if (value("--batch", v)) {
+    } else if (args.Value("--batch", v)) {
       char* end = nullptr;
       const long long n = std::strtoll(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < 1) return UsageError("--batch expects a positive integer");
       options.import.default_dynamic_dim = n;
-    } else if (missing_value) {
+    } else if (args.missing_value()) {
       return UsageError(arg + " needs a value");
     } else if (!arg.empty() && arg[0] == '-') {
       return UsageError("unknown option '" + arg + "'");

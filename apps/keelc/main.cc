@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "apps/common/cli.h"
 #include "compiler/driver/compile.h"
 #include "compiler/driver/cuda_host_emitter.h"
 #include "compiler/memory/planner.h"
@@ -51,10 +52,7 @@ void PrintUsage(FILE* out) {
   std::fprintf(out, kUsage, names.c_str());
 }
 
-int UsageError(const std::string& message) {
-  std::fprintf(stderr, "keelc: %s (see keelc --help)\n", message.c_str());
-  return 2;
-}
+int UsageError(const std::string& message) { return keel::cli::UsageError("keelc", message); }
 
 bool ParseShape(const std::string& text, std::vector<int64_t>& shape) {
   std::stringstream in(text);
@@ -75,20 +73,8 @@ int main(int argc, char** argv) {
   bool quiet = false;
   std::string emit;
   bool target_given = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](const std::string& flag, std::string& out) -> bool {
-      if (arg == flag) {
-        if (i + 1 >= argc) return false;
-        out = argv[++i];
-        return true;
-      }
-      if (arg.rfind(flag + "=", 0) == 0) {
-        out = arg.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
+  for (keel::cli::ArgScanner args(argc, argv); args.Next();) {
+    const std::string& arg = args.arg();
     std::string v;
     if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
@@ -98,33 +84,33 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg == "-q" || arg == "--quiet") {
       quiet = true;
-    } else if (value("-o", v) || value("--output", v)) {
+    } else if (args.Value("-o", v) || args.Value("--output", v)) {
       options.output_path = v;
-    } else if (value("--target", v)) {
+    } else if (args.Value("--target", v)) {
       options.target = v;
       target_given = true;
-    } else if (value("--emit", v)) {
+    } else if (args.Value("--emit", v)) {
       if (v != "cuda-host") return UsageError("--emit expects cuda-host (got '" + v + "')");
       emit = v;
-    } else if (value("--memory-plan", v)) {
+    } else if (args.Value("--memory-plan", v)) {
       options.memory_plan = v;
-    } else if (value("--cpu", v)) {
+    } else if (args.Value("--cpu", v)) {
       options.backend.cpu = v;
-    } else if (value("--disable-pass", v)) {
+    } else if (args.Value("--disable-pass", v)) {
       options.pipeline.disabled.insert(v);
-    } else if (value("--plan-time-limit", v)) {
+    } else if (args.Value("--plan-time-limit", v)) {
       options.planner_time_limit_seconds = std::atof(v.c_str());
-    } else if (value("--batch", v)) {
+    } else if (args.Value("--batch", v)) {
       options.import.default_dynamic_dim = std::atoll(v.c_str());
       if (options.import.default_dynamic_dim < 1) return UsageError("--batch needs a positive integer");
-    } else if (value("--input-shape", v)) {
+    } else if (args.Value("--input-shape", v)) {
       const size_t eq = v.find('=');
       std::vector<int64_t> shape;
       if (eq == std::string::npos || !ParseShape(v.substr(eq + 1), shape)) {
         return UsageError("--input-shape expects NAME=D,D,... (got '" + v + "')");
       }
       options.import.input_shapes[v.substr(0, eq)] = shape;
-    } else if (value("--dump-ir", v)) {
+    } else if (args.Value("--dump-ir", v)) {
       if (v.rfind("after-", 0) != 0) return UsageError("--dump-ir expects after-PASS or after-all");
       std::string pass = v.substr(6);
       options.pipeline.dump_ir_after.insert(pass == "all" ? "*" : pass);
