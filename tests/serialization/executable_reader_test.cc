@@ -4,6 +4,7 @@
 // not validate, or by patching bytes) and checks the status code and a
 // distinctive part of the message.
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "gtest/gtest.h"
@@ -37,11 +38,29 @@ void ValidMain(ExecutableWriter& w) {
       .Ret({3});
 }
 
-TEST(ExecutableReader, AcceptsTheMinimalProgram) {
+// MinimalBase, then `edit` (one defect outside main; none when empty), then
+// ValidMain, finished with `o`.
+std::vector<uint8_t> MinimalProgram(const std::function<void(ExecutableWriter&)>& edit,
+                                    const FinishOptions& o = {}) {
   ExecutableWriter w;
   MinimalBase(w);
+  if (edit) edit(w);
   ValidMain(w);
-  auto r = ReadExecutable(Finish(w));
+  return Finish(w, o);
+}
+std::vector<uint8_t> MinimalProgram(const FinishOptions& o = {}) { return MinimalProgram(nullptr, o); }
+
+// MinimalProgram(edit) must be rejected as invalid with `needle` in the message.
+void ExpectEditError(const std::function<void(ExecutableWriter&)>& edit, const std::string& needle) {
+  ExpectReadError(MinimalProgram(edit), kInvalid, needle);
+}
+// The same for a program with one more kernel, `k`.
+void ExpectKernelError(const KernelDesc& k, const std::string& needle) {
+  ExpectEditError([&](ExecutableWriter& w) { w.AddKernel(k); }, needle);
+}
+
+TEST(ExecutableReader, AcceptsTheMinimalProgram) {
+  auto r = ReadExecutable(MinimalProgram());
   EXPECT_TRUE(r.ok()) << r.status().ToString();
 }
 
@@ -58,12 +77,9 @@ TEST(ExecutableReader, RejectsTooSmallFile) {
 }
 
 TEST(ExecutableReader, RejectsWrongIdentifier) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  ValidMain(w);
   FinishOptions o;
   o.file_identifier = "ONNX";
-  ExpectReadError(Finish(w, o), kInvalid, "not a Keel executable");
+  ExpectReadError(MinimalProgram(o), kInvalid, "not a Keel executable");
   // A plain text file too.
   std::string text = "this is not an executable at all";
   ExpectReadError(std::vector<uint8_t>(text.begin(), text.end()), kInvalid, "not a Keel executable");
@@ -97,43 +113,32 @@ TEST(ExecutableReader, RejectsCorruptRootOffset) {
 }
 
 TEST(ExecutableReader, RejectsNewerMajorVersion) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  ValidMain(w);
   FinishOptions o;
   o.version_major = kFormatVersionMajor + 1;
   const std::string want = "executable format " + std::to_string(kFormatVersionMajor + 1) +
                            ".x is newer than this runtime's " + std::to_string(kFormatVersionMajor) + ".x";
-  ExpectReadError(Finish(w, o), StatusCode::kUnsupported, want);
+  ExpectReadError(MinimalProgram(o), StatusCode::kUnsupported, want);
 }
 
 TEST(ExecutableReader, RejectsOlderMajorVersion) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  ValidMain(w);
   FinishOptions o;
   o.version_major = kFormatVersionMajor - 1;
-  ExpectReadError(Finish(w, o), StatusCode::kUnsupported, "is older than this runtime's");
+  ExpectReadError(MinimalProgram(o), StatusCode::kUnsupported, "is older than this runtime's");
 }
 
 TEST(ExecutableReader, AcceptsNewerMinorVersion) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  ValidMain(w);
   FinishOptions o;
   o.version_minor = kFormatVersionMinor + 7;
-  auto r = ReadExecutable(Finish(w, o));
+  const std::vector<uint8_t> file = MinimalProgram(o);
+  auto r = ReadExecutable(file);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->version_minor, kFormatVersionMinor + 7);
 }
 
 TEST(ExecutableReader, RejectsMissingVersion) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  ValidMain(w);
   FinishOptions o;
   o.omit_version = true;
-  ExpectReadError(Finish(w, o), kInvalid, "missing format version");
+  ExpectReadError(MinimalProgram(o), kInvalid, "missing format version");
 }
 
 TEST(ExecutableReader, RejectsMisalignedBuffer) {
@@ -149,190 +154,100 @@ TEST(ExecutableReader, RejectsMisalignedBuffer) {
 // ---- data segment and constants ---------------------------------------------------
 
 TEST(ExecutableReader, RejectsMisalignedDataSegment) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  ValidMain(w);
-  const auto good = ReadExecutable(Finish(w));
+  const std::vector<uint8_t> good_file = MinimalProgram();
+  const auto good = ReadExecutable(good_file);
   ASSERT_TRUE(good.ok());
   FinishOptions o;
   o.data_segment_offset = good->root->data_segment_offset() + 8;
-  ExpectReadError(Finish(w, o), kInvalid, "data segment offset");
-  ExpectReadError(Finish(w, o), kInvalid, "not 64-byte aligned");
+  ExpectReadError(MinimalProgram(o), kInvalid, "data segment offset");
+  ExpectReadError(MinimalProgram(o), kInvalid, "not 64-byte aligned");
 }
 
 TEST(ExecutableReader, RejectsDataSegmentPastEndOfFile) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  ValidMain(w);
   FinishOptions o;
   o.data_segment_size = 1 << 20;
-  ExpectReadError(Finish(w, o), kInvalid, "extends past the end of the file");
+  ExpectReadError(MinimalProgram(o), kInvalid, "extends past the end of the file");
   o.data_segment_size = std::numeric_limits<uint64_t>::max();  // offset + size overflows
-  ExpectReadError(Finish(w, o), kInvalid, "extends past the end of the file");
+  ExpectReadError(MinimalProgram(o), kInvalid, "extends past the end of the file");
   FinishOptions far;
   far.data_segment_offset = uint64_t{1} << 40;
-  ExpectReadError(Finish(w, far), kInvalid, "extends past the end of the file");
+  ExpectReadError(MinimalProgram(far), kInvalid, "extends past the end of the file");
 }
 
 TEST(ExecutableReader, RejectsDataSegmentOverlappingMetadata) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  ValidMain(w);
   FinishOptions o;
   o.data_segment_offset = 0;
-  ExpectReadError(Finish(w, o), kInvalid, "overlaps the FlatBuffer");
+  ExpectReadError(MinimalProgram(o), kInvalid, "overlaps the FlatBuffer");
+}
+
+// One more constant (index 1), described raw (offset and size as given).
+void ExpectConstantError(const RawConstantDesc& c, const std::string& needle) {
+  ExpectEditError([&](ExecutableWriter& w) { w.AddRawConstant(c); }, needle);
 }
 
 TEST(ExecutableReader, RejectsConstantOutsideDataSegment) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  w.AddRawConstant({"far", DType::kF32, {4}, DeviceKind::kCpu, 1024, 16});
-  ValidMain(w);
-  ExpectReadError(Finish(w), kInvalid, "constant 1 'far': bytes [1024, +16) lie outside the data segment");
+  ExpectConstantError({"far", DType::kF32, {4}, DeviceKind::kCpu, 1024, 16},
+                      "constant 1 'far': bytes [1024, +16) lie outside the data segment");
 }
 
 TEST(ExecutableReader, RejectsConstantOffsetOverflow) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  w.AddRawConstant({"wrap", DType::kF32, {4}, DeviceKind::kCpu, std::numeric_limits<uint64_t>::max() - 63, 16});
-  ValidMain(w);
-  ExpectReadError(Finish(w), kInvalid, "lie outside the data segment");
+  ExpectConstantError({"wrap", DType::kF32, {4}, DeviceKind::kCpu, std::numeric_limits<uint64_t>::max() - 63, 16},
+                      "lie outside the data segment");
 }
 
 TEST(ExecutableReader, RejectsMisalignedConstant) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  w.AddRawConstant({"odd", DType::kF32, {2}, DeviceKind::kCpu, 8, 8});
-  ValidMain(w);
-  ExpectReadError(Finish(w), kInvalid, "constant 1 'odd': offset 8 is not 64-byte aligned");
+  ExpectConstantError({"odd", DType::kF32, {2}, DeviceKind::kCpu, 8, 8},
+                      "constant 1 'odd': offset 8 is not 64-byte aligned");
 }
 
 TEST(ExecutableReader, RejectsConstantSizeMismatch) {
-  ExecutableWriter w;
-  MinimalBase(w);
-  std::vector<uint8_t> bytes(20, 1);
-  w.AddConstant("short", DType::kF32, {2, 3}, DeviceKind::kCpu, bytes);
-  ValidMain(w);
-  ExpectReadError(Finish(w), kInvalid, "size 20 bytes != product(shape) * dtype size = 24");
+  ExpectEditError(
+      [](ExecutableWriter& w) {
+        w.AddConstant("short", DType::kF32, {2, 3}, DeviceKind::kCpu, std::vector<uint8_t>(20, 1));
+      },
+      "size 20 bytes != product(shape) * dtype size = 24");
 }
 
 TEST(ExecutableReader, RejectsConstantShapeOverflowAndNegativeDims) {
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    const int64_t big = int64_t{1} << 62;
-    w.AddRawConstant({"huge", DType::kF32, {big, big}, DeviceKind::kCpu, 0, 0});
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "element count overflows");
-  }
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    w.AddRawConstant({"bytes", DType::kF64, {int64_t{1} << 62}, DeviceKind::kCpu, 0, 0});
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "byte size overflows");
-  }
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    w.AddRawConstant({"neg", DType::kF32, {2, -3}, DeviceKind::kCpu, 0, 0});
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "dimension 1 is negative (-3)");
-  }
+  const int64_t big = int64_t{1} << 62;
+  ExpectConstantError({"huge", DType::kF32, {big, big}, DeviceKind::kCpu, 0, 0}, "element count overflows");
+  ExpectConstantError({"bytes", DType::kF64, {big}, DeviceKind::kCpu, 0, 0}, "byte size overflows");
+  ExpectConstantError({"neg", DType::kF32, {2, -3}, DeviceKind::kCpu, 0, 0}, "dimension 1 is negative (-3)");
+}
+
+// A kernel named `name` of `kind` on `device`, without args, attributes or launch.
+KernelDesc Kernel(const std::string& name, KernelKind kind, DeviceKind device) {
+  KernelDesc k;
+  k.name = name;
+  k.kind = kind;
+  k.device = device;
+  return k;
 }
 
 TEST(ExecutableReader, RejectsEnumValuesOutOfRange) {
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    w.AddRawConstant({"x", static_cast<DType>(200), {1}, DeviceKind::kCpu, 0, 1});
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "dtype value 200 out of range");
-  }
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    w.AddTarget(static_cast<DeviceKind>(9), "riscv");
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "target 0: device value 9 out of range");
-  }
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    KernelDesc k;
-    k.name = "weird";
-    k.kind = static_cast<KernelKind>(42);
-    w.AddKernel(k);
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "kind value 42 out of range");
-  }
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    KernelDesc k;
-    k.name = "weird";
-    k.args = {{DType::kF32, {1}, static_cast<ArgAccess>(5)}};
-    w.AddKernel(k);
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "access value 5 out of range");
-  }
+  ExpectConstantError({"x", static_cast<DType>(200), {1}, DeviceKind::kCpu, 0, 1}, "dtype value 200 out of range");
+  ExpectEditError([](ExecutableWriter& w) { w.AddTarget(static_cast<DeviceKind>(9), "riscv"); },
+                  "target 0: device value 9 out of range");
+  ExpectKernelError(Kernel("weird", static_cast<KernelKind>(42), DeviceKind::kCpu), "kind value 42 out of range");
+  KernelDesc k = Kernel("weird", KernelKind::kCpuGenerated, DeviceKind::kCpu);
+  k.args = {{DType::kF32, {1}, static_cast<ArgAccess>(5)}};
+  ExpectKernelError(k, "access value 5 out of range");
 }
 
 // ---- kernels and memory plan ------------------------------------------------------
 
 TEST(ExecutableReader, RejectsBadKernels) {
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    KernelDesc k;
-    k.name = "gemm";
-    k.kind = KernelKind::kLibrary;
-    k.device = DeviceKind::kCuda;
-    w.AddKernel(k);
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "library kernel without library_op");
-  }
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    KernelDesc k;
-    k.name = "relu";
-    k.kind = KernelKind::kCudaGenerated;
-    k.device = DeviceKind::kCuda;
-    w.AddKernel(k);
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "without a launch config");
-    KernelDesc z = k;
-    z.launch = LaunchDesc{{1, 0, 1}, {32, 1, 1}, 0};
-    ExecutableWriter w2;
-    MinimalBase(w2);
-    w2.AddKernel(z);
-    ValidMain(w2);
-    ExpectReadError(Finish(w2), kInvalid, "launch grid dimension 1 is 0");
-  }
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    KernelDesc k;
-    k.name = "dup";
-    k.kind = KernelKind::kLibrary;
-    k.device = DeviceKind::kCuda;
-    k.library_op = "cudnn.conv2d";
-    k.attrs = {AttrDesc::Ints("pads", {1}), AttrDesc::Ints("pads", {2})};
-    w.AddKernel(k);
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "key 'pads' repeated");
-  }
-  {
-    ExecutableWriter w;
-    MinimalBase(w);
-    KernelDesc k;  // a cpu_generated kernel on cuda
-    k.name = "mixed";
-    k.device = DeviceKind::kCuda;
-    w.AddKernel(k);
-    ValidMain(w);
-    ExpectReadError(Finish(w), kInvalid, "cpu_generated kernel on a non-cpu device");
-  }
+  ExpectKernelError(Kernel("gemm", KernelKind::kLibrary, DeviceKind::kCuda), "library kernel without library_op");
+  KernelDesc relu = Kernel("relu", KernelKind::kCudaGenerated, DeviceKind::kCuda);
+  ExpectKernelError(relu, "without a launch config");
+  relu.launch = LaunchDesc{{1, 0, 1}, {32, 1, 1}, 0};
+  ExpectKernelError(relu, "launch grid dimension 1 is 0");
+  KernelDesc dup = Kernel("dup", KernelKind::kLibrary, DeviceKind::kCuda);
+  dup.library_op = "cudnn.conv2d";
+  dup.attrs = {AttrDesc::Ints("pads", {1}), AttrDesc::Ints("pads", {2})};
+  ExpectKernelError(dup, "key 'pads' repeated");
+  ExpectKernelError(Kernel("mixed", KernelKind::kCpuGenerated, DeviceKind::kCuda),  // cpu_generated on cuda
+                    "cpu_generated kernel on a non-cpu device");
 }
 
 MemoryPlanDesc OneArenaPlan() {

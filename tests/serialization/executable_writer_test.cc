@@ -18,6 +18,7 @@
 namespace keel::ser {
 namespace {
 
+using samples::ConstantBytes;
 using samples::MakeSampleSpec;
 using samples::SampleFile;
 using samples::SampleSpec;
@@ -237,30 +238,7 @@ TEST(ExecutableWriter, ConstantRefAndCopyGiveSameFile) {
   const SampleSpec spec = MakeSampleSpec();
   ExecutableWriter by_copy, by_ref;
   WriteSample(spec, by_copy);
-  // Same calls, but constants by reference.
-  by_ref.SetProducer(spec.producer);
-  by_ref.SetKernelLibraryId(spec.kernel_library_id);
-  by_ref.AddTarget(DeviceKind::kCpu, "x86-64", "+avx2,+fma");
-  by_ref.AddTarget(DeviceKind::kCuda, "sm_90");
-  for (const auto& k : spec.kernels) by_ref.AddKernel(k);
-  for (const auto& c : spec.constants) by_ref.AddConstantRef(c.name, c.dtype, c.shape, c.device, c.bytes);
-  by_ref.SetMemoryPlan(spec.plan);
-  FunctionBuilder& f = by_ref.AddFunction("main", {{"x", {2, 3}, DType::kF32, DeviceKind::kCpu}},
-                                          {{"y", {2, 3}, DType::kF32, DeviceKind::kCpu}}, 8);
-  f.AllocStorage(1, 0, "storage0")
-      .AllocTensor(2, 1, 0, {2, 3}, DType::kF32, "t_add")
-      .LoadConst(3, 0, "w0")
-      .Invoke(0, {0, 3, 2}, "Add_1")
-      .AllocStorage(4, 2)
-      .AllocTensor(5, 4, 0, {6}, DType::kF32)
-      .Copy(5, 2, "copy_to_dynamic")
-      .AllocStorage(6, 1)
-      .AllocTensor(7, 6, 32, {2, 3}, DType::kF32)
-      .Copy(7, 5)
-      .FreeStorage(4, "free_dynamic")
-      .Ret({7}, "return");
-  FunctionBuilder& h = by_ref.AddFunction("helper", {}, {{"c", {5}, DType::kI64, DeviceKind::kCuda}}, 1);
-  h.LoadConst(0, 1).Ret({0});
+  WriteSample(spec, by_ref, ConstantBytes::kReferenced);  // same calls, constants by reference
   auto a = by_copy.Finish();
   auto b = by_ref.Finish();
   ASSERT_TRUE(a.ok() && b.ok());

@@ -59,13 +59,19 @@ SampleSpec MakeSampleSpec() {
   return s;
 }
 
-void WriteSample(const SampleSpec& spec, ExecutableWriter& w) {
+void WriteSample(const SampleSpec& spec, ExecutableWriter& w, ConstantBytes constants) {
   w.SetProducer(spec.producer);
   w.SetKernelLibraryId(spec.kernel_library_id);
   w.AddTarget(DeviceKind::kCpu, "x86-64", "+avx2,+fma");
   w.AddTarget(DeviceKind::kCuda, "sm_90");
   for (const auto& k : spec.kernels) w.AddKernel(k);
-  for (const auto& c : spec.constants) w.AddConstant(c.name, c.dtype, c.shape, c.device, c.bytes);
+  for (const auto& c : spec.constants) {
+    if (constants == ConstantBytes::kReferenced) {
+      w.AddConstantRef(c.name, c.dtype, c.shape, c.device, c.bytes);
+    } else {
+      w.AddConstant(c.name, c.dtype, c.shape, c.device, c.bytes);
+    }
+  }
   w.SetMemoryPlan(spec.plan);
 
   // main(x: f32[2,3]) -> (y: f32[2,3]); registers: r0 = x.

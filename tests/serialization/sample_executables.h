@@ -35,9 +35,13 @@ struct SampleSpec {
 // The spec of the sample (deterministic: constant bytes from a fixed formula).
 SampleSpec MakeSampleSpec();
 
+// How WriteSample hands the constants' bytes to the writer: AddConstant (copied)
+// or AddConstantRef (referenced: `spec` must then outlive the writer's Finish).
+enum class ConstantBytes { kCopied, kReferenced };
+
 // Writes `spec` plus two functions: `main` (every instruction kind) and `helper`.
 // The instruction sequence of main is documented in the .cc.
-void WriteSample(const SampleSpec& spec, ExecutableWriter& w);
+void WriteSample(const SampleSpec& spec, ExecutableWriter& w, ConstantBytes constants = ConstantBytes::kCopied);
 
 // Finish() of WriteSample(MakeSampleSpec()), asserting success.
 std::vector<uint8_t> SampleFile();
