@@ -191,4 +191,20 @@ KernelSpec CheckNodeAgainstReference(const ir::Node& node, uint32_t seed, double
   return *spec;
 }
 
+KernelSpec CheckOp(GraphBuilder& b, const std::string& op, std::vector<ir::Value*> inputs,
+                   const ir::Attributes& attrs, uint32_t seed, double tolerance, int64_t int_range) {
+  ir::Node* n = b.Op(op, std::move(inputs), attrs);
+  if (n == nullptr) {
+    ADD_FAILURE() << op << " could not be built";
+    return {};
+  }
+  return CheckNodeAgainstReference(*n, seed, tolerance, int_range);
+}
+
+ir::Attributes Attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> values) {
+  ir::Attributes a;
+  for (const auto& [name, value] : values) a.Set(name, value);
+  return a;
+}
+
 }  // namespace keel::codegen::testing

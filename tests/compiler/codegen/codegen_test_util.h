@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/codegen/kernel_spec.h"
@@ -65,6 +67,14 @@ std::vector<std::vector<uint8_t>> RunKernel(keel_cpu_kernel_fn kernel, const Ker
 // compare every output against ir::EvaluateNode. Returns the lowered spec.
 KernelSpec CheckNodeAgainstReference(const ir::Node& node, uint32_t seed, double tolerance = 1e-5,
                                      int64_t int_range = 4, const LowerOptions& options = {});
+
+// CheckNodeAgainstReference on b.Op(op, inputs, attrs): the one-op test. A test
+// failure (and an empty spec) when the op cannot be built.
+KernelSpec CheckOp(GraphBuilder& b, const std::string& op, std::vector<ir::Value*> inputs,
+                   const ir::Attributes& attrs, uint32_t seed, double tolerance = 1e-5, int64_t int_range = 4);
+
+// Attributes from a list: Attrs({{"axis", int64_t{1}}, {"perm", std::vector<int64_t>{1, 0}}}).
+ir::Attributes Attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> values);
 
 double RelativeL2(const std::vector<double>& got, const std::vector<double>& want);
 

@@ -8,8 +8,6 @@
 namespace keel::codegen::testing {
 namespace {
 
-using ir::Attributes;
-
 struct GemmCase { int64_t m, n, k; int64_t ta, tb; double alpha, beta; bool bias; };
 
 class GemmTest : public ::testing::TestWithParam<GemmCase> {};
@@ -21,12 +19,8 @@ TEST_P(GemmTest, MatchesReference) {
   ir::Value* w = b.Input("b", c.tb ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n});
   std::vector<ir::Value*> ins = {a, w};
   if (c.bias) ins.push_back(b.Input("c", {c.n}));
-  Attributes at;
-  at.Set("transA", c.ta);
-  at.Set("transB", c.tb);
-  at.Set("alpha", c.alpha);
-  at.Set("beta", c.beta);
-  ir::Node* n = b.Op("Gemm", ins, at);
+  ir::Node* n =
+      b.Op("Gemm", ins, Attrs({{"transA", c.ta}, {"transB", c.tb}, {"alpha", c.alpha}, {"beta", c.beta}}));
   ASSERT_NE(n, nullptr);
   CheckNodeAgainstReference(*n, 21);
   // The AVX-512 lowering: 12- or 8-row x 32-column register tiles, tail row tiles.
@@ -47,20 +41,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
 
 TEST(MatMul, BatchedWithBroadcast) {
   GraphBuilder b;
-  ir::Value* a = b.Input("a", {2, 3, 5, 7});
-  ir::Value* w = b.Input("w", {3, 7, 9});
-  ir::Node* n = b.Op("MatMul", {a, w});
-  ASSERT_NE(n, nullptr);
-  CheckNodeAgainstReference(*n, 22);
+  CheckOp(b, "MatMul", {b.Input("a", {2, 3, 5, 7}), b.Input("w", {3, 7, 9})}, {}, 22);
 }
 
 TEST(MatMul, SharedWeightFoldsBatchIntoRows) {
   GraphBuilder b;
-  ir::Value* a = b.Input("a", {2, 13, 40});
-  ir::Value* w = b.Input("w", {40, 19});
-  ir::Node* n = b.Op("MatMul", {a, w});
-  ASSERT_NE(n, nullptr);
-  KernelSpec spec = CheckNodeAgainstReference(*n, 23);
+  KernelSpec spec = CheckOp(b, "MatMul", {b.Input("a", {2, 13, 40}), b.Input("w", {40, 19})}, {}, 23);
   ASSERT_TRUE(spec.kernel);
   EXPECT_NE(spec.kernel->ToString().find("a_rows"), std::string::npos);
 }
@@ -68,14 +54,8 @@ TEST(MatMul, SharedWeightFoldsBatchIntoRows) {
 TEST(MatMul, OneDimensionalOperands) {
   GraphBuilder b;
   ir::Value* v = b.Input("v", {7});
-  ir::Value* m = b.Input("m", {2, 7, 5});
-  ir::Node* n1 = b.Op("MatMul", {v, m});
-  ASSERT_NE(n1, nullptr);
-  CheckNodeAgainstReference(*n1, 24);
-  ir::Value* m2 = b.Input("m2", {4, 7});
-  ir::Node* n2 = b.Op("MatMul", {m2, v});
-  ASSERT_NE(n2, nullptr);
-  CheckNodeAgainstReference(*n2, 25);
+  CheckOp(b, "MatMul", {v, b.Input("m", {2, 7, 5})}, {}, 24);
+  CheckOp(b, "MatMul", {b.Input("m2", {4, 7}), v}, {}, 25);
 }
 
 }  // namespace

@@ -10,97 +10,62 @@ namespace {
 using ir::Attributes;
 
 Attributes Window(std::vector<int64_t> kernel, int64_t stride, int64_t pad, int64_t ceil_mode) {
-  Attributes a;
-  a.Set("kernel_shape", kernel);
-  a.Set("strides", std::vector<int64_t>{stride, stride});
-  a.Set("pads", std::vector<int64_t>{pad, pad, pad, pad});
-  a.Set("ceil_mode", ceil_mode);
+  return Attrs({{"kernel_shape", std::move(kernel)},
+                {"strides", std::vector<int64_t>{stride, stride}},
+                {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                {"ceil_mode", ceil_mode}});
+}
+
+// Window(...) plus count_include_pad.
+Attributes AverageWindow(std::vector<int64_t> kernel, int64_t stride, int64_t pad, int64_t ceil_mode,
+                         int64_t count_include_pad) {
+  Attributes a = Window(std::move(kernel), stride, pad, ceil_mode);
+  a.Set("count_include_pad", count_include_pad);
   return a;
 }
 
 TEST(Pool, MaxPool) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {2, 5, 13, 12});
-  for (int64_t ceil : {0, 1}) {
-    ir::Node* n = b.Op("MaxPool", {x}, Window({3, 3}, 2, 1, ceil));
-    ASSERT_NE(n, nullptr);
-    CheckNodeAgainstReference(*n, 41);
-  }
+  for (int64_t ceil : {0, 1}) CheckOp(b, "MaxPool", {x}, Window({3, 3}, 2, 1, ceil), 41);
 }
 
 TEST(Pool, AveragePool) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {1, 3, 11, 10});
-  for (int64_t cip : {0, 1}) {
-    Attributes a = Window({3, 2}, 2, 1, 1);
-    a.Set("count_include_pad", cip);
-    ir::Node* n = b.Op("AveragePool", {x}, a);
-    ASSERT_NE(n, nullptr);
-    CheckNodeAgainstReference(*n, 42);
-  }
+  for (int64_t cip : {0, 1}) CheckOp(b, "AveragePool", {x}, AverageWindow({3, 2}, 2, 1, 1, cip), 42);
 }
 
 // Wide rows: interior columns run as 16-lane vector chunks (overlapping last chunk).
 TEST(Pool, WideRowsVectorChunks) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {1, 4, 30, 70});
-  for (int64_t ceil : {0, 1}) {
-    ir::Node* n = b.Op("MaxPool", {x}, Window({3, 3}, 2, 1, ceil));
-    ASSERT_NE(n, nullptr);
-    CheckNodeAgainstReference(*n, 43);
-  }
-  for (int64_t cip : {0, 1}) {
-    Attributes a = Window({3, 3}, 1, 1, 0);
-    a.Set("count_include_pad", cip);
-    ir::Node* n = b.Op("AveragePool", {x}, a);
-    ASSERT_NE(n, nullptr);
-    CheckNodeAgainstReference(*n, 44);
-  }
+  for (int64_t ceil : {0, 1}) CheckOp(b, "MaxPool", {x}, Window({3, 3}, 2, 1, ceil), 43);
+  for (int64_t cip : {0, 1}) CheckOp(b, "AveragePool", {x}, AverageWindow({3, 3}, 1, 1, 0, cip), 44);
 }
 
 TEST(Pool, GlobalAveragePool) {
   GraphBuilder b;
-  ir::Value* x = b.Input("x", {2, 37, 7, 7});
-  ir::Node* n = b.Op("GlobalAveragePool", {x});
-  ASSERT_NE(n, nullptr);
-  CheckNodeAgainstReference(*n, 43);
+  CheckOp(b, "GlobalAveragePool", {b.Input("x", {2, 37, 7, 7})}, {}, 43);
 }
 
 TEST(Reduce, SoftmaxLastAndMiddleAxis) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {2, 3, 17});
-  for (int64_t axis : {-1, 1}) {
-    Attributes a;
-    a.Set("axis", axis);
-    ir::Node* n = b.Op("Softmax", {x}, a);
-    ASSERT_NE(n, nullptr);
-    CheckNodeAgainstReference(*n, 44);
-  }
+  for (int64_t axis : {-1, 1}) CheckOp(b, "Softmax", {x}, Attrs({{"axis", axis}}), 44);
 }
 
 TEST(Reduce, LayerNormalization) {
   GraphBuilder b;
-  ir::Value* x = b.Input("x", {2, 5, 33});
-  ir::Value* scale = b.Input("scale", {33});
-  ir::Value* bias = b.Input("bias", {33});
-  Attributes a;
-  a.Set("axis", int64_t{-1});
-  a.Set("epsilon", 1e-5);
-  ir::Node* n = b.Op("LayerNormalization", {x, scale, bias}, a);
-  ASSERT_NE(n, nullptr);
-  CheckNodeAgainstReference(*n, 45);
+  CheckOp(b, "LayerNormalization", {b.Input("x", {2, 5, 33}), b.Input("scale", {33}), b.Input("bias", {33})},
+          Attrs({{"axis", int64_t{-1}}, {"epsilon", 1e-5}}), 45);
 }
 
 TEST(Reduce, ReduceMeanKeepAndDropDims) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {3, 4, 5, 6});
   for (int64_t keep : {0, 1}) {
-    Attributes a;
-    a.Set("axes", std::vector<int64_t>{1, 3});
-    a.Set("keepdims", keep);
-    ir::Node* n = b.Op("ReduceMean", {x}, a);
-    ASSERT_NE(n, nullptr);
-    CheckNodeAgainstReference(*n, 46);
+    CheckOp(b, "ReduceMean", {x}, Attrs({{"axes", std::vector<int64_t>{1, 3}}, {"keepdims", keep}}), 46);
   }
 }
 
