@@ -58,29 +58,57 @@ read -r m b <"$R/models.txt"
 "$R/bin/keel-run" "$R/models/$m.b$b.keel" --device cuda --no-cuda-graph --trace >"$OUT/trace_${m}.log" 2>&1
 say "$m: $(grep -c cudaMalloc "$OUT/trace_${m}.log") cudaMalloc lines, $(grep -c 'launch' "$OUT/trace_${m}.log") launches, $(grep -c cudaMemcpy "$OUT/trace_${m}.log") copies in the traced run"
 
-say "== latency: Keel (CUDA graph) vs PyTorch CUDA-graph replay, same run"
+say "== latency: Keel vs PyTorch CUDA-graph replay, same run, at matched precision"
+# PyTorch's default runs cuDNN convolutions in TF32 (torch.backends.cudnn.allow_tf32 = True);
+# Keel's default is TF32 off. So both are measured both ways: fp32 (TF32 off on both sides)
+# and tf32 (allowed on both sides). The anchor script is run as is for the second, and with
+# TF32 switched off before it starts for the first.
+torch_run() {  # torch_run OUTFILE TF32(0|1) MODEL BATCH
+  python3 - "$R/torch_latency.py" "$1" "$2" "$3" "$4" <<'PY'
+import runpy, sys, torch
+anchor, out, tf32, model, batch = sys.argv[1:6]
+torch.backends.cudnn.allow_tf32 = tf32 == "1"
+torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default for matmul
+sys.argv = [anchor, "--models", model, "--batch", batch, "--iters", "200", "--out", out]
+runpy.run_path(anchor, run_name="__main__")
+PY
+}
 while read -r m b; do
-  "$R/bin/keel-bench" "$R/models/$m.b$b.keel" --device cuda --name "$m" --json --warmup 10 --iterations 200 \
-    >"$OUT/bench_${m}_b$b.json" 2>"$OUT/bench_${m}_b$b.err" || say "$m b$b: keel-bench FAILED: $(tail -1 "$OUT/bench_${m}_b$b.err")"
-  python3 "$R/torch_latency.py" --models "$m" --batch "$b" --iters 200 --out "$OUT/torch_${m}_b$b.json" >/dev/null 2>"$OUT/torch_${m}_b$b.err" \
+  k=$R/models/$m.b$b.keel
+  in="--input input=$OUT/$m.b$b.input.bin"
+  "$R/bin/keel-cuda-time" "$k" $in --name "$m" >"$OUT/time_${m}_b$b.json" 2>"$OUT/time_${m}_b$b.err" \
+    || say "$m b$b: keel-cuda-time FAILED: $(tail -1 "$OUT/time_${m}_b$b.err")"
+  "$R/bin/keel-cuda-time" "$k" $in --name "$m" --allow-tf32 >"$OUT/time_${m}_b${b}_tf32.json" 2>>"$OUT/time_${m}_b$b.err"
+  torch_run "$OUT/torch_${m}_b$b.json" 0 "$m" "$b" >/dev/null 2>"$OUT/torch_${m}_b$b.err" \
     || say "$m b$b: torch FAILED: $(tail -1 "$OUT/torch_${m}_b$b.err")"
+  torch_run "$OUT/torch_${m}_b${b}_tf32.json" 1 "$m" "$b" >/dev/null 2>>"$OUT/torch_${m}_b$b.err"
 done <"$R/models.txt"
 python3 - "$OUT" "$R" <<'PY' | tee -a "$res"
-import json, os, re, sys
+import json, re, sys
 out, root = sys.argv[1], sys.argv[2]
-print("%-14s %5s %10s %12s %12s %8s %14s %14s" % ("model", "batch", "keel ms", "torch graph", "torch eager", "ratio", "keel act MiB", "torch act MiB"))
+def load(path):
+    try:
+        d = json.load(open(path))
+        return d[0] if isinstance(d, list) else d
+    except Exception:
+        return None
+print("fp32 = TF32 off on both sides; tf32 = allowed on both; compute = device time without the")
+print("program's own host<->device copies (PyTorch's replay has its input on the GPU); e2e = Run() wall time")
+print("%-14s %5s | %9s %9s %9s %7s | %9s %9s %7s | %8s %8s" % ("model", "batch", "keel fp32", "keel e2e", "torch fp32", "ratio",
+      "keel tf32", "torch tf32", "ratio", "keel MiB", "torch MiB"))
 for line in open(root + "/models.txt"):
     m, b = line.split(); b = int(b)
-    try:
-        k = json.load(open("%s/bench_%s_b%d.json" % (out, m, b)))
-        t = json.load(open("%s/torch_%s_b%d.json" % (out, m, b)))[0]
-    except Exception as e:
-        print("%-14s %5d missing (%s)" % (m, b, e)); continue
+    k, kt = load("%s/time_%s_b%d.json" % (out, m, b)), load("%s/time_%s_b%d_tf32.json" % (out, m, b))
+    t, tt = load("%s/torch_%s_b%d.json" % (out, m, b)), load("%s/torch_%s_b%d_tf32.json" % (out, m, b))
+    if not (k and kt and t and tt):
+        print("%-14s %5d missing results" % (m, b)); continue
     summary = open("%s/models/%s.b%d.keelc.txt" % (root, m, b)).read()
     arena = re.search(r"memory plan \S+: ([\d.]+) (MiB|KiB|B)", summary)
     scale = {"MiB": 1, "KiB": 1 / 1024, "B": 1 / 1048576}
     keel_mib = float(arena.group(1)) * scale[arena.group(2)] if arena else float("nan")
-    print("%-14s %5d %10.3f %12.3f %12.3f %8.2f %14.2f %14.2f" % (m, b, k["median_ms"], t["cudagraph_ms"], t["eager_ms"],
-          k["median_ms"] / t["cudagraph_ms"], keel_mib, t["peak_activation_bytes"] / 1048576))
+    print("%-14s %5d | %9.3f %9.3f %9.3f %7.2f | %9.3f %9.3f %7.2f | %8.2f %8.2f" % (
+        m, b, k["compute_ms"], k["e2e_ms"], t["cudagraph_ms"], k["compute_ms"] / t["cudagraph_ms"],
+        kt["compute_ms"], tt["cudagraph_ms"], kt["compute_ms"] / tt["cudagraph_ms"],
+        keel_mib, t["peak_activation_bytes"] / 1048576))
 PY
 echo "(logs: logs.tar.gz under \$OUT)"
