@@ -119,18 +119,19 @@ compare() {  # tag mode: outputs, traces, cudaMalloc counts of logs/$tag.$mode.{
     note "FAIL $t set-up cudaMalloc keel-run $su_n/$su_b vs host: $line"; fail=1
   fi
 }
-run_pair() {  # tag model input mode [keel-run env...] -- [host args...]
+run_pair() {  # tag model input mode [env for both...] -- [arguments for both...]
   local tag=$1 model=$2 input=$3 mode=$4; shift 4
-  local vm_env=() host_args=()
+  local vm_env=() args=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do vm_env+=("$1"); shift; done
   [ $# -gt 0 ] && shift
-  host_args=("$@")
+  args=("$@")
   rm -rf "out.$tag.$mode.vm" "out.$tag.$mode.host"
   env "${vm_env[@]}" bin/keel-run "models/$tag.keel" --device cuda --no-cuda-graph --trace \
-    --input "$input=models/$model.input.bin" --output-dir "out.$tag.$mode.vm" >"logs/$tag.$mode.vm.txt" 2>&1 ||
+    --input "$input=models/$model.input.bin" --output-dir "out.$tag.$mode.vm" "${args[@]}" \
+    >"logs/$tag.$mode.vm.txt" 2>&1 ||
     { note "FAIL $tag [$mode] keel-run exited $?"; tail -3 "logs/$tag.$mode.vm.txt" | tee -a "$results"; fail=1; return; }
   env "${vm_env[@]}" "bin/$tag.host" --keel "models/$tag.keel" --library "models/$tag.keel.so" --trace \
-    --input "$input=models/$model.input.bin" --output-dir "out.$tag.$mode.host" "${host_args[@]}" \
+    --input "$input=models/$model.input.bin" --output-dir "out.$tag.$mode.host" "${args[@]}" \
     >"logs/$tag.$mode.host.txt" 2>&1 ||
     { note "FAIL $tag [$mode] host program exited $?"; tail -5 "logs/$tag.$mode.host.txt" | tee -a "$results"; fail=1; return; }
   compare "$tag" "$mode"
