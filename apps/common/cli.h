@@ -4,12 +4,13 @@
 // are one line on stderr with exit status 2.
 //
 // Header-only (the tools are single .cc files; no library to link).
+// Thread-safety: ArgScanner is used by one thread; the free functions are reentrant.
 // Ownership: ArgScanner borrows argv, which outlives main's loop.
-// Thread-safety: one scanner per thread; UsageError writes to stderr.
 #pragma once
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace keel::cli {
 
@@ -59,6 +60,13 @@ class ArgScanner {
   std::string arg_;
   bool missing_value_ = false;
 };
+
+// "a, b, c" for Join({"a", "b", "c"}, ", "): lists in usage texts.
+inline std::string Join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
 
 // "TOOL: MESSAGE (see TOOL --help)" on stderr; returns 2, the usage exit status.
 inline int UsageError(const char* tool, const std::string& message) {

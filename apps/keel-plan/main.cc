@@ -47,11 +47,7 @@ options:
 exit status: 0 all plans valid; 1 error or a failed plan; 2 bad usage
 )";
 
-void PrintUsage(FILE* out) {
-  std::string names;
-  for (const std::string& n : keel::memory::PlannerNames()) names += (names.empty() ? "" : ", ") + n;
-  std::fprintf(out, kUsage, names.c_str());
-}
+void PrintUsage(FILE* out) { std::fprintf(out, kUsage, keel::cli::Join(keel::memory::PlannerNames(), ", ").c_str()); }
 
 int UsageError(const std::string& message) { return keel::cli::UsageError("keel-plan", message); }
 

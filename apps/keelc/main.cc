@@ -46,11 +46,7 @@ options:
   -h, --help               this text
 )";
 
-void PrintUsage(FILE* out) {
-  std::string names;
-  for (const std::string& n : keel::memory::PlannerNames()) names += (names.empty() ? "" : ", ") + n;
-  std::fprintf(out, kUsage, names.c_str());
-}
+void PrintUsage(FILE* out) { std::fprintf(out, kUsage, keel::cli::Join(keel::memory::PlannerNames(), ", ").c_str()); }
 
 int UsageError(const std::string& message) { return keel::cli::UsageError("keelc", message); }
 
