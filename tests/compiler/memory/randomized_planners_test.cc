@@ -65,6 +65,9 @@ TEST(RandomizedPlanners, BestIsNoWorseThanAnyStaticStrategy) {
     ASSERT_TRUE(b.ok());
     for (const std::string& name : PlannerNames()) {
       if (name == "dynamic" || name == "best") continue;
+      // Time-limited searches may do more work alone than inside best (which shares
+      // the limit among its candidates), so their plans depend on machine load.
+      if (name == "exact" || name == "greedy-size-search") continue;
       Result<Plan> p = (*CreatePlanner(name))->MakePlan(ts, options);
       ASSERT_TRUE(p.ok());
       EXPECT_LE(b->TotalBytes(), p->TotalBytes()) << name << " seed " << seed;
