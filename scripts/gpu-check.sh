@@ -39,4 +39,26 @@ for m in ${models//,/ }; do
     echo "$m $b" >>"$stage/models.txt"
   done
 done
+# A call carries at most 64 MiB: batch variants of a model share their weights, so
+# each later variant keeps only the bytes before its longest common suffix with the
+# first one (run.sh rebuilds it). Format-agnostic: it is a plain byte suffix.
+for m in ${models//,/ }; do
+  first=""
+  for b in ${batches//,/ }; do
+    f="$stage/models/$m.b$b.keel"
+    [ -f "$f" ] || continue
+    if [ -z "$first" ]; then first=$f; continue; fi
+    python3 - "$first" "$f" <<'PY'
+import os, sys
+a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+n = 0
+while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+    n += 1
+if n > (1 << 20):
+    open(sys.argv[2] + ".head", "wb").write(b[:len(b) - n])
+    open(sys.argv[2] + ".tail", "w").write("%s %d\n" % (os.path.basename(sys.argv[1]), n))
+    os.remove(sys.argv[2])
+PY
+  done
+done
 du -sh "$stage"

@@ -15,6 +15,14 @@ res=$OUT/results.txt
 : >"$res"
 say() { echo "$*" | tee -a "$res"; }
 
+# Rebuild batch variants staged as a head plus the shared suffix of another file.
+for t in "$R"/models/*.keel.tail; do
+  [ -e "$t" ] || continue
+  read -r src n <"$t"
+  k=${t%.tail}
+  cat "$k.head" >"$k" && tail -c "$n" "$R/models/$src" >>"$k"
+done
+
 say "== GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 say "== CUDA tests"
 for t in keel_cuda_vm_test keel_cuda_library_kernels_test; do
@@ -30,8 +38,11 @@ import sys, numpy as np
 x = np.fromfile(sys.argv[1], dtype=np.float32)
 np.tile(x, int(sys.argv[2])).tofile(sys.argv[3])
 PY
+  # The first run times the library kernels' candidates and writes the tuning file;
+  # the no-graph run reads it, so both make the same algorithm choices.
   for mode in graph nograph tf32; do
-    flags=""; [ $mode = nograph ] && flags=--no-cuda-graph; [ $mode = tf32 ] && flags=--allow-tf32
+    flags="--tuning-file $OUT/$m.b$b.tuning"; [ $mode = nograph ] && flags="$flags --no-cuda-graph"
+    [ $mode = tf32 ] && flags=--allow-tf32
     "$R/bin/keel-run" "$k" --device cuda $flags --iterations 3 --input "input=$OUT/$m.b$b.input.bin" \
       --output-dir "$OUT/out_${m}_b${b}_$mode" >"$OUT/run_${m}_b${b}_$mode.log" 2>&1 || say "$m b$b $mode: keel-run FAILED: $(tail -1 "$OUT/run_${m}_b${b}_$mode.log")"
   done
