@@ -3,7 +3,7 @@
 #
 #   scripts/bench-cpu.sh [THREADS]      (default: 2)
 #
-# Compiles each model with keelc (build/ must hold a build: scripts/build.sh),
+# Builds keelc and keel-bench, compiles each model with keelc,
 # times it with keel-bench, times the same architecture with PyTorch on the CPU
 # (Debian's python3-torch under /usr/bin/python3, installed if missing) through
 # ../shared/anchors/torch_latency.py, and prints one table with the ratio.
@@ -14,6 +14,8 @@ shared=${KEEL_SHARED_DIR:-../shared}
 models=(squeezenet1_1 resnet18 mobilenet_v2 tiny_bert)
 out=build/bench-cpu
 mkdir -p "$out"
+KEEL_SKIP_VENV=1 scripts/setup.sh
+KEEL_BUILD_TARGETS="keelc keel-bench" scripts/build.sh
 
 if ! /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
   echo "bench-cpu: installing python3-torch python3-torchvision" >&2

@@ -11,7 +11,7 @@ models=${KEEL_SHARED_DIR:-../shared}/models
 [ -f "$models/$model.onnx" ] || { echo "demo: $models/$model.onnx not found (set KEEL_SHARED_DIR)"; exit 1; }
 
 KEEL_SKIP_VENV=1 scripts/setup.sh
-scripts/build.sh -DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_BENCH=OFF
+KEEL_BUILD_TARGETS="keelc keel-run" scripts/build.sh
 out=build/demo
 mkdir -p "$out"
 
