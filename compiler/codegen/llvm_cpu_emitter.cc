@@ -5,7 +5,6 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/Constants.h>
-#include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -19,13 +18,13 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
 
-#include <cctype>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 
 #include "compiler/codegen/llvm_cpu_kernel.h"
+#include "compiler/codegen/llvm_target_setup.h"
 #include "compiler/codegen/tool_process.h"
 #include "keel/kernel_abi.h"
 
@@ -51,18 +50,7 @@ bool HostHas(const llvm::StringMap<bool>& f, const char* name) {
 
 Result<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const CpuTargetInfo& t, int opt_level) {
   InitX86();
-  std::string err;
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t.triple, err);
-  if (!target) return Unsupported("LLVM has no target for " + t.triple + ": " + err);
-  llvm::TargetOptions to;
-  llvm::CodeGenOpt::Level level = opt_level >= 3   ? llvm::CodeGenOpt::Aggressive
-                                  : opt_level == 2 ? llvm::CodeGenOpt::Default
-                                  : opt_level == 1 ? llvm::CodeGenOpt::Less
-                                                   : llvm::CodeGenOpt::None;
-  std::unique_ptr<llvm::TargetMachine> tm(
-      target->createTargetMachine(t.triple, t.cpu, t.features, to, llvm::Reloc::PIC_, std::nullopt, level));
-  if (!tm) return Unsupported("LLVM cannot create a target machine for cpu " + t.cpu);
-  return tm;
+  return CreateTargetMachine(t.triple, t.cpu, t.features, opt_level, llvm::Reloc::PIC_);
 }
 
 // Builds the module (unoptimized) for all kernels plus the ABI symbols.
@@ -84,13 +72,7 @@ Result<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, const 
   std::set<std::string> names;
   CpuFunctionAttrs attrs{target.cpu, target.features};
   for (const KernelSpec& spec : kernels) {
-    if (!spec.kernel) return InvalidArgument("kernel spec " + spec.name + " has no kernel IR");
-    if (spec.name.empty() || spec.name.rfind("keel_", 0) == 0 || spec.name != spec.kernel->name())
-      return InvalidArgument("invalid kernel name '" + spec.name + "'");
-    for (char c : spec.name)
-      if (!(isalnum(static_cast<unsigned char>(c)) || c == '_'))
-        return InvalidArgument("kernel name '" + spec.name + "' is not a C identifier");
-    if (!names.insert(spec.name).second) return InvalidArgument("duplicate kernel name " + spec.name);
+    KEEL_RETURN_IF_ERROR(CheckKernelName(spec, {}, names));
     KEEL_RETURN_IF_ERROR(EmitCpuKernel(*spec.kernel, attrs, *m));
   }
   std::string verr;
@@ -99,38 +81,17 @@ Result<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, const 
   return m;
 }
 
-// Optimization remarks and warnings (e.g. "loop not vectorized") are expected
-// for some kernels; a compiler library must not print them to stderr.
-void QuietDiagnostics(llvm::LLVMContext& ctx) {
-  ctx.setDiagnosticHandlerCallBack([](const llvm::DiagnosticInfo&, void*) {}, nullptr);
-}
-
 void Optimize(llvm::Module& m, llvm::TargetMachine& tm, const CpuTargetOptions& options) {
   if (options.opt_level <= 0) return;
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
   pto.LoopUnrolling = true;
   pto.LoopInterleaving = true;
-  llvm::PassBuilder pb(&tm, pto);
   llvm::TargetLibraryInfoImpl tlii{llvm::Triple(m.getTargetTriple())};
   if (options.vector_math_library) tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
                                                                             llvm::Triple(m.getTargetTriple()));
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = options.opt_level >= 3   ? llvm::OptimizationLevel::O3
-                                  : options.opt_level == 2 ? llvm::OptimizationLevel::O2
-                                                           : llvm::OptimizationLevel::O1;
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(m, mam);
+  RunModulePipeline(m, tm, pto, tlii, options.opt_level);
 }
 
 // The linker through RunTool. llvm_cpu_emitter.h promises kIoError for every
@@ -192,10 +153,7 @@ Result<std::string> EmitCpuKernelModuleIR(const std::vector<KernelSpec>& kernels
   QuietDiagnostics(ctx);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm));
   if (optimized) Optimize(*m, *tm, options);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  m->print(os, nullptr);
-  return os.str();
+  return PrintModule(*m);
 }
 
 Status EmitCpuKernelLibrary(const std::vector<KernelSpec>& kernels, const std::string& library_id,

@@ -16,9 +16,13 @@
 // the span plus a shuffle, anything else a gather/scatter.
 // Index pairs (e / S, e % S) over a dimension of size S linearize to e, which
 // keeps accesses through delinearized indices (conv outputs) unit-stride.
+// Target-independent expression/statement emission lives in
+// llvm_kernel_builder.h; this file adds the CPU ABI, parallel_for outlining,
+// kLanes SIMD code and the CPU's math lowering.
 #include "compiler/codegen/llvm_cpu_kernel.h"
 
 #include "compiler/codegen/llvm_cpu_math.h"
+#include "compiler/codegen/llvm_kernel_builder.h"
 
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/Constants.h>
@@ -37,28 +41,6 @@
 namespace keel::codegen {
 namespace {
 
-// Collects the kernel-local buffers referenced under a statement (not crossing
-// into parallel loops, which allocate their own).
-void CollectLocals(const KernelFunc& k, const StmtNode& s, std::set<int>& out);
-
-void CollectLocalsExpr(const KernelFunc& k, const Expr& e, std::set<int>& out) {
-  if (e.is_null()) return;
-  if (e->kind == ExprKind::kLoad && k.buffer(e->buffer).scope == BufferScope::kLocal) out.insert(e->buffer);
-  for (const Expr& o : e->operands) CollectLocalsExpr(k, o, out);
-}
-
-void CollectLocals(const KernelFunc& k, const StmtNode& s, std::set<int>& out) {
-  if (s.kind == StmtKind::kFor && s.loop == LoopKind::kParallel) return;
-  if (s.kind == StmtKind::kStore && k.buffer(s.buffer).scope == BufferScope::kLocal) out.insert(s.buffer);
-  for (const Expr& i : s.indices) CollectLocalsExpr(k, i, out);
-  CollectLocalsExpr(k, s.value, out);
-  CollectLocalsExpr(k, s.cond, out);
-  CollectLocalsExpr(k, s.begin, out);
-  CollectLocalsExpr(k, s.end, out);
-  for (const Stmt& c : s.body) CollectLocals(k, *c, out);
-  for (const Stmt& c : s.else_body) CollectLocals(k, *c, out);
-}
-
 // True when `s` (a loop) directly contains an unrolled loop, not counting
 // nested non-unrolled loops.
 bool ContainsUnroll(const StmtNode& s) {
@@ -74,22 +56,13 @@ bool ContainsUnroll(const StmtNode& s) {
   return false;
 }
 
-class CpuKernelEmitter {
+class CpuKernelEmitter : public LlvmKernelBuilder {
  public:
   CpuKernelEmitter(const KernelFunc& k, const CpuFunctionAttrs& attrs, llvm::Module& m)
-      : k_(k), attrs_(attrs), m_(m), ctx_(m.getContext()), b_(ctx_) {
-    llvm::FastMathFlags fmf;
-    fmf.setAllowReassoc();
-    fmf.setAllowContract();
-    fmf.setNoSignedZeros();
-    b_.setFastMathFlags(fmf);
-  }
+      : LlvmKernelBuilder(k, m, "CPU", /*fuse_div_mod=*/true), attrs_(attrs) {}
 
   Status Emit() {
-    for (const KernelArg& a : k_.args())
-      if (!IsSupportedKernelDType(a.dtype))
-        return Unsupported("CPU codegen: kernel " + k_.name() + " argument " + a.name + " has dtype " +
-                           ir::DTypeName(a.dtype));
+    KEEL_RETURN_IF_ERROR(CheckArgDTypes());
     num_ptrs_ = k_.args().size() + (k_.workspace_bytes() > 0 ? 1 : 0);
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i32 = b_.getInt32Ty();
@@ -126,13 +99,7 @@ class CpuKernelEmitter {
   }
 
  private:
-  struct Region {
-    llvm::Function* fn = nullptr;
-    std::vector<llvm::Value*> ptrs;  // argument pointers (+ workspace)
-    llvm::Value* ctx = nullptr;      // only in the top-level region
-    std::map<int, llvm::Value*> locals;
-    std::map<int64_t, llvm::Value*> vars;
-  };
+  using Region = KernelRegion;
 
   llvm::Function* NewFunction(const std::string& name, llvm::FunctionType* type, bool noinline) {
     llvm::Function* f = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, name, m_);
@@ -159,7 +126,7 @@ class CpuKernelEmitter {
   Status EmitRegionBody(Region& r, const StmtNode& body) {
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", r.fn));
     std::set<int> locals;
-    CollectLocals(k_, body, locals);
+    CollectLocalBuffers(k_, body, /*stop_at_parallel=*/true, locals);
     for (int id : locals) {
       const Buffer& buf = k_.buffer(id);
       llvm::Type* t = MemType(buf.dtype);
@@ -170,102 +137,15 @@ class CpuKernelEmitter {
     return EmitStmt(r, body);
   }
 
-  Status Fail(const std::string& m) {
-    if (status_.ok()) status_ = Internal("CPU codegen: kernel " + k_.name() + ": " + m);
-    return status_;
-  }
-
-  llvm::Type* MemType(DType t) {
-    switch (t) {
-      case DType::kF32: return b_.getFloatTy();
-      case DType::kF64: return b_.getDoubleTy();
-      case DType::kI8: case DType::kU8: case DType::kBool: return b_.getInt8Ty();
-      case DType::kI32: return b_.getInt32Ty();
-      case DType::kI64: return b_.getInt64Ty();
-      default: return b_.getFloatTy();  // rejected by Emit()
-    }
-  }
-  llvm::Type* RegType(DType t) { return t == DType::kBool ? b_.getInt1Ty() : MemType(t); }
-
-  llvm::Value* BufferBase(Region& r, const Buffer& buf) {
-    switch (buf.scope) {
-      case BufferScope::kArg:
-        return r.ptrs.at(static_cast<size_t>(buf.arg_index));
-      case BufferScope::kWorkspace:
-        return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), r.ptrs.back(), static_cast<uint64_t>(buf.byte_offset));
-      case BufferScope::kLocal: {
-        auto it = r.locals.find(buf.id);
-        if (it == r.locals.end()) { (void)Fail("local " + buf.name + " not allocated in this region"); return nullptr; }
-        return it->second;
-      }
-      case BufferScope::kConstant:
-        return ConstantGlobal(buf);
-    }
-    return nullptr;
-  }
-
-  llvm::Value* ConstantGlobal(const Buffer& buf) {
-    auto it = constants_.find(buf.id);
-    if (it != constants_.end()) return it->second;
-    llvm::Constant* init = llvm::ConstantDataArray::getRaw(
-        llvm::StringRef(reinterpret_cast<const char*>(buf.constant_data.data()), buf.constant_data.size()),
-        static_cast<uint64_t>(buf.NumElements()), MemType(buf.dtype));
+  llvm::Constant* NewConstantGlobal(const Buffer& buf, llvm::Constant* init) override {
     auto* g = new llvm::GlobalVariable(m_, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init,
                                        k_.name() + "." + buf.name);
     g->setAlignment(llvm::Align(64));
     g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-    constants_[buf.id] = g;
     return g;
   }
 
-  // The row-major linear index of `indices` as (term, element stride) pairs;
-  // a pair (e / S, e % S) over a dimension of size S is one term e (valid for
-  // in-bounds indices, where e >= 0).
-  static std::vector<std::pair<Expr, int64_t>> LinearTerms(const Buffer& buf, const std::vector<Expr>& indices) {
-    std::vector<std::pair<Expr, int64_t>> terms;
-    int64_t stride = 1;
-    for (size_t i = indices.size(); i-- > 0;) {
-      const Expr& x = indices[i];
-      if (i > 0 && x->kind == ExprKind::kBinary && x->binary == BinaryOp::kMod && x->operands[1].IsIntConst(buf.shape[i])) {
-        const Expr& hi = indices[i - 1];
-        if (hi->kind == ExprKind::kBinary && hi->binary == BinaryOp::kDiv && hi->operands[1].IsIntConst(buf.shape[i]) &&
-            hi->operands[0].get() == x->operands[0].get()) {
-          terms.emplace_back(x->operands[0], stride);
-          stride *= buf.shape[i] * buf.shape[i - 1];
-          --i;
-          continue;
-        }
-      }
-      terms.emplace_back(x, stride);
-      stride *= buf.shape[i];
-    }
-    return terms;
-  }
-
-  llvm::Value* Address(Region& r, int buffer, const std::vector<Expr>& indices) {
-    const Buffer& buf = k_.buffer(buffer);
-    llvm::Value* base = BufferBase(r, buf);
-    if (!base) return nullptr;
-    llvm::Value* linear = nullptr;
-    for (const auto& [x, stride] : LinearTerms(buf, indices)) {
-      llvm::Value* idx = EmitExpr(r, x);
-      if (!idx) return nullptr;
-      llvm::Value* term =
-          stride == 1 ? idx : b_.CreateMul(idx, llvm::ConstantInt::get(idx->getType(), static_cast<uint64_t>(stride)), "", false, true);
-      if (linear) Match(linear, term);
-      linear = linear ? b_.CreateAdd(linear, term, "", false, true) : term;
-    }
-    if (!linear) linear = b_.getInt64(0);
-    return b_.CreateInBoundsGEP(MemType(buf.dtype), base, linear);
-  }
-
   // ---- kLanes emission ----
-
-  static bool IsWide(const llvm::Value* v) { return v->getType()->isVectorTy(); }
-  llvm::Value* Splat(llvm::Value* v) { return IsWide(v) ? v : b_.CreateVectorSplat(lanes_, v); }
-  void Match(llvm::Value*& a, llvm::Value*& b) {
-    if (IsWide(a) != IsWide(b)) { a = Splat(a); b = Splat(b); }
-  }
 
   bool UsesLane(const Expr& e) const {
     if (e.is_null()) return false;
@@ -403,12 +283,7 @@ class CpuKernelEmitter {
     const int64_t begin = s.begin.int_value(), n = s.end.int_value() - begin;
     if (n <= 1 || lane_var_ >= 0) {
       // One lane (or a kLanes loop inside another, which Verify rejects): plain code.
-      for (int64_t i = begin; i < begin + n; ++i) {
-        r.vars[s.var->int_value] = b_.getInt64(static_cast<uint64_t>(i));
-        for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
-      }
-      r.vars.erase(s.var->int_value);
-      return status_;
+      return EmitUnrolled(r, s, begin, begin + n, Child(r));
     }
     lane_var_ = s.var->int_value;
     lanes_ = static_cast<unsigned>(n);
@@ -416,11 +291,6 @@ class CpuKernelEmitter {
     for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
     lane_var_ = -1;
     return status_;
-  }
-
-  llvm::Value* Intrinsic1(llvm::Intrinsic::ID id, llvm::Value* a) {
-    llvm::Function* f = llvm::Intrinsic::getDeclaration(&m_, id, {a->getType()});
-    return b_.CreateCall(f, {a});
   }
 
   llvm::Value* LibCall(const std::string& f32_name, const std::string& f64_name, llvm::Value* a) {
@@ -445,135 +315,39 @@ class CpuKernelEmitter {
     return c;
   }
 
-  llvm::Value* ConvertTo(llvm::Value* v, DType from, DType to) {
-    if (from == to) return v;
-    llvm::Type* t = RegType(to);
-    if (IsWide(v)) t = llvm::FixedVectorType::get(t, lanes_);
-    bool fsrc = IsFloat(from), fdst = IsFloat(to);
-    bool usrc = from == DType::kU8 || from == DType::kBool;
-    if (to == DType::kBool) {
-      return fsrc ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
-                  : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  // libm / libmvec for exp, log, tanh; inline erf for f32 (no vector variant).
+  llvm::Value* EmitMath(UnaryOp op, llvm::Value* a) override {
+    switch (op) {
+      case UnaryOp::kExp: return Intrinsic1(llvm::Intrinsic::exp, a);
+      case UnaryOp::kLog: return Intrinsic1(llvm::Intrinsic::log, a);
+      case UnaryOp::kRsqrt:
+        return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), Intrinsic1(llvm::Intrinsic::sqrt, a));
+      case UnaryOp::kTanh: return LibCall("tanhf", "tanh", a);
+      case UnaryOp::kErf: return a->getType()->getScalarType()->isFloatTy() ? EmitErfF32(b_, m_, a) : LibCall("erff", "erf", a);
+      default: (void)Fail(std::string("no math lowering for ") + UnaryOpName(op)); return nullptr;
     }
-    if (fsrc && fdst) return b_.CreateFPCast(v, t);
-    if (fsrc) return to == DType::kU8 ? b_.CreateFPToUI(v, t) : b_.CreateFPToSI(v, t);
-    if (fdst) return usrc ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t);
-    return b_.CreateIntCast(v, t, !usrc);
+  }
+  llvm::Value* EmitFloatRem(llvm::Value* a, llvm::Value* b) override { return b_.CreateFRem(a, b); }
+  llvm::Value* EmitPow(llvm::Value* a, llvm::Value* b) override {
+    llvm::Function* f = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::pow, {a->getType()});
+    return b_.CreateCall(f, {a, b});
   }
 
-  llvm::Value* EmitExpr(Region& r, const Expr& e) {
-    if (e.is_null()) { (void)Fail("null expression"); return nullptr; }
-    auto memo = memo_.find(e.get());
-    if (memo != memo_.end()) return memo->second;
-    llvm::Value* v = EmitExprUncached(r, e);
-    memo_[e.get()] = v;
-    return v;
+  // Inside a kLanes loop the lane variable is a vector of lane values (or the
+  // first lane's value while addressing lane 0) and loads are lane loads.
+  llvm::Value* EmitExprUncached(Region& r, const Expr& e) override {
+    if (lane_var_ >= 0 && e->kind == ExprKind::kVar && e->int_value == lane_var_) {
+      if (lane_scalar_) return b_.getInt64(static_cast<uint64_t>(lane_begin_));
+      std::vector<llvm::Constant*> iota;
+      for (unsigned l = 0; l < lanes_; ++l) iota.push_back(b_.getInt64(static_cast<uint64_t>(lane_begin_ + l)));
+      return llvm::ConstantVector::get(iota);
+    }
+    if (lane_var_ >= 0 && !lane_scalar_ && e->kind == ExprKind::kLoad) return LaneLoad(r, e);
+    return LlvmKernelBuilder::EmitExprUncached(r, e);
   }
 
-  llvm::Value* EmitExprUncached(Region& r, const Expr& e) {
-    switch (e->kind) {
-      case ExprKind::kIntConst:
-        if (e->type == DType::kBool) return b_.getInt1(e->int_value != 0);
-        return llvm::ConstantInt::get(RegType(e->type), static_cast<uint64_t>(e->int_value), true);
-      case ExprKind::kFloatConst:
-        return llvm::ConstantFP::get(RegType(e->type), e->float_value);
-      case ExprKind::kVar: {
-        if (lane_var_ >= 0 && e->int_value == lane_var_) {
-          if (lane_scalar_) return b_.getInt64(static_cast<uint64_t>(lane_begin_));
-          std::vector<llvm::Constant*> iota;
-          for (unsigned l = 0; l < lanes_; ++l) iota.push_back(b_.getInt64(static_cast<uint64_t>(lane_begin_ + l)));
-          return llvm::ConstantVector::get(iota);
-        }
-        auto it = r.vars.find(e->int_value);
-        if (it == r.vars.end()) { (void)Fail("unbound variable"); return nullptr; }
-        return it->second;
-      }
-      case ExprKind::kLoad: {
-        if (lane_var_ >= 0 && !lane_scalar_) return LaneLoad(r, e);
-        llvm::Value* addr = Address(r, e->buffer, e->operands);
-        if (!addr) return nullptr;
-        const Buffer& buf = k_.buffer(e->buffer);
-        llvm::Value* v = b_.CreateLoad(MemType(buf.dtype), addr);
-        if (buf.dtype == DType::kBool) v = b_.CreateICmpNE(v, b_.getInt8(0));
-        return v;
-      }
-      case ExprKind::kCast: {
-        llvm::Value* a = EmitExpr(r, e->operands[0]);
-        return a ? ConvertTo(a, e->operands[0].type(), e->type) : nullptr;
-      }
-      case ExprKind::kSelect: {
-        llvm::Value* c = EmitExpr(r, e->operands[0]);
-        llvm::Value* a = EmitExpr(r, e->operands[1]);
-        llvm::Value* b = EmitExpr(r, e->operands[2]);
-        if (!c || !a || !b) return nullptr;
-        if (IsWide(c) || IsWide(a) || IsWide(b)) { c = Splat(c); a = Splat(a); b = Splat(b); }
-        return b_.CreateSelect(c, a, b);
-      }
-      case ExprKind::kUnary: {
-        llvm::Value* a = EmitExpr(r, e->operands[0]);
-        if (!a) return nullptr;
-        bool fl = IsFloat(e->operands[0].type());
-        switch (e->unary) {
-          case UnaryOp::kNeg: return fl ? b_.CreateFNeg(a) : b_.CreateNeg(a);
-          case UnaryOp::kAbs:
-            if (fl) return Intrinsic1(llvm::Intrinsic::fabs, a);
-            return b_.CreateSelect(b_.CreateICmpSLT(a, llvm::ConstantInt::get(a->getType(), 0)), b_.CreateNeg(a), a);
-          case UnaryOp::kExp: return Intrinsic1(llvm::Intrinsic::exp, a);
-          case UnaryOp::kLog: return Intrinsic1(llvm::Intrinsic::log, a);
-          case UnaryOp::kSqrt: return Intrinsic1(llvm::Intrinsic::sqrt, a);
-          case UnaryOp::kRsqrt:
-            return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), Intrinsic1(llvm::Intrinsic::sqrt, a));
-          case UnaryOp::kTanh: return LibCall("tanhf", "tanh", a);
-          case UnaryOp::kErf: return a->getType()->getScalarType()->isFloatTy() ? EmitErfF32(b_, m_, a) : LibCall("erff", "erf", a);
-          case UnaryOp::kSigmoid: {
-            llvm::Value* one = llvm::ConstantFP::get(a->getType(), 1.0);
-            return b_.CreateFDiv(one, b_.CreateFAdd(one, Intrinsic1(llvm::Intrinsic::exp, b_.CreateFNeg(a))));
-          }
-          case UnaryOp::kFloor: return Intrinsic1(llvm::Intrinsic::floor, a);
-          case UnaryOp::kCeil: return Intrinsic1(llvm::Intrinsic::ceil, a);
-          case UnaryOp::kNot: return b_.CreateNot(a);
-        }
-        return nullptr;
-      }
-      case ExprKind::kBinary:
-        return EmitBinary(r, e);
-    }
-    return nullptr;
-  }
-
-  llvm::Value* EmitBinary(Region& r, const Expr& e) {
-    llvm::Value* a = EmitExpr(r, e->operands[0]);
-    llvm::Value* b = EmitExpr(r, e->operands[1]);
-    if (!a || !b) return nullptr;
-    Match(a, b);
-    DType t = e->operands[0].type();
-    bool fl = IsFloat(t);
-    bool uns = t == DType::kU8 || t == DType::kBool;
-    switch (e->binary) {
-      case BinaryOp::kAdd: return fl ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, !uns);
-      case BinaryOp::kSub: return fl ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, !uns);
-      case BinaryOp::kMul: return fl ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, !uns);
-      case BinaryOp::kDiv: return fl ? b_.CreateFDiv(a, b) : (uns ? b_.CreateUDiv(a, b) : b_.CreateSDiv(a, b));
-      case BinaryOp::kMod: return fl ? b_.CreateFRem(a, b) : (uns ? b_.CreateURem(a, b) : b_.CreateSRem(a, b));
-      case BinaryOp::kMin:
-        return b_.CreateSelect(fl ? b_.CreateFCmpOLT(a, b) : (uns ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b)), a, b);
-      case BinaryOp::kMax:
-        return b_.CreateSelect(fl ? b_.CreateFCmpOGT(a, b) : (uns ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b)), a, b);
-      case BinaryOp::kPow: {
-        if (!fl) { (void)Fail("integer pow"); return nullptr; }
-        llvm::Function* f = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::pow, {a->getType()});
-        return b_.CreateCall(f, {a, b});
-      }
-      case BinaryOp::kLt: return fl ? b_.CreateFCmpOLT(a, b) : (uns ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b));
-      case BinaryOp::kLe: return fl ? b_.CreateFCmpOLE(a, b) : (uns ? b_.CreateICmpULE(a, b) : b_.CreateICmpSLE(a, b));
-      case BinaryOp::kGt: return fl ? b_.CreateFCmpOGT(a, b) : (uns ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b));
-      case BinaryOp::kGe: return fl ? b_.CreateFCmpOGE(a, b) : (uns ? b_.CreateICmpUGE(a, b) : b_.CreateICmpSGE(a, b));
-      case BinaryOp::kEq: return fl ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
-      case BinaryOp::kNe: return fl ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
-      case BinaryOp::kAnd: return b_.CreateAnd(a, b);
-      case BinaryOp::kOr: return b_.CreateOr(a, b);
-    }
-    return nullptr;
+  EmitChild Child(Region& r) {
+    return [this, &r](const StmtNode& c) { return EmitStmt(r, c); };
   }
 
   Status EmitStmt(Region& r, const StmtNode& s) {
@@ -584,54 +358,21 @@ class CpuKernelEmitter {
         return status_;
       case StmtKind::kStore: {
         if (lane_var_ >= 0) return LaneStore(r, s);
-        memo_.clear();
-        llvm::Value* v = EmitExpr(r, s.value);
-        llvm::Value* addr = Address(r, s.buffer, s.indices);
-        memo_.clear();
-        if (!v || !addr) return Fail("bad store");
-        if (k_.buffer(s.buffer).dtype == DType::kBool) v = b_.CreateZExt(v, b_.getInt8Ty());
+        llvm::Value *v = nullptr, *addr = nullptr;
+        KEEL_RETURN_IF_ERROR(StoreOperands(r, s, v, addr));
         b_.CreateStore(v, addr);
         return status_;
       }
-      case StmtKind::kIf: {
-        memo_.clear();
-        llvm::Value* c = EmitExpr(r, s.cond);
-        memo_.clear();
-        if (!c) return Fail("bad condition");
-        llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", r.fn);
-        llvm::BasicBlock* else_bb = s.else_body.empty() ? nullptr : llvm::BasicBlock::Create(ctx_, "else", r.fn);
-        llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "endif", r.fn);
-        b_.CreateCondBr(c, then_bb, else_bb ? else_bb : join);
-        b_.SetInsertPoint(then_bb);
-        for (const Stmt& c2 : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c2));
-        b_.CreateBr(join);
-        if (else_bb) {
-          b_.SetInsertPoint(else_bb);
-          for (const Stmt& c2 : s.else_body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c2));
-          b_.CreateBr(join);
-        }
-        b_.SetInsertPoint(join);
-        return status_;
-      }
-      case StmtKind::kFor:
+      case StmtKind::kIf:
+        return EmitIf(r, s, Child(r));
+      case StmtKind::kFor: {
         if (s.loop == LoopKind::kParallel) return EmitParallel(r, s);
         if (s.loop == LoopKind::kLanes) return EmitLanes(r, s);
-        if (s.loop == LoopKind::kUnroll) {
-          for (int64_t i = s.begin.int_value(); i < s.end.int_value(); ++i) {
-            r.vars[s.var->int_value] = b_.getInt64(static_cast<uint64_t>(i));
-            for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
-          }
-          r.vars.erase(s.var->int_value);
-          return status_;
-        }
-        {
-          memo_.clear();
-          llvm::Value* begin = EmitExpr(r, s.begin);
-          llvm::Value* end = EmitExpr(r, s.end);
-          memo_.clear();
-          if (!begin || !end) return Fail("bad loop bounds");
-          return EmitLoop(r, s, begin, end, nullptr);
-        }
+        if (s.loop == LoopKind::kUnroll) return EmitUnrolled(r, s, s.begin.int_value(), s.end.int_value(), Child(r));
+        llvm::Value *begin = nullptr, *end = nullptr;
+        KEEL_RETURN_IF_ERROR(LoopBounds(r, s, begin, end, "bad loop bounds"));
+        return EmitLoop(r, s, begin, end, nullptr);
+      }
     }
     return status_;
   }
@@ -639,46 +380,31 @@ class CpuKernelEmitter {
   // A canonical loop iv in [begin, end); the variable is `offset + iv` when
   // offset is given (parallel chunks), else iv.
   Status EmitLoop(Region& r, const StmtNode& s, llvm::Value* begin, llvm::Value* end, llvm::Value* offset) {
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop", r.fn);
-    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", r.fn);
-    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "exit", r.fn);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, k_.var_names().at(static_cast<size_t>(s.var->int_value)));
-    iv->addIncoming(begin, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), body, exit);
-    b_.SetInsertPoint(body);
-    r.vars[s.var->int_value] = offset ? b_.CreateAdd(offset, iv, "", false, true) : iv;
-    for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
-    r.vars.erase(s.var->int_value);
-    llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", false, true);
-    llvm::BranchInst* back = b_.CreateBr(header);
-    iv->addIncoming(next, b_.GetInsertBlock());
+    llvm::BranchInst* back = nullptr;
+    KEEL_RETURN_IF_ERROR(CanonicalLoop(r.fn, begin, end, I64(1), VarName(s), {"loop", "body", "exit"},
+                                       [&](llvm::Value* iv) {
+                                         r.vars[s.var->int_value] = offset ? b_.CreateAdd(offset, iv, "", false, true) : iv;
+                                         for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
+                                         r.vars.erase(s.var->int_value);
+                                         return status_;
+                                       },
+                                       &back));
     // kVectorize forces the loop vectorizer; a serial loop whose body holds
     // explicitly unrolled loops (a register-blocked micro-kernel, already SLP
     // vectorized) must not be loop-vectorized again: that turns the register
     // tile into spilled reductions.
     bool blocked = s.loop == LoopKind::kNoVectorize || (s.loop == LoopKind::kSerial && ContainsUnroll(s));
     if (s.loop == LoopKind::kVectorize || blocked) {
-      llvm::MDNode* enable = llvm::MDNode::get(
-          ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-                 llvm::ConstantAsMetadata::get(blocked ? b_.getFalse() : b_.getTrue())});
-      llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, enable});
-      loop_id->replaceOperandWith(0, loop_id);
-      back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+      SetLoopProperty(back, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                             llvm::ConstantAsMetadata::get(blocked ? b_.getFalse() : b_.getTrue())});
     }
-    b_.SetInsertPoint(exit);
     return status_;
   }
 
   Status EmitParallel(Region& r, const StmtNode& s) {
     if (!r.ctx) return Fail("nested parallel loop");
-    memo_.clear();
-    llvm::Value* begin = EmitExpr(r, s.begin);
-    llvm::Value* end = EmitExpr(r, s.end);
-    memo_.clear();
-    if (!begin || !end) return Fail("bad parallel bounds");
+    llvm::Value *begin = nullptr, *end = nullptr;
+    KEEL_RETURN_IF_ERROR(LoopBounds(r, s, begin, end, "bad parallel bounds"));
     int index = next_parallel_++;
     std::string base = k_.name() + IndexedName(".par", index);
     llvm::Type* ptr = b_.getPtrTy();
@@ -750,7 +476,7 @@ class CpuKernelEmitter {
       std::set<int> locals;
       for (const Stmt& c : s.body) {
         // Locals of the parallel body are collected through its statements.
-        CollectLocals(k_, *c, locals);
+        CollectLocalBuffers(k_, *c, /*stop_at_parallel=*/true, locals);
       }
       for (int id : locals) {
         const Buffer& buf = k_.buffer(id);
@@ -767,20 +493,12 @@ class CpuKernelEmitter {
     return status_;
   }
 
-  const KernelFunc& k_;
   const CpuFunctionAttrs& attrs_;
-  llvm::Module& m_;
-  llvm::LLVMContext& ctx_;
-  llvm::IRBuilder<> b_;
   size_t num_ptrs_ = 0;
   int next_parallel_ = 0;
-  std::map<int, llvm::GlobalVariable*> constants_;
-  std::map<const ExprNode*, llvm::Value*> memo_;  // lookup only; cleared per statement
-  int64_t lane_var_ = -1;    // the variable of the kLanes loop being emitted, or -1
-  unsigned lanes_ = 0;       // its lane count
+  int64_t lane_var_ = -1;    // the variable of the kLanes loop being emitted, or -1 (lanes_: its lane count)
   int64_t lane_begin_ = 0;   // its first value
   bool lane_scalar_ = false;  // evaluating the first lane as scalars (unit-stride addresses)
-  Status status_;
 };
 
 }  // namespace

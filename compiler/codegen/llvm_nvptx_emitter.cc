@@ -5,14 +5,12 @@
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/Constants.h>
-#include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Linker/Linker.h>
-#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
@@ -20,13 +18,13 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
-#include <cctype>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 
 #include "compiler/codegen/llvm_nvptx_kernel.h"
+#include "compiler/codegen/llvm_target_setup.h"
 #include "compiler/codegen/tool_process.h"
 #include "keel/kernel_abi.h"
 
@@ -50,43 +48,16 @@ void InitTargets() {
   });
 }
 
-llvm::CodeGenOpt::Level CodeGenLevel(int opt) {
-  return opt >= 3 ? llvm::CodeGenOpt::Aggressive
-                  : opt == 2 ? llvm::CodeGenOpt::Default : opt == 1 ? llvm::CodeGenOpt::Less : llvm::CodeGenOpt::None;
-}
-
 Result<std::unique_ptr<llvm::TargetMachine>> MakeMachine(const std::string& triple, const std::string& cpu,
                                                          const std::string& features, int opt,
                                                          std::optional<llvm::Reloc::Model> reloc) {
   InitTargets();
-  std::string err;
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
-  if (!target) return Unsupported("LLVM has no target for " + triple + ": " + err);
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(triple, cpu, features, llvm::TargetOptions(),
-                                                                      reloc, std::nullopt, CodeGenLevel(opt)));
-  if (!tm) return Unsupported("LLVM cannot create a target machine for " + triple + " " + cpu);
-  return tm;
+  return CreateTargetMachine(triple, cpu, features, opt, reloc);
 }
 
 Result<std::unique_ptr<llvm::TargetMachine>> DeviceMachine(const NvptxTargetOptions& o) {
   if (o.arch.rfind("sm_", 0) != 0) return Unsupported("CUDA arch '" + o.arch + "' is not of the form sm_XY");
   return MakeMachine(kNvptxTriple, o.arch, "+" + o.ptx_version, o.opt_level, std::nullopt);
-}
-
-void QuietDiagnostics(llvm::LLVMContext& ctx) {
-  ctx.setDiagnosticHandlerCallBack([](const llvm::DiagnosticInfo&, void*) {}, nullptr);
-}
-
-Status CheckName(const KernelSpec& spec, std::set<std::string>& names) {
-  if (!spec.kernel) return InvalidArgument("kernel spec " + spec.name + " has no kernel IR");
-  if (spec.name.empty() || spec.name.rfind("keel_", 0) == 0 || spec.name.rfind("__nv", 0) == 0 ||
-      spec.name != spec.kernel->name())
-    return InvalidArgument("invalid kernel name '" + spec.name + "'");
-  for (char c : spec.name)
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_'))
-      return InvalidArgument("kernel name '" + spec.name + "' is not a C identifier");
-  if (!names.insert(spec.name).second) return InvalidArgument("duplicate kernel name " + spec.name);
-  return Status::Ok();
 }
 
 // The device module: kernels, libdevice, internalized helpers; unoptimized.
@@ -101,7 +72,7 @@ Result<std::unique_ptr<llvm::Module>> BuildDeviceModule(llvm::LLVMContext& ctx, 
 
   std::set<std::string> names;
   for (const KernelSpec& spec : kernels) {
-    KEEL_RETURN_IF_ERROR(CheckName(spec, names));
+    KEEL_RETURN_IF_ERROR(CheckKernelName(spec, {"__nv"}, names));  // __nv*: libdevice
     KEEL_ASSIGN_OR_RETURN(GpuMapping mapping, MapKernelToGpu(*spec.kernel, o.mapping));
     KEEL_RETURN_IF_ERROR(EmitNvptxKernel(*spec.kernel, mapping, *m, NvptxGridDependency(o.arch)));
   }
@@ -134,29 +105,14 @@ Result<std::unique_ptr<llvm::Module>> BuildDeviceModule(llvm::LLVMContext& ctx, 
 
 void Optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
   if (opt_level <= 0) return;
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions pto;
   pto.LoopUnrolling = true;
   pto.SLPVectorization = false;  // GPU: the load/store vectorizer in the back end does the useful part
   pto.LoopVectorization = false;
-  // The NVPTX target machine registers NVVMReflect at the pipeline start here.
-  llvm::PassBuilder pb(&tm, pto);
   llvm::TargetLibraryInfoImpl tlii{llvm::Triple(m.getTargetTriple())};
   tlii.disableAllFunctions();  // no host libm on the device
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = opt_level >= 3   ? llvm::OptimizationLevel::O3
-                                  : opt_level == 2 ? llvm::OptimizationLevel::O2
-                                                   : llvm::OptimizationLevel::O1;
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(m, mam);
+  // The NVPTX target machine registers NVVMReflect at the pipeline start.
+  RunModulePipeline(m, tm, pto, tlii, opt_level);
 }
 
 Result<std::string> ModuleToPtx(llvm::Module& m, llvm::TargetMachine& tm) {
@@ -228,10 +184,7 @@ Result<std::string> EmitNvptxModuleIR(const std::vector<KernelSpec>& kernels, co
   QuietDiagnostics(ctx);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildDeviceModule(ctx, kernels, options, *tm));
   if (optimized) Optimize(*m, *tm, options.opt_level);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  m->print(os, nullptr);
-  return os.str();
+  return PrintModule(*m);
 }
 
 Result<std::string> EmitNvptxPtx(const std::vector<KernelSpec>& kernels, const NvptxTargetOptions& options) {

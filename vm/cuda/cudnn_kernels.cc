@@ -286,10 +286,10 @@ Status CudnnConv::Plan(const KernelEntry& k) {
     KEEL_CUDA_RETURN(cudaStreamSynchronize, dev_.stream());
   }
 
-  std::string key = "conv|" + ShapeString(xs) + ShapeString(ws) + ShapeString(ys) + ShapeString(pads) +
-                    ShapeString(strides) + ShapeString(dil) + "|g" + std::to_string(group) + "|b" +
-                    std::to_string(has_bias) + "|r" + std::to_string(has_res) + "|a" + std::to_string(act_kind_) +
-                    "|tf32" + std::to_string(dev_.allow_tf32() ? 1 : 0);
+  // The tuning-file key (autotune.h): one format shared with the tests and the
+  // generated host code, so a tuning file serves every path.
+  const std::string key = ConvProblemKey(xs, ws, ys, pads, strides, dil, group, has_bias_, has_residual_, act_kind_,
+                                         dev_.allow_tf32());
   KEEL_RETURN_IF_ERROR(Choose(k, key));
   if (CudnnEngineMode() != EngineMode::kOff) {
     KEEL_RETURN_IF_ERROR(ChooseEngine(key, EngineConvProblem{xs, ws, ys, pads, strides, dil, group}));
