@@ -12,14 +12,12 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 
@@ -33,23 +31,13 @@ namespace {
 
 constexpr const char* kTriple = "x86_64-unknown-linux-gnu";
 
-void InitX86() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeX86TargetInfo();
-    LLVMInitializeX86Target();
-    LLVMInitializeX86TargetMC();
-    LLVMInitializeX86AsmPrinter();
-  });
-}
-
 bool HostHas(const llvm::StringMap<bool>& f, const char* name) {
   auto it = f.find(name);
   return it != f.end() && it->second;
 }
 
 Result<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const CpuTargetInfo& t, int opt_level) {
-  InitX86();
+  InitLlvmX86Target();
   return CreateTargetMachine(t.triple, t.cpu, t.features, opt_level, llvm::Reloc::PIC_);
 }
 
@@ -106,7 +94,7 @@ Status RunLinker(const std::string& linker, const std::vector<std::string>& args
 }  // namespace
 
 Result<CpuTargetInfo> ResolveCpuTarget(const CpuTargetOptions& options) {
-  InitX86();
+  InitLlvmX86Target();
   CpuTargetInfo info;
   info.triple = kTriple;
   llvm::StringMap<bool> host;

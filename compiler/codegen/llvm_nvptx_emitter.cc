@@ -13,13 +13,11 @@
 #include <llvm/Linker/Linker.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/SourceMgr.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 
@@ -34,18 +32,10 @@ namespace {
 constexpr const char* kNvptxTriple = "nvptx64-nvidia-cuda";
 constexpr const char* kHostTriple = "x86_64-unknown-linux-gnu";
 
+// The device code and the host object that embeds it.
 void InitTargets() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-    LLVMInitializeX86TargetInfo();
-    LLVMInitializeX86Target();
-    LLVMInitializeX86TargetMC();
-    LLVMInitializeX86AsmPrinter();
-  });
+  InitLlvmNvptxTarget();
+  InitLlvmX86Target();
 }
 
 Result<std::unique_ptr<llvm::TargetMachine>> MakeMachine(const std::string& triple, const std::string& cpu,

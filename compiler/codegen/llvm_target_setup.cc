@@ -13,9 +13,32 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
+#include <llvm/Support/TargetSelect.h>
+
 #include <cctype>
+#include <mutex>
 
 namespace keel::codegen {
+
+void InitLlvmX86Target() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+  });
+}
+
+void InitLlvmNvptxTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
 
 llvm::CodeGenOpt::Level CodeGenLevel(int opt_level) {
   return opt_level >= 3   ? llvm::CodeGenOpt::Aggressive

@@ -4,7 +4,7 @@
 // checks, the new-pass-manager optimization pipeline and IR printing.
 //
 // Each back end keeps what is its own: which LLVM targets it initializes
-// (callers initialize them before CreateTargetMachine), the pipeline tuning
+// (callers initialize them, Init*Target, before CreateTargetMachine), the pipeline tuning
 // options and library info it optimizes with, and how it emits code.
 //
 // Thread-safety: functions are reentrant; a module/context is used by one
@@ -33,6 +33,11 @@ class TargetMachine;
 }  // namespace llvm
 
 namespace keel::codegen {
+
+// Register the LLVM x86-64 / NVPTX targets (info, target, MC, asm printer)
+// once per process; thread-safe.
+void InitLlvmX86Target();
+void InitLlvmNvptxTarget();
 
 // -O level (0..3) → LLVM code generation level.
 llvm::CodeGenOpt::Level CodeGenLevel(int opt_level);
