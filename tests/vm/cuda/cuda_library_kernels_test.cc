@@ -34,6 +34,8 @@ struct GemmCase {
   const char* name;
   GemmRef g;
 };
+// Test names print the case name, not the struct's bytes.
+void PrintTo(const GemmCase& c, std::ostream* os) { *os << c.name; }
 
 class Gemm : public ::testing::TestWithParam<GemmCase> {};
 
@@ -107,6 +109,7 @@ struct ConvCase {
   ConvRef c;
   bool bias = false, residual = false;
 };
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
 
 class Conv : public ::testing::TestWithParam<ConvCase> {};
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,10 @@ struct PoolRef {
   int64_t out_h() const { return (h + 2 * pad_h - kh) / stride_h + 1; }
   int64_t out_w() const { return (w + 2 * pad_w - kw) / stride_w + 1; }
 };
+// Test names print the pool's shape, not the struct's bytes.
+inline void PrintTo(const PoolRef& p, std::ostream* os) {
+  *os << p.mode << " " << p.n << "x" << p.c << "x" << p.h << "x" << p.w << " k" << p.kh << "x" << p.kw;
+}
 std::vector<float> ReferencePool(const PoolRef& p, const std::vector<float>& x);
 
 }  // namespace keel::cudatest

@@ -28,6 +28,8 @@ struct Shape {
   const char* name;
   ConvRef c;
 };
+// Test names print the case name, not the struct's bytes.
+void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
 
 ConvRef Make(int64_t n, int64_t c, int64_t hw, int64_t k, int64_t rs, int64_t stride, int64_t pad) {
   ConvRef r;
@@ -147,6 +149,7 @@ struct VmCase {
   ConvRef c;
   bool bias = false, residual = false;
 };
+void PrintTo(const VmCase& c, std::ostream* os) { *os << c.name; }
 
 class EngineVm : public ::testing::TestWithParam<VmCase> {
  protected:

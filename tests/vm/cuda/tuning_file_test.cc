@@ -94,6 +94,7 @@ struct BadLine {
   std::string line;
   const char* why;  // part of the message
 };
+void PrintTo(const BadLine& b, std::ostream* os) { *os << b.name; }
 
 class MalformedTuningFile : public ::testing::TestWithParam<BadLine> {};
 
