@@ -234,7 +234,8 @@ class VirtualMachine {
   Status SetInput(std::string_view name, const void* data, uint64_t bytes, std::span<const int64_t> shape,
                   DataType dtype);
   // Zero copy: Run reads input `index` directly from `data`, which must be memory
-  // of the VM's device (host memory for "cpu"), stay valid and unchanged during
+  // on the input's device (TensorInfo::device; host memory for every program keelc
+  // writes, CUDA ones included: their uploads are copy instructions), stay valid and unchanged during
   // every Run until it is re-bound or SetInput is called, and be aligned to the
   // element size (64 bytes recommended). Same checks as SetInput.
   Status BindInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
