@@ -285,6 +285,7 @@ struct ZooCase {
   const char* name;
   std::vector<const char*> ops;  // from shared/models/README.md
 };
+void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.name; }  // readable test names
 
 class ModelZooImportTest : public ::testing::TestWithParam<ZooCase> {};
 
