@@ -19,8 +19,9 @@ echo "== keelc: $model.onnx -> $out/$model.keel (+ .so)"
 build/bin/keelc "$models/$model.onnx" -o "$out/$model.keel"
 
 echo "== keel-run (first run traced: every instruction and the device operation it made)"
-build/bin/keel-run "$out/$model.keel" --input "input=$models/$model.input.bin" --trace | head -n 30
-echo "   ..."
+build/bin/keel-run "$out/$model.keel" --input "input=$models/$model.input.bin" --trace >"$out/trace.txt"
+head -n 30 "$out/trace.txt"
+echo "   ... ($(grep -c '^trace ' "$out/trace.txt") trace lines in all: $out/trace.txt)"
 echo "== keel-run (timed)"
 build/bin/keel-run "$out/$model.keel" --input "input=$models/$model.input.bin" \
   --output-dir "$out/outputs" --iterations 20
