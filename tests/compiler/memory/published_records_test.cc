@@ -50,8 +50,12 @@ TEST(PublishedRecords, EveryPlannerIsValidAndNoBetterThanTheOptimum) {
     EXPECT_GE(plan->TotalBytes(), floor) << name;
     std::printf("%-22s %llu bytes\n", name.c_str(), static_cast<unsigned long long>(plan->TotalBytes()));
     // The published min-cost-flow result (112) is this set's shared-object optimum.
-    if (name == "min-cost-flow") EXPECT_EQ(plan->TotalBytes(), object_optimum);
-    if (name == "greedy-size" || name == "best") EXPECT_EQ(plan->TotalBytes(), offset_optimum) << name;
+    if (name == "min-cost-flow") {
+      EXPECT_EQ(plan->TotalBytes(), object_optimum);
+    }
+    if (name == "greedy-size" || name == "best") {
+      EXPECT_EQ(plan->TotalBytes(), offset_optimum) << name;
+    }
   }
 }
 
