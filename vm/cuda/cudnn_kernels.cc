@@ -113,6 +113,12 @@ class CudnnConv final : public CudaLaunchState {
   // The VM's bias/residual/activation pass in place on Y (nothing to do: no launch).
   Status Epilogue(void* y, const void* bias, const void* res);
   Status Choose(const KernelEntry& k, const std::string& key);
+  // Zeroed scratch X, W, Y, workspace (and bias/residual when the kernel has them)
+  // for timing candidates at load; owned by `scratch`.
+  struct TimingArgs {
+    void *x, *w, *y, *ws, *bias = nullptr, *res = nullptr;
+  };
+  Result<TimingArgs> AllocateTimingArgs(ScratchBuffers& scratch, uint64_t ws_bytes) const;
   // KEEL_CUDNN_ENGINES (cudnn_engine_conv.h): backend-API engines timed against
   // the legacy choice; engine_ is set when one is kept.
   Status ChooseEngine(const std::string& key, const EngineConvProblem& problem);
@@ -167,6 +173,17 @@ Status CudnnConv::ConvThenEpilogue(const void* x, const void* w, const void* bia
     return CudnnStatus(s, "cudnnConvolutionForward").WithContext("kernel " + name_);
   }
   return Epilogue(y, bias, res);
+}
+
+Result<CudnnConv::TimingArgs> CudnnConv::AllocateTimingArgs(ScratchBuffers& scratch, uint64_t ws_bytes) const {
+  TimingArgs a;
+  KEEL_ASSIGN_OR_RETURN(a.x, scratch.Get(x_bytes_));
+  KEEL_ASSIGN_OR_RETURN(a.w, scratch.Get(w_bytes_));
+  KEEL_ASSIGN_OR_RETURN(a.y, scratch.Get(y_bytes_));
+  KEEL_ASSIGN_OR_RETURN(a.ws, scratch.Get(ws_bytes));
+  if (has_bias_) { KEEL_ASSIGN_OR_RETURN(a.bias, scratch.Get(4 * static_cast<uint64_t>(channels_))); }
+  if (has_residual_) { KEEL_ASSIGN_OR_RETURN(a.res, scratch.Get(y_bytes_)); }
+  return a;
 }
 
 Status CudnnConv::Epilogue(void* y, const void* bias, const void* res) {
@@ -346,14 +363,8 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
     ScratchBuffers scratch;
     size_t max_ws = 0;
     for (const Candidate& c : cands) max_ws = std::max(max_ws, c.ws);
-    KEEL_ASSIGN_OR_RETURN(void* x, scratch.Get(x_bytes_));
-    KEEL_ASSIGN_OR_RETURN(void* w, scratch.Get(w_bytes_));
-    KEEL_ASSIGN_OR_RETURN(void* y, scratch.Get(y_bytes_));
-    KEEL_ASSIGN_OR_RETURN(void* wsp, scratch.Get(max_ws));
-    void* bias = nullptr;
-    void* res = nullptr;
-    if (has_bias_) { KEEL_ASSIGN_OR_RETURN(bias, scratch.Get(4 * static_cast<uint64_t>(channels_))); }
-    if (has_residual_) { KEEL_ASSIGN_OR_RETURN(res, scratch.Get(y_bytes_)); }
+    KEEL_ASSIGN_OR_RETURN(const TimingArgs args, AllocateTimingArgs(scratch, max_ws));
+    void *x = args.x, *w = args.w, *y = args.y, *wsp = args.ws, *bias = args.bias, *res = args.res;
     KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
     std::vector<double> us;
     for (const Candidate& c : cands) {
@@ -410,14 +421,8 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
     ScratchBuffers scratch;
     uint64_t max_ws = ws_;
     for (size_t i = 0; i < e->size(); ++i) max_ws = std::max(max_ws, e->workspace(i));
-    KEEL_ASSIGN_OR_RETURN(void* x, scratch.Get(x_bytes_));
-    KEEL_ASSIGN_OR_RETURN(void* w, scratch.Get(w_bytes_));
-    KEEL_ASSIGN_OR_RETURN(void* y, scratch.Get(y_bytes_));
-    KEEL_ASSIGN_OR_RETURN(void* wsp, scratch.Get(max_ws));
-    void* bias = nullptr;
-    void* res = nullptr;
-    if (has_bias_) { KEEL_ASSIGN_OR_RETURN(bias, scratch.Get(4 * static_cast<uint64_t>(channels_))); }
-    if (has_residual_) { KEEL_ASSIGN_OR_RETURN(res, scratch.Get(y_bytes_)); }
+    KEEL_ASSIGN_OR_RETURN(const TimingArgs args, AllocateTimingArgs(scratch, max_ws));
+    void *x = args.x, *w = args.w, *y = args.y, *wsp = args.ws, *bias = args.bias, *res = args.res;
     KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
     std::vector<double> us;
     for (size_t i = 0; i < e->size(); ++i) {

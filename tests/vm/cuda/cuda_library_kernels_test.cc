@@ -116,43 +116,8 @@ class Conv : public ::testing::TestWithParam<ConvCase> {};
 TEST_P(Conv, MatchesReference) {
   KEEL_SKIP_WITHOUT_GPU();
   const ConvCase& cc = GetParam();
-  const ConvRef& c = cc.c;
-  const std::vector<int64_t> xs = {c.n, c.c, c.h, c.w}, ws = {c.k, c.c / c.group, c.r, c.s},
-                             ys = {c.n, c.k, c.out_h(), c.out_w()};
-  const auto x = Random(static_cast<size_t>(c.n * c.c * c.h * c.w), 21);
-  const auto w = Random(static_cast<size_t>(c.k * (c.c / c.group) * c.r * c.s), 22, -0.5f, 0.5f);
-  const auto bias = Random(static_cast<size_t>(c.k), 23);
-  const auto res = Random(static_cast<size_t>(ys[0] * ys[1] * ys[2] * ys[3]), 24);
-  std::vector<AttrDesc> attrs = {AttrDesc::Ints("pads", {c.pad_h, c.pad_w, c.pad_h, c.pad_w}),
-                                 AttrDesc::Ints("strides", {c.stride_h, c.stride_w}),
-                                 AttrDesc::Ints("dilations", {c.dil_h, c.dil_w}), AttrDesc::Ints("group", {c.group}),
-                                 AttrDesc::Str("activation", c.activation)};
-  if (c.activation == "clip") {
-    attrs.push_back(AttrDesc::Floats("clip_min", {0.0}));
-    attrs.push_back(AttrDesc::Floats("clip_max", {c.clip_max}));
-  }
-  ProgramSpec p;
-  p.tensors = {{xs, Role::kInput, {}}, {ws, Role::kConst, w}};
-  std::vector<std::vector<int64_t>> shapes = {xs, ws};
-  std::vector<std::vector<float>> inputs = {x};
-  if (cc.bias) {
-    attrs.push_back(AttrDesc::Ints("has_bias", {1}));
-    p.tensors.push_back({{c.k}, Role::kConst, bias});
-    shapes.push_back({c.k});
-  }
-  if (cc.residual) {
-    attrs.push_back(AttrDesc::Ints("has_residual", {1}));
-    p.tensors.push_back({ys, Role::kInput, {}});
-    shapes.push_back(ys);
-    inputs.push_back(res);
-  }
-  p.tensors.push_back({ys, Role::kOutput, {}});
-  shapes.push_back(ys);
-  p.kernels.push_back(LibraryKernel("conv", "cudnn.conv2d", shapes, attrs));
-  std::vector<uint32_t> args;
-  for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
-  p.ops = {{0, args, "conv"}};
-  ExpectMatches(p, inputs, ReferenceConv(c, x, w, cc.bias ? &bias : nullptr, cc.residual ? &res : nullptr));
+  const ConvProgram conv = MakeConvProgram(cc.c, cc.bias, cc.residual, 21);
+  ExpectMatches(conv.spec, conv.inputs, conv.want);
 }
 
 ConvRef C(int64_t n, int64_t c, int64_t hw, int64_t k, int64_t rs, auto f) {

@@ -287,4 +287,46 @@ std::vector<float> ReferencePool(const PoolRef& pr, const std::vector<float>& x)
   return y;
 }
 
+ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t seed) {
+  using ser::AttrDesc;
+  const std::vector<int64_t> xs = {c.n, c.c, c.h, c.w}, ws = {c.k, c.c / c.group, c.r, c.s},
+                             ys = {c.n, c.k, c.out_h(), c.out_w()};
+  const auto x = Random(static_cast<size_t>(c.n * c.c * c.h * c.w), seed);
+  const auto w = Random(static_cast<size_t>(c.k * (c.c / c.group) * c.r * c.s), seed + 1, -0.5f, 0.5f);
+  const auto b = Random(static_cast<size_t>(c.k), seed + 2);
+  const auto res = Random(static_cast<size_t>(ys[0] * ys[1] * ys[2] * ys[3]), seed + 3);
+  std::vector<AttrDesc> attrs = {AttrDesc::Ints("pads", {c.pad_h, c.pad_w, c.pad_h, c.pad_w}),
+                                 AttrDesc::Ints("strides", {c.stride_h, c.stride_w}),
+                                 AttrDesc::Ints("dilations", {c.dil_h, c.dil_w}), AttrDesc::Ints("group", {c.group}),
+                                 AttrDesc::Str("activation", c.activation)};
+  if (c.activation == "clip") {
+    attrs.push_back(AttrDesc::Floats("clip_min", {0.0}));
+    attrs.push_back(AttrDesc::Floats("clip_max", {c.clip_max}));
+  }
+  ConvProgram out;
+  ProgramSpec& p = out.spec;
+  p.tensors = {{xs, Role::kInput, {}}, {ws, Role::kConst, w}};
+  std::vector<std::vector<int64_t>> shapes = {xs, ws};
+  out.inputs = {x};
+  if (bias) {
+    attrs.push_back(AttrDesc::Ints("has_bias", {1}));
+    p.tensors.push_back({{c.k}, Role::kConst, b});
+    shapes.push_back({c.k});
+  }
+  if (residual) {
+    attrs.push_back(AttrDesc::Ints("has_residual", {1}));
+    p.tensors.push_back({ys, Role::kInput, {}});
+    shapes.push_back(ys);
+    out.inputs.push_back(res);
+  }
+  p.tensors.push_back({ys, Role::kOutput, {}});
+  shapes.push_back(ys);
+  p.kernels.push_back(LibraryKernel("conv", "cudnn.conv2d", shapes, attrs));
+  std::vector<uint32_t> args;
+  for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
+  p.ops = {{0, args, "conv"}};
+  out.want = ReferenceConv(c, x, w, bias ? &b : nullptr, residual ? &res : nullptr);
+  return out;
+}
+
 }  // namespace keel::cudatest

@@ -95,6 +95,14 @@ struct ConvRef {
 };
 std::vector<float> ReferenceConv(const ConvRef& c, const std::vector<float>& x, const std::vector<float>& w,
                                  const std::vector<float>* bias, const std::vector<float>* residual);
+// A one-kernel cudnn.conv2d program for `c` (with bias and/or residual), its inputs
+// and the CPU reference output. x, w, bias and residual are Random(.., seed + 0..3).
+struct ConvProgram {
+  ProgramSpec spec;
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> want;
+};
+ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t seed);
 struct PoolRef {
   int64_t n = 1, c = 1, h = 1, w = 1, kh = 1, kw = 1, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
   std::string mode;  // max | avg | avg_exclude_pad

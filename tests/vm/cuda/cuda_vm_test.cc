@@ -35,18 +35,27 @@ std::vector<float> ReferenceGenerated(const std::vector<float>& a, const std::ve
   return y;
 }
 
+// Loads `bytes` with the test kernel library.
+Result<std::shared_ptr<const Executable>> LoadWithTestKernels(const std::vector<uint8_t>& bytes) {
+  LoadOptions lo;
+  lo.library_path = LibraryPath(KEEL_CUDA_TEST_KERNELS);
+  return Executable::LoadMemory(bytes, lo);
+}
+
+VmOptions OnCuda() {
+  VmOptions o;
+  o.device = "cuda";
+  return o;
+}
+
 TEST(CudaDevice, WithoutGpuCreationFailsCleanly) {
   std::string why;
   if (GpuAvailable(&why)) GTEST_SKIP() << "a GPU is present; this test covers machines without one";
   auto bytes = GeneratedProgram();
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  LoadOptions lo;
-  lo.library_path = LibraryPath(KEEL_CUDA_TEST_KERNELS);
-  auto exe = Executable::LoadMemory(*bytes, lo);
+  auto exe = LoadWithTestKernels(*bytes);
   ASSERT_TRUE(exe.ok()) << exe.status().ToString();
-  VmOptions o;
-  o.device = "cuda";
-  auto vm = VirtualMachine::Create(*exe, o);
+  auto vm = VirtualMachine::Create(*exe, OnCuda());
   ASSERT_FALSE(vm.ok());
   EXPECT_EQ(vm.status().code(), StatusCode::kUnsupported) << vm.status().ToString();
   EXPECT_NE(vm.status().message().find("CUDA"), std::string::npos) << vm.status().ToString();
@@ -91,19 +100,15 @@ TEST(CudaDevice, ArenaLargerThanDeviceIsOutOfMemoryAtCreation) {
   p.device_arena_override = uint64_t{1} << 50;  // 1 PiB
   auto bytes = BuildProgram(p);
   ASSERT_TRUE(bytes.ok());
-  LoadOptions lo;
-  lo.library_path = LibraryPath(KEEL_CUDA_TEST_KERNELS);
-  auto exe = Executable::LoadMemory(*bytes, lo);
+  auto exe = LoadWithTestKernels(*bytes);
   ASSERT_TRUE(exe.ok()) << exe.status().ToString();
-  VmOptions o;
-  o.device = "cuda";
-  auto vm = VirtualMachine::Create(*exe, o);
+  auto vm = VirtualMachine::Create(*exe, OnCuda());
   ASSERT_FALSE(vm.ok());
   EXPECT_EQ(vm.status().code(), StatusCode::kOutOfMemory) << vm.status().ToString();
   EXPECT_NE(vm.status().message().find(std::to_string(uint64_t{1} << 50)), std::string::npos)
       << vm.status().ToString();
   // The device is still usable afterwards.
-  RunResult r = RunOnce(*GeneratedProgram(), LibraryPath(KEEL_CUDA_TEST_KERNELS), {Random(kN, 1), Random(kN, 2)}, o);
+  RunResult r = RunOnce(*GeneratedProgram(), LibraryPath(KEEL_CUDA_TEST_KERNELS), {Random(kN, 1), Random(kN, 2)}, OnCuda());
   EXPECT_TRUE(r.status.ok()) << r.status.ToString();
 }
 

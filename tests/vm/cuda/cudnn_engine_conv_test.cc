@@ -163,39 +163,11 @@ TEST_P(EngineVm, ForcedEngineMatchesReference) {
   GTEST_SKIP() << "built without cuDNN";
 #endif
   const VmCase& vc = GetParam();
-  const ConvRef& c = vc.c;
-  const std::vector<int64_t> xs = {c.n, c.c, c.h, c.w}, ws = {c.k, c.c, c.r, c.s}, ys = {c.n, c.k, c.out_h(), c.out_w()};
-  const auto x = Random(static_cast<size_t>(c.n * c.c * c.h * c.w), 51);
-  const auto w = Random(static_cast<size_t>(c.k * c.c * c.r * c.s), 52, -0.5f, 0.5f);
-  const auto bias = Random(static_cast<size_t>(c.k), 53);
-  const auto res = Random(static_cast<size_t>(ys[0] * ys[1] * ys[2] * ys[3]), 54);
-  std::vector<AttrDesc> attrs = {AttrDesc::Ints("pads", {c.pad_h, c.pad_w, c.pad_h, c.pad_w}),
-                                 AttrDesc::Ints("strides", {c.stride_h, c.stride_w}),
-                                 AttrDesc::Str("activation", c.activation)};
-  ProgramSpec p;
-  p.tensors = {{xs, Role::kInput, {}}, {ws, Role::kConst, w}};
-  std::vector<std::vector<int64_t>> shapes = {xs, ws};
-  std::vector<std::vector<float>> inputs = {x};
-  if (vc.bias) {
-    attrs.push_back(AttrDesc::Ints("has_bias", {1}));
-    p.tensors.push_back({{c.k}, Role::kConst, bias});
-    shapes.push_back({c.k});
-  }
-  if (vc.residual) {
-    attrs.push_back(AttrDesc::Ints("has_residual", {1}));
-    p.tensors.push_back({ys, Role::kInput, {}});
-    shapes.push_back(ys);
-    inputs.push_back(res);
-  }
-  p.tensors.push_back({ys, Role::kOutput, {}});
-  shapes.push_back(ys);
-  p.kernels.push_back(LibraryKernel("conv", "cudnn.conv2d", shapes, attrs));
-  std::vector<uint32_t> args;
-  for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
-  p.ops = {{0, args, "conv"}};
-  auto bytes = BuildProgram(p);
+  const ConvProgram conv = MakeConvProgram(vc.c, vc.bias, vc.residual, 51);
+  auto bytes = BuildProgram(conv.spec);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  const auto want = ReferenceConv(c, x, w, vc.bias ? &bias : nullptr, vc.residual ? &res : nullptr);
+  const std::vector<std::vector<float>>& inputs = conv.inputs;
+  const std::vector<float>& want = conv.want;
   for (bool graph : {true, false}) {
     SCOPED_TRACE(graph ? "cuda graph" : "no graph");
     CallRecorder rec;
