@@ -21,5 +21,7 @@ fi
 if [ "${KEEL_SKIP_VENV:-0}" != 1 ] && [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv (numpy, onnx, onnxruntime)"
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check numpy onnx onnxruntime
+  # Pinned: the ONNX conformance baseline (tests/conformance) is measured against
+  # exactly these versions' node test cases.
+  .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
 fi
