@@ -72,6 +72,11 @@ struct ExecutableView {
 Result<ExecutableView> ReadExecutable(std::span<const uint8_t> file);
 
 // Conversions from the generated enums (valid after ReadExecutable checked the range).
+// The schema's DType enum must be the list of keel/dtype_list.h, value for value.
+static_assert(static_cast<uint8_t>(keel::fb::DType::MAX) == kDTypeMax && sizeof(keel::fb::EnumValuesDType()) == kDTypeMax + 1, "executable.fbs DType != keel/dtype_list.h");
+#define KEEL_X(tok, val, bytes, name, kind) static_assert(IsValidDType(val), "dtype value " #val " missing");
+KEEL_DTYPE_LIST(KEEL_X)
+#undef KEEL_X
 inline DType FromFb(keel::fb::DType t) { return static_cast<DType>(t); }
 inline DeviceKind FromFb(keel::fb::DeviceKind d) { return static_cast<DeviceKind>(d); }
 inline KernelKind FromFb(keel::fb::KernelKind k) { return static_cast<KernelKind>(k); }

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "keel/data_type.h"
+
 namespace keel::ser {
 
 // Format version written by ExecutableWriter and accepted by ReadExecutable:
@@ -25,13 +27,10 @@ inline constexpr uint16_t kFormatVersionMinor = 0;
 inline constexpr char kFileIdentifier[5] = "KEEL";
 inline constexpr uint64_t kDataAlignment = 64;
 
-// Same numbering as keel.fb.DType.
-enum class DType : uint8_t {
-  kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3,
-  kI8 = 4, kI16 = 5, kI32 = 6, kI64 = 7,
-  kU8 = 8, kBool8 = 9,
-};
-inline constexpr uint8_t kDTypeMax = 9;
+// Element types: keel::DataType (keel/data_type.h, numbered as keel.fb.DType;
+// executable_reader.cc checks the schema against the list at compile time).
+using DType = keel::DataType;
+inline constexpr uint8_t kDTypeMax = keel::kMaxDataTypeValue;
 
 // Same numbering as keel.fb.DeviceKind.
 enum class DeviceKind : uint8_t { kCpu = 0, kCuda = 1 };
@@ -45,44 +44,14 @@ inline constexpr uint8_t kKernelKindMax = 2;
 enum class ArgAccess : uint8_t { kRead = 0, kWrite = 1, kReadWrite = 2 };
 inline constexpr uint8_t kArgAccessMax = 2;
 
-constexpr bool IsValidDType(uint8_t v) { return v <= kDTypeMax; }
+constexpr bool IsValidDType(uint8_t v) { return keel::IsValidDataType(v); }
 constexpr bool IsValidDeviceKind(uint8_t v) { return v <= kDeviceKindMax; }
 constexpr bool IsValidKernelKind(uint8_t v) { return v <= kKernelKindMax; }
 constexpr bool IsValidArgAccess(uint8_t v) { return v <= kArgAccessMax; }
 
-// Bytes per element; 0 for a value outside the enum (callers validate first).
-constexpr size_t DTypeSize(DType t) {
-  switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kF64: return 8;
-    case DType::kI8: return 1;
-    case DType::kI16: return 2;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kU8: return 1;
-    case DType::kBool8: return 1;
-  }
-  return 0;
-}
-
-// Names as spelled in executable.fbs ("f32", "bool8"); "?" outside the enum.
-constexpr const char* DTypeName(DType t) {
-  switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kF64: return "f64";
-    case DType::kI8: return "i8";
-    case DType::kI16: return "i16";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
-    case DType::kU8: return "u8";
-    case DType::kBool8: return "bool8";
-  }
-  return "?";
-}
+// Bytes per element and short names ("f32", "bool"); 0 / "?" outside the list.
+constexpr size_t DTypeSize(DType t) { return keel::DataTypeSize(t); }
+constexpr const char* DTypeName(DType t) { return keel::DataTypeName(t); }
 
 constexpr const char* DeviceKindName(DeviceKind d) {
   switch (d) {

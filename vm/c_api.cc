@@ -87,6 +87,16 @@ const char* keel_status_name(keel_status_t status) {
   return keel::StatusCodeName(static_cast<keel::StatusCode>(status));
 }
 
+// The C enum is spelled by hand (C cannot upper-case the list's tokens): check it against the list.
+static_assert(KEEL_F32 == static_cast<int>(keel::DataType::kF32) && KEEL_F16 == static_cast<int>(keel::DataType::kF16) &&
+              KEEL_BF16 == static_cast<int>(keel::DataType::kBF16) && KEEL_F64 == static_cast<int>(keel::DataType::kF64) &&
+              KEEL_I8 == static_cast<int>(keel::DataType::kI8) && KEEL_I16 == static_cast<int>(keel::DataType::kI16) &&
+              KEEL_I32 == static_cast<int>(keel::DataType::kI32) && KEEL_I64 == static_cast<int>(keel::DataType::kI64) &&
+              KEEL_U8 == static_cast<int>(keel::DataType::kU8) && KEEL_BOOL == static_cast<int>(keel::DataType::kBool) &&
+              KEEL_U16 == static_cast<int>(keel::DataType::kU16) && KEEL_U32 == static_cast<int>(keel::DataType::kU32) &&
+              KEEL_U64 == static_cast<int>(keel::DataType::kU64) && KEEL_U64 == keel::kMaxDataTypeValue,
+              "keel_dtype_t differs from keel/dtype_list.h");
+
 size_t keel_dtype_size(keel_dtype_t dtype) { return keel::DataTypeSize(static_cast<keel::DataType>(dtype)); }
 
 keel_status_t keel_executable_load_file(const char* path, const char* library_path, keel_executable_t** out) {

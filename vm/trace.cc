@@ -6,32 +6,6 @@
 
 namespace keel {
 
-const char* DataTypeName(DataType t) {
-  switch (t) {
-    case DataType::kF32: return "f32";
-    case DataType::kF16: return "f16";
-    case DataType::kBF16: return "bf16";
-    case DataType::kF64: return "f64";
-    case DataType::kI8: return "i8";
-    case DataType::kI16: return "i16";
-    case DataType::kI32: return "i32";
-    case DataType::kI64: return "i64";
-    case DataType::kU8: return "u8";
-    case DataType::kBool8: return "bool8";
-  }
-  return "?";
-}
-
-size_t DataTypeSize(DataType t) {
-  switch (t) {
-    case DataType::kF32: case DataType::kI32: return 4;
-    case DataType::kF16: case DataType::kBF16: case DataType::kI16: return 2;
-    case DataType::kF64: case DataType::kI64: return 8;
-    case DataType::kI8: case DataType::kU8: case DataType::kBool8: return 1;
-  }
-  return 0;
-}
-
 const char* DeviceTypeName(DeviceType d) {
   switch (d) {
     case DeviceType::kCpu: return "cpu";

@@ -161,8 +161,12 @@ bool Checksum(const keel::DataType dt, const std::vector<uint8_t>& buf, double* 
       case keel::DataType::kF64: { double v; std::memcpy(&v, p, 8); acc(v); break; }
       case keel::DataType::kI32: { int32_t v; std::memcpy(&v, p, 4); acc(v); break; }
       case keel::DataType::kI64: { int64_t v; std::memcpy(&v, p, 8); acc(static_cast<double>(v)); break; }
+      case keel::DataType::kI16: { int16_t v; std::memcpy(&v, p, 2); acc(v); break; }
+      case keel::DataType::kU16: { uint16_t v; std::memcpy(&v, p, 2); acc(v); break; }
+      case keel::DataType::kU32: { uint32_t v; std::memcpy(&v, p, 4); acc(v); break; }
+      case keel::DataType::kU64: { uint64_t v; std::memcpy(&v, p, 8); acc(static_cast<double>(v)); break; }
       case keel::DataType::kI8: acc(static_cast<int8_t>(*p)); break;
-      case keel::DataType::kU8: case keel::DataType::kBool8: acc(*p); break;
+      case keel::DataType::kU8: case keel::DataType::kBool: acc(*p); break;
       default: return false;
     }
   }

@@ -17,38 +17,6 @@
 
 namespace keel::ir {
 
-size_t DTypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kF64: return 8;
-    case DType::kI8: return 1;
-    case DType::kI16: return 2;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kU8: return 1;
-    case DType::kBool: return 1;
-  }
-  return 0;
-}
-
-const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kF64: return "f64";
-    case DType::kI8: return "i8";
-    case DType::kI16: return "i16";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
-    case DType::kU8: return "u8";
-    case DType::kBool: return "bool";
-  }
-  return "?";
-}
-
 int64_t TensorType::NumElements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -25,14 +25,15 @@
 #include <variant>
 #include <vector>
 
+#include "keel/data_type.h"
 #include "keel/status.h"
 
 namespace keel::ir {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI8, kI16, kI32, kI64, kU8, kBool };
-
-size_t DTypeSize(DType dtype);
-const char* DTypeName(DType dtype);  // "f32", "i64", ...
+// Element types: the one list of keel/data_type.h (the executable and the APIs use the same type).
+using DType = keel::DataType;
+inline size_t DTypeSize(DType dtype) { return keel::DataTypeSize(dtype); }
+inline const char* DTypeName(DType dtype) { return keel::DataTypeName(dtype); }  // "f32", "i64", ...
 
 struct TensorType {
   DType dtype = DType::kF32;

@@ -10,10 +10,7 @@
 
 namespace keel::lower {
 
-static_assert(static_cast<int>(ir::DType::kF32) == static_cast<int>(ser::DType::kF32));
-static_assert(static_cast<int>(ir::DType::kBool) == static_cast<int>(ser::DType::kBool8));
-
-ser::DType ToSerDType(ir::DType dtype) { return static_cast<ser::DType>(static_cast<uint8_t>(dtype)); }
+ser::DType ToSerDType(ir::DType dtype) { return dtype; }  // one type (keel/data_type.h)
 
 namespace {
 

@@ -38,11 +38,11 @@ typedef enum keel_status_t {
   KEEL_FAILED_PRECONDITION = 9
 } keel_status_t;
 
-/* Same numbering as the executable format. */
+/* Element types: the list in keel/dtype_list.h (same numbering as the executable format). */
 typedef enum keel_dtype_t {
   KEEL_F32 = 0, KEEL_F16 = 1, KEEL_BF16 = 2, KEEL_F64 = 3,
   KEEL_I8 = 4, KEEL_I16 = 5, KEEL_I32 = 6, KEEL_I64 = 7,
-  KEEL_U8 = 8, KEEL_BOOL8 = 9
+  KEEL_U8 = 8, KEEL_BOOL = 9, KEEL_U16 = 10, KEEL_U32 = 11, KEEL_U64 = 12
 } keel_dtype_t;
 
 typedef struct keel_executable keel_executable_t;

@@ -26,18 +26,12 @@
 #include <string_view>
 #include <vector>
 
+#include "keel/data_type.h"
 #include "keel/status.h"
 
 namespace keel {
 
-// Element types; same numbering as the executable format (keel.fb.DType) and the C API.
-enum class DataType : uint8_t {
-  kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3,
-  kI8 = 4, kI16 = 5, kI32 = 6, kI64 = 7,
-  kU8 = 8, kBool8 = 9,
-};
-const char* DataTypeName(DataType t);  // "f32", ...; "?" outside the enum
-size_t DataTypeSize(DataType t);       // bytes per element; 0 outside the enum
+// Element types (DataType, DataTypeName, DataTypeSize, ...) come from keel/data_type.h.
 
 // Devices; same numbering as keel.fb.DeviceKind.
 enum class DeviceType : uint8_t { kCpu = 0, kCuda = 1 };
