@@ -51,27 +51,40 @@ std::string IndexedName(const char* prefix, int64_t index) {
   return s;
 }
 
-bool IsFloat(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF64; }
+bool IsFloat(DType dtype) { return keel::IsFloatType(dtype); }
 
-bool IsSupportedKernelDType(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: case DType::kF64: case DType::kI8: case DType::kU8:
-    case DType::kI32: case DType::kI64: case DType::kBool:
-      return true;
-    default:
-      return false;
-  }
-}
+bool IsUnsigned(DType dtype) { return keel::IsUnsignedIntType(dtype) || keel::IsBoolType(dtype); }
+
+bool IsSupportedKernelDType(DType dtype) { return keel::DataTypeSize(dtype) != 0; }
 
 const char* UnaryOpName(UnaryOp op) {
   static const char* kNames[] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "erf",
-                                 "sigmoid", "floor", "ceil", "not"};
+                                 "sigmoid", "floor", "ceil", "not", "sin", "cos", "tan", "asin",
+                                 "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "round"};
   return kNames[static_cast<int>(op)];
+}
+
+const char* LibmName(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kSin: return "sin";
+    case UnaryOp::kCos: return "cos";
+    case UnaryOp::kTan: return "tan";
+    case UnaryOp::kAsin: return "asin";
+    case UnaryOp::kAcos: return "acos";
+    case UnaryOp::kAtan: return "atan";
+    case UnaryOp::kSinh: return "sinh";
+    case UnaryOp::kCosh: return "cosh";
+    case UnaryOp::kAsinh: return "asinh";
+    case UnaryOp::kAcosh: return "acosh";
+    case UnaryOp::kAtanh: return "atanh";
+    case UnaryOp::kTanh: return "tanh";
+    default: return nullptr;
+  }
 }
 
 const char* BinaryOpName(BinaryOp op) {
   static const char* kNames[] = {"+", "-", "*", "/", "%", "min", "max", "pow",
-                                 "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+                                 "<", "<=", ">", ">=", "==", "!=", "&&", "||", "^", "<<", ">>"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -107,7 +120,7 @@ Expr FloatConst(double value, DType type) {
 }
 
 Expr Unary(UnaryOp op, Expr a) {
-  auto n = MakeNode(ExprKind::kUnary, op == UnaryOp::kNot ? DType::kBool : a.type());
+  auto n = MakeNode(ExprKind::kUnary, a.type());
   n->unary = op;
   n->operands = {std::move(a)};
   return Expr(std::move(n));
@@ -159,6 +172,42 @@ Expr Cast(Expr a, DType to) {
   auto n = MakeNode(ExprKind::kCast, to);
   n->operands = {std::move(a)};
   return Expr(std::move(n));
+}
+
+Expr Placeholder(int64_t id, DType type) {
+  auto n = MakeNode(ExprKind::kVar, type);
+  n->int_value = id;
+  return Expr(std::move(n));
+}
+
+Expr SubstituteVars(const Expr& e, const std::function<Expr(int64_t id)>& replace) {
+  // Memoized by node so that shared subexpressions stay shared (the result is a DAG of the same size).
+  std::map<const ExprNode*, Expr> done;
+  std::function<Expr(const Expr&)> visit = [&](const Expr& x) -> Expr {
+    if (x.is_null()) return x;
+    auto it = done.find(x.get());
+    if (it != done.end()) return it->second;
+    Expr out = x;
+    if (x->kind == ExprKind::kVar) {
+      Expr r = replace(x->int_value);
+      if (!r.is_null()) out = r;
+    } else if (!x->operands.empty()) {
+      std::vector<Expr> ops;
+      bool changed = false;
+      for (const Expr& o : x->operands) {
+        ops.push_back(visit(o));
+        changed = changed || ops.back().get() != o.get();
+      }
+      if (changed) {
+        auto n = std::make_shared<ExprNode>(*x.get());
+        n->operands = std::move(ops);
+        out = Expr(std::move(n));
+      }
+    }
+    done.emplace(x.get(), out);
+    return out;
+  };
+  return visit(e);
 }
 
 Expr Min(Expr a, Expr b) { return Binary(BinaryOp::kMin, std::move(a), std::move(b)); }

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,16 +44,26 @@ using ir::DType;
 
 enum class ExprKind : uint8_t { kIntConst, kFloatConst, kVar, kLoad, kUnary, kBinary, kSelect, kCast };
 
+// kNot: logical on bool, bitwise on integers. kRound: to nearest, ties to even.
+// The trigonometric/hyperbolic ops are libm's (see LibmName).
 enum class UnaryOp : uint8_t {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kErf, kSigmoid, kFloor, kCeil, kNot,
+  kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kRound,
 };
+// kAnd/kOr/kXor: logical on bool, bitwise on integers. kShl/kShr: shifts by
+// the second operand, which must be in [0, bit width) (kShr is logical on
+// unsigned types, arithmetic on signed ones). kMod on floats is fmod.
 enum class BinaryOp : uint8_t {
   kAdd, kSub, kMul, kDiv, kMod, kMin, kMax, kPow,
-  kLt, kLe, kGt, kGe, kEq, kNe, kAnd, kOr,
+  kLt, kLe, kGt, kGe, kEq, kNe, kAnd, kOr, kXor, kShl, kShr,
 };
 
 const char* UnaryOpName(UnaryOp op);
 const char* BinaryOpName(BinaryOp op);
+// The C math library's name of a unary op that both back ends implement with
+// it ("sin": sinf/sin on the CPU, __nv_sinf/__nv_sin on NVPTX); nullptr for
+// the others.
+const char* LibmName(UnaryOp op);
 
 struct ExprNode;
 
@@ -99,6 +110,12 @@ Expr Min(Expr a, Expr b);
 Expr Max(Expr a, Expr b);
 // Clamp an index into [lo, hi].
 Expr Clamp(Expr a, int64_t lo, int64_t hi);
+// A typed variable standing for a value to be substituted later (e.g. an
+// elementwise op's operand). Never appears in a finished kernel.
+Expr Placeholder(int64_t id, DType type);
+// `e` with every variable for which `replace(id)` is non-null replaced by it;
+// shared subexpressions stay shared.
+Expr SubstituteVars(const Expr& e, const std::function<Expr(int64_t id)>& replace);
 
 Expr operator+(Expr a, Expr b);
 Expr operator-(Expr a, Expr b);
@@ -245,7 +262,10 @@ std::string ExprToString(const KernelFunc& kernel, const Expr& expr);
 // prefix + decimal index, e.g. IndexedName("in", 2) == "in2".
 std::string IndexedName(const char* prefix, int64_t index);
 
+// Floating types (f16 and bf16 included: they are storage types, widened to f32
+// by the lowerings before any arithmetic).
 bool IsFloat(DType dtype);
-bool IsSupportedKernelDType(DType dtype);  // f32, f64, i8, u8, i32, i64, bool
+bool IsUnsigned(DType dtype);  // unsigned integers and bool (zero-extended, unsigned compares)
+bool IsSupportedKernelDType(DType dtype);  // every type of keel/dtype_list.h
 
 }  // namespace keel::codegen

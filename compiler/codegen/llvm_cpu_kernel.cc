@@ -322,9 +322,12 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
       case UnaryOp::kLog: return Intrinsic1(llvm::Intrinsic::log, a);
       case UnaryOp::kRsqrt:
         return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), Intrinsic1(llvm::Intrinsic::sqrt, a));
-      case UnaryOp::kTanh: return LibCall("tanhf", "tanh", a);
       case UnaryOp::kErf: return a->getType()->getScalarType()->isFloatTy() ? EmitErfF32(b_, m_, a) : LibCall("erff", "erf", a);
-      default: (void)Fail(std::string("no math lowering for ") + UnaryOpName(op)); return nullptr;
+      case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
+      default:
+        if (const char* name = LibmName(op)) return LibCall(std::string(name) + "f", name, a);
+        (void)Fail(std::string("no math lowering for ") + UnaryOpName(op));
+        return nullptr;
     }
   }
   llvm::Value* EmitFloatRem(llvm::Value* a, llvm::Value* b) override { return b_.CreateFRem(a, b); }

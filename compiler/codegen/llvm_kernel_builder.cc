@@ -64,11 +64,16 @@ llvm::Type* LlvmKernelBuilder::MemType(DType t) {
   switch (t) {
     case DType::kF32: return b_.getFloatTy();
     case DType::kF64: return b_.getDoubleTy();
+    case DType::kF16: return b_.getHalfTy();
+    // bf16 values are kept as their 16 bits: ConvertTo widens/narrows them with
+    // integer operations (portable to every target, no bfloat legalization).
+    case DType::kBF16: return b_.getInt16Ty();
     case DType::kI8: case DType::kU8: case DType::kBool: return b_.getInt8Ty();
-    case DType::kI32: return b_.getInt32Ty();
-    case DType::kI64: return b_.getInt64Ty();
-    default: return b_.getFloatTy();  // rejected by CheckArgDTypes / Verify
+    case DType::kI16: case DType::kU16: return b_.getInt16Ty();
+    case DType::kI32: case DType::kU32: return b_.getInt32Ty();
+    case DType::kI64: case DType::kU64: return b_.getInt64Ty();
   }
+  return b_.getFloatTy();  // unreachable for listed types (CheckArgDTypes / Verify reject the rest)
 }
 
 // ---- memory ------------------------------------------------------------------
@@ -217,6 +222,10 @@ llvm::Value* LlvmKernelBuilder::EmitUnary(KernelRegion& r, const Expr& e) {
     case UnaryOp::kFloor: return Intrinsic1(llvm::Intrinsic::floor, a);
     case UnaryOp::kCeil: return Intrinsic1(llvm::Intrinsic::ceil, a);
     case UnaryOp::kNot: return b_.CreateNot(a);
+    case UnaryOp::kSin: case UnaryOp::kCos: case UnaryOp::kTan: case UnaryOp::kAsin: case UnaryOp::kAcos:
+    case UnaryOp::kAtan: case UnaryOp::kSinh: case UnaryOp::kCosh: case UnaryOp::kAsinh: case UnaryOp::kAcosh:
+    case UnaryOp::kAtanh: case UnaryOp::kRound:
+      return EmitMath(e->unary, a);
   }
   return nullptr;
 }
@@ -228,7 +237,7 @@ llvm::Value* LlvmKernelBuilder::EmitBinary(KernelRegion& r, const Expr& e) {
   Match(a, b);
   DType t = e->operands[0].type();
   bool fl = IsFloat(t);
-  bool uns = t == DType::kU8 || t == DType::kBool;
+  bool uns = IsUnsigned(t);
   switch (e->binary) {
     case BinaryOp::kAdd: return fl ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, !uns);
     case BinaryOp::kSub: return fl ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, !uns);
@@ -250,24 +259,55 @@ llvm::Value* LlvmKernelBuilder::EmitBinary(KernelRegion& r, const Expr& e) {
     case BinaryOp::kNe: return fl ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
     case BinaryOp::kAnd: return b_.CreateAnd(a, b);
     case BinaryOp::kOr: return b_.CreateOr(a, b);
+    case BinaryOp::kXor: return b_.CreateXor(a, b);
+    case BinaryOp::kShl: return b_.CreateShl(a, b);
+    case BinaryOp::kShr: return uns ? b_.CreateLShr(a, b) : b_.CreateAShr(a, b);
   }
   return nullptr;
 }
 
 llvm::Value* LlvmKernelBuilder::ConvertTo(llvm::Value* v, DType from, DType to) {
   if (from == to) return v;
+  if (from == DType::kBF16) return ConvertTo(WidenBF16(v), DType::kF32, to);
+  if (to == DType::kBF16) return NarrowToBF16(ConvertTo(v, from, DType::kF32));
   llvm::Type* t = RegType(to);
   if (IsWide(v)) t = llvm::FixedVectorType::get(t, lanes_);
   bool fsrc = IsFloat(from), fdst = IsFloat(to);
-  bool usrc = from == DType::kU8 || from == DType::kBool;
+  bool usrc = IsUnsigned(from);
   if (to == DType::kBool) {
     return fsrc ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
                 : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
   }
   if (fsrc && fdst) return b_.CreateFPCast(v, t);
-  if (fsrc) return to == DType::kU8 ? b_.CreateFPToUI(v, t) : b_.CreateFPToSI(v, t);
+  if (fsrc) return keel::IsUnsignedIntType(to) ? b_.CreateFPToUI(v, t) : b_.CreateFPToSI(v, t);
   if (fdst) return usrc ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t);
   return b_.CreateIntCast(v, t, !usrc);
+}
+
+llvm::Type* LlvmKernelBuilder::LikeShape(llvm::Type* scalar, const llvm::Value* like) const {
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like->getType())) {
+    return llvm::FixedVectorType::get(scalar, vt->getNumElements());
+  }
+  return scalar;
+}
+
+// bf16 bits -> f32: the bf16 bits are the f32's upper half.
+llvm::Value* LlvmKernelBuilder::WidenBF16(llvm::Value* bits) {
+  llvm::Value* wide = b_.CreateShl(b_.CreateZExt(bits, LikeShape(b_.getInt32Ty(), bits)), 16);
+  return b_.CreateBitCast(wide, LikeShape(b_.getFloatTy(), bits));
+}
+
+// f32 -> bf16 bits, rounding to nearest even; NaN stays a (quiet) NaN.
+llvm::Value* LlvmKernelBuilder::NarrowToBF16(llvm::Value* f) {
+  llvm::Type* i32 = LikeShape(b_.getInt32Ty(), f);
+  llvm::Value* bits = b_.CreateBitCast(f, i32);
+  auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+  llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), c32(1));
+  llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, c32(0x7FFF))), 16);
+  llvm::Value* is_nan = b_.CreateFCmpUNO(f, f);
+  llvm::Value* quiet = b_.CreateOr(b_.CreateLShr(bits, 16), c32(0x40));
+  llvm::Value* out = b_.CreateSelect(is_nan, quiet, rounded);
+  return b_.CreateTrunc(out, LikeShape(b_.getInt16Ty(), f));
 }
 
 llvm::Value* LlvmKernelBuilder::Intrinsic1(llvm::Intrinsic::ID id, llvm::Value* a) {

@@ -117,6 +117,10 @@ class LlvmKernelBuilder {
   llvm::Value* EmitUnary(KernelRegion& r, const Expr& e);
   llvm::Value* EmitBinary(KernelRegion& r, const Expr& e);
   llvm::Value* ConvertTo(llvm::Value* v, DType from, DType to);
+  // `scalar` with the lane count of `like` (a vector type when `like` is wide).
+  llvm::Type* LikeShape(llvm::Type* scalar, const llvm::Value* like) const;
+  llvm::Value* WidenBF16(llvm::Value* bits);    // bf16 bits (i16) -> f32
+  llvm::Value* NarrowToBF16(llvm::Value* f32);  // f32 -> bf16 bits (i16), round to nearest even
   llvm::Value* Intrinsic1(llvm::Intrinsic::ID id, llvm::Value* a);
   // Float math: op is one of kExp, kLog, kRsqrt, kTanh, kErf.
   virtual llvm::Value* EmitMath(UnaryOp op, llvm::Value* a) = 0;

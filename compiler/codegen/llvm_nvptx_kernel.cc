@@ -398,9 +398,12 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
       case UnaryOp::kExp: return Libdevice("exp", {a});
       case UnaryOp::kLog: return Libdevice("log", {a});
       case UnaryOp::kRsqrt: return Libdevice("rsqrt", {a});
-      case UnaryOp::kTanh: return Libdevice("tanh", {a});
       case UnaryOp::kErf: return Libdevice("erf", {a});
-      default: (void)Fail(std::string("no math lowering for ") + UnaryOpName(op)); return nullptr;
+      case UnaryOp::kRound: return Libdevice("rint", {a});
+      default:
+        if (const char* name = LibmName(op)) return Libdevice(name, {a});
+        (void)Fail(std::string("no math lowering for ") + UnaryOpName(op));
+        return nullptr;
     }
   }
   llvm::Value* EmitFloatRem(llvm::Value* a, llvm::Value* b) override { return Libdevice("fmod", {a, b}); }

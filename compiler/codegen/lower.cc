@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <set>
 
-#include "compiler/codegen/lower_ops.h"
+#include "compiler/codegen/lower_context.h"
+#include "compiler/ops/lowering.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::codegen {
 namespace {
@@ -41,26 +43,6 @@ std::string Lower(std::string s) {
 }
 
 }  // namespace
-
-bool IsAnchorOp(const std::string& op) {
-  static const std::set<std::string> ops = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                            "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum", "ReduceMax"};
-  return ops.count(op) != 0;
-}
-
-bool IsLowerableOp(const std::string& op) { return op == "keel.Fused" || IsAnchorOp(op) || IsInjectiveOp(op); }
-
-Result<Stmt> LowerAnchor(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
-  const std::string& op = node.op_type();
-  if (op == "Conv") return LowerConv(ctx, node, store);
-  if (op == "Gemm") return LowerGemm(ctx, node, store);
-  if (op == "MatMul") return LowerMatMul(ctx, node, store);
-  if (op == "MaxPool" || op == "AveragePool") return LowerPool(ctx, node, store);
-  if (op == "GlobalAveragePool") return LowerGlobalAveragePool(ctx, node, store);
-  if (op == "Softmax") return LowerSoftmax(ctx, node, store);
-  if (op == "LayerNormalization") return LowerLayerNorm(ctx, node, store);
-  return LowerReduce(ctx, node, store);
-}
 
 LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
   LowerOptions o;
@@ -121,12 +103,15 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
     out_bufs.push_back(kernel->AddArg(IndexedName("out", static_cast<int64_t>(i)), out->type().dtype, out->type().shape, ArgAccess::kWrite));
   }
 
-  // Walk the group: inline injective ops, find the (single) anchor, check the epilogue.
+  // Walk the group: inline elementwise/injective ops, find the (single) anchor, check the epilogue.
   const ir::Node* anchor = nullptr;
+  const ops::OpDef* anchor_def = nullptr;
   std::set<const ir::Value*> tainted;  // values depending on the anchor output
   std::string source;
   for (const ir::Node* n : view.nodes) {
     source += (source.empty() ? "" : "+") + n->op_type();
+    const ops::OpDef* def = ops::FindOp(*n);
+    if (!def) return Unsupported(NodeLabel(*n) + ": unknown op");
     for (const ir::Value* in : n->inputs()) {
       if (in && !ctx.Find(in)) {
         if (!in->is_constant()) return Internal(NodeLabel(*n) + ": input " + in->name() + " is not produced in the group");
@@ -137,16 +122,15 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
       if (out && !out->has_type()) return InvalidArgument(NodeLabel(*n) + ": output has no type");
     bool depends = false;
     for (const ir::Value* in : n->inputs()) depends = depends || (in && tainted.count(in));
-    if (IsAnchorOp(n->op_type())) {
+    if (def->fusion == ops::FusionClass::kAnchor) {
       if (anchor) return Unsupported(NodeLabel(node) + ": group has two anchors (" + anchor->op_type() + ", " + n->op_type() + ")");
       if (depends) return Internal("anchor depends on itself");
+      if (!def->kernel) return Internal(NodeLabel(*n) + ": anchor op without a kernel lowering");
+      if (n->outputs().size() > 1 && view.nodes.size() > 1)
+        return Internal(NodeLabel(*n) + ": a multi-output op inside a fused group");
       anchor = n;
+      anchor_def = def;
       tainted.insert(n->output(0));
-      for (size_t i = 1; i < n->outputs().size(); ++i) {
-        const ir::Value* extra = n->output(i);
-        if (extra && (!extra->uses().empty() || std::count(view.outputs.begin(), view.outputs.end(), extra)))
-          return Unsupported(NodeLabel(*n) + ": secondary outputs are not supported");
-      }
       TensorFn fn;
       fn.type = n->output(0)->type();
       LowerContext* c = &ctx;
@@ -154,42 +138,54 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
       ctx.Define(n->output(0), std::move(fn));
       continue;
     }
-    if (!IsInjectiveOp(n->op_type())) return Unsupported(NodeLabel(*n) + ": op not supported by CPU codegen");
+    if (def->fusion == ops::FusionClass::kNone) {
+      return Internal(NodeLabel(*n) + ": op " + def->name + " has no kernel" +
+                      (def->removed_by.empty() ? std::string() : "; pass " + def->removed_by + " should have removed it"));
+    }
     if (depends) {
-      if (!IsElementwiseOp(n->op_type()) || n->output(0)->type().shape != anchor->output(0)->type().shape)
+      if (def->fusion != ops::FusionClass::kElementwise || n->output(0)->type().shape != anchor->output(0)->type().shape)
         return Unsupported(NodeLabel(*n) + ": epilogue op must be elementwise and keep the shape of " + NodeLabel(*anchor));
       for (const ir::Value* o : n->outputs()) if (o) tainted.insert(o);
     }
-    KEEL_RETURN_IF_ERROR(DefineInjective(ctx, *n));
+    KEEL_RETURN_IF_ERROR(ops::DefineOutputs(*def, ctx, *n));
   }
 
   std::vector<Stmt> stmts;
+  KernelFunc* k = kernel.get();
   if (anchor) {
-    for (const ir::Value* out : view.outputs)
-      if (!tainted.count(out))
-        return Unsupported(NodeLabel(node) + ": output " + out->name() + " does not come from the anchor's epilogue");
-    std::vector<TensorFn> outs;
-    for (const ir::Value* out : view.outputs) outs.push_back(*ctx.Find(out));
-    KernelFunc* k = kernel.get();
-    LowerContext* c = &ctx;
-    StoreFn store = [k, c, outs, out_bufs](const std::vector<Expr>& idx, Expr value) {
-      c->set_acc(value);
-      std::vector<Stmt> s;
-      for (size_t i = 0; i < outs.size(); ++i)
-        s.push_back(k->Store(out_bufs[i], idx, Cast(outs[i].at(idx), k->buffer(out_bufs[i]).dtype)));
-      return Block(std::move(s));
-    };
-    KEEL_ASSIGN_OR_RETURN(Stmt body, LowerAnchor(ctx, *anchor, store));
+    std::vector<StoreFn> stores;
+    if (view.nodes.size() == 1) {
+      // A plain anchor node: each output stored directly.
+      for (size_t i = 0; i < out_bufs.size(); ++i) {
+        const int buf = out_bufs[i];
+        stores.push_back([k, buf](const std::vector<Expr>& idx, Expr value) {
+          return k->Store(buf, idx, Cast(value, k->buffer(buf).dtype));
+        });
+      }
+    } else {
+      for (const ir::Value* out : view.outputs)
+        if (!tainted.count(out))
+          return Unsupported(NodeLabel(node) + ": output " + out->name() + " does not come from the anchor's epilogue");
+      std::vector<TensorFn> outs;
+      for (const ir::Value* out : view.outputs) outs.push_back(*ctx.Find(out));
+      LowerContext* c = &ctx;
+      stores.push_back([k, c, outs, out_bufs](const std::vector<Expr>& idx, Expr value) {
+        c->set_acc(value);
+        std::vector<Stmt> s;
+        for (size_t i = 0; i < outs.size(); ++i)
+          s.push_back(k->Store(out_bufs[i], idx, Cast(outs[i].at(idx), k->buffer(out_bufs[i]).dtype)));
+        return Block(std::move(s));
+      });
+    }
+    KEEL_ASSIGN_OR_RETURN(Stmt body, anchor_def->kernel(ctx, *anchor, stores));
     stmts.push_back(body);
   } else {
     for (size_t i = 0; i < view.outputs.size(); ++i) {
       const TensorFn* fn = ctx.Find(view.outputs[i]);
       if (!fn) return Internal("output without a reader");
-      TensorFn f = *fn;
-      KernelFunc* k = kernel.get();
-      int buf = out_bufs[i];
-      stmts.push_back(LoopNest(ctx, f.type.shape, [k, f, buf](const std::vector<Expr>& idx) {
-        return k->Store(buf, idx, Cast(f.at(idx), k->buffer(buf).dtype));
+      const int buf = out_bufs[i];
+      stmts.push_back(LoopNest(ctx, fn->type.shape, [k, fn, buf](const std::vector<Expr>& idx) {
+        return k->Store(buf, idx, Cast(fn->at(idx), k->buffer(buf).dtype));
       }));
     }
   }

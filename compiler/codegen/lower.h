@@ -1,18 +1,16 @@
 // compiler/codegen/lower.h — graph Node → KernelSpec (kernel IR) lowering.
 //
 // A node is either a plain op or a "keel.Fused" group whose body is lowered as
-// one kernel. Supported shapes of a group:
-//   * only elementwise / injective ops (Add, Sub, Mul, Div, Pow, Max, Min, Relu,
-//     Clip, Sigmoid, Erf, Tanh, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Cast,
-//     Identity, Dropout, Where, Transpose, Reshape, Flatten, Squeeze, Unsqueeze,
-//     Expand, Slice, Gather, Concat): one loop nest over the output, every op
-//     inlined as an index function;
-//   * at most one "anchor" (Conv, Gemm, MatMul, MaxPool, AveragePool,
-//     GlobalAveragePool, Softmax, LayerNormalization, ReduceMean, ReduceSum,
-//     ReduceMax): injective ops before it are inlined into its operand reads, and
-//     elementwise ops after it that keep its output shape form the epilogue,
-//     applied before the single store (e.g. Conv + bias + Add residual + Relu).
-// Nodes must be canonical (ir::CanonicalizeNode) with types on every value.
+// one kernel. What each op is comes from the op registry (compiler/ops: its
+// fusion class and lowering hook). Supported shapes of a group:
+//   * only elementwise / injective / view ops: one loop nest over each output,
+//     every op inlined as an index function;
+//   * at most one anchor (contractions, windows, reductions): injective ops
+//     before it are inlined into its operand reads, and elementwise ops after
+//     it that keep its output shape form the epilogue, applied before the
+//     single store (e.g. Conv + bias + Add residual + Relu). A plain anchor
+//     node may have several outputs (each stored directly).
+// Nodes must be canonical (ops::CanonicalizeNode) with types on every value.
 //
 // Performance structure: GEMM-like anchors (Gemm, MatMul, Conv with more than
 // one input channel per group) share one blocked GEMM: the B operand is packed
@@ -60,8 +58,5 @@ std::string KernelName(const ir::Node& node, int64_t index);
 
 // Lowers `node` (plain or keel.Fused) to a kernel named KernelName(node, index).
 Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const LowerOptions& options = {});
-
-// True when LowerNodeToKernel handles this op type (plain node).
-bool IsLowerableOp(const std::string& op_type);
 
 }  // namespace keel::codegen

@@ -1,10 +1,11 @@
-// compiler/codegen/lower_ops.h — the per-op lowerings behind LowerNodeToKernel
-// (internal to compiler/codegen). Each lower_*.cc file implements one family.
+// compiler/codegen/lower_ops.h — optimized kernel builders for the heavy
+// anchor ops (GEMM-like contractions, convolutions, pooling, row reductions).
+// The op registry (compiler/ops) points the ops' `kernel` hooks here; each
+// lower_*.cc file implements one family.
 //
-// Injective ops (lower_elementwise.cc) define their outputs' TensorFns in the
-// context. Anchor ops (lower_gemm.cc, lower_conv.cc, lower_pool.cc,
-// lower_reduce.cc) return the statements computing their output, calling
-// `store(idx, value)` once per output element.
+// Each builder returns the statements computing its node's output, calling
+// `store(idx, value)` once per output element (the fused epilogue, if any, is
+// applied by `store`).
 // Errors: kUnsupported naming the node for attributes/dtypes not handled.
 #pragma once
 
@@ -13,14 +14,6 @@
 #include "compiler/codegen/lower_context.h"
 
 namespace keel::codegen {
-
-bool IsElementwiseOp(const std::string& op);  // may appear in an epilogue
-bool IsInjectiveOp(const std::string& op);    // elementwise + data movement
-bool IsAnchorOp(const std::string& op);
-
-Status DefineInjective(LowerContext& ctx, const ir::Node& node);
-
-Result<Stmt> LowerAnchor(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 
 // Shared blocked GEMM: C[m, n] = sum_k A(m, k) * B(k, n), stored through
 // `store(m, n, acc)`. A is read inside the micro-kernel, B only while packing.

@@ -26,6 +26,7 @@
 
 #include "compiler/codegen/llvm_nvptx_emitter.h"
 #include "compiler/codegen/lower.h"
+#include "compiler/ops/registry.h"
 #include "compiler/driver/backend.h"
 #include "serialization/library_ops.h"
 
@@ -378,11 +379,12 @@ class CudaBackend final : public Backend {
   Result<lower::StepKernel> SelectKernel(const ir::Node& node, int64_t index) override {
     Chain chain(node);
     if (!chain.nodes.empty()) {
-      const std::string& op = chain.nodes[0]->op_type();
+      const ops::OpDef* def = ops::FindOp(*chain.nodes[0]);
+      const ops::LibraryCall call = def ? def->library : ops::LibraryCall::kNone;
       std::optional<LibraryPick> pick;
-      if (op == "Gemm" || op == "MatMul") pick = PickGemm(chain, index);
-      else if (op == "Conv") pick = PickConv(chain, index);
-      else if (op == "MaxPool" || op == "AveragePool") pick = PickPool(chain, index);
+      if (call == ops::LibraryCall::kGemm) pick = PickGemm(chain, index);
+      else if (call == ops::LibraryCall::kConv) pick = PickConv(chain, index);
+      else if (call == ops::LibraryCall::kPool) pick = PickPool(chain, index);
       if (pick) {
         Result<std::optional<lower::StepKernel>> step = WithEpilogue(node, chain, *pick, index);
         if (!step.ok()) return step.status();
@@ -446,7 +448,9 @@ class CudaBackend final : public Backend {
     const ir::TensorType& t = p.value->type();
     for (size_t i = p.consumed; i < c.nodes.size(); ++i) {
       const ir::Node& e = *c.nodes[i];
-      if (!codegen::IsLowerableOp(e.op_type()) || e.op_type() == "keel.Fused" || e.outputs().size() != 1 ||
+      const ops::OpDef* def = ops::FindOp(e);
+      const bool inlinable = def && (def->fusion == ops::FusionClass::kElementwise || def->fusion == ops::FusionClass::kInjective);
+      if (!inlinable || e.outputs().size() != 1 ||
           e.output(0)->type() != t)
         return std::optional<lower::StepKernel>();
     }

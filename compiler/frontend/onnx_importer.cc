@@ -17,7 +17,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "compiler/frontend/op_schemas.h"
+#include "compiler/ops/op_util.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::frontend {
 namespace {
@@ -27,24 +28,7 @@ using ir::TensorData;
 using ir::TensorDataPtr;
 using ir::TensorType;
 
-Result<DType> DTypeFromOnnx(int32_t t) {
-  switch (t) {
-    case onnx::TensorProto::FLOAT: return DType::kF32;
-    case onnx::TensorProto::DOUBLE: return DType::kF64;
-    case onnx::TensorProto::FLOAT16: return DType::kF16;
-    case onnx::TensorProto::BFLOAT16: return DType::kBF16;
-    case onnx::TensorProto::INT8: return DType::kI8;
-    case onnx::TensorProto::INT16: return DType::kI16;
-    case onnx::TensorProto::INT32: return DType::kI32;
-    case onnx::TensorProto::INT64: return DType::kI64;
-    case onnx::TensorProto::UINT8: return DType::kU8;
-    case onnx::TensorProto::BOOL: return DType::kBool;
-    default:
-      return Unsupported("ONNX data type " + std::to_string(t) + " (" +
-                         onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t)) +
-                         ") is not supported");
-  }
-}
+using ops::DTypeFromOnnx;
 
 // Shared state of one import.
 class Importer {
@@ -60,7 +44,9 @@ class Importer {
   Result<std::vector<uint8_t>> ReadExternal(const onnx::TensorProto& t, const std::string& what, size_t expected);
   Result<ir::AttrValue> ConvertAttribute(const onnx::AttributeProto& a, const std::string& where);
   Status ImportNode(const onnx::NodeProto& n, size_t index);
+  Status ImportConstant(const onnx::NodeProto& n, const ir::Attributes& attrs, const std::string& where);
   Status ImportInput(const onnx::ValueInfoProto& vi);
+  Status CheckInitializerAgainstInput(const onnx::ValueInfoProto& vi, const TensorData& init);
   Result<ir::Value*> Lookup(const std::string& name, const std::string& where);
 
   std::string model_dir_;
@@ -69,9 +55,8 @@ class Importer {
   int64_t opset_ = 0;
   std::unique_ptr<ir::Graph> graph_;
   std::unordered_map<std::string, ir::Value*> values_;
-  // Outputs Keel does not produce (e.g. BatchNormalization's training outputs):
-  // name → description of the producer; using one is an Unsupported error.
-  std::unordered_map<std::string, std::string> unsupported_outputs_;
+  // Value name → what defined it (a second definition is an error).
+  std::unordered_map<std::string, std::string> defined_;
 };
 
 Result<std::vector<uint8_t>> Importer::ReadExternal(const onnx::TensorProto& t, const std::string& what,
@@ -141,13 +126,11 @@ Result<TensorDataPtr> Importer::TensorFromProto(const onnx::TensorProto& t, cons
     }
     out->bytes.assign(t.raw_data().begin(), t.raw_data().end());
   } else {
-    const int64_t typed_count = *dtype == DType::kF32   ? t.float_data_size()
-                                : *dtype == DType::kF64 ? t.double_data_size()
-                                : *dtype == DType::kI64 ? t.int64_data_size()
-                                                        : t.int32_data_size();
-    if (typed_count != n) return count_error(typed_count);
+    // The typed fields (onnx.proto): float_data, double_data, int64_data,
+    // uint64_data (u32, u64) and int32_data (every narrower type, f16/bf16 as bits).
     out->bytes.resize(expected);
     uint8_t* dst = out->bytes.data();
+    const size_t es = ir::DTypeSize(*dtype);
     switch (*dtype) {
       case DType::kF32:
         if (t.float_data_size() != n) return count_error(t.float_data_size());
@@ -161,15 +144,20 @@ Result<TensorDataPtr> Importer::TensorFromProto(const onnx::TensorProto& t, cons
         if (t.int64_data_size() != n) return count_error(t.int64_data_size());
         if (n) std::memcpy(dst, t.int64_data().data(), expected);
         break;
-      default: {
-        // int32_data carries every narrower type (one element per entry).
-        if (t.int32_data_size() != n) return count_error(t.int32_data_size());
-        size_t es = ir::DTypeSize(*dtype);
+      case DType::kU32:
+      case DType::kU64:
+        if (t.uint64_data_size() != n) return count_error(t.uint64_data_size());
         for (int64_t i = 0; i < n; ++i) {
-          int32_t v = t.int32_data(static_cast<int>(i));
+          const uint64_t v = t.uint64_data(static_cast<int>(i));
           std::memcpy(dst + static_cast<size_t>(i) * es, &v, es);  // little-endian truncation
         }
-      }
+        break;
+      default:
+        if (t.int32_data_size() != n) return count_error(t.int32_data_size());
+        for (int64_t i = 0; i < n; ++i) {
+          const int32_t v = t.int32_data(static_cast<int>(i));
+          std::memcpy(dst + static_cast<size_t>(i) * es, &v, es);  // little-endian truncation
+        }
     }
   }
   return TensorDataPtr(std::move(out));
@@ -198,12 +186,36 @@ Result<ir::AttrValue> Importer::ConvertAttribute(const onnx::AttributeProto& a, 
 Result<ir::Value*> Importer::Lookup(const std::string& name, const std::string& where) {
   auto it = values_.find(name);
   if (it != values_.end()) return it->second;
-  auto un = unsupported_outputs_.find(name);
-  if (un != unsupported_outputs_.end()) {
-    return Unsupported(where + " uses '" + name + "', an output of " + un->second + " that Keel does not support");
-  }
   return InvalidArgument(where + ": input '" + name +
                          "' is not defined by any graph input, initializer or earlier node");
+}
+
+Status Importer::CheckInitializerAgainstInput(const onnx::ValueInfoProto& vi, const TensorData& init) {
+  const std::string what = "graph input '" + vi.name() + "'";
+  if (!vi.type().has_tensor_type()) return Status::Ok();
+  const auto& tt = vi.type().tensor_type();
+  if (tt.elem_type() != 0) {
+    auto dtype = DTypeFromOnnx(tt.elem_type());
+    if (dtype.ok() && *dtype != init.type.dtype) {
+      return InvalidArgument(what + " is declared " + ir::DTypeName(*dtype) + " but its initializer is " +
+                             init.type.ToString());
+    }
+  }
+  if (!tt.has_shape()) return Status::Ok();
+  bool agrees = tt.shape().dim_size() == static_cast<int>(init.type.shape.size());
+  for (int i = 0; agrees && i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    if (d.has_dim_value() && d.dim_value() != init.type.shape[static_cast<size_t>(i)]) agrees = false;
+  }
+  if (!agrees) {
+    std::string declared = "[";
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      declared += (i ? "," : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "?" : d.dim_param());
+    }
+    return InvalidArgument(what + " is declared with shape " + declared + "] but its initializer is " + init.type.ToString());
+  }
+  return Status::Ok();
 }
 
 Status Importer::ImportInput(const onnx::ValueInfoProto& vi) {
@@ -224,7 +236,11 @@ Status Importer::ImportInput(const onnx::ValueInfoProto& vi) {
     if (!tt.has_shape()) return InvalidArgument(what + " has no shape; pass an input shape override");
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& d = tt.shape().dim(i);
-      if (d.has_dim_value() && d.dim_value() >= 0) {
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 0) {
+          return InvalidArgument(what + ": dimension " + std::to_string(i) + " is " + std::to_string(d.dim_value()) +
+                                 " (dimensions must be >= 0)");
+        }
         type.shape.push_back(d.dim_value());
         continue;
       }
@@ -234,14 +250,22 @@ Status Importer::ImportInput(const onnx::ValueInfoProto& vi) {
       } else if (options_.default_dynamic_dim >= 1) {
         type.shape.push_back(options_.default_dynamic_dim);
       } else {
-        return InvalidArgument(what + " has dynamic dimension " + std::to_string(i) +
+        return InvalidArgument(what + ": dimension " + std::to_string(i) +
                                (d.has_dim_param() ? " ('" + d.dim_param() + "')" : std::string()) +
-                               "; Keel compiles static shapes: pass an input shape override");
+                               " is dynamic; Keel compiles static shapes: pass an input shape override");
       }
     }
   }
   for (int64_t d : type.shape) {
     if (d < 0) return InvalidArgument(what + ": negative dimension in shape override");
+  }
+  // The element count (and byte size) must be sane before anything is planned from it.
+  int64_t elements = 1;
+  for (int64_t d : type.shape) {
+    if (d != 0 && elements > ops::kMaxElements / d) {
+      return InvalidArgument(what + ": shape " + type.ToString() + " has more than 2^40 elements");
+    }
+    elements *= d;
   }
   values_[vi.name()] = graph_->AddInput(vi.name(), type);
   return Status::Ok();
@@ -251,9 +275,13 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
   const std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
   const std::string where = "node '" + name + "' (" + n.op_type() + ")";
   if (!n.domain().empty() && n.domain() != "ai.onnx") {
-    return Unsupported(where + ": op domain '" + n.domain() + "' is not supported");
+    return Unsupported(where + ": op domain '" + n.domain() + "' is not supported (Keel implements " +
+                       ops::SupportedOpsetsText() + ")");
   }
-  if (!IsSupportedOnnxOp(n.op_type())) return Unsupported(where + ": unsupported op '" + n.op_type() + "'");
+  const ops::OpDef* def = ops::Registry::Get().Find(n.op_type());
+  if (def == nullptr || !def->domain.empty()) return Unsupported(where + ": unsupported op '" + n.op_type() + "'");
+  auto version = ops::ResolveVersion(*def, opset_);
+  if (!version.ok()) return Unsupported(where + ": " + version.status().message());
 
   ir::Attributes attrs;
   for (const auto& a : n.attribute()) {
@@ -261,53 +289,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
     KEEL_ASSIGN_OR_RETURN(ir::AttrValue v, ConvertAttribute(a, where));
     attrs.Set(a.name(), std::move(v));
   }
-  const std::string& op = n.op_type();
-
-  if (op == "Constant") {
-    if (n.output_size() != 1) return InvalidArgument(where + ": expects one output");
-    TensorDataPtr data;
-    if (attrs.Has("value")) {
-      KEEL_ASSIGN_OR_RETURN(data, attrs.GetTensor("value"));
-    } else if (attrs.Has("value_float")) {
-      KEEL_ASSIGN_OR_RETURN(double f, attrs.GetFloat("value_float", 0));
-      float v = static_cast<float>(f);
-      auto t = std::make_shared<TensorData>();
-      t->type = TensorType{DType::kF32, {}};
-      t->bytes.resize(4);
-      std::memcpy(t->bytes.data(), &v, 4);
-      data = t;
-    } else if (attrs.Has("value_int")) {
-      KEEL_ASSIGN_OR_RETURN(int64_t i, attrs.GetInt("value_int", 0));
-      auto t = std::make_shared<TensorData>();
-      t->type = TensorType{DType::kI64, {}};
-      t->bytes.resize(8);
-      std::memcpy(t->bytes.data(), &i, 8);
-      data = t;
-    } else if (attrs.Has("value_ints")) {
-      KEEL_ASSIGN_OR_RETURN(auto ints, attrs.GetInts("value_ints", {}));
-      auto t = std::make_shared<TensorData>();
-      t->type = TensorType{DType::kI64, {static_cast<int64_t>(ints.size())}};
-      t->bytes.resize(ints.size() * 8);
-      if (!ints.empty()) std::memcpy(t->bytes.data(), ints.data(), ints.size() * 8);
-      data = t;
-    } else if (attrs.Has("value_floats")) {
-      const auto& all = attrs.all().at("value_floats");
-      const auto* ds = std::get_if<std::vector<double>>(&all);
-      if (!ds) return InvalidArgument(where + ": value_floats is not a float list");
-      auto t = std::make_shared<TensorData>();
-      t->type = TensorType{DType::kF32, {static_cast<int64_t>(ds->size())}};
-      t->bytes.resize(ds->size() * 4);
-      for (size_t i = 0; i < ds->size(); ++i) {
-        float v = static_cast<float>((*ds)[i]);
-        std::memcpy(t->bytes.data() + 4 * i, &v, 4);
-      }
-      data = t;
-    } else {
-      return Unsupported(where + ": only value, value_float(s) and value_int(s) are supported");
-    }
-    values_[n.output(0)] = graph_->AddConstant(n.output(0), data);
-    return Status::Ok();
-  }
+  if (n.op_type() == "Constant") return ImportConstant(n, attrs, where);
 
   std::vector<ir::Value*> inputs;
   for (const std::string& in : n.input()) {
@@ -319,48 +301,69 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
     inputs.push_back(v);
   }
   while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
-  if (inputs.empty() || inputs[0] == nullptr) return InvalidArgument(where + ": missing its first input");
   if (n.output_size() < 1 || n.output(0).empty()) return InvalidArgument(where + ": has no output");
 
-  if (op == "Identity" && !options_.keep_identity) {
+  if (def->identity_like && n.op_type() == "Identity" && !options_.keep_identity && !inputs.empty() && inputs[0]) {
     values_[n.output(0)] = inputs[0];  // aliased; graph outputs are fixed up in Run()
     return Status::Ok();
   }
-  // Per-op validation and normalization that needs no shapes.
-  if (op == "Conv" || op == "MaxPool" || op == "AveragePool") {
-    KEEL_ASSIGN_OR_RETURN(std::string auto_pad, attrs.GetString("auto_pad", "NOTSET"));
-    if (auto_pad != "NOTSET" && auto_pad != "VALID") {
-      return Unsupported(where + ": auto_pad=" + auto_pad + " is not supported");
-    }
+  // Every declared output gets a value (positions matter); omitted ones ("") are unnamed.
+  std::vector<std::string> out_names;
+  for (int i = 0; i < n.output_size(); ++i) {
+    out_names.push_back(n.output(i).empty() ? name + ":unused" + std::to_string(i) : n.output(i));
   }
-  if (op == "MaxPool") {
-    KEEL_ASSIGN_OR_RETURN(int64_t so, attrs.GetInt("storage_order", 0));
-    if (so != 0) return Unsupported(where + ": storage_order=1 is not supported");
-  }
-  if (op == "BatchNormalization") {
-    KEEL_ASSIGN_OR_RETURN(int64_t tm, attrs.GetInt("training_mode", 0));
-    if (tm != 0) return Unsupported(where + ": training_mode=1 is not supported");
-    if (inputs.size() != 5) return InvalidArgument(where + ": expects 5 inputs");
-  }
-  if (op == "Cast") {
-    KEEL_ASSIGN_OR_RETURN(int64_t to, attrs.GetInt("to", 0));
-    auto dt = DTypeFromOnnx(static_cast<int32_t>(to));
-    if (!dt.ok()) return Unsupported(where + ": " + dt.status().message());
-    attrs.Set("to", std::string(ir::DTypeName(*dt)));
-  }
-  if (op == "Softmax" && opset_ < 13) attrs.Set("keel.legacy_flatten", int64_t{1});
-  if (op == "Clip" && opset_ >= 11) {
-    // min/max are inputs since opset 11 (lifted to attributes when constant).
-    attrs = ir::Attributes();
-  }
-  if (op == "Reshape" && inputs.size() < 2) return InvalidArgument(where + ": missing the shape input");
-
-  ir::Node* node = graph_->AddNode(op, name, inputs, 1, {n.output(0)});
+  ir::Node* node = graph_->AddNode(n.op_type(), name, inputs, out_names.size(), out_names);
   for (const auto& [k, v] : attrs.all()) node->attrs().Set(k, v);
-  values_[n.output(0)] = node->output(0);
-  for (int i = 1; i < n.output_size(); ++i) {
-    if (!n.output(i).empty()) unsupported_outputs_[n.output(i)] = where + " (output " + std::to_string(i) + ")";
+  if (def->normalize) {
+    Status s = def->normalize(*node, *version);
+    if (!s.ok()) return s.WithContext(where);
   }
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    if (defined_.count(n.output(i))) {
+      return InvalidArgument(where + ": output '" + n.output(i) + "' is already defined (by " + defined_[n.output(i)] + ")");
+    }
+    defined_[n.output(i)] = where;
+    values_[n.output(i)] = node->output(static_cast<size_t>(i));
+  }
+  return Status::Ok();
+}
+
+Status Importer::ImportConstant(const onnx::NodeProto& n, const ir::Attributes& attrs, const std::string& where) {
+  if (n.output_size() != 1) return InvalidArgument(where + ": expects one output");
+  TensorDataPtr data;
+  auto make = [](TensorType type, const void* bytes, size_t size) {
+    auto t = std::make_shared<TensorData>();
+    t->type = std::move(type);
+    t->bytes.resize(size);
+    if (size) std::memcpy(t->bytes.data(), bytes, size);
+    return TensorDataPtr(std::move(t));
+  };
+  if (attrs.Has("value")) {
+    KEEL_ASSIGN_OR_RETURN(data, attrs.GetTensor("value"));
+  } else if (attrs.Has("value_float")) {
+    KEEL_ASSIGN_OR_RETURN(double f, attrs.GetFloat("value_float", 0));
+    const float v = static_cast<float>(f);
+    data = make(TensorType{DType::kF32, {}}, &v, 4);
+  } else if (attrs.Has("value_int")) {
+    KEEL_ASSIGN_OR_RETURN(int64_t i, attrs.GetInt("value_int", 0));
+    data = make(TensorType{DType::kI64, {}}, &i, 8);
+  } else if (attrs.Has("value_ints")) {
+    KEEL_ASSIGN_OR_RETURN(auto ints, attrs.GetInts("value_ints", {}));
+    data = make(TensorType{DType::kI64, {static_cast<int64_t>(ints.size())}}, ints.data(), ints.size() * 8);
+  } else if (attrs.Has("value_floats")) {
+    const auto* ds = std::get_if<std::vector<double>>(&attrs.all().at("value_floats"));
+    if (!ds) return InvalidArgument(where + ": value_floats is not a float list");
+    std::vector<float> fs(ds->begin(), ds->end());
+    data = make(TensorType{DType::kF32, {static_cast<int64_t>(fs.size())}}, fs.data(), fs.size() * 4);
+  } else {
+    return Unsupported(where + ": only value, value_float(s) and value_int(s) are supported");
+  }
+  if (defined_.count(n.output(0))) {
+    return InvalidArgument(where + ": output '" + n.output(0) + "' is already defined (by " + defined_[n.output(0)] + ")");
+  }
+  defined_[n.output(0)] = where;
+  values_[n.output(0)] = graph_->AddConstant(n.output(0), data);
   return Status::Ok();
 }
 
@@ -373,27 +376,38 @@ Result<std::unique_ptr<ir::Graph>> Importer::Run(const onnx::ModelProto& model) 
     }
   }
   if (!found) return Fail(Unsupported("no opset for the default ONNX domain"));
-  if (opset_ < 11 || opset_ > 17) {
-    return Fail(Unsupported("opset " + std::to_string(opset_) + " is not supported (Keel supports opsets 11-17)"));
+  if (opset_ < ops::kMinOpset || opset_ > ops::kMaxOpset) {
+    return Fail(Unsupported("opset " + std::to_string(opset_) + " is not supported (Keel implements " +
+                            ops::SupportedOpsetsText() + ")"));
   }
   if (!model.has_graph()) return Fail(InvalidArgument("the model has no graph (truncated or corrupt file?)"));
   const onnx::GraphProto& g = model.graph();
   graph_ = std::make_unique<ir::Graph>();
   graph_->set_name(g.name().empty() ? "main" : g.name());
 
-  std::set<std::string> initializer_names;
   for (const auto& init : g.initializer()) {
     if (init.name().empty()) return Fail(InvalidArgument("an initializer has no name"));
+    if (defined_.count(init.name())) return Fail(InvalidArgument("initializer '" + init.name() + "' is defined twice"));
     auto data = TensorFromProto(init, "initializer '" + init.name() + "'");
     if (!data.ok()) return Fail(data.status());
     values_[init.name()] = graph_->AddConstant(init.name(), *data);
-    initializer_names.insert(init.name());
+    defined_[init.name()] = "an initializer";
   }
   if (g.sparse_initializer_size() > 0) return Fail(Unsupported("sparse initializers are not supported"));
+  std::set<std::string> input_names;
   for (const auto& in : g.input()) {
-    if (initializer_names.count(in.name())) continue;  // an initializer with a default: a constant
+    if (!input_names.insert(in.name()).second) {
+      return Fail(InvalidArgument("graph input '" + in.name() + "' is declared twice"));
+    }
+    if (defined_.count(in.name())) {
+      // An initializer with a default value: a constant, whose declared type must agree.
+      Status s = CheckInitializerAgainstInput(in, *values_.at(in.name())->constant());
+      if (!s.ok()) return Fail(s);
+      continue;
+    }
     Status s = ImportInput(in);
     if (!s.ok()) return Fail(s);
+    defined_[in.name()] = "a graph input";
   }
   for (int i = 0; i < g.node_size(); ++i) {
     Status s = ImportNode(g.node(i), static_cast<size_t>(i));
@@ -417,6 +431,8 @@ Result<std::unique_ptr<ir::Graph>> Importer::Run(const onnx::ModelProto& model) 
     graph_->AddOutput(value);
   }
   if (graph_->outputs().empty()) return Fail(InvalidArgument("the graph has no outputs"));
+  // Optional outputs the model declares but never reads are dropped.
+  for (ir::Node* node : graph_->nodes()) graph_->TrimUnusedOutputs(node);
   Status s = graph_->Verify(false);
   if (!s.ok()) return Fail(s);
   return std::move(graph_);

@@ -1,11 +1,14 @@
 // compiler/frontend/onnx_importer.h — ONNX model → Keel graph IR.
 //
-// Parses an ONNX ModelProto (opsets 11–17 of the default domain), turns
-// initializers (raw_data, typed fields, external data files) and Constant nodes
-// into constant Values, graph inputs into typed IR inputs (static shapes: dynamic
-// dims must be overridden through ImportOptions) and every supported node into an
-// IR node keeping its ONNX op_type and attributes (see op_schemas.h for the
-// normalized forms the passes then establish).
+// Parses an ONNX ModelProto (the default domain at the opsets the op registry
+// implements: compiler/ops/registry.h), turns initializers (raw_data, typed
+// fields, external data files) and Constant nodes into constant Values, graph
+// inputs into typed IR inputs (static shapes: dynamic dims must be overridden
+// through ImportOptions) and every node into an IR node keeping its ONNX op_type
+// and attributes. Each node's ONNX version (the newest since-version of the op
+// at the model's opset) is checked against the registry, and the op's
+// `normalize` hook turns that version's form into the one internal form.
+// Trailing outputs that nothing reads are dropped.
 //
 // Errors (values, never exceptions or aborts) name the problem, the node and the
 // model file: unsupported opset/op/attribute value/dtype (Unsupported), truncated or

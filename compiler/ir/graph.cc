@@ -222,6 +222,15 @@ Status Graph::RemoveNode(Node* node) {
   return Status::Ok();
 }
 
+void Graph::TrimUnusedOutputs(Node* node) {
+  std::vector<Value*>& outs = node->outputs_;
+  while (outs.size() > 1 && outs.back()->uses_.empty() && !IsGraphOutput(outs.back())) {
+    Value* dead = outs.back();
+    outs.pop_back();
+    std::erase_if(values_, [dead](const std::unique_ptr<Value>& v) { return v.get() == dead; });
+  }
+}
+
 void Graph::RemoveDeadValues() {
   std::unordered_set<const Value*> keep(inputs_.begin(), inputs_.end());
   keep.insert(outputs_.begin(), outputs_.end());
@@ -274,6 +283,8 @@ Status Graph::TopologicalSort() {
   nodes_ = std::move(sorted);
   return Status::Ok();
 }
+
+std::string NodeDescription(const Node& node) { return node.op_type() + " '" + node.name() + "'"; }
 
 namespace {
 std::string NodeLabel(const Node* n) {

@@ -187,6 +187,9 @@ class Graph {
   void ReplaceAllUsesWith(Value* from, Value* to);
   // Removes a node whose outputs have no uses and are not graph outputs.
   Status RemoveNode(Node* node);
+  // Drops `node`'s trailing outputs that have no uses and are not graph outputs
+  // (optional ONNX outputs a model declares but never reads).
+  void TrimUnusedOutputs(Node* node);
   // Removes values with no producer, no uses, not inputs/outputs (after passes).
   void RemoveDeadValues();
   // Re-establishes a topological order (stable: keeps existing order where valid).
@@ -218,5 +221,8 @@ class Graph {
   int64_t next_value_id_ = 0;
   int64_t next_node_id_ = 0;
 };
+
+// "Conv 'conv1'": how every message names a node.
+std::string NodeDescription(const Node& node);
 
 }  // namespace keel::ir

@@ -3,8 +3,7 @@
 
 #include <cmath>
 
-#include "compiler/ir/reference_eval.h"
-#include "compiler/ir/type_inference.h"
+#include "compiler/ops/reference.h"
 
 namespace keel::passes {
 namespace {
@@ -14,14 +13,14 @@ Result<std::vector<double>> ConstValues(const ir::Node& n, size_t i) {
   if (!v || !v->is_constant()) {
     return Unsupported(ir::NodeDescription(n) + ": input " + std::to_string(i) + " must be a constant");
   }
-  return ir::TensorToDoubles(*v->constant());
+  return ops::TensorToDoubles(*v->constant());
 }
 
 bool SingleUse(const ir::Graph& g, const ir::Value* v) { return v->uses().size() == 1 && !g.IsGraphOutput(v); }
 
 ir::Value* F32Const(ir::Graph& g, const std::string& name, std::vector<int64_t> shape, const std::vector<double>& v) {
   std::vector<float> f(v.begin(), v.end());
-  return g.AddConstant(name, ir::MakeTensorF32(std::move(shape), f));
+  return g.AddConstant(name, ops::MakeTensorF32(std::move(shape), f));
 }
 
 Result<bool> FoldIntoConv(ir::Graph& g, ir::Node* conv, const std::vector<double>& s,
@@ -29,7 +28,7 @@ Result<bool> FoldIntoConv(ir::Graph& g, ir::Node* conv, const std::vector<double
   ir::Value* w = conv->input(1);
   if (!w || !w->is_constant() || w->type().dtype != ir::DType::kF32) return false;
   if (conv->input(2) && !conv->input(2)->is_constant()) return false;
-  KEEL_ASSIGN_OR_RETURN(std::vector<double> wv, ir::TensorToDoubles(*w->constant()));
+  std::vector<double> wv = ops::TensorToDoubles(*w->constant());
   int64_t oc = w->type().shape[0];
   if (static_cast<int64_t>(s.size()) != oc) return false;
   int64_t per = static_cast<int64_t>(wv.size()) / oc;
@@ -38,7 +37,7 @@ Result<bool> FoldIntoConv(ir::Graph& g, ir::Node* conv, const std::vector<double
   }
   std::vector<double> bv(static_cast<size_t>(oc), 0.0);
   if (conv->input(2)) {
-    KEEL_ASSIGN_OR_RETURN(bv, ir::TensorToDoubles(*conv->input(2)->constant()));
+    bv = ops::TensorToDoubles(*conv->input(2)->constant());
   }
   for (int64_t o = 0; o < oc; ++o) {
     size_t ou = static_cast<size_t>(o);
@@ -66,10 +65,10 @@ Result<bool> FoldIntoGemm(ir::Graph& g, ir::Node* gemm, const std::vector<double
     const auto& cs = c->type().shape;
     bool row_broadcast = cs.empty() || (cs.size() == 1) || (cs.size() == 2 && cs[0] == 1);
     if (!row_broadcast) return false;
-    KEEL_ASSIGN_OR_RETURN(std::vector<double> raw, ir::TensorToDoubles(*c->constant()));
+    std::vector<double> raw = ops::TensorToDoubles(*c->constant());
     for (int64_t j = 0; j < n; ++j) cv[static_cast<size_t>(j)] = raw.size() == 1 ? raw[0] : raw[static_cast<size_t>(j)];
   }
-  KEEL_ASSIGN_OR_RETURN(std::vector<double> bv, ir::TensorToDoubles(*b->constant()));
+  std::vector<double> bv = ops::TensorToDoubles(*b->constant());
   int64_t k = static_cast<int64_t>(bv.size()) / n;
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t p = 0; p < k; ++p) {

@@ -1,10 +1,11 @@
 // compiler/passes/constant_folding.h — evaluate nodes whose inputs are all constants.
 //
 // Every node (not keel.Fused) whose non-null inputs are all constants is
-// evaluated with the reference evaluator (compiler/ir/reference_eval.h) and its
+// evaluated with the reference evaluator (compiler/ops/semantics.h) and its
 // outputs replaced by constants — shape chains (Shape/Gather/Unsqueeze/Concat/
 // Reshape/Cast/Slice/Squeeze), arithmetic on small constants, transposed weights.
-// Shape of a statically shaped value becomes a constant too.
+// Ops whose value depends only on input types (the registry's
+// value_independent: Shape, Size) fold as soon as their inputs are typed.
 //
 // Size cap: a result larger than `max_bytes` is folded only when it does not
 // duplicate weights, i.e. when it is no bigger than the constant inputs that
@@ -37,7 +38,5 @@ class ConstantFoldingPass : public Pass {
 // Folds one node if allowed by the cap; returns whether it was folded. Used by
 // shape-inference for integer shape computations. `max_bytes` as above.
 Result<bool> TryFoldNode(ir::Graph& graph, ir::Node* node, int64_t max_bytes);
-// Replaces a Shape node over a statically typed input by an i64 constant.
-Result<bool> TryFoldShape(ir::Graph& graph, ir::Node* node);
 
 }  // namespace keel::passes

@@ -4,18 +4,19 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler/ir/type_inference.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::passes {
 
-OpClass ClassifyOp(const std::string& op) {
-  if (ir::IsElementwiseBinary(op) || (ir::IsElementwiseUnary(op) && op != "Dropout")) return OpClass::kElementwise;
-  if (op == "Transpose" || op == "Slice" || op == "Gather" || op == "Concat") return OpClass::kInjective;
-  if (op == "Conv" || op == "Gemm" || op == "MatMul" || op == "MaxPool" || op == "AveragePool" ||
-      op == "GlobalAveragePool" || op == "ReduceMean" || op == "Softmax" || op == "LayerNormalization") {
-    return OpClass::kAnchor;
+OpClass ClassifyOp(const ir::Node& node) {
+  const ops::OpDef* def = ops::FindOp(node);
+  if (!def || node.outputs().size() != 1) return OpClass::kOpaque;
+  switch (def->fusion) {
+    case ops::FusionClass::kElementwise: return OpClass::kElementwise;
+    case ops::FusionClass::kInjective: return OpClass::kInjective;
+    case ops::FusionClass::kAnchor: return OpClass::kAnchor;
+    default: return OpClass::kOpaque;
   }
-  return OpClass::kOpaque;
 }
 
 namespace {
@@ -82,9 +83,8 @@ Status FusionPass::Run(ir::Graph& graph) {
   std::vector<std::pair<std::vector<ir::Node*>, std::string>> groups;
   for (ir::Node* n : graph.nodes()) {
     if (grouped.count(n) || n->body()) continue;
-    OpClass cls = ClassifyOp(n->op_type());
+    OpClass cls = ClassifyOp(*n);
     if (cls == OpClass::kOpaque) continue;
-    if (n->outputs().size() != 1) continue;
     std::vector<ir::Node*> chain = {n};
     grouped.insert(n);
     bool extend = cls != OpClass::kAnchor || fuse_anchors_;
@@ -92,10 +92,11 @@ Status FusionPass::Run(ir::Graph& graph) {
       ir::Value* out = chain.back()->output(0);
       if (out->uses().size() != 1 || graph.IsGraphOutput(out)) break;
       ir::Node* user = out->uses()[0].node;
-      if (grouped.count(user) || ClassifyOp(user->op_type()) != OpClass::kElementwise ||
-          user->outputs().size() != 1) {
-        break;
-      }
+      if (grouped.count(user) || ClassifyOp(*user) != OpClass::kElementwise) break;
+      // An anchor's epilogue is applied where the anchor stores each element: it
+      // must keep the anchor's output shape (a broadcast that grows it, e.g. an
+      // SE block's [N,C,1,1] gate times [N,C,H,W], starts a new group instead).
+      if (cls == OpClass::kAnchor && user->output(0)->type().shape != n->output(0)->type().shape) break;
       chain.push_back(user);
       grouped.insert(user);
     }

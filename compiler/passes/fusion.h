@@ -5,12 +5,9 @@
 // ops fusion does not know (left untouched). Codegen implements kernels for
 // exactly the body shapes below.
 //
-// Op classes:
-//   elementwise  Add Sub Mul Div Pow (numpy broadcasting), Relu Sigmoid Tanh Erf
-//                Sqrt Clip Cast Neg Exp Identity
-//   injective    Transpose Slice Gather Concat
-//   anchor       Conv Gemm MatMul MaxPool AveragePool GlobalAveragePool
-//                ReduceMean Softmax LayerNormalization
+// Op classes: the registry's fusion class (compiler/ops/op_def.h): elementwise
+// (Add, Relu, Clip, Cast, ...), injective (Transpose, Slice, Gather, Concat,
+// ...), anchor (Conv, Gemm, MatMul, pools, reductions, Softmax, LayerNorm ...).
 //
 // Grouping (nodes visited in topological order; a node joins at most one group):
 //   1. An anchor starts a group. While the group's last output has exactly one
@@ -22,9 +19,9 @@
 //      by the same rule. Pattern "injective".
 //   3. An elementwise node (not yet grouped) starts a group and takes its
 //      elementwise chain. Pattern "elementwise".
-// Epilogue ops broadcast numpy-style, so the chain's output shape may be larger
-// than the anchor's (e.g. [1,C,1,1] + [1,C,H,W]); codegen must not assume equal
-// shapes along the chain.
+// An anchor's epilogue keeps the anchor's output shape (it is applied at the
+// anchor's store); elementwise and injective chains may broadcast to larger
+// shapes (their loop nest runs over the chain's output).
 // Hence a body is a chain: [anchor | injective | elementwise] followed by zero
 // or more elementwise nodes, each consuming the previous node's output (as any
 // of its inputs) plus values from outside the group.
@@ -48,8 +45,10 @@
 
 namespace keel::passes {
 
+// The node's fusion class from the op registry (compiler/ops); multi-output
+// nodes and views are opaque (never grouped).
 enum class OpClass { kElementwise, kInjective, kAnchor, kOpaque };
-OpClass ClassifyOp(const std::string& op_type);
+OpClass ClassifyOp(const ir::Node& node);
 
 class FusionPass : public Pass {
  public:

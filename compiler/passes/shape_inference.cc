@@ -1,7 +1,8 @@
 // compiler/passes/shape_inference.cc — shape inference (see shape_inference.h).
 #include "compiler/passes/shape_inference.h"
 
-#include "compiler/ir/type_inference.h"
+#include "compiler/ops/registry.h"
+#include "compiler/ops/semantics.h"
 #include "compiler/passes/constant_folding.h"
 
 namespace keel::passes {
@@ -10,10 +11,7 @@ namespace {
 // Integer results up to this size are folded during inference (shape tensors).
 constexpr int64_t kInlineFoldBytes = 4096;
 
-bool IsIntegral(ir::DType d) {
-  return d == ir::DType::kI64 || d == ir::DType::kI32 || d == ir::DType::kI16 || d == ir::DType::kI8 ||
-         d == ir::DType::kU8 || d == ir::DType::kBool;
-}
+bool IsIntegral(ir::DType d) { return !IsFloatType(d); }
 
 }  // namespace
 
@@ -26,11 +24,6 @@ Status InferShapes(ir::Graph& graph) {
                                "') has no type");
       }
     }
-    if (n->op_type() == "Shape") {
-      KEEL_RETURN_IF_ERROR(ir::CanonicalizeNode(*n));
-      KEEL_ASSIGN_OR_RETURN(bool folded, TryFoldShape(graph, n));
-      if (folded) continue;
-    }
     if (n->body()) {
       ir::Graph& body = *n->body();
       if (body.inputs().size() != n->inputs().size()) {
@@ -40,12 +33,8 @@ Status InferShapes(ir::Graph& graph) {
       Status s = InferShapes(body);
       if (!s.ok()) return s.WithContext("in body of " + ir::NodeDescription(*n));
     }
-    KEEL_RETURN_IF_ERROR(ir::CanonicalizeNode(*n));
-    std::vector<ir::TensorType> in_types;
-    for (ir::Value* in : n->inputs()) {
-      if (in) in_types.push_back(in->type());
-    }
-    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types, ir::InferNodeTypes(*n, in_types));
+    KEEL_RETURN_IF_ERROR(ops::CanonicalizeNode(*n));
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types, ops::InferNodeTypes(*n));
     if (out_types.size() != n->outputs().size()) {
       return Internal(ir::NodeDescription(*n) + ": type rule gave " + std::to_string(out_types.size()) +
                       " outputs for " + std::to_string(n->outputs().size()));
@@ -55,7 +44,8 @@ Status InferShapes(ir::Graph& graph) {
       n->output(i)->set_type(out_types[i]);
       integral_small = integral_small && IsIntegral(out_types[i].dtype) && out_types[i].ByteSize() <= kInlineFoldBytes;
     }
-    if (integral_small) {
+    const ops::OpDef* def = ops::FindOp(*n);
+    if (integral_small || (def && def->value_independent)) {
       KEEL_ASSIGN_OR_RETURN(bool folded, TryFoldNode(graph, n, kInlineFoldBytes));
       (void)folded;
     }

@@ -1,8 +1,8 @@
 // compiler/passes/shape_inference.h — static shapes and dtypes for every value.
 //
-// Walks the nodes in order: canonicalizes each one (ir::CanonicalizeNode: lifts
+// Walks the nodes in order: canonicalizes each one (ops::CanonicalizeNode: lifts
 // constant shape-like inputs into attributes, fills defaults, normalizes axes),
-// infers its output types (ir::InferNodeTypes) and sets them. To resolve shape
+// infers its output types (ops::InferNodeTypes) and sets them. To resolve shape
 // computations (tiny_bert's Shape → Gather → Unsqueeze → Concat → Reshape), a
 // Shape of a static value becomes a constant and an integer-valued node whose
 // inputs are all constants is folded on the spot (small results only), so that

@@ -1,12 +1,13 @@
 // compiler/passes/simplify.cc — Identity/Dropout removal and view conversion (see simplify.h).
 #include "compiler/passes/simplify.h"
 
+#include "compiler/ops/registry.h"
+
 namespace keel::passes {
 namespace {
 
-bool IsViewOp(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
-}
+// ONNX reshape-like ops (the internal view itself is keel.Reshape).
+bool IsViewOp(const ops::OpDef* def) { return def && def->reshape_like && def->domain != "keel"; }
 
 // Removes a pass-through node (output == input 0). Returns false when it must stay.
 Result<bool> Bypass(ir::Graph& graph, ir::Node* n) {
@@ -14,7 +15,17 @@ Result<bool> Bypass(ir::Graph& graph, ir::Node* n) {
   ir::Value* out = n->output(0);
   if (graph.IsGraphOutput(out)) {
     bool input_is_plain = in->producer() != nullptr && !graph.IsGraphOutput(in);
-    if (!input_is_plain) return false;  // a copy is needed
+    if (!input_is_plain) {
+      // A copy is needed: an Identity (which has a kernel) does it, whatever op this was.
+      if (n->op_type() == "Identity") return false;
+      ir::Node* copy = graph.InsertNodeBefore(n, "Identity", n->name(), {in}, 1);
+      if (out->has_type()) copy->output(0)->set_type(out->type());
+      const std::string name = out->name();
+      graph.ReplaceAllUsesWith(out, copy->output(0));
+      KEEL_RETURN_IF_ERROR(graph.RemoveNode(n));
+      copy->output(0)->set_name(name);
+      return true;
+    }
     in->set_name(out->name());
   }
   graph.ReplaceAllUsesWith(out, in);
@@ -26,13 +37,13 @@ Result<bool> Bypass(ir::Graph& graph, ir::Node* n) {
 
 Status SimplifyPass::Run(ir::Graph& graph) {
   for (ir::Node* n : graph.nodes()) {
-    const std::string& op = n->op_type();
-    if ((op == "Identity" || op == "Dropout") && n->input(0)) {
+    const ops::OpDef* def = ops::FindOp(*n);
+    if (def && def->identity_like && n->input(0)) {
       KEEL_ASSIGN_OR_RETURN(bool removed, Bypass(graph, n));
       (void)removed;
       continue;
     }
-    if (IsViewOp(op) && n->input(0) && n->input(0)->has_type() && n->output(0)->has_type() &&
+    if (IsViewOp(def) && n->input(0) && n->input(0)->has_type() && n->output(0)->has_type() &&
         !n->input(0)->is_constant()) {
       ir::Value* out = n->output(0);
       ir::Node* view = graph.InsertNodeBefore(n, "keel.Reshape", n->name(), {n->input(0)}, 1);

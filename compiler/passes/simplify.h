@@ -1,11 +1,11 @@
 // compiler/passes/simplify.h — local simplifications that need no arithmetic.
 //
-//  - Identity and Dropout (inference) are removed: their users read the input
-//    directly. When the output is a graph output the producer's value takes the
+//  - Identity-like ops (registry trait: Identity, inference Dropout) are
+//    removed: their users read the input directly. When the output is a graph output the producer's value takes the
 //    output's name instead; an Identity that copies a graph input or constant to
 //    a graph output is kept (lowering emits a copy).
-//  - Reshape, Flatten, Squeeze and Unsqueeze whose input and output types are
-//    known become "keel.Reshape" {shape = static output shape}: a view of the
+//  - Reshape-like ops (registry trait: Reshape, Flatten, Squeeze, Unsqueeze)
+//    whose input and output types are known become "keel.Reshape" {shape = static output shape}: a view of the
 //    input (no kernel; lowering emits alloc_tensor on the input's storage).
 //    Untyped ones are left for a later run (the default pipeline runs simplify
 //    again after shape inference).

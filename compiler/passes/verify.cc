@@ -1,15 +1,18 @@
 // compiler/passes/verify.cc — final checks (see verify.h).
 #include "compiler/passes/verify.h"
 
-#include "compiler/ir/type_inference.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::passes {
 
 Status VerifyPass::Run(ir::Graph& graph) {
   KEEL_RETURN_IF_ERROR(graph.Verify(/*require_types=*/true));
   for (const ir::Node* n : graph.nodes()) {
-    if (n->op_type() == "BatchNormalization" || n->op_type() == "Dropout") {
-      return Internal(ir::NodeDescription(*n) + " survived the pipeline");
+    const ops::OpDef* def = ops::FindOp(*n);
+    if (!def) return Internal(ir::NodeDescription(*n) + ": unknown op after the pipeline");
+    if (def->fusion == ops::FusionClass::kNone && n->op_type() != "keel.Fused") {
+      return Internal(ir::NodeDescription(*n) + " survived the pipeline" +
+                      (def->removed_by.empty() ? std::string() : " (" + def->removed_by + " should have removed it)"));
     }
     if (n->op_type() == "keel.Fused") {
       if (!n->body()) return Internal(ir::NodeDescription(*n) + " has no body");

@@ -15,8 +15,9 @@
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/llvm_cpu_emitter.h"
-#include "compiler/ir/reference_eval.h"
-#include "compiler/ir/type_inference.h"
+#include "compiler/ops/reference.h"
+#include "compiler/ops/semantics.h"
+#include "compiler/ops/semantics.h"
 
 namespace keel::codegen::testing {
 namespace {
@@ -43,22 +44,20 @@ ir::Value* GraphBuilder::Input(const std::string& name, std::vector<int64_t> sha
 }
 
 ir::Value* GraphBuilder::ConstF32(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& values) {
-  return graph().AddConstant(name, ir::MakeTensorF32(std::move(shape), values));
+  return graph().AddConstant(name, ops::MakeTensorF32(std::move(shape), values));
 }
 
 ir::Value* GraphBuilder::ConstI64(const std::string& name, std::vector<int64_t> shape, const std::vector<int64_t>& values) {
-  return graph().AddConstant(name, ir::MakeTensorI64(std::move(shape), values));
+  return graph().AddConstant(name, ops::MakeTensorI64(std::move(shape), values));
 }
 
 ir::Node* GraphBuilder::Op(const std::string& op, std::vector<ir::Value*> inputs, const ir::Attributes& attrs,
                            size_t num_outputs) {
   ir::Node* n = graph().AddNode(op, op + "_" + std::to_string(graph().num_nodes()), std::move(inputs), num_outputs);
   for (const auto& [k, v] : attrs.all()) n->attrs().Set(k, v);
-  Status s = ir::CanonicalizeNode(*n);
+  Status s = ops::CanonicalizeNode(*n);
   if (!s.ok()) { ADD_FAILURE() << s.ToString(); return nullptr; }
-  std::vector<ir::TensorType> in_types;
-  for (ir::Value* v : n->inputs()) in_types.push_back(v ? v->type() : ir::TensorType{});
-  auto types = ir::InferNodeTypes(*n, in_types);
+  auto types = ops::InferNodeTypes(*n);
   if (!types.ok()) { ADD_FAILURE() << types.status().ToString(); return nullptr; }
   for (size_t i = 0; i < types->size() && i < n->outputs().size(); ++i) n->output(i)->set_type((*types)[i]);
   return n;
@@ -165,24 +164,21 @@ KernelSpec CheckNodeAgainstReference(const ir::Node& node, uint32_t seed, double
       std::uniform_real_distribution<double> uf(-1.0, 1.0);
       std::uniform_int_distribution<int64_t> ui(0, int_range - 1);
       for (double& x : vals) x = IsFloat(v->type().dtype) ? uf(rng) : static_cast<double>(ui(rng));
-      auto r = ir::TensorFromDoubles(v->type(), vals);
+      auto r = ops::TensorFromDoubles(v->type(), vals);
       if (!r.ok()) { ADD_FAILURE() << r.status().ToString(); return *spec; }
       t = *r;
     }
     ref_in.push_back(t);
     args.push_back(t);
   }
-  auto ref = ir::EvaluateNode(node, ref_in);
+  auto ref = ops::EvaluateNode(node, ref_in);
   if (!ref.ok()) { ADD_FAILURE() << "reference: " << ref.status().ToString(); return *spec; }
   for (bool threaded : {false, true}) {
     auto outs = RunKernel(fn, *spec, args, threaded);
     for (size_t i = 0; i < outs.size(); ++i) {
       const KernelArg& a = spec->args[static_cast<size_t>(spec->num_inputs) + i];
       ir::TensorData got{ir::TensorType{a.dtype, a.shape}, outs[i]};
-      auto g = ir::TensorToDoubles(got);
-      auto w = ir::TensorToDoubles(*(*ref)[i]);
-      if (!g.ok() || !w.ok()) { ADD_FAILURE() << "conversion"; return *spec; }
-      double err = RelativeL2(*g, *w);
+      const double err = RelativeL2(ops::TensorToDoubles(got), ops::TensorToDoubles(*(*ref)[i]));
       EXPECT_LE(err, IsFloat(a.dtype) ? tolerance : 0.0)
           << spec->name << " output " << i << (threaded ? " (threaded)" : " (serial)") << "\n"
           << spec->kernel->ToString();

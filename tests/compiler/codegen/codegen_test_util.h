@@ -64,7 +64,7 @@ std::vector<std::vector<uint8_t>> RunKernel(keel_cpu_kernel_fn kernel, const Ker
 
 // The whole check: lower `node`, compile, run with random inputs (constants keep
 // their data; integer inputs draw from [0, int_range)), serial and threaded, and
-// compare every output against ir::EvaluateNode. Returns the lowered spec.
+// compare every output against ops::EvaluateNode. Returns the lowered spec.
 KernelSpec CheckNodeAgainstReference(const ir::Node& node, uint32_t seed, double tolerance = 1e-5,
                                      int64_t int_range = 4, const LowerOptions& options = {});
 

@@ -15,7 +15,7 @@ ir::Node* AddBn(ir::Graph& g, ir::Value* x, int64_t c, uint32_t seed) {
   for (float& v : var) v = v * v + 0.5f;
   ir::Node* bn = g.AddNode("BatchNormalization", "bn",
                            {x, Const(g, "gamma", {c}, seed), Const(g, "beta", {c}, seed + 1),
-                            Const(g, "mean", {c}, seed + 2), g.AddConstant("var", ir::MakeTensorF32({c}, var))},
+                            Const(g, "mean", {c}, seed + 2), g.AddConstant("var", ops::MakeTensorF32({c}, var))},
                            1);
   bn->attrs().Set("epsilon", 1e-3);
   return bn;

@@ -12,8 +12,8 @@ using namespace keel::passes::testing;  // NOLINT
 TEST(ConstantFoldingTest, FoldsSmallArithmetic) {
   ir::Graph g;
   ir::Value* x = g.AddInput("x", F32({3}));
-  ir::Value* a = g.AddConstant("a", ir::MakeTensorF32({3}, {1, 2, 3}));
-  ir::Value* b = g.AddConstant("b", ir::MakeTensorF32({}, {10}));
+  ir::Value* a = g.AddConstant("a", ops::MakeTensorF32({3}, {1, 2, 3}));
+  ir::Value* b = g.AddConstant("b", ops::MakeTensorF32({}, {10}));
   ir::Node* mul = g.AddNode("Mul", "mul", {a, b}, 1);
   ir::Node* sqrt = g.AddNode("Sqrt", "sqrt", {mul->output(0)}, 1);
   ir::Node* add = g.AddNode("Add", "add", {x, sqrt->output(0)}, 1);
@@ -52,7 +52,7 @@ TEST(ConstantFoldingTest, SizeCapKeepsSharedWeightsButFoldsTransposeOfSoleUse) {
   ir::Graph g;
   ir::Value* x = g.AddInput("x", F32({64, 64}));
   ir::Value* w = Const(g, "w", {64, 64}, 7);  // 16 KiB
-  ir::Node* scaled = g.AddNode("Mul", "scale_w", {w, g.AddConstant("two", ir::MakeTensorF32({}, {2}))}, 1);
+  ir::Node* scaled = g.AddNode("Mul", "scale_w", {w, g.AddConstant("two", ops::MakeTensorF32({}, {2}))}, 1);
   ir::Node* mm1 = g.AddNode("MatMul", "mm1", {x, scaled->output(0)}, 1);
   ir::Node* mm2 = g.AddNode("MatMul", "mm2", {mm1->output(0), w}, 1);  // w has another use
   ir::Value* w2 = Const(g, "w2", {64, 64}, 8);
@@ -96,8 +96,8 @@ TEST(ConstantFoldingTest, FoldingPreservesResults) {
 TEST(ConstantFoldingTest, BadGatherIndexIsAnError) {
   ir::Graph g;
   ir::Node* gather = g.AddNode("Gather", "bad_gather",
-                               {g.AddConstant("d", ir::MakeTensorI64({3}, {1, 2, 3})),
-                                g.AddConstant("i", ir::MakeTensorI64({1}, {5}))},
+                               {g.AddConstant("d", ops::MakeTensorI64({3}, {1, 2, 3})),
+                                g.AddConstant("i", ops::MakeTensorI64({1}, {5}))},
                                1);
   ir::Node* cast = g.AddNode("Cast", "cast", {gather->output(0)}, 1);
   cast->attrs().Set("to", std::string("f32"));

@@ -54,9 +54,9 @@ TEST(CseTest, MergesIdenticalNodesOnly) {
 TEST(CseTest, MergesEqualConstantsThenExpressions) {
   ir::Graph g;
   ir::Value* x = g.AddInput("x", F32({2}));
-  ir::Value* k1 = g.AddConstant("k1", ir::MakeTensorF32({2}, {1, 2}));
-  ir::Value* k2 = g.AddConstant("k2", ir::MakeTensorF32({2}, {1, 2}));
-  ir::Value* k3 = g.AddConstant("k3", ir::MakeTensorF32({2}, {1, 3}));
+  ir::Value* k1 = g.AddConstant("k1", ops::MakeTensorF32({2}, {1, 2}));
+  ir::Value* k2 = g.AddConstant("k2", ops::MakeTensorF32({2}, {1, 2}));
+  ir::Value* k3 = g.AddConstant("k3", ops::MakeTensorF32({2}, {1, 3}));
   ir::Node* m1 = g.AddNode("Mul", "m1", {x, k1}, 1);
   ir::Node* m2 = g.AddNode("Mul", "m2", {x, k2}, 1);
   ir::Node* m3 = g.AddNode("Mul", "m3", {x, k3}, 1);

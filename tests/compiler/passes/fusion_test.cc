@@ -2,6 +2,8 @@
 // equivalence of fused graphs.
 #include "compiler/passes/fusion.h"
 
+#include "compiler/ops/reference.h"
+
 #include "tests/compiler/passes/pass_test_util.h"
 
 namespace keel::passes {
@@ -86,7 +88,7 @@ TEST(FusionTest, InjectiveHeadWithElementwiseTail) {
     auto g = std::make_unique<ir::Graph>();
     ir::Value* x = g->AddInput("x", F32({3, 4}));
     ir::Node* tr = g->AddNode("Transpose", "tr", {x}, 1);
-    ir::Node* mul = g->AddNode("Mul", "mul", {tr->output(0), g->AddConstant("k", ir::MakeTensorF32({}, {0.5f}))}, 1);
+    ir::Node* mul = g->AddNode("Mul", "mul", {tr->output(0), g->AddConstant("k", ops::MakeTensorF32({}, {0.5f}))}, 1);
     ir::Node* e = g->AddNode("Erf", "erf", {mul->output(0)}, 1);
     g->AddOutput(e->output(0));
     return g;
@@ -128,11 +130,37 @@ TEST(FusionTest, AnchorsCanBeLeftUnfused) {
 }
 
 TEST(FusionTest, Classification) {
-  EXPECT_EQ(ClassifyOp("Add"), OpClass::kElementwise);
-  EXPECT_EQ(ClassifyOp("Clip"), OpClass::kElementwise);
-  EXPECT_EQ(ClassifyOp("Gather"), OpClass::kInjective);
-  EXPECT_EQ(ClassifyOp("LayerNormalization"), OpClass::kAnchor);
-  EXPECT_EQ(ClassifyOp("keel.Reshape"), OpClass::kOpaque);
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", {ir::DType::kF32, {2, 3}});
+  auto cls = [&](const std::string& op, size_t outputs = 1) { return ClassifyOp(*g.AddNode(op, op, {x}, outputs)); };
+  EXPECT_EQ(cls("Add"), OpClass::kElementwise);
+  EXPECT_EQ(cls("Clip"), OpClass::kElementwise);
+  EXPECT_EQ(cls("Gather"), OpClass::kInjective);
+  EXPECT_EQ(cls("LayerNormalization"), OpClass::kAnchor);
+  EXPECT_EQ(cls("keel.Reshape"), OpClass::kOpaque);
+  EXPECT_EQ(cls("NoSuchOp"), OpClass::kOpaque);
+  EXPECT_EQ(cls("LayerNormalization", 3), OpClass::kOpaque);  // multi-output nodes are never grouped
+}
+
+// A squeeze-and-excitation gate: Conv -> Sigmoid gives [N,C,1,1], multiplied by
+// the [N,C,H,W] feature map. The Mul grows the shape, so it must not become the
+// Conv's epilogue (it used to, and code generation then refused the group).
+TEST(FusionTest, BroadcastingMulDoesNotJoinAnAnchorEpilogue) {
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", {ir::DType::kF32, {1, 4, 5, 5}});
+  ir::Value* pooled = g.AddInput("pooled", {ir::DType::kF32, {1, 4, 1, 1}});
+  std::vector<float> w(16, 0.1f);
+  ir::Value* wv = g.AddConstant("w", ops::MakeTensorF32({4, 4, 1, 1}, w));
+  ir::Node* conv = g.AddNode("Conv", "conv", {pooled, wv}, 1);
+  ir::Node* sig = g.AddNode("Sigmoid", "sig", {conv->output(0)}, 1);
+  ir::Node* mul = g.AddNode("Mul", "mul", {x, sig->output(0)}, 1);
+  g.AddOutput(mul->output(0));
+  ASSERT_TRUE(InferShapes(g).ok());
+  FusionPass p;
+  ASSERT_TRUE(p.Run(g).ok());
+  ASSERT_EQ(g.num_nodes(), 2u);
+  EXPECT_EQ(Pattern(g.nodes()[0]), "anchor+epilogue");  // Conv + Sigmoid
+  EXPECT_EQ(Pattern(g.nodes()[1]), "elementwise");      // the broadcasting Mul
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 #include <random>
 
 #include "compiler/ir/graph.h"
-#include "compiler/ir/reference_eval.h"
+#include "compiler/ops/reference.h"
+#include "compiler/ops/semantics.h"
 #include "compiler/passes/pass_manager.h"
 #include "compiler/passes/shape_inference.h"
 
@@ -30,7 +31,7 @@ inline std::vector<float> RandomValues(int64_t n, uint32_t seed) {
 inline ir::TensorDataPtr Random(std::vector<int64_t> shape, uint32_t seed) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  return ir::MakeTensorF32(std::move(shape), RandomValues(n, seed));
+  return ops::MakeTensorF32(std::move(shape), RandomValues(n, seed));
 }
 
 inline ir::Value* Const(ir::Graph& g, const std::string& name, std::vector<int64_t> shape, uint32_t seed) {
@@ -61,12 +62,12 @@ inline double CompareAfter(const std::function<std::unique_ptr<ir::Graph>()>& bu
   auto ref = build();
   Status s = InferShapes(*ref);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  auto expected = ir::EvaluateGraph(*ref, inputs);
+  auto expected = ops::EvaluateGraph(*ref, inputs);
   EXPECT_TRUE(expected.ok()) << expected.status().ToString();
   auto g = build();
   s = transform(*g);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  auto got = ir::EvaluateGraph(*g, inputs);
+  auto got = ops::EvaluateGraph(*g, inputs);
   EXPECT_TRUE(got.ok()) << got.status().ToString();
   if (!expected.ok() || !got.ok()) return 1e30;
   double m = 0;

@@ -11,7 +11,8 @@
 #include <map>
 
 #include "compiler/frontend/onnx_importer.h"
-#include "compiler/ir/reference_eval.h"
+#include "compiler/ops/reference.h"
+#include "compiler/ops/semantics.h"
 #include "compiler/passes/pass_manager.h"
 
 namespace keel::passes {
@@ -69,7 +70,7 @@ TEST_P(ZooPipelineTest, CompilesAndMatchesReference) {
   std::vector<float> expected = ReadFloats(base + ".output.bin");
   const ir::TensorType& in_type = graph.inputs()[0]->type();
   ASSERT_EQ(static_cast<int64_t>(input.size()), in_type.NumElements());
-  auto out = ir::EvaluateGraph(graph, {ir::MakeTensorF32(in_type.shape, input)});
+  auto out = ops::EvaluateGraph(graph, {ops::MakeTensorF32(in_type.shape, input)});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   const ir::TensorData& y = *(*out)[0];
   ASSERT_EQ(static_cast<size_t>(y.type.NumElements()), expected.size());

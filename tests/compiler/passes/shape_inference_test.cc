@@ -43,9 +43,9 @@ TEST(ShapeInferenceTest, FoldsShapeChainIntoReshape) {
   ir::Graph g;
   ir::Value* x = g.AddInput("x", F32({1, 4, 6}));
   ir::Node* shape = g.AddNode("Shape", "shape", {x}, 1);
-  ir::Node* gather = g.AddNode("Gather", "gather", {shape->output(0), g.AddConstant("one", ir::MakeTensorI64({}, {1}))}, 1);
-  ir::Node* unsq = g.AddNode("Unsqueeze", "unsq", {gather->output(0), g.AddConstant("ax", ir::MakeTensorI64({1}, {0}))}, 1);
-  ir::Node* cat = g.AddNode("Concat", "cat", {unsq->output(0), g.AddConstant("m1", ir::MakeTensorI64({1}, {-1}))}, 1);
+  ir::Node* gather = g.AddNode("Gather", "gather", {shape->output(0), g.AddConstant("one", ops::MakeTensorI64({}, {1}))}, 1);
+  ir::Node* unsq = g.AddNode("Unsqueeze", "unsq", {gather->output(0), g.AddConstant("ax", ops::MakeTensorI64({1}, {0}))}, 1);
+  ir::Node* cat = g.AddNode("Concat", "cat", {unsq->output(0), g.AddConstant("m1", ops::MakeTensorI64({1}, {-1}))}, 1);
   cat->attrs().Set("axis", int64_t{0});
   ir::Node* reshape = g.AddNode("Reshape", "reshape", {x, cat->output(0)}, 1);
   g.AddOutput(reshape->output(0));

@@ -1,15 +1,18 @@
-// tests/compiler/ir/reference_eval_test.cc — the reference evaluator against
-// hand-computed values (small enough to check by hand) and type-rule errors.
-#include "compiler/ir/reference_eval.h"
+// tests/compiler/ops/reference_test.cc — the reference evaluation of ops
+// (naive evaluators and the interpreter of elementwise/injective lowerings)
+// against hand-computed values (small enough to check by hand) and type-rule errors.
+#include "compiler/ops/reference.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "compiler/ir/type_inference.h"
+#include "compiler/ops/semantics.h"
 
-namespace keel::ir {
+namespace keel::ops {
 namespace {
+
+using namespace keel::ir;  // NOLINT: the test builds IR graphs throughout
 
 // Builds a one-node graph over constant inputs, canonicalizes and evaluates it.
 class OneNode {
@@ -254,4 +257,4 @@ TEST(ReferenceEvalTest, EvaluateGraphWithFusedBody) {
 }
 
 }  // namespace
-}  // namespace keel::ir
+}  // namespace keel::ops

@@ -1,0 +1,22 @@
+// compiler/ops/all_ops.h — the op families; RegisterAllOps adds every one of
+// them to a registry (called once by Registry::Get). Adding a family: one
+// Register*Ops function in its own file, one line here and in all_ops.cc.
+#pragma once
+
+namespace keel::ops {
+
+class Registry;
+
+void RegisterAllOps(Registry& r);
+
+void RegisterElementwiseMathOps(Registry& r);
+void RegisterElementwiseBinaryOps(Registry& r);
+void RegisterShapeOps(Registry& r);
+void RegisterMovementOps(Registry& r);
+void RegisterGemmOps(Registry& r);
+void RegisterConvOps(Registry& r);
+void RegisterPoolOps(Registry& r);
+void RegisterReduceOps(Registry& r);
+void RegisterNormalizationOps(Registry& r);
+
+}  // namespace keel::ops

@@ -1,0 +1,116 @@
+// compiler/ops/conv.cc — Conv: N-D convolution (NCHW..., OIHW... weights) with
+// groups, strides, pads (or auto_pad), dilations and an optional bias.
+//
+// The optimized lowering lives in compiler/codegen/lower_conv.cc (implicit GEMM
+// and a direct depthwise kernel); on CUDA, cuDNN is preferred where it fits.
+// The reference evaluator below is the naive 7-loop definition.
+#include "compiler/codegen/lower_ops.h"
+#include "compiler/ops/op_util.h"
+#include "compiler/ops/reference.h"
+#include "compiler/ops/registry.h"
+#include "compiler/ops/window.h"
+
+namespace keel::ops {
+namespace {
+
+Status CanonicalizeConv(ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 2, 3));
+  const ir::TensorType& x = InputType(node, 0);
+  const ir::TensorType& w = InputType(node, 1);
+  if (w.shape.size() < 3) return NodeError(node, "weight must have rank >= 3, got " + w.ToString());
+  if (x.shape.size() != w.shape.size()) {
+    return NodeError(node, "input " + x.ToString() + " and weight " + w.ToString() + " ranks differ");
+  }
+  const std::vector<int64_t> wk(w.shape.begin() + 2, w.shape.end());
+  KEEL_ASSIGN_OR_RETURN(auto kernel, node.attrs().GetInts("kernel_shape", wk));
+  if (kernel != wk) return NodeError(node, "kernel_shape " + ShapeString(kernel) + " does not match weight " + w.ToString());
+  KEEL_RETURN_IF_ERROR(CanonicalizeWindow(node, {x.shape.begin() + 2, x.shape.end()}, kernel, true));
+  KEEL_ASSIGN_OR_RETURN(int64_t group, node.attrs().GetInt("group", 1));
+  node.attrs().Set("group", group);
+  return Status::Ok();
+}
+
+Result<std::vector<ir::TensorType>> InferConv(const ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 2, 3));
+  const ir::TensorType& x = InputType(node, 0);
+  const ir::TensorType& w = InputType(node, 1);
+  KEEL_ASSIGN_OR_RETURN(int64_t group, node.attrs().GetInt("group", 1));
+  if (group <= 0 || x.shape[1] != w.shape[1] * group || w.shape[0] % group != 0) {
+    return NodeError(node, "input channels " + std::to_string(x.shape[1]) + " do not match weight " + w.ToString() +
+                               " with group " + std::to_string(group));
+  }
+  if (x.dtype != w.dtype) return NodeError(node, "input and weight dtypes differ");
+  if (HasInput(node, 2) && InputType(node, 2).NumElements() != w.shape[0]) {
+    return NodeError(node, "bias " + InputType(node, 2).ToString() + " does not match " + std::to_string(w.shape[0]) +
+                               " output channels");
+  }
+  KEEL_ASSIGN_OR_RETURN(auto sp, WindowOutput(node, {x.shape.begin() + 2, x.shape.end()}, false));
+  std::vector<int64_t> out{x.shape[0], w.shape[0]};
+  out.insert(out.end(), sp.begin(), sp.end());
+  return One({x.dtype, out});
+}
+
+Result<std::vector<ir::TensorDataPtr>> EvaluateConv(const ir::Node& node, const std::vector<ir::TensorDataPtr>& in,
+                                                    const std::vector<ir::TensorType>& out_types) {
+  const ir::TensorType& yt = out_types[0];
+  const std::vector<double> x = TensorToDoubles(*in[0]);
+  const std::vector<double> wt = TensorToDoubles(*in[1]);
+  const std::vector<double> bias = in.size() > 2 && in[2] ? TensorToDoubles(*in[2]) : std::vector<double>{};
+  KEEL_ASSIGN_OR_RETURN(Window3 w, MakeWindow3(node, in[0]->type.shape, yt.shape));
+  KEEL_ASSIGN_OR_RETURN(int64_t group, node.attrs().GetInt("group", 1));
+  const int64_t m = in[1]->type.shape[0], cin_g = in[1]->type.shape[1], m_g = m / group;
+  const int64_t kvol = w.k[0] * w.k[1] * w.k[2], ivol = w.in[0] * w.in[1] * w.in[2];
+  std::vector<double> y(static_cast<size_t>(yt.NumElements()), 0.0);
+  size_t yi = 0;
+  for (int64_t n = 0; n < w.n; ++n) {
+    for (int64_t oc = 0; oc < m; ++oc) {
+      const int64_t g = oc / m_g;
+      for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+        for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+          for (int64_t o2 = 0; o2 < w.out[2]; ++o2) {
+            double acc = bias.empty() ? 0.0 : bias[static_cast<size_t>(oc)];
+            for (int64_t ic = 0; ic < cin_g; ++ic) {
+              const double* xin = &x[static_cast<size_t>((n * w.c + g * cin_g + ic) * ivol)];
+              const double* wk = &wt[static_cast<size_t>((oc * cin_g + ic) * kvol)];
+              for (int64_t k0 = 0; k0 < w.k[0]; ++k0) {
+                const int64_t i0 = o0 * w.s[0] - w.pb[0] + k0 * w.d[0];
+                if (i0 < 0 || i0 >= w.in[0]) continue;
+                for (int64_t k1 = 0; k1 < w.k[1]; ++k1) {
+                  const int64_t i1 = o1 * w.s[1] - w.pb[1] + k1 * w.d[1];
+                  if (i1 < 0 || i1 >= w.in[1]) continue;
+                  for (int64_t k2 = 0; k2 < w.k[2]; ++k2) {
+                    const int64_t i2 = o2 * w.s[2] - w.pb[2] + k2 * w.d[2];
+                    if (i2 < 0 || i2 >= w.in[2]) continue;
+                    acc += xin[(i0 * w.in[1] + i1) * w.in[2] + i2] * wk[(k0 * w.k[1] + k1) * w.k[2] + k2];
+                  }
+                }
+              }
+            }
+            y[yi++] = acc;
+          }
+        }
+      }
+    }
+  }
+  KEEL_ASSIGN_OR_RETURN(ir::TensorDataPtr out, TensorFromDoubles(yt, y));
+  return std::vector<ir::TensorDataPtr>{out};
+}
+
+}  // namespace
+
+void RegisterConvOps(Registry& r) {
+  OpDef def;
+  def.name = "Conv";
+  def.versions = {1, 11, 22};
+  def.fusion = FusionClass::kAnchor;
+  def.library = LibraryCall::kConv;
+  def.canonicalize = CanonicalizeConv;
+  def.infer = InferConv;
+  def.evaluate = EvaluateConv;
+  def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
+    return codegen::LowerConv(ctx, node, stores[0]);
+  };
+  r.Add(std::move(def));
+}
+
+}  // namespace keel::ops

@@ -1,0 +1,141 @@
+// compiler/ops/op_def.h — what defines an op: OpDef, the single place where an
+// op's ONNX forms, type rule, reference semantics, fusion class and lowering
+// live. Every layer asks the registry (registry.h) instead of comparing op names:
+//
+//   frontend     Find + ResolveVersion (which ONNX versions Keel implements),
+//                then `normalize`: the ONNX form of that version → one internal
+//                form (attributes that later opsets moved to inputs, defaults
+//                that changed, legacy flags), before any types are known.
+//   passes       `canonicalize` (types known: lift constant operands into
+//                attributes, fill rank-dependent defaults, validate), `infer`
+//                (output types), reference evaluation (constant folding), the
+//                fusion class and the traits below.
+//   codegen      the lowering that matches the fusion class (kernel IR, shared
+//                by the CPU and NVPTX back ends); the CUDA back end also reads
+//                `library` (a cuBLAS/cuDNN candidate).
+//
+// Fusion classes and their lowering hooks:
+//   kElementwise  `scalar`: the output element from the operands' elements at
+//                 the same (broadcast) index. Inlined anywhere: into other
+//                 elementwise/injective chains and into an anchor's epilogue.
+//   kInjective    `injective`: defines each output as an index function of the
+//                 inputs (transpose, slice, gather, pad, ...). Inlined into the
+//                 reads of whatever consumes it inside one kernel.
+//   kAnchor       `kernel`: its own loop nest (contractions, reductions,
+//                 windows); injective producers inline into its reads and an
+//                 elementwise chain that keeps its output shape fuses into the
+//                 store (the epilogue).
+//   kView         no kernel: the output is the input's bytes with another shape
+//                 (keel.Reshape; Reshape-like ops become it, see `reshape_like`).
+//   kNone         never reaches codegen (removed or rewritten by a pass: Identity,
+//                 Dropout, BatchNormalization...; a kNone op that survives is an
+//                 internal error naming the pass that should have removed it).
+//
+// Reference semantics: elementwise and injective ops need no separate
+// evaluator — their lowering *is* their definition, and the reference
+// interpreter (reference.h) executes the expressions it builds in double /
+// 64-bit integer precision. Anchors provide `evaluate`: a naive, obviously
+// correct implementation independent of their optimized kernel.
+//
+// Ownership: OpDefs are registered once at start-up and immutable afterwards;
+// pointers to them stay valid for the process. Thread-safety: read-only after
+// registration, so concurrent lookups are safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/lower_context.h"
+#include "compiler/ir/graph.h"
+#include "keel/status.h"
+
+namespace keel::ops {
+
+enum class FusionClass : uint8_t { kElementwise, kInjective, kAnchor, kView, kNone };
+const char* FusionClassName(FusionClass c);
+
+// A vendor-library candidate on CUDA (compiler/driver/cuda_backend.cc decides
+// whether the node's shapes and attributes fit; otherwise it is generated).
+enum class LibraryCall : uint8_t { kNone, kGemm, kConv, kPool };
+
+// ---- hooks --------------------------------------------------------------------------
+
+// Import: rewrites a freshly imported node (ONNX attributes, inputs bound by
+// position with nullptr for omitted ones, all declared outputs created; no
+// types) of ONNX version `version` (the op's since-version the model's opset
+// selects) into the internal form. Errors name the node (ops::NodeError).
+using NormalizeFn = std::function<Status(ir::Node& node, int version)>;
+
+// Types known: lifts constant operands into attributes, fills defaults that
+// depend on ranks, validates attributes, makes axes non-negative. Idempotent.
+// An operand that must be constant but is not: ops::NeedsConstant.
+using CanonicalizeFn = std::function<Status(ir::Node& node)>;
+
+// Output types (one per node output) of a canonical node whose inputs are typed.
+using InferFn = std::function<Result<std::vector<ir::TensorType>>(const ir::Node& node)>;
+
+// Reference evaluation of a canonical node: `inputs` positional (nullptr where
+// the node input is nullptr), `out_types` as InferFn returned.
+using EvaluateFn = std::function<Result<std::vector<ir::TensorDataPtr>>(
+    const ir::Node& node, const std::vector<ir::TensorDataPtr>& inputs, const std::vector<ir::TensorType>& out_types)>;
+
+// kElementwise: the output value from the operands' values. `operands` has one
+// entry per node input (a null Expr where the input is omitted), each of its
+// input's dtype (f16/bf16 are widened to f32 first); the result may have any
+// dtype (it is converted to `out` when stored).
+struct ScalarArgs {
+  const ir::Node& node;
+  std::vector<codegen::Expr> operands;
+  ir::DType out;  // the output's dtype (f16/bf16 widened to f32)
+};
+using ScalarFn = std::function<Result<codegen::Expr>(const ScalarArgs& args)>;
+
+// kInjective: defines every output of `node` in the context (ctx.Define) as an
+// index function of its inputs' TensorFns (ctx.Input). Reads must stay in
+// bounds for every output index (clamp, then select).
+using InjectiveFn = std::function<Status(codegen::LowerContext& ctx, const ir::Node& node)>;
+
+// kAnchor: the statements computing every output; `stores[i]` writes output i
+// at an index (for a fused group, stores[0] applies the epilogue first).
+using KernelFn = std::function<Result<codegen::Stmt>(codegen::LowerContext& ctx, const ir::Node& node,
+                                                     const std::vector<codegen::StoreFn>& stores)>;
+
+// ---- the definition -------------------------------------------------------------------
+
+struct OpDef {
+  std::string name;     // ONNX op type ("Conv") or a Keel op ("keel.Reshape")
+  std::string domain;   // "" = the default ONNX domain; "keel" = internal (never imported)
+
+  // ONNX since-versions of the op up to kMaxOpset (registry.h), ascending, as the
+  // ONNX spec lists them; `supported` is the subset Keel implements (empty: all).
+  std::vector<int> versions;
+  std::vector<int> supported;
+
+  FusionClass fusion = FusionClass::kNone;
+  LibraryCall library = LibraryCall::kNone;
+
+  // Traits read by passes.
+  bool reshape_like = false;   // output = input 0's data, another static shape (becomes keel.Reshape)
+  bool identity_like = false;  // output 0 = input 0 (removed by simplify)
+  bool commutative = false;    // binary op whose operands may be swapped (CSE)
+  // Output types and values depend only on input types (Shape, Size, EyeLike):
+  // folded even when the inputs are not constant.
+  bool value_independent = false;
+  // The pass that removes/rewrites a kNone op (for the error when one survives).
+  std::string removed_by;
+
+  NormalizeFn normalize;
+  CanonicalizeFn canonicalize;
+  InferFn infer;
+  EvaluateFn evaluate;
+
+  ScalarFn scalar;
+  InjectiveFn injective;
+  KernelFn kernel;
+
+  bool SupportsVersion(int version) const;
+};
+
+}  // namespace keel::ops
