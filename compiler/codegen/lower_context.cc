@@ -21,7 +21,8 @@ Status LowerContext::DefineConstant(const ir::Value* v) {
   const ir::TensorData& data = *v->constant();
   if (!IsSupportedKernelDType(data.type.dtype))
     return Unsupported("constant " + v->name() + " has dtype " + ir::DTypeName(data.type.dtype));
-  std::string name = IndexedName("c", v->id());
+  // Named by order within the kernel (not by value id): identical kernels print identically (kernel_dedup.h).
+  std::string name = IndexedName("c", num_constants_++);
   int buf = kernel_.AddConstant(name, data.type.dtype, data.type.shape, data.bytes);
   TensorFn fn;
   fn.type = data.type;

@@ -57,6 +57,7 @@ class LowerContext {
   KernelFunc& kernel_;
   const LowerOptions& options_;
   std::unordered_map<const ir::Value*, TensorFn> fns_;
+  int64_t num_constants_ = 0;
   Expr acc_;
 };
 

@@ -2,6 +2,7 @@
 // compiler/codegen (kernel IR → LLVM → x86-64) into one shared library.
 #include <utility>
 
+#include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_cpu_emitter.h"
 #include "compiler/codegen/lower.h"
 #include "compiler/driver/backend.h"
@@ -22,8 +23,9 @@ class CpuBackend final : public Backend {
 
   Result<lower::StepKernel> SelectKernel(const ir::Node& node, int64_t index) override {
     KEEL_ASSIGN_OR_RETURN(codegen::KernelSpec spec, codegen::LowerNodeToKernel(node, index, lower_options_));
+    const std::string same = dedup_.FindOrAdd(spec);
     lower::StepKernel step;
-    step.kernel.name = spec.name;
+    step.kernel.name = same.empty() ? spec.name : same;
     step.kernel.kind = ser::KernelKind::kCpuGenerated;
     step.kernel.device = ser::DeviceKind::kCpu;
     for (const codegen::KernelArg& arg : spec.args) {
@@ -34,8 +36,10 @@ class CpuBackend final : public Backend {
       step.workspace_bytes = static_cast<uint64_t>(spec.workspace_bytes);
       step.kernel.args.push_back({ser::DType::kU8, {spec.workspace_bytes}, ser::ArgAccess::kReadWrite});
     }
-    fingerprint_ += spec.kernel ? spec.kernel->ToString() : spec.name;
-    specs_.push_back(std::move(spec));
+    if (same.empty()) {
+      fingerprint_ += spec.kernel ? spec.kernel->ToString() : spec.name;
+      specs_.push_back(std::move(spec));
+    }
     return step;
   }
 
@@ -58,6 +62,7 @@ class CpuBackend final : public Backend {
   codegen::LowerOptions lower_options_;
   codegen::CpuTargetInfo info_;
   std::vector<codegen::KernelSpec> specs_;
+  codegen::KernelDedup dedup_;
   std::string fingerprint_;
 };
 

@@ -24,6 +24,7 @@
 #include <sstream>
 #include <utility>
 
+#include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_nvptx_emitter.h"
 #include "compiler/codegen/lower.h"
 #include "compiler/ops/registry.h"
@@ -406,9 +407,8 @@ class CudaBackend final : public Backend {
   Result<lower::StepKernel> Generated(const ir::Node& node, int64_t index) {
     KEEL_ASSIGN_OR_RETURN(codegen::KernelSpec spec, codegen::LowerNodeToKernel(node, index, lower_options_));
     lower::StepKernel step;
-    KEEL_ASSIGN_OR_RETURN(step.kernel, Describe(spec));
     step.workspace_bytes = static_cast<uint64_t>(spec.workspace_bytes);
-    Record(std::move(spec));
+    KEEL_ASSIGN_OR_RETURN(step.kernel, DescribeShared(std::move(spec)));
     return step;
   }
 
@@ -427,6 +427,15 @@ class CudaBackend final : public Backend {
     launch.shared_bytes = mapping.launch.shared_bytes;
     k.launch = launch;
     return k;
+  }
+
+  // Describe + Record, reusing an identical kernel emitted earlier (kernel_dedup.h).
+  Result<ser::KernelDesc> DescribeShared(codegen::KernelSpec spec) {
+    const std::string same = dedup_.FindOrAdd(spec);
+    if (!same.empty()) spec.name = same;
+    KEEL_ASSIGN_OR_RETURN(ser::KernelDesc desc, Describe(spec));
+    if (same.empty()) Record(std::move(spec));
+    return desc;
   }
 
   void Record(codegen::KernelSpec spec) {
@@ -497,14 +506,13 @@ class CudaBackend final : public Backend {
     // Distinct from every node index (kernel names must be unique).
     KEEL_ASSIGN_OR_RETURN(codegen::KernelSpec spec,
                           codegen::LowerNodeToKernel(*fused, 1000000 + index, lower_options_));
-    lower::StepInvocation epi;
-    KEEL_ASSIGN_OR_RETURN(epi.kernel, Describe(spec));
     if (spec.workspace_bytes > 0) return std::optional<lower::StepKernel>();
+    lower::StepInvocation epi;
+    KEEL_ASSIGN_OR_RETURN(epi.kernel, DescribeShared(std::move(spec)));
     epi.args = args;
     epi.args.push_back(Out());
     step.then.push_back(std::move(epi));
     fingerprint_ += DescribeLibrary(p.kernel);
-    Record(std::move(spec));
     return std::optional<lower::StepKernel>(std::move(step));
   }
 
@@ -512,6 +520,7 @@ class CudaBackend final : public Backend {
   codegen::NvptxTargetOptions target_options_;
   codegen::NvptxLibraryInfo info_;
   std::vector<codegen::KernelSpec> specs_;
+  codegen::KernelDedup dedup_;
   std::string fingerprint_;
 };
 

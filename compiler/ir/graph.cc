@@ -136,14 +136,23 @@ void Node::set_body(std::unique_ptr<Graph> body) { body_ = std::move(body); }
 Graph::Graph() = default;
 Graph::~Graph() = default;
 
-Value* Graph::AddValue(std::string name) {
+Value* Graph::NewValue(std::string name) {
   auto v = std::make_unique<Value>();
   v->id_ = next_value_id_++;
   v->name_ = std::move(name);
   Value* raw = v.get();
-  values_.push_back(std::move(v));
+  value_pos_[raw] = values_.insert(values_.end(), std::move(v));
   return raw;
 }
+
+void Graph::EraseValue(const Value* value) {
+  auto it = value_pos_.find(value);
+  if (it == value_pos_.end()) return;
+  values_.erase(it->second);
+  value_pos_.erase(it);
+}
+
+Value* Graph::AddValue(std::string name) { return NewValue(std::move(name)); }
 
 Value* Graph::AddInput(std::string name, TensorType type) {
   Value* v = AddValue(std::move(name));
@@ -160,8 +169,7 @@ Value* Graph::AddConstant(std::string name, TensorDataPtr data) {
 }
 
 Node* Graph::CreateNode(std::string op_type, std::string name, std::vector<Value*> inputs,
-                        size_t num_outputs, std::vector<std::string> output_names,
-                        std::vector<std::unique_ptr<Node>>::iterator position) {
+                        size_t num_outputs, std::vector<std::string> output_names, NodeList::iterator position) {
   auto n = std::make_unique<Node>();
   n->id_ = next_node_id_++;
   n->op_type_ = std::move(op_type);
@@ -171,12 +179,12 @@ Node* Graph::CreateNode(std::string op_type, std::string name, std::vector<Value
   raw->SetInputs(std::move(inputs));
   for (size_t i = 0; i < num_outputs; ++i) {
     std::string out_name = i < output_names.size() ? output_names[i] : raw->name_ + ":" + std::to_string(i);
-    Value* v = AddValue(std::move(out_name));
+    Value* v = NewValue(std::move(out_name));
     v->producer_ = raw;
     v->producer_output_ = static_cast<int>(i);
     raw->outputs_.push_back(v);
   }
-  nodes_.insert(position, std::move(n));
+  node_pos_[raw] = nodes_.insert(position, std::move(n));
   return raw;
 }
 
@@ -188,8 +196,8 @@ Node* Graph::AddNode(std::string op_type, std::string name, std::vector<Value*> 
 
 Node* Graph::InsertNodeBefore(Node* before, std::string op_type, std::string name,
                               std::vector<Value*> inputs, size_t num_outputs) {
-  auto pos = std::find_if(nodes_.begin(), nodes_.end(),
-                          [before](const std::unique_ptr<Node>& n) { return n.get() == before; });
+  auto it = node_pos_.find(before);
+  auto pos = it == node_pos_.end() ? nodes_.end() : it->second;
   return CreateNode(std::move(op_type), std::move(name), std::move(inputs), num_outputs, {}, pos);
 }
 
@@ -216,9 +224,12 @@ Status Graph::RemoveNode(Node* node) {
     }
   }
   node->SetInputs({});
-  std::unordered_set<const Value*> dead(node->outputs_.begin(), node->outputs_.end());
-  std::erase_if(values_, [&](const std::unique_ptr<Value>& v) { return dead.count(v.get()) != 0; });
-  std::erase_if(nodes_, [node](const std::unique_ptr<Node>& n) { return n.get() == node; });
+  for (Value* out : node->outputs_) EraseValue(out);
+  auto it = node_pos_.find(node);
+  if (it != node_pos_.end()) {
+    nodes_.erase(it->second);
+    node_pos_.erase(it);
+  }
   return Status::Ok();
 }
 
@@ -227,27 +238,46 @@ void Graph::TrimUnusedOutputs(Node* node) {
   while (outs.size() > 1 && outs.back()->uses_.empty() && !IsGraphOutput(outs.back())) {
     Value* dead = outs.back();
     outs.pop_back();
-    std::erase_if(values_, [dead](const std::unique_ptr<Value>& v) { return v.get() == dead; });
+    EraseValue(dead);
   }
 }
 
 void Graph::RemoveDeadValues() {
   std::unordered_set<const Value*> keep(inputs_.begin(), inputs_.end());
   keep.insert(outputs_.begin(), outputs_.end());
-  std::erase_if(values_, [&](const std::unique_ptr<Value>& v) {
-    return v->producer_ == nullptr && v->uses_.empty() && keep.count(v.get()) == 0;
-  });
+  for (auto it = values_.begin(); it != values_.end();) {
+    const Value* v = it->get();
+    if (v->producer_ == nullptr && v->uses_.empty() && keep.count(v) == 0) {
+      value_pos_.erase(v);
+      it = values_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 Status Graph::TopologicalSort() {
   // Kahn's algorithm with a min-heap on the current position: among ready nodes
   // the earliest one goes first, so an already valid order is kept unchanged.
-  const size_t n = nodes_.size();
+  std::vector<std::unique_ptr<Node>> list;
+  list.reserve(nodes_.size());
+  for (auto& np : nodes_) list.push_back(std::move(np));
+  nodes_.clear();
+  node_pos_.clear();
+  // Puts the nodes back (in `order` when given, else as they were).
+  auto restore = [&](const std::vector<size_t>* order) {
+    for (size_t k = 0; k < list.size(); ++k) {
+      std::unique_ptr<Node>& np = list[order ? (*order)[k] : k];
+      Node* raw = np.get();
+      node_pos_[raw] = nodes_.insert(nodes_.end(), std::move(np));
+    }
+  };
+  const size_t n = list.size();
   std::unordered_map<const Node*, size_t> position;
-  for (size_t i = 0; i < n; ++i) position[nodes_[i].get()] = i;
+  for (size_t i = 0; i < n; ++i) position[list[i].get()] = i;
   std::vector<size_t> pending(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    for (Value* in : nodes_[i]->inputs_) {
+    for (Value* in : list[i]->inputs_) {
       if (in && in->producer_ && position.count(in->producer_)) ++pending[i];
     }
   }
@@ -261,7 +291,7 @@ Status Graph::TopologicalSort() {
     size_t i = ready.top();
     ready.pop();
     order.push_back(i);
-    for (Value* out : nodes_[i]->outputs_) {
+    for (Value* out : list[i]->outputs_) {
       for (const Value::Use& u : out->uses_) {
         auto it = position.find(u.node);
         if (it != position.end() && --pending[it->second] == 0) ready.push(it->second);
@@ -271,16 +301,16 @@ Status Graph::TopologicalSort() {
   if (order.size() != n) {
     for (size_t i = 0; i < n; ++i) {
       if (pending[i] != 0) {
-        return InvalidArgument("graph '" + name_ + "' has a cycle through node '" + nodes_[i]->name_ + "' (" +
-                               nodes_[i]->op_type_ + ")");
+        const std::string msg = "graph '" + name_ + "' has a cycle through node '" + list[i]->name_ + "' (" +
+                                list[i]->op_type_ + ")";
+        restore(nullptr);
+        return InvalidArgument(msg);
       }
     }
+    restore(nullptr);
     return Internal("TopologicalSort lost nodes");
   }
-  std::vector<std::unique_ptr<Node>> sorted;
-  sorted.reserve(n);
-  for (size_t i : order) sorted.push_back(std::move(nodes_[i]));
-  nodes_ = std::move(sorted);
+  restore(&order);
   return Status::Ok();
 }
 

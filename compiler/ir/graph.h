@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
+#include <unordered_map>
 #include <map>
 #include <memory>
 #include <string>
@@ -209,13 +211,20 @@ class Graph {
   bool IsGraphInput(const Value* value) const;
 
  private:
+  using NodeList = std::list<std::unique_ptr<Node>>;
+  using ValueList = std::list<std::unique_ptr<Value>>;
   Node* CreateNode(std::string op_type, std::string name, std::vector<Value*> inputs, size_t num_outputs,
-                   std::vector<std::string> output_names,
-                   std::vector<std::unique_ptr<Node>>::iterator position);
+                   std::vector<std::string> output_names, NodeList::iterator position);
+  Value* NewValue(std::string name);
+  void EraseValue(const Value* value);
 
+  // Lists with position maps: insertion before a node and removal are O(1), so
+  // passes that rewrite every node stay linear in graph size.
   std::string name_;
-  std::vector<std::unique_ptr<Node>> nodes_;   // in topological order
-  std::vector<std::unique_ptr<Value>> values_;
+  NodeList nodes_;  // in topological order
+  std::unordered_map<const Node*, NodeList::iterator> node_pos_;
+  ValueList values_;  // creation order
+  std::unordered_map<const Value*, ValueList::iterator> value_pos_;
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
   int64_t next_value_id_ = 0;

@@ -88,7 +88,7 @@ Status FusionPass::Run(ir::Graph& graph) {
     std::vector<ir::Node*> chain = {n};
     grouped.insert(n);
     bool extend = cls != OpClass::kAnchor || fuse_anchors_;
-    while (extend) {
+    while (extend && chain.size() < kMaxGroupNodes) {
       ir::Value* out = chain.back()->output(0);
       if (out->uses().size() != 1 || graph.IsGraphOutput(out)) break;
       ir::Node* user = out->uses()[0].node;

@@ -24,7 +24,10 @@
 // shapes (their loop nest runs over the chain's output).
 // Hence a body is a chain: [anchor | injective | elementwise] followed by zero
 // or more elementwise nodes, each consuming the previous node's output (as any
-// of its inputs) plus values from outside the group.
+// of its inputs) plus values from outside the group. A chain holds at most
+// kMaxGroupNodes nodes (a longer one continues in a new group): a kernel's
+// expressions, and the compile time and stack depth spent on them, stay
+// bounded however long the model's chains are.
 //
 // The fused node:
 //   inputs   every value the group reads from outside (graph inputs, constants —
@@ -48,6 +51,8 @@ namespace keel::passes {
 // The node's fusion class from the op registry (compiler/ops); multi-output
 // nodes and views are opaque (never grouped).
 enum class OpClass { kElementwise, kInjective, kAnchor, kOpaque };
+
+inline constexpr size_t kMaxGroupNodes = 32;
 OpClass ClassifyOp(const ir::Node& node);
 
 class FusionPass : public Pass {
