@@ -120,6 +120,22 @@ CASES = {
 }
 
 
+def load_family_cases():
+    """Op families add their cases in cases_<family>.py beside this file (a CASES dict built
+    with the helpers above), so each family's tests live in its own file."""
+    import glob, importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    for path in sorted(glob.glob(os.path.join(here, "cases_*.py"))):
+        spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for name, build in module.CASES.items():
+            if name in CASES:
+                raise SystemExit("%s: case %s is defined twice" % (path, name))
+            CASES[name] = build
+
+
 def run_case(name, build, binary_dir, work):
     m, feeds = build()
     path = os.path.join(work, name + ".onnx")
@@ -137,9 +153,12 @@ def run_case(name, build, binary_dir, work):
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         return "keel-run failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
-    out = np.fromfile(os.path.join(work, name, "y.bin"), dtype=np.float32)
+    out = np.fromfile(os.path.join(work, name, "y.bin"), dtype=ref.dtype)
     if out.size != ref.size:
         return "output has %d elements, onnxruntime %d" % (out.size, ref.size)
+    if ref.dtype.kind not in "fc":
+        return None if np.array_equal(out, ref.ravel()) else "%s values differ" % ref.dtype
+    out, ref = out.astype(np.float64), ref.astype(np.float64)
     err = np.linalg.norm(out - ref.ravel()) / max(np.linalg.norm(ref), 1e-30)
     return None if err <= 1e-5 else "relative L2 error %.3g" % err
 
@@ -150,6 +169,7 @@ def main():
     p.add_argument("--keep", help="keep the models and outputs in this folder")
     p.add_argument("-k", default="", help="only cases whose name contains this")
     a = p.parse_args()
+    load_family_cases()
     work = a.keep or tempfile.mkdtemp(prefix="keel_ort_")
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
