@@ -23,6 +23,10 @@
 namespace keel::codegen {
 namespace {
 
+// Element types whose products the kernels accumulate in f32: f32 itself and
+// the half types (read widened, stored rounded). f64 would lose precision.
+bool IsWidenedFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
@@ -188,7 +192,7 @@ Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   KEEL_ASSIGN_OR_RETURN(double beta, at.GetFloat("beta", 1.0));
   if (A->type.shape.size() != 2 || B->type.shape.size() != 2)
     return InvalidArgument(NodeLabel(node) + ": Gemm operands must be 2-D");
-  if (A->type.dtype != DType::kF32 || B->type.dtype != DType::kF32)
+  if (!IsWidenedFloat(A->type.dtype) || !IsWidenedFloat(B->type.dtype))
     return Unsupported(NodeLabel(node) + ": Gemm on " + ir::DTypeName(A->type.dtype));
   GemmOperands g;
   g.m = ta ? A->type.shape[1] : A->type.shape[0];
@@ -217,7 +221,7 @@ Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn&
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Ap, ctx.Input(node, 0));
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Bp, ctx.Input(node, 1));
   TensorFn A = *Ap, B = *Bp;
-  if (A.type.dtype != DType::kF32 || B.type.dtype != DType::kF32)
+  if (!IsWidenedFloat(A.type.dtype) || !IsWidenedFloat(B.type.dtype))
     return Unsupported(NodeLabel(node) + ": MatMul on " + ir::DTypeName(A.type.dtype));
   const std::vector<int64_t> as = A.type.shape, bs = B.type.shape;
   const std::vector<int64_t> os = node.output(0)->type().shape;

@@ -96,8 +96,11 @@ void RegisterElementwiseBinaryOps(Registry& r) {
             [](const Expr& x, const Expr& y, const ir::Node& node) -> Result<Expr> {
               KEEL_ASSIGN_OR_RETURN(int64_t fmod, node.attrs().GetInt("fmod", 0));
               if (codegen::IsFloat(x.type())) {
-                if (!fmod) return NodeError(node, "fmod=0 is not defined for floating-point inputs");
-                return x % y;
+                Expr rem = x % y;  // C fmod: the dividend's sign
+                if (fmod) return rem;
+                // fmod=0 (allowed for floats since opset 28): the divisor's sign, as numpy.mod.
+                Expr adjust = codegen::Binary(BinaryOp::kNe, rem, C(0, rem)) && codegen::Binary(BinaryOp::kNe, rem < C(0, rem), y < C(0, y));
+                return codegen::Select(adjust, rem + y, rem);
               }
               Expr zero = codegen::Binary(BinaryOp::kEq, y, C(0, y));
               Expr rem = x % SafeDivisor(y);
@@ -157,16 +160,22 @@ void RegisterElementwiseBinaryOps(Registry& r) {
             [](const Expr& x, const Expr& y, const ir::Node&) -> Result<Expr> { return codegen::Binary(BinaryOp::kOr, x, y); });
   AddBinary(r, "BitwiseXor", {18}, kIntTypes, OutputType::kSameAsFirst, true,
             [](const Expr& x, const Expr& y, const ir::Node&) -> Result<Expr> { return codegen::Binary(BinaryOp::kXor, x, y); });
-  AddBinary(r, "BitShift", {11, 28}, kUnsignedTypes, OutputType::kSameAsFirst, false,
+  // Signed operands since opset 28 (accepted for every version: a valid older
+  // model never has them). Right shifts of signed values are arithmetic.
+  AddBinary(r, "BitShift", {11, 28}, kIntTypes, OutputType::kSameAsFirst, false,
             [](const Expr& x, const Expr& y, const ir::Node& node) -> Result<Expr> {
               KEEL_ASSIGN_OR_RETURN(std::string dir, node.attrs().GetString("direction", ""));
               if (dir != "LEFT" && dir != "RIGHT") return NodeError(node, "direction must be LEFT or RIGHT, got '" + dir + "'");
               const int64_t bits = static_cast<int64_t>(keel::DataTypeSize(x.type()) * 8);
-              // Shifting by the width or more gives 0 (the hardware shift is undefined there).
+              // Shifting by a negative amount or the width or more: 0, or -1 for a
+              // negative value shifted right (the hardware shift is undefined there).
               Expr in_range = y < C(static_cast<double>(bits), y);
+              if (!codegen::IsUnsigned(y.type())) in_range = in_range && codegen::Binary(BinaryOp::kGe, y, C(0, y));
               Expr s = codegen::Select(in_range, y, C(0, y));
               Expr v = codegen::Binary(dir == "LEFT" ? BinaryOp::kShl : BinaryOp::kShr, x, s);
-              return codegen::Select(in_range, v, C(0, x));
+              Expr outside = C(0, x);
+              if (dir == "RIGHT" && !codegen::IsUnsigned(x.type())) outside = codegen::Select(x < C(0, x), C(-1, x), outside);
+              return codegen::Select(in_range, v, outside);
             });
   {
     ElementwiseSpec s;

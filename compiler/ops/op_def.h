@@ -30,6 +30,9 @@
 //   kNone         never reaches codegen (removed or rewritten by a pass: Identity,
 //                 Dropout, BatchNormalization...; a kNone op that survives is an
 //                 internal error naming the pass that should have removed it).
+//                 Composite ops (Attention, ...) are kNone with an `expand`
+//                 hook: shape inference replaces them by the ops it builds
+//                 (expansion.h), and their reference value is that subgraph's.
 //
 // Reference semantics: elementwise and injective ops need no separate
 // evaluator — their lowering *is* their definition, and the reference
@@ -102,6 +105,12 @@ using InjectiveFn = std::function<Status(codegen::LowerContext& ctx, const ir::N
 using KernelFn = std::function<Result<codegen::Stmt>(codegen::LowerContext& ctx, const ir::Node& node,
                                                      const std::vector<codegen::StoreFn>& stores)>;
 
+// Composite ops: builds the ops that compute the canonical, typed `node` through
+// `b` (inserted before it, each canonicalized and typed at once) and returns the
+// values replacing its outputs, one per output.
+class Expander;
+using ExpandFn = std::function<Result<std::vector<ir::Value*>>(Expander& b, const ir::Node& node)>;
+
 // ---- the definition -------------------------------------------------------------------
 
 struct OpDef {
@@ -134,6 +143,7 @@ struct OpDef {
   ScalarFn scalar;
   InjectiveFn injective;
   KernelFn kernel;
+  ExpandFn expand;
 
   bool SupportsVersion(int version) const;
 };

@@ -3,6 +3,7 @@
 
 #include <unordered_map>
 
+#include "compiler/ops/expansion.h"
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
@@ -79,6 +80,11 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateNode(const ir::Node& node, const 
   std::vector<ir::TensorDataPtr> args;
   for (const ir::Value* v : copy->inputs()) args.push_back(v ? v->constant() : nullptr);
   if (def->evaluate) return def->evaluate(*copy, args, out_types);
+  if (def->expand) {  // a composite op: the value of its expansion
+    for (ir::Value* out : copy->outputs()) scratch.AddOutput(out);
+    KEEL_RETURN_IF_ERROR(ExpandNode(scratch, copy));
+    return EvaluateGraph(scratch, {});
+  }
   if (def->fusion == FusionClass::kElementwise || def->injective) return InterpretOutputs(*def, *copy, args, out_types);
   return NodeUnsupported(node, "no reference evaluation for op " + def->name);
 }

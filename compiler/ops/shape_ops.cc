@@ -279,13 +279,21 @@ void RegisterShapeOps(Registry& r) {
       }
       return Status::Ok();
     };
+    // Inference: output 0 is the input; the optional mask (output 1) is all true.
     def.infer = [](const ir::Node& node) -> Result<std::vector<ir::TensorType>> {
-      KEEL_RETURN_IF_ERROR(CheckOutputs(node, 1, "the dropout mask"));
-      return SameAsInput(node);
+      KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, SameAsInput(node));
+      if (node.outputs().size() > 1) types.push_back({ir::DType::kBool, InputType(node, 0).shape});
+      return types;
     };
     def.evaluate = [](const ir::Node&, const std::vector<ir::TensorDataPtr>& in,
-                      const std::vector<ir::TensorType>&) -> Result<std::vector<ir::TensorDataPtr>> {
-      return std::vector<ir::TensorDataPtr>{in[0]};
+                      const std::vector<ir::TensorType>& out_types) -> Result<std::vector<ir::TensorDataPtr>> {
+      std::vector<ir::TensorDataPtr> outs{in[0]};
+      if (out_types.size() > 1) {
+        std::shared_ptr<ir::TensorData> mask = NewTensor(out_types[1]);
+        for (int64_t i = 0; i < out_types[1].NumElements(); ++i) StoreInt(*mask, i, 1);
+        outs.push_back(mask);
+      }
+      return outs;
     };
     r.Add(std::move(def));
   }

@@ -25,9 +25,8 @@ Result<bool> TryFoldNode(ir::Graph& graph, ir::Node* node, int64_t max_bytes) {
     for (const auto& u : in->uses()) only_here = only_here && u.node == node;
     if (only_here) dead_input_bytes += in->constant()->type.ByteSize();
   }
-  for (ir::Value* out : node->outputs()) {
-    if (graph.IsGraphOutput(out)) return false;
-  }
+  // The Identity that copies a folded constant into a graph output stays.
+  if (def->identity_like && graph.IsGraphOutput(node->output(0))) return false;
   int64_t out_bytes = 0;
   bool typed = true;
   for (ir::Value* out : node->outputs()) {
@@ -49,12 +48,24 @@ Result<bool> TryFoldNode(ir::Graph& graph, ir::Node* node, int64_t max_bytes) {
     for (const auto& t : *outs) out_bytes += t->type.ByteSize();
     if (out_bytes > max_bytes && out_bytes > dead_input_bytes) return false;
   }
-  for (size_t i = 0; i < node->outputs().size(); ++i) {
-    ir::Value* c = graph.AddConstant(node->output(i)->name(), (*outs)[i]);
-    graph.ReplaceAllUsesWith(node->output(i), c);
-  }
+  for (size_t i = 0; i < node->outputs().size(); ++i) ReplaceWithConstant(graph, node, node->output(i), (*outs)[i]);
   KEEL_RETURN_IF_ERROR(graph.RemoveNode(node));
   return true;
+}
+
+void ReplaceWithConstant(ir::Graph& graph, ir::Node* producer, ir::Value* value, ir::TensorDataPtr data) {
+  const std::string name = value->name();
+  ir::Value* c = graph.AddConstant(name, data);
+  if (!graph.IsGraphOutput(value)) {
+    graph.ReplaceAllUsesWith(value, c);
+    return;
+  }
+  c->set_name(name + "/constant");
+  ir::Node* copy = graph.InsertNodeBefore(producer, "Identity", producer->name() + "/output", {c}, 1);
+  copy->output(0)->set_type(data->type);
+  graph.ReplaceAllUsesWith(value, copy->output(0));
+  value->set_name(name + "/folded");
+  copy->output(0)->set_name(name);
 }
 
 Status ConstantFoldingPass::Run(ir::Graph& graph) {

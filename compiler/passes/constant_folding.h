@@ -9,8 +9,9 @@
 //
 // Size cap: a result larger than `max_bytes` is folded only when it does not
 // duplicate weights, i.e. when it is no bigger than the constant inputs that
-// become dead by folding (inputs used by this node only). Nodes producing graph
-// outputs are not folded (the output stays computed, keeping the interface).
+// become dead by folding (inputs used by this node only). A folded graph output
+// keeps its name: an Identity copies the constant into it (the executable's
+// outputs are computed buffers).
 //
 // Requires canonical, typed nodes (run shape-inference first). Errors from the
 // evaluator name the node.
@@ -38,5 +39,10 @@ class ConstantFoldingPass : public Pass {
 // Folds one node if allowed by the cap; returns whether it was folded. Used by
 // shape-inference for integer shape computations. `max_bytes` as above.
 Result<bool> TryFoldNode(ir::Graph& graph, ir::Node* node, int64_t max_bytes);
+
+// Replaces every use of `value` (produced by `producer`) with a constant holding
+// `data`. When `value` is a graph output, an Identity inserted before
+// `producer` copies the constant into a value of the same name.
+void ReplaceWithConstant(ir::Graph& graph, ir::Node* producer, ir::Value* value, ir::TensorDataPtr data);
 
 }  // namespace keel::passes

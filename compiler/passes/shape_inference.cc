@@ -1,6 +1,7 @@
 // compiler/passes/shape_inference.cc — shape inference (see shape_inference.h).
 #include "compiler/passes/shape_inference.h"
 
+#include "compiler/ops/expansion.h"
 #include "compiler/ops/registry.h"
 #include "compiler/ops/semantics.h"
 #include "compiler/passes/constant_folding.h"
@@ -45,6 +46,10 @@ Status InferShapes(ir::Graph& graph) {
       integral_small = integral_small && IsIntegral(out_types[i].dtype) && out_types[i].ByteSize() <= kInlineFoldBytes;
     }
     const ops::OpDef* def = ops::FindOp(*n);
+    if (def && def->expand) {  // a composite op becomes the (typed) ops that define it
+      KEEL_RETURN_IF_ERROR(ops::ExpandNode(graph, n));
+      continue;
+    }
     if (integral_small || (def && def->value_independent)) {
       KEEL_ASSIGN_OR_RETURN(bool folded, TryFoldNode(graph, n, kInlineFoldBytes));
       (void)folded;

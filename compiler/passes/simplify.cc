@@ -1,7 +1,10 @@
 // compiler/passes/simplify.cc — Identity/Dropout removal and view conversion (see simplify.h).
 #include "compiler/passes/simplify.h"
 
+#include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
+#include "compiler/ops/semantics.h"
+#include "compiler/passes/constant_folding.h"
 
 namespace keel::passes {
 namespace {
@@ -10,9 +13,24 @@ namespace {
 bool IsViewOp(const ops::OpDef* def) { return def && def->reshape_like && def->domain != "keel"; }
 
 // Removes a pass-through node (output == input 0). Returns false when it must stay.
+// Its other outputs (Dropout's mask) do not depend on the input's values: they
+// become constants, evaluated on a zero input of the input's type.
 Result<bool> Bypass(ir::Graph& graph, ir::Node* n) {
   ir::Value* in = n->input(0);
   ir::Value* out = n->output(0);
+  bool secondary_used = false;
+  for (size_t i = 1; i < n->outputs().size(); ++i) {
+    secondary_used = secondary_used || !n->output(i)->uses().empty() || graph.IsGraphOutput(n->output(i));
+  }
+  if (secondary_used) {
+    if (!in->has_type()) return false;
+    std::vector<ir::TensorDataPtr> args(n->inputs().size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (ir::Value* v = n->input(i)) args[i] = v->is_constant() ? v->constant() : ops::NewTensor(v->type());
+    }
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorDataPtr> outs, ops::EvaluateNode(*n, args));
+    for (size_t i = 1; i < n->outputs().size(); ++i) ReplaceWithConstant(graph, n, n->output(i), outs[i]);
+  }
   if (graph.IsGraphOutput(out)) {
     bool input_is_plain = in->producer() != nullptr && !graph.IsGraphOutput(in);
     if (!input_is_plain) {
