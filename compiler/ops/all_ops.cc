@@ -13,6 +13,8 @@ void RegisterAllOps(Registry& r) {
   RegisterPoolOps(r);
   RegisterReduceOps(r);
   RegisterNormalizationOps(r);
+  RegisterSoftmaxOps(r);
+  RegisterScanOps(r);
 }
 
 }  // namespace keel::ops

@@ -18,5 +18,7 @@ void RegisterConvOps(Registry& r);
 void RegisterPoolOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNormalizationOps(Registry& r);
+void RegisterSoftmaxOps(Registry& r);
+void RegisterScanOps(Registry& r);
 
 }  // namespace keel::ops
