@@ -43,5 +43,10 @@ Result<Stmt> LowerGlobalAveragePool(LowerContext& ctx, const ir::Node& node, con
 Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerLayerNorm(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// ArgMax / ArgMin (lower_reduce.cc); LowerSoftmax (lower_softmax.cc) also lowers LogSoftmax and Hardmax.
+Result<Stmt> LowerArgReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// lower_scan.cc: CumSum; TopK (stores: values, then indices when the node has that output).
+Result<Stmt> LowerCumSum(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+Result<Stmt> LowerTopK(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores);
 
 }  // namespace keel::codegen

@@ -1,12 +1,13 @@
-// compiler/codegen/lower_reduce.cc — row reductions: Softmax (single axis),
-// LayerNormalization (over the trailing axes from `axis`), ReduceMean /
-// ReduceSum / ReduceMax (any axes, keepdims). Each output row is one parallel
-// iteration; running values live in small local buffers that LLVM promotes to
-// registers, so the reduction loops vectorize (reassociation is allowed).
+// compiler/codegen/lower_reduce.cc — row reductions: LayerNormalization (over
+// the trailing axes from `axis`), the Reduce* family (any axes, keepdims) and
+// ArgMax/ArgMin. Each output row is one parallel iteration (lower_rows.h);
+// running values live in small local buffers that LLVM promotes to registers,
+// so the reduction loops vectorize (reassociation is allowed).
+#include <functional>
 #include <limits>
-#include <set>
 
 #include "compiler/codegen/lower_ops.h"
+#include "compiler/codegen/lower_rows.h"
 
 namespace keel::codegen {
 namespace {
@@ -23,36 +24,6 @@ std::vector<Expr> Concat3(const std::vector<Expr>& a, std::vector<Expr> b, const
 }
 
 }  // namespace
-
-Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
-  KernelFunc& k = ctx.kernel();
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
-  TensorFn X = *Xp;
-  if (X.type.dtype != DType::kF32) return Unsupported(NodeLabel(node) + ": Softmax on " + ir::DTypeName(X.type.dtype));
-  const std::vector<int64_t>& s = X.type.shape;
-  KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", static_cast<int64_t>(s.size()) - 1));
-  if (axis < 0) axis += static_cast<int64_t>(s.size());
-  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return InvalidArgument(NodeLabel(node) + ": axis");
-  size_t ax = static_cast<size_t>(axis);
-  std::vector<int64_t> outer = Sub(s, 0, ax), inner = Sub(s, ax + 1, s.size());
-  const int64_t L = s[ax], O = NumElements(outer), I = NumElements(inner);
-  int st = k.AddLocal("softmax_stats", DType::kF32, {2});  // [max, 1/sum]
-  Expr t = k.NewVar("t");
-  std::vector<Expr> oi = Delinearize(outer, t / I), ii = Delinearize(inner, t % I);
-  auto x_at = [&](Expr l) { return X.at(Concat3(oi, {l}, ii)); };
-  Expr mx = k.Load(st, {Expr(0)}), sm = k.Load(st, {Expr(1)});
-  Expr l1 = k.NewVar("l"), l2 = k.NewVar("l"), l3 = k.NewVar("l");
-  Stmt body = Block({
-      k.Store(st, {Expr(0)}, FloatConst(-std::numeric_limits<double>::infinity())),
-      For(l1, 0, L, LoopKind::kSerial, k.Store(st, {Expr(0)}, Max(mx, x_at(l1)))),
-      k.Store(st, {Expr(1)}, FloatConst(0)),
-      For(l2, 0, L, LoopKind::kSerial, k.Store(st, {Expr(1)}, sm + Unary(UnaryOp::kExp, x_at(l2) - mx))),
-      k.Store(st, {Expr(1)}, FloatConst(1) / sm),
-      For(l3, 0, L, LoopKind::kVectorize, store(Concat3(oi, {l3}, ii), Unary(UnaryOp::kExp, x_at(l3) - mx) * sm)),
-  });
-  bool par = O * I > 1 && O * I * L >= ctx.options().min_parallel_elements;
-  return For(t, 0, O * I, par ? LoopKind::kParallel : LoopKind::kSerial, body);
-}
 
 Result<Stmt> LowerLayerNorm(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
@@ -96,51 +67,157 @@ Result<Stmt> LowerLayerNorm(LowerContext& ctx, const ir::Node& node, const Store
   return For(t, 0, O, par ? LoopKind::kParallel : LoopKind::kSerial, body);
 }
 
+namespace {
+
+// How each Reduce* op maps, combines and finishes its elements. `x` is the
+// element already converted to the accumulator type.
+enum class Combine { kAdd, kMul, kMax, kMin };
+struct ReduceRecipe {
+  Combine combine = Combine::kAdd;
+  bool two_pass = false;  // ReduceLogSumExp: a max pass first (exp never overflows)
+  std::function<Expr(Expr x, Expr shift)> map;  // per element
+  std::function<Expr(Expr acc, Expr shift, int64_t count)> finish;
+};
+
+Result<ReduceRecipe> RecipeFor(const std::string& op, DType acc) {
+  ReduceRecipe r;
+  auto same = [](Expr x, Expr) { return x; };
+  auto keep = [](Expr a, Expr, int64_t) { return a; };
+  r.map = same;
+  r.finish = keep;
+  if (op == "ReduceSum") return r;
+  if (op == "ReduceMean") {
+    r.finish = [acc](Expr a, Expr, int64_t n) {
+      // numpy: the mean of nothing is NaN.
+      return n == 0 ? FloatConst(std::numeric_limits<double>::quiet_NaN(), acc) : a / FloatConst(static_cast<double>(n), acc);
+    };
+    return r;
+  }
+  if (op == "ReduceMax" || op == "ReduceMin") {
+    r.combine = op == "ReduceMax" ? Combine::kMax : Combine::kMin;
+    return r;
+  }
+  if (op == "ReduceProd") {
+    r.combine = Combine::kMul;
+    return r;
+  }
+  if (op == "ReduceL1") {
+    r.map = [acc](Expr x, Expr) { return IsUnsigned(acc) ? x : Unary(UnaryOp::kAbs, x); };
+    return r;
+  }
+  if (op == "ReduceSumSquare" || op == "ReduceL2") {
+    r.map = [](Expr x, Expr) { return x * x; };
+    if (op == "ReduceL2") r.finish = [](Expr a, Expr, int64_t) { return Unary(UnaryOp::kSqrt, a); };
+    return r;
+  }
+  if (op == "ReduceLogSum") {
+    r.finish = [](Expr a, Expr, int64_t) { return Unary(UnaryOp::kLog, a); };
+    return r;
+  }
+  if (op == "ReduceLogSumExp") {
+    r.two_pass = true;
+    r.map = [](Expr x, Expr shift) { return Unary(UnaryOp::kExp, x - shift); };
+    r.finish = [](Expr a, Expr shift, int64_t) { return Unary(UnaryOp::kLog, a) + shift; };
+    return r;
+  }
+  return Unsupported("no reduction named " + op);
+}
+
+Expr CombineExpr(Combine c, Expr a, Expr x) {
+  switch (c) {
+    case Combine::kAdd: return a + x;
+    case Combine::kMul: return a * x;
+    case Combine::kMax: return Max(a, x);
+    case Combine::kMin: return Min(a, x);
+  }
+  return a;
+}
+
+Expr Identity(Combine c, DType acc) {
+  switch (c) {
+    case Combine::kAdd: return IsFloat(acc) ? FloatConst(0, acc) : IntConst(0, acc);
+    case Combine::kMul: return IsFloat(acc) ? FloatConst(1, acc) : IntConst(1, acc);
+    case Combine::kMax: return LowestValue(acc);
+    case Combine::kMin: return HighestValue(acc);
+  }
+  return Expr();
+}
+
+}  // namespace
+
+// Reduce* over any axes: one row per output element, the reduced elements
+// folded into a one-slot local (a second slot holds LogSumExp's max).
 Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   const std::string& op = node.op_type();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
-  if (!IsFloat(X.type.dtype)) return Unsupported(NodeLabel(node) + ": " + op + " on " + ir::DTypeName(X.type.dtype));
   if (node.inputs().size() > 1 && node.input(1)) return Unsupported(NodeLabel(node) + ": non-constant axes");
+  const DType acc_t = AccType(X.type.dtype);
+  KEEL_ASSIGN_OR_RETURN(ReduceRecipe recipe, RecipeFor(op, acc_t));
+  if (!IsFloat(acc_t) && (recipe.two_pass || op == "ReduceMean" || op == "ReduceL2" || op == "ReduceLogSum"))
+    return Unsupported(NodeLabel(node) + ": " + op + " on " + ir::DTypeName(X.type.dtype));
   const std::vector<int64_t>& s = X.type.shape;
   std::vector<int64_t> all(s.size());
   for (size_t i = 0; i < s.size(); ++i) all[i] = static_cast<int64_t>(i);
-  KEEL_ASSIGN_OR_RETURN(auto axes_v, node.attrs().GetInts("axes", all));
+  KEEL_ASSIGN_OR_RETURN(auto axes, node.attrs().GetInts("axes", all));
   KEEL_ASSIGN_OR_RETURN(int64_t keep, node.attrs().GetInt("keepdims", 1));
-  std::set<size_t> axes;
-  for (int64_t a : axes_v) {
-    int64_t n = a < 0 ? a + static_cast<int64_t>(s.size()) : a;
-    if (n < 0 || n >= static_cast<int64_t>(s.size())) return InvalidArgument(NodeLabel(node) + ": axis");
-    axes.insert(static_cast<size_t>(n));
+  for (int64_t& a : axes) {
+    if (a < 0) a += static_cast<int64_t>(s.size());
+    if (a < 0 || a >= static_cast<int64_t>(s.size())) return InvalidArgument(NodeLabel(node) + ": axis");
   }
-  std::vector<int64_t> kept, reduced;
-  for (size_t i = 0; i < s.size(); ++i) (axes.count(i) ? reduced : kept).push_back(s[i]);
-  const int64_t O = NumElements(kept), R = NumElements(reduced);
-  int acc = k.AddLocal("reduce_acc", DType::kF32, {1});
+  const RowSpace rs = MakeRowSpace(s, axes);
+  int acc = k.AddLocal("reduce_acc", acc_t, {recipe.two_pass ? 2 : 1});  // [acc, max]
   Expr t = k.NewVar("t"), rr = k.NewVar("rr");
-  std::vector<Expr> ko = Delinearize(kept, t), ro = Delinearize(reduced, rr);
-  std::vector<Expr> in_idx, out_idx;
-  size_t ki = 0, ri = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (axes.count(i)) {
-      in_idx.push_back(ro[ri++]);
-      if (keep) out_idx.push_back(Expr(0));
-    } else {
-      in_idx.push_back(ko[ki]);
-      out_idx.push_back(ko[ki++]);
-    }
-  }
   Expr a = k.Load(acc, {Expr(0)});
-  Expr x = Cast(X.at(in_idx), DType::kF32);
-  bool is_max = op == "ReduceMax";
+  Expr x = Cast(X.at(rs.Index(t, rr)), acc_t);
+  std::vector<Stmt> body;
+  Expr shift = IsFloat(acc_t) ? FloatConst(0, acc_t) : IntConst(0, acc_t);
+  if (recipe.two_pass) {
+    Expr m = k.Load(acc, {Expr(1)}), r0 = k.NewVar("rr");
+    Expr x0 = Cast(X.at(rs.Index(t, r0)), acc_t);
+    body.push_back(k.Store(acc, {Expr(1)}, LowestValue(acc_t)));
+    body.push_back(For(r0, 0, rs.len, LoopKind::kSerial, k.Store(acc, {Expr(1)}, Max(m, x0))));
+    // An infinite (or empty-set) max would turn exp(x - max) into NaN: shift by 0 then.
+    const double inf = std::numeric_limits<double>::infinity();
+    shift = Select((m > FloatConst(-inf, acc_t)) && (m < FloatConst(inf, acc_t)), m, FloatConst(0, acc_t));
+  }
+  body.push_back(k.Store(acc, {Expr(0)}, Identity(recipe.combine, acc_t)));
+  body.push_back(For(rr, 0, rs.len, LoopKind::kSerial, k.Store(acc, {Expr(0)}, CombineExpr(recipe.combine, a, recipe.map(x, shift)))));
+  body.push_back(store(rs.OutIndex(t, keep != 0), recipe.finish(a, shift, rs.len)));
+  return RowLoop(ctx, t, rs, rs.len, Block(std::move(body)));
+}
+
+// ArgMax / ArgMin along one axis: the running best value and its index; the
+// first (or, with select_last_index, the last) of equal values wins.
+Result<Stmt> LowerArgReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
+  TensorFn X = *Xp;
+  const bool is_max = node.op_type() == "ArgMax";
+  const DType acc_t = AccType(X.type.dtype);
+  const std::vector<int64_t>& s = X.type.shape;
+  KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));
+  KEEL_ASSIGN_OR_RETURN(int64_t keep, node.attrs().GetInt("keepdims", 1));
+  KEEL_ASSIGN_OR_RETURN(int64_t last, node.attrs().GetInt("select_last_index", 0));
+  if (axis < 0) axis += static_cast<int64_t>(s.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return InvalidArgument(NodeLabel(node) + ": axis");
+  const RowSpace rs = MakeRowSpace(s, {axis});
+  int best = k.AddLocal("arg_best", acc_t, {1});
+  int where = k.AddLocal("arg_index", DType::kI64, {1});
+  Expr t = k.NewVar("t"), l = k.NewVar("l");
+  Expr bv = k.Load(best, {Expr(0)}), bi = k.Load(where, {Expr(0)});
+  Expr x = Cast(X.at(rs.Index(t, l)), acc_t);
+  Expr wins = is_max ? (last ? x >= bv : x > bv) : (last ? x <= bv : x < bv);
   Stmt body = Block({
-      k.Store(acc, {Expr(0)}, FloatConst(is_max ? -std::numeric_limits<double>::infinity() : 0.0)),
-      For(rr, 0, R, LoopKind::kSerial, k.Store(acc, {Expr(0)}, is_max ? Max(a, x) : a + x)),
-      store(out_idx, op == "ReduceMean" ? a / FloatConst(static_cast<double>(std::max<int64_t>(R, 1))) : a),
+      k.Store(best, {Expr(0)}, is_max ? LowestValue(acc_t) : HighestValue(acc_t)),
+      k.Store(where, {Expr(0)}, Expr(0)),
+      // The index first: it compares with the best value before this element.
+      For(l, 0, rs.len, LoopKind::kSerial,
+          Block({k.Store(where, {Expr(0)}, Select(wins, l, bi)), k.Store(best, {Expr(0)}, Select(wins, x, bv))})),
+      store(rs.OutIndex(t, keep != 0), bi),
   });
-  bool par = O > 1 && O * R >= ctx.options().min_parallel_elements;
-  return For(t, 0, O, par ? LoopKind::kParallel : LoopKind::kSerial, body);
+  return RowLoop(ctx, t, rs, rs.len, body);
 }
 
 }  // namespace keel::codegen

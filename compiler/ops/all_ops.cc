@@ -14,6 +14,8 @@ void RegisterAllOps(Registry& r) {
   RegisterReduceOps(r);
   RegisterNormalizationOps(r);
   RegisterAttentionOps(r);
+  RegisterSoftmaxOps(r);
+  RegisterScanOps(r);
 }
 
 }  // namespace keel::ops

@@ -19,5 +19,7 @@ void RegisterPoolOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNormalizationOps(Registry& r);
 void RegisterAttentionOps(Registry& r);
+void RegisterSoftmaxOps(Registry& r);
+void RegisterScanOps(Registry& r);
 
 }  // namespace keel::ops

@@ -1,12 +1,20 @@
-// compiler/ops/reduce.cc — reductions over axes (ReduceMean) and Softmax.
+// compiler/ops/reduce.cc — the Reduce* family (Sum, Mean, Max, Min, Prod, L1,
+// L2, SumSquare, LogSum, LogSumExp) and ArgMax / ArgMin.
 //
 // Reduce ops: `axes` is an attribute before opset 18 (13 for ReduceSum) and an
-// input since (lifted when constant); canonical form: `axes` sorted and
-// non-negative, every axis when absent — or none when noop_with_empty_axes=1
-// (the op is then the identity), `keepdims` 0/1.
-// Softmax: one axis (opset 13 semantics); older models' "flatten from axis"
-// form is accepted when the axis is the last one.
+// input since (lifted when constant). Canonical form: `axes` sorted and
+// non-negative, every axis when absent or empty; with noop_with_empty_axes=1
+// and no axes, `axes` = [] and noop_with_empty_axes=1 stays (the reduction of
+// each single element: x for Sum/Max/..., x*x for SumSquare, log x for
+// LogSum — what the ONNX reference computes); `keepdims` 0/1.
+// Reducing an empty set gives the op's identity: 0 (Sum, L1, L2, SumSquare),
+// 1 (Prod), -inf / the type's lowest (Max, LogSum, LogSumExp), +inf / highest
+// (Min), NaN (Mean); bool Max/Min are any/all.
+// Dtypes: floats for all; integers for Sum/Max/Min/Prod/L1/SumSquare (wrapping
+// like the stored type); bool for Max/Min (opset 20).
+// ArgMax/ArgMin: one axis, keepdims, select_last_index; i64 indices.
 // Lowerings: compiler/codegen/lower_reduce.cc.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -14,11 +22,37 @@
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
+#include "compiler/ops/row_reference.h"
 
 namespace keel::ops {
 namespace {
 
+struct ReduceOp {
+  const char* name;
+  std::vector<int> versions;
+  int axes_input_since;  // first version with `axes` as an input
+  bool ints;             // integer inputs allowed
+  bool bools;            // bool inputs allowed
+};
+
+const std::vector<ReduceOp>& ReduceOps() {
+  static const std::vector<ReduceOp> kOps = {
+      {"ReduceSum", {1, 11, 13}, 13, true, false},
+      {"ReduceMean", {1, 11, 13, 18}, 18, false, false},
+      {"ReduceMax", {1, 11, 12, 13, 18, 20}, 18, true, true},
+      {"ReduceMin", {1, 11, 12, 13, 18, 20}, 18, true, true},
+      {"ReduceProd", {1, 11, 13, 18}, 18, true, false},
+      {"ReduceL1", {1, 11, 13, 18}, 18, true, false},
+      {"ReduceL2", {1, 11, 13, 18}, 18, false, false},
+      {"ReduceSumSquare", {1, 11, 13, 18}, 18, true, false},
+      {"ReduceLogSum", {1, 11, 13, 18, 28}, 18, false, false},
+      {"ReduceLogSumExp", {1, 11, 13, 18, 28}, 18, false, false},
+  };
+  return kOps;
+}
+
 Status CanonicalizeReduce(ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
   KEEL_RETURN_IF_ERROR(LiftIntsInput(node, 1, "axes"));
   if (HasInput(node, 1)) return NeedsConstant(node, 1, "the reduced axes decide the output shape");
   const int64_t rank = static_cast<int64_t>(InputType(node, 0).shape.size());
@@ -28,15 +62,22 @@ Status CanonicalizeReduce(ir::Node& node) {
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
   node.attrs().Set("axes", axes);
-  node.attrs().Erase("noop_with_empty_axes");
+  // Kept only where it matters, so that a second canonicalization keeps the empty axes.
+  if (axes.empty() && noop) {
+    node.attrs().Set("noop_with_empty_axes", int64_t{1});
+  } else {
+    node.attrs().Erase("noop_with_empty_axes");
+  }
   KEEL_ASSIGN_OR_RETURN(int64_t keep, node.attrs().GetInt("keepdims", 1));
   node.attrs().Set("keepdims", keep != 0 ? int64_t{1} : int64_t{0});
   return CanonicalizeAxesAttr(node, "axes", rank, true);
 }
 
-Result<std::vector<ir::TensorType>> InferReduce(const ir::Node& node) {
+Result<std::vector<ir::TensorType>> InferReduce(const ReduceOp& op, const ir::Node& node) {
   KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ir::TensorType& x = InputType(node, 0);
+  const bool ok = IsFloatType(x.dtype) || (op.ints && IsIntegerType(x.dtype)) || (op.bools && IsBoolType(x.dtype));
+  if (!ok) return NodeUnsupported(node, std::string(op.name) + " on " + ir::DTypeName(x.dtype));
   KEEL_ASSIGN_OR_RETURN(auto axes, node.attrs().GetInts("axes", {}));
   KEEL_ASSIGN_OR_RETURN(int64_t keep, node.attrs().GetInt("keepdims", 1));
   std::vector<int64_t> out;
@@ -48,94 +89,191 @@ Result<std::vector<ir::TensorType>> InferReduce(const ir::Node& node) {
   return One({x.dtype, out});
 }
 
-Result<std::vector<ir::TensorDataPtr>> EvaluateReduceMean(const ir::Node& node, const std::vector<ir::TensorDataPtr>& in,
-                                                          const std::vector<ir::TensorType>& out_types) {
-  const ir::TensorType& xt = in[0]->type;
-  KEEL_ASSIGN_OR_RETURN(auto axes, node.attrs().GetInts("axes", {}));
-  const size_t r = xt.shape.size();
-  std::vector<int64_t> kept(r);
-  for (size_t d = 0; d < r; ++d) {
-    kept[d] = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end() ? 1 : xt.shape[d];
+// Lowest / highest value of an integer dtype (bool: 0 / 1), as int64 bits.
+int64_t IntLimit(ir::DType t, bool highest) {
+  if (IsBoolType(t)) return highest ? 1 : 0;
+  const int bits = static_cast<int>(DataTypeSize(t)) * 8;
+  if (IsUnsignedIntType(t)) return !highest ? 0 : bits >= 64 ? -1 : static_cast<int64_t>((uint64_t{1} << bits) - 1);
+  if (bits >= 64) return highest ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  return highest ? (int64_t{1} << (bits - 1)) - 1 : -(int64_t{1} << (bits - 1));
+}
+
+// Integers: exact, wrapping (unsigned arithmetic), compared with the type's signedness.
+int64_t ReduceInts(const std::string& op, ir::DType t, const std::vector<int64_t>& v) {
+  auto less = [&](int64_t a, int64_t b) {
+    return IsUnsignedIntType(t) ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
+  };
+  if (op == "ReduceMax" || op == "ReduceMin") {
+    const bool mx = op == "ReduceMax";
+    int64_t r = IntLimit(t, !mx);
+    for (int64_t x : v) r = (mx ? less(r, x) : less(x, r)) ? x : r;
+    return r;
   }
-  const std::vector<int64_t> ks = BroadcastStrides(kept, r);
-  const std::vector<double> x = TensorToDoubles(*in[0]);
-  std::vector<double> y(static_cast<size_t>(out_types[0].NumElements()), 0.0);
-  const int64_t count = xt.NumElements() / std::max<int64_t>(out_types[0].NumElements(), 1);
-  for (int64_t i = 0; i < xt.NumElements(); ++i) y[static_cast<size_t>(StridedOffset(i, xt.shape, ks))] += x[static_cast<size_t>(i)];
-  for (double& v : y) v /= static_cast<double>(std::max<int64_t>(count, 1));
-  KEEL_ASSIGN_OR_RETURN(ir::TensorDataPtr out, TensorFromDoubles(out_types[0], y));
+  uint64_t r = op == "ReduceProd" ? 1 : 0;
+  for (int64_t x : v) {
+    const uint64_t u = static_cast<uint64_t>(x);
+    if (op == "ReduceProd") r *= u;
+    else if (op == "ReduceSumSquare") r += u * u;
+    else if (op == "ReduceL1") r += static_cast<uint64_t>(IsUnsignedIntType(t) || x >= 0 ? x : -x);
+    else r += u;
+  }
+  return static_cast<int64_t>(r);
+}
+
+double ReduceDoubles(const std::string& op, const std::vector<double>& v) {
+  const double inf = std::numeric_limits<double>::infinity();
+  double r = 0;
+  if (op == "ReduceMax") {
+    r = -inf;
+    for (double x : v) r = std::max(r, x);
+  } else if (op == "ReduceMin") {
+    r = inf;
+    for (double x : v) r = std::min(r, x);
+  } else if (op == "ReduceProd") {
+    r = 1;
+    for (double x : v) r *= x;
+  } else if (op == "ReduceL1") {
+    for (double x : v) r += std::fabs(x);
+  } else if (op == "ReduceL2" || op == "ReduceSumSquare") {
+    for (double x : v) r += x * x;
+    if (op == "ReduceL2") r = std::sqrt(r);
+  } else if (op == "ReduceLogSumExp") {
+    double m = -inf;
+    for (double x : v) m = std::max(m, x);
+    if (!std::isfinite(m)) m = 0;
+    for (double x : v) r += std::exp(x - m);
+    r = std::log(r) + m;
+  } else {  // Sum, Mean, LogSum
+    for (double x : v) r += x;
+    if (op == "ReduceMean") r = v.empty() ? std::numeric_limits<double>::quiet_NaN() : r / static_cast<double>(v.size());
+    if (op == "ReduceLogSum") r = std::log(r);
+  }
+  return r;
+}
+
+Result<std::vector<ir::TensorDataPtr>> EvaluateReduce(const ir::Node& node, const std::vector<ir::TensorDataPtr>& in,
+                                                      const std::vector<ir::TensorType>& out_types) {
+  const ir::TensorData& x = *in[0];
+  KEEL_ASSIGN_OR_RETURN(auto axes, node.attrs().GetInts("axes", {}));
+  const auto rows = RowOffsets(x.type.shape, axes);
+  auto out = NewTensor(out_types[0]);
+  const bool exact = !IsFloatType(x.type.dtype);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (exact) {
+      std::vector<int64_t> v;
+      for (int64_t o : rows[r]) v.push_back(ElementAsInt(x, o));
+      StoreInt(*out, static_cast<int64_t>(r), ReduceInts(node.op_type(), x.type.dtype, v));
+    } else {
+      std::vector<double> v;
+      for (int64_t o : rows[r]) v.push_back(ElementAsDouble(x, o));
+      StoreDouble(*out, static_cast<int64_t>(r), ReduceDoubles(node.op_type(), v));
+    }
+  }
   return std::vector<ir::TensorDataPtr>{out};
 }
 
-Result<std::vector<ir::TensorDataPtr>> EvaluateSoftmax(const ir::Node& node, const std::vector<ir::TensorDataPtr>& in,
-                                                       const std::vector<ir::TensorType>& out_types) {
-  const ir::TensorType& xt = in[0]->type;
-  KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", -1));
-  int64_t outer, len, inner;
-  SplitAxis(xt.shape, axis, outer, len, inner);
-  std::vector<double> y = TensorToDoubles(*in[0]);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      auto at = [&](int64_t j) -> double& { return y[static_cast<size_t>((o * len + j) * inner + i)]; };
-      double mx = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, at(j));
-      double sum = 0;
-      for (int64_t j = 0; j < len; ++j) sum += std::exp(at(j) - mx);
-      for (int64_t j = 0; j < len; ++j) at(j) = std::exp(at(j) - mx) / sum;
-    }
+// ---- ArgMax / ArgMin ----------------------------------------------------------------
+
+Status CanonicalizeArg(ir::Node& node) {
+  const int64_t rank = static_cast<int64_t>(InputType(node, 0).shape.size());
+  KEEL_RETURN_IF_ERROR(CanonicalizeAxisAttr(node, "axis", 0, rank));
+  for (const char* flag : {"keepdims", "select_last_index"}) {
+    KEEL_ASSIGN_OR_RETURN(int64_t v, node.attrs().GetInt(flag, std::string(flag) == "keepdims" ? 1 : 0));
+    node.attrs().Set(flag, v != 0 ? int64_t{1} : int64_t{0});
   }
-  KEEL_ASSIGN_OR_RETURN(ir::TensorDataPtr out, TensorFromDoubles(out_types[0], y));
+  return Status::Ok();
+}
+
+Result<std::vector<ir::TensorType>> InferArg(const ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 1));
+  const ir::TensorType& x = InputType(node, 0);
+  if (!IsFloatType(x.dtype) && !IsIntegerType(x.dtype)) return NodeUnsupported(node, std::string(node.op_type()) + " on " + ir::DTypeName(x.dtype));
+  KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));
+  KEEL_ASSIGN_OR_RETURN(int64_t keep, node.attrs().GetInt("keepdims", 1));
+  if (x.shape.empty()) return NodeError(node, "input must have rank >= 1");
+  if (x.shape[static_cast<size_t>(axis)] == 0) return NodeError(node, "axis " + std::to_string(axis) + " is empty: no index to return");
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (static_cast<int64_t>(d) != axis) out.push_back(x.shape[d]);
+    else if (keep) out.push_back(1);
+  }
+  return One({ir::DType::kI64, out});
+}
+
+Result<std::vector<ir::TensorDataPtr>> EvaluateArg(const ir::Node& node, const std::vector<ir::TensorDataPtr>& in,
+                                                   const std::vector<ir::TensorType>& out_types) {
+  const ir::TensorData& x = *in[0];
+  KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));
+  KEEL_ASSIGN_OR_RETURN(int64_t last, node.attrs().GetInt("select_last_index", 0));
+  const bool is_max = node.op_type() == "ArgMax";
+  const bool exact = !IsFloatType(x.type.dtype);
+  const bool uns = IsUnsignedIntType(x.type.dtype);
+  // a strictly before b in the op's order (larger first for ArgMax).
+  auto before = [&](int64_t i, int64_t j) {
+    if (exact) {
+      int64_t a = ElementAsInt(x, i), b = ElementAsInt(x, j);
+      bool lt = uns ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
+      bool gt = uns ? static_cast<uint64_t>(a) > static_cast<uint64_t>(b) : a > b;
+      return is_max ? gt : lt;
+    }
+    double a = ElementAsDouble(x, i), b = ElementAsDouble(x, j);
+    return is_max ? a > b : a < b;
+  };
+  const auto rows = RowOffsets(x.type.shape, {axis});
+  auto out = NewTensor(out_types[0]);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    int64_t best = 0;
+    for (size_t l = 1; l < rows[r].size(); ++l) {
+      const int64_t cand = rows[r][l], cur = rows[r][static_cast<size_t>(best)];
+      if (before(cand, cur) || (last && !before(cur, cand))) best = static_cast<int64_t>(l);
+    }
+    StoreInt(*out, static_cast<int64_t>(r), best);
+  }
   return std::vector<ir::TensorDataPtr>{out};
 }
 
 }  // namespace
 
 void RegisterReduceOps(Registry& r) {
-  {
+  for (const ReduceOp& op : ReduceOps()) {
     OpDef def;
-    def.name = "ReduceMean";
-    def.versions = {1, 11, 13, 18};
+    def.name = op.name;
+    def.versions = op.versions;
     def.fusion = FusionClass::kAnchor;
-    def.canonicalize = CanonicalizeReduce;
-    def.infer = [](const ir::Node& node) -> Result<std::vector<ir::TensorType>> {
-      KEEL_ASSIGN_OR_RETURN(auto types, InferReduce(node));
-      if (!IsFloatType(types[0].dtype)) return NodeUnsupported(node, std::string("ReduceMean on ") + ir::DTypeName(types[0].dtype));
-      return types;
+    const int since = op.axes_input_since;
+    def.normalize = [since](ir::Node& node, int version) -> Status {
+      // Before `since` there is no axes input and no noop_with_empty_axes: empty or absent axes reduce everything.
+      if (version < since) {
+        if (HasInput(node, 1)) return NodeError(node, "axes is an attribute before opset " + std::to_string(since));
+        node.attrs().Erase("noop_with_empty_axes");
+      } else if (node.attrs().Has("axes")) {
+        return NodeError(node, "axes is an input since opset " + std::to_string(since));
+      }
+      return Status::Ok();
     };
-    def.evaluate = EvaluateReduceMean;
+    def.canonicalize = CanonicalizeReduce;
+    def.infer = [op](const ir::Node& node) { return InferReduce(op, node); };
+    def.evaluate = EvaluateReduce;
     def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
       return codegen::LowerReduce(ctx, node, stores[0]);
     };
     r.Add(std::move(def));
   }
-  {
+  for (const char* name : {"ArgMax", "ArgMin"}) {
     OpDef def;
-    def.name = "Softmax";
-    def.versions = {1, 11, 13};
+    def.name = name;
+    def.versions = {1, 11, 12, 13};
     def.fusion = FusionClass::kAnchor;
     def.normalize = [](ir::Node& node, int version) -> Status {
-      if (version < 13) node.attrs().Set("keel.legacy_flatten", int64_t{1});
+      // select_last_index arrived in opset 12.
+      if (version < 12) node.attrs().Erase("select_last_index");
       return Status::Ok();
     };
-    def.canonicalize = [](ir::Node& node) -> Status {
-      const int64_t rank = static_cast<int64_t>(InputType(node, 0).shape.size());
-      KEEL_ASSIGN_OR_RETURN(int64_t legacy, node.attrs().GetInt("keel.legacy_flatten", 0));
-      // Before opset 13 the default axis is 1 and the input is flattened from it on.
-      KEEL_RETURN_IF_ERROR(CanonicalizeAxisAttr(node, "axis", legacy ? 1 : -1, rank));
-      if (legacy && *node.attrs().GetInt("axis", 0) != rank - 1) {
-        return NodeUnsupported(node, "opset < 13 Softmax over several trailing axes is not supported");
-      }
-      node.attrs().Erase("keel.legacy_flatten");
-      return Status::Ok();
-    };
-    def.infer = [](const ir::Node& node) -> Result<std::vector<ir::TensorType>> {
-      KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 1));
-      if (!IsFloatType(InputType(node, 0).dtype)) return NodeUnsupported(node, "Softmax on integers");
-      return One(InputType(node, 0));
-    };
-    def.evaluate = EvaluateSoftmax;
+    def.canonicalize = CanonicalizeArg;
+    def.infer = InferArg;
+    def.evaluate = EvaluateArg;
     def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-      return codegen::LowerSoftmax(ctx, node, stores[0]);
+      return codegen::LowerArgReduce(ctx, node, stores[0]);
     };
     r.Add(std::move(def));
   }
