@@ -41,12 +41,37 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
 Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerGlobalAveragePool(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
-Result<Stmt> LowerLayerNorm(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // ArgMax / ArgMin (lower_reduce.cc); LowerSoftmax (lower_softmax.cc) also lowers LogSoftmax and Hardmax.
 Result<Stmt> LowerArgReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // lower_scan.cc: CumSum; TopK (stores: values, then indices when the node has that output).
 Result<Stmt> LowerCumSum(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerTopK(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores);
+
+// Row normalizations (lower_norm.cc): LayerNormalization, RMSNormalization,
+// Instance/GroupNormalization, MeanVarianceNormalization, LpNormalization and
+// training-mode BatchNormalization share one kernel shape. The iteration space
+// `shape` (x itself, or a regrouped view of it such as GroupNormalization's
+// [N, G, C/G, spatial...]) splits into rows: the dims marked `reduced` make up
+// one row. Per row, in `compute` precision: mean = Σx / D (when `center`, else
+// 0), sum = Σ f(x - mean) with f = square (|·| when `abs_sum`), inv =
+// inv(mean, sum, D); then `row` (optional) stores the row statistics and
+// `element` stores every element of the row. Each row is one parallel
+// iteration; the statistics live in a small local buffer (registers).
+struct RowNormSpec {
+  std::vector<int64_t> shape;
+  std::vector<bool> reduced;  // one flag per dim of `shape`
+  DType compute = DType::kF32;
+  std::function<Expr(const std::vector<Expr>& it)> x;  // x at an iteration index, of type `compute`
+  bool center = true;
+  bool abs_sum = false;
+  std::function<Expr(Expr mean, Expr sum, double count)> inv;
+  std::function<Stmt(const std::vector<Expr>& it, Expr x, Expr mean, Expr inv)> element;
+  // `row` is an iteration index whose reduced dims are 0.
+  std::function<Stmt(const std::vector<Expr>& row, Expr mean, Expr sum, Expr inv)> row;
+};
+Result<Stmt> LowerRowNorm(LowerContext& ctx, const RowNormSpec& spec);
+// LRN: x / (bias + alpha / size * Σ x² over a window of `size` channels)^beta.
+Result<Stmt> LowerLrn(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 
 }  // namespace keel::codegen

@@ -1,8 +1,8 @@
-// compiler/codegen/lower_reduce.cc — row reductions: LayerNormalization (over
-// the trailing axes from `axis`), the Reduce* family (any axes, keepdims) and
-// ArgMax/ArgMin. Each output row is one parallel iteration (lower_rows.h);
-// running values live in small local buffers that LLVM promotes to registers,
-// so the reduction loops vectorize (reassociation is allowed).
+// compiler/codegen/lower_reduce.cc — row reductions: the Reduce* family (any
+// axes, keepdims) and ArgMax/ArgMin (the normalizations are in lower_norm.cc). Each output row is
+// one parallel iteration (lower_rows.h); running values live in small local
+// buffers that LLVM promotes to registers, so the reduction loops vectorize
+// (reassociation is allowed).
 #include <functional>
 #include <limits>
 
@@ -24,48 +24,6 @@ std::vector<Expr> Concat3(const std::vector<Expr>& a, std::vector<Expr> b, const
 }
 
 }  // namespace
-
-Result<Stmt> LowerLayerNorm(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
-  KernelFunc& k = ctx.kernel();
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Sp, ctx.Input(node, 1));
-  TensorFn X = *Xp, S = *Sp, Bv;
-  if (node.input(2)) {
-    KEEL_ASSIGN_OR_RETURN(const TensorFn* Bp, ctx.Input(node, 2));
-    Bv = *Bp;
-  }
-  if (X.type.dtype != DType::kF32) return Unsupported(NodeLabel(node) + ": LayerNormalization on " + ir::DTypeName(X.type.dtype));
-  const std::vector<int64_t>& s = X.type.shape;
-  KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", -1));
-  KEEL_ASSIGN_OR_RETURN(double eps, node.attrs().GetFloat("epsilon", 1e-5));
-  if (axis < 0) axis += static_cast<int64_t>(s.size());
-  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return InvalidArgument(NodeLabel(node) + ": axis");
-  size_t ax = static_cast<size_t>(axis);
-  std::vector<int64_t> outer = Sub(s, 0, ax), norm = Sub(s, ax, s.size());
-  const int64_t O = NumElements(outer), D = NumElements(norm);
-  int st = k.AddLocal("ln_stats", DType::kF32, {2});  // [mean, rstd]
-  Expr t = k.NewVar("t");
-  std::vector<Expr> oi = Delinearize(outer, t);
-  auto full = [&](Expr i) { return Concat3(oi, Delinearize(norm, i), {}); };
-  auto x_at = [&](Expr i) { return X.at(full(i)); };
-  Expr mean = k.Load(st, {Expr(0)}), acc = k.Load(st, {Expr(1)});
-  Expr i1 = k.NewVar("i"), i2 = k.NewVar("i"), i3 = k.NewVar("i");
-  Expr d2 = x_at(i2) - mean;
-  std::vector<Expr> idx3 = full(i3);
-  Expr y = (x_at(i3) - mean) * acc * S.at(BroadcastIndex(s, S.type.shape, idx3));
-  if (Bv.at) y = y + Bv.at(BroadcastIndex(s, Bv.type.shape, idx3));
-  Stmt body = Block({
-      k.Store(st, {Expr(0)}, FloatConst(0)),
-      For(i1, 0, D, LoopKind::kSerial, k.Store(st, {Expr(0)}, mean + x_at(i1))),
-      k.Store(st, {Expr(0)}, mean / FloatConst(static_cast<double>(D))),
-      k.Store(st, {Expr(1)}, FloatConst(0)),
-      For(i2, 0, D, LoopKind::kSerial, k.Store(st, {Expr(1)}, acc + d2 * d2)),
-      k.Store(st, {Expr(1)}, Unary(UnaryOp::kRsqrt, acc / FloatConst(static_cast<double>(D)) + FloatConst(eps))),
-      For(i3, 0, D, LoopKind::kVectorize, store(idx3, y)),
-  });
-  bool par = O > 1 && O * D >= ctx.options().min_parallel_elements;
-  return For(t, 0, O, par ? LoopKind::kParallel : LoopKind::kSerial, body);
-}
 
 namespace {
 

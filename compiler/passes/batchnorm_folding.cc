@@ -8,12 +8,20 @@
 namespace keel::passes {
 namespace {
 
-Result<std::vector<double>> ConstValues(const ir::Node& n, size_t i) {
-  ir::Value* v = n.input(i);
-  if (!v || !v->is_constant()) {
-    return Unsupported(ir::NodeDescription(n) + ": input " + std::to_string(i) + " must be a constant");
+std::vector<double> ConstValues(const ir::Node& n, size_t i) { return ops::TensorToDoubles(*n.input(i)->constant()); }
+
+// Inference BN on f32 data with constant per-channel parameters; the others stay
+// and compile as the op's own kernel (compiler/ops/normalization_batch.cc).
+Result<bool> Foldable(const ir::Node& bn) {
+  KEEL_ASSIGN_OR_RETURN(int64_t training, bn.attrs().GetInt("training_mode", 0));
+  KEEL_ASSIGN_OR_RETURN(int64_t spatial, bn.attrs().GetInt("spatial", 1));
+  if (training != 0 || spatial == 0 || bn.outputs().size() != 1 || bn.inputs().size() != 5) return false;
+  const ir::Value* x = bn.input(0);
+  if (!x || !x->has_type() || x->type().dtype != ir::DType::kF32) return false;
+  for (size_t i = 1; i < 5; ++i) {
+    if (!bn.input(i) || !bn.input(i)->is_constant()) return false;
   }
-  return ops::TensorToDoubles(*v->constant());
+  return true;
 }
 
 bool SingleUse(const ir::Graph& g, const ir::Value* v) { return v->uses().size() == 1 && !g.IsGraphOutput(v); }
@@ -93,11 +101,11 @@ Status FoldOne(ir::Graph& g, ir::Node* bn) {
   if (!x || !x->has_type() || x->type().shape.size() < 2) {
     return InvalidArgument(ir::NodeDescription(*bn) + ": input must be typed with rank >= 2");
   }
+  KEEL_ASSIGN_OR_RETURN(bool foldable, Foldable(*bn));
+  if (!foldable) return Status::Ok();
   KEEL_ASSIGN_OR_RETURN(double eps, bn->attrs().GetFloat("epsilon", 1e-5));
-  KEEL_ASSIGN_OR_RETURN(auto gamma, ConstValues(*bn, 1));
-  KEEL_ASSIGN_OR_RETURN(auto beta, ConstValues(*bn, 2));
-  KEEL_ASSIGN_OR_RETURN(auto mean, ConstValues(*bn, 3));
-  KEEL_ASSIGN_OR_RETURN(auto var, ConstValues(*bn, 4));
+  const std::vector<double> gamma = ConstValues(*bn, 1), beta = ConstValues(*bn, 2), mean = ConstValues(*bn, 3),
+                            var = ConstValues(*bn, 4);
   const size_t c = static_cast<size_t>(x->type().shape[1]);
   if (gamma.size() != c || beta.size() != c || mean.size() != c || var.size() != c) {
     return InvalidArgument(ir::NodeDescription(*bn) + ": parameters do not have " + std::to_string(c) + " elements");

@@ -11,8 +11,10 @@
 //  - Any other BN becomes Mul(x, s) and Add(·, t) with constants shaped
 //    [C, 1, ..., 1] (rank-1 trailing ones) — plain elementwise ops that fusion
 //    then merges with their neighbours.
-// BN parameters must be constants (else Unsupported naming the node). Requires
-// typed values (run after shape-inference). New constants are f32.
+// Only inference BNs on f32 data with constant per-channel parameters are
+// folded; the others (runtime parameters, other dtypes, training mode) stay and
+// compile as BatchNormalization's own kernel. Requires typed values (run after
+// shape-inference). New constants are f32.
 #pragma once
 
 #include "compiler/passes/pass.h"
