@@ -13,6 +13,11 @@ void RegisterAllOps(Registry& r) {
   RegisterPoolOps(r);
   RegisterReduceOps(r);
   RegisterNormalizationOps(r);
+  RegisterMovementPadTileOps(r);
+  RegisterMovementGenerateOps(r);
+  //RegisterMovementGatherScatterOps(r);
+  //RegisterMovementSplitOps(r);
+  //RegisterEinsumOps(r);
 }
 
 }  // namespace keel::ops

@@ -18,5 +18,10 @@ void RegisterConvOps(Registry& r);
 void RegisterPoolOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNormalizationOps(Registry& r);
+void RegisterMovementPadTileOps(Registry& r);
+void RegisterMovementGenerateOps(Registry& r);
+void RegisterMovementGatherScatterOps(Registry& r);
+void RegisterMovementSplitOps(Registry& r);
+void RegisterEinsumOps(Registry& r);
 
 }  // namespace keel::ops
