@@ -15,8 +15,8 @@ void RegisterAllOps(Registry& r) {
   RegisterNormalizationOps(r);
   RegisterMovementPadTileOps(r);
   RegisterMovementGenerateOps(r);
-  //RegisterMovementGatherScatterOps(r);
-  //RegisterMovementSplitOps(r);
+  RegisterMovementGatherScatterOps(r);
+  RegisterMovementSplitOps(r);
   //RegisterEinsumOps(r);
 }
 
