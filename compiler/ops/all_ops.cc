@@ -17,7 +17,7 @@ void RegisterAllOps(Registry& r) {
   RegisterMovementGenerateOps(r);
   RegisterMovementGatherScatterOps(r);
   RegisterMovementSplitOps(r);
-  //RegisterEinsumOps(r);
+  RegisterEinsumOps(r);
 }
 
 }  // namespace keel::ops
