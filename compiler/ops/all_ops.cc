@@ -16,6 +16,11 @@ void RegisterAllOps(Registry& r) {
   RegisterAttentionOps(r);
   RegisterSoftmaxOps(r);
   RegisterScanOps(r);
+  RegisterMovementPadTileOps(r);
+  RegisterMovementGenerateOps(r);
+  RegisterMovementGatherScatterOps(r);
+  RegisterMovementSplitOps(r);
+  RegisterEinsumOps(r);
 }
 
 }  // namespace keel::ops

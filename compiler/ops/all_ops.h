@@ -21,5 +21,10 @@ void RegisterNormalizationOps(Registry& r);
 void RegisterAttentionOps(Registry& r);
 void RegisterSoftmaxOps(Registry& r);
 void RegisterScanOps(Registry& r);
+void RegisterMovementPadTileOps(Registry& r);
+void RegisterMovementGenerateOps(Registry& r);
+void RegisterMovementGatherScatterOps(Registry& r);
+void RegisterMovementSplitOps(Registry& r);
+void RegisterEinsumOps(Registry& r);
 
 }  // namespace keel::ops

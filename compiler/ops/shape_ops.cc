@@ -101,6 +101,23 @@ Status LiftAxes(ir::Node& node) {
   return Status::Ok();
 }
 
+// Shape's values as an index function: a select chain over the (constant) dims.
+Status DefineShape(codegen::LowerContext& ctx, const ir::Node& node) {
+  const std::vector<int64_t> shape = InputType(node, 0).shape;
+  KEEL_ASSIGN_OR_RETURN(int64_t start, node.attrs().GetInt("start", 0));
+  codegen::TensorFn fn;
+  fn.type = node.output(0)->type();
+  const int64_t n = fn.type.shape.empty() ? 0 : fn.type.shape[0];
+  if (start < 0 || start + n > static_cast<int64_t>(shape.size())) return NodeError(node, "start/end out of range");
+  fn.at = [shape, start, n](const std::vector<Expr>& idx) {
+    Expr r = codegen::IntConst(0);
+    for (int64_t i = n; i-- > 0;) r = codegen::Select(codegen::Binary(codegen::BinaryOp::kEq, idx[0], Expr(i)), codegen::IntConst(shape[static_cast<size_t>(start + i)]), r);
+    return r;
+  };
+  ctx.Define(node.output(0), std::move(fn));
+  return Status::Ok();
+}
+
 Result<std::vector<ir::TensorType>> SameAsInput(const ir::Node& node) {
   KEEL_RETURN_IF_ERROR(CheckArity(node, 1, node.inputs().size()));
   return One(InputType(node, 0));
@@ -220,6 +237,10 @@ void RegisterShapeOps(Registry& r) {
     def.name = "Shape";
     def.versions = {1, 13, 15, 19, 21, 23, 24, 25};
     def.value_independent = true;
+    // Folded wherever it is used; a kernel (writing the constant dims) only
+    // when the shape itself is a graph output.
+    def.fusion = FusionClass::kInjective;
+    def.injective = DefineShape;
     def.canonicalize = [](ir::Node& node) -> Status {
       // start/end clamp to [0, rank] (negative values count from the end).
       const int64_t rank = static_cast<int64_t>(InputType(node, 0).shape.size());
