@@ -43,6 +43,10 @@ Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const S
 Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores);
 // GlobalAveragePool / GlobalMaxPool / GlobalLpPool.
 Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// MaxUnpool: zeros, then X scattered at Indices (flat into `natural`, which sits
+// at the origin of the output).
+Result<Stmt> LowerMaxUnpool(LowerContext& ctx, const ir::Node& node, const std::vector<int64_t>& natural,
+                            const StoreFn& store);
 Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerLayerNorm(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);

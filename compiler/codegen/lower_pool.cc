@@ -266,4 +266,27 @@ Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, const Stor
   return For(r, 0, BC, par ? LoopKind::kParallel : LoopKind::kSerial, body);
 }
 
+Result<Stmt> LowerMaxUnpool(LowerContext& ctx, const ir::Node& node, const std::vector<int64_t>& natural,
+                            const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Ip, ctx.Input(node, 1));
+  TensorFn X = *Xp, I = *Ip;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const int64_t total = NumElements(natural), n = NumElements(X.type.shape);
+  Stmt zero = LoopNest(ctx, os, [&](const std::vector<Expr>& idx) {
+    return store(idx, Cast(IntConst(0), X.type.dtype == DType::kF16 || X.type.dtype == DType::kBF16 ? DType::kF32
+                                                                                                    : X.type.dtype));
+  });
+  // The scatter is serial: with duplicate indices the last element wins, as in the reference.
+  Expr i = k.NewVar("i");
+  const std::vector<Expr> xi = Delinearize(X.type.shape, i);
+  Expr at = Cast(I.at(xi), DType::kI64);
+  const std::vector<Expr> yi = Delinearize(natural, Clamp(at, 0, total - 1));
+  Expr x = X.at(xi);
+  if (X.type.dtype == DType::kF16 || X.type.dtype == DType::kBF16) x = Cast(x, DType::kF32);
+  Stmt scatter = For(i, 0, n, LoopKind::kSerial, If((at >= 0) && (at < total), store(yi, x)));
+  return Block({zero, scatter});
+}
+
 }  // namespace keel::codegen

@@ -2,7 +2,7 @@
 // MaxPool (optional Indices output, storage_order), AveragePool
 // (count_include_pad), LpPool (p), all with pads or auto_pad, strides,
 // dilations and ceil_mode; and the global pools GlobalMaxPool,
-// GlobalAveragePool, GlobalLpPool.
+// GlobalAveragePool, GlobalLpPool; and MaxUnpool.
 //
 // The optimized lowering is compiler/codegen/lower_pool.cc (rank-generic); on
 // CUDA, cuDNN pooling is preferred where it fits (2-D MaxPool/AveragePool
@@ -207,6 +207,85 @@ OpDef GlobalPool(const std::string& name, std::vector<int> versions) {
   return def;
 }
 
+// ---- MaxUnpool: scatters X into zeros at MaxPool's Indices ----------------------
+// As the ONNX reference does, the indices address the natural (un-padded,
+// strided) output (in - 1) * stride - pads + kernel; an output_shape (constant)
+// at least that large places it at the origin of a larger zero tensor.
+
+Status CanonicalizeMaxUnpool(ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(LiftIntsInput(node, 2, "output_shape"));
+  if (HasInput(node, 2)) return NeedsConstant(node, 2, "output_shape");
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 2, 2));
+  const ir::TensorType& x = InputType(node, 0);
+  if (x.shape.size() < 3) return NodeError(node, "input must have rank >= 3 ([N, C, spatial...]), got " + x.ToString());
+  if (!node.attrs().Has("kernel_shape")) return NodeError(node, "kernel_shape is required");
+  KEEL_ASSIGN_OR_RETURN(auto kernel, node.attrs().GetInts("kernel_shape", {}));
+  return CanonicalizeWindow(node, {x.shape.begin() + 2, x.shape.end()}, kernel, false);
+}
+
+// The natural (scatter) shape; `out` the output shape.
+Status UnpoolShapes(const ir::Node& node, std::vector<int64_t>& natural, std::vector<int64_t>& out) {
+  const ir::TensorType& x = InputType(node, 0);
+  const size_t sp = x.shape.size() - 2;
+  KEEL_ASSIGN_OR_RETURN(auto kernel, node.attrs().GetInts("kernel_shape", {}));
+  KEEL_ASSIGN_OR_RETURN(auto strides, node.attrs().GetInts("strides", std::vector<int64_t>(sp, 1)));
+  KEEL_ASSIGN_OR_RETURN(auto pads, node.attrs().GetInts("pads", std::vector<int64_t>(2 * sp, 0)));
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp) {
+    return NodeError(node, "kernel_shape/strides/pads do not match " + std::to_string(sp) + " spatial dims");
+  }
+  natural = {x.shape[0], x.shape[1]};
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t n = (x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + sp] + kernel[i];
+    if (n <= 0) return NodeError(node, "output spatial dim " + std::to_string(i) + " would be " + std::to_string(n));
+    natural.push_back(n);
+  }
+  KEEL_ASSIGN_OR_RETURN(out, node.attrs().GetInts("output_shape", natural));
+  if (out.size() != natural.size()) return NodeError(node, "output_shape " + ShapeString(out) + " has the wrong rank");
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] < natural[i] || (i < 2 && out[i] != natural[i])) {
+      return NodeUnsupported(node, "output_shape " + ShapeString(out) + " smaller than the unpooled shape " +
+                                       ShapeString(natural));
+    }
+  }
+  return CheckedElements(node, out).status();
+}
+
+Result<std::vector<ir::TensorType>> InferMaxUnpool(const ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 2, 2));
+  const ir::TensorType& x = InputType(node, 0);
+  const ir::TensorType& ind = InputType(node, 1);
+  if (ind.dtype != ir::DType::kI64 || ind.shape != x.shape) {
+    return NodeError(node, "indices " + ind.ToString() + " must be i64 of the input's shape " + x.ToString());
+  }
+  if (x.dtype == ir::DType::kBool) return NodeUnsupported(node, "MaxUnpool on bool");
+  std::vector<int64_t> natural, out;
+  KEEL_RETURN_IF_ERROR(UnpoolShapes(node, natural, out));
+  return One({x.dtype, out});
+}
+
+Result<std::vector<ir::TensorDataPtr>> EvaluateMaxUnpool(const ir::Node& node, const std::vector<ir::TensorDataPtr>& in,
+                                                         const std::vector<ir::TensorType>& out_types) {
+  std::vector<int64_t> natural, out;
+  KEEL_RETURN_IF_ERROR(UnpoolShapes(node, natural, out));
+  const std::vector<double> x = TensorToDoubles(*in[0]);
+  KEEL_ASSIGN_OR_RETURN(std::vector<int64_t> ind, ReadInts(*in[1]));
+  const int64_t total = NumElementsOf(natural);
+  std::vector<double> y(static_cast<size_t>(out_types[0].NumElements()), 0.0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (ind[i] < 0 || ind[i] >= total) return NodeError(node, "index " + std::to_string(ind[i]) + " out of range");
+    // Re-address the natural shape's flat index in the (maybe larger) output.
+    int64_t rem = ind[i], flat = 0, mul = 1;
+    for (size_t d = natural.size(); d-- > 0;) {
+      flat += (rem % natural[d]) * mul;
+      rem /= natural[d];
+      mul *= out[d];
+    }
+    y[static_cast<size_t>(flat)] = x[i];
+  }
+  KEEL_ASSIGN_OR_RETURN(ir::TensorDataPtr t, TensorFromDoubles(out_types[0], y));
+  return std::vector<ir::TensorDataPtr>{t};
+}
+
 }  // namespace
 
 void RegisterPoolOps(Registry& r) {
@@ -216,6 +295,22 @@ void RegisterPoolOps(Registry& r) {
   r.Add(GlobalPool("GlobalAveragePool", {1, 22}));
   r.Add(GlobalPool("GlobalMaxPool", {1, 22}));
   r.Add(GlobalPool("GlobalLpPool", {1, 2, 22}));
+  {
+    OpDef def;
+    def.name = "MaxUnpool";
+    def.versions = {9, 11, 22};
+    def.fusion = FusionClass::kAnchor;
+    def.canonicalize = CanonicalizeMaxUnpool;
+    def.infer = InferMaxUnpool;
+    def.evaluate = EvaluateMaxUnpool;
+    def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores)
+        -> Result<codegen::Stmt> {
+      std::vector<int64_t> natural, out;
+      KEEL_RETURN_IF_ERROR(UnpoolShapes(node, natural, out));
+      return codegen::LowerMaxUnpool(ctx, node, natural, stores[0]);
+    };
+    r.Add(std::move(def));
+  }
 }
 
 }  // namespace keel::ops
