@@ -1,12 +1,19 @@
-// compiler/codegen/lower_conv.cc — 2-D convolution (NCHW, OIHW weights) with
-// groups, strides, pads and dilations.
+// compiler/codegen/lower_conv.cc — convolutions over any number of spatial
+// dims (N, C, spatial...; weights O, I/group, kernel...) with groups, strides,
+// pads and dilations, and transposed convolutions.
 //   * one input channel per group (depthwise, channel multiplier >= 1): a direct
-//     kernel, parallel over output rows; the interior columns (no padding
-//     reads) run as vector chunks (kLanes) accumulating all taps in registers,
-//     the border columns as scalar code with guarded reads;
+//     kernel, parallel over output rows (image, channel, every output spatial
+//     dim but the last); the window's leading dims are serial loops, skipped
+//     as a whole outside the input; the interior columns of the last dim (no
+//     padding reads) run as vector chunks (kLanes) accumulating all taps in
+//     registers, the border columns as scalar code with guarded reads;
 //   * otherwise: implicit GEMM per (image, group): M = output channels of the
-//     group, N = OH*OW, K = Cin/group*KH*KW, with im2col done while packing B
-//     (see lower_gemm.cc), so no separate column buffer is materialized.
+//     group, N = prod(output spatial), K = Cin/group * prod(kernel), with im2col
+//     done while packing B (see lower_gemm.cc) from a zero-padded copy of the
+//     group's input (or the input itself), so no column buffer is materialized.
+//   * ConvTranspose is the same implicit GEMM: a stride-1 convolution with the
+//     flipped, transposed weights over the input scattered (stride apart) into
+//     a zero image with (kernel-1)*dilation - pad border.
 // Bias (input 2) is added before the fused epilogue.
 #include <algorithm>
 #include <cstring>
@@ -16,36 +23,74 @@
 namespace keel::codegen {
 namespace {
 
-struct ConvParams {
-  int64_t B, C, H, W, Co, OH, OW, KH, KW, sh, sw, pt, pl, dh, dw, groups, Cg, Mg;
+// Null stands for "true" so that 1-D windows need no leading-dim guards.
+Expr And(const Expr& a, const Expr& b) { return a.is_null() ? b : b.is_null() ? a : a && b; }
+
+// Spatial vectors have one entry per spatial dim; `in` is the input's extent.
+struct ConvGeom {
+  int64_t B = 1, C = 1, Co = 1, groups = 1, Cg = 1, Mg = 1;
+  std::vector<int64_t> in, out, k, s, pb, d;
+  size_t sp() const { return in.size(); }
 };
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-// One output row (b, co, oh) per parallel iteration. Columns whose whole
-// window is inside the input (for every kw) run as L-lane vector chunks (the
-// last chunk overlaps the previous one rather than leaving a scalar tail):
-// per kh (rows outside the input skipped as a whole), one vector FMA per kw
-// with unit- or small-stride loads, then the epilogue as vector stores. The
-// few border columns run a scalar loop with guarded (clamped + selected) reads.
+// One output row (b, co, leading output coords) per parallel iteration. Columns
+// (last spatial dim) whose whole window is inside the input (for every kw) run
+// as L-lane vector chunks (the last chunk overlaps the previous one rather
+// than leaving a scalar tail): per leading window position (positions outside
+// the input skipped as a whole), one vector FMA per kw with unit- or
+// small-stride loads, then the epilogue as vector stores. The few border
+// columns run a scalar loop with guarded (clamped + selected) reads.
 // The overlapping last chunk stores some columns twice, so the output must not
 // alias an input (in-place buffer reuse is only granted to elementwise groups).
-Stmt DirectConv(LowerContext& ctx, const ConvParams& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
+Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
                 const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
+  const size_t sp = c.sp(), last = sp - 1;
+  std::vector<int64_t> row_dims{c.B, c.Co};
+  row_dims.insert(row_dims.end(), c.out.begin(), c.out.end() - 1);
+  const int64_t rows = NumElements(row_dims);
   Expr r = k.NewVar("r");
-  Expr b = r / (c.Co * c.OH), co = (r / c.OH) % c.Co, oh = r % c.OH;
+  const std::vector<Expr> rix = Delinearize(row_dims, r);
+  Expr b = rix[0], co = rix[1];
   Expr ci = c.Mg == 1 ? co : co / c.Mg;  // input channel of this output channel
   auto bias_of = [&]() { return bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0); };
+  const int64_t W = c.in[last], OW = c.out[last], KW = c.k[last], sw = c.s[last], dw = c.d[last], pl = c.pb[last];
+  struct Lead {
+    std::vector<Expr> vars, coords;
+    Expr ok;
+  };
+  auto make_lead = [&]() {
+    Lead l;
+    for (size_t d = 0; d < last; ++d) {
+      Expr kd = k.NewVar("k" + std::to_string(d));
+      Expr id = rix[2 + d] * c.s[d] - c.pb[d] + kd * c.d[d];
+      l.vars.push_back(kd);
+      l.coords.push_back(id);
+      l.ok = And(l.ok, (id >= 0) && (id < c.in[d]));
+    }
+    return l;
+  };
+  auto wrap_lead = [&](const Lead& l, Stmt body) {
+    for (size_t d = last; d-- > 0;) body = For(l.vars[d], 0, c.k[d], LoopKind::kSerial, body);
+    return body;
+  };
+  auto out_index = [&](const Expr& ow) {
+    std::vector<Expr> idx{b, co};
+    for (size_t d = 0; d < last; ++d) idx.push_back(rix[2 + d]);
+    idx.push_back(ow);
+    return idx;
+  };
   // Interior columns [ilo, ihi): every tap's input column is in [0, W).
-  const int64_t ilo = std::clamp<int64_t>(FloorDiv(c.pl + c.sw - 1, c.sw), 0, c.OW);
-  const int64_t ihi = std::clamp<int64_t>(FloorDiv(c.W - 1 + c.pl - (c.KW - 1) * c.dw, c.sw) + 1, ilo, c.OW);
+  const int64_t ilo = std::clamp<int64_t>(FloorDiv(pl + sw - 1, sw), 0, OW);
+  const int64_t ihi = std::clamp<int64_t>(FloorDiv(W - 1 + pl - (KW - 1) * dw, sw) + 1, ilo, OW);
   int64_t L = 16;
   while (L > 4 && ihi - ilo < L) L /= 2;
   const bool vec = ihi - ilo >= L;
   std::vector<Stmt> body;
-  int64_t scalar_lo = 0, scalar_hi = c.OW;  // columns [scalar_lo, ilo) and [ihi, scalar_hi) are scalar
   if (vec) {
+    const Lead l = make_lead();
     const int64_t Q = (ihi - ilo + L - 1) / L;
     int acc = k.AddLocal("dw_acc", DType::kF32, {L});
     Expr q = k.NewVar("q");
@@ -55,111 +100,100 @@ Stmt DirectConv(LowerContext& ctx, const ConvParams& c, const TensorFn& X, const
       Expr j = k.NewVar("j");
       chunk.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, bias_of())));
     }
-    Expr kh = k.NewVar("kh");
-    Expr ih = oh * c.sh - c.pt + kh * c.dh;
     std::vector<Stmt> taps;
-    for (int64_t kw = 0; kw < c.KW; ++kw) {
+    for (int64_t kw = 0; kw < KW; ++kw) {
       Expr j = k.NewVar("j");
-      Expr x = Cast(X.at({b, ci, ih, (ow0 + j) * c.sw + (kw * c.dw - c.pl)}), DType::kF32);
-      Expr w = Cast(Wt.at({co, Expr(0), kh, Expr(kw)}), DType::kF32);
+      std::vector<Expr> xi{b, ci}, wi{co, Expr(0)};
+      for (size_t d = 0; d < last; ++d) { xi.push_back(l.coords[d]); wi.push_back(l.vars[d]); }
+      xi.push_back((ow0 + j) * sw + (kw * dw - pl));
+      wi.push_back(Expr(kw));
+      Expr x = Cast(X.at(xi), DType::kF32);
+      Expr w = Cast(Wt.at(wi), DType::kF32);
       taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, k.Load(acc, {j}) + x * w)));
     }
-    chunk.push_back(For(kh, 0, c.KH, LoopKind::kSerial, If((ih >= 0) && (ih < c.H), Block(std::move(taps)))));
+    Stmt tap_block = l.ok.is_null() ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
+    chunk.push_back(wrap_lead(l, tap_block));
     {
       Expr j = k.NewVar("j");
-      chunk.push_back(For(j, 0, L, LoopKind::kLanes, store({b, co, oh, ow0 + j}, k.Load(acc, {j}))));
+      chunk.push_back(For(j, 0, L, LoopKind::kLanes, store(out_index(ow0 + j), k.Load(acc, {j}))));
     }
     body.push_back(For(q, 0, Q, LoopKind::kSerial, Block(std::move(chunk))));
-  } else {
-    scalar_lo = 0;
-    scalar_hi = c.OW;
   }
   // Scalar columns: all of them without vector chunks, else the borders.
   auto scalar_cols = [&](int64_t from, int64_t to) -> Stmt {
     if (from >= to) return nullptr;
+    const Lead l = make_lead();
     int sum = k.AddLocal("dw_sum", DType::kF32, {1});
-    Expr ow = k.NewVar("ow"), kh = k.NewVar("kh"), kw = k.NewVar("kw");
-    Expr ih = oh * c.sh - c.pt + kh * c.dh, iw = ow * c.sw - c.pl + kw * c.dw;
-    Expr inside = (ih >= 0) && (ih < c.H) && (iw >= 0) && (iw < c.W);
-    Expr x = Cast(X.at({b, ci, Clamp(ih, 0, c.H - 1), Clamp(iw, 0, c.W - 1)}), DType::kF32);
-    Expr w = Cast(Wt.at({co, Expr(0), kh, kw}), DType::kF32);
+    Expr ow = k.NewVar("ow"), kw = k.NewVar("kw");
+    Expr iw = ow * sw - pl + kw * dw;
+    Expr inside = And(l.ok, (iw >= 0) && (iw < W));
+    std::vector<Expr> xi{b, ci}, wi{co, Expr(0)};
+    for (size_t d = 0; d < last; ++d) {
+      xi.push_back(Clamp(l.coords[d], 0, c.in[d] - 1));
+      wi.push_back(l.vars[d]);
+    }
+    xi.push_back(Clamp(iw, 0, W - 1));
+    wi.push_back(kw);
+    Expr x = Cast(X.at(xi), DType::kF32);
+    Expr w = Cast(Wt.at(wi), DType::kF32);
     Expr s = k.Load(sum, {Expr(0)});
+    Stmt taps = wrap_lead(l, For(kw, 0, KW, LoopKind::kSerial,
+                                 k.Store(sum, {Expr(0)}, s + Select(inside, x, FloatConst(0)) * w)));
     return For(ow, from, to, LoopKind::kSerial,
-               Block({k.Store(sum, {Expr(0)}, bias_of()),
-                      For(kh, 0, c.KH, LoopKind::kSerial,
-                          For(kw, 0, c.KW, LoopKind::kSerial,
-                              k.Store(sum, {Expr(0)}, s + Select(inside, x, FloatConst(0)) * w))),
-                      store({b, co, oh, ow}, s)}));
+               Block({k.Store(sum, {Expr(0)}, bias_of()), taps, store(out_index(ow), s)}));
   };
   if (vec) {
     if (Stmt s1 = scalar_cols(0, ilo)) body.push_back(s1);
-    if (Stmt s2 = scalar_cols(ihi, c.OW)) body.push_back(s2);
+    if (Stmt s2 = scalar_cols(ihi, OW)) body.push_back(s2);
   } else {
-    body.push_back(scalar_cols(scalar_lo, scalar_hi));
+    body.push_back(scalar_cols(0, OW));
   }
-  int64_t rows = c.B * c.Co * c.OH;
-  bool par = rows > 1 && rows * c.OW * c.KH * c.KW >= ctx.options().min_parallel_elements;
+  bool par = rows > 1 && rows * OW * NumElements(c.k) >= ctx.options().min_parallel_elements;
   return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
 }
 
-}  // namespace
+// The implicit GEMM of a convolution over an "image": per (image bi, group
+// gi), C[m, n] = sum_kk A(m, kk) * B(kk, n) with B read from the group's image
+// at window (n) + tap (kk). `c` is the convolution over the image (c.in is
+// unused: `P` gives the image's extent, `c.pb` is already part of it).
+//   fill: fills the workspace image `src` (P per spatial dim, `lead` elements of
+//         slack first); null when the image is X itself (`direct`).
+struct ImageConv {
+  ConvGeom c;
+  std::vector<int64_t> P;
+  bool direct = false;  // B read straight from X (no padding, P == in)
+  std::function<Expr(Expr m, Expr kk, Expr gi)> a;
+  std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi)> fill;
+};
 
-Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const TensorFn& X, const TensorFn* bias,
+                              const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
-  const ir::Attributes& at = node.attrs();
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Wp, ctx.Input(node, 1));
-  const TensorFn* bias = nullptr;
-  if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2)); }
-  TensorFn X = *Xp, Wt = *Wp;
-  if (X.type.shape.size() != 4 || Wt.type.shape.size() != 4)
-    return Unsupported(NodeLabel(node) + ": only 2-D convolution (rank-4 input) is supported");
-  if (X.type.dtype != DType::kF32 || Wt.type.dtype != DType::kF32)
-    return Unsupported(NodeLabel(node) + ": Conv on " + ir::DTypeName(X.type.dtype));
-  KEEL_ASSIGN_OR_RETURN(auto strides, at.GetInts("strides", {1, 1}));
-  KEEL_ASSIGN_OR_RETURN(auto pads, at.GetInts("pads", {0, 0, 0, 0}));
-  KEEL_ASSIGN_OR_RETURN(auto dil, at.GetInts("dilations", {1, 1}));
-  KEEL_ASSIGN_OR_RETURN(int64_t groups, at.GetInt("group", 1));
-  if (strides.size() != 2 || pads.size() != 4 || dil.size() != 2 || groups <= 0)
-    return InvalidArgument(NodeLabel(node) + ": malformed strides/pads/dilations/group");
-  const std::vector<int64_t>& xs = X.type.shape;
-  const std::vector<int64_t>& ws = Wt.type.shape;
-  const std::vector<int64_t>& os = node.output(0)->type().shape;
-  ConvParams c{xs[0], xs[1], xs[2], xs[3], ws[0], os[2], os[3], ws[2], ws[3], strides[0], strides[1],
-               pads[0], pads[1], dil[0], dil[1], groups, xs[1] / groups, ws[0] / groups};
-  if (c.C % groups != 0 || c.Co % groups != 0 || ws[1] != c.Cg || os.size() != 4 || os[1] != c.Co)
-    return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
-
-  if (c.Cg == 1) return DirectConv(ctx, c, X, Wt, bias, store);
-
-  // Implicit GEMM.
-  const int64_t KK = c.KH * c.KW, Kdim = c.Cg * KK, N = c.OH * c.OW;
+  const ConvGeom& c = ic.c;
+  const size_t sp = c.sp(), last = sp - 1;
+  const int64_t KK = NumElements(c.k), Kdim = c.Cg * KK, N = NumElements(c.out);
   Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
-  Expr gi = groups > 1 ? k.NewVar("grp") : Expr(0);
+  Expr gi = c.groups > 1 ? k.NewVar("grp") : Expr(0);
   GemmOperands g;
   g.m = c.Mg; g.n = N; g.k = Kdim;
-  Stmt pad_copy;  // fills the padded input image before the GEMM (im2col path)
   KernelFunc* kp = &k;
-  if (Wt.buffer >= 0) {
-    int wview = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_rows", {c.Co, Kdim});
-    g.a = [kp, wview, gi, c](Expr m, Expr kk) { return kp->Load(wview, {gi * c.Mg + m, kk}); };
-  } else {
-    IndexFn w_at = Wt.at;
-    g.a = [w_at, gi, c, KK](Expr m, Expr kk) {
-      return w_at({gi * c.Mg + m, kk / KK, (kk % KK) / c.KW, kk % c.KW});
-    };
+  {
+    auto a = ic.a;
+    g.a = [a, gi](Expr m, Expr kk) { return a(m, kk, gi); };
   }
-  bool pointwise = c.KH == 1 && c.KW == 1 && c.sh == 1 && c.sw == 1 && c.pt == 0 && c.pl == 0 &&
-                   c.OH == c.H && c.OW == c.W;
+  Stmt pad_copy;
+  bool pointwise = ic.direct && KK == 1;
+  for (size_t d = 0; d < sp; ++d) pointwise = pointwise && c.s[d] == 1 && c.out[d] == ic.P[d];
   if (pointwise && X.buffer >= 0) {
-    int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_cols", {c.B, c.C, c.H * c.W});
+    const int64_t S = NumElements(ic.P);
+    int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_cols", {c.B, c.C, S});
     g.b = [kp, xview, bi, gi, c](Expr kk, Expr n) { return kp->Load(xview, {bi, gi * c.Cg + kk, n}); };
   } else {
     // im2col while packing, with no bounds checks: the group's input channels
     // are first copied into a zero-padded workspace image (with NR elements of
     // slack on both ends), so every window read is in bounds. Column n's window
     // origin offset comes from a baked table.
-    //   * stride <= 4: a full panel of NR columns covers a few runs of
+    //   * last-dim stride <= 4: a full panel of NR columns covers a few runs of
     //     consecutive output columns (one per output row it touches); each run
     //     is one vector load (stride 1) or masked load + shuffle (stride 2..4)
     //     and lanes pick their run (baked per-panel run bounds/offsets): no
@@ -169,45 +203,44 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     //     without padding and with X a plain argument, straight from X.
     const int64_t NR = std::max<int64_t>(1, ctx.options().gemm_nr);
     const int64_t Nfull = N / NR;
-    const int64_t Hp = std::max(c.H + c.pt, (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1);
-    const int64_t Wp = std::max(c.W + c.pl, (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1);
-    const bool runs = c.sw <= 4 && Nfull > 0;
-    const bool direct = !runs && X.buffer >= 0 && c.pt == 0 && c.pl == 0 && Hp == c.H && Wp == c.W;
-    const int64_t Hs = direct ? c.H : Hp, Ws = direct ? c.W : Wp;  // source image dims
-    const int64_t slack = NR * c.sw;                                // lanes outside a run read up to this far
-    const int64_t lead = direct ? 0 : slack;                        // slack before the image
+    const int64_t OW = c.out[last], sw = c.s[last];
+    const bool runs = sw <= 4 && Nfull > 0;
+    const bool direct = !runs && ic.direct && X.buffer >= 0;
+    const int64_t slack = NR * sw;           // lanes outside a run read up to this far
+    const int64_t lead = direct ? 0 : slack;  // slack before the image
+    const int64_t img = NumElements(ic.P);
+    std::vector<int64_t> st(sp, 1);  // image strides
+    for (size_t d = last; d-- > 0;) st[d] = st[d + 1] * ic.P[d + 1];
     int src = -1;
     if (direct) {
-      src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * c.H * c.W});
+      src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * img});
     } else {
-      src = k.AddWorkspace("conv_xpad", DType::kF32, {lead + c.Cg * Hp * Wp + slack});
-      Expr r = k.NewVar("r"), w = k.NewVar("w"), w2 = k.NewVar("w"), w3 = k.NewVar("w"), w4 = k.NewVar("w");
-      Expr ch = r / Hp, h = r % Hp - c.pt;
-      Expr row0 = r * Wp + lead;
-      Stmt copy = Block({
-          For(w, 0, c.pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
-          For(w2, 0, c.W, LoopKind::kVectorize,
-              k.Store(src, {row0 + c.pl + w2}, Cast(X.at({bi, gi * c.Cg + ch, h, w2}), DType::kF32))),
-          For(w3, c.pl + c.W, Wp, LoopKind::kSerial, k.Store(src, {row0 + w3}, FloatConst(0))),
-      });
-      Stmt zero = For(w4, 0, Wp, LoopKind::kVectorize, k.Store(src, {row0 + w4}, FloatConst(0)));
-      const int64_t rows = c.Cg * Hp;
-      bool par = rows > 1 && rows * Wp >= ctx.options().min_parallel_elements;
-      pad_copy = For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, If((h >= 0) && (h < c.H), copy, zero));
+      src = k.AddWorkspace("conv_xpad", DType::kF32, {lead + c.Cg * img + slack});
+      pad_copy = ic.fill(src, lead, bi, gi);
     }
     auto put32 = [](std::vector<uint8_t>& v, int64_t i, int64_t x) {
       int32_t x32 = static_cast<int32_t>(x);
       std::memcpy(&v[static_cast<size_t>(i) * 4], &x32, 4);
     };
-    auto origin = [&](int64_t n) { return lead + (n / c.OW) * c.sh * Ws + (n % c.OW) * c.sw; };
+    auto origin = [&](int64_t n) {
+      int64_t off = lead;
+      for (size_t d = sp; d-- > 0;) {
+        off += (n % c.out[d]) * c.s[d] * st[d];
+        n /= c.out[d];
+      }
+      return off;
+    };
     std::vector<uint8_t> off(static_cast<size_t>(N) * 4);
     for (int64_t n = 0; n < N; ++n) put32(off, n, origin(n));
     int ob = k.AddConstant("conv_off", DType::kI32, {N}, std::move(off));
-    // Offset of (channel, kh, kw) of row kk in the source image (b, group folded in for direct reads).
-    auto coff = [bi, gi, c, KK, Hs, Ws, direct](Expr kk) {
-      Expr ci = kk / KK, kh = (kk % KK) / c.KW, kw = kk % c.KW;
+    // Offset of (channel, kernel position) of row kk in the source image (b, group folded in for direct reads).
+    auto coff = [bi, gi, c, KK, img, st, direct](Expr kk) {
+      Expr ci = kk / KK;
       Expr ch = direct ? (bi * c.C + gi * c.Cg + ci) : ci;
-      return ch * (Hs * Ws) + kh * (c.dh * Ws) + kw * c.dw;
+      Expr o = ch * img;
+      const std::vector<Expr> kpos = Delinearize(c.k, kk % KK);
+      for (size_t d = 0; d < c.sp(); ++d) o = o + kpos[d] * (c.d[d] * st[d]);
+      return o;
     };
     g.b = [kp, src, ob, coff](Expr kk, Expr n) {
       return kp->Load(src, {coff(kk) + Cast(kp->Load(ob, {n}), DType::kI64)});
@@ -215,15 +248,15 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     if (runs) {
       // Runs per full panel: a panel touches at most S output rows.
       int64_t S = 1;
-      for (int64_t p = 0; p < Nfull; ++p) S = std::max(S, (p * NR + NR - 1) / c.OW - (p * NR) / c.OW + 1);
+      for (int64_t p = 0; p < Nfull; ++p) S = std::max(S, (p * NR + NR - 1) / OW - (p * NR) / OW + 1);
       // base[p][s]: lane j of run s reads base + j * sw; end[p][s]: first lane after run s.
       std::vector<uint8_t> base(static_cast<size_t>(Nfull * S) * 4), end(static_cast<size_t>(Nfull * S) * 4);
       for (int64_t p = 0; p < Nfull; ++p) {
         int64_t s = 0, j = 0;
         while (j < NR) {
           const int64_t n = p * NR + j;
-          const int64_t len = std::min(NR - j, c.OW - n % c.OW);
-          put32(base, p * S + s, origin(n) - j * c.sw);
+          const int64_t len = std::min(NR - j, OW - n % OW);
+          put32(base, p * S + s, origin(n) - j * sw);
           put32(end, p * S + s, j + len);
           j += len;
           ++s;
@@ -232,7 +265,6 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
       }
       int bb = k.AddConstant("conv_run_base", DType::kI32, {Nfull, S}, std::move(base));
       int eb = k.AddConstant("conv_run_end", DType::kI32, {Nfull, S}, std::move(end));
-      const int64_t sw = c.sw;
       g.b_fast = [kp, src, coff, bb, eb, S, sw](Expr kk, Expr p, Expr j) {
         Expr v;
         for (int64_t s = S; s-- > 0;) {
@@ -247,13 +279,186 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   g.store = [store, bfn, bi, gi, c](Expr m, Expr n, Expr acc) {
     Expr co = gi * c.Mg + m;
     Expr v = bfn.at ? acc + Cast(bfn.at({co}), DType::kF32) : acc;
-    return store({bi, co, n / c.OW, n % c.OW}, v);
+    std::vector<Expr> idx{bi, co};
+    for (const Expr& e : Delinearize(c.out, n)) idx.push_back(e);
+    return store(idx, v);
   };
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv"));
   if (pad_copy) body = Block({pad_copy, body});
-  if (groups > 1) body = For(gi, 0, groups, LoopKind::kSerial, body);
+  if (c.groups > 1) body = For(gi, 0, c.groups, LoopKind::kSerial, body);
   if (c.B > 1) body = For(bi, 0, c.B, LoopKind::kSerial, body);
   return body;
+}
+
+// Window attributes of a canonical Conv/ConvTranspose node into `c`.
+Status ReadWindow(const ir::Node& node, size_t sp, ConvGeom& c, std::vector<int64_t>& pads) {
+  const ir::Attributes& at = node.attrs();
+  KEEL_ASSIGN_OR_RETURN(c.s, at.GetInts("strides", std::vector<int64_t>(sp, 1)));
+  KEEL_ASSIGN_OR_RETURN(pads, at.GetInts("pads", std::vector<int64_t>(2 * sp, 0)));
+  KEEL_ASSIGN_OR_RETURN(c.d, at.GetInts("dilations", std::vector<int64_t>(sp, 1)));
+  KEEL_ASSIGN_OR_RETURN(c.groups, at.GetInt("group", 1));
+  if (c.s.size() != sp || pads.size() != 2 * sp || c.d.size() != sp || c.groups <= 0)
+    return InvalidArgument(NodeLabel(node) + ": malformed strides/pads/dilations/group");
+  c.pb.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(sp));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Wp, ctx.Input(node, 1));
+  const TensorFn* bias = nullptr;
+  if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2)); }
+  TensorFn X = *Xp, Wt = *Wp;
+  const std::vector<int64_t>& xs = X.type.shape;
+  const std::vector<int64_t>& ws = Wt.type.shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  if (xs.size() < 3 || ws.size() != xs.size() || os.size() != xs.size())
+    return InvalidArgument(NodeLabel(node) + ": convolution needs input, weight and output of one rank >= 3");
+  if (X.type.dtype != DType::kF32 || Wt.type.dtype != DType::kF32)
+    return Unsupported(NodeLabel(node) + ": Conv on " + ir::DTypeName(X.type.dtype));
+  const size_t sp = xs.size() - 2;
+  ConvGeom c;
+  std::vector<int64_t> pads;
+  KEEL_RETURN_IF_ERROR(ReadWindow(node, sp, c, pads));
+  c.B = xs[0]; c.C = xs[1]; c.Co = ws[0];
+  c.Cg = c.C / c.groups; c.Mg = c.Co / c.groups;
+  c.in.assign(xs.begin() + 2, xs.end());
+  c.out.assign(os.begin() + 2, os.end());
+  c.k.assign(ws.begin() + 2, ws.end());
+  if (c.C % c.groups != 0 || c.Co % c.groups != 0 || ws[1] != c.Cg || os[1] != c.Co)
+    return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
+
+  if (c.Cg == 1) return DirectConv(ctx, c, X, Wt, bias, store);
+
+  ImageConv ic;
+  ic.c = c;
+  const int64_t KK = NumElements(c.k);
+  // The padded image: large enough for every window (ceil/asymmetric pads included).
+  ic.P.resize(sp);
+  ic.direct = X.buffer >= 0;
+  for (size_t d = 0; d < sp; ++d) {
+    ic.P[d] = std::max(c.in[d] + c.pb[d], (c.out[d] - 1) * c.s[d] + (c.k[d] - 1) * c.d[d] + 1);
+    ic.direct = ic.direct && c.pb[d] == 0 && ic.P[d] == c.in[d];
+  }
+  KernelFunc* kp = &k;
+  if (Wt.buffer >= 0) {
+    int wview = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_rows", {c.Co, c.Cg * KK});
+    ic.a = [kp, wview, c](Expr m, Expr kk, Expr gi) { return kp->Load(wview, {gi * c.Mg + m, kk}); };
+  } else {
+    IndexFn w_at = Wt.at;
+    ic.a = [w_at, c, KK](Expr m, Expr kk, Expr gi) {
+      std::vector<Expr> idx{gi * c.Mg + m, kk / KK};
+      for (const Expr& e : Delinearize(c.k, kk % KK)) idx.push_back(e);
+      return w_at(idx);
+    };
+  }
+  // Rows of the image (channel, leading coords): copied with zero borders, or zero outside the input.
+  const std::vector<int64_t> P = ic.P;
+  ic.fill = [kp, &ctx, c, P, X](int src, int64_t lead, Expr bi, Expr gi) -> Stmt {
+    KernelFunc& k = *kp;
+    const size_t sp = c.sp(), last = sp - 1;
+    const int64_t Wp = P[last], W = c.in[last], pl = c.pb[last];
+    std::vector<int64_t> row_dims{c.Cg};
+    row_dims.insert(row_dims.end(), P.begin(), P.end() - 1);
+    const int64_t rows = NumElements(row_dims);
+    Expr r = k.NewVar("r"), w = k.NewVar("w"), w2 = k.NewVar("w"), w3 = k.NewVar("w"), w4 = k.NewVar("w");
+    const std::vector<Expr> rix = Delinearize(row_dims, r);
+    std::vector<Expr> xi{bi, gi * c.Cg + rix[0]};
+    Expr ok;
+    for (size_t d = 0; d < last; ++d) {
+      Expr h = rix[1 + d] - c.pb[d];
+      xi.push_back(h);
+      ok = And(ok, (h >= 0) && (h < c.in[d]));
+    }
+    xi.push_back(w2);
+    Expr row0 = r * Wp + lead;
+    Stmt copy = Block({
+        For(w, 0, pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
+        For(w2, 0, W, LoopKind::kVectorize, k.Store(src, {row0 + pl + w2}, Cast(X.at(xi), DType::kF32))),
+        For(w3, pl + W, Wp, LoopKind::kSerial, k.Store(src, {row0 + w3}, FloatConst(0))),
+    });
+    Stmt zero = For(w4, 0, Wp, LoopKind::kVectorize, k.Store(src, {row0 + w4}, FloatConst(0)));
+    bool par = rows > 1 && rows * Wp >= ctx.options().min_parallel_elements;
+    return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, ok.is_null() ? copy : If(ok, copy, zero));
+  };
+  return ImplicitGemmConv(ctx, ic, X, bias, store);
+}
+
+Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Wp, ctx.Input(node, 1));
+  const TensorFn* bias = nullptr;
+  if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2)); }
+  TensorFn X = *Xp, Wt = *Wp;
+  const std::vector<int64_t>& xs = X.type.shape;
+  const std::vector<int64_t>& ws = Wt.type.shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  if (xs.size() < 3 || ws.size() != xs.size() || os.size() != xs.size())
+    return InvalidArgument(NodeLabel(node) + ": convolution needs input, weight and output of one rank >= 3");
+  if (X.type.dtype != DType::kF32 || Wt.type.dtype != DType::kF32)
+    return Unsupported(NodeLabel(node) + ": ConvTranspose on " + ir::DTypeName(X.type.dtype));
+  const size_t sp = xs.size() - 2;
+  ConvGeom t;  // the transposed convolution's own attributes
+  std::vector<int64_t> pads;
+  KEEL_RETURN_IF_ERROR(ReadWindow(node, sp, t, pads));
+  // The equivalent stride-1 convolution over the scattered image: input channels
+  // of a group = Cin/group, output channels = W's dim 1 per group.
+  ConvGeom c;
+  c.B = xs[0]; c.C = xs[1]; c.groups = t.groups;
+  c.Cg = c.C / c.groups; c.Mg = ws[1]; c.Co = c.Mg * c.groups;
+  if (c.C % c.groups != 0 || ws[0] != c.C || os[1] != c.Co)
+    return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
+  c.in.assign(xs.begin() + 2, xs.end());
+  c.out.assign(os.begin() + 2, os.end());
+  c.k.assign(ws.begin() + 2, ws.end());
+  c.d = t.d;
+  c.s.assign(sp, 1);
+  c.pb.assign(sp, 0);
+  ImageConv ic;
+  ic.c = c;
+  ic.P.resize(sp);
+  std::vector<int64_t> border(sp);  // image coordinate of input position 0
+  for (size_t d = 0; d < sp; ++d) {
+    border[d] = (c.k[d] - 1) * c.d[d] - pads[d];
+    ic.P[d] = c.out[d] + (c.k[d] - 1) * c.d[d];
+  }
+  const int64_t KK = NumElements(c.k);
+  IndexFn w_at = Wt.at;
+  ic.a = [w_at, c, KK](Expr m, Expr kk, Expr gi) {
+    std::vector<Expr> idx{gi * c.Cg + kk / KK, m};
+    const std::vector<Expr> kpos = Delinearize(c.k, kk % KK);
+    for (size_t d = 0; d < c.sp(); ++d) idx.push_back((c.k[d] - 1) - kpos[d]);  // flipped
+    return w_at(idx);
+  };
+  KernelFunc* kp = &k;
+  const std::vector<int64_t> P = ic.P, s = t.s;
+  ic.fill = [kp, &ctx, c, P, s, border, X](int src, int64_t lead, Expr bi, Expr gi) -> Stmt {
+    KernelFunc& k = *kp;
+    const size_t sp = c.sp(), last = sp - 1;
+    std::vector<int64_t> row_dims{c.Cg};
+    row_dims.insert(row_dims.end(), P.begin(), P.end() - 1);
+    const int64_t rows = NumElements(row_dims);
+    Expr r = k.NewVar("r"), w = k.NewVar("w");
+    std::vector<Expr> rix = Delinearize(row_dims, r);
+    rix.push_back(w);
+    std::vector<Expr> xi{bi, gi * c.Cg + rix[0]};
+    Expr ok;
+    for (size_t d = 0; d < sp; ++d) {
+      // Image coordinate j holds input position (j - border) / stride when that divides.
+      Expr z = rix[1 + d] - border[d];
+      ok = And(ok, (z >= 0) && Binary(BinaryOp::kEq, z % s[d], Expr(0)) && (z < (c.in[d] - 1) * s[d] + 1));
+      xi.push_back(Clamp(s[d] == 1 ? z : z / s[d], 0, c.in[d] - 1));
+    }
+    Stmt row = For(w, 0, P[last], LoopKind::kSerial,
+                   k.Store(src, {r * P[last] + lead + w}, Select(ok, Cast(X.at(xi), DType::kF32), FloatConst(0))));
+    bool par = rows > 1 && rows * P[last] >= ctx.options().min_parallel_elements;
+    return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, row);
+  };
+  return ImplicitGemmConv(ctx, ic, X, bias, store);
 }
 
 }  // namespace keel::codegen

@@ -38,8 +38,15 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
 Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
-Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
-Result<Stmt> LowerGlobalAveragePool(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// Window pools (any spatial rank); stores[1], when present, receives MaxPool's Indices.
+Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores);
+// GlobalAveragePool / GlobalMaxPool / GlobalLpPool.
+Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// MaxUnpool: zeros, then X scattered at Indices (flat into `natural`, which sits
+// at the origin of the output).
+Result<Stmt> LowerMaxUnpool(LowerContext& ctx, const ir::Node& node, const std::vector<int64_t>& natural,
+                            const StoreFn& store);
 Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // ArgMax / ArgMin (lower_reduce.cc); LowerSoftmax (lower_softmax.cc) also lowers LogSoftmax and Hardmax.

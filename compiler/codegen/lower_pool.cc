@@ -1,99 +1,221 @@
-// compiler/codegen/lower_pool.cc — MaxPool, AveragePool (2-D, NCHW; pads,
-// strides, dilations, ceil_mode, count_include_pad) and GlobalAveragePool.
+// compiler/codegen/lower_pool.cc — MaxPool (with optional Indices),
+// AveragePool and LpPool over any number of spatial dims (NC + spatial...;
+// pads, strides, dilations, ceil_mode, count_include_pad, p), and the global
+// pools.
 // Pools are memory-bound and small next to convolutions: a direct kernel,
-// parallel over output rows; interior columns run as vector chunks (kLanes),
-// border columns with clamped-and-guarded window reads.
+// parallel over output rows (image, channel and every spatial dim but the
+// last); the window's leading dims are serial loops guarded per dim, and the
+// last spatial dim is the column: interior columns run as vector chunks
+// (kLanes), border columns with clamped-and-guarded window reads. The Indices
+// output (first maximum's flat input index) and integer max pools always use
+// the scalar column path.
 #include <algorithm>
 #include <limits>
 
 #include "compiler/codegen/lower_ops.h"
 
 namespace keel::codegen {
+namespace {
 
-Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+enum class PoolMode { kMax, kAvg, kLp };
+
+PoolMode ModeOf(const ir::Node& node) {
+  const std::string& op = node.op_type();
+  if (op == "MaxPool" || op == "GlobalMaxPool") return PoolMode::kMax;
+  if (op == "LpPool" || op == "GlobalLpPool") return PoolMode::kLp;
+  return PoolMode::kAvg;
+}
+
+// Null stands for "true" so that 1-D windows need no leading-dim guards.
+Expr And(const Expr& a, const Expr& b) { return a.is_null() ? b : b.is_null() ? a : a && b; }
+
+// |x|^p, specialized for the common p = 1, 2.
+Expr LpTerm(const Expr& x, double p) {
+  Expr ax = Unary(UnaryOp::kAbs, x);
+  if (p == 1.0) return ax;
+  if (p == 2.0) return x * x;
+  return Binary(BinaryOp::kPow, ax, FloatConst(p));
+}
+Expr LpRoot(const Expr& s, double p) {
+  if (p == 1.0) return s;
+  if (p == 2.0) return Unary(UnaryOp::kSqrt, s);
+  return Binary(BinaryOp::kPow, s, FloatConst(1.0 / p));
+}
+
+// The accumulator type: f32 for floats (f16/bf16 widened), i64 for integer max pools.
+DType AccType(DType t) { return IsFloat(t) ? DType::kF32 : DType::kI64; }
+Expr MaxInit(DType acc) {
+  return acc == DType::kF32 ? FloatConst(-std::numeric_limits<double>::infinity())
+                            : IntConst(std::numeric_limits<int64_t>::min(), DType::kI64);
+}
+
+}  // namespace
+
+Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores) {
   KernelFunc& k = ctx.kernel();
   const ir::Attributes& at = node.attrs();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
   const std::vector<int64_t>& xs = X.type.shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
-  if (xs.size() != 4 || os.size() != 4) return Unsupported(NodeLabel(node) + ": only 2-D pooling is supported");
-  if (!IsFloat(X.type.dtype)) return Unsupported(NodeLabel(node) + ": pooling on " + ir::DTypeName(X.type.dtype));
+  const PoolMode mode = ModeOf(node);
+  if (xs.size() < 3 || os.size() != xs.size()) return InvalidArgument(NodeLabel(node) + ": pooling needs rank >= 3");
+  if (!IsFloat(X.type.dtype) && (mode != PoolMode::kMax || X.type.dtype == DType::kBool))
+    return Unsupported(NodeLabel(node) + ": pooling on " + ir::DTypeName(X.type.dtype));
+  const size_t sp = xs.size() - 2, last = sp - 1;
   KEEL_ASSIGN_OR_RETURN(auto kernel, at.GetInts("kernel_shape", {}));
-  KEEL_ASSIGN_OR_RETURN(auto strides, at.GetInts("strides", {1, 1}));
-  KEEL_ASSIGN_OR_RETURN(auto pads, at.GetInts("pads", {0, 0, 0, 0}));
-  KEEL_ASSIGN_OR_RETURN(auto dil, at.GetInts("dilations", {1, 1}));
+  KEEL_ASSIGN_OR_RETURN(auto strides, at.GetInts("strides", std::vector<int64_t>(sp, 1)));
+  KEEL_ASSIGN_OR_RETURN(auto pads, at.GetInts("pads", std::vector<int64_t>(2 * sp, 0)));
+  KEEL_ASSIGN_OR_RETURN(auto dil, at.GetInts("dilations", std::vector<int64_t>(sp, 1)));
   KEEL_ASSIGN_OR_RETURN(int64_t cip, at.GetInt("count_include_pad", 0));
-  if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4 || dil.size() != 2)
+  KEEL_ASSIGN_OR_RETURN(int64_t storage_order, at.GetInt("storage_order", 0));
+  KEEL_ASSIGN_OR_RETURN(double p, at.GetFloat("p", 2.0));
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp || dil.size() != sp)
     return InvalidArgument(NodeLabel(node) + ": malformed window attributes");
-  const bool is_max = node.op_type() == "MaxPool";
-  const int64_t H = xs[2], W = xs[3], OH = os[2], OW = os[3], C = xs[1];
-  const int64_t KH = kernel[0], KW = kernel[1], sh = strides[0], sw = strides[1], dh = dil[0], dw = dil[1];
-  const int64_t rows = xs[0] * C * OH;
+  const bool with_indices = mode == PoolMode::kMax && stores.size() > 1 && node.outputs().size() > 1 && node.output(1);
+  const DType acc_t = AccType(X.type.dtype);
+  const int64_t B = xs[0], C = xs[1];
+  const std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(os.begin() + 2, os.end());
+  const int64_t W = in[last], OW = out[last], KW = kernel[last], sw = strides[last], dw = dil[last];
+  const int64_t pl = pads[last], pr = pads[last + sp];
+
+  // Rows: (b, c, leading output coordinates).
+  std::vector<int64_t> row_dims{B, C};
+  row_dims.insert(row_dims.end(), out.begin(), out.end() - 1);
+  const int64_t rows = NumElements(row_dims);
   Expr r = k.NewVar("r");
-  Expr b = r / (C * OH), c = (r / OH) % C, oh = r % OH;
-  const double init = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+  const std::vector<Expr> rix = Delinearize(row_dims, r);
+  const Expr b = rix[0], c = rix[1];
+
+  // The window's leading dims: one serial loop each, with the input coordinate
+  // and its guards (inside the input; inside the padded input for count_include_pad).
+  struct Lead {
+    std::vector<Expr> vars, coords;
+    Expr ok, counted;
+  };
+  auto make_lead = [&]() {
+    Lead l;
+    for (size_t d = 0; d < last; ++d) {
+      Expr kd = k.NewVar("k" + std::to_string(d));
+      Expr id = rix[2 + d] * strides[d] - pads[d] + kd * dil[d];
+      l.vars.push_back(kd);
+      l.coords.push_back(id);
+      l.ok = And(l.ok, (id >= 0) && (id < in[d]));
+      l.counted = And(l.counted, id < in[d] + pads[d + sp]);
+    }
+    return l;
+  };
+  auto wrap_lead = [&](const Lead& l, Stmt body) {
+    for (size_t d = last; d-- > 0;) body = For(l.vars[d], 0, kernel[d], LoopKind::kSerial, body);
+    return body;
+  };
+  auto out_index = [&](const Expr& ow) {
+    std::vector<Expr> idx{b, c};
+    for (size_t d = 0; d < last; ++d) idx.push_back(rix[2 + d]);
+    idx.push_back(ow);
+    return idx;
+  };
+  auto finish = [&](const Expr& acc, const Expr& count) -> Expr {
+    if (mode == PoolMode::kMax) return acc;
+    if (mode == PoolMode::kLp) return LpRoot(acc, p);
+    return acc / Max(count, FloatConst(1));
+  };
+  const Expr init = mode == PoolMode::kMax ? MaxInit(acc_t) : FloatConst(0);
 
   // Scalar columns [from, to): clamped-and-guarded window reads.
   auto scalar_cols = [&](int64_t from, int64_t to) -> Stmt {
-    int acc = k.AddLocal("pool_acc", DType::kF32, {2});  // [value, count]
-    Expr ow = k.NewVar("ow"), kh = k.NewVar("kh"), kw = k.NewVar("kw");
-    Expr ih = oh * sh - pads[0] + kh * dh, iw = ow * sw - pads[1] + kw * dw;
-    Expr inside = (ih >= 0) && (ih < H) && (iw >= 0) && (iw < W);
-    Expr x = Cast(X.at({b, c, Clamp(ih, 0, H - 1), Clamp(iw, 0, W - 1)}), DType::kF32);
-    Expr value = k.Load(acc, {Expr(0)}), count = k.Load(acc, {Expr(1)});
+    const Lead l = make_lead();
+    int acc = k.AddLocal("pool_acc", acc_t, {1});
+    int cnt = k.AddLocal("pool_cnt", DType::kF32, {1});
+    Expr ow = k.NewVar("ow"), kw = k.NewVar("kw");
+    Expr iw = ow * sw - pl + kw * dw;
+    Expr inside = And(l.ok, (iw >= 0) && (iw < W));
+    std::vector<Expr> xi{b, c};
+    for (size_t d = 0; d < last; ++d) xi.push_back(Clamp(l.coords[d], 0, in[d] - 1));
+    xi.push_back(Clamp(iw, 0, W - 1));
+    Expr x = Cast(X.at(xi), acc_t);
+    Expr value = k.Load(acc, {Expr(0)}), count = k.Load(cnt, {Expr(0)});
+    std::vector<Stmt> per_out{k.Store(acc, {Expr(0)}, init), k.Store(cnt, {Expr(0)}, FloatConst(0))};
     Stmt update;
-    if (is_max) {
+    int idx = -1, flag = -1;
+    if (mode == PoolMode::kMax && with_indices) {
+      // The first maximum wins (strict >), as the ONNX reference does.
+      idx = k.AddLocal("pool_idx", DType::kI64, {1});
+      flag = k.AddLocal("pool_better", DType::kI64, {1});
+      Expr cur = k.Load(idx, {Expr(0)});
+      std::vector<Expr> coords = l.coords;
+      coords.push_back(iw);
+      Expr flat = IntConst(0), mul = IntConst(1);
+      for (size_t d = 0; d < sp; ++d) {
+        if (storage_order) {
+          flat = flat + coords[d] * mul;
+          mul = mul * in[d];
+        } else {
+          flat = flat * in[d] + coords[d];
+        }
+      }
+      flat = (b * C + c) * NumElements(in) + flat;
+      Expr better = inside && ((cur < 0) || (x > value));
+      Expr f = k.Load(flag, {Expr(0)}) > 0;
+      update = Block({k.Store(flag, {Expr(0)}, Select(better, IntConst(1), IntConst(0))),
+                      k.Store(idx, {Expr(0)}, Select(f, flat, cur)), k.Store(acc, {Expr(0)}, Select(f, x, value))});
+      per_out.push_back(k.Store(idx, {Expr(0)}, IntConst(-1)));
+    } else if (mode == PoolMode::kMax) {
       update = k.Store(acc, {Expr(0)}, Select(inside, Max(value, x), value));
     } else {
       // count_include_pad counts padded positions, never positions past the pads (ceil_mode overhang).
-      Expr counted = cip ? (ih < H + pads[2]) && (iw < W + pads[3]) : inside;
-      update = Block({k.Store(acc, {Expr(0)}, value + Select(inside, x, FloatConst(0))),
-                      k.Store(acc, {Expr(1)}, count + Select(counted, FloatConst(1), FloatConst(0)))});
+      Expr counted = cip ? And(l.counted, iw < W + pr) : inside;
+      Expr term = mode == PoolMode::kLp ? LpTerm(x, p) : x;
+      update = Block({k.Store(acc, {Expr(0)}, value + Select(inside, term, FloatConst(0))),
+                      k.Store(cnt, {Expr(0)}, count + Select(counted, FloatConst(1), FloatConst(0)))});
     }
-    Stmt window = For(kh, 0, KH, LoopKind::kSerial, For(kw, 0, KW, LoopKind::kSerial, update));
-    Expr result = is_max ? value : value / Max(count, FloatConst(1));
-    Stmt per_out = Block({k.Store(acc, {Expr(0)}, FloatConst(init)), k.Store(acc, {Expr(1)}, FloatConst(0)), window,
-                          store({b, c, oh, ow}, result)});
-    return For(ow, from, to, LoopKind::kSerial, per_out);
+    per_out.push_back(wrap_lead(l, For(kw, 0, KW, LoopKind::kSerial, update)));
+    per_out.push_back(stores[0](out_index(ow), finish(value, count)));
+    if (with_indices) per_out.push_back(stores[1](out_index(ow), k.Load(idx, {Expr(0)})));
+    return For(ow, from, to, LoopKind::kSerial, Block(std::move(per_out)));
   };
 
   // Interior columns [ilo, ihi) (every kw tap inside [0, W)) as L-lane vector
-  // chunks, the last one overlapping its predecessor; rows outside the input
-  // are skipped per kh, and an average's divisor is uniform over the chunk.
-  // The overlapping last chunk stores some columns twice, so the output must
-  // not alias an input (in-place reuse is only granted to elementwise groups).
-  const int64_t ilo = std::clamp<int64_t>((pads[1] + sw - 1) / sw, 0, OW);
-  const int64_t ihi = std::clamp<int64_t>(W - 1 + pads[1] - (KW - 1) * dw >= 0
-                                              ? (W - 1 + pads[1] - (KW - 1) * dw) / sw + 1 : 0, ilo, OW);
+  // chunks, the last one overlapping its predecessor; leading window positions
+  // outside the input are skipped as a whole, and an average's divisor is
+  // uniform over the chunk. The overlapping last chunk stores some columns
+  // twice, so the output must not alias an input (in-place reuse is only
+  // granted to elementwise groups).
+  const int64_t ilo = std::clamp<int64_t>((pl + sw - 1) / sw, 0, OW);
+  const int64_t ihi = std::clamp<int64_t>(W - 1 + pl - (KW - 1) * dw >= 0 ? (W - 1 + pl - (KW - 1) * dw) / sw + 1 : 0,
+                                          ilo, OW);
   int64_t L = 16;
   while (L > 4 && ihi - ilo < L) L /= 2;
   std::vector<Stmt> body;
-  if (ihi - ilo >= L) {
+  if (ihi - ilo >= L && !with_indices && acc_t == DType::kF32) {
+    const Lead l = make_lead();
     int acc = k.AddLocal("pool_vacc", DType::kF32, {L});
     int cnt = k.AddLocal("pool_cnt", DType::kF32, {1});
-    Expr q = k.NewVar("q"), kh = k.NewVar("kh");
+    Expr q = k.NewVar("q");
     Expr ow0 = Min(q * L + ilo, ihi - L);
-    Expr ih = oh * sh - pads[0] + kh * dh;
     Expr n = k.Load(cnt, {Expr(0)});
     std::vector<Stmt> taps;
     for (int64_t kw = 0; kw < KW; ++kw) {
       Expr j = k.NewVar("j");
-      Expr x = Cast(X.at({b, c, ih, (ow0 + j) * sw + (kw * dw - pads[1])}), DType::kF32);
+      std::vector<Expr> xi{b, c};
+      for (size_t d = 0; d < last; ++d) xi.push_back(l.coords[d]);
+      xi.push_back((ow0 + j) * sw + (kw * dw - pl));
+      Expr x = Cast(X.at(xi), DType::kF32);
       Expr a = k.Load(acc, {j});
-      taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, is_max ? Max(a, x) : a + x)));
+      Expr v = mode == PoolMode::kMax ? Max(a, x) : mode == PoolMode::kLp ? a + LpTerm(x, p) : a + x;
+      taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, v)));
     }
-    Expr row_ok = (ih >= 0) && (ih < H);
-    Expr counted = cip ? (ih < H + pads[2]) : row_ok;
+    Stmt tap_block = l.ok.is_null() ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
+    Expr counted = cip ? l.counted : l.ok;
+    Stmt count_update =
+        k.Store(cnt, {Expr(0)}, n + (counted.is_null() ? FloatConst(static_cast<double>(KW))
+                                                       : Select(counted, FloatConst(static_cast<double>(KW)), FloatConst(0))));
     Expr j0 = k.NewVar("j"), j1 = k.NewVar("j");
-    Expr result = is_max ? k.Load(acc, {j1}) : k.Load(acc, {j1}) / Max(n, FloatConst(1));
     Stmt chunk = Block({
-        For(j0, 0, L, LoopKind::kLanes, k.Store(acc, {j0}, FloatConst(init))),
+        For(j0, 0, L, LoopKind::kLanes, k.Store(acc, {j0}, init)),
         k.Store(cnt, {Expr(0)}, FloatConst(0)),
-        For(kh, 0, KH, LoopKind::kSerial,
-            Block({If(row_ok, Block(std::move(taps))),
-                   k.Store(cnt, {Expr(0)}, n + Select(counted, FloatConst(static_cast<double>(KW)), FloatConst(0)))})),
-        For(j1, 0, L, LoopKind::kLanes, store({b, c, oh, ow0 + j1}, result)),
+        wrap_lead(l, Block({tap_block, count_update})),
+        For(j1, 0, L, LoopKind::kLanes, stores[0](out_index(ow0 + j1), finish(k.Load(acc, {j1}), n))),
     });
     body.push_back(For(q, 0, (ihi - ilo + L - 1) / L, LoopKind::kSerial, chunk));
     if (ilo > 0) body.push_back(scalar_cols(0, ilo));
@@ -105,16 +227,20 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
 }
 
-Result<Stmt> LowerGlobalAveragePool(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
   const std::vector<int64_t>& xs = X.type.shape;
+  const PoolMode mode = ModeOf(node);
   if (xs.size() < 3) return InvalidArgument(NodeLabel(node) + ": input rank < 3");
-  if (!IsFloat(X.type.dtype)) return Unsupported(NodeLabel(node) + ": pooling on " + ir::DTypeName(X.type.dtype));
+  if (!IsFloat(X.type.dtype) && (mode != PoolMode::kMax || X.type.dtype == DType::kBool))
+    return Unsupported(NodeLabel(node) + ": pooling on " + ir::DTypeName(X.type.dtype));
+  KEEL_ASSIGN_OR_RETURN(double p, node.attrs().GetFloat("p", 2.0));
+  const DType acc_t = AccType(X.type.dtype);
   std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
   const int64_t S = NumElements(spatial), BC = xs[0] * xs[1];
-  int acc = k.AddLocal("gap_acc", DType::kF32, {1});
+  int acc = k.AddLocal("gpool_acc", acc_t, {1});
   Expr r = k.NewVar("r"), s = k.NewVar("s");
   Expr x;
   if (X.buffer >= 0) {
@@ -125,14 +251,42 @@ Result<Stmt> LowerGlobalAveragePool(LowerContext& ctx, const ir::Node& node, con
     for (const Expr& e : Delinearize(spatial, s)) idx.push_back(e);
     x = X.at(idx);
   }
+  x = Cast(x, acc_t);
   std::vector<Expr> out_idx = {r / xs[1], r % xs[1]};
   for (size_t i = 0; i < spatial.size(); ++i) out_idx.push_back(Expr(0));
   Expr sum = k.Load(acc, {Expr(0)});
-  Stmt body = Block({k.Store(acc, {Expr(0)}, FloatConst(0)),
-                     For(s, 0, S, LoopKind::kSerial, k.Store(acc, {Expr(0)}, sum + Cast(x, DType::kF32))),
-                     store(out_idx, sum / FloatConst(static_cast<double>(S)))});
+  Expr init = mode == PoolMode::kMax ? MaxInit(acc_t) : FloatConst(0);
+  Expr next = mode == PoolMode::kMax ? Max(sum, x) : mode == PoolMode::kLp ? sum + LpTerm(x, p) : sum + x;
+  Expr result = mode == PoolMode::kMax  ? sum
+                : mode == PoolMode::kLp ? LpRoot(sum, p)
+                                        : sum / FloatConst(static_cast<double>(S));
+  Stmt body = Block({k.Store(acc, {Expr(0)}, init), For(s, 0, S, LoopKind::kSerial, k.Store(acc, {Expr(0)}, next)),
+                     store(out_idx, result)});
   bool par = BC > 1 && BC * S >= ctx.options().min_parallel_elements;
   return For(r, 0, BC, par ? LoopKind::kParallel : LoopKind::kSerial, body);
+}
+
+Result<Stmt> LowerMaxUnpool(LowerContext& ctx, const ir::Node& node, const std::vector<int64_t>& natural,
+                            const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* Ip, ctx.Input(node, 1));
+  TensorFn X = *Xp, I = *Ip;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const int64_t total = NumElements(natural), n = NumElements(X.type.shape);
+  Stmt zero = LoopNest(ctx, os, [&](const std::vector<Expr>& idx) {
+    return store(idx, Cast(IntConst(0), X.type.dtype == DType::kF16 || X.type.dtype == DType::kBF16 ? DType::kF32
+                                                                                                    : X.type.dtype));
+  });
+  // The scatter is serial: with duplicate indices the last element wins, as in the reference.
+  Expr i = k.NewVar("i");
+  const std::vector<Expr> xi = Delinearize(X.type.shape, i);
+  Expr at = Cast(I.at(xi), DType::kI64);
+  const std::vector<Expr> yi = Delinearize(natural, Clamp(at, 0, total - 1));
+  Expr x = X.at(xi);
+  if (X.type.dtype == DType::kF16 || X.type.dtype == DType::kBF16) x = Cast(x, DType::kF32);
+  Stmt scatter = For(i, 0, n, LoopKind::kSerial, If((at >= 0) && (at < total), store(yi, x)));
+  return Block({zero, scatter});
 }
 
 }  // namespace keel::codegen

@@ -8,8 +8,9 @@
 //   Conv (2-D, symmetric pads) → "cudnn.conv2d" with Conv's bias, one residual
 //                          Add (same shape as the output), then Relu or
 //                          Clip(min 0).
-//   MaxPool/AveragePool (no dilation, symmetric pads; ceil_mode 0, or 1 when it
-//                          does not change the output shape) → "cudnn.pool2d".
+//   MaxPool/AveragePool (2-D, f32, no dilation, symmetric pads, no Indices
+//                          output; ceil_mode 0, or 1 when it does not change
+//                          the output shape) → "cudnn.pool2d".
 //   everything else      → a generated kernel (compiler/codegen → NVPTX).
 // Whatever a library kernel cannot absorb of its chain runs as a second,
 // generated elementwise kernel in place on the step's output (StepKernel::then):
@@ -317,6 +318,9 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index) {
   const ir::Value* X = a.input(0);
   const ir::Value* Y = a.output(0);
   if (!X || c.InputIndex(X) < 0 || X->type().shape.size() != 4 || X->type().dtype != ir::DType::kF32) return std::nullopt;
+  // MaxPool's Indices output has no cuDNN counterpart: generated.
+  if (a.outputs().size() > 1 && a.output(1)) return std::nullopt;
+  if (Y->type().dtype != ir::DType::kF32) return std::nullopt;
   auto kernel = a.attrs().GetInts("kernel_shape", {});
   auto pads = a.attrs().GetInts("pads", {0, 0, 0, 0});
   auto strides = a.attrs().GetInts("strides", {1, 1});

@@ -10,6 +10,7 @@ void RegisterAllOps(Registry& r) {
   RegisterMovementOps(r);
   RegisterGemmOps(r);
   RegisterConvOps(r);
+  RegisterConvTransposeOps(r);
   RegisterPoolOps(r);
   RegisterReduceOps(r);
   RegisterNormalizationOps(r);

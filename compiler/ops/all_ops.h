@@ -15,6 +15,7 @@ void RegisterShapeOps(Registry& r);
 void RegisterMovementOps(Registry& r);
 void RegisterGemmOps(Registry& r);
 void RegisterConvOps(Registry& r);
+void RegisterConvTransposeOps(Registry& r);
 void RegisterPoolOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNormalizationOps(Registry& r);

@@ -3,7 +3,7 @@
 //
 // The optimized lowering lives in compiler/codegen/lower_conv.cc (implicit GEMM
 // and a direct depthwise kernel); on CUDA, cuDNN is preferred where it fits.
-// The reference evaluator below is the naive 7-loop definition.
+// The reference evaluator below is the naive rank-generic definition.
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
@@ -56,39 +56,35 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateConv(const ir::Node& node, const 
   const std::vector<double> x = TensorToDoubles(*in[0]);
   const std::vector<double> wt = TensorToDoubles(*in[1]);
   const std::vector<double> bias = in.size() > 2 && in[2] ? TensorToDoubles(*in[2]) : std::vector<double>{};
-  KEEL_ASSIGN_OR_RETURN(Window3 w, MakeWindow3(node, in[0]->type.shape, yt.shape));
+  KEEL_ASSIGN_OR_RETURN(WindowND w, MakeWindow(node, in[0]->type.shape, yt.shape));
   KEEL_ASSIGN_OR_RETURN(int64_t group, node.attrs().GetInt("group", 1));
+  const size_t sp = w.rank();
   const int64_t m = in[1]->type.shape[0], cin_g = in[1]->type.shape[1], m_g = m / group;
-  const int64_t kvol = w.k[0] * w.k[1] * w.k[2], ivol = w.in[0] * w.in[1] * w.in[2];
+  const int64_t kvol = NumElementsOf(w.k), ivol = NumElementsOf(w.in), ovol = NumElementsOf(w.out);
   std::vector<double> y(static_cast<size_t>(yt.NumElements()), 0.0);
   size_t yi = 0;
   for (int64_t n = 0; n < w.n; ++n) {
     for (int64_t oc = 0; oc < m; ++oc) {
       const int64_t g = oc / m_g;
-      for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
-        for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
-          for (int64_t o2 = 0; o2 < w.out[2]; ++o2) {
-            double acc = bias.empty() ? 0.0 : bias[static_cast<size_t>(oc)];
-            for (int64_t ic = 0; ic < cin_g; ++ic) {
-              const double* xin = &x[static_cast<size_t>((n * w.c + g * cin_g + ic) * ivol)];
-              const double* wk = &wt[static_cast<size_t>((oc * cin_g + ic) * kvol)];
-              for (int64_t k0 = 0; k0 < w.k[0]; ++k0) {
-                const int64_t i0 = o0 * w.s[0] - w.pb[0] + k0 * w.d[0];
-                if (i0 < 0 || i0 >= w.in[0]) continue;
-                for (int64_t k1 = 0; k1 < w.k[1]; ++k1) {
-                  const int64_t i1 = o1 * w.s[1] - w.pb[1] + k1 * w.d[1];
-                  if (i1 < 0 || i1 >= w.in[1]) continue;
-                  for (int64_t k2 = 0; k2 < w.k[2]; ++k2) {
-                    const int64_t i2 = o2 * w.s[2] - w.pb[2] + k2 * w.d[2];
-                    if (i2 < 0 || i2 >= w.in[2]) continue;
-                    acc += xin[(i0 * w.in[1] + i1) * w.in[2] + i2] * wk[(k0 * w.k[1] + k1) * w.k[2] + k2];
-                  }
-                }
-              }
+      std::vector<int64_t> o(sp, 0);
+      for (int64_t oi = 0; oi < ovol; ++oi, NextIndex(o, w.out)) {
+        double acc = bias.empty() ? 0.0 : bias[static_cast<size_t>(oc)];
+        for (int64_t ic = 0; ic < cin_g; ++ic) {
+          const double* xin = &x[static_cast<size_t>((n * w.c + g * cin_g + ic) * ivol)];
+          const double* wk = &wt[static_cast<size_t>((oc * cin_g + ic) * kvol)];
+          std::vector<int64_t> kp(sp, 0);
+          for (int64_t ki = 0; ki < kvol; ++ki, NextIndex(kp, w.k)) {
+            int64_t flat = 0;
+            bool inside = true;
+            for (size_t d = 0; d < sp && inside; ++d) {
+              const int64_t id = o[d] * w.s[d] - w.pb[d] + kp[d] * w.d[d];
+              inside = id >= 0 && id < w.in[d];
+              flat = flat * w.in[d] + id;
             }
-            y[yi++] = acc;
+            if (inside) acc += xin[flat] * wk[ki];
           }
         }
+        y[yi++] = acc;
       }
     }
   }

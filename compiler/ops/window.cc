@@ -93,33 +93,28 @@ Result<std::vector<int64_t>> WindowOutput(const ir::Node& node, const std::vecto
   return out;
 }
 
-Result<Window3> MakeWindow3(const ir::Node& node, const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
-  if (x.size() < 3 || x.size() > 5) return NodeUnsupported(node, "windows over 1 to 3 spatial dims");
+Result<WindowND> MakeWindow(const ir::Node& node, const std::vector<int64_t>& x, const std::vector<int64_t>& y,
+                            const std::vector<int64_t>& kernel_in) {
+  if (x.size() < 3 || y.size() != x.size()) return NodeError(node, "window input/output ranks must match and be >= 3");
   const size_t sp = x.size() - 2;
   const ir::Attributes& a = node.attrs();
-  KEEL_ASSIGN_OR_RETURN(auto kernel, a.GetInts("kernel_shape", {}));
+  KEEL_ASSIGN_OR_RETURN(auto kernel, a.GetInts("kernel_shape", kernel_in));
   KEEL_ASSIGN_OR_RETURN(auto strides, a.GetInts("strides", std::vector<int64_t>(sp, 1)));
   KEEL_ASSIGN_OR_RETURN(auto pads, a.GetInts("pads", std::vector<int64_t>(2 * sp, 0)));
   KEEL_ASSIGN_OR_RETURN(auto dil, a.GetInts("dilations", std::vector<int64_t>(sp, 1)));
-  Window3 w;
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp || dil.size() != sp) {
+    return NodeError(node, "kernel_shape/strides/pads/dilations do not match " + std::to_string(sp) + " spatial dims");
+  }
+  WindowND w;
   w.n = x[0];
   w.c = x[1];
-  const size_t off = 3 - sp;  // missing leading spatial dims are size 1
-  for (size_t i = 0; i < 3; ++i) {
-    if (i < off) {
-      w.in[i] = w.out[i] = w.k[i] = w.s[i] = w.d[i] = 1;
-      w.pb[i] = w.pe[i] = 0;
-      continue;
-    }
-    const size_t j = i - off;
-    w.in[i] = x[2 + j];
-    w.out[i] = y[2 + j];
-    w.k[i] = j < kernel.size() ? kernel[j] : 1;
-    w.s[i] = strides[j];
-    w.d[i] = dil[j];
-    w.pb[i] = pads[j];
-    w.pe[i] = pads[j + sp];
-  }
+  w.in.assign(x.begin() + 2, x.end());
+  w.out.assign(y.begin() + 2, y.end());
+  w.k = kernel;
+  w.s = strides;
+  w.d = dil;
+  w.pb.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(sp));
+  w.pe.assign(pads.begin() + static_cast<std::ptrdiff_t>(sp), pads.end());
   return w;
 }
 

@@ -1,7 +1,7 @@
 // compiler/ops/window.h — sliding-window attributes shared by convolutions and
 // pooling: canonicalization (auto_pad resolved into explicit pads, defaults
 // filled), the output-size rule, and the index bookkeeping the naive reference
-// evaluators use (internal to compiler/ops).
+// evaluators use (internal to compiler/ops). Rank-generic: 1-D, 2-D, 3-D and up.
 //
 // Canonical form: kernel_shape, strides, dilations (one per spatial dim),
 // pads ([begin..., end...]), auto_pad "NOTSET". Every value is range-checked
@@ -30,12 +30,32 @@ Status CanonicalizeWindow(ir::Node& node, const std::vector<int64_t>& in_spatial
 // window counts when it starts inside the input or its begin padding).
 Result<std::vector<int64_t>> WindowOutput(const ir::Node& node, const std::vector<int64_t>& in_spatial, bool ceil_mode);
 
-// A window over 1 to 3 spatial dims, padded to 3 (missing leading dims are 1).
-struct Window3 {
+// A window over any number (>= 1) of spatial dims, for the naive reference
+// evaluators: every vector has one entry per spatial dim.
+struct WindowND {
   int64_t n = 1, c = 1;
-  int64_t in[3], out[3], k[3], s[3], pb[3], pe[3], d[3];
+  std::vector<int64_t> in, out, k, s, pb, pe, d;
+  size_t rank() const { return in.size(); }
 };
-// x/y: input and output shapes [N, C, spatial...]; attributes canonical.
-Result<Window3> MakeWindow3(const ir::Node& node, const std::vector<int64_t>& x, const std::vector<int64_t>& y);
+// x/y: input and output shapes [N, C, spatial...]; attributes canonical
+// (kernel_shape may be absent: then `kernel` gives it).
+Result<WindowND> MakeWindow(const ir::Node& node, const std::vector<int64_t>& x, const std::vector<int64_t>& y,
+                            const std::vector<int64_t>& kernel = {});
+
+// Product of dims (1 for none).
+inline int64_t NumElementsOf(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// Odometer over `dims` (row-major, last fastest): advances idx, false after the last.
+inline bool NextIndex(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  for (size_t i = idx.size(); i-- > 0;) {
+    if (++idx[i] < dims[i]) return true;
+    idx[i] = 0;
+  }
+  return false;
+}
 
 }  // namespace keel::ops

@@ -1,0 +1,69 @@
+"""Convolution and pooling family vs onnxruntime: N-D Conv / ConvTranspose, window pools over
+1-3 spatial dims (ceil_mode, dilations, count_include_pad), MaxPool's Indices, global pools,
+LpPool and MaxUnpool."""
+from onnx_ops_vs_onnxruntime import model, rnd, unary, helper, np, numpy_helper, TensorProto
+
+
+def conv(op, x_shape, w_shape, bias=False, opset=17, **attrs):
+    ins = ["x", "w"] + (["b"] if bias else [])
+    out_ch = w_shape[0] if op == "Conv" else w_shape[1] * attrs.get("group", 1)
+    inits = [("w", rnd(*w_shape, seed=3))] + ([("b", rnd(out_ch, seed=4))] if bias else [])
+    node = helper.make_node(op, ins, ["y"], **attrs)
+    return model([node], [("x", x_shape)], ["y"], inits, opset=opset), {"x": rnd(*x_shape)}
+
+
+def pool_indices(shape, **attrs):
+    # Both outputs feed y (Indices cast to float) so one comparison checks them.
+    nodes = [helper.make_node("MaxPool", ["x"], ["v", "i"], **attrs),
+             helper.make_node("Cast", ["i"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["v", "f"], ["y"])]
+    return model(nodes, [("x", shape)], ["y"]), {"x": rnd(*shape)}
+
+
+def unpool():
+    x = rnd(1, 2, 2, 3)
+    # Distinct in-window positions of a 2x2/stride-2 pool over [1, 2, 4, 6] (flat, with channel offset).
+    idx = np.array([[[[0, 3, 5], [13, 14, 23]], [[24, 27, 29], [37, 38, 47]]]], np.int64)
+    node = helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    m = model([node], [("x", (1, 2, 2, 3))], ["y"], [("i", idx)], opset=11)
+    return m, {"x": x}
+
+
+CASES = {
+    "conv1d_stride_pad": lambda: conv("Conv", (2, 4, 19), (6, 4, 3), bias=True, strides=[2], pads=[1, 2]),
+    "conv1d_depthwise": lambda: conv("Conv", (1, 6, 40), (6, 1, 5), group=6, dilations=[2], pads=[4, 4]),
+    "conv2d_group_dilation": lambda: conv("Conv", (1, 8, 13, 11), (6, 4, 3, 3), group=2, dilations=[2, 1],
+                                          pads=[1, 0, 2, 1]),
+    "conv2d_same_lower": lambda: conv("Conv", (1, 3, 10, 9), (5, 3, 4, 3), strides=[2, 2], auto_pad="SAME_LOWER"),
+    "conv3d": lambda: conv("Conv", (1, 3, 6, 7, 8), (4, 3, 3, 2, 3), bias=True, strides=[1, 2, 1],
+                           pads=[1, 0, 1, 1, 1, 0]),
+    "conv3d_depthwise": lambda: conv("Conv", (1, 4, 5, 6, 20), (4, 1, 3, 3, 3), group=4, pads=[1, 1, 1, 1, 1, 1]),
+    "convtranspose2d_output_padding": lambda: conv("ConvTranspose", (1, 3, 5, 6), (3, 4, 3, 3), bias=True,
+                                                   strides=[2, 3], output_padding=[1, 2], pads=[1, 0, 0, 1]),
+    "convtranspose2d_group_dilation": lambda: conv("ConvTranspose", (2, 4, 4, 5), (4, 3, 2, 3), group=2,
+                                                   dilations=[2, 1], strides=[2, 1]),
+    "convtranspose1d_output_shape": lambda: conv("ConvTranspose", (1, 2, 7), (2, 3, 4), strides=[2],
+                                                 output_shape=[16]),
+    "convtranspose3d_same_upper": lambda: conv("ConvTranspose", (1, 2, 3, 4, 3), (2, 2, 3, 3, 2), strides=[2, 1, 2],
+                                               auto_pad="SAME_UPPER"),
+    "maxpool1d_ceil": lambda: unary("MaxPool", shape=(2, 3, 20), kernel_shape=[3], strides=[2], ceil_mode=1),
+    "maxpool3d_dilation": lambda: unary("MaxPool", shape=(1, 2, 7, 8, 9), kernel_shape=[2, 3, 2],
+                                        dilations=[2, 1, 2], pads=[1, 1, 0, 0, 1, 1]),
+    "maxpool2d_ceil_dilation": lambda: unary("MaxPool", shape=(1, 2, 12, 30), kernel_shape=[3, 3], strides=[2, 2],
+                                             dilations=[1, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+    "avgpool3d_ceil_include_pad": lambda: unary("AveragePool", shape=(1, 2, 6, 7, 8), kernel_shape=[3, 3, 3],
+                                                strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1], ceil_mode=1,
+                                                count_include_pad=1),
+    "avgpool1d_ceil_exclude_pad": lambda: unary("AveragePool", shape=(1, 3, 24), kernel_shape=[4], strides=[3],
+                                                pads=[2, 1], ceil_mode=1),
+    "maxpool_indices": lambda: pool_indices((2, 3, 9, 10), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    "maxpool_indices_storage_order": lambda: pool_indices((1, 2, 8, 7), kernel_shape=[2, 2], strides=[2, 2],
+                                                          storage_order=1),
+    "lppool2d_p3": lambda: unary("LpPool", shape=(1, 3, 9, 20), kernel_shape=[3, 2], strides=[2, 1], p=3,
+                                 pads=[1, 0, 1, 1]),
+    "lppool1d_p2": lambda: unary("LpPool", shape=(2, 2, 33), kernel_shape=[4], strides=[2], p=2),
+    "global_max_pool_3d": lambda: unary("GlobalMaxPool", shape=(2, 3, 4, 5, 6)),
+    "global_avg_pool_1d": lambda: unary("GlobalAveragePool", shape=(2, 5, 17)),
+    "global_lp_pool": lambda: unary("GlobalLpPool", shape=(2, 3, 6, 7), p=3),
+    "maxunpool": unpool,
+}
