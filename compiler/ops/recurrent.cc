@@ -192,6 +192,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateRnn(const ir::Node& node, const s
             const double cc = ApplyActivation(act[1], Clip(s, pre(3, j)));
             const double cj = fg * cp + ig * cc;
             const double og = ApplyActivation(act[0], Clip(s, pre(1, j) + peep(1, j) * cj));
+            // The cell state going into h() is not clipped (as onnxruntime).
             cn[static_cast<size_t>(j)] = cj;
             hn[static_cast<size_t>(j)] = og * ApplyActivation(act[2], cj);
           }
@@ -200,9 +201,10 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateRnn(const ir::Node& node, const s
         h = hn;
         for (int64_t j = 0; j < H; ++j) Y[static_cast<size_t>(y_off(t, d, b, j))] = h[static_cast<size_t>(j)];
       }
+      const bool ran = lens[static_cast<size_t>(b)] > 0;  // length 0: zero final states
       for (int64_t j = 0; j < H; ++j) {
-        YH[static_cast<size_t>(state_off(d, b, j))] = h[static_cast<size_t>(j)];
-        YC[static_cast<size_t>(state_off(d, b, j))] = c[static_cast<size_t>(j)];
+        YH[static_cast<size_t>(state_off(d, b, j))] = ran ? h[static_cast<size_t>(j)] : 0.0;
+        YC[static_cast<size_t>(state_off(d, b, j))] = ran ? c[static_cast<size_t>(j)] : 0.0;
       }
     }
   }

@@ -82,10 +82,13 @@ Result<Stmt> LowerRecurrent(codegen::LowerContext& ctx, const ir::Node& node, co
   auto rmat = [&](Expr d, Expr row, Expr kk) { return F(R->at({d, row, kk})); };
   auto clip = [&](Expr x) { return s.has_clip ? codegen::Min(codegen::Max(x, C(-s.clip)), C(s.clip)) : x; };
   // Activation k of direction d (a select between the directions when they differ).
-  auto act = [&](int64_t fn, Expr d, Expr x) {
+  // Gate pre-activations are clipped; LSTM's cell state going into h() is not
+  // (`clipped` false), as in onnxruntime.
+  auto act = [&](int64_t fn, Expr d, Expr x, bool clipped = true) {
+    if (clipped) x = clip(x);
     const RnnActivation& a0 = s.acts[static_cast<size_t>(fn)];
-    if (D == 1 || SameActivation(a0, s.acts[static_cast<size_t>(s.per_dir + fn)])) return ActivationExpr(a0, clip(x));
-    return Select(Eq(d, 0), ActivationExpr(a0, clip(x)), ActivationExpr(s.acts[static_cast<size_t>(s.per_dir + fn)], clip(x)));
+    if (D == 1 || SameActivation(a0, s.acts[static_cast<size_t>(s.per_dir + fn)])) return ActivationExpr(a0, x);
+    return Select(Eq(d, 0), ActivationExpr(a0, x), ActivationExpr(s.acts[static_cast<size_t>(s.per_dir + fn)], x));
   };
 
   // Workspace.
@@ -189,7 +192,7 @@ Result<Stmt> LowerRecurrent(codegen::LowerContext& ctx, const ir::Node& node, co
       // is computed from the kept c.
       Expr cn = k.Load(cbuf, i);
       Expr og = act(0, d, gate(1) + peep(1) * cn);
-      out.push_back(k.Store(hbuf, i, masked(og * act(2, d, cn), hp)));
+      out.push_back(k.Store(hbuf, i, masked(og * act(2, d, cn, false), hp)));
     }
     if (has_y) out.push_back(stores[0](RnnYIndex(s, t, d, b, j), masked(k.Load(hbuf, i), C(0))));
     return Block(std::move(out));
@@ -201,8 +204,11 @@ Result<Stmt> LowerRecurrent(codegen::LowerContext& ctx, const ir::Node& node, co
     body.push_back(codegen::LoopNest(ctx, {D, NB, H}, [&](const std::vector<Expr>& i) {
       std::vector<Stmt> out;
       std::vector<Expr> o = RnnStateIndex(s, i[0], i[1], i[2]);
-      out.push_back(stores[1](o, k.Load(hbuf, i)));
-      if (lstm && stores.size() > 2 && node.outputs().size() > 2) out.push_back(stores[2](o, k.Load(cbuf, i)));
+      // A sequence of length 0 has zero final states (as onnxruntime).
+      Expr ran = Lens ? Cast(Lens->at({i[1]}), ir::DType::kI64) > 0 : Expr();
+      auto final = [&](Expr v) { return ran.is_null() ? v : Select(ran, v, C(0)); };
+      out.push_back(stores[1](o, final(k.Load(hbuf, i))));
+      if (lstm && stores.size() > 2 && node.outputs().size() > 2) out.push_back(stores[2](o, final(k.Load(cbuf, i))));
       return Block(std::move(out));
     }));
   }
