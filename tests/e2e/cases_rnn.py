@@ -10,7 +10,7 @@ F = TensorProto.FLOAT
 
 
 def recurrent(op, T=5, B=3, I=4, H=6, direction="forward", gates=1, bias=True, lens=None, lens_runtime=False,
-              h0=False, c0=False, peep=False, opset=14, outputs=("Y", "Y_h"), **attrs):
+              h0=False, c0=False, peep=False, opset=14, outputs=("Y", "Y_h"), fold=False, **attrs):
     D = 2 if direction == "bidirectional" else 1
     inits = [numpy_helper.from_array(rnd(D, gates * H, I, seed=1), "W"),
              numpy_helper.from_array(rnd(D, gates * H, H, seed=2), "R")]
@@ -18,8 +18,13 @@ def recurrent(op, T=5, B=3, I=4, H=6, direction="forward", gates=1, bias=True, l
     ins.append("Bias" if bias else "")
     if bias:
         inits.append(numpy_helper.from_array(rnd(D, 2 * gates * H, seed=3), "Bias"))
-    graph_inputs = [helper.make_tensor_value_info("x", F, (T, B, I))]
-    feeds = {"x": rnd(T, B, I, seed=4, lo=-2, hi=2)}
+    x = rnd(T, B, I, seed=4, lo=-2, hi=2)
+    if fold:  # every input constant: keelc folds the node with the reference evaluator
+        inits.append(numpy_helper.from_array(x, "x"))
+        graph_inputs, feeds = [], {}
+    else:
+        graph_inputs = [helper.make_tensor_value_info("x", F, (T, B, I))]
+        feeds = {"x": x}
     ins.append("lens" if lens is not None else "")
     if lens is not None:
         lv = np.array(lens, np.int32)
@@ -48,8 +53,14 @@ def recurrent(op, T=5, B=3, I=4, H=6, direction="forward", gates=1, bias=True, l
             nodes.append(helper.make_node("Reshape", [o, "minus1"], [o + "_flat"]))
             flat.append(o + "_flat")
     inits.append(numpy_helper.from_array(np.array([-1], np.int64), "minus1"))
-    nodes.append(helper.make_node("Concat", flat, ["y"], axis=0) if len(flat) > 1 else
-                 helper.make_node("Identity", flat, ["y"]))
+    cat = "cat" if fold else "y"
+    nodes.append(helper.make_node("Concat", flat, [cat], axis=0) if len(flat) > 1 else
+                 helper.make_node("Identity", flat, [cat]))
+    if fold:  # a runtime operand keeps the graph from folding away entirely
+        size = T * D * B * H * ("Y" in outs) + D * B * H * (len([o for o in outs if o]) - ("Y" in outs))
+        graph_inputs.append(helper.make_tensor_value_info("z", F, (size,)))
+        feeds["z"] = np.zeros(size, np.float32)
+        nodes.append(helper.make_node("Add", ["cat", "z"], ["y"]))
     g = helper.make_graph(nodes, "g", graph_inputs, [helper.make_tensor_value_info("y", F, None)], initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
@@ -89,5 +100,14 @@ CASES = {
         "LSTM", gates=4, direction="bidirectional", lens=[0, 5, 2], lens_runtime=True, h0=True, c0=True,
         outputs=("Y", "Y_h", "Y_c")),
     "gru_zero_length": lambda: recurrent("GRU", gates=3, lens=[3, 0, 5], h0=True),
+    "lstm_folded_reference": lambda: recurrent(
+        "LSTM", gates=4, direction="bidirectional", lens=[0, 5, 2], h0=True, c0=True, peep=True, clip=0.9,
+        outputs=("Y", "Y_h", "Y_c"), fold=True),
+    "gru_folded_reference_lbr0": lambda: recurrent("GRU", gates=3, direction="bidirectional", lens=[3, 1, 5], h0=True,
+                                                   fold=True),
+    "gru_folded_reference_lbr1": lambda: recurrent("GRU", gates=3, direction="reverse", linear_before_reset=1,
+                                                   fold=True),
+    "rnn_folded_reference": lambda: recurrent("RNN", direction="bidirectional", activations=["Relu", "Softsign"],
+                                              h0=True, fold=True),
     "rnn_softplus_reverse": lambda: recurrent("RNN", direction="reverse", activations=["Softplus"], h0=True),
 }
