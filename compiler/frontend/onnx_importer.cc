@@ -301,9 +301,13 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
     inputs.push_back(v);
   }
   while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
-  if (n.output_size() < 1 || n.output(0).empty()) return InvalidArgument(where + ": has no output");
+  // Optional leading outputs may be omitted (RNN's Y with only Y_h used).
+  bool any_output = false;
+  for (const std::string& out : n.output()) any_output = any_output || !out.empty();
+  if (!any_output) return InvalidArgument(where + ": has no output");
 
-  if (def->identity_like && n.op_type() == "Identity" && !options_.keep_identity && !inputs.empty() && inputs[0]) {
+  if (def->identity_like && n.op_type() == "Identity" && !options_.keep_identity && !inputs.empty() && inputs[0] &&
+      !n.output(0).empty()) {
     values_[n.output(0)] = inputs[0];  // aliased; graph outputs are fixed up in Run()
     return Status::Ok();
   }

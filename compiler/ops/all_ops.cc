@@ -22,6 +22,7 @@ void RegisterAllOps(Registry& r) {
   RegisterMovementGatherScatterOps(r);
   RegisterMovementSplitOps(r);
   RegisterEinsumOps(r);
+  RegisterRecurrentOps(r);
 }
 
 }  // namespace keel::ops

@@ -27,5 +27,6 @@ void RegisterMovementGenerateOps(Registry& r);
 void RegisterMovementGatherScatterOps(Registry& r);
 void RegisterMovementSplitOps(Registry& r);
 void RegisterEinsumOps(Registry& r);
+void RegisterRecurrentOps(Registry& r);
 
 }  // namespace keel::ops
