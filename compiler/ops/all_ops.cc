@@ -13,6 +13,7 @@ void RegisterAllOps(Registry& r) {
   RegisterPoolOps(r);
   RegisterReduceOps(r);
   RegisterNormalizationOps(r);
+  RegisterResizeOps(r);
 }
 
 }  // namespace keel::ops

@@ -18,5 +18,6 @@ void RegisterConvOps(Registry& r);
 void RegisterPoolOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNormalizationOps(Registry& r);
+void RegisterResizeOps(Registry& r);
 
 }  // namespace keel::ops
