@@ -95,8 +95,8 @@ Status NormalizeResize(ir::Node& node, int version) {
 
 Status NormalizeUpsample(ir::Node& node, int version) {
   if (version >= 10) {
-    return NodeUnsupported(node, "Upsample is deprecated since opset 10 (the ONNX spec replaces it with Resize); "
-                                 "export the model with Resize or an opset below 10");
+    return NodeUnsupported(node, "deprecated since opset 10 (the ONNX spec replaces Upsample with Resize); "
+                                 "export the model with Resize, or with an opset below 10");
   }
   return NormalizeLegacy(node, version >= 9);
 }
