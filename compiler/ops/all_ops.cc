@@ -14,6 +14,7 @@ void RegisterAllOps(Registry& r) {
   RegisterReduceOps(r);
   RegisterNormalizationOps(r);
   RegisterResizeOps(r);
+  RegisterGridSampleOps(r);
 }
 
 }  // namespace keel::ops

@@ -19,5 +19,6 @@ void RegisterPoolOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNormalizationOps(Registry& r);
 void RegisterResizeOps(Registry& r);
+void RegisterGridSampleOps(Registry& r);
 
 }  // namespace keel::ops
