@@ -23,6 +23,8 @@ void RegisterAllOps(Registry& r) {
   RegisterMovementSplitOps(r);
   RegisterEinsumOps(r);
   RegisterRecurrentOps(r);
+  RegisterResizeOps(r);
+  RegisterGridSampleOps(r);
 }
 
 }  // namespace keel::ops

@@ -28,5 +28,7 @@ void RegisterMovementGatherScatterOps(Registry& r);
 void RegisterMovementSplitOps(Registry& r);
 void RegisterEinsumOps(Registry& r);
 void RegisterRecurrentOps(Registry& r);
+void RegisterResizeOps(Registry& r);
+void RegisterGridSampleOps(Registry& r);
 
 }  // namespace keel::ops
