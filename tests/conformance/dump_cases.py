@@ -9,10 +9,11 @@ package: the same cases as onnx/backend/test/data/node) becomes
 
 plus two manifests listing every case, excluded ones included:
 
-  OUT/manifest.json  for people and tools: name, category, reason, ops, rtol, atol,
+  OUT/manifest.json  for people and tools: name, category, reason, op (the op the
+                     case tests, for the per-op table), ops (all of the model's), rtol, atol,
                      inputs/outputs (name, dtype, shape, file)
   OUT/manifest.tsv   the same for the C++ runner, one record per line (tab-separated):
-                       case <name> <category> <reason> <ops,...> <rtol> <atol>
+                       case <name> <category> <reason> <op> <ops,...> <rtol> <atol>
                        in   <name> <dtype> <d0,d1,..> <file>
                        out  <name> <dtype> <d0,d1,..> <file>
                      (a scalar's shape field is "-"; in/out lines follow their case line)
@@ -170,6 +171,19 @@ def as_arrays(values):
     return out
 
 
+def primary_op(case, single_op):
+    """The op a case tests, for the per-op table: the single node's op; for a
+    function-expanded case (name_expanded[_verN]) "<op of name> (expanded)"; else the
+    one non-Constant op, or the distinct ops joined with '+'."""
+    if case.name in single_op:
+        return single_op[case.name]
+    m = re.match(r"^(.*)_expanded(_ver\d+)?$", case.name)
+    if m and m.group(1) in single_op:
+        return single_op[m.group(1)] + " (expanded)"
+    ops = sorted({n.op_type for n in case.model.graph.node} - {"Constant"})
+    return "+".join(ops) if ops else "Constant"
+
+
 def write_if_changed(path, data):
     if os.path.exists(path):
         with open(path, "rb") as f:
@@ -201,6 +215,7 @@ def main():
     os.makedirs(root, exist_ok=True)
     manifest, tsv = [], []
     seen = set()
+    single_op = {c.name: c.model.graph.node[0].op_type for c in cases if len(c.model.graph.node) == 1}
     for c in cases:
         if c.name in seen or not re.fullmatch(r"[A-Za-z0-9_.\-]+", c.name):
             print(f"dump_cases: skipping case with a duplicate or unusual name {c.name!r}", file=sys.stderr)
@@ -215,7 +230,7 @@ def main():
         if cat is None and (len(in_vis) != len(inputs) or len(model.graph.output) != len(outputs)):
             cat, reason = "optional", "the data set does not give one value per graph input/output"
         entry = {"name": c.name, "category": "tensor" if cat is None else "excluded:" + cat, "reason": reason,
-                 "ops": ops, "rtol": float(c.rtol), "atol": float(c.atol), "inputs": [], "outputs": []}
+                 "op": primary_op(c, single_op), "ops": ops, "rtol": float(c.rtol), "atol": float(c.atol), "inputs": [], "outputs": []}
         d = os.path.join(root, c.name)
         if cat is None:
             os.makedirs(d, exist_ok=True)
@@ -231,7 +246,7 @@ def main():
             shutil.rmtree(d)
         manifest.append(entry)
         tsv.append("\t".join(["case", c.name, entry["category"], reason.replace("\t", " ").replace("\n", " "),
-                              ",".join(ops) or "-", repr(entry["rtol"]), repr(entry["atol"])]))
+                              entry["op"], ",".join(ops) or "-", repr(entry["rtol"]), repr(entry["atol"])]))
         for kind, tag in (("inputs", "in"), ("outputs", "out")):
             for t in entry[kind]:
                 shape = ",".join(str(s) for s in t["shape"]) if t["shape"] else "-"
