@@ -13,6 +13,7 @@ plus two manifests listing every case, excluded ones included:
                      case tests, for the per-op table), ops (all of the model's), rtol, atol,
                      inputs/outputs (name, dtype, shape, file)
   OUT/manifest.tsv   the same for the C++ runner, one record per line (tab-separated):
+                       onnx <version>
                        case <name> <category> <reason> <op> <ops,...> <rtol> <atol>
                        in   <name> <dtype> <d0,d1,..> <file>
                        out  <name> <dtype> <d0,d1,..> <file>
@@ -213,7 +214,7 @@ def main():
     cases = [c for c in cases if rx.search(c.name)]
     root = os.path.join(a.out, "cases")
     os.makedirs(root, exist_ok=True)
-    manifest, tsv = [], []
+    manifest, tsv = [], ["onnx\t" + onnx.__version__]
     seen = set()
     single_op = {c.name: c.model.graph.node[0].op_type for c in cases if len(c.model.graph.node) == 1}
     for c in cases:
