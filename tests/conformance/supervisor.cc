@@ -216,7 +216,7 @@ std::vector<CaseResult> RunCases(const std::vector<Case>& cases, const std::vect
       if (elapsed >= options.timeout_seconds) {
         kill(w.pid, SIGKILL);
         char secs[32];
-        std::snprintf(secs, sizeof(secs), "%.0f", options.timeout_seconds);
+        std::snprintf(secs, sizeof(secs), "%g", options.timeout_seconds);
         fail_current(w, std::string("timed out after ") + secs + " s");
       }
     }
