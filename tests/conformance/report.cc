@@ -3,7 +3,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -28,6 +30,30 @@ struct Tally {
   int tensor_cases = 0;                 // in the manifest (ran or not)
   double compile_seconds = 0, run_seconds = 0;
 };
+
+// A refusal's reason with the case-specific parts (node names) elided, so that
+// the same refusal in many cases groups together.
+std::string ReasonGroup(const std::string& reason) {
+  static const std::regex kNode(R"(node '[^']*' \(([^)]*)\))");
+  static const std::regex kNamed(R"(([A-Za-z]+) '[^']*': )");
+  std::string g = std::regex_replace(reason, kNode, "$1");
+  g = std::regex_replace(g, kNamed, "$1: ");
+  return g;
+}
+
+// (count, reason group), most frequent first, ties by text.
+std::vector<std::pair<int, std::string>> RefusalGroups(const ReportInput& in) {
+  std::map<std::string, int> groups;
+  for (size_t i = 0; i < in.cases->size(); ++i) {
+    if ((*in.cases)[i].is_tensor() && in.ran[i] && in.results[i].status == "refused") {
+      ++groups[ReasonGroup(in.results[i].reason)];
+    }
+  }
+  std::vector<std::pair<int, std::string>> out;
+  for (const auto& [reason, n] : groups) out.emplace_back(n, reason);
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
 
 Tally Count(const ReportInput& in) {
   Tally t;
@@ -122,7 +148,13 @@ Status WriteReport(const ReportInput& in, const std::string& json_path, const st
       << ", \"mismatch\": " << c.mismatch << ", \"error\": " << c.error << ", \"total\": " << c.total() << "}";
     first = false;
   }
-  j << "\n },\n \"cases\": [";
+  j << "\n },\n \"refusal_reasons\": [";
+  first = true;
+  for (const auto& [n, reason] : RefusalGroups(in)) {
+    j << (first ? "\n  " : ",\n  ") << "{\"count\": " << n << ", \"reason\": " << Json(reason) << "}";
+    first = false;
+  }
+  j << "\n ],\n \"cases\": [";
   first = true;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
@@ -189,6 +221,13 @@ std::string FormatSummary(const ReportInput& in, bool all_ops) {
     if (!all_ops && c.pass == c.total()) continue;
     s << "| " << Cell(op) << " | " << c.pass << " | " << c.refused << " | " << c.mismatch << " | " << c.error
       << " | " << c.total() << " |\n";
+  }
+  const auto groups = RefusalGroups(in);
+  const size_t shown = all_ops ? groups.size() : std::min<size_t>(groups.size(), 15);
+  if (shown) {
+    s << "\n## Refusal reasons" << (shown < groups.size() ? " (most frequent)" : "") << "\n\n";
+    s << "| cases | reason (node names elided) |\n|---:|---|\n";
+    for (size_t i = 0; i < shown; ++i) s << "| " << groups[i].first << " | " << Cell(groups[i].second) << " |\n";
   }
   return s.str();
 }
