@@ -7,9 +7,12 @@
 // 2 for bad command-line usage.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "apps/common/cli.h"
 #include "compiler/driver/compile.h"
@@ -31,6 +34,10 @@ options:
                            %s
   --input-shape NAME=D,D,..  static shape for a graph input (dynamic dims)
   --batch N                value for every remaining dynamic dimension
+  --freeze-input NAME=FILE replace graph input NAME by a constant: FILE holds its raw
+                           bytes (the input's element type and shape, little-endian,
+                           row-major); the compiled model no longer has that input.
+                           For inputs that must be compile-time constants (shapes, k).
   --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v4 when the build
                            host has AVX-512, x86-64-v3 with AVX2+FMA, else x86-64),
                            native, x86-64, x86-64-v3, ... The VM refuses to load
@@ -106,6 +113,18 @@ int main(int argc, char** argv) {
         return UsageError("--input-shape expects NAME=D,D,... (got '" + v + "')");
       }
       options.import.input_shapes[v.substr(0, eq)] = shape;
+    } else if (args.Value("--freeze-input", v)) {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+        return UsageError("--freeze-input expects NAME=FILE (got '" + v + "')");
+      }
+      std::ifstream f(v.substr(eq + 1), std::ios::binary);
+      if (!f) {
+        std::fprintf(stderr, "keelc: error: --freeze-input: cannot open '%s'\n", v.substr(eq + 1).c_str());
+        return 1;
+      }
+      options.import.frozen_inputs[v.substr(0, eq)] =
+          std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     } else if (args.Value("--dump-ir", v)) {
       if (v.rfind("after-", 0) != 0) return UsageError("--dump-ir expects after-PASS or after-all");
       std::string pass = v.substr(6);

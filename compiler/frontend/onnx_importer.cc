@@ -267,6 +267,18 @@ Status Importer::ImportInput(const onnx::ValueInfoProto& vi) {
     }
     elements *= d;
   }
+  auto frozen = options_.frozen_inputs.find(vi.name());
+  if (frozen != options_.frozen_inputs.end()) {
+    if (frozen->second.size() != static_cast<size_t>(type.ByteSize())) {
+      return InvalidArgument(what + ": the frozen value has " + std::to_string(frozen->second.size()) +
+                             " bytes, its type " + type.ToString() + " needs " + std::to_string(type.ByteSize()));
+    }
+    auto data = std::make_shared<TensorData>();
+    data->type = type;
+    data->bytes = frozen->second;
+    values_[vi.name()] = graph_->AddConstant(vi.name(), std::move(data));
+    return Status::Ok();
+  }
   values_[vi.name()] = graph_->AddInput(vi.name(), type);
   return Status::Ok();
 }
@@ -412,6 +424,15 @@ Result<std::unique_ptr<ir::Graph>> Importer::Run(const onnx::ModelProto& model) 
     Status s = ImportInput(in);
     if (!s.ok()) return Fail(s);
     defined_[in.name()] = "a graph input";
+  }
+  for (const auto& [name, bytes] : options_.frozen_inputs) {
+    (void)bytes;
+    if (!input_names.count(name)) {
+      return Fail(InvalidArgument("frozen input '" + name + "' is not a graph input"));
+    }
+    if (values_.count(name) && values_.at(name)->constant() && defined_.at(name) == "an initializer") {
+      return Fail(InvalidArgument("frozen input '" + name + "' already has an initializer"));
+    }
   }
   for (int i = 0; i < g.node_size(); ++i) {
     Status s = ImportNode(g.node(i), static_cast<size_t>(i));

@@ -39,6 +39,13 @@ struct ImportOptions {
   int64_t default_dynamic_dim = -1;
   // Keep Identity nodes (the simplify pass removes them) instead of aliasing at import.
   bool keep_identity = false;
+  // Graph inputs replaced by constants ("frozen"): name -> the value's bytes in the
+  // input's element type and (resolved, static) shape, little-endian row-major.
+  // A frozen input becomes an initializer and is no longer an input of the
+  // compiled model, so ops needing a compile-time constant there (Reshape's
+  // shape, TopK's k, ...) compile. Errors: an unknown name, or a byte count that
+  // does not match the input's type.
+  std::map<std::string, std::vector<uint8_t>> frozen_inputs;
 };
 
 // Imports the model at `path`. External data files are resolved relative to the

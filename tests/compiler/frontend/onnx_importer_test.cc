@@ -159,6 +159,43 @@ TEST(OnnxImporterTest, DynamicDimsNeedOverrides) {
   EXPECT_EQ((*g3)->inputs()[0]->type().ToString(), "f32[1,3]");
 }
 
+// Frozen inputs become constants (what keelc --freeze-input and the conformance
+// runner use for inputs that must be compile-time constants).
+TEST(OnnxImporterTest, FrozenInputsBecomeConstants) {
+  auto m = NewModel(13);
+  AddInput(m, "x", {2, 3});
+  AddInput(m, "shape", {2}, onnx::TensorProto::INT64);
+  AddNode(m, "Reshape", {"x", "shape"}, {"y"});
+  AddOutput(m, "y");
+  std::string path = WriteModel(m, TempDir("frozen"), "m.onnx");
+
+  ImportOptions frozen;
+  const int64_t shape[2] = {3, 2};
+  frozen.frozen_inputs["shape"] = std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(shape),
+                                                       reinterpret_cast<const uint8_t*>(shape) + sizeof(shape));
+  auto g = ImportOnnx(path, frozen);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_EQ((*g)->inputs().size(), 1u);
+  EXPECT_EQ((*g)->inputs()[0]->name(), "x");
+  const ir::Node* reshape = (*g)->nodes().front();
+  ASSERT_NE(reshape->input(1)->constant(), nullptr);
+  EXPECT_EQ(reshape->input(1)->constant()->data<int64_t>()[0], 3);
+
+  ImportOptions wrong_size;
+  wrong_size.frozen_inputs["shape"] = {1, 2, 3};
+  auto bad = ImportOnnx(path, wrong_size);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("graph input 'shape': the frozen value has 3 bytes"), std::string::npos)
+      << bad.status().message();
+
+  ImportOptions unknown;
+  unknown.frozen_inputs["nope"] = {};
+  bad = ImportOnnx(path, unknown);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("frozen input 'nope' is not a graph input"), std::string::npos)
+      << bad.status().message();
+}
+
 // ---- bad inputs: each error names the problem ---------------------------------
 
 TEST(OnnxImporterTest, TruncatedFile) {

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# ONNX conformance: ONNX's node test cases (from the test virtualenv's onnx)
+# through keel's compiler and VM; prints the per-op table and writes
+# conformance_report.{json,md}. See docs/CONFORMANCE.md.
+#
+#   scripts/conformance.sh [--target cpu|cuda] [--out DIR] [--build DIR] [-j N]
+#                          [--filter REGEX] [--update-baseline] [--no-baseline] [-v]
+#
+#   --target      cpu (default) or cuda (the GPU machine; exits 77 "skipped" without
+#                 a usable GPU or a CUDA build)
+#   --out         dump + reports folder (default: BUILD/conformance-TARGET)
+#   --build       the build folder holding bin/keel_conformance (default: build; built
+#                 there with KEEL_BUILD_TESTS=ON when missing)
+#   --update-baseline  rewrite the target's baseline with the cases passing now
+#                 (cpu: tests/conformance/baseline.txt, cuda: baseline-cuda.txt)
+#   --no-baseline      report only
+# Exit status: 0 ok, 1 a baseline regression (or a failure), 77 skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=cpu out="" build=build jobs=2 filter="" update=0 check=1 verbose=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --target) target="$2"; shift 2 ;;
+    --target=*) target="${1#*=}"; shift ;;
+    --out) out="$2"; shift 2 ;;
+    --out=*) out="${1#*=}"; shift ;;
+    --build) build="$2"; shift 2 ;;
+    --build=*) build="${1#*=}"; shift ;;
+    -j) jobs="$2"; shift 2 ;;
+    -j*) jobs="${1#-j}"; shift ;;
+    --filter) filter="$2"; shift 2 ;;
+    --filter=*) filter="${1#*=}"; shift ;;
+    --update-baseline) update=1; shift ;;
+    --no-baseline) check=0; shift ;;
+    -v|--verbose) verbose=(-v); shift ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "conformance.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$target" in cpu|cuda) ;; *) echo "conformance.sh: --target expects cpu or cuda" >&2; exit 2 ;; esac
+out="${out:-$build/conformance-$target}"
+python=.venv/bin/python
+if [ ! -x "$python" ]; then echo "skipped: $python not found (run scripts/setup.sh)"; exit 77; fi
+if [ "$target" = cuda ] && ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+  echo "skipped: --target cuda needs an NVIDIA GPU (nvidia-smi -L failed)"; exit 77
+fi
+runner="$build/bin/keel_conformance"
+if [ ! -x "$runner" ]; then
+  echo "conformance.sh: building keel_conformance into $build"
+  if [ "$build" != build ]; then echo "conformance.sh: $runner not found" >&2; exit 1; fi
+  KEEL_BUILD_TARGETS="keel_conformance" scripts/build.sh -DKEEL_BUILD_TESTS=ON
+fi
+baseline=tests/conformance/baseline.txt
+[ "$target" = cuda ] && baseline=tests/conformance/baseline-cuda.txt
+args=(--cases "$out" --target "$target" -j "$jobs" --all-ops "${verbose[@]}")
+[ -n "$filter" ] && args+=(--filter "$filter")
+if [ "$update" = 1 ]; then
+  [ -n "$filter" ] && { echo "conformance.sh: --update-baseline runs every case (no --filter)" >&2; exit 2; }
+  args+=(--baseline "$baseline" --update-baseline)
+elif [ "$check" = 1 ] && [ -f "$baseline" ]; then
+  args+=(--baseline "$baseline")
+fi
+"$python" tests/conformance/dump_cases.py --out "$out" ${filter:+--filter "$filter"}
+exec "$runner" "${args[@]}"
