@@ -4,6 +4,9 @@
 // name → Value map. Tensor decoding (raw/typed/external) lives in TensorFromProto.
 #include "compiler/frontend/onnx_importer.h"
 
+#include "common/regular_file.h"
+#include "compiler/frontend/external_data.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -61,39 +64,17 @@ class Importer {
 
 Result<std::vector<uint8_t>> Importer::ReadExternal(const onnx::TensorProto& t, const std::string& what,
                                                      size_t expected) {
-  std::string location;
-  int64_t offset = 0, length = -1;
+  ExternalDataRef ref;
   for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "location") ref.location = kv.value();
     try {
-      if (kv.key() == "offset") offset = std::stoll(kv.value());
-      if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() == "offset") ref.offset = std::stoll(kv.value());
+      if (kv.key() == "length") ref.length = std::stoll(kv.value());
     } catch (...) {  // std::stoll throws on malformed numbers; keep errors as values
       return InvalidArgument(what + ": malformed external_data " + kv.key() + "='" + kv.value() + "'");
     }
   }
-  if (location.empty()) return InvalidArgument(what + ": external data without a location");
-  std::filesystem::path p = std::filesystem::path(model_dir_) / location;
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return NotFound(what + ": external data file '" + p.string() + "' cannot be opened");
-  if (length >= 0 && static_cast<size_t>(length) != expected) {
-    return InvalidArgument(what + ": external data length " + std::to_string(length) + " != expected " +
-                           std::to_string(expected) + " bytes");
-  }
-  std::error_code ec;
-  const uintmax_t file_size = std::filesystem::file_size(p, ec);
-  if (ec || offset < 0 || file_size < static_cast<uintmax_t>(offset) + expected) {
-    return IoError(what + ": external data file '" + p.string() + "' is too short (offset " + std::to_string(offset) +
-                   ", need " + std::to_string(expected) + " bytes)");
-  }
-  std::vector<uint8_t> bytes(expected);
-  f.seekg(offset);
-  f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(expected));
-  if (!f || f.gcount() != static_cast<std::streamsize>(expected)) {
-    return IoError(what + ": external data file '" + p.string() + "' is too short (offset " + std::to_string(offset) +
-                   ", need " + std::to_string(expected) + " bytes)");
-  }
-  return bytes;
+  return ReadExternalData(model_dir_, ref, what, expected);
 }
 
 Result<TensorDataPtr> Importer::TensorFromProto(const onnx::TensorProto& t, const std::string& what) {
@@ -459,12 +440,13 @@ Result<std::unique_ptr<ir::Graph>> ImportOnnxBytes(const std::string& bytes, con
 }
 
 Result<std::unique_ptr<ir::Graph>> ImportOnnx(const std::string& path, const ImportOptions& options) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return NotFound("ONNX model '" + path + "' does not exist");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError("cannot open ONNX model '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) return IoError("error reading ONNX model '" + path + "'");
+  // A regular file only, opened without blocking (a FIFO or a directory is a clear error).
+  KEEL_ASSIGN_OR_RETURN(common::RegularFile file, common::RegularFile::Open(path, "ONNX model"));
+  if (file.size() > static_cast<uint64_t>(INT_MAX)) {
+    return Unsupported("model '" + path + "': files over 2 GB must use external data");
+  }
+  std::string bytes(static_cast<size_t>(file.size()), '\0');
+  KEEL_RETURN_IF_ERROR(file.ReadAt(0, bytes.data(), bytes.size(), "ONNX model '" + path + "'"));
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   return ImportOnnxBytes(bytes, dir, path, options);
