@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "apps/keel-run/verify.h"
+#include "common/regular_file.h"
 #include "keel/vm.h"
 
 namespace {
@@ -224,18 +225,18 @@ int RunMain(int argc, char** argv) {
     auto idx = e.FindInput(name);
     if (!idx.ok()) return Fail(idx.status().ToString());
     const keel::TensorInfo& info = e.input(*idx);
-    std::ifstream in(file, std::ios::binary | std::ios::ate);
-    if (!in) return Fail("cannot read input file " + file);
-    const auto size = static_cast<uint64_t>(in.tellg());
-    if (size != info.byte_size) {
-      return Fail("input \"" + name + "\": file " + file + " has " + std::to_string(size) + " bytes, expected " +
+    // A regular file only, opened without blocking: a directory, a FIFO or a
+    // device is a one-line error, never a hang or a bogus size.
+    auto in = keel::common::RegularFile::Open(file, "input \"" + name + "\": file");
+    if (!in.ok()) return Fail(in.status().ToString());
+    if (in->size() != info.byte_size) {
+      return Fail("input \"" + name + "\": file " + file + " has " + std::to_string(in->size()) + " bytes, expected " +
                   std::to_string(info.byte_size) + " (" + ShapeString(info.shape) + " " +
                   keel::DataTypeName(info.dtype) + ")");
     }
-    input_bytes[*idx].resize(size);
-    in.seekg(0);
-    in.read(reinterpret_cast<char*>(input_bytes[*idx].data()), static_cast<std::streamsize>(size));
-    if (!in) return Fail("cannot read input file " + file);
+    auto bytes = in->ReadAll("input \"" + name + "\": file " + file);
+    if (!bytes.ok()) return Fail(bytes.status().ToString());
+    input_bytes[*idx] = std::move(*bytes);
     given[*idx] = true;
   }
   for (size_t i = 0; i < e.num_inputs(); ++i) {
