@@ -50,7 +50,9 @@ class Importer {
   Status ImportConstant(const onnx::NodeProto& n, const ir::Attributes& attrs, const std::string& where);
   Status ImportInput(const onnx::ValueInfoProto& vi);
   Status CheckInitializerAgainstInput(const onnx::ValueInfoProto& vi, const TensorData& init);
-  Result<ir::Value*> Lookup(const std::string& name, const std::string& where);
+  Result<ir::Value*> Lookup(const std::string& name, const std::string& where, int consumer = -1);
+  std::string LaterDefinition(const std::string& name, int consumer) const;
+  std::string NodeLabel(int index) const;
 
   std::string model_dir_;
   std::string model_name_;
@@ -60,6 +62,10 @@ class Importer {
   std::unordered_map<std::string, ir::Value*> values_;
   // Value name → what defined it (a second definition is an error).
   std::unordered_map<std::string, std::string> defined_;
+  // For messages only: the graph being imported and, per output name, the first
+  // node that writes it (to tell "defined later: cycle" from "not defined").
+  const onnx::GraphProto* onnx_graph_ = nullptr;
+  std::unordered_map<std::string, int> producer_;
 };
 
 Result<std::vector<uint8_t>> Importer::ReadExternal(const onnx::TensorProto& t, const std::string& what,
@@ -164,9 +170,52 @@ Result<ir::AttrValue> Importer::ConvertAttribute(const onnx::AttributeProto& a, 
   }
 }
 
-Result<ir::Value*> Importer::Lookup(const std::string& name, const std::string& where) {
+std::string Importer::NodeLabel(int index) const {
+  const onnx::NodeProto& n = onnx_graph_->node(index);
+  return "'" + (n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name()) + "'";
+}
+
+// `name` is written by a node after `consumer`. Either the nodes are out of order
+// (ONNX requires topological order) or there is a cycle through `consumer`: a
+// breadth-first search from the producer back through its inputs' producers
+// finds the shortest such cycle, which the message names.
+std::string Importer::LaterDefinition(const std::string& name, int consumer) const {
+  const int producer = producer_.at(name);
+  std::unordered_map<int, int> next;  // node -> the node it feeds on the way to `producer`
+  std::vector<int> queue = {producer};
+  next[producer] = -1;
+  bool found = producer == consumer;
+  for (size_t q = 0; q < queue.size() && !found; ++q) {
+    for (const std::string& in : onnx_graph_->node(queue[q]).input()) {
+      auto p = producer_.find(in);
+      if (p == producer_.end() || next.count(p->second)) continue;
+      next[p->second] = queue[q];
+      if (p->second == consumer) {
+        found = true;
+        break;
+      }
+      queue.push_back(p->second);
+    }
+  }
+  std::string text = "input '" + name + "' is defined later, by node " + NodeLabel(producer);
+  if (!found) return text + " (ONNX nodes must be in topological order)";
+  // consumer feeds next[consumer], ..., which feeds the producer, which feeds consumer.
+  text += ": cycle " + NodeLabel(consumer);
+  int shown = 0;
+  for (int k = next[consumer]; k >= 0; k = next[k]) {
+    if (++shown > 8) {
+      text += " -> ...";
+      break;
+    }
+    text += " -> " + NodeLabel(k);
+  }
+  return text + " -> " + NodeLabel(consumer);
+}
+
+Result<ir::Value*> Importer::Lookup(const std::string& name, const std::string& where, int consumer) {
   auto it = values_.find(name);
   if (it != values_.end()) return it->second;
+  if (consumer >= 0 && producer_.count(name)) return InvalidArgument(where + ": " + LaterDefinition(name, consumer));
   return InvalidArgument(where + ": input '" + name +
                          "' is not defined by any graph input, initializer or earlier node");
 }
@@ -278,7 +327,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
       inputs.push_back(nullptr);
       continue;
     }
-    KEEL_ASSIGN_OR_RETURN(ir::Value* v, Lookup(in, where));
+    KEEL_ASSIGN_OR_RETURN(ir::Value* v, Lookup(in, where, static_cast<int>(index)));
     inputs.push_back(v);
   }
   while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
@@ -389,6 +438,12 @@ Result<std::unique_ptr<ir::Graph>> Importer::Run(const onnx::ModelProto& model) 
     Status s = ImportInput(in);
     if (!s.ok()) return Fail(s);
     defined_[in.name()] = "a graph input";
+  }
+  onnx_graph_ = &g;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& out : g.node(i).output()) {
+      if (!out.empty()) producer_.emplace(out, i);
+    }
   }
   for (int i = 0; i < g.node_size(); ++i) {
     Status s = ImportNode(g.node(i), static_cast<size_t>(i));
