@@ -219,6 +219,17 @@ Status CheckTargets(const fbs::Executable* root) {
   return Status::Ok();
 }
 
+// The kernel library digest (format 1.1) is a SHA-256 or absent.
+Status CheckLibraryDigest(const fbs::Executable* root) {
+  const auto* sha = root->kernel_library_sha256();
+  if (sha == nullptr) return Status::Ok();
+  if (sha->size() != 32) {
+    return Bad("kernel_library_sha256 has " + std::to_string(sha->size()) + " bytes, a SHA-256 has 32");
+  }
+  if (root->kernel_library_id() == nullptr) return Bad("kernel_library_sha256 without a kernel_library_id");
+  return Status::Ok();
+}
+
 Status CheckLaunch(const fbs::LaunchConfig* l, const std::string& what) {
   if (l == nullptr) return Bad(what + ": cuda_generated kernel without a launch config");
   for (const auto* dims : {l->grid(), l->block()}) {
@@ -677,6 +688,7 @@ Result<ExecutableView> ReadExecutable(std::span<const uint8_t> file) {
   KEEL_RETURN_IF_ERROR(CheckDataSegment(view.root, file, fb_size, &view));
   KEEL_RETURN_IF_ERROR(CheckConstants(view.root, view.data_segment.size()));
   KEEL_RETURN_IF_ERROR(CheckTargets(view.root));
+  KEEL_RETURN_IF_ERROR(CheckLibraryDigest(view.root));
   KEEL_RETURN_IF_ERROR(CheckKernels(view.root));
   KEEL_RETURN_IF_ERROR(CheckMemoryPlan(view.root));
   KEEL_RETURN_IF_ERROR(CheckFunctions(view.root));

@@ -200,6 +200,8 @@ struct ExecutableWriter::State {
   std::vector<ConstantEntry> constants;
   std::optional<MemoryPlanDesc> plan;
   std::string kernel_library_id;
+  std::optional<uint64_t> kernel_library_size;
+  std::vector<uint8_t> kernel_library_sha256;
   std::string producer;
 };
 
@@ -244,6 +246,10 @@ uint32_t ExecutableWriter::AddRawConstant(RawConstantDesc constant) {
 
 void ExecutableWriter::SetMemoryPlan(MemoryPlanDesc plan) { state_->plan = std::move(plan); }
 void ExecutableWriter::SetKernelLibraryId(std::string id) { state_->kernel_library_id = std::move(id); }
+void ExecutableWriter::SetKernelLibraryDigest(uint64_t size, const std::array<uint8_t, 32>& sha256) {
+  state_->kernel_library_size = size;
+  state_->kernel_library_sha256.assign(sha256.begin(), sha256.end());
+}
 void ExecutableWriter::SetProducer(std::string producer) { state_->producer = std::move(producer); }
 
 FunctionBuilder& ExecutableWriter::AddFunction(std::string name, std::vector<TensorSigDesc> params,
@@ -299,9 +305,11 @@ Status ExecutableWriter::Emit(const FinishOptions& options, const std::function<
     auto library_id = OptString(fbb, st.kernel_library_id);
     fbs::FormatVersion version(options.version_major.value_or(kFormatVersionMajor),
                                options.version_minor.value_or(kFormatVersionMinor));
+    auto library_sha256 = st.kernel_library_sha256.empty() ? 0 : fbb.CreateVector(st.kernel_library_sha256);
     auto root = fbs::CreateExecutable(fbb, options.omit_version ? nullptr : &version, producer, targets_v,
                                       functions_v, kernels_v, constants_v, plan, library_id, data_offset,
-                                      options.data_segment_size.value_or(data_size));
+                                      options.data_segment_size.value_or(data_size),
+                                      st.kernel_library_size.value_or(0), library_sha256);
     fbs::FinishSizePrefixedExecutableBuffer(fbb, root);
   };
 

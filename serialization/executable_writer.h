@@ -220,6 +220,9 @@ class ExecutableWriter {
 
   void SetMemoryPlan(MemoryPlanDesc plan);
   void SetKernelLibraryId(std::string id);
+  // The kernel library's byte size and SHA-256 (format 1.1): the VM refuses a
+  // library that differs, before dlopen. Unset: nothing is recorded or checked.
+  void SetKernelLibraryDigest(uint64_t size, const std::array<uint8_t, 32>& sha256);
   void SetProducer(std::string producer);
 
   // Functions are written in the order added; the first is the entry (`main`).

@@ -459,7 +459,13 @@ Status ResolveLibrary(LoadedExecutable& out, const ser::ExecutableView& view, co
       KEEL_RETURN_IF_ERROR(CheckHostCpuFeatures(target->features()->string_view()));
     }
   }
-  KEEL_ASSIGN_OR_RETURN(out.library, KernelLibrary::Open(path, id));
+  KernelLibrary::Expected expected;
+  expected.id = id;
+  if (const auto* sha = view.root->kernel_library_sha256()) {  // size 32: checked by ReadExecutable
+    expected.size = view.root->kernel_library_size();
+    expected.sha256 = std::span<const uint8_t>(sha->data(), sha->size());
+  }
+  KEEL_ASSIGN_OR_RETURN(out.library, KernelLibrary::Open(path, expected));
   out.library_path = path;
   for (KernelEntry& k : out.kernels) {
     if (k.kind == static_cast<uint8_t>(ser::KernelKind::kCpuGenerated)) {

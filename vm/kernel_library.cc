@@ -2,10 +2,13 @@
 #include "vm/kernel_library.h"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
+
+#include "common/file_digest.h"
+#include "common/regular_file.h"
 
 namespace keel::vm_internal {
 namespace {
@@ -17,13 +20,33 @@ std::string DlErrorText() {
   const char* e = dlerror();
   return e != nullptr ? std::string(e) : std::string("unknown dlopen error");
 }
+
+// Refuses the file at `path` unless it is a regular file with the recorded size
+// and SHA-256 (nothing of it is executed before this returns OK).
+Status CheckRecordedDigest(const std::string& path, const KernelLibrary::Expected& expected) {
+  KEEL_ASSIGN_OR_RETURN(common::RegularFile file, common::RegularFile::Open(path, "kernel library"));
+  if (expected.sha256.empty()) return Status::Ok();
+  if (file.size() != expected.size) {
+    return InvalidExecutable("kernel library " + path + " has " + std::to_string(file.size()) +
+                             " bytes but the executable records " + std::to_string(expected.size) +
+                             " (truncated, damaged or from another build); not loading it");
+  }
+  KEEL_ASSIGN_OR_RETURN(common::FileDigest digest, common::DigestFile(file, "kernel library " + path));
+  if (!std::equal(digest.sha256.begin(), digest.sha256.end(), expected.sha256.begin(), expected.sha256.end())) {
+    common::Sha256::Digest want{};
+    std::copy(expected.sha256.begin(), expected.sha256.end(), want.begin());
+    return InvalidExecutable("kernel library " + path + " has SHA-256 " + common::Sha256::Hex(digest.sha256) +
+                             " but the executable records " + common::Sha256::Hex(want) +
+                             " (damaged or substituted); not loading it");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-Result<std::unique_ptr<KernelLibrary>> KernelLibrary::Open(const std::string& path, std::string_view expected_id) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return NotFound("kernel library not found: " + path);
-  }
+Result<std::unique_ptr<KernelLibrary>> KernelLibrary::Open(const std::string& path, const Expected& expected) {
+  const std::string_view expected_id = expected.id;
+  KEEL_RETURN_IF_ERROR(CheckRecordedDigest(path, expected));
   void* handle = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_dl_mutex);

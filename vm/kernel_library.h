@@ -5,6 +5,13 @@
 // keel_kernel_library_id against what the executable expects, and looks kernels
 // up by name.
 //
+// dlopen runs the library's code (constructors, then kernels), so a damaged or
+// substituted file must be refused before it: when the executable records the
+// library's size and SHA-256 (format 1.1, written by keelc), Open checks the file
+// is a regular file of that size and hashes it first. This guards against
+// corruption and mix-ups, not against a process that can rewrite the file between
+// the check and dlopen (that process can already run code as this user).
+//
 // Ownership/lifetime: the KernelLibrary owns the dlopen handle and dlclose()s it
 // when destroyed; every function pointer obtained from it is valid only while it
 // lives (LoadedExecutable keeps it alive as long as any VM uses the executable).
@@ -12,7 +19,9 @@
 // dlerror text is read under a process-wide lock).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -23,10 +32,18 @@ namespace keel::vm_internal {
 
 class KernelLibrary {
  public:
-  // Errors: kNotFound (no file at `path`), kInvalidExecutable (dlopen fails on an
-  // existing file, missing or different keel_kernel_abi_version, missing or
-  // different keel_kernel_library_id), each naming the path.
-  static Result<std::unique_ptr<KernelLibrary>> Open(const std::string& path, std::string_view expected_id);
+  // What the executable says about its library: the id, and (format 1.1) the
+  // size and SHA-256; an empty `sha256` means none was recorded (not checked).
+  struct Expected {
+    std::string_view id;
+    uint64_t size = 0;
+    std::span<const uint8_t> sha256;
+  };
+  // Errors: kNotFound (no file at `path`), kInvalidArgument (not a regular file),
+  // kInvalidExecutable (size or SHA-256 differ — checked before dlopen —, dlopen
+  // fails, missing or different keel_kernel_abi_version or keel_kernel_library_id),
+  // each one line naming the path.
+  static Result<std::unique_ptr<KernelLibrary>> Open(const std::string& path, const Expected& expected);
   ~KernelLibrary();
   KernelLibrary(const KernelLibrary&) = delete;
   KernelLibrary& operator=(const KernelLibrary&) = delete;

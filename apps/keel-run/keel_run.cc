@@ -2,14 +2,15 @@
 //
 //   keel-run model.keel [--library model.keel.so] [--input name=file.bin ...]
 //            [--output-dir DIR] [--device cpu|cuda] [--trace] [--iterations N]
-//            [--threads N] [--tuning-file PATH] [--help]
+//            [--threads N] [--tuning-file PATH] [--verify] [--help]
 //
 // Prints each output's name, shape, dtype and a checksum (sum and L2 norm of the
 // values), optionally writes outputs as raw .bin files, and with --trace one line
 // per executed instruction (the device operation, bytes, time). Inputs not given
 // are filled with a deterministic pattern (and the tool says so). Any error ends
 // the program with exit code 1 and a one-line reason (2 for bad usage).
-// Uses only the public API (keel/vm.h).
+// Runs through the public API (keel/vm.h) only; --verify reads the executable with
+// the serialization reader so that the library is never loaded.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/keel-run/verify.h"
+#include "common/regular_file.h"
 #include "keel/vm.h"
 
 namespace {
@@ -27,7 +30,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: keel-run model.keel [--library model.keel.so] [--input name=file.bin ...]\n"
     "                [--output-dir DIR] [--device cpu|cuda] [--trace] [--iterations N]\n"
-    "                [--threads N] [--tuning-file PATH] [--help]\n"
+    "                [--threads N] [--tuning-file PATH] [--verify] [--help]\n"
     "  --library     kernel library (default: <model>.so next to the model)\n"
     "  --input       raw little-endian bytes of an input (missing inputs get a deterministic pattern)\n"
     "  --output-dir  write each output as DIR/<name>.bin\n"
@@ -39,7 +42,9 @@ constexpr const char* kUsage =
     "  --tuning-file PATH  cuda: reuse the cuDNN/cuBLASLt choices recorded in PATH; choices timed\n"
     "                now are added to it (vm/cuda/autotune.h has the format)\n"
     "  --iterations  run N times and report the mean time per run (default 1)\n"
-    "  --threads     CPU worker threads (default: hardware concurrency)\n";
+    "  --threads     CPU worker threads (default: hardware concurrency)\n"
+    "  --verify      check that the kernel library matches the executable (size and SHA-256\n"
+    "                recorded by keelc) without loading it, then exit (0: it matches)\n";
 
 struct Args {
   std::string model, library, output_dir, device = "cpu", tuning_file;
@@ -47,6 +52,7 @@ struct Args {
   bool trace = false;
   bool cuda_graph = true;
   bool allow_tf32 = false;
+  bool verify = false;
   int iterations = 1;
   int threads = 0;
 };
@@ -85,6 +91,8 @@ int ParseArgs(int argc, char** argv, Args& a) {
       a.trace = true;
     } else if (arg == "--no-cuda-graph") {
       a.cuda_graph = false;
+    } else if (arg == "--verify") {
+      a.verify = true;
     } else if (arg == "--allow-tf32") {
       a.allow_tf32 = true;
     } else if (arg == "--library" || arg == "--output-dir" || arg == "--device" || arg == "--input" ||
@@ -193,6 +201,7 @@ std::string SafeFileName(const std::string& name) {
 int RunMain(int argc, char** argv) {
   Args a;
   if (int rc = ParseArgs(argc, argv, a); rc >= 0) return rc;
+  if (a.verify) return keel::run::VerifyPair(a.model, a.library);
 
   keel::LoadOptions lo;
   lo.library_path = a.library;
@@ -216,18 +225,18 @@ int RunMain(int argc, char** argv) {
     auto idx = e.FindInput(name);
     if (!idx.ok()) return Fail(idx.status().ToString());
     const keel::TensorInfo& info = e.input(*idx);
-    std::ifstream in(file, std::ios::binary | std::ios::ate);
-    if (!in) return Fail("cannot read input file " + file);
-    const auto size = static_cast<uint64_t>(in.tellg());
-    if (size != info.byte_size) {
-      return Fail("input \"" + name + "\": file " + file + " has " + std::to_string(size) + " bytes, expected " +
+    // A regular file only, opened without blocking: a directory, a FIFO or a
+    // device is a one-line error, never a hang or a bogus size.
+    auto in = keel::common::RegularFile::Open(file, "input \"" + name + "\": file");
+    if (!in.ok()) return Fail(in.status().ToString());
+    if (in->size() != info.byte_size) {
+      return Fail("input \"" + name + "\": file " + file + " has " + std::to_string(in->size()) + " bytes, expected " +
                   std::to_string(info.byte_size) + " (" + ShapeString(info.shape) + " " +
                   keel::DataTypeName(info.dtype) + ")");
     }
-    input_bytes[*idx].resize(size);
-    in.seekg(0);
-    in.read(reinterpret_cast<char*>(input_bytes[*idx].data()), static_cast<std::streamsize>(size));
-    if (!in) return Fail("cannot read input file " + file);
+    auto bytes = in->ReadAll("input \"" + name + "\": file " + file);
+    if (!bytes.ok()) return Fail(bytes.status().ToString());
+    input_bytes[*idx] = std::move(*bytes);
     given[*idx] = true;
   }
   for (size_t i = 0; i < e.num_inputs(); ++i) {

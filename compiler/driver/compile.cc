@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "common/file_digest.h"
 #include "compiler/driver/model_lifetimes.h"
 #include "compiler/lower/buffer_assignment.h"
 #include "compiler/memory/plan_report.h"
@@ -69,6 +70,9 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   for (const memory::Storage& s : stats.plan.storages) summary.num_device_allocations += s.arena < 0 ? 1 : 0;
 
   KEEL_RETURN_IF_ERROR(backend->EmitLibrary(summary.library_id, options.output_path + ".so"));
+  // The VM checks the library against this before dlopen (format 1.1).
+  KEEL_ASSIGN_OR_RETURN(common::FileDigest digest, common::DigestPath(options.output_path + ".so", "kernel library"));
+  writer.SetKernelLibraryDigest(digest.size, digest.sha256);
   KEEL_RETURN_IF_ERROR(writer.WriteFile(options.output_path));
   std::error_code ec;
   summary.executable_bytes = std::filesystem::file_size(options.output_path, ec);

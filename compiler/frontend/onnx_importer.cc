@@ -4,6 +4,9 @@
 // name → Value map. Tensor decoding (raw/typed/external) lives in TensorFromProto.
 #include "compiler/frontend/onnx_importer.h"
 
+#include "common/regular_file.h"
+#include "compiler/frontend/external_data.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -47,7 +50,9 @@ class Importer {
   Status ImportConstant(const onnx::NodeProto& n, const ir::Attributes& attrs, const std::string& where);
   Status ImportInput(const onnx::ValueInfoProto& vi);
   Status CheckInitializerAgainstInput(const onnx::ValueInfoProto& vi, const TensorData& init);
-  Result<ir::Value*> Lookup(const std::string& name, const std::string& where);
+  Result<ir::Value*> Lookup(const std::string& name, const std::string& where, int consumer = -1);
+  std::string LaterDefinition(const std::string& name, int consumer) const;
+  std::string NodeLabel(int index) const;
 
   std::string model_dir_;
   std::string model_name_;
@@ -57,43 +62,25 @@ class Importer {
   std::unordered_map<std::string, ir::Value*> values_;
   // Value name → what defined it (a second definition is an error).
   std::unordered_map<std::string, std::string> defined_;
+  // For messages only: the graph being imported and, per output name, the first
+  // node that writes it (to tell "defined later: cycle" from "not defined").
+  const onnx::GraphProto* onnx_graph_ = nullptr;
+  std::unordered_map<std::string, int> producer_;
 };
 
 Result<std::vector<uint8_t>> Importer::ReadExternal(const onnx::TensorProto& t, const std::string& what,
                                                      size_t expected) {
-  std::string location;
-  int64_t offset = 0, length = -1;
+  ExternalDataRef ref;
   for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "location") ref.location = kv.value();
     try {
-      if (kv.key() == "offset") offset = std::stoll(kv.value());
-      if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() == "offset") ref.offset = std::stoll(kv.value());
+      if (kv.key() == "length") ref.length = std::stoll(kv.value());
     } catch (...) {  // std::stoll throws on malformed numbers; keep errors as values
       return InvalidArgument(what + ": malformed external_data " + kv.key() + "='" + kv.value() + "'");
     }
   }
-  if (location.empty()) return InvalidArgument(what + ": external data without a location");
-  std::filesystem::path p = std::filesystem::path(model_dir_) / location;
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return NotFound(what + ": external data file '" + p.string() + "' cannot be opened");
-  if (length >= 0 && static_cast<size_t>(length) != expected) {
-    return InvalidArgument(what + ": external data length " + std::to_string(length) + " != expected " +
-                           std::to_string(expected) + " bytes");
-  }
-  std::error_code ec;
-  const uintmax_t file_size = std::filesystem::file_size(p, ec);
-  if (ec || offset < 0 || file_size < static_cast<uintmax_t>(offset) + expected) {
-    return IoError(what + ": external data file '" + p.string() + "' is too short (offset " + std::to_string(offset) +
-                   ", need " + std::to_string(expected) + " bytes)");
-  }
-  std::vector<uint8_t> bytes(expected);
-  f.seekg(offset);
-  f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(expected));
-  if (!f || f.gcount() != static_cast<std::streamsize>(expected)) {
-    return IoError(what + ": external data file '" + p.string() + "' is too short (offset " + std::to_string(offset) +
-                   ", need " + std::to_string(expected) + " bytes)");
-  }
-  return bytes;
+  return ReadExternalData(model_dir_, ref, what, expected);
 }
 
 Result<TensorDataPtr> Importer::TensorFromProto(const onnx::TensorProto& t, const std::string& what) {
@@ -183,9 +170,52 @@ Result<ir::AttrValue> Importer::ConvertAttribute(const onnx::AttributeProto& a, 
   }
 }
 
-Result<ir::Value*> Importer::Lookup(const std::string& name, const std::string& where) {
+std::string Importer::NodeLabel(int index) const {
+  const onnx::NodeProto& n = onnx_graph_->node(index);
+  return "'" + (n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name()) + "'";
+}
+
+// `name` is written by a node after `consumer`. Either the nodes are out of order
+// (ONNX requires topological order) or there is a cycle through `consumer`: a
+// breadth-first search from the producer back through its inputs' producers
+// finds the shortest such cycle, which the message names.
+std::string Importer::LaterDefinition(const std::string& name, int consumer) const {
+  const int producer = producer_.at(name);
+  std::unordered_map<int, int> next;  // node -> the node it feeds on the way to `producer`
+  std::vector<int> queue = {producer};
+  next[producer] = -1;
+  bool found = producer == consumer;
+  for (size_t q = 0; q < queue.size() && !found; ++q) {
+    for (const std::string& in : onnx_graph_->node(queue[q]).input()) {
+      auto p = producer_.find(in);
+      if (p == producer_.end() || next.count(p->second)) continue;
+      next[p->second] = queue[q];
+      if (p->second == consumer) {
+        found = true;
+        break;
+      }
+      queue.push_back(p->second);
+    }
+  }
+  std::string text = "input '" + name + "' is defined later, by node " + NodeLabel(producer);
+  if (!found) return text + " (ONNX nodes must be in topological order)";
+  // consumer feeds next[consumer], ..., which feeds the producer, which feeds consumer.
+  text += ": cycle " + NodeLabel(consumer);
+  int shown = 0;
+  for (int k = next[consumer]; k >= 0; k = next[k]) {
+    if (++shown > 8) {
+      text += " -> ...";
+      break;
+    }
+    text += " -> " + NodeLabel(k);
+  }
+  return text + " -> " + NodeLabel(consumer);
+}
+
+Result<ir::Value*> Importer::Lookup(const std::string& name, const std::string& where, int consumer) {
   auto it = values_.find(name);
   if (it != values_.end()) return it->second;
+  if (consumer >= 0 && producer_.count(name)) return InvalidArgument(where + ": " + LaterDefinition(name, consumer));
   return InvalidArgument(where + ": input '" + name +
                          "' is not defined by any graph input, initializer or earlier node");
 }
@@ -309,7 +339,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
       inputs.push_back(nullptr);
       continue;
     }
-    KEEL_ASSIGN_OR_RETURN(ir::Value* v, Lookup(in, where));
+    KEEL_ASSIGN_OR_RETURN(ir::Value* v, Lookup(in, where, static_cast<int>(index)));
     inputs.push_back(v);
   }
   while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
@@ -434,6 +464,12 @@ Result<std::unique_ptr<ir::Graph>> Importer::Run(const onnx::ModelProto& model) 
       return Fail(InvalidArgument("frozen input '" + name + "' already has an initializer"));
     }
   }
+  onnx_graph_ = &g;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& out : g.node(i).output()) {
+      if (!out.empty()) producer_.emplace(out, i);
+    }
+  }
   for (int i = 0; i < g.node_size(); ++i) {
     Status s = ImportNode(g.node(i), static_cast<size_t>(i));
     if (!s.ok()) return Fail(s);
@@ -484,12 +520,13 @@ Result<std::unique_ptr<ir::Graph>> ImportOnnxBytes(const std::string& bytes, con
 }
 
 Result<std::unique_ptr<ir::Graph>> ImportOnnx(const std::string& path, const ImportOptions& options) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return NotFound("ONNX model '" + path + "' does not exist");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError("cannot open ONNX model '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) return IoError("error reading ONNX model '" + path + "'");
+  // A regular file only, opened without blocking (a FIFO or a directory is a clear error).
+  KEEL_ASSIGN_OR_RETURN(common::RegularFile file, common::RegularFile::Open(path, "ONNX model"));
+  if (file.size() > static_cast<uint64_t>(INT_MAX)) {
+    return Unsupported("model '" + path + "': files over 2 GB must use external data");
+  }
+  std::string bytes(static_cast<size_t>(file.size()), '\0');
+  KEEL_RETURN_IF_ERROR(file.ReadAt(0, bytes.data(), bytes.size(), "ONNX model '" + path + "'"));
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   return ImportOnnxBytes(bytes, dir, path, options);

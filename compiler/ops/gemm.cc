@@ -33,7 +33,10 @@ Result<std::vector<ir::TensorType>> InferGemm(const ir::Node& node) {
   if (A.shape.size() != 2 || B.shape.size() != 2) {
     return NodeError(node, "inputs must be 2-D, got " + A.ToString() + " and " + B.ToString());
   }
-  if (A.dtype != B.dtype) return NodeError(node, "input dtypes differ");
+  if (A.dtype != B.dtype) {
+    return NodeError(node, "input dtypes differ: '" + node.input(0)->name() + "' is " + A.ToString() + ", '" +
+                               node.input(1)->name() + "' is " + B.ToString());
+  }
   KEEL_ASSIGN_OR_RETURN(int64_t ta, node.attrs().GetInt("transA", 0));
   KEEL_ASSIGN_OR_RETURN(int64_t tb, node.attrs().GetInt("transB", 0));
   const int64_t m = ta ? A.shape[1] : A.shape[0], k = ta ? A.shape[0] : A.shape[1];
@@ -81,7 +84,10 @@ Result<std::vector<ir::TensorType>> InferMatMul(const ir::Node& node) {
   KEEL_RETURN_IF_ERROR(CheckArity(node, 2, 2));
   const ir::TensorType& A = InputType(node, 0);
   const ir::TensorType& B = InputType(node, 1);
-  if (A.dtype != B.dtype) return NodeError(node, "input dtypes differ");
+  if (A.dtype != B.dtype) {
+    return NodeError(node, "input dtypes differ: '" + node.input(0)->name() + "' is " + A.ToString() + ", '" +
+                               node.input(1)->name() + "' is " + B.ToString());
+  }
   std::vector<int64_t> sa = A.shape, sb = B.shape;
   if (sa.empty() || sb.empty()) return NodeError(node, "scalar operands are not allowed");
   const bool va = sa.size() == 1, vb = sb.size() == 1;

@@ -209,7 +209,10 @@ Result<std::vector<ir::TensorType>> InferConcat(const ir::Node& node) {
       return NodeError(node, "input " + std::to_string(i) + " has rank " + std::to_string(t.shape.size()) +
                                  ", input 0 has rank " + std::to_string(rank));
     }
-    if (t.dtype != x.dtype) return NodeError(node, "input dtypes differ");
+    if (t.dtype != x.dtype) {
+      return NodeError(node, "input dtypes differ: input 0 is " + x.ToString() + ", input " + std::to_string(i) +
+                                 " is " + t.ToString());
+    }
     for (int64_t d = 0; d < rank; ++d) {
       if (d != axis && t.shape[static_cast<size_t>(d)] != x.shape[static_cast<size_t>(d)]) {
         return NodeError(node, "input " + std::to_string(i) + " " + t.ToString() + " does not match " + x.ToString() +

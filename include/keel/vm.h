@@ -125,10 +125,24 @@ namespace vm_internal {
 struct LoadedExecutable;  // vm/executable.h
 }
 
+// Trust: loading a kernel library is trusting it. The library is native code:
+// dlopen runs its constructors and Run() calls its kernels in this process, with
+// this process's rights. The executable is data (fully verified at load; a
+// malformed one is refused with kInvalidExecutable), but the library cannot be
+// verified for behaviour, only for identity: keelc records the library's byte
+// size and SHA-256 in the executable (format 1.1), and the loader refuses a
+// library of another size or hash before dlopen. That catches damaged, truncated
+// and mixed-up files; it does not make an untrusted executable + library pair
+// safe (whoever wrote the executable chose the hash), nor protect against a
+// process that can rewrite the library between the check and dlopen. Load only
+// pairs from a source you trust; `keel-run --verify model.keel` checks a pair
+// offline without loading the library (docs/SECURITY.md).
 struct LoadOptions {
   // Kernel library (model.keel.so). Empty: for LoadFile, "<path>.so" next to the
   // executable; for LoadMemory, none. Only opened when the executable names a
   // kernel_library_id; an executable without cpu_generated kernels needs none.
+  // It must be a regular file whose size and SHA-256 match what the executable
+  // records (when it records them), checked before it is opened.
   std::string library_path;
   // LoadMemory only: false (default) copies the bytes into a 64-byte aligned
   // buffer owned by the Executable; true borrows them: the caller keeps the
@@ -141,7 +155,8 @@ class Executable {
  public:
   // Maps the file read-only (constants are used in place, no copy), verifies,
   // decodes and resolves kernels. Errors: kNotFound/kIoError (file or library),
-  // kInvalidExecutable (malformed file, wrong library id/ABI), kUnsupported
+  // kInvalidExecutable (malformed file, wrong library id/ABI, library size or
+  // SHA-256 different from the recorded ones), kUnsupported
   // (newer major version), kNotFound (kernel symbol missing from the library).
   static Result<std::shared_ptr<const Executable>> LoadFile(const std::string& path,
                                                             const LoadOptions& options = {});

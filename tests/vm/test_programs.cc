@@ -3,6 +3,8 @@
 
 #include <fstream>
 
+#include "common/file_digest.h"
+
 namespace keel::vmtest {
 namespace {
 using ser::DType;
@@ -110,6 +112,10 @@ FullOutputs ReferenceFull(const FullInputs& in) {
 Result<std::vector<uint8_t>> AddProgram(const AddProgramSpec& s, const ser::FinishOptions& finish) {
   ser::ExecutableWriter w;
   w.SetKernelLibraryId(s.library_id);
+  if (!s.digest_of_library.empty()) {
+    KEEL_ASSIGN_OR_RETURN(common::FileDigest d, common::DigestPath(s.digest_of_library, "kernel library"));
+    w.SetKernelLibraryDigest(d.size, d.sha256);
+  }
   AddTestKernels(w);
   if (s.add_kernel_name != "test_add_f32_4") {
     ser::KernelDesc d;

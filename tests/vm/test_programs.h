@@ -55,6 +55,8 @@ struct AddProgramSpec {
   std::string library_id = kLibraryId;
   std::string add_kernel_name = "test_add_f32_4";
   bool dynamic = false;
+  // When set, the executable records this file's size and SHA-256 (format 1.1).
+  std::string digest_of_library;
 };
 Result<std::vector<uint8_t>> AddProgram(const AddProgramSpec& spec, const ser::FinishOptions& finish = {});
 
