@@ -28,7 +28,7 @@
 //   kView         no kernel: the output is the input's bytes with another shape
 //                 (keel.Reshape; Reshape-like ops become it, see `reshape_like`).
 //   kNone         never reaches codegen (removed or rewritten by a pass: Identity,
-//                 Dropout, BatchNormalization...; a kNone op that survives is an
+//                 Dropout...; a kNone op that survives is an
 //                 internal error naming the pass that should have removed it).
 //                 Composite ops (Attention, ...) are kNone with an `expand`
 //                 hook: shape inference replaces them by the ops it builds

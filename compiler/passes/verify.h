@@ -1,8 +1,8 @@
 // compiler/passes/verify.h — the final structural check of a compiled graph.
 //
 // Graph::Verify(require_types=true) plus the post-pipeline invariants lowering
-// relies on: every node input/output has a static type, no BatchNormalization or
-// Dropout remains, keel.Fused nodes have bodies whose types match the node's.
+// relies on: every node input/output has a static type, no op without a kernel
+// (kNone: Dropout, ...) remains, keel.Fused nodes have bodies whose types match the node's.
 // Errors name the node; the pass never mutates the graph.
 #pragma once
 

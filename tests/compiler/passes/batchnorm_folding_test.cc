@@ -121,5 +121,18 @@ TEST(BatchNormFoldingTest, ConvOutputWithTwoUsesIsNotFolded) {
   EXPECT_EQ(Histogram(*folded)["Mul"], 1);  // scale+shift instead of touching the shared conv
 }
 
+TEST(BatchNormFoldingTest, RuntimeParametersStayForTheKernel) {
+  // A BN whose mean is a graph input cannot be folded: it stays and compiles as
+  // BatchNormalization's own kernel.
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* x = g->AddInput("x", F32({2, 3, 4}));
+  ir::Value* mean = g->AddInput("mean_in", F32({3}));
+  ir::Node* bn = AddBn(*g, x, 3, 60);
+  bn->SetInputs({x, bn->input(1), bn->input(2), mean, bn->input(4)});
+  g->AddOutput(bn->output(0));
+  ASSERT_TRUE(BnPipeline(*g).ok());
+  EXPECT_EQ(Histogram(*g)["BatchNormalization"], 1);
+}
+
 }  // namespace
 }  // namespace keel::passes
