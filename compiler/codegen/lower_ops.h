@@ -39,6 +39,7 @@ Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& s
 Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+Result<Stmt> LowerDeformConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // Window pools (any spatial rank); stores[1], when present, receives MaxPool's Indices.
 Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores);
 // GlobalAveragePool / GlobalMaxPool / GlobalLpPool.

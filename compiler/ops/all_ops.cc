@@ -11,6 +11,7 @@ void RegisterAllOps(Registry& r) {
   RegisterGemmOps(r);
   RegisterConvOps(r);
   RegisterConvTransposeOps(r);
+  RegisterDeformConvOps(r);
   RegisterPoolOps(r);
   RegisterReduceOps(r);
   RegisterNormalizationOps(r);

@@ -16,6 +16,7 @@ void RegisterMovementOps(Registry& r);
 void RegisterGemmOps(Registry& r);
 void RegisterConvOps(Registry& r);
 void RegisterConvTransposeOps(Registry& r);
+void RegisterDeformConvOps(Registry& r);
 void RegisterPoolOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNormalizationOps(Registry& r);

@@ -67,3 +67,23 @@ CASES = {
     "global_lp_pool": lambda: unary("GlobalLpPool", shape=(2, 3, 6, 7), p=3),
     "maxunpool": unpool,
 }
+
+
+def deform_conv():
+    x = rnd(1, 4, 7, 8)
+    off = rnd(1, 2 * 3 * 3 * 2, 5, 6, seed=5, lo=-1.5, hi=1.5)
+    mask = rnd(1, 2 * 3 * 3, 5, 6, seed=6, lo=0.0, hi=1.0)
+    node = helper.make_node("DeformConv", ["x", "w", "off", "b", "m"], ["y"], group=2, offset_group=2,
+                            pads=[0, 0, 0, 0], strides=[1, 1])
+    g = helper.make_graph([node], "g",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                           for n, s in [("x", x.shape), ("off", off.shape), ("m", mask.shape)]],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=[numpy_helper.from_array(rnd(6, 2, 3, 3, seed=3), "w"),
+                                       numpy_helper.from_array(rnd(6, seed=4), "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    return m, {"x": x, "off": off, "m": mask}
+
+
+CASES["deform_conv_groups_mask"] = deform_conv
