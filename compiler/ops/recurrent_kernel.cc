@@ -11,7 +11,8 @@
 //   3. a serial loop over the steps; in each, every direction advances by one
 //      step in its own time order (t = step or T-1-step):
 //        A  gates[d, b, :] = h_{d,b} R_d^T + xw (the recurrent GEMM, as dot
-//           products over unit-stride rows of R, parallel over outputs);
+//           products over unit-stride rows of R in SIMD lanes, parallel over
+//           outputs);
 //           GRU with linear_before_reset=0 computes z and r here, then
 //           A2 rh = r * h and A3 the h gate from rh R_h^T;
 //        B  the cell update per (d, b, j): new h (and c), masked per batch
@@ -142,13 +143,25 @@ Result<Stmt> LowerRecurrent(codegen::LowerContext& ctx, const ir::Node& node, co
     Expr r = k.NewVar("r"), kk = k.NewVar("kk");
     Expr d = r / (NB * n), b = (r / n) % NB, j = r % n;
     Expr a = k.Load(acc, {Expr(0)});
-    Stmt dot = Block({
-        k.Store(acc, {Expr(0)}, C(0)),
-        For(kk, 0, H, LoopKind::kSerial, k.Store(acc, {Expr(0)}, a + k.Load(vec, {d, b, kk}) * rmat(d, j + row0, kk))),
-        k.Store(out, {d, b, j + row0}, a + init(d, b, j + row0)),
-    });
+    auto term = [&](Expr kx) { return k.Load(vec, {d, b, kx}) * rmat(d, j + row0, kx); };
+    std::vector<Stmt> dot = {k.Store(acc, {Expr(0)}, C(0))};
+    // Rows of R and h are unit-stride in kk: NR lanes of partial sums (explicit
+    // SIMD, as the GEMM's dot-product path), then a horizontal sum and the tail.
+    const int64_t NR = std::max<int64_t>(1, ctx.options().gemm_nr), KB = H / NR;
+    int64_t tail = 0;
+    if (KB > 0 && NR > 1) {
+      const int part = k.AddLocal(tag + "_lanes", ir::DType::kF32, {NR});
+      Expr j0 = k.NewVar("l"), j1 = k.NewVar("l"), j2 = k.NewVar("l"), kb = k.NewVar("kb");
+      dot.push_back(For(j0, 0, NR, LoopKind::kLanes, k.Store(part, {j0}, C(0))));
+      dot.push_back(For(kb, 0, KB, LoopKind::kNoVectorize,
+                        For(j1, 0, NR, LoopKind::kLanes, k.Store(part, {j1}, k.Load(part, {j1}) + term(kb * NR + j1)))));
+      dot.push_back(For(j2, 0, NR, LoopKind::kSerial, k.Store(acc, {Expr(0)}, a + k.Load(part, {j2}))));
+      tail = KB * NR;
+    }
+    dot.push_back(For(kk, tail, H, LoopKind::kSerial, k.Store(acc, {Expr(0)}, a + term(kk))));
+    dot.push_back(k.Store(out, {d, b, j + row0}, a + init(d, b, j + row0)));
     const bool par = D * NB * n * H >= par_work && D * NB * n > 1;
-    return For(r, 0, D * NB * n, par ? LoopKind::kParallel : LoopKind::kSerial, dot);
+    return For(r, 0, D * NB * n, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(dot)));
   };
   std::vector<Stmt> st;
   // A: recurrent products of the first RG gates.
