@@ -70,3 +70,30 @@ CASES = {
     "upsample7_nearest": lambda: legacy("Upsample", (1, 2, 3, 4), [1, 1, 2, 3], 7, mode="nearest"),
     "upsample9_linear": lambda: legacy("Upsample", (1, 2, 3, 4), [1, 1, 2, 2], 9, mode="linear"),
 }
+
+
+def fused_chain():
+    """Sigmoid -> Resize (linear) -> Add: the resize is inlined between elementwise ops."""
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]),
+             helper.make_node("Resize", ["s", "", "scales"], ["r"], mode="linear"),
+             helper.make_node("Add", ["r", "b"], ["y"])]
+    return (model(nodes, [("x", (1, 4, 6, 5)), ("b", (1, 4, 12, 10))], ["y"],
+                  [("scales", np.array([1, 1, 2, 2], np.float32))], opset=19),
+            {"x": rnd(1, 4, 6, 5, seed=5), "b": rnd(1, 4, 12, 10, seed=6)})
+
+
+CASES["resize_fused_between_elementwise"] = fused_chain
+
+
+def conv_around():
+    """Conv -> Resize (nearest 2x) -> Conv: a resize between two anchors (FPN-style)."""
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Resize", ["c", "", "scales"], ["r"], mode="nearest"),
+             helper.make_node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1])]
+    return (model(nodes, [("x", (1, 3, 7, 6))], ["y"],
+                  [("w1", rnd(4, 3, 3, 3, seed=7)), ("scales", np.array([1, 1, 2, 2], np.float32)),
+                   ("w2", rnd(5, 4, 3, 3, seed=8))], opset=19),
+            {"x": rnd(1, 3, 7, 6, seed=9)})
+
+
+CASES["resize_between_convs"] = conv_around
