@@ -55,6 +55,8 @@ options:
   --baseline FILE      fail (exit 1) when a case FILE lists stops passing, or the
                        pass count drops below FILE's
   --update-baseline    rewrite --baseline FILE with the cases passing now
+  --write-baseline F   also write the cases passing now to F, in the baseline format
+                       (the GPU machine's run returns its baseline this way)
   --phase all|compile|run  all (default): compile and run each case; compile: only
                        compile, into --artifacts DIR (+ DIR/compiled.tsv); run: only run
                        what a compile phase left in --artifacts DIR (keel_conformance_run,
@@ -101,7 +103,7 @@ keel::Status ReadCompiled(const std::string& path, const std::string& target,
 
 int main(int argc, char** argv) {
   using namespace keel::conformance;
-  std::string cases_dir, out_dir, filter, baseline;
+  std::string cases_dir, out_dir, filter, baseline, write_baseline;
   RunOptions run;
   SupervisorOptions sup;
   bool update = false, verbose = false, all_ops = false;
@@ -137,6 +139,8 @@ int main(int argc, char** argv) {
       run.artifacts_dir = v;
     } else if (args.Value("--filter", v)) {
       filter = v;
+    } else if (args.Value("--write-baseline", v)) {
+      write_baseline = v;
     } else if (args.Value("--baseline", v)) {
       baseline = v;
     } else if (args.missing_value()) {
@@ -251,6 +255,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("\n%s\nreports: %s, %s\n", FormatSummary(report, all_ops).c_str(), json.c_str(), md.c_str());
+  if (!write_baseline.empty()) {
+    if (partial) return Usage("--write-baseline runs every case (no --filter)");
+    s = WriteBaseline(report, write_baseline);
+    if (!s.ok()) {
+      std::fprintf(stderr, "keel_conformance: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("baseline of this run written to %s\n", write_baseline.c_str());
+  }
   if (baseline.empty()) return 0;
   if (update) {
     if (partial) return Usage("--update-baseline runs every case (no --filter)");
