@@ -16,16 +16,20 @@
 #                 (carry .gpu/conformance) prints the same table and writes the reports
 #                 under $OUT
 #   --out         dump + reports folder (default: BUILD/conformance-TARGET)
-#   --build       the build folder holding bin/keel_conformance (default: build; built
-#                 there with KEEL_BUILD_TESTS=ON when missing)
+#   --build       the build folder holding bin/keel_conformance (default: build, where
+#                 keel_conformance is rebuilt first unless --no-build; another folder
+#                 is used as it is)
 #   --update-baseline  rewrite the target's baseline with the cases passing now
 #                 (cpu: tests/conformance/baseline.txt, cuda: baseline-cuda.txt; for the
 #                 GPU machine, copy its $OUT/… back: see docs/CONFORMANCE.md)
 #   --no-baseline      report only
+#   --no-build    use build/bin/keel_conformance as it is
+#   -j N          worker processes (default 2); --filter REGEX: only matching cases;
+#   -v            one line per case
 # Exit status: 0 ok, 1 a baseline regression (or a failure), 77 skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=cpu out="" build=build jobs=2 filter="" update=0 check=1 verbose=() prepare=0 stage=.gpu/conformance
+target=cpu out="" build=build nobuild=0 jobs=2 filter="" update=0 check=1 verbose=() prepare=0 stage=.gpu/conformance
 while [ $# -gt 0 ]; do
   case "$1" in
     --target) target="$2"; shift 2 ;;
@@ -41,10 +45,11 @@ while [ $# -gt 0 ]; do
     --update-baseline) update=1; shift ;;
     --no-baseline) check=0; shift ;;
     --prepare) prepare=1; shift ;;
+    --no-build) nobuild=1; shift ;;
     --stage) stage="$2"; shift 2 ;;
     --stage=*) stage="${1#*=}"; shift ;;
     -v|--verbose) verbose=(-v); shift ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "conformance.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -84,11 +89,12 @@ if [ "$target" = cuda ] && ! { command -v nvidia-smi >/dev/null && nvidia-smi -L
   echo "skipped: --target cuda needs an NVIDIA GPU (nvidia-smi -L failed)"; exit 77
 fi
 runner="$build/bin/keel_conformance"
-if [ ! -x "$runner" ]; then
-  echo "conformance.sh: building keel_conformance into $build"
-  if [ "$build" != build ]; then echo "conformance.sh: $runner not found" >&2; exit 1; fi
-  KEEL_BUILD_TARGETS="keel_conformance" scripts/build.sh -DKEEL_BUILD_TESTS=ON
+# Always (re)build into build/: a stale runner would report (or record as the
+# baseline) the compiler of an older checkout. A no-op build takes seconds.
+if [ "$build" = build ] && [ "$nobuild" = 0 ]; then
+  KEEL_BUILD_TARGETS="keel_conformance" scripts/build.sh -DKEEL_BUILD_TESTS=ON >/dev/null
 fi
+[ -x "$runner" ] || { echo "conformance.sh: $runner not found" >&2; exit 1; }
 args=(--cases "$out" --target "$target" -j "$jobs" --all-ops "${verbose[@]}")
 [ -n "$filter" ] && args+=(--filter "$filter")
 if [ "$update" = 1 ]; then
