@@ -6,10 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <sstream>
 
-#include "compiler/driver/compile.h"
 #include "keel/vm.h"
 #include "tests/conformance/compare.h"
 #include "vm/device.h"
@@ -22,72 +20,15 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-Result<std::vector<uint8_t>> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError("cannot open '" + path + "'");
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
   if (from.empty()) return;
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
-}
-
-// The compiler's message without the (machine-specific) model path the driver and
-// the importer prefix it with, on one line: reasons are compared across runs.
-std::string OneLine(std::string msg, const std::string& model_path) {
-  ReplaceAll(msg, "model '" + model_path + "': ", "");
-  ReplaceAll(msg, model_path + ": ", "");
-  ReplaceAll(msg, model_path, "model.onnx");
-  for (char& ch : msg) {
-    if (ch == '\n' || ch == '\t' || ch == '\r') ch = ' ';
-  }
-  return msg;
 }
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-// Compiles with frozen-input retries. Returns the failure as a finished result.
-bool Compile(const Case& c, const RunOptions& o, const std::string& model_path, const std::string& out_path,
-             CaseResult& r) {
-  driver::CompileOptions co;
-  co.model_path = model_path;
-  co.output_path = out_path;
-  co.target = o.target;
-  static const std::regex kNeedsConstant(R"(input \d+ \('([^']*)'\) must be a compile-time constant)");
-  const auto start = Clock::now();
-  for (size_t attempt = 0;; ++attempt) {
-    auto summary = driver::CompileModel(co);
-    if (summary.ok()) break;
-    const Status& s = summary.status();
-    std::smatch m;
-    const std::string msg = s.message();
-    if (std::regex_search(msg, m, kNeedsConstant) && attempt < c.inputs.size()) {
-      const std::string name = m[1].str();
-      const TensorSpec* in = nullptr;
-      for (const TensorSpec& t : c.inputs) in = t.name == name ? &t : in;
-      if (in && !co.import.frozen_inputs.count(name)) {
-        auto bytes = ReadFile(o.cases_dir + "/" + c.name + "/" + in->file);
-        if (bytes.ok()) {
-          co.import.frozen_inputs[name] = std::move(*bytes);
-          r.frozen.push_back(name);
-          continue;
-        }
-      }
-    }
-    r.compile_seconds = Since(start);
-    // Internal errors and failed tools are bugs, not refusals.
-    const bool refusal = s.code() == StatusCode::kUnsupported || s.code() == StatusCode::kInvalidArgument;
-    r.status = refusal ? "refused" : "error";
-    r.reason = (refusal ? "" : std::string("compile: ") + StatusCodeName(s.code()) + ": ") + OneLine(msg, model_path);
-    return false;
-  }
-  r.compile_seconds = Since(start);
-  return true;
 }
 
 void Execute(const Case& c, const RunOptions& o, const std::string& out_path, CaseResult& r) {
@@ -110,7 +51,7 @@ void Execute(const Case& c, const RunOptions& o, const std::string& out_path, Ca
     for (const std::string& f : r.frozen) frozen |= f == in.name;
     // Frozen inputs are constants now; an input nothing reads may be pruned.
     if (frozen || !(*exe)->FindInput(in.name).ok()) continue;
-    auto bytes = ReadFile(o.cases_dir + "/" + c.name + "/" + in.file);
+    auto bytes = ReadWholeFile(o.cases_dir + "/" + c.name + "/" + in.file);
     if (!bytes.ok()) return fail("error", "input '" + in.name + "'", bytes.status());
     Status s = (*vm)->SetInput(in.name, bytes->data(), bytes->size(), in.shape, in.dtype);
     if (!s.ok()) return fail("error", "input '" + in.name + "'", s);
@@ -131,7 +72,7 @@ void Execute(const Case& c, const RunOptions& o, const std::string& out_path, Ca
     std::vector<uint8_t> got(info.byte_size);
     s = (*vm)->CopyOutputToHost(*index, got.data(), got.size());
     if (!s.ok()) return fail("error", "output '" + want.name + "'", s);
-    auto expected = ReadFile(o.cases_dir + "/" + c.name + "/" + want.file);
+    auto expected = ReadWholeFile(o.cases_dir + "/" + c.name + "/" + want.file);
     if (!expected.ok()) return fail("error", "expected '" + want.name + "'", expected.status());
     if (expected->size() != got.size()) {
       return fail("error", "expected '" + want.name + "'",
@@ -152,15 +93,57 @@ void Execute(const Case& c, const RunOptions& o, const std::string& out_path, Ca
 
 }  // namespace
 
+Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError("cannot open '" + path + "'");
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The driver and the importer prefix messages with the model path; reasons are
+// compared across runs and machines, so it goes.
+std::string OneLine(std::string msg, const std::string& path) {
+  ReplaceAll(msg, "model '" + path + "': ", "");
+  ReplaceAll(msg, path + ": ", "");
+  ReplaceAll(msg, path, std::filesystem::path(path).filename().string());
+  for (char& ch : msg) {
+    if (ch == '\n' || ch == '\t' || ch == '\r') ch = ' ';
+  }
+  return msg;
+}
+
 CaseResult RunCase(const Case& c, const RunOptions& o) {
   CaseResult r;
   std::error_code ec;
-  fs::create_directories(o.work_dir, ec);
   const std::string model_path = o.cases_dir + "/" + c.name + "/model.onnx";
+  if (o.phase == "run") {
+    auto record = o.compiled.find(c.name);
+    if (record == o.compiled.end()) {
+      r.status = "error";
+      r.reason = "not compiled: the compile phase has no record of this case";
+      return r;
+    }
+    r = record->second;
+    if (r.status == "compiled") {
+      r.status.clear();
+      Execute(c, o, o.artifacts_dir + "/" + c.name + ".keel", r);
+    }
+    return r;
+  }
+  if (!o.compile) {
+    r.status = "error";
+    r.reason = "this runner was built without the compiler (use --phase run)";
+    return r;
+  }
+  if (o.phase == "compile") {
+    fs::create_directories(o.artifacts_dir, ec);
+    if (o.compile(c, o, model_path, o.artifacts_dir + "/" + c.name + ".keel", r)) r.status = "compiled";
+    return r;
+  }
+  fs::create_directories(o.work_dir, ec);
   // A distinct file per case: the VM dlopens the library, and a reused path could
   // hand back a still-loaded earlier library.
   const std::string out_path = o.work_dir + "/" + c.name + ".keel";
-  if (Compile(c, o, model_path, out_path, r)) Execute(c, o, out_path, r);
+  if (o.compile(c, o, model_path, out_path, r)) Execute(c, o, out_path, r);
   fs::remove(out_path, ec);
   fs::remove(out_path + ".so", ec);
   return r;
@@ -207,7 +190,8 @@ bool ParseResult(const std::string& line, CaseResult& r) {
     for (std::string x; std::getline(in, x, ',');) r.frozen.push_back(x);
   }
   r.reason = line.substr(start);
-  return r.status == "pass" || r.status == "refused" || r.status == "mismatch" || r.status == "error";
+  return r.status == "pass" || r.status == "refused" || r.status == "mismatch" || r.status == "error" ||
+         r.status == "compiled";
 }
 
 }  // namespace keel::conformance

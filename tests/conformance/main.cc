@@ -3,6 +3,11 @@
 //   dump_cases.py --out DIR                      (writes DIR/manifest.tsv, DIR/cases/)
 //   keel_conformance --cases DIR [--out REPORT_DIR] [--target cpu|cuda] [-j N]
 //                    [--timeout SEC] [--filter REGEX] [--baseline FILE [--update-baseline]] [-v]
+//                    [--phase all|compile|run --artifacts DIR]
+//
+// keel_conformance_run is the same program built without the compiler: it only
+// runs what a "--phase compile" left in --artifacts (for machines without LLVM,
+// like the GPU machine).
 //
 // Every tensor case is compiled and run in-process by a few long-lived worker
 // processes (supervisor.h: a crash or hang costs one case), compared with the
@@ -18,6 +23,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 
@@ -26,6 +33,9 @@
 #include "tests/conformance/manifest.h"
 #include "tests/conformance/report.h"
 #include "tests/conformance/supervisor.h"
+#ifdef KEEL_CONFORMANCE_WITH_COMPILER
+#include "tests/conformance/compile_case.h"
+#endif
 
 namespace {
 
@@ -45,6 +55,13 @@ options:
   --baseline FILE      fail (exit 1) when a case FILE lists stops passing, or the
                        pass count drops below FILE's
   --update-baseline    rewrite --baseline FILE with the cases passing now
+  --write-baseline F   also write the cases passing now to F, in the baseline format
+                       (the GPU machine's run returns its baseline this way)
+  --phase all|compile|run  all (default): compile and run each case; compile: only
+                       compile, into --artifacts DIR (+ DIR/compiled.tsv); run: only run
+                       what a compile phase left in --artifacts DIR (keel_conformance_run,
+                       built without the compiler, does only this)
+  --artifacts DIR      the compiled cases of the compile/run phases
   --all-ops            print every op in the summary (default: ops not all passing)
   -v, --verbose        one line per case
   -h, --help           this text
@@ -52,11 +69,41 @@ options:
 
 int Usage(const std::string& m) { return keel::cli::UsageError("keel_conformance", m); }
 
+// The compile phase's record: "target <t>" then "<case>\t<SerializeResult>" lines.
+bool WriteCompiled(const std::string& path, const std::string& target, const std::vector<keel::conformance::Case>& cases,
+                   const std::vector<size_t>& todo, const std::vector<keel::conformance::CaseResult>& results) {
+  std::ofstream f(path, std::ios::trunc);
+  f << "target\t" << target << "\n";
+  for (size_t k = 0; k < todo.size(); ++k) {
+    f << cases[todo[k]].name << "\t" << keel::conformance::SerializeResult(results[k]) << "\n";
+  }
+  return static_cast<bool>(f);
+}
+
+keel::Status ReadCompiled(const std::string& path, const std::string& target,
+                          std::map<std::string, keel::conformance::CaseResult>& out) {
+  std::ifstream f(path);
+  if (!f) return keel::NotFound("cannot open '" + path + "' (run --phase compile first)");
+  std::string line;
+  if (!std::getline(f, line) || line != "target\t" + target) {
+    return keel::InvalidArgument("'" + path + "' was not compiled for target " + target + " (first line '" + line + "')");
+  }
+  while (std::getline(f, line)) {
+    const size_t tab = line.find('\t');
+    keel::conformance::CaseResult r;
+    if (tab == std::string::npos || !keel::conformance::ParseResult(line.substr(tab + 1), r)) {
+      return keel::InvalidArgument("'" + path + "': malformed line '" + line + "'");
+    }
+    out[line.substr(0, tab)] = r;
+  }
+  return keel::Status::Ok();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace keel::conformance;
-  std::string cases_dir, out_dir, filter, baseline;
+  std::string cases_dir, out_dir, filter, baseline, write_baseline;
   RunOptions run;
   SupervisorOptions sup;
   bool update = false, verbose = false, all_ops = false;
@@ -85,8 +132,15 @@ int main(int argc, char** argv) {
     } else if (args.Value("--timeout", v)) {
       sup.timeout_seconds = std::atof(v.c_str());
       if (sup.timeout_seconds <= 0) return Usage("--timeout needs a positive number of seconds");
+    } else if (args.Value("--phase", v)) {
+      if (v != "all" && v != "compile" && v != "run") return Usage("--phase expects all, compile or run");
+      run.phase = v;
+    } else if (args.Value("--artifacts", v)) {
+      run.artifacts_dir = v;
     } else if (args.Value("--filter", v)) {
       filter = v;
+    } else if (args.Value("--write-baseline", v)) {
+      write_baseline = v;
     } else if (args.Value("--baseline", v)) {
       baseline = v;
     } else if (args.missing_value()) {
@@ -98,6 +152,12 @@ int main(int argc, char** argv) {
   if (cases_dir.empty()) return Usage("no --cases DIR given");
   if (update && baseline.empty()) return Usage("--update-baseline needs --baseline FILE");
   if (out_dir.empty()) out_dir = cases_dir;
+  if (run.phase != "all" && run.artifacts_dir.empty()) return Usage("--phase " + run.phase + " needs --artifacts DIR");
+#ifdef KEEL_CONFORMANCE_WITH_COMPILER
+  run.compile = CompileCase;
+#else
+  if (run.phase != "run") return Usage("this runner is built without the compiler: use --phase run --artifacts DIR");
+#endif
   std::regex rx;
   try {
     rx = std::regex(filter);
@@ -112,7 +172,14 @@ int main(int argc, char** argv) {
   }
   const std::vector<Case>& cases = manifest->cases;
 
-  if (run.target != "cpu") {
+  if (run.phase == "run") {
+    keel::Status s = ReadCompiled(run.artifacts_dir + "/compiled.tsv", run.target, run.compiled);
+    if (!s.ok()) {
+      std::fprintf(stderr, "keel_conformance: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  if (run.target != "cpu" && run.phase != "compile") {
     // In a child: CUDA must not be initialized in the process that forks the workers.
     std::string why;
     const int rc = RunInChild(
@@ -156,6 +223,19 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   });
   std::filesystem::remove_all(run.work_dir, ec);
+  if (run.phase == "compile") {
+    std::map<std::string, int> counts;
+    for (const CaseResult& r : results) ++counts[r.status];
+    std::printf("compile phase (%s): ", run.target.c_str());
+    for (const auto& [status, n] : counts) std::printf("%s %d  ", status.c_str(), n);
+    const std::string record = run.artifacts_dir + "/compiled.tsv";
+    if (!WriteCompiled(record, run.target, cases, todo, results)) {
+      std::fprintf(stderr, "\nkeel_conformance: cannot write '%s'\n", record.c_str());
+      return 1;
+    }
+    std::printf("\nartifacts: %s (record %s)\n", run.artifacts_dir.c_str(), record.c_str());
+    return 0;
+  }
 
   ReportInput report;
   report.target = run.target;
@@ -175,6 +255,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("\n%s\nreports: %s, %s\n", FormatSummary(report, all_ops).c_str(), json.c_str(), md.c_str());
+  if (!write_baseline.empty()) {
+    if (partial) return Usage("--write-baseline runs every case (no --filter)");
+    s = WriteBaseline(report, write_baseline);
+    if (!s.ok()) {
+      std::fprintf(stderr, "keel_conformance: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("baseline of this run written to %s\n", write_baseline.c_str());
+  }
   if (baseline.empty()) return 0;
   if (update) {
     if (partial) return Usage("--update-baseline runs every case (no --filter)");

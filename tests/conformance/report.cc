@@ -262,6 +262,7 @@ BaselineCheck CheckBaseline(const ReportInput& in, const std::string& baseline_p
     pass += ok;
     if (passing.count(c.name)) {
       if (ran && !ok) regressed.push_back(c.name + ": " + in.results[i].status + ": " + in.results[i].reason);
+      if (c.is_tensor() && !ran && !partial) regressed.push_back(c.name + ": not run");
       if (!c.is_tensor()) regressed.push_back(c.name + ": now " + c.category);
     } else if (ok) {
       fixed.push_back(c.name);

@@ -139,14 +139,16 @@ std::vector<CaseResult> RunCases(const std::vector<Case>& cases, const std::vect
     ++done;
     if (on_result) on_result(todo[pos], results[pos]);
   };
+  // Ends worker `w` (reaped; respawned on the next hand-out) and records its case
+  // as an error: `why`, or how the worker ended when `why` is empty.
   auto fail_current = [&](Worker& w, const std::string& why) {
     const long current = w.current;
     const auto started = w.started;
     CaseResult r;
     r.status = "error";
-    r.reason = why;
     r.run_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    Reap(w);  // resets w
+    const std::string how = Reap(w);  // resets w
+    r.reason = why.empty() ? how : why;
     if (current >= 0) {
       w.current = current;
       finish(w, std::move(r));
@@ -184,7 +186,12 @@ std::vector<CaseResult> RunCases(const std::vector<Case>& cases, const std::vect
       const double elapsed = std::chrono::duration<double>(Clock::now() - w.started).count();
       wait_s = std::min(wait_s, options.timeout_seconds - elapsed);
     }
-    if (fds.empty()) continue;
+    if (fds.empty()) {
+      // Nothing running and nothing handed out: only possible if every hand-out
+      // failed above, which already recorded its case. Never spin.
+      if (next >= todo.size()) break;
+      continue;
+    }
     const int timeout_ms = static_cast<int>(std::max(0.0, wait_s) * 1000) + 10;
     const int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) break;
@@ -209,7 +216,7 @@ std::vector<CaseResult> RunCases(const std::vector<Case>& cases, const std::vect
           continue;
         }
         if (got < 0 && errno == EINTR) continue;
-        fail_current(w, Reap(w));  // EOF: the worker died mid-case
+        fail_current(w, "");  // EOF: the worker died mid-case
         continue;
       }
       const double elapsed = std::chrono::duration<double>(Clock::now() - w.started).count();
