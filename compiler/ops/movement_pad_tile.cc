@@ -200,7 +200,8 @@ Status DefineTile(codegen::LowerContext& ctx, const ir::Node& node) {
     std::vector<Expr> r(idx.size());
     for (size_t d = 0; d < idx.size(); ++d) {
       const int64_t dim = in->type.shape[d];
-      r[d] = dim == 1 ? Expr(0) : codegen::Clamp(idx[d] % dim, 0, dim - 1);
+      // (dim 0: the output is empty too and nothing is read.)
+      r[d] = dim <= 1 ? Expr(0) : codegen::Clamp(idx[d] % dim, 0, dim - 1);
     }
     return in->at(r);
   };

@@ -165,7 +165,7 @@ Status DefineSpaceToDepth(codegen::LowerContext& ctx, const ir::Node& node) {
   KEEL_ASSIGN_OR_RETURN(std::string mode, node.attrs().GetString("mode", "DCR"));
   TensorFn fn;
   fn.type = node.output(0)->type();
-  const int64_t C = in->type.shape[1];
+  const int64_t C = std::max<int64_t>(in->type.shape[1], 1);  // 0 channels: empty output, nothing read
   const bool dcr = mode == "DCR";
   fn.at = [in, b, C, dcr](const std::vector<Expr>& idx) {
     const Expr& oc = idx[1];
