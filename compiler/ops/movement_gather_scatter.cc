@@ -313,6 +313,7 @@ void RegisterMovementGatherScatterOps(Registry& r) {
     def.versions = {11, 13};
     def.fusion = FusionClass::kInjective;
     def.canonicalize = [](ir::Node& node) -> Status {
+      KEEL_RETURN_IF_ERROR(CheckArity(node, 2, 2));
       return CanonicalizeAxisAttr(node, "axis", 0, static_cast<int64_t>(InputType(node, 0).shape.size()));
     };
     def.infer = InferGatherElements;
@@ -329,6 +330,7 @@ void RegisterMovementGatherScatterOps(Registry& r) {
     r.Add(std::move(def));
   }
   auto axis_canon = [](ir::Node& node) -> Status {
+    KEEL_RETURN_IF_ERROR(CheckArity(node, 3, 3));
     return CanonicalizeAxisAttr(node, "axis", 0, static_cast<int64_t>(InputType(node, 0).shape.size()));
   };
   {

@@ -182,6 +182,7 @@ Result<std::vector<ir::TensorType>> InferOneHot(const ir::Node& node) {
   KEEL_ASSIGN_OR_RETURN(int64_t depth, node.attrs().GetInt("depth", 0));
   KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));
   if (depth < 0) return NodeError(node, "depth " + std::to_string(depth) + " is negative");
+  if (axis < 0 || axis > static_cast<int64_t>(ind.shape.size())) return NodeError(node, "axis is out of range");
   std::vector<int64_t> out = ind.shape;
   out.insert(out.begin() + axis, depth);
   KEEL_RETURN_IF_ERROR(CheckedElements(node, out).status());

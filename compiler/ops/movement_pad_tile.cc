@@ -40,6 +40,7 @@ Status NormalizePad(ir::Node& node, int version) {
 }
 
 Status CanonicalizePad(ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 4));
   KEEL_RETURN_IF_ERROR(LiftIntsInput(node, 3, "axes"));
   KEEL_RETURN_IF_ERROR(LiftIntsInput(node, 1, "pads"));
   if (HasInput(node, 1)) return NeedsConstant(node, 1, "the pads decide the output shape");
@@ -77,6 +78,7 @@ Status CanonicalizePad(ir::Node& node) {
 }
 
 Result<std::vector<ir::TensorType>> InferPad(const ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 3));
   const ir::TensorType& x = InputType(node, 0);
   KEEL_ASSIGN_OR_RETURN(auto pads, node.attrs().GetInts("pads", {}));
   KEEL_ASSIGN_OR_RETURN(std::string mode, node.attrs().GetString("mode", "constant"));
@@ -200,7 +202,8 @@ Status DefineTile(codegen::LowerContext& ctx, const ir::Node& node) {
     std::vector<Expr> r(idx.size());
     for (size_t d = 0; d < idx.size(); ++d) {
       const int64_t dim = in->type.shape[d];
-      r[d] = dim == 1 ? Expr(0) : codegen::Clamp(idx[d] % dim, 0, dim - 1);
+      // (dim 0: the output is empty too and nothing is read.)
+      r[d] = dim <= 1 ? Expr(0) : codegen::Clamp(idx[d] % dim, 0, dim - 1);
     }
     return in->at(r);
   };
@@ -213,6 +216,7 @@ Status DefineTile(codegen::LowerContext& ctx, const ir::Node& node) {
 // two axes; k is attribute "k" when constant, otherwise read from input 1.
 
 Result<std::vector<ir::TensorType>> InferTrilu(const ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
   const ir::TensorType& x = InputType(node, 0);
   if (x.shape.size() < 2) return NodeError(node, "input " + x.ToString() + " has rank < 2");
   if (HasInput(node, 1) && InputType(node, 1).NumElements() != 1) return NodeError(node, "k must hold one value");
@@ -289,6 +293,7 @@ void RegisterMovementPadTileOps(Registry& r) {
   {
     OpDef def = Injective("Expand", {8, 13});
     def.canonicalize = [](ir::Node& node) -> Status {
+      KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
       KEEL_RETURN_IF_ERROR(LiftIntsInput(node, 1, "shape"));
       if (HasInput(node, 1)) return NeedsConstant(node, 1, "the target shape");
       if (!node.attrs().Has("shape")) return NodeError(node, "the shape input is required");
@@ -302,6 +307,7 @@ void RegisterMovementPadTileOps(Registry& r) {
     OpDef def = Injective("Tile", {1, 6, 13});
     def.supported = {6, 13};
     def.canonicalize = [](ir::Node& node) -> Status {
+      KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
       KEEL_RETURN_IF_ERROR(LiftIntsInput(node, 1, "repeats"));
       if (HasInput(node, 1)) return NeedsConstant(node, 1, "the repeats decide the output shape");
       if (!node.attrs().Has("repeats")) return NodeError(node, "the repeats input is required");
@@ -314,6 +320,7 @@ void RegisterMovementPadTileOps(Registry& r) {
   {
     OpDef def = Injective("Trilu", {14});
     def.canonicalize = [](ir::Node& node) -> Status {
+      KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
       if (const ir::TensorData* k = ConstantInput(node, 1)) {
         KEEL_ASSIGN_OR_RETURN(auto ks, ReadInts(*k));
         if (ks.size() != 1) return NodeError(node, "k must hold one value");
@@ -332,6 +339,7 @@ void RegisterMovementPadTileOps(Registry& r) {
   {
     OpDef def = Injective("ReverseSequence", {10, 28});
     def.canonicalize = [](ir::Node& node) -> Status {
+      KEEL_RETURN_IF_ERROR(CheckArity(node, 2, 2));
       const int64_t rank = static_cast<int64_t>(InputType(node, 0).shape.size());
       if (rank < 2) return NodeError(node, "input has rank < 2");
       KEEL_RETURN_IF_ERROR(CanonicalizeAxisAttr(node, "batch_axis", 1, rank));

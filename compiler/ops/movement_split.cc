@@ -31,6 +31,7 @@ OpDef Injective(const std::string& name, std::vector<int> versions) {
 // ---- Split ---------------------------------------------------------------------------------
 
 Status CanonicalizeSplit(ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
   const ir::TensorType& x = InputType(node, 0);
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   KEEL_RETURN_IF_ERROR(CanonicalizeAxisAttr(node, "axis", 0, rank));
@@ -107,6 +108,7 @@ Status DefineSplit(codegen::LowerContext& ctx, const ir::Node& node) {
 // ---- DepthToSpace / SpaceToDepth ----------------------------------------------------------------
 
 Status CanonicalizeBlocks(ir::Node& node) {
+  KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ir::TensorType& x = InputType(node, 0);
   if (x.shape.size() != 4) return NodeUnsupported(node, "input " + x.ToString() + " is not 4-D (N, C, H, W)");
   KEEL_ASSIGN_OR_RETURN(int64_t b, node.attrs().GetInt("blocksize", 0));
@@ -165,7 +167,7 @@ Status DefineSpaceToDepth(codegen::LowerContext& ctx, const ir::Node& node) {
   KEEL_ASSIGN_OR_RETURN(std::string mode, node.attrs().GetString("mode", "DCR"));
   TensorFn fn;
   fn.type = node.output(0)->type();
-  const int64_t C = in->type.shape[1];
+  const int64_t C = std::max<int64_t>(in->type.shape[1], 1);  // 0 channels: empty output, nothing read
   const bool dcr = mode == "DCR";
   fn.at = [in, b, C, dcr](const std::vector<Expr>& idx) {
     const Expr& oc = idx[1];
@@ -214,6 +216,7 @@ Result<std::vector<ir::TensorType>> InferCompress(const ir::Node& node) {
   KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));
   const int64_t n = static_cast<int64_t>(selected.size());
   if (flatten) return One({x.dtype, {n}});
+  if (axis < 0 || axis >= static_cast<int64_t>(x.shape.size())) return NodeError(node, "axis is out of range");
   std::vector<int64_t> out = x.shape;
   out[static_cast<size_t>(axis)] = n;
   return One({x.dtype, out});
