@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,28 @@ inline std::string Join(const std::vector<std::string>& items, const std::string
 inline int UsageError(const char* tool, const std::string& message) {
   std::fprintf(stderr, "%s: %s (see %s --help)\n", tool, message.c_str(), tool);
   return 2;
+}
+
+// The last resort: returns body()'s exit status. Errors in Keel are values, so an
+// exception escaping body() is a bug; it becomes one INTERNAL line naming the
+// phase (`phase()`, e.g. keel::driver::CurrentPhase) and exit status 1, never an
+// abort. tests/hostile checks that no reproducer of issue 13 gets here.
+template <typename Body>
+int RunGuarded(const char* tool, const char* (*phase)(), Body&& body) {
+  const char* what = "unknown exception";
+  std::string text;
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    what = "std::bad_alloc (an allocation from an unchecked size?)";
+  } catch (const std::exception& e) {
+    text = e.what();
+    what = text.c_str();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "%s: error: INTERNAL: uncaught exception in phase '%s': %s (a Keel bug: please report it)\n",
+               tool, phase(), what);
+  return 1;
 }
 
 }  // namespace keel::cli

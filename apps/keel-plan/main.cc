@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "apps/common/cli.h"
+#include "compiler/driver/phase.h"
 #include "compiler/driver/model_lifetimes.h"
 #include "compiler/memory/plan_report.h"
 #include "compiler/memory/planner.h"
@@ -86,7 +87,7 @@ bool WriteText(const std::string& path, const std::string& text, std::string* er
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int RunMain(int argc, char** argv) {
   keel::driver::LifetimeOptions options;
   std::string strategies_text = "all";
   std::string json_path;
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
   if (!strategies.ok()) return UsageError(strategies.status().message());
 
   auto lifetimes = keel::driver::ComputeModelLifetimes(options);
+  keel::driver::SetPhase("memory planning strategies");
   if (!lifetimes.ok()) return Error(lifetimes.status().ToString());
   if (!lifetimes->workspace_note.empty()) std::fprintf(stderr, "keel-plan: note: %s\n", lifetimes->workspace_note.c_str());
 
@@ -172,4 +174,8 @@ int main(int argc, char** argv) {
   if (!html_path.empty() && !WriteText(html_path, keel::memory::ToHtml(report, format), &error)) return Error(error);
   if (!report.AllOk()) return Error("at least one strategy failed or produced a plan that failed CheckPlan (see above)");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return keel::cli::RunGuarded("keel-plan", keel::driver::CurrentPhase, [&] { return RunMain(argc, argv); });
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "apps/common/cli.h"
+#include "compiler/driver/phase.h"
 #include "compiler/driver/compile.h"
 #include "compiler/driver/cuda_host_emitter.h"
 #include "compiler/memory/planner.h"
@@ -71,7 +72,7 @@ bool ParseShape(const std::string& text, std::vector<int64_t>& shape) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int RunMain(int argc, char** argv) {
   keel::driver::CompileOptions options;
   bool quiet = false;
   std::string emit;
@@ -171,4 +172,8 @@ int main(int argc, char** argv) {
                             options.output_path.c_str(), options.output_path.c_str());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return keel::cli::RunGuarded("keelc", keel::driver::CurrentPhase, [&] { return RunMain(argc, argv); });
 }

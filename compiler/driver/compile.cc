@@ -8,6 +8,7 @@
 
 #include "common/file_digest.h"
 #include "compiler/driver/model_lifetimes.h"
+#include "compiler/driver/phase.h"
 #include "compiler/lower/buffer_assignment.h"
 #include "compiler/memory/plan_report.h"
 #include "serialization/executable_writer.h"
@@ -33,11 +34,14 @@ std::string Hex(uint64_t v) {
 }
 
 Status Compile(const CompileOptions& options, CompileSummary& summary) {
+  SetPhase("import");
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::ImportOnnx(options.model_path, options.import));
   for (const ir::Node* node : graph->nodes()) ++summary.imported_ops[node->op_type()];
+  SetPhase("passes");
   KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, options.pipeline));
   summary.graph_nodes = graph->num_nodes();
 
+  SetPhase("kernel selection");
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.target, options.backend));
   // Shared with ComputeModelLifetimes (keel-plan), so both plan the same buffers.
   KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, *backend, &summary.num_views));
@@ -57,6 +61,7 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   program.device = target.device;
   program.alignment = target.alignment;
   program.planner_time_limit_seconds = options.planner_time_limit_seconds;
+  SetPhase("lowering and memory planning");
   KEEL_ASSIGN_OR_RETURN(lower::ProgramStats stats, lower::LowerProgram(*graph, steps, program, writer));
 
   summary.num_kernels = stats.num_kernels;
@@ -69,11 +74,14 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   summary.num_device_allocations = stats.plan.arenas.size();
   for (const memory::Storage& s : stats.plan.storages) summary.num_device_allocations += s.arena < 0 ? 1 : 0;
 
+  SetPhase("kernel code generation");
   KEEL_RETURN_IF_ERROR(backend->EmitLibrary(summary.library_id, options.output_path + ".so"));
+  SetPhase("writing the executable");
   // The VM checks the library against this before dlopen (format 1.1).
   KEEL_ASSIGN_OR_RETURN(common::FileDigest digest, common::DigestPath(options.output_path + ".so", "kernel library"));
   writer.SetKernelLibraryDigest(digest.size, digest.sha256);
   KEEL_RETURN_IF_ERROR(writer.WriteFile(options.output_path));
+  SetPhase("done");
   std::error_code ec;
   summary.executable_bytes = std::filesystem::file_size(options.output_path, ec);
   return Status::Ok();

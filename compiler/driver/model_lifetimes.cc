@@ -5,6 +5,8 @@
 #include <memory>
 #include <utility>
 
+#include "compiler/driver/phase.h"
+
 namespace keel::driver {
 
 Result<lower::BufferAssignmentOptions> BufferOptionsForTarget(const std::string& target) {
@@ -52,8 +54,11 @@ namespace {
 
 Status Compute(const LifetimeOptions& options, ModelLifetimes& out) {
   KEEL_ASSIGN_OR_RETURN(lower::BufferAssignmentOptions assign, BufferOptionsForTarget(options.target));
+  SetPhase("import");
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::ImportOnnx(options.model_path, options.import));
+  SetPhase("passes");
   KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, options.pipeline));
+  SetPhase("kernel selection");
 
   // Workspaces come from the target's kernels; a build without that backend
   // falls back to the CPU kernels' scratch sizes (said in workspace_note).
@@ -70,7 +75,9 @@ Status Compute(const LifetimeOptions& options, ModelLifetimes& out) {
 
   for (const lower::StepKernel& k : steps) assign.workspace_bytes.push_back(k.is_view ? 0 : k.workspace_bytes);
   assign.in_place_steps = lower::InPlaceCapableSteps(steps);  // exactly as LowerProgram decides
+  SetPhase("buffer assignment");
   KEEL_ASSIGN_OR_RETURN(lower::BufferAssignment buffers, lower::AssignBuffers(*graph, assign));
+  SetPhase("memory planning");
 
   out.tensors = std::move(buffers.buffers);
   out.num_steps = buffers.num_steps;

@@ -35,6 +35,8 @@ check() {  # tool file fragment
     why="exit $rc, expected 1"
   elif [ "$lines" -ne 1 ]; then
     why="$lines lines on stderr, expected 1"
+  elif grep -q 'uncaught exception' "$work/stderr"; then
+    why="an exception reached the last-resort handler"
   elif grep -q 'INTERNAL' "$work/stderr"; then
     why="INTERNAL error"
   elif ! grep -qF -- "$fragment" "$work/stderr"; then

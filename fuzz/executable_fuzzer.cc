@@ -1,0 +1,56 @@
+// fuzz/executable_fuzzer.cc — libFuzzer target: bytes as a model.keel, through the
+// C API as an embedding application uses it: load from memory (verification +
+// decoding), introspect every input and output, create a CPU VM and run it.
+// No kernel library is given, so only programs without generated kernels get
+// past the load (nothing of the machine is dlopen'ed).
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "keel/c_api.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  keel_executable_t* exe = nullptr;
+  if (keel_executable_load_memory(data, size, nullptr, 0, &exe) != KEEL_OK) return 0;
+  size_t ni = 0, no = 0;
+  keel_executable_num_inputs(exe, &ni);
+  keel_executable_num_outputs(exe, &no);
+  for (size_t i = 0; i < ni; ++i) {
+    const char* name = nullptr;
+    const int64_t* dims = nullptr;
+    size_t rank = 0, bytes = 0;
+    keel_dtype_t dt;
+    keel_executable_input_name(exe, i, &name);
+    keel_executable_input_shape(exe, i, &dims, &rank);
+    keel_executable_input_dtype(exe, i, &dt);
+    keel_executable_input_size(exe, i, &bytes);
+    size_t found = 0;
+    if (name != nullptr) keel_executable_find_input(exe, name, &found);
+  }
+  keel_vm_options_t options{1};
+  keel_vm_t* vm = nullptr;
+  if (keel_vm_create(exe, "cpu", &options, &vm) == KEEL_OK) {
+    bool inputs_ok = true;
+    for (size_t i = 0; i < ni && inputs_ok; ++i) {
+      const int64_t* dims = nullptr;
+      size_t rank = 0, bytes = 0;
+      keel_dtype_t dt;
+      keel_executable_input_shape(exe, i, &dims, &rank);
+      keel_executable_input_dtype(exe, i, &dt);
+      keel_executable_input_size(exe, i, &bytes);
+      if (bytes > (size_t{1} << 24)) break;  // the fuzzer's memory, not a Keel limit
+      std::vector<uint8_t> buf(bytes, 0);
+      inputs_ok = keel_vm_set_input(vm, i, buf.data(), buf.size(), dims, rank, dt) == KEEL_OK;
+    }
+    if (inputs_ok && keel_vm_run(vm) == KEEL_OK) {
+      for (size_t o = 0; o < no; ++o) {
+        const void* out = nullptr;
+        size_t bytes = 0;
+        keel_vm_get_output(vm, o, &out, &bytes);
+      }
+    }
+    keel_vm_release(vm);
+  }
+  keel_executable_release(exe);
+  return 0;
+}
