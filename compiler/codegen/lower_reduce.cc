@@ -12,21 +12,6 @@
 namespace keel::codegen {
 namespace {
 
-std::vector<int64_t> Sub(const std::vector<int64_t>& s, size_t from, size_t to) {
-  return std::vector<int64_t>(s.begin() + static_cast<int64_t>(from), s.begin() + static_cast<int64_t>(to));
-}
-
-std::vector<Expr> Concat3(const std::vector<Expr>& a, std::vector<Expr> b, const std::vector<Expr>& c) {
-  std::vector<Expr> r = a;
-  r.insert(r.end(), b.begin(), b.end());
-  r.insert(r.end(), c.begin(), c.end());
-  return r;
-}
-
-}  // namespace
-
-namespace {
-
 // How each Reduce* op maps, combines and finishes its elements. `x` is the
 // element already converted to the accumulator type.
 enum class Combine { kAdd, kMul, kMax, kMin };
