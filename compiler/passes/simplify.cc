@@ -16,11 +16,6 @@ bool IsViewOp(const ops::OpDef* def) { return def && def->reshape_like && def->d
 // Its other outputs (Dropout's mask) do not depend on the input's values: they
 // become constants, evaluated on a zero input of the input's type.
 Result<bool> Bypass(ir::Graph& graph, ir::Node* n) {
-  // Only output 0 passes through: a node whose other outputs are read (Dropout's
-  // mask) stays, and its op's type rule says what is unsupported about it.
-  for (size_t i = 1; i < n->outputs().size(); ++i) {
-    if (graph.IsGraphOutput(n->output(i)) || !n->output(i)->uses().empty()) return false;
-  }
   ir::Value* in = n->input(0);
   ir::Value* out = n->output(0);
   bool secondary_used = false;

@@ -321,11 +321,11 @@ TEST(OnnxImporterTest, WrongInitializerSize) {
 }
 
 TEST(OnnxImporterTest, UsingUnsupportedSecondOutput) {
-  // BatchNormalization-9's running mean is a training output Keel does not compute.
+  // BatchNormalization-9's saved mean is a training output Keel does not compute.
   auto m = NewModel(13);
   AddInput(m, "x", {1, 2, 4, 4});
   for (const char* p : {"scale", "b", "mean", "var"}) AddInput(m, p, {2});
-  AddNode(m, "BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "idx"}, "pool");
+  AddNode(m, "BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "rm", "rv", "idx"}, "pool");
   AddOutput(m, "idx", onnx::TensorProto::FLOAT);
   std::string path = WriteModel(m, TempDir("indices"), "m.onnx");
   auto g = ImportOnnx(path, {});

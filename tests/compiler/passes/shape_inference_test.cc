@@ -130,12 +130,10 @@ TEST(ShapeInferenceTest, LegacySoftmaxDefaultsToAxisOne) {
 
   ir::Graph g3;
   ir::Node* sm3 = g3.AddNode("Softmax", "sm3", {g3.AddInput("x", F32({2, 3, 4}))}, 1);
-  sm3->attrs().Set("keel.legacy_flatten", int64_t{1});  // flattens dims 1..2: not supported
+  sm3->attrs().Set("keel.legacy_flatten", int64_t{1});  // normalizes over dims 1..2 together
   g3.AddOutput(sm3->output(0));
-  Status s = InferShapes(g3);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-  EXPECT_NE(s.message().find("sm3"), std::string::npos);
+  ASSERT_TRUE(InferShapes(g3).ok());
+  EXPECT_EQ(g3.outputs()[0]->type().shape, (std::vector<int64_t>{2, 3, 4}));
 }
 
 }  // namespace
