@@ -9,10 +9,10 @@
 namespace keel::passes {
 namespace {
 
-// Integer results up to this size are folded during inference (shape tensors).
+// Results up to this size are folded during inference: shape tensors, and the
+// small float scalars (scales, window sizes) that exporters compute from them
+// and that later ops need as constants.
 constexpr int64_t kInlineFoldBytes = 4096;
-
-bool IsIntegral(ir::DType d) { return !IsFloatType(d); }
 
 }  // namespace
 
@@ -40,17 +40,17 @@ Status InferShapes(ir::Graph& graph) {
       return Internal(ir::NodeDescription(*n) + ": type rule gave " + std::to_string(out_types.size()) +
                       " outputs for " + std::to_string(n->outputs().size()));
     }
-    bool integral_small = true;
+    bool small = true;
     for (size_t i = 0; i < out_types.size(); ++i) {
       n->output(i)->set_type(out_types[i]);
-      integral_small = integral_small && IsIntegral(out_types[i].dtype) && out_types[i].ByteSize() <= kInlineFoldBytes;
+      small = small && out_types[i].ByteSize() <= kInlineFoldBytes;
     }
     const ops::OpDef* def = ops::FindOp(*n);
     if (def && def->expand) {  // a composite op becomes the (typed) ops that define it
       KEEL_RETURN_IF_ERROR(ops::ExpandNode(graph, n));
       continue;
     }
-    if (integral_small || (def && def->value_independent)) {
+    if (small || (def && def->value_independent)) {
       KEEL_ASSIGN_OR_RETURN(bool folded, TryFoldNode(graph, n, kInlineFoldBytes));
       (void)folded;
     }

@@ -26,9 +26,17 @@ bool CompileCase(const Case& c, const RunOptions& o, const std::string& model_pa
     std::smatch m;
     const std::string msg = s.message();
     if (std::regex_search(msg, m, kNeedsConstant) && attempt < c.inputs.size()) {
-      const std::string name = m[1].str();
+      const std::string named = m[1].str();
       const TensorSpec* in = nullptr;
-      for (const TensorSpec& t : c.inputs) in = t.name == name ? &t : in;
+      for (const TensorSpec& t : c.inputs) in = t.name == named ? &t : in;
+      // A value computed from graph inputs (a Cast of a size, say): freeze the
+      // first integer input not frozen yet, then any, one per attempt.
+      for (int pass = 0; !in && pass < 2; ++pass) {
+        for (const TensorSpec& t : c.inputs) {
+          if (!in && !co.import.frozen_inputs.count(t.name) && (pass == 1 || !IsFloatType(t.dtype))) in = &t;
+        }
+      }
+      const std::string name = in ? in->name : named;
       if (in && !co.import.frozen_inputs.count(name)) {
         auto bytes = ReadWholeFile(o.cases_dir + "/" + c.name + "/" + in->file);
         if (bytes.ok()) {
