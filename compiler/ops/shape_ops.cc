@@ -296,7 +296,15 @@ void RegisterShapeOps(Registry& r) {
       if (HasInput(node, 2)) {
         const ir::TensorData* mode = ConstantInput(node, 2);
         if (!mode) return NeedsConstant(node, 2, "training_mode");
-        if (ElementAsInt(*mode, 0) != 0) return NodeUnsupported(node, "training_mode=true (Keel runs inference)");
+        // Training with ratio 0 drops nothing: still the identity.
+        if (ElementAsInt(*mode, 0) != 0 && HasInput(node, 1) && !ConstantInput(node, 1)) {
+          return NeedsConstant(node, 1, "in training mode, the ratio decides whether anything is dropped");
+        }
+        const ir::TensorData* ratio = HasInput(node, 1) ? ConstantInput(node, 1) : nullptr;
+        const bool drops = !ratio || ElementAsDouble(*ratio, 0) != 0.0;  // the default ratio is 0.5
+        if (ElementAsInt(*mode, 0) != 0 && drops) {
+          return NodeUnsupported(node, "training_mode=true with a non-zero ratio (random; Keel runs inference)");
+        }
       }
       return Status::Ok();
     };

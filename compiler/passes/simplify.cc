@@ -57,6 +57,15 @@ Status SimplifyPass::Run(ir::Graph& graph) {
   for (ir::Node* n : graph.nodes()) {
     const ops::OpDef* def = ops::FindOp(*n);
     if (def && def->identity_like && n->input(0)) {
+      // Its other operands must be valid first (Dropout's training_mode must be
+      // a constant false): canonicalize once they are typed, else wait for the
+      // run after shape inference.
+      if (n->inputs().size() > 1) {
+        bool typed = true;
+        for (ir::Value* in : n->inputs()) typed = typed && (!in || in->has_type());
+        if (!typed) continue;
+        KEEL_RETURN_IF_ERROR(ops::CanonicalizeNode(*n));
+      }
       KEEL_ASSIGN_OR_RETURN(bool removed, Bypass(graph, n));
       (void)removed;
       continue;
