@@ -26,6 +26,8 @@ void RegisterAllOps(Registry& r) {
   RegisterRecurrentOps(r);
   RegisterResizeOps(r);
   RegisterGridSampleOps(r);
+  RegisterQuantizeOps(r);
+  RegisterQuantizeMatMulOps(r);
 }
 
 }  // namespace keel::ops

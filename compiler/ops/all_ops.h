@@ -31,5 +31,7 @@ void RegisterEinsumOps(Registry& r);
 void RegisterRecurrentOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
+void RegisterQuantizeOps(Registry& r);
+void RegisterQuantizeMatMulOps(Registry& r);
 
 }  // namespace keel::ops
