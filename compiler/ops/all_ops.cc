@@ -28,6 +28,7 @@ void RegisterAllOps(Registry& r) {
   RegisterGridSampleOps(r);
   RegisterQuantizeOps(r);
   RegisterQuantizeMatMulOps(r);
+  RegisterQuantizeConvOps(r);
 }
 
 }  // namespace keel::ops

@@ -33,5 +33,6 @@ void RegisterResizeOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
 void RegisterQuantizeOps(Registry& r);
 void RegisterQuantizeMatMulOps(Registry& r);
+void RegisterQuantizeConvOps(Registry& r);
 
 }  // namespace keel::ops
