@@ -19,6 +19,7 @@
 //
 // DynamicQuantizeLinear expands into ReduceMin/ReduceMax (range widened to
 // include 0), the uint8 scale and zero point, and keel.QuantizeLinear.
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/ops/expansion.h"
@@ -211,7 +212,9 @@ Result<std::vector<ir::TensorType>> InferDynamicQuantize(const ir::Node& node) {
   KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ir::TensorType& x = InputType(node, 0);
   if (x.dtype != DType::kF32) return NodeUnsupported(node, std::string("x has dtype ") + ir::DTypeName(x.dtype) + "; f32 expected");
-  return std::vector<ir::TensorType>{{DType::kU8, x.shape}, {DType::kF32, {}}, {DType::kU8, {}}};
+  std::vector<ir::TensorType> t = {{DType::kU8, x.shape}, {DType::kF32, {}}, {DType::kU8, {}}};
+  t.resize(std::min(t.size(), node.outputs().size()));  // the importer drops unread trailing outputs
+  return t;
 }
 
 // The ONNX reference: range [min(0, min x), max(0, max x)] over 255 steps
@@ -233,7 +236,9 @@ Result<std::vector<Value*>> ExpandDynamicQuantize(Expander& b, const ir::Node& n
   KEEL_ASSIGN_OR_RETURN(zp, b.Op("Round", {zp}));
   KEEL_ASSIGN_OR_RETURN(zp, b.Op("Cast", {zp}, {{"to", std::string("u8")}}));
   KEEL_ASSIGN_OR_RETURN(Value* y, b.Op("keel.QuantizeLinear", {x, scale, zp}, {{"to", std::string("u8")}}));
-  return std::vector<Value*>{y, scale, zp};
+  std::vector<Value*> outs = {y, scale, zp};
+  outs.resize(std::min(outs.size(), node.outputs().size()));
+  return outs;
 }
 
 // ---- the internal elementwise ops ----------------------------------------------------------
