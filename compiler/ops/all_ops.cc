@@ -27,6 +27,9 @@ void RegisterAllOps(Registry& r) {
   RegisterResizeOps(r);
   RegisterGridSampleOps(r);
   RegisterLossOps(r);
+  RegisterQuantizeOps(r);
+  RegisterQuantizeMatMulOps(r);
+  RegisterQuantizeConvOps(r);
 }
 
 }  // namespace keel::ops

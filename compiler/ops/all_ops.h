@@ -32,5 +32,8 @@ void RegisterRecurrentOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
 void RegisterLossOps(Registry& r);
+void RegisterQuantizeOps(Registry& r);
+void RegisterQuantizeMatMulOps(Registry& r);
+void RegisterQuantizeConvOps(Registry& r);
 
 }  // namespace keel::ops
