@@ -31,5 +31,6 @@ void RegisterEinsumOps(Registry& r);
 void RegisterRecurrentOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
+void RegisterDecoderOps(Registry& r);
 
 }  // namespace keel::ops
