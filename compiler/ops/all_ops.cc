@@ -27,6 +27,7 @@ void RegisterAllOps(Registry& r) {
   RegisterResizeOps(r);
   RegisterGridSampleOps(r);
   RegisterDecoderOps(r);
+  RegisterCropCol2ImOps(r);
 }
 
 }  // namespace keel::ops

@@ -32,5 +32,6 @@ void RegisterRecurrentOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
 void RegisterDecoderOps(Registry& r);
+void RegisterCropCol2ImOps(Registry& r);
 
 }  // namespace keel::ops
