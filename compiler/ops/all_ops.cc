@@ -28,6 +28,7 @@ void RegisterAllOps(Registry& r) {
   RegisterGridSampleOps(r);
   RegisterDecoderOps(r);
   RegisterCropCol2ImOps(r);
+  RegisterRoiAlignOps(r);
 }
 
 }  // namespace keel::ops

@@ -33,5 +33,6 @@ void RegisterResizeOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
 void RegisterDecoderOps(Registry& r);
 void RegisterCropCol2ImOps(Registry& r);
+void RegisterRoiAlignOps(Registry& r);
 
 }  // namespace keel::ops
