@@ -29,6 +29,7 @@ void RegisterAllOps(Registry& r) {
   RegisterDecoderOps(r);
   RegisterCropCol2ImOps(r);
   RegisterRoiAlignOps(r);
+  RegisterLinearAttentionOps(r);
 }
 
 }  // namespace keel::ops

@@ -34,5 +34,6 @@ void RegisterGridSampleOps(Registry& r);
 void RegisterDecoderOps(Registry& r);
 void RegisterCropCol2ImOps(Registry& r);
 void RegisterRoiAlignOps(Registry& r);
+void RegisterLinearAttentionOps(Registry& r);
 
 }  // namespace keel::ops
