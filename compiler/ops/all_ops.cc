@@ -30,6 +30,10 @@ void RegisterAllOps(Registry& r) {
   RegisterQuantizeOps(r);
   RegisterQuantizeMatMulOps(r);
   RegisterQuantizeConvOps(r);
+  RegisterDecoderOps(r);
+  RegisterCropCol2ImOps(r);
+  RegisterRoiAlignOps(r);
+  RegisterLinearAttentionOps(r);
 }
 
 }  // namespace keel::ops

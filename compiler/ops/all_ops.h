@@ -35,5 +35,9 @@ void RegisterLossOps(Registry& r);
 void RegisterQuantizeOps(Registry& r);
 void RegisterQuantizeMatMulOps(Registry& r);
 void RegisterQuantizeConvOps(Registry& r);
+void RegisterDecoderOps(Registry& r);
+void RegisterCropCol2ImOps(Registry& r);
+void RegisterRoiAlignOps(Registry& r);
+void RegisterLinearAttentionOps(Registry& r);
 
 }  // namespace keel::ops
