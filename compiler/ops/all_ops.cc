@@ -26,6 +26,7 @@ void RegisterAllOps(Registry& r) {
   RegisterRecurrentOps(r);
   RegisterResizeOps(r);
   RegisterGridSampleOps(r);
+  RegisterControlFlowOps(r);
 }
 
 }  // namespace keel::ops

@@ -31,5 +31,6 @@ void RegisterEinsumOps(Registry& r);
 void RegisterRecurrentOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
+void RegisterControlFlowOps(Registry& r);
 
 }  // namespace keel::ops
