@@ -203,6 +203,8 @@ class Lowering {
     if (!has_cond && trip == std::numeric_limits<int64_t>::max()) {
       return ops::NodeUnsupported(*node_, "a Loop without trip count nor condition never ends");
     }
+    // A for loop's length is known up front; a condition may stop earlier.
+    if (!has_cond) KEEL_RETURN_IF_ERROR(CheckIterations(trip, "a trip count"));
     std::vector<Value*> carried;
     for (size_t i = 2; i < formal_; ++i) carried.push_back(node_->input(i));
     const size_t n_carried = carried.size();
