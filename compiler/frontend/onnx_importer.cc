@@ -47,6 +47,10 @@ class Importer {
   Result<std::vector<uint8_t>> ReadExternal(const onnx::TensorProto& t, const std::string& what, size_t expected);
   Result<ir::AttrValue> ConvertAttribute(const onnx::AttributeProto& a, const std::string& where);
   Status ImportNode(const onnx::NodeProto& n, size_t index);
+  Result<std::unique_ptr<ir::Graph>> ImportSubgraph(const onnx::GraphProto& g, const std::string& where,
+                                                    std::vector<ir::Value*>& captured);
+  Status ImportSubgraphBody(const onnx::GraphProto& g, const std::string& where);
+  ir::Value* Capture(const std::string& name);
   Status ImportConstant(const onnx::NodeProto& n, const ir::Attributes& attrs, const std::string& where);
   Status ImportInput(const onnx::ValueInfoProto& vi);
   Status CheckInitializerAgainstInput(const onnx::ValueInfoProto& vi, const TensorData& init);
@@ -66,6 +70,23 @@ class Importer {
   // node that writes it (to tell "defined later: cycle" from "not defined").
   const onnx::GraphProto* onnx_graph_ = nullptr;
   std::unordered_map<std::string, int> producer_;
+
+  // Subgraph attributes (If's branches, Loop's and Scan's body) are imported
+  // into graphs of their own: the enclosing scopes wait here (innermost last)
+  // while the members above describe the subgraph. A name a subgraph reads from
+  // an enclosing scope becomes a trailing input of every graph in between
+  // (captured_: the values of the enclosing scope those inputs stand for).
+  struct Scope {
+    std::unique_ptr<ir::Graph> graph;
+    std::unordered_map<std::string, ir::Value*> values;
+    std::unordered_map<std::string, std::string> defined;
+    const onnx::GraphProto* onnx_graph = nullptr;
+    std::unordered_map<std::string, int> producer;
+    std::vector<ir::Value*> captured;
+  };
+  std::vector<Scope> outer_;
+  std::vector<ir::Value*> captured_;
+  static constexpr size_t kMaxSubgraphDepth = 32;
 };
 
 Result<std::vector<uint8_t>> Importer::ReadExternal(const onnx::TensorProto& t, const std::string& what,
@@ -216,8 +237,89 @@ Result<ir::Value*> Importer::Lookup(const std::string& name, const std::string& 
   auto it = values_.find(name);
   if (it != values_.end()) return it->second;
   if (consumer >= 0 && producer_.count(name)) return InvalidArgument(where + ": " + LaterDefinition(name, consumer));
+  if (ir::Value* outer = Capture(name)) return outer;
   return InvalidArgument(where + ": input '" + name +
                          "' is not defined by any graph input, initializer or earlier node");
+}
+
+// `name` read by the subgraph being imported and defined by an enclosing scope:
+// a new trailing input of each subgraph from that scope inward, nullptr when no
+// scope defines it.
+ir::Value* Importer::Capture(const std::string& name) {
+  size_t k = outer_.size();
+  while (k > 0 && !outer_[k - 1].values.count(name)) --k;
+  if (k == 0) return nullptr;
+  ir::Value* v = outer_[k - 1].values.at(name);
+  for (size_t j = k; j <= outer_.size(); ++j) {
+    const bool current = j == outer_.size();
+    ir::Graph& g = current ? *graph_ : *outer_[j].graph;
+    ir::Value* in = g.AddInput(name, TensorType{});  // typed when the subgraph is inlined
+    (current ? captured_ : outer_[j].captured).push_back(v);
+    (current ? values_ : outer_[j].values)[name] = in;
+    v = in;
+  }
+  return v;
+}
+
+Result<std::unique_ptr<ir::Graph>> Importer::ImportSubgraph(const onnx::GraphProto& g, const std::string& where,
+                                                            std::vector<ir::Value*>& captured) {
+  if (outer_.size() >= kMaxSubgraphDepth) return Unsupported(where + ": subgraphs nested too deeply");
+  Scope saved;
+  saved.graph = std::move(graph_);
+  saved.values.swap(values_);
+  saved.defined.swap(defined_);
+  saved.onnx_graph = onnx_graph_;
+  saved.producer.swap(producer_);
+  saved.captured.swap(captured_);
+  outer_.push_back(std::move(saved));
+  graph_ = std::make_unique<ir::Graph>();
+  graph_->set_name(g.name().empty() ? "subgraph" : g.name());
+  Status s = ImportSubgraphBody(g, where);
+  std::unique_ptr<ir::Graph> sub = std::move(graph_);
+  captured.swap(captured_);
+  Scope& back = outer_.back();
+  graph_ = std::move(back.graph);
+  values_.swap(back.values);
+  defined_.swap(back.defined);
+  onnx_graph_ = back.onnx_graph;
+  producer_.swap(back.producer);
+  captured_.swap(back.captured);
+  outer_.pop_back();
+  if (!s.ok()) return s;
+  return sub;
+}
+
+// A subgraph's formal inputs come first (their types are the operands' at
+// inlining time, so declared types are not needed), then its nodes; captures are
+// appended as they are met.
+Status Importer::ImportSubgraphBody(const onnx::GraphProto& g, const std::string& where) {
+  const std::string sub = where + " subgraph '" + graph_->name() + "'";
+  if (g.sparse_initializer_size() > 0) return Unsupported(sub + ": sparse initializers are not supported");
+  for (const auto& init : g.initializer()) {
+    if (init.name().empty() || defined_.count(init.name())) {
+      return InvalidArgument(sub + ": initializer '" + init.name() + "' is unnamed or defined twice");
+    }
+    KEEL_ASSIGN_OR_RETURN(TensorDataPtr data, TensorFromProto(init, sub + " initializer '" + init.name() + "'"));
+    values_[init.name()] = graph_->AddConstant(init.name(), data);
+    defined_[init.name()] = "an initializer";
+  }
+  for (const auto& in : g.input()) {
+    if (defined_.count(in.name())) return InvalidArgument(sub + ": input '" + in.name() + "' is defined twice");
+    values_[in.name()] = graph_->AddInput(in.name(), TensorType{});
+    defined_[in.name()] = "a subgraph input";
+  }
+  onnx_graph_ = &g;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& out : g.node(i).output()) {
+      if (!out.empty()) producer_.emplace(out, i);
+    }
+  }
+  for (int i = 0; i < g.node_size(); ++i) KEEL_RETURN_IF_ERROR(ImportNode(g.node(i), static_cast<size_t>(i)));
+  for (const auto& out : g.output()) {
+    KEEL_ASSIGN_OR_RETURN(ir::Value* v, Lookup(out.name(), sub + " output '" + out.name() + "'"));
+    graph_->AddOutput(v);
+  }
+  return Status::Ok();
 }
 
 Status Importer::CheckInitializerAgainstInput(const onnx::ValueInfoProto& vi, const TensorData& init) {
@@ -326,8 +428,20 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
   if (!version.ok()) return Unsupported(where + ": " + version.status().message());
 
   ir::Attributes attrs;
+  struct Sub {
+    std::string attr;
+    std::unique_ptr<ir::Graph> graph;
+    std::vector<ir::Value*> captured;
+  };
+  std::vector<Sub> subgraphs;
   for (const auto& a : n.attribute()) {
     if (!a.ref_attr_name().empty()) return Unsupported(where + ": attribute references are not supported");
+    if (a.type() == onnx::AttributeProto::GRAPH) {
+      Sub sub{a.name(), nullptr, {}};
+      KEEL_ASSIGN_OR_RETURN(sub.graph, ImportSubgraph(a.g(), where, sub.captured));
+      subgraphs.push_back(std::move(sub));
+      continue;
+    }
     KEEL_ASSIGN_OR_RETURN(ir::AttrValue v, ConvertAttribute(a, where));
     attrs.Set(a.name(), std::move(v));
   }
@@ -358,8 +472,22 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
   for (int i = 0; i < n.output_size(); ++i) {
     out_names.push_back(n.output(i).empty() ? name + ":unused" + std::to_string(i) : n.output(i));
   }
+  // Captured outer values follow the formal inputs (once each); every subgraph
+  // lists the node inputs its trailing inputs stand for.
+  if (!subgraphs.empty()) attrs.Set("formal_inputs", static_cast<int64_t>(inputs.size()));
+  const size_t formal = inputs.size();
+  for (Sub& sub : subgraphs) {
+    std::vector<int64_t> index;
+    for (ir::Value* v : sub.captured) {
+      auto it = std::find(inputs.begin() + static_cast<std::ptrdiff_t>(formal), inputs.end(), v);
+      if (it == inputs.end()) it = inputs.insert(inputs.end(), v);
+      index.push_back(it - inputs.begin());
+    }
+    attrs.Set(sub.attr + ".captures", std::move(index));
+  }
   ir::Node* node = graph_->AddNode(n.op_type(), name, inputs, out_names.size(), out_names);
   for (const auto& [k, v] : attrs.all()) node->attrs().Set(k, v);
+  for (Sub& sub : subgraphs) node->set_subgraph(sub.attr, std::move(sub.graph));
   if (def->normalize) {
     Status s = def->normalize(*node, *version);
     if (!s.ok()) return s.WithContext(where);

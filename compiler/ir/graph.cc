@@ -131,6 +131,16 @@ void Node::SetInputs(std::vector<Value*> inputs) {
 
 void Node::set_body(std::unique_ptr<Graph> body) { body_ = std::move(body); }
 
+Graph* Node::subgraph(const std::string& attr) const {
+  auto it = subgraphs_.find(attr);
+  return it == subgraphs_.end() ? nullptr : it->second.get();
+}
+
+void Node::set_subgraph(const std::string& attr, std::unique_ptr<Graph> graph) {
+  if (graph) subgraphs_[attr] = std::move(graph);
+  else subgraphs_.erase(attr);
+}
+
 // ---- Graph -------------------------------------------------------------------
 
 Graph::Graph() = default;

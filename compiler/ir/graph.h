@@ -146,6 +146,15 @@ class Node {
   Graph* body() const { return body_.get(); }
   void set_body(std::unique_ptr<Graph> body);
 
+  // Control-flow subgraphs (ONNX graph attributes: If's then_branch/else_branch,
+  // Loop's and Scan's body), by attribute name. A subgraph's leading inputs are
+  // the op's formal ones; the outer values it reads (captures) follow, bound to
+  // the node inputs the int-list attribute "<attr>.captures" lists. Shape
+  // inference inlines or unrolls them (compiler/passes/control_flow.h).
+  Graph* subgraph(const std::string& attr) const;
+  const std::map<std::string, std::unique_ptr<Graph>>& subgraphs() const { return subgraphs_; }
+  void set_subgraph(const std::string& attr, std::unique_ptr<Graph> graph);
+
   Graph* graph() const { return graph_; }
 
  private:
@@ -157,6 +166,7 @@ class Node {
   std::vector<Value*> outputs_;
   Attributes attrs_;
   std::unique_ptr<Graph> body_;
+  std::map<std::string, std::unique_ptr<Graph>> subgraphs_;
   Graph* graph_ = nullptr;
 };
 

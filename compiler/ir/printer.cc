@@ -93,6 +93,10 @@ void PrintInto(const Graph& graph, const std::string& indent, std::ostringstream
     if (!n->name().empty()) os << "  # " << n->name();
     os << "\n";
     if (n->body()) PrintInto(*n->body(), indent + "    ", os);
+    for (const auto& [attr, sub] : n->subgraphs()) {
+      os << indent << "    " << attr << ":\n";
+      PrintInto(*sub, indent + "    ", os);
+    }
   }
   os << indent << "}\n";
 }

@@ -34,6 +34,7 @@ void RegisterAllOps(Registry& r) {
   RegisterCropCol2ImOps(r);
   RegisterRoiAlignOps(r);
   RegisterLinearAttentionOps(r);
+  RegisterControlFlowOps(r);
 }
 
 }  // namespace keel::ops

@@ -39,5 +39,6 @@ void RegisterDecoderOps(Registry& r);
 void RegisterCropCol2ImOps(Registry& r);
 void RegisterRoiAlignOps(Registry& r);
 void RegisterLinearAttentionOps(Registry& r);
+void RegisterControlFlowOps(Registry& r);
 
 }  // namespace keel::ops
