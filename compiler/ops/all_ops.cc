@@ -26,6 +26,10 @@ void RegisterAllOps(Registry& r) {
   RegisterRecurrentOps(r);
   RegisterResizeOps(r);
   RegisterGridSampleOps(r);
+  RegisterSignalWindowOps(r);
+  RegisterSignalDftOps(r);
+  RegisterLinalgOps(r);
+  RegisterBitCastOps(r);
 }
 
 }  // namespace keel::ops

@@ -31,5 +31,9 @@ void RegisterEinsumOps(Registry& r);
 void RegisterRecurrentOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterGridSampleOps(Registry& r);
+void RegisterSignalWindowOps(Registry& r);
+void RegisterSignalDftOps(Registry& r);
+void RegisterLinalgOps(Registry& r);
+void RegisterBitCastOps(Registry& r);
 
 }  // namespace keel::ops
