@@ -1,6 +1,6 @@
 """onnxruntime cases for the signal and linear-algebra ops (compiler/ops/signal_window.cc,
 signal_dft.cc, linalg.cc)."""
-from onnx_ops_vs_onnxruntime import helper, model, np, rnd
+from onnx_ops_vs_onnxruntime import TensorProto, helper, model, np, numpy_helper, rnd
 
 
 def ints(name, v):
@@ -51,7 +51,33 @@ def det(shape):
     return model([helper.make_node("Det", ["x"], ["y"])], [("x", shape)], ["y"]), {"x": rnd(*shape, seed=7, lo=-2, hi=2)}
 
 
+def typed(node, x, out_type, inits=(), opset=26):
+    """One node over input x (any dtype) with output y of ONNX type out_type (opset 26: IR 10)."""
+    from onnx import helper as h
+    in_type = h.np_dtype_to_tensor_dtype(x.dtype)
+    g = h.make_graph([node], "g", [h.make_tensor_value_info("x", in_type, x.shape)],
+                     [h.make_tensor_value_info("y", out_type, None)],
+                     initializer=[numpy_helper.from_array(v, n) for n, v in inits])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m, {"x": x}
+
+
+def cumprod(x, axis, **attrs):
+    node = helper.make_node("CumProd", ["x", "axis"], ["y"], **attrs)
+    return typed(node, x, helper.np_dtype_to_tensor_dtype(x.dtype), [ints("axis", axis)])
+
+
+def bitcast(x, to):
+    return typed(helper.make_node("BitCast", ["x"], ["y"], to=to), x, to)
+
+
 CASES = {
+    "cumprod_axis1_reverse_exclusive": lambda: cumprod(rnd(3, 7, 5, seed=8, lo=0.5, hi=1.5), 1, reverse=1, exclusive=1),
+    "cumprod_int32_last": lambda: cumprod(np.arange(-6, 18, dtype=np.int32).reshape(4, 6) % 5 - 2, -1),
+    "bitcast_f32_to_i32": lambda: bitcast(rnd(4, 9, seed=9, lo=-100, hi=100), TensorProto.INT32),
+    "bitcast_i64_to_f64": lambda: bitcast(rnd(3, 8, seed=10).astype(np.float64).view(np.int64), TensorProto.DOUBLE),
+    "bitcast_u16_to_f16": lambda: bitcast(np.arange(0, 30000, 1001, dtype=np.uint16), TensorProto.FLOAT16),
     "dft_real_axis1": lambda: dft((2, 12, 3, 1), axis=1),
     "dft_complex_inverse_axis2": lambda: dft((2, 3, 8, 2), axis=2, inverse=1),
     "dft_rfft_padded": lambda: dft((3, 7, 1), axis=1, onesided=1, dft_length=10),
