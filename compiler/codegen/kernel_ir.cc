@@ -174,6 +174,13 @@ Expr Cast(Expr a, DType to) {
   return Expr(std::move(n));
 }
 
+Expr Bitcast(Expr a, DType to) {
+  if (a.type() == to) return a;
+  auto n = MakeNode(ExprKind::kBitcast, to);
+  n->operands = {std::move(a)};
+  return Expr(std::move(n));
+}
+
 Expr Placeholder(int64_t id, DType type) {
   auto n = MakeNode(ExprKind::kVar, type);
   n->int_value = id;
@@ -411,6 +418,12 @@ class Verifier {
         return Status::Ok();
       case ExprKind::kCast:
         return VisitExpr(e->operands[0], region);
+      case ExprKind::kBitcast: {
+        const DType from = e->operands[0].type();
+        if (from == DType::kBool || e->type == DType::kBool || ir::DTypeSize(from) != ir::DTypeSize(e->type))
+          return Err("bitcast between types of different sizes: " + ExprToString(k_, e));
+        return VisitExpr(e->operands[0], region);
+      }
     }
     return Err("unknown expression kind");
   }
@@ -559,6 +572,9 @@ std::string ExprToString(const KernelFunc& k, const Expr& e) {
       break;
     case ExprKind::kCast:
       os << ir::DTypeName(e->type) << "(" << ExprToString(k, e->operands[0]) << ")";
+      break;
+    case ExprKind::kBitcast:
+      os << "bitcast_" << ir::DTypeName(e->type) << "(" << ExprToString(k, e->operands[0]) << ")";
       break;
   }
   return os.str();

@@ -42,7 +42,9 @@ using ir::DType;
 
 // ---- expressions -------------------------------------------------------------
 
-enum class ExprKind : uint8_t { kIntConst, kFloatConst, kVar, kLoad, kUnary, kBinary, kSelect, kCast };
+// kBitcast (appended): the operand's bits reinterpreted as another type of the
+// same size (never bool); bf16 values are their 16 bits.
+enum class ExprKind : uint8_t { kIntConst, kFloatConst, kVar, kLoad, kUnary, kBinary, kSelect, kCast, kBitcast };
 
 // kNot: logical on bool, bitwise on integers. kRound: to nearest, ties to even.
 // The trigonometric/hyperbolic ops are libm's (see LibmName).
@@ -106,6 +108,9 @@ Expr Unary(UnaryOp op, Expr a);
 Expr Binary(BinaryOp op, Expr a, Expr b);
 Expr Select(Expr cond, Expr a, Expr b);
 Expr Cast(Expr a, DType to);
+// The bits of `a` as type `to` (same byte size, neither bool); `a` itself when
+// the types are equal.
+Expr Bitcast(Expr a, DType to);
 Expr Min(Expr a, Expr b);
 Expr Max(Expr a, Expr b);
 // Clamp an index into [lo, hi].

@@ -182,6 +182,13 @@ llvm::Value* LlvmKernelBuilder::EmitExprUncached(KernelRegion& r, const Expr& e)
       llvm::Value* a = EmitExpr(r, e->operands[0]);
       return a ? ConvertTo(a, e->operands[0].type(), e->type) : nullptr;
     }
+    case ExprKind::kBitcast: {
+      llvm::Value* a = EmitExpr(r, e->operands[0]);
+      if (!a) return nullptr;
+      llvm::Type* t = RegType(e->type);
+      if (IsWide(a)) t = llvm::FixedVectorType::get(t, lanes_);
+      return b_.CreateBitCast(a, t);
+    }
     case ExprKind::kSelect: {
       llvm::Value* c = EmitExpr(r, e->operands[0]);
       llvm::Value* a = EmitExpr(r, e->operands[1]);

@@ -54,6 +54,8 @@ Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn&
 Result<Stmt> LowerArgReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // lower_scan.cc: CumSum; TopK (stores: values, then indices when the node has that output).
 Result<Stmt> LowerCumSum(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// CumProd: CumSum's loop with a product (identity 1).
+Result<Stmt> LowerCumProd(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerTopK(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores);
 
 // Row normalizations (lower_norm.cc): LayerNormalization, RMSNormalization,

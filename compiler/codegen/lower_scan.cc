@@ -1,5 +1,5 @@
-// compiler/codegen/lower_scan.cc — ops that walk one axis in order: CumSum
-// (running sum, exclusive / reverse) and TopK (the k first elements of the
+// compiler/codegen/lower_scan.cc — ops that walk one axis in order: CumSum /
+// CumProd (running sum or product, exclusive / reverse) and TopK (the k first elements of the
 // axis in (value, index) order). One row per combination of the other
 // dimensions (lower_rows.h).
 #include <algorithm>
@@ -17,9 +17,9 @@ Result<size_t> AxisAttr(const ir::Node& node, const std::vector<int64_t>& shape)
   return static_cast<size_t>(axis);
 }
 
-}  // namespace
-
-Result<Stmt> LowerCumSum(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+// The running sum or product along the axis (exclusive: the value before
+// combining the element).
+Result<Stmt> LowerCumulative(LowerContext& ctx, const ir::Node& node, const StoreFn& store, bool product) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
@@ -29,18 +29,29 @@ Result<Stmt> LowerCumSum(LowerContext& ctx, const ir::Node& node, const StoreFn&
   KEEL_ASSIGN_OR_RETURN(int64_t exclusive, node.attrs().GetInt("exclusive", 0));
   KEEL_ASSIGN_OR_RETURN(int64_t reverse, node.attrs().GetInt("reverse", 0));
   const RowSpace rs = MakeRowSpace(X.type.shape, {static_cast<int64_t>(axis)});
-  int acc = k.AddLocal("cumsum_acc", acc_t, {1});
+  int acc = k.AddLocal(product ? "cumprod_acc" : "cumsum_acc", acc_t, {1});
   Expr t = k.NewVar("t"), l = k.NewVar("l");
   Expr j = reverse ? Expr(rs.len - 1) - l : l;
   std::vector<Expr> idx = rs.Index(t, j);
   Expr a = k.Load(acc, {Expr(0)});
-  Stmt add = k.Store(acc, {Expr(0)}, a + Cast(X.at(idx), acc_t));
+  Expr x = Cast(X.at(idx), acc_t);
+  Stmt add = k.Store(acc, {Expr(0)}, product ? a * x : a + x);
   Stmt out = store(idx, a);
   Stmt body = Block({
-      k.Store(acc, {Expr(0)}, IsFloat(acc_t) ? FloatConst(0, acc_t) : IntConst(0, acc_t)),
+      k.Store(acc, {Expr(0)}, IsFloat(acc_t) ? FloatConst(product ? 1 : 0, acc_t) : IntConst(product ? 1 : 0, acc_t)),
       For(l, 0, rs.len, LoopKind::kSerial, exclusive ? Block({out, add}) : Block({add, out})),
   });
   return RowLoop(ctx, t, rs, rs.len, body);
+}
+
+}  // namespace
+
+Result<Stmt> LowerCumSum(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  return LowerCumulative(ctx, node, store, false);
+}
+
+Result<Stmt> LowerCumProd(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+  return LowerCumulative(ctx, node, store, true);
 }
 
 // Selection, k passes over the row: pass j takes the best element that comes

@@ -35,6 +35,10 @@ void RegisterAllOps(Registry& r) {
   RegisterRoiAlignOps(r);
   RegisterLinearAttentionOps(r);
   RegisterControlFlowOps(r);
+  RegisterSignalWindowOps(r);
+  RegisterSignalDftOps(r);
+  RegisterLinalgOps(r);
+  RegisterBitCastOps(r);
 }
 
 }  // namespace keel::ops

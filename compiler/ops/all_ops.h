@@ -40,5 +40,9 @@ void RegisterCropCol2ImOps(Registry& r);
 void RegisterRoiAlignOps(Registry& r);
 void RegisterLinearAttentionOps(Registry& r);
 void RegisterControlFlowOps(Registry& r);
+void RegisterSignalWindowOps(Registry& r);
+void RegisterSignalDftOps(Registry& r);
+void RegisterLinalgOps(Registry& r);
+void RegisterBitCastOps(Registry& r);
 
 }  // namespace keel::ops

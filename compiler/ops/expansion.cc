@@ -19,7 +19,20 @@ Result<std::vector<ir::Value*>> Expander::Ops(const std::string& op_type, std::v
   for (size_t i = 0; i < types->size(); ++i) n->output(i)->set_type((*types)[i]);
   std::vector<ir::Value*> outs = n->outputs();
   const OpDef* def = FindOp(*n);
-  if (def && def->expand) KEEL_RETURN_IF_ERROR(ExpandNode(graph_, n));  // outs were redirected, not freed
+  if (def && def->expand) {
+    // A nested composite: its outputs have no readers yet (ExpandNode would
+    // skip them), so its expansion's values are returned in their place.
+    Expander nested(graph_, *n);
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::Value*> repl, def->expand(nested, *n));
+    if (repl.size() != outs.size()) return Internal(NodeDescription(*n) + ": expansion gave the wrong number of values");
+    for (size_t i = 0; i < repl.size(); ++i) {
+      if (repl[i] && (!repl[i]->has_type() || !(repl[i]->type() == outs[i]->type()))) {
+        return Internal(NodeDescription(*n) + ": expansion of output " + std::to_string(i) + " has another type");
+      }
+    }
+    KEEL_RETURN_IF_ERROR(graph_.RemoveNode(n));
+    return repl;
+  }
   return outs;
 }
 

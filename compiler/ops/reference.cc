@@ -382,6 +382,7 @@ class ExprProgram {
       case ExprKind::kLoad: return Load(s);
       case ExprKind::kSelect: return Arg(s, 0).i != 0 ? Arg(s, 1) : Arg(s, 2);
       case ExprKind::kCast: return Cast(n.operands[0].type(), n.type, Arg(s, 0));
+      case ExprKind::kBitcast: return Bitcast(n.operands[0].type(), n.type, Arg(s, 0));
       case ExprKind::kUnary: return Unary(n, Arg(s, 0));
       case ExprKind::kBinary: return Binary(n, Arg(s, 0), Arg(s, 1));
     }
@@ -397,6 +398,39 @@ class ExprProgram {
       v.i = FloatToInt(to, x.f);
     } else {
       v.i = WrapTo(to, to == DType::kBool ? (x.i != 0) : x.i);
+    }
+    return v;
+  }
+
+  // The bits of x (of type `from`) as type `to` (same size; bf16 is its bits).
+  static Value Bitcast(DType from, DType to, const Value& x) {
+    uint64_t bits = 0;
+    switch (from) {
+      case DType::kF64: std::memcpy(&bits, &x.f, 8); break;
+      case DType::kF32: {
+        const float f = static_cast<float>(x.f);
+        uint32_t b32 = 0;
+        std::memcpy(&b32, &f, 4);
+        bits = b32;
+        break;
+      }
+      case DType::kF16: bits = FloatToHalf(static_cast<float>(x.f)); break;
+      case DType::kBF16: bits = FloatToBFloat16(static_cast<float>(x.f)); break;
+      default: bits = static_cast<uint64_t>(x.i); break;
+    }
+    Value v;
+    switch (to) {
+      case DType::kF64: std::memcpy(&v.f, &bits, 8); break;
+      case DType::kF32: {
+        const uint32_t b32 = static_cast<uint32_t>(bits);
+        float f = 0;
+        std::memcpy(&f, &b32, 4);
+        v.f = f;
+        break;
+      }
+      case DType::kF16: v.f = HalfToFloat(static_cast<uint16_t>(bits)); break;
+      case DType::kBF16: v.f = BFloat16ToFloat(static_cast<uint16_t>(bits)); break;
+      default: v.i = WrapTo(to, static_cast<int64_t>(bits)); break;
     }
     return v;
   }

@@ -1,8 +1,11 @@
-// compiler/ops/scan.cc — ops that walk one axis in order: CumSum and TopK.
+// compiler/ops/scan.cc — ops that walk one axis in order: CumSum, CumProd
+// and TopK.
 //
-// CumSum (opsets 11, 14): `axis` is an input (a 0-D or one-element tensor);
-// canonical form: the constant axis lifted into the int attribute `axis`
-// (non-negative), `exclusive` / `reverse` 0/1. Floats and integers.
+// CumSum (opsets 11, 14) and CumProd (26): `axis` is an input (a 0-D or
+// one-element tensor); canonical form: the constant axis lifted into the int
+// attribute `axis` (non-negative), `exclusive` / `reverse` 0/1. Floats and
+// integers. They share one evaluator and one lowering, parameterized by the
+// combine (sum or product, identity 0 or 1).
 // TopK (opsets 1, 10, 11, 24): `k` is an attribute in opset 1 and an input
 // since 10; canonical form: the constant k lifted into the int attribute `k`
 // (a k that is not a compile-time constant would make the output shape
@@ -59,8 +62,9 @@ Status CanonicalizeCumSum(ir::Node& node) {
   return SetFlag(node, "reverse", 0);
 }
 
-Result<std::vector<ir::TensorDataPtr>> EvaluateCumSum(const ir::Node& node, const std::vector<ir::TensorDataPtr>& in,
-                                                      const std::vector<ir::TensorType>& out_types) {
+Result<std::vector<ir::TensorDataPtr>> EvaluateCumulative(bool product, const ir::Node& node,
+                                                          const std::vector<ir::TensorDataPtr>& in,
+                                                          const std::vector<ir::TensorType>& out_types) {
   const ir::TensorData& x = *in[0];
   KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));
   KEEL_ASSIGN_OR_RETURN(int64_t exclusive, node.attrs().GetInt("exclusive", 0));
@@ -69,12 +73,17 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateCumSum(const ir::Node& node, cons
   auto out = NewTensor(out_types[0]);
   for (std::vector<int64_t> row : RowOffsets(x.type.shape, {axis})) {
     if (reverse) std::reverse(row.begin(), row.end());
-    uint64_t isum = 0;  // wraps like the stored integer type
-    double dsum = 0;
+    uint64_t isum = product ? 1 : 0;  // wraps like the stored integer type
+    double dsum = product ? 1 : 0;
     for (int64_t o : row) {
       if (exclusive) exact ? StoreInt(*out, o, static_cast<int64_t>(isum)) : StoreDouble(*out, o, dsum);
-      isum += static_cast<uint64_t>(exact ? ElementAsInt(x, o) : 0);
-      dsum += exact ? 0.0 : ElementAsDouble(x, o);
+      if (exact) {
+        const uint64_t v = static_cast<uint64_t>(ElementAsInt(x, o));
+        isum = product ? isum * v : isum + v;
+      } else {
+        const double v = ElementAsDouble(x, o);
+        dsum = product ? dsum * v : dsum + v;
+      }
       if (!exclusive) exact ? StoreInt(*out, o, static_cast<int64_t>(isum)) : StoreDouble(*out, o, dsum);
     }
   }
@@ -154,10 +163,10 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateTopK(const ir::Node& node, const 
 }  // namespace
 
 void RegisterScanOps(Registry& r) {
-  {
+  for (const bool product : {false, true}) {
     OpDef def;
-    def.name = "CumSum";
-    def.versions = {11, 14};
+    def.name = product ? "CumProd" : "CumSum";
+    def.versions = product ? std::vector<int>{26} : std::vector<int>{11, 14};
     def.fusion = FusionClass::kAnchor;
     def.canonicalize = CanonicalizeCumSum;
     def.infer = [](const ir::Node& node) -> Result<std::vector<ir::TensorType>> {
@@ -165,9 +174,13 @@ void RegisterScanOps(Registry& r) {
       KEEL_RETURN_IF_ERROR(CheckNumeric(node, InputType(node, 0).dtype));
       return One(InputType(node, 0));
     };
-    def.evaluate = EvaluateCumSum;
-    def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-      return codegen::LowerCumSum(ctx, node, stores[0]);
+    def.evaluate = [product](const ir::Node& node, const std::vector<ir::TensorDataPtr>& in,
+                             const std::vector<ir::TensorType>& out_types) {
+      return EvaluateCumulative(product, node, in, out_types);
+    };
+    def.kernel = [product](codegen::LowerContext& ctx, const ir::Node& node,
+                           const std::vector<codegen::StoreFn>& stores) {
+      return product ? codegen::LowerCumProd(ctx, node, stores[0]) : codegen::LowerCumSum(ctx, node, stores[0]);
     };
     r.Add(std::move(def));
   }
