@@ -4,6 +4,7 @@
 namespace keel::ops {
 
 void RegisterAllOps(Registry& r) {
+  RegisterRefusedOps(r);
   RegisterElementwiseMathOps(r);
   RegisterElementwiseBinaryOps(r);
   RegisterShapeOps(r);

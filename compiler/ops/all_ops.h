@@ -8,6 +8,7 @@ namespace keel::ops {
 class Registry;
 
 void RegisterAllOps(Registry& r);
+void RegisterRefusedOps(Registry& r);
 
 void RegisterElementwiseMathOps(Registry& r);
 void RegisterElementwiseBinaryOps(Registry& r);

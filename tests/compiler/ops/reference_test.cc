@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "compiler/ops/registry.h"
 #include "compiler/ops/semantics.h"
 
 namespace keel::ops {
@@ -254,6 +255,21 @@ TEST(ReferenceEvalTest, EvaluateGraphWithFusedBody) {
   auto r = EvaluateGraph(g, {MakeTensorF32({2}, {-1, 3})});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(F((*r)[0]), (std::vector<float>{0, 6}));
+}
+
+TEST(RefusedOps, ValueShapedAndRandomOpsSayWhy) {
+  // Known ONNX ops Keel refuses on purpose: the importer's normalize step names the reason.
+  const OpDef* nonzero = Registry::Get().Find("NonZero");
+  ASSERT_NE(nonzero, nullptr);
+  ir::Graph g;
+  ir::Node* n = g.AddNode("NonZero", "nz", {g.AddInput("x", {ir::DType::kF32, {4}})}, 1);
+  Status s = nonzero->normalize(*n, 13);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("depends on the input values"), std::string::npos) << s.message();
+  const OpDef* random = Registry::Get().Find("RandomNormalLike");
+  ASSERT_NE(random, nullptr);
+  ir::Node* r = g.AddNode("RandomNormalLike", "rn", {g.AddInput("y", {ir::DType::kF32, {4}})}, 1);
+  EXPECT_NE(random->normalize(*r, 22).message().find("random sampling"), std::string::npos);
 }
 
 }  // namespace
