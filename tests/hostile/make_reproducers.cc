@@ -181,6 +181,15 @@ void WriteAll(Writer& w) {
     AddOutput(m, "y");
     w.Add("dropout_in_graph", m, "OK");  // Dropout is an identity at inference: compiles
   }
+  // Found by fuzzing (fuzz/onnx_importer_fuzzer): an op whose canonical form reads
+  // input 0, without input 0.
+  {
+    auto m = NewModel(13);
+    AddInput(m, "x", {4});
+    AddNode(m, "Flatten", {}, {"y"}, "no_input");
+    AddOutput(m, "y");
+    w.Add("flatten_without_input", m, "Flatten 'no_input': input 0 is missing");
+  }
   // 3-4. External data (the FIFO and the outside file are made by the script).
   w.Add("external_fifo", ExternalWeights("fifo.bin"), "is a FIFO");
   w.Add("external_etc_passwd", ExternalWeights("/etc/passwd"), "absolute path");
