@@ -190,6 +190,16 @@ void WriteAll(Writer& w) {
     AddOutput(m, "y");
     w.Add("flatten_without_input", m, "Flatten 'no_input': input 0 is missing");
   }
+  // Found by fuzzing: an initializer declaring 2^39 elements with no data (the
+  // importer sized a buffer from the dims before counting the values).
+  {
+    auto m = NewModel(13);
+    AddInput(m, "x", {4});
+    AddInitF32(m, "W", {int64_t{1} << 39}, {}, /*raw=*/false);
+    AddNode(m, "Add", {"x", "W"}, {"y"});
+    AddOutput(m, "y");
+    w.Add("initializer_dims_without_data", m, "initializer 'W': holds 0 elements");
+  }
   // 3-4. External data (the FIFO and the outside file are made by the script).
   w.Add("external_fifo", ExternalWeights("fifo.bin"), "is a FIFO");
   w.Add("external_etc_passwd", ExternalWeights("/etc/passwd"), "absolute path");
