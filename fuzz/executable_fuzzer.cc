@@ -12,8 +12,8 @@
 
 namespace {
 
-// Bytes the VM would allocate at creation and during a run (arenas + dynamic
-// storages). A valid executable may ask for gigabytes (the VM then reports
+// Bytes the VM would allocate at creation and during a run (arenas, dynamic
+// storages, input and output buffers). A valid executable may ask for gigabytes (the VM then reports
 // OUT_OF_MEMORY or gets them); the fuzzer skips running those to stay within its
 // own memory limit — a limit of this harness, not of Keel.
 uint64_t PlannedBytes(const uint8_t* data, size_t size) {
@@ -28,6 +28,16 @@ uint64_t PlannedBytes(const uint8_t* data, size_t size) {
   if (plan->storages()) {
     for (const auto* s : *plan->storages()) {
       if (s->arena() < 0) overflow |= __builtin_add_overflow(total, s->size(), &total);
+    }
+  }
+  for (const auto* sigs : {view->main()->params(), view->main()->results()}) {
+    if (sigs == nullptr) continue;
+    for (const auto* sig : *sigs) {
+      uint64_t bytes = keel::ser::DTypeSize(keel::ser::FromFb(sig->dtype()));
+      if (sig->shape()) {
+        for (int64_t d : *sig->shape()) overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
+      }
+      overflow |= __builtin_add_overflow(total, bytes, &total);
     }
   }
   return overflow ? UINT64_MAX : total;
