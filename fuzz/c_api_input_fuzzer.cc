@@ -24,7 +24,10 @@ keel_executable_t* LoadProgram(keel::vmtest::Plan plan) {
     std::abort();
   }
   keel_executable_t* exe = nullptr;
-  if (keel_executable_load_memory(bytes->data(), bytes->size(), KEEL_FUZZ_KERNELS, 0, &exe) != KEEL_OK) {
+  // The build tree's library, or $KEEL_FUZZ_KERNELS when the binary was moved.
+  const char* env = std::getenv("KEEL_FUZZ_KERNELS");
+  const char* library = env != nullptr ? env : KEEL_FUZZ_KERNELS;
+  if (keel_executable_load_memory(bytes->data(), bytes->size(), library, 0, &exe) != KEEL_OK) {
     std::fprintf(stderr, "c_api_input_fuzzer: %s\n", keel_last_error_message());
     std::abort();
   }

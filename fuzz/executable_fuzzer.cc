@@ -8,6 +8,42 @@
 #include <vector>
 
 #include "keel/c_api.h"
+#include "serialization/executable_reader.h"
+
+namespace {
+
+// Bytes the VM would allocate at creation and during a run (arenas, dynamic
+// storages, input and output buffers). A valid executable may ask for gigabytes (the VM then reports
+// OUT_OF_MEMORY or gets them); the fuzzer skips running those to stay within its
+// own memory limit — a limit of this harness, not of Keel.
+uint64_t PlannedBytes(const uint8_t* data, size_t size) {
+  auto view = keel::ser::ReadExecutable({data, size});
+  if (!view.ok() || view->root->memory_plan() == nullptr) return 0;
+  const auto* plan = view->root->memory_plan();
+  uint64_t total = 0;
+  bool overflow = false;
+  if (plan->arenas()) {
+    for (const auto* a : *plan->arenas()) overflow |= __builtin_add_overflow(total, a->size(), &total);
+  }
+  if (plan->storages()) {
+    for (const auto* s : *plan->storages()) {
+      if (s->arena() < 0) overflow |= __builtin_add_overflow(total, s->size(), &total);
+    }
+  }
+  for (const auto* sigs : {view->main()->params(), view->main()->results()}) {
+    if (sigs == nullptr) continue;
+    for (const auto* sig : *sigs) {
+      uint64_t bytes = keel::ser::DTypeSize(keel::ser::FromFb(sig->dtype()));
+      if (sig->shape()) {
+        for (int64_t d : *sig->shape()) overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
+      }
+      overflow |= __builtin_add_overflow(total, bytes, &total);
+    }
+  }
+  return overflow ? UINT64_MAX : total;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   keel_executable_t* exe = nullptr;
@@ -29,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   keel_vm_options_t options{1};
   keel_vm_t* vm = nullptr;
-  if (keel_vm_create(exe, "cpu", &options, &vm) == KEEL_OK) {
+  if (PlannedBytes(data, size) <= (uint64_t{1} << 28) && keel_vm_create(exe, "cpu", &options, &vm) == KEEL_OK) {
     bool inputs_ok = true;
     for (size_t i = 0; i < ni && inputs_ok; ++i) {
       const int64_t* dims = nullptr;

@@ -11,7 +11,8 @@
 #   TARGET         onnx, executable, plan, c_api (default: all)
 #
 # Corpora grow in build-fuzz/corpus/<target>/ (kept between runs); crashes go to
-# build-fuzz/artifacts/<target>/. Prints the iterations each target ran and exits
+# build-fuzz/artifacts/<target>/ (once fixed, copy them to fuzz/regressions/<target>/,
+# which every run replays first). Prints the iterations each target ran and exits
 # non-zero when any target found a crash, a leak, a timeout or a sanitizer report.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -84,8 +85,11 @@ limit=(-runs="$runs")
 run_one() {
   local t=$1
   mkdir -p $build/corpus/$t $build/artifacts/$t
+  # Inputs that once crashed (fuzz/regressions/<target>/) are replayed first.
+  local regressions=""
+  [ -d fuzz/regressions/$t ] && regressions=fuzz/regressions/$t
   $bin/keel_fuzz_$t "${limit[@]}" -timeout=20 -rss_limit_mb=3072 -max_len=262144 -print_final_stats=1 \
-    -artifact_prefix=$build/artifacts/$t/ $build/corpus/$t $seeds/$t >$build/fuzz-$t.log 2>&1
+    -artifact_prefix=$build/artifacts/$t/ $build/corpus/$t $seeds/$t $regressions >$build/fuzz-$t.log 2>&1
 }
 pids=()
 for t in "${targets[@]}"; do

@@ -9,6 +9,7 @@
 #include "serialization/executable_reader.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -55,11 +56,21 @@ std::string Name(const F& f) {
   return f();
 }
 
-// Element count of `shape` (null = scalar). Checks rank, dims >= 0 and overflow.
-// `what` names the shape's owner in the error.
+// FlatBuffers 2.0's verifier checks a vector's length field for 4-byte alignment
+// only; a crafted file can place 8-byte elements (int64 shapes, attribute ints
+// and floats) off their alignment, and reading them is undefined behaviour (found
+// by fuzz/executable_fuzzer). Every such vector is checked here before it is read.
+template <typename T>
+bool Aligned(const FbVec<T>* v) {
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
+// Element count of `shape` (null = scalar). Checks alignment, rank, dims >= 0 and
+// overflow. `what` names the shape's owner in the error.
 template <typename W>
 Status CheckShape(const FbVec<int64_t>* shape, const W& what, uint64_t* elems) {
   uint64_t n = 1;
+  if (!Aligned(shape)) return Bad(Name(what) + ": shape vector is not 8-byte aligned (corrupt file or unaligned buffer)");
   if (shape != nullptr) {
     if (shape->size() > kMaxRank) {
       return Bad(Name(what) + ": rank " + std::to_string(shape->size()) + " exceeds " + std::to_string(kMaxRank));
@@ -282,6 +293,9 @@ Status CheckKernels(const fbs::Executable* root) {
       for (uint32_t a = 0; a < attrs->size(); ++a) {
         const fbs::Attr* attr = attrs->Get(a);
         if (attr->key() == nullptr) return Bad(what + ": attribute " + std::to_string(a) + " without a key");
+        if (!Aligned(attr->ints()) || !Aligned(attr->floats())) {
+          return Bad(what + ": attribute '" + attr->key()->str() + "' values are not 8-byte aligned (corrupt file)");
+        }
         // Sorted and unique: the schema's (key) attribute makes lookups binary searches.
         if (a > 0 && !(std::string_view(attrs->Get(a - 1)->key()->c_str(), attrs->Get(a - 1)->key()->size()) <
                        std::string_view(attr->key()->c_str(), attr->key()->size()))) {

@@ -136,6 +136,19 @@ Result<TensorDataPtr> Importer::TensorFromProto(const onnx::TensorProto& t, cons
   } else {
     // The typed fields (onnx.proto): float_data, double_data, int64_data,
     // uint64_data (u32, u64) and int32_data (every narrower type, f16/bf16 as bits).
+    // The count is checked before the buffer is sized from the dims (a tensor
+    // declaring 2^40 elements with no data must not allocate terabytes: found by
+    // fuzz/onnx_importer_fuzzer).
+    int64_t have = 0;
+    switch (*dtype) {
+      case DType::kF32: have = t.float_data_size(); break;
+      case DType::kF64: have = t.double_data_size(); break;
+      case DType::kI64: have = t.int64_data_size(); break;
+      case DType::kU32:
+      case DType::kU64: have = t.uint64_data_size(); break;
+      default: have = t.int32_data_size();
+    }
+    if (have != n) return count_error(have);
     out->bytes.resize(expected);
     uint8_t* dst = out->bytes.data();
     const size_t es = ir::DTypeSize(*dtype);

@@ -26,6 +26,10 @@ Status CanonicalizeNode(ir::Node& node) {
     const ir::Value* in = node.input(i);
     if (in && !in->has_type()) return NodeError(node, "input " + std::to_string(i) + " ('" + in->name() + "') has no type");
   }
+  // Every canonical form reads input 0, required by each such op; a model that
+  // omits it ("" or no inputs) is an error here, before the op's code runs
+  // (found by fuzz/onnx_importer_fuzzer: Flatten with no input).
+  if (def->canonicalize && !node.input(0)) return NodeError(node, "input 0 is missing");
   if (def->canonicalize) return def->canonicalize(node);
   return Status::Ok();
 }

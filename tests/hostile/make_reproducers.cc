@@ -181,6 +181,25 @@ void WriteAll(Writer& w) {
     AddOutput(m, "y");
     w.Add("dropout_in_graph", m, "OK");  // Dropout is an identity at inference: compiles
   }
+  // Found by fuzzing (fuzz/onnx_importer_fuzzer): an op whose canonical form reads
+  // input 0, without input 0.
+  {
+    auto m = NewModel(13);
+    AddInput(m, "x", {4});
+    AddNode(m, "Flatten", {}, {"y"}, "no_input");
+    AddOutput(m, "y");
+    w.Add("flatten_without_input", m, "Flatten 'no_input': input 0 is missing");
+  }
+  // Found by fuzzing: an initializer declaring 2^39 elements with no data (the
+  // importer sized a buffer from the dims before counting the values).
+  {
+    auto m = NewModel(13);
+    AddInput(m, "x", {4});
+    AddInitF32(m, "W", {int64_t{1} << 39}, {}, /*raw=*/false);
+    AddNode(m, "Add", {"x", "W"}, {"y"});
+    AddOutput(m, "y");
+    w.Add("initializer_dims_without_data", m, "initializer 'W': holds 0 elements");
+  }
   // 3-4. External data (the FIFO and the outside file are made by the script).
   w.Add("external_fifo", ExternalWeights("fifo.bin"), "is a FIFO");
   w.Add("external_etc_passwd", ExternalWeights("/etc/passwd"), "absolute path");
