@@ -122,7 +122,7 @@ def export(name, out, stamp):
     t0 = time.perf_counter()
     with warnings.catch_warnings():  # the exporter's notes on shape inference and GRU batch sizes
         warnings.simplefilter("ignore")
-            torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"], output_names=["output"])
+        torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"], output_names=["output"])
     export_s = time.perf_counter() - t0
     np.save(os.path.join(out, name + ".input.npy"), x.numpy())
     np.save(os.path.join(out, name + ".output.npy"), ref.numpy())
