@@ -5,6 +5,8 @@
 # references here, and only run there.
 #
 #   scripts/zoo-gpu.sh prepare [MODELS]   # here: build, export, compile --target cuda, stage .gpu/zoo
+#   scripts/zoo-gpu.sh pack               # here: only regroup what export_zoo.py --gpu-stage
+#                                         # .gpu/zoo/staging left (prepare ends with it)
 #   (device) bash scripts/zoo-gpu.sh run [GROUP]   # there: run staged models, compare, time
 #
 # MODELS: comma list (default: all of the zoo). A device call carries at most 64 MiB, so
@@ -26,13 +28,21 @@ prepare() {
   set -e
   local models=${1:-}
   KEEL_BUILD_TARGETS="keelc keel-run keel-cuda-time" scripts/build.sh -DKEEL_CUDA=ON -DKEEL_BUILD_BENCH=ON
-  rm -rf "$stage"; mkdir -p "$stage/common/bin" "$stage/staging"
-  cp build/bin/keel-run build/bin/keel-cuda-time "$stage/common/bin/"
+  rm -rf "$stage"; mkdir -p "$stage/staging"
   local sel=(--all); [ -n "$models" ] && sel=(--models "$models")
   # A model that fails on the CPU is still staged when its cuda compile worked: the GPU
   # result is worth having either way, so the exit status is not fatal here.
   /usr/bin/python3 tests/models/export_zoo.py --out build/zoo --bin build/bin "${sel[@]}" \
     --gpu-stage "$stage/staging" || echo "(some models failed on the CPU; see the table)"
+  pack
+}
+
+# Packs $stage/staging (export_zoo.py --gpu-stage) into the carry groups.
+pack() {
+  set -e
+  [ -d "$stage/staging" ] || { echo "nothing staged in $stage/staging"; exit 1; }
+  rm -rf "$stage"/g* "$stage/common"; mkdir -p "$stage/common/bin"
+  cp build/bin/keel-run build/bin/keel-cuda-time "$stage/common/bin/"
   /usr/bin/python3 - "$stage" "$group_limit" <<'PY'
 import json, os, sys
 stage, limit = sys.argv[1], int(sys.argv[2])
@@ -79,7 +89,6 @@ for gi, g in enumerate(groups, 1):
     mib = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 2**20
     print("g%d: %.1f MiB, completes: %s" % (gi, mib, " ".join(done) or "(parts only)"))
 PY
-  rm -rf "$stage/staging"
   echo "device calls, one per group (keep the machine warm between calls that share split files):"
   for g in "$stage"/g*; do
     echo "  carry [\"$stage/common\", \"$g\"]  command: bash scripts/zoo-gpu.sh run $(basename "$g")"
@@ -137,7 +146,7 @@ def torch_times(name, meta):
         torch.backends.cudnn.allow_tf32 = False
         build, make_input, _ = zoo_models.MODELS[name]
         torch.manual_seed(0)
-        m = zoo_models.randomize_batchnorm(build()).eval().cuda()
+        m = zoo_models.randomize(build()).eval().cuda()
         x = make_input().cuda()
         with torch.no_grad():
             for _ in range(3): m(x)
@@ -187,6 +196,7 @@ PY
 
 case "${1:-}" in
   prepare) prepare "${2:-}" ;;
+  pack) pack ;;
   run) run "${2:-}" ;;
-  *) echo "usage: scripts/zoo-gpu.sh prepare [MODELS] | run [GROUP]"; exit 2 ;;
+  *) echo "usage: scripts/zoo-gpu.sh prepare [MODELS] | pack | run [GROUP]"; exit 2 ;;
 esac

@@ -15,6 +15,25 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def randomize(model):
+    """Random values where an initializer leaves a constant, then random BatchNorm statistics.
+
+    torchvision zero-initializes many biases, ViT's class token and classification head (a zero
+    head makes the whole output zero: a vacuous comparison), and sets norm weights to one: all
+    of these would hide bugs (a dropped bias add, a wrong scale). A constant parameter with 2+
+    dimensions gets N(0, 1/fan_in); a constant vector c gets c + N(0, 0.1^2).
+    """
+    with torch.no_grad():
+        for p in model.parameters():
+            flat = p.reshape(-1)
+            if flat.numel() > 1 and bool((flat == flat[0]).all()):
+                if p.dim() >= 2:
+                    p.copy_(torch.randn_like(p) / math.sqrt(p[0].numel()))
+                else:
+                    p.add_(torch.randn_like(p) * 0.1)
+    return randomize_batchnorm(model)
+
+
 def randomize_batchnorm(model):
     """Random running statistics and affine parameters, so that folding BN is not a no-op."""
     for m in model.modules():
