@@ -90,7 +90,7 @@ for gi, g in enumerate(groups, 1):
     print("g%d: %.1f MiB, completes: %s" % (gi, mib, " ".join(done) or "(parts only)"))
 PY
   echo "device calls, one per group (keep the machine warm between calls that share split files):"
-  for g in "$stage"/g*; do
+  for g in $(ls -d "$stage"/g* | sort -V); do
     echo "  carry [\"$stage/common\", \"$g\"]  command: bash scripts/zoo-gpu.sh run $(basename "$g")"
   done
 }
