@@ -20,8 +20,16 @@
 # device's torch has torchvision, PyTorch eager and CUDA-graph replay of the same
 # architecture (other random weights; timing only) with TF32 off.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-stage=.gpu/zoo
+here=$(cd "$(dirname "$0")" && pwd)
+# prepare/pack stage into .gpu/zoo of this checkout (or $KEEL_ZOO_STAGE); pack also copies this
+# script into the stage's common/, so that `bash STAGE/common/zoo-gpu.sh run gN` works from any
+# checkout the device call copies (it finds its stage beside itself).
+if [ "$(basename "$here")" = common ] && [ "${1:-}" = run ]; then
+  stage=$(cd "$here/.." && pwd)
+else
+  cd "$here/.."
+  stage=${KEEL_ZOO_STAGE:-.gpu/zoo}
+fi
 group_limit=$((60 * 1024 * 1024))
 
 prepare() {
@@ -43,6 +51,7 @@ pack() {
   [ -d "$stage/staging" ] || { echo "nothing staged in $stage/staging"; exit 1; }
   rm -rf "$stage"/g* "$stage/common"; mkdir -p "$stage/common/bin"
   cp build/bin/keel-run build/bin/keel-cuda-time "$stage/common/bin/"
+  cp scripts/zoo-gpu.sh tests/models/zoo_models.py tests/models/export_gru.py "$stage/common/"
   /usr/bin/python3 - "$stage" "$group_limit" <<'PY'
 import json, os, sys
 stage, limit = sys.argv[1], int(sys.argv[2])
@@ -91,7 +100,7 @@ for gi, g in enumerate(groups, 1):
 PY
   echo "device calls, one per group (keep the machine warm between calls that share split files):"
   for g in $(ls -d "$stage"/g* | sort -V); do
-    echo "  carry [\"$stage/common\", \"$g\"]  command: bash scripts/zoo-gpu.sh run $(basename "$g")"
+    echo "  carry [\"$stage/common\", \"$g\"]  command: bash $stage/common/zoo-gpu.sh run $(basename "$g")"
   done
 }
 
@@ -132,7 +141,7 @@ PY
     "$stage/common/bin/keel-cuda-time" "$work/$m.keel" --input "input=$work/$m.input.bin" --name "$m" \
       >"$out/time_$m.json" 2>"$out/time_$m.err" || true
   done
-  python3 - "$work" "$out" tests/models $models <<'PY' | tee -a "$out/results.txt"
+  python3 - "$work" "$out" "$stage/common" $models <<'PY' | tee -a "$out/results.txt"
 import json, os, sys, time
 import numpy as np
 work, out, models_dir, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
