@@ -107,8 +107,12 @@ PY
 run() {
   local only=${1:-}
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH:-}
-  local out=${OUT:-/tmp/keel-zoo-out} work; work=$(mktemp -d /tmp/keel-zoo.XXXXXX)
-  mkdir -p "$out"
+  local final=${OUT:-/tmp/keel-zoo-out} work out; work=$(mktemp -d /tmp/keel-zoo.XXXXXX)
+  # Logs go to a scratch folder; only results.txt and one archive of them come back (a
+  # device call returns a few files).
+  out=$(mktemp -d /tmp/keel-zoo-logs.XXXXXX)
+  mkdir -p "$final"
+  trap 'cp "$out/results.txt" "$final/" 2>/dev/null; tar -czf "$final/logs.tar.gz" -C "$out" . 2>/dev/null' EXIT
   # Gather every file of every group present on the machine; split files are rebuilt from
   # their parts when all parts are here.
   /usr/bin/env python3 - "$stage" "$work" <<'PY'

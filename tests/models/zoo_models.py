@@ -135,7 +135,7 @@ class T5Attention(nn.Module):
         self.rel_bias = nn.Embedding(num_buckets, heads) if has_bias else None
 
     def position_bias(self, n):
-        pos = torch.arange(n, dtype=torch.long)
+        pos = torch.arange(n, dtype=torch.long, device=self.rel_bias.weight.device)
         bucket = relative_position_bucket(pos[None, :] - pos[:, None], self.num_buckets)
         return self.rel_bias(bucket).permute(2, 0, 1).unsqueeze(0)  # [1, heads, n, n]
 
