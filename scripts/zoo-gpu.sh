@@ -10,7 +10,7 @@
 #   (device) bash scripts/zoo-gpu.sh run [GROUP]   # there: run staged models, compare, time
 #
 # MODELS: comma list (default: all of the zoo). A device call carries at most 64 MiB, so
-# prepare packs the staged files into groups .gpu/zoo/g1, g2, ... of at most 60 MiB each
+# prepare packs the staged files into groups .gpu/zoo/g1, g2, ... of at most 56 MiB each
 # (a file too large for one group is split into parts across consecutive groups) and prints
 # the carry list of each call: .gpu/zoo/common plus one group. run GROUP runs the models
 # whose last part arrived with that group, rebuilding split files from parts that earlier
@@ -30,7 +30,7 @@ else
   cd "$here/.."
   stage=${KEEL_ZOO_STAGE:-.gpu/zoo}
 fi
-group_limit=$((60 * 1024 * 1024))
+group_limit=$((56 * 1024 * 1024))  # + common (2 MiB) + the checkout (4 MiB) <= 64 MiB
 
 prepare() {
   set -e
