@@ -64,6 +64,37 @@ TEST(ExecutableReader, AcceptsTheMinimalProgram) {
   EXPECT_TRUE(r.ok()) << r.status().ToString();
 }
 
+// Scalars: empty int64 shape vectors, which the FlatBuffers builder leaves at 4 mod
+// 8. The reader's alignment check (issue 13, fuzzing) must not refuse them.
+TEST(ExecutableReader, AcceptsScalarShapesWhateverTheirAlignment) {
+  for (int extra = 0; extra < 4; ++extra) {
+    auto file = MinimalProgram([&](ExecutableWriter& w) {
+      const float one = 1.0f;
+      for (int i = 0; i <= extra; ++i) {
+        w.AddConstant("scalar" + std::to_string(i), DType::kF32, {}, DeviceKind::kCpu,
+                      {reinterpret_cast<const uint8_t*>(&one), 4});
+      }
+    });
+    auto r = ReadExecutable(file);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+  }
+}
+
+// A 1.1 executable records its library's SHA-256 beside the library id.
+TEST(ExecutableReader, KernelLibraryDigestNeedsALibraryId) {
+  auto ok = MinimalProgram([](ExecutableWriter& w) {
+    w.SetKernelLibraryId("lib");
+    w.SetKernelLibraryDigest(100, {});
+  });
+  auto r = ReadExecutable(ok);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->root->kernel_library_size(), 100u);
+  ASSERT_NE(r->root->kernel_library_sha256(), nullptr);
+  EXPECT_EQ(r->root->kernel_library_sha256()->size(), 32u);
+  EXPECT_EQ(r->version_minor, kFormatVersionMinor);
+  ExpectEditError([](ExecutableWriter& w) { w.SetKernelLibraryDigest(100, {}); }, "without a kernel_library_id");
+}
+
 // ---- framing, verifier, version ------------------------------------------------
 
 TEST(ExecutableReader, RejectsEmptyFile) {
