@@ -19,6 +19,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/driver/cuda_host_emitter.h"
 #include "compiler/memory/planner.h"
+#include "compiler/ops/registry.h"
 #include "compiler/passes/pass_manager.h"
 
 namespace {
@@ -43,6 +44,7 @@ options:
                            host has AVX-512, x86-64-v3 with AVX2+FMA, else x86-64),
                            native, x86-64, x86-64-v3, ... The VM refuses to load
                            kernels for extensions its CPU lacks.
+  --ops                    list the ONNX ops Keel compiles (versions, kind) and exit
   --passes                 list the graph passes and exit
   --disable-pass NAME      skip a pass (repeatable)
   --dump-ir=after-PASS     print the graph IR after PASS ("after-all": every pass)
@@ -70,6 +72,23 @@ bool ParseShape(const std::string& text, std::vector<int64_t>& shape) {
   return !shape.empty();
 }
 
+// One line per ONNX op of the registry: its since-versions Keel implements and
+// how it is compiled (the fusion class, "composite" for ops expanded into
+// others, "refused" for ops Keel knows and declines with a reason).
+void PrintOps() {
+  for (const keel::ops::OpDef* def : keel::ops::Registry::Get().All()) {
+    if (!def->domain.empty()) continue;
+    std::string versions;
+    for (int v : def->supported.empty() ? def->versions : def->supported) {
+      versions += (versions.empty() ? "" : ",") + std::to_string(v);
+    }
+    const char* kind = !def->infer   ? "refused"
+                       : def->expand ? "composite"
+                                     : keel::ops::FusionClassName(def->fusion);
+    std::printf("%-28s %-12s %s\n", def->name.c_str(), kind, versions.c_str());
+  }
+}
+
 }  // namespace
 
 static int RunMain(int argc, char** argv) {
@@ -82,6 +101,9 @@ static int RunMain(int argc, char** argv) {
     std::string v;
     if (arg == "-h" || arg == "--help") {
       PrintUsage(stdout);
+      return 0;
+    } else if (arg == "--ops") {
+      PrintOps();
       return 0;
     } else if (arg == "--passes") {
       for (const auto& p : keel::passes::ListPasses()) std::printf("%-20s %s\n", p.name.c_str(), p.description.c_str());

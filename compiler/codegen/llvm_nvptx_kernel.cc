@@ -399,7 +399,8 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
       case UnaryOp::kLog: return Libdevice("log", {a});
       case UnaryOp::kRsqrt: return Libdevice("rsqrt", {a});
       case UnaryOp::kErf: return Libdevice("erf", {a});
-      case UnaryOp::kRound: return Libdevice("rint", {a});
+      // Ties to even (cvt.rni): libdevice's rint came out as roundf (ties away).
+      case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:
         if (const char* name = LibmName(op)) return Libdevice(name, {a});
         (void)Fail(std::string("no math lowering for ") + UnaryOpName(op));
