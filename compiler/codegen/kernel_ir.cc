@@ -502,6 +502,17 @@ class Verifier {
   int next_region_ = 0;
 };
 
+// Streams an expression without building intermediate strings.
+void PrintExpr(const KernelFunc& k, const Expr& e, std::ostream& os);
+struct Ex {
+  const KernelFunc& k;
+  const Expr& e;
+};
+std::ostream& operator<<(std::ostream& os, const Ex& x) {
+  PrintExpr(x.k, x.e, os);
+  return os;
+}
+
 void PrintStmt(const KernelFunc& k, const StmtNode& s, int indent, std::ostringstream& os) {
   std::string pad(static_cast<size_t>(indent) * 2, ' ');
   switch (s.kind) {
@@ -509,19 +520,19 @@ void PrintStmt(const KernelFunc& k, const StmtNode& s, int indent, std::ostrings
       for (const Stmt& c : s.body) PrintStmt(k, *c, indent, os);
       return;
     case StmtKind::kFor:
-      os << pad << LoopKindName(s.loop) << " " << ExprToString(k, s.var) << " in [" << ExprToString(k, s.begin)
-         << ", " << ExprToString(k, s.end) << ") {\n";
+      os << pad << LoopKindName(s.loop) << " " << Ex{k, s.var} << " in [" << Ex{k, s.begin}
+         << ", " << Ex{k, s.end} << ") {\n";
       for (const Stmt& c : s.body) PrintStmt(k, *c, indent + 1, os);
       os << pad << "}\n";
       return;
     case StmtKind::kStore: {
       os << pad << k.buffer(s.buffer).name << "[";
-      for (size_t i = 0; i < s.indices.size(); ++i) os << (i ? ", " : "") << ExprToString(k, s.indices[i]);
-      os << "] = " << ExprToString(k, s.value) << "\n";
+      for (size_t i = 0; i < s.indices.size(); ++i) os << (i ? ", " : "") << Ex{k, s.indices[i]};
+      os << "] = " << Ex{k, s.value} << "\n";
       return;
     }
     case StmtKind::kIf:
-      os << pad << "if (" << ExprToString(k, s.cond) << ") {\n";
+      os << pad << "if (" << Ex{k, s.cond} << ") {\n";
       for (const Stmt& c : s.body) PrintStmt(k, *c, indent + 1, os);
       if (!s.else_body.empty()) {
         os << pad << "} else {\n";
@@ -536,9 +547,15 @@ void PrintStmt(const KernelFunc& k, const StmtNode& s, int indent, std::ostrings
 
 Status KernelFunc::Verify() const { return Verifier(*this).Run(); }
 
-std::string ExprToString(const KernelFunc& k, const Expr& e) {
-  if (e.is_null()) return "<null>";
-  std::ostringstream os;
+namespace {
+
+// One stream for the whole tree (a stream per node made printing large kernels
+// slow, and kernel deduplication prints every kernel).
+void PrintExpr(const KernelFunc& k, const Expr& e, std::ostream& os) {
+  if (e.is_null()) {
+    os << "<null>";
+    return;
+  }
   switch (e->kind) {
     case ExprKind::kIntConst:
       os << e->int_value;
@@ -552,31 +569,38 @@ std::string ExprToString(const KernelFunc& k, const Expr& e) {
       break;
     case ExprKind::kLoad:
       os << k.buffer(e->buffer).name << "[";
-      for (size_t i = 0; i < e->operands.size(); ++i) os << (i ? ", " : "") << ExprToString(k, e->operands[i]);
+      for (size_t i = 0; i < e->operands.size(); ++i) os << (i ? ", " : "") << Ex{k, e->operands[i]};
       os << "]";
       break;
     case ExprKind::kUnary:
-      os << UnaryOpName(e->unary) << "(" << ExprToString(k, e->operands[0]) << ")";
+      os << UnaryOpName(e->unary) << "(" << Ex{k, e->operands[0]} << ")";
       break;
     case ExprKind::kBinary:
       if (e->binary == BinaryOp::kMin || e->binary == BinaryOp::kMax || e->binary == BinaryOp::kPow)
-        os << BinaryOpName(e->binary) << "(" << ExprToString(k, e->operands[0]) << ", "
-           << ExprToString(k, e->operands[1]) << ")";
+        os << BinaryOpName(e->binary) << "(" << Ex{k, e->operands[0]} << ", "
+           << Ex{k, e->operands[1]} << ")";
       else
-        os << "(" << ExprToString(k, e->operands[0]) << " " << BinaryOpName(e->binary) << " "
-           << ExprToString(k, e->operands[1]) << ")";
+        os << "(" << Ex{k, e->operands[0]} << " " << BinaryOpName(e->binary) << " "
+           << Ex{k, e->operands[1]} << ")";
       break;
     case ExprKind::kSelect:
-      os << "select(" << ExprToString(k, e->operands[0]) << ", " << ExprToString(k, e->operands[1]) << ", "
-         << ExprToString(k, e->operands[2]) << ")";
+      os << "select(" << Ex{k, e->operands[0]} << ", " << Ex{k, e->operands[1]} << ", "
+         << Ex{k, e->operands[2]} << ")";
       break;
     case ExprKind::kCast:
-      os << ir::DTypeName(e->type) << "(" << ExprToString(k, e->operands[0]) << ")";
+      os << ir::DTypeName(e->type) << "(" << Ex{k, e->operands[0]} << ")";
       break;
     case ExprKind::kBitcast:
-      os << "bitcast_" << ir::DTypeName(e->type) << "(" << ExprToString(k, e->operands[0]) << ")";
+      os << "bitcast_" << ir::DTypeName(e->type) << "(" << Ex{k, e->operands[0]} << ")";
       break;
   }
+}
+
+}  // namespace
+
+std::string ExprToString(const KernelFunc& k, const Expr& e) {
+  std::ostringstream os;
+  PrintExpr(k, e, os);
   return os.str();
 }
 
