@@ -7,6 +7,9 @@
 // already emitted, it reuses that kernel's name instead of compiling a copy, so
 // compile time and library size grow with the number of *distinct* kernels.
 //
+// Lowering itself costs time too, so LoweringKey lets a back end recognize a
+// node it already lowered before lowering it again.
+//
 // Thread-safety: none (one compilation, one thread). Deterministic: the first
 // kernel of each kind keeps its name, in graph order.
 #pragma once
@@ -15,6 +18,7 @@
 #include <unordered_map>
 
 #include "compiler/codegen/kernel_spec.h"
+#include "compiler/ir/graph.h"
 
 namespace keel::codegen {
 
@@ -27,5 +31,12 @@ class KernelDedup {
  private:
   std::unordered_map<std::string, std::string> by_body_;
 };
+
+// A key equal for two nodes that lower to the same kernel: op types,
+// attributes, types and the dataflow of a fused body, without value names.
+// Constants are identified by their data object: a constant shared by many
+// layers matches, equal bytes in different objects just do not (the kernel
+// deduplication above still merges those after lowering).
+std::string LoweringKey(const ir::Node& node);
 
 }  // namespace keel::codegen
