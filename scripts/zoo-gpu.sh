@@ -140,9 +140,10 @@ PY
   echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
   for m in $models; do
     if [ ! -f "$work/$m.keel" ] || [ ! -f "$work/$m.keel.so" ]; then echo "$m: files incomplete on this machine" | tee -a "$out/results.txt"; continue; fi
-    "$stage/common/bin/keel-run" "$work/$m.keel" --device cuda --input "input=$work/$m.input.bin" \
+    # Time limits: a model whose CUDA kernels are pathologically slow must not eat the call.
+    timeout 120 "$stage/common/bin/keel-run" "$work/$m.keel" --device cuda --input "input=$work/$m.input.bin" \
       --output-dir "$work/out_$m" >"$out/run_$m.log" 2>&1 || echo "$m: keel-run failed: $(tail -1 "$out/run_$m.log")" >>"$out/results.txt"
-    "$stage/common/bin/keel-cuda-time" "$work/$m.keel" --input "input=$work/$m.input.bin" --name "$m" \
+    timeout 120 "$stage/common/bin/keel-cuda-time" "$work/$m.keel" --warmup 2 --iterations 10 --input "input=$work/$m.input.bin" --name "$m" \
       >"$out/time_$m.json" 2>"$out/time_$m.err" || true
   done
   python3 - "$work" "$out" "$stage/common" $models <<'PY' | tee -a "$out/results.txt"
