@@ -127,7 +127,7 @@ for g in sorted(d for d in os.listdir(stage) if re.fullmatch(r"g\d+", d)):
             parts[m.group(1)][int(m.group(2))] = path
         elif f.endswith(".parts"):
             counts[f[:-6]] = int(open(path).read())
-        elif f != "models.txt":
+        elif f != "models.txt" and not os.path.lexists(os.path.join(work, f)):
             os.symlink(os.path.abspath(path), os.path.join(work, f))
 for f, n in counts.items():
     if len(parts[f]) == n:
