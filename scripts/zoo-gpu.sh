@@ -107,7 +107,7 @@ PY
 run() {
   local only=${1:-}
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH:-}
-  local final=${OUT:-/tmp/keel-zoo-out} work out; work=$(mktemp -d /tmp/keel-zoo.XXXXXX)
+  final=${OUT:-/tmp/keel-zoo-out}; work=$(mktemp -d /tmp/keel-zoo.XXXXXX)
   # Logs go to a scratch folder; only results.txt and one archive of them come back (a
   # device call returns a few files).
   out=$(mktemp -d /tmp/keel-zoo-logs.XXXXXX)
