@@ -107,7 +107,7 @@ PY
 run() {
   local only=${1:-}
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH:-}
-  local final=${OUT:-/tmp/keel-zoo-out} work out; work=$(mktemp -d /tmp/keel-zoo.XXXXXX)
+  final=${OUT:-/tmp/keel-zoo-out}; work=$(mktemp -d /tmp/keel-zoo.XXXXXX)
   # Logs go to a scratch folder; only results.txt and one archive of them come back (a
   # device call returns a few files).
   out=$(mktemp -d /tmp/keel-zoo-logs.XXXXXX)
@@ -127,7 +127,7 @@ for g in sorted(d for d in os.listdir(stage) if re.fullmatch(r"g\d+", d)):
             parts[m.group(1)][int(m.group(2))] = path
         elif f.endswith(".parts"):
             counts[f[:-6]] = int(open(path).read())
-        elif f != "models.txt":
+        elif f != "models.txt" and not os.path.lexists(os.path.join(work, f)):
             os.symlink(os.path.abspath(path), os.path.join(work, f))
 for f, n in counts.items():
     if len(parts[f]) == n:
@@ -140,9 +140,10 @@ PY
   echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
   for m in $models; do
     if [ ! -f "$work/$m.keel" ] || [ ! -f "$work/$m.keel.so" ]; then echo "$m: files incomplete on this machine" | tee -a "$out/results.txt"; continue; fi
-    "$stage/common/bin/keel-run" "$work/$m.keel" --device cuda --input "input=$work/$m.input.bin" \
+    # Time limits: a model whose CUDA kernels are pathologically slow must not eat the call.
+    timeout 120 "$stage/common/bin/keel-run" "$work/$m.keel" --device cuda --input "input=$work/$m.input.bin" \
       --output-dir "$work/out_$m" >"$out/run_$m.log" 2>&1 || echo "$m: keel-run failed: $(tail -1 "$out/run_$m.log")" >>"$out/results.txt"
-    "$stage/common/bin/keel-cuda-time" "$work/$m.keel" --input "input=$work/$m.input.bin" --name "$m" \
+    timeout 120 "$stage/common/bin/keel-cuda-time" "$work/$m.keel" --warmup 2 --iterations 10 --input "input=$work/$m.input.bin" --name "$m" \
       >"$out/time_$m.json" 2>"$out/time_$m.err" || true
   done
   python3 - "$work" "$out" "$stage/common" $models <<'PY' | tee -a "$out/results.txt"
