@@ -5,6 +5,8 @@
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -105,7 +107,45 @@ void Optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
   RunModulePipeline(m, tm, pto, tlii, opt_level);
 }
 
+// LLVM 16's NVPTX back end miscompiles `select (X & 2^k) == 0, 0, M` (how
+// InstCombine writes `((i >> k) & 1) * M`, common in index arithmetic): the DAG
+// turns it into `and (sra (shl X, W-1-k), W-1), M`, which instruction selection
+// makes an unsigned bit-field extract `bfe.u64 .., W-1, popcount(M)` whose field
+// runs past the top bit, where PTX fills zeros but sra replicates the sign:
+// wrong indices (DepthToSpace and Einsum read the wrong elements). The same
+// value as `((X >> k) & 1) * M` selects correctly, so rewrite it before codegen.
+void AvoidBitSelectMiscompile(llvm::Module& m) {
+  std::vector<llvm::SelectInst*> selects;
+  for (llvm::Function& f : m) {
+    for (llvm::BasicBlock& bb : f) {
+      for (llvm::Instruction& i : bb) {
+        if (auto* sel = llvm::dyn_cast<llvm::SelectInst>(&i)) selects.push_back(sel);
+      }
+    }
+  }
+  for (llvm::SelectInst* sel : selects) {
+    auto* t = llvm::dyn_cast<llvm::ConstantInt>(sel->getTrueValue());
+    auto* f = llvm::dyn_cast<llvm::ConstantInt>(sel->getFalseValue());
+    auto* cmp = llvm::dyn_cast<llvm::ICmpInst>(sel->getCondition());
+    if (!t || !f || !cmp || !cmp->isEquality() || !(t->isZero() || f->isZero())) continue;
+    auto* zero = llvm::dyn_cast<llvm::ConstantInt>(cmp->getOperand(1));
+    auto* masked = llvm::dyn_cast<llvm::BinaryOperator>(cmp->getOperand(0));
+    if (!zero || !zero->isZero() || !masked || masked->getOpcode() != llvm::Instruction::And) continue;
+    auto* bitmask = llvm::dyn_cast<llvm::ConstantInt>(masked->getOperand(1));
+    if (!bitmask || !bitmask->getValue().isPowerOf2() || masked->getType() != sel->getType()) continue;
+    // The value when the bit is set: M where (bit == 0) selects 0, and vice versa.
+    const bool eq = cmp->getPredicate() == llvm::ICmpInst::ICMP_EQ;
+    llvm::ConstantInt* when_set = eq ? f : t;
+    llvm::ConstantInt* when_clear = eq ? t : f;
+    if (!when_clear->isZero()) continue;
+    llvm::IRBuilder<> b(sel);
+    llvm::Value* bit = b.CreateLShr(masked, bitmask->getValue().logBase2());
+    sel->replaceAllUsesWith(b.CreateMul(bit, when_set));
+  }
+}
+
 Result<std::string> ModuleToPtx(llvm::Module& m, llvm::TargetMachine& tm) {
+  AvoidBitSelectMiscompile(m);
   llvm::SmallVector<char, 0> ptx;
   llvm::raw_svector_ostream os(ptx);
   llvm::legacy::PassManager pm;

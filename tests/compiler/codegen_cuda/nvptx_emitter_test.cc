@@ -203,6 +203,27 @@ TEST(NvptxEmitter, ElementwiseLoadsAreVectorizedAndMathComesFromLibdevice) {
   EXPECT_NE(ir->find("nvvm-reflect-ftz"), std::string::npos);
 }
 
+// LLVM 16's NVPTX back end selects `((i >> k) & 1) * M` (InstCombine: a select
+// of 0/M on one bit) as a bit-field extract whose field runs past bit 63, which
+// reads zeros where the value needs the bit replicated: DepthToSpace read the
+// wrong elements on the GPU. The emitter rewrites the select before codegen;
+// no extract may start at bit 63.
+TEST(NvptxEmitter, OneBitTimesConstantIndexArithmeticStaysCorrect) {
+  GraphBuilder b;
+  ir::Value* x = b.Input("x", {1, 8, 2, 3});
+  ir::Node* n = MakeFused(b.graph(), {x}, [](GraphBuilder& fb, const std::vector<ir::Value*>& in) {
+    Attributes attrs;
+    attrs.Set("blocksize", int64_t{2});
+    attrs.Set("mode", std::string("DCR"));
+    return std::vector<ir::Value*>{fb.Op("DepthToSpace", {in[0]}, attrs)->output(0)};
+  });
+  Result<KernelSpec> spec = LowerNodeToKernel(*n, 0, CudaLowering());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  Result<std::string> ptx = EmitNvptxPtx({*spec}, NvptxTargetOptions());
+  ASSERT_TRUE(ptx.ok()) << ptx.status().ToString();
+  EXPECT_EQ(ptx->find(", 63, "), std::string::npos) << *ptx;
+}
+
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
