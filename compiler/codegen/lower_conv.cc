@@ -303,22 +303,39 @@ Status ReadWindow(const ir::Node& node, size_t sp, ConvGeom& c, std::vector<int6
   return Status::Ok();
 }
 
+// X, W and the optional bias of a convolution node, checked: one rank >= 3
+// for input, weight and output; f32 data (the kernels accumulate in f32 and
+// read X through a flat f32 view).
+struct ConvOperands {
+  TensorFn x, w;
+  const TensorFn* bias = nullptr;
+};
+
+Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, const char* op) {
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* x, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* w, ctx.Input(node, 1));
+  ConvOperands in{*x, *w};
+  if (node.input(2)) {
+    KEEL_ASSIGN_OR_RETURN(in.bias, ctx.Input(node, 2));
+  }
+  const size_t rank = in.x.type.shape.size();
+  if (rank < 3 || in.w.type.shape.size() != rank || node.output(0)->type().shape.size() != rank)
+    return InvalidArgument(NodeLabel(node) + ": convolution needs input, weight and output of one rank >= 3");
+  if (in.x.type.dtype != DType::kF32 || in.w.type.dtype != DType::kF32)
+    return Unsupported(NodeLabel(node) + ": " + op + " on " + ir::DTypeName(in.x.type.dtype));
+  return in;
+}
+
 }  // namespace
 
 Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Wp, ctx.Input(node, 1));
-  const TensorFn* bias = nullptr;
-  if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2)); }
-  TensorFn X = *Xp, Wt = *Wp;
+  KEEL_ASSIGN_OR_RETURN(ConvOperands in, ReadConvOperands(ctx, node, "Conv"));
+  TensorFn X = in.x, Wt = in.w;
+  const TensorFn* bias = in.bias;
   const std::vector<int64_t>& xs = X.type.shape;
   const std::vector<int64_t>& ws = Wt.type.shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
-  if (xs.size() < 3 || ws.size() != xs.size() || os.size() != xs.size())
-    return InvalidArgument(NodeLabel(node) + ": convolution needs input, weight and output of one rank >= 3");
-  if (X.type.dtype != DType::kF32 || Wt.type.dtype != DType::kF32)
-    return Unsupported(NodeLabel(node) + ": Conv on " + ir::DTypeName(X.type.dtype));
   const size_t sp = xs.size() - 2;
   ConvGeom c;
   std::vector<int64_t> pads;
@@ -389,18 +406,12 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
 
 Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
-  KEEL_ASSIGN_OR_RETURN(const TensorFn* Wp, ctx.Input(node, 1));
-  const TensorFn* bias = nullptr;
-  if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2)); }
-  TensorFn X = *Xp, Wt = *Wp;
+  KEEL_ASSIGN_OR_RETURN(ConvOperands in, ReadConvOperands(ctx, node, "ConvTranspose"));
+  TensorFn X = in.x, Wt = in.w;
+  const TensorFn* bias = in.bias;
   const std::vector<int64_t>& xs = X.type.shape;
   const std::vector<int64_t>& ws = Wt.type.shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
-  if (xs.size() < 3 || ws.size() != xs.size() || os.size() != xs.size())
-    return InvalidArgument(NodeLabel(node) + ": convolution needs input, weight and output of one rank >= 3");
-  if (X.type.dtype != DType::kF32 || Wt.type.dtype != DType::kF32)
-    return Unsupported(NodeLabel(node) + ": ConvTranspose on " + ir::DTypeName(X.type.dtype));
   const size_t sp = xs.size() - 2;
   ConvGeom t;  // the transposed convolution's own attributes
   std::vector<int64_t> pads;

@@ -258,19 +258,11 @@ Status DefineConcat(codegen::LowerContext& ctx, const ir::Node& node) {
   return Status::Ok();
 }
 
-OpDef Injective(const std::string& name, std::vector<int> versions) {
-  OpDef def;
-  def.name = name;
-  def.versions = std::move(versions);
-  def.fusion = FusionClass::kInjective;
-  return def;
-}
-
 }  // namespace
 
 void RegisterMovementOps(Registry& r) {
   {
-    OpDef def = Injective("Transpose", {1, 13, 21, 23, 24, 25});
+    OpDef def = InjectiveOp("Transpose", {1, 13, 21, 23, 24, 25});
     def.canonicalize = [](ir::Node& node) -> Status {
       const int64_t rank = static_cast<int64_t>(InputType(node, 0).shape.size());
       if (!node.attrs().Has("perm")) {
@@ -285,14 +277,14 @@ void RegisterMovementOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("Slice", {1, 10, 11, 13});
+    OpDef def = InjectiveOp("Slice", {1, 10, 11, 13});
     def.canonicalize = CanonicalizeSlice;
     def.infer = InferSlice;
     def.injective = DefineSlice;
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("Gather", {1, 11, 13});
+    OpDef def = InjectiveOp("Gather", {1, 11, 13});
     def.canonicalize = [](ir::Node& node) -> Status {
       return CanonicalizeAxisAttr(node, "axis", 0, static_cast<int64_t>(InputType(node, 0).shape.size()));
     };
@@ -301,7 +293,7 @@ void RegisterMovementOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("Concat", {1, 4, 11, 13});
+    OpDef def = InjectiveOp("Concat", {1, 4, 11, 13});
     def.canonicalize = [](ir::Node& node) -> Status {
       return CanonicalizeAxisAttr(node, "axis", 0, static_cast<int64_t>(InputType(node, 0).shape.size()));
     };

@@ -21,14 +21,6 @@ namespace {
 using codegen::Expr;
 using codegen::TensorFn;
 
-OpDef Injective(const std::string& name, std::vector<int> versions) {
-  OpDef def;
-  def.name = name;
-  def.versions = std::move(versions);
-  def.fusion = FusionClass::kInjective;
-  return def;
-}
-
 // Element 0 of `t` as an expression of dtype `dt` (integers exactly).
 Expr ElementConst(const ir::TensorData& t, ir::DType dt) {
   if (codegen::IsFloat(t.type.dtype)) return TypedConst(ElementAsDouble(t, 0), dt);
@@ -215,7 +207,7 @@ Status DefineOneHot(codegen::LowerContext& ctx, const ir::Node& node) {
 
 void RegisterMovementGenerateOps(Registry& r) {
   {
-    OpDef def = Injective("ConstantOfShape", {9, 20, 21, 23, 24, 25});
+    OpDef def = InjectiveOp("ConstantOfShape", {9, 20, 21, 23, 24, 25});
     def.canonicalize = [](ir::Node& node) -> Status {
       KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 1));
       if (const ir::TensorData* c = ConstantInput(node, 0)) {
@@ -231,14 +223,14 @@ void RegisterMovementGenerateOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("Range", {11, 27});
+    OpDef def = InjectiveOp("Range", {11, 27});
     def.canonicalize = CanonicalizeRange;
     def.infer = InferRange;
     def.injective = DefineRange;
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("EyeLike", {9, 22});
+    OpDef def = InjectiveOp("EyeLike", {9, 22});
     def.value_independent = true;
     def.infer = InferEyeLike;
     def.injective = DefineEyeLike;
@@ -256,7 +248,7 @@ void RegisterMovementGenerateOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("OneHot", {9, 11, 28});
+    OpDef def = InjectiveOp("OneHot", {9, 11, 28});
     def.canonicalize = CanonicalizeOneHot;
     def.infer = InferOneHot;
     def.injective = DefineOneHot;

@@ -18,14 +18,6 @@ namespace {
 using codegen::Expr;
 using codegen::TensorFn;
 
-OpDef Injective(const std::string& name, std::vector<int> versions) {
-  OpDef def;
-  def.name = name;
-  def.versions = std::move(versions);
-  def.fusion = FusionClass::kInjective;
-  return def;
-}
-
 // ---- Pad ------------------------------------------------------------------------------
 // Canonical: input 0 = data, input 2 = constant_value (optional, run-time),
 // attributes pads (begin..., end... for every axis), mode, value (opset < 11).
@@ -283,7 +275,7 @@ Status DefineReverseSequence(codegen::LowerContext& ctx, const ir::Node& node) {
 
 void RegisterMovementPadTileOps(Registry& r) {
   {
-    OpDef def = Injective("Pad", {1, 2, 11, 13, 18, 19, 21, 23, 24, 25});
+    OpDef def = InjectiveOp("Pad", {1, 2, 11, 13, 18, 19, 21, 23, 24, 25});
     def.normalize = NormalizePad;
     def.canonicalize = CanonicalizePad;
     def.infer = InferPad;
@@ -291,7 +283,7 @@ void RegisterMovementPadTileOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("Expand", {8, 13});
+    OpDef def = InjectiveOp("Expand", {8, 13});
     def.canonicalize = [](ir::Node& node) -> Status {
       KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
       KEEL_RETURN_IF_ERROR(LiftIntsInput(node, 1, "shape"));
@@ -304,7 +296,7 @@ void RegisterMovementPadTileOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("Tile", {1, 6, 13});
+    OpDef def = InjectiveOp("Tile", {1, 6, 13});
     def.supported = {6, 13};
     def.canonicalize = [](ir::Node& node) -> Status {
       KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
@@ -318,7 +310,7 @@ void RegisterMovementPadTileOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("Trilu", {14});
+    OpDef def = InjectiveOp("Trilu", {14});
     def.canonicalize = [](ir::Node& node) -> Status {
       KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 2));
       if (const ir::TensorData* k = ConstantInput(node, 1)) {
@@ -337,7 +329,7 @@ void RegisterMovementPadTileOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("ReverseSequence", {10, 28});
+    OpDef def = InjectiveOp("ReverseSequence", {10, 28});
     def.canonicalize = [](ir::Node& node) -> Status {
       KEEL_RETURN_IF_ERROR(CheckArity(node, 2, 2));
       const int64_t rank = static_cast<int64_t>(InputType(node, 0).shape.size());

@@ -20,14 +20,6 @@ namespace {
 using codegen::Expr;
 using codegen::TensorFn;
 
-OpDef Injective(const std::string& name, std::vector<int> versions) {
-  OpDef def;
-  def.name = name;
-  def.versions = std::move(versions);
-  def.fusion = FusionClass::kInjective;
-  return def;
-}
-
 // ---- Split ---------------------------------------------------------------------------------
 
 Status CanonicalizeSplit(ir::Node& node) {
@@ -259,7 +251,7 @@ Status DefineCompress(codegen::LowerContext& ctx, const ir::Node& node) {
 
 void RegisterMovementSplitOps(Registry& r) {
   {
-    OpDef def = Injective("Split", {1, 2, 11, 13, 18});
+    OpDef def = InjectiveOp("Split", {1, 2, 11, 13, 18});
     def.normalize = [](ir::Node& node, int version) -> Status {
       // Opset 1 could pass the sizes as input 1; opsets 2-12 only as the attribute.
       if (version >= 2 && version < 13 && node.inputs().size() > 1) {
@@ -277,7 +269,7 @@ void RegisterMovementSplitOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("DepthToSpace", {1, 11, 13, 28});
+    OpDef def = InjectiveOp("DepthToSpace", {1, 11, 13, 28});
     def.normalize = [](ir::Node& node, int version) -> Status {
       if (version < 11) node.attrs().Erase("mode");  // DCR only before opset 11
       return Status::Ok();
@@ -288,7 +280,7 @@ void RegisterMovementSplitOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("SpaceToDepth", {1, 13, 28});
+    OpDef def = InjectiveOp("SpaceToDepth", {1, 13, 28});
     def.normalize = [](ir::Node& node, int version) -> Status {
       if (version < 28) node.attrs().Erase("mode");  // DCR only before opset 28
       return Status::Ok();
@@ -299,7 +291,7 @@ void RegisterMovementSplitOps(Registry& r) {
     r.Add(std::move(def));
   }
   {
-    OpDef def = Injective("Compress", {9, 11, 28});
+    OpDef def = InjectiveOp("Compress", {9, 11, 28});
     def.canonicalize = CanonicalizeCompress;
     def.infer = InferCompress;
     def.injective = DefineCompress;

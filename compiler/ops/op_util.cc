@@ -225,4 +225,12 @@ Status CheckShape(const ir::Node& node, const std::vector<int64_t>& shape, const
   return Status::Ok();
 }
 
+OpDef InjectiveOp(const std::string& name, std::vector<int> versions) {
+  OpDef def;
+  def.name = name;
+  def.versions = std::move(versions);
+  def.fusion = FusionClass::kInjective;
+  return def;
+}
+
 }  // namespace keel::ops

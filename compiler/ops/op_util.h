@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/ops/op_def.h"
 #include "keel/status.h"
 
 namespace keel::ops {
@@ -65,6 +66,11 @@ Result<int64_t> NormalizeAxis(const ir::Node& node, int64_t axis, int64_t rank, 
 Status CanonicalizeAxisAttr(ir::Node& node, const std::string& attr, int64_t def, int64_t rank);
 // Attribute `attr` (ints) normalized, optionally sorted, duplicates refused, stored back.
 Status CanonicalizeAxesAttr(ir::Node& node, const std::string& attr, int64_t rank, bool sort);
+
+// ---- definitions ---------------------------------------------------------------------
+// A fresh kInjective OpDef named `name` with ONNX since-versions `versions`
+// (the family files fill in the hooks).
+OpDef InjectiveOp(const std::string& name, std::vector<int> versions);
 
 // ---- dtypes -----------------------------------------------------------------------------
 // ONNX TensorProto.DataType code -> IR dtype; Unsupported naming the ONNX type
