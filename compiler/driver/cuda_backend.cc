@@ -23,6 +23,7 @@
 #include <optional>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 #include "compiler/codegen/kernel_dedup.h"
@@ -409,10 +410,14 @@ class CudaBackend final : public Backend {
 
  private:
   Result<lower::StepKernel> Generated(const ir::Node& node, int64_t index) {
+    // A node like one lowered before (every layer of a deep stack) reuses its kernel unlowered.
+    std::string node_key = codegen::LoweringKey(node);
+    if (auto hit = generated_.find(node_key); hit != generated_.end()) return hit->second;
     KEEL_ASSIGN_OR_RETURN(codegen::KernelSpec spec, codegen::LowerNodeToKernel(node, index, lower_options_));
     lower::StepKernel step;
     step.workspace_bytes = static_cast<uint64_t>(spec.workspace_bytes);
     KEEL_ASSIGN_OR_RETURN(step.kernel, DescribeShared(std::move(spec)));
+    generated_.emplace(std::move(node_key), step);
     return step;
   }
 
@@ -525,6 +530,7 @@ class CudaBackend final : public Backend {
   codegen::NvptxLibraryInfo info_;
   std::vector<codegen::KernelSpec> specs_;
   codegen::KernelDedup dedup_;
+  std::unordered_map<std::string, lower::StepKernel> generated_;
   std::string fingerprint_;
 };
 
