@@ -304,8 +304,8 @@ Status ReadWindow(const ir::Node& node, size_t sp, ConvGeom& c, std::vector<int6
 }
 
 // X, W and the optional bias of a convolution node, checked: one rank >= 3
-// for input, weight and output; f32 data (the kernels accumulate in f32 and
-// read X through a flat f32 view).
+// for input, weight and output; f32 data, or f16/bf16 read widened to f32
+// (the kernels accumulate in f32; f64 would lose precision).
 struct ConvOperands {
   TensorFn x, w;
   const TensorFn* bias = nullptr;
@@ -321,7 +321,8 @@ Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, c
   const size_t rank = in.x.type.shape.size();
   if (rank < 3 || in.w.type.shape.size() != rank || node.output(0)->type().shape.size() != rank)
     return InvalidArgument(NodeLabel(node) + ": convolution needs input, weight and output of one rank >= 3");
-  if (in.x.type.dtype != DType::kF32 || in.w.type.dtype != DType::kF32)
+  auto widened = [](DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; };
+  if (!widened(in.x.type.dtype) || !widened(in.w.type.dtype))
     return Unsupported(NodeLabel(node) + ": " + op + " on " + ir::DTypeName(in.x.type.dtype));
   return in;
 }

@@ -87,3 +87,19 @@ def deform_conv():
 
 
 CASES["deform_conv_groups_mask"] = deform_conv
+
+
+def conv_half():
+    # f16 data read widened: the kernel accumulates in f32 and rounds the output once.
+    x = rnd(1, 4, 9, 9).astype(np.float16)
+    w = rnd(6, 4, 3, 3, seed=3).astype(np.float16)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+                          initializer=[numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m, {"x": x}
+
+
+CASES["conv_f16"] = conv_half
