@@ -41,17 +41,22 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
 Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerDeformConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // Window pools (any spatial rank); stores[1], when present, receives MaxPool's Indices.
-Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores);
+// The op's own definition (compiler/ops) says which kind of pool, reduction or
+// softmax a node is; the lowerings take it instead of comparing op names.
+enum class PoolKind { kMax, kAvg, kLp };
+enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind kind, const std::vector<StoreFn>& stores);
 // GlobalAveragePool / GlobalMaxPool / GlobalLpPool.
-Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, PoolKind kind, const StoreFn& store);
 // MaxUnpool: zeros, then X scattered at Indices (flat into `natural`, which sits
 // at the origin of the output).
 Result<Stmt> LowerMaxUnpool(LowerContext& ctx, const ir::Node& node, const std::vector<int64_t>& natural,
                             const StoreFn& store);
-Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
-Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, SoftmaxKind kind, const StoreFn& store);
+Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, ReduceKind kind, const StoreFn& store);
 // ArgMax / ArgMin (lower_reduce.cc); LowerSoftmax (lower_softmax.cc) also lowers LogSoftmax and Hardmax.
-Result<Stmt> LowerArgReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+Result<Stmt> LowerArgReduce(LowerContext& ctx, const ir::Node& node, bool is_max, const StoreFn& store);
 // lower_scan.cc: CumSum; TopK (stores: values, then indices when the node has that output).
 Result<Stmt> LowerCumSum(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // CumProd: CumSum's loop with a product (identity 1).

@@ -17,15 +17,6 @@
 namespace keel::codegen {
 namespace {
 
-enum class PoolMode { kMax, kAvg, kLp };
-
-PoolMode ModeOf(const ir::Node& node) {
-  const std::string& op = node.op_type();
-  if (op == "MaxPool" || op == "GlobalMaxPool") return PoolMode::kMax;
-  if (op == "LpPool" || op == "GlobalLpPool") return PoolMode::kLp;
-  return PoolMode::kAvg;
-}
-
 // Null stands for "true" so that 1-D windows need no leading-dim guards.
 Expr And(const Expr& a, const Expr& b) { return a.is_null() ? b : b.is_null() ? a : a && b; }
 
@@ -51,16 +42,15 @@ Expr MaxInit(DType acc) {
 
 }  // namespace
 
-Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vector<StoreFn>& stores) {
+Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, const std::vector<StoreFn>& stores) {
   KernelFunc& k = ctx.kernel();
   const ir::Attributes& at = node.attrs();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
   const std::vector<int64_t>& xs = X.type.shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
-  const PoolMode mode = ModeOf(node);
   if (xs.size() < 3 || os.size() != xs.size()) return InvalidArgument(NodeLabel(node) + ": pooling needs rank >= 3");
-  if (!IsFloat(X.type.dtype) && (mode != PoolMode::kMax || X.type.dtype == DType::kBool))
+  if (!IsFloat(X.type.dtype) && (mode != PoolKind::kMax || X.type.dtype == DType::kBool))
     return Unsupported(NodeLabel(node) + ": pooling on " + ir::DTypeName(X.type.dtype));
   const size_t sp = xs.size() - 2, last = sp - 1;
   KEEL_ASSIGN_OR_RETURN(auto kernel, at.GetInts("kernel_shape", {}));
@@ -72,7 +62,7 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vecto
   KEEL_ASSIGN_OR_RETURN(double p, at.GetFloat("p", 2.0));
   if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp || dil.size() != sp)
     return InvalidArgument(NodeLabel(node) + ": malformed window attributes");
-  const bool with_indices = mode == PoolMode::kMax && stores.size() > 1 && node.outputs().size() > 1 && node.output(1);
+  const bool with_indices = mode == PoolKind::kMax && stores.size() > 1 && node.outputs().size() > 1 && node.output(1);
   const DType acc_t = AccType(X.type.dtype);
   const int64_t B = xs[0], C = xs[1];
   const std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(os.begin() + 2, os.end());
@@ -116,11 +106,11 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vecto
     return idx;
   };
   auto finish = [&](const Expr& acc, const Expr& count) -> Expr {
-    if (mode == PoolMode::kMax) return acc;
-    if (mode == PoolMode::kLp) return LpRoot(acc, p);
+    if (mode == PoolKind::kMax) return acc;
+    if (mode == PoolKind::kLp) return LpRoot(acc, p);
     return acc / Max(count, FloatConst(1));
   };
-  const Expr init = mode == PoolMode::kMax ? MaxInit(acc_t) : FloatConst(0);
+  const Expr init = mode == PoolKind::kMax ? MaxInit(acc_t) : FloatConst(0);
 
   // Scalar columns [from, to): clamped-and-guarded window reads.
   auto scalar_cols = [&](int64_t from, int64_t to) -> Stmt {
@@ -138,7 +128,7 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vecto
     std::vector<Stmt> per_out{k.Store(acc, {Expr(0)}, init), k.Store(cnt, {Expr(0)}, FloatConst(0))};
     Stmt update;
     int idx = -1, flag = -1;
-    if (mode == PoolMode::kMax && with_indices) {
+    if (mode == PoolKind::kMax && with_indices) {
       // The first maximum wins (strict >), as the ONNX reference does.
       idx = k.AddLocal("pool_idx", DType::kI64, {1});
       flag = k.AddLocal("pool_better", DType::kI64, {1});
@@ -160,12 +150,12 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vecto
       update = Block({k.Store(flag, {Expr(0)}, Select(better, IntConst(1), IntConst(0))),
                       k.Store(idx, {Expr(0)}, Select(f, flat, cur)), k.Store(acc, {Expr(0)}, Select(f, x, value))});
       per_out.push_back(k.Store(idx, {Expr(0)}, IntConst(-1)));
-    } else if (mode == PoolMode::kMax) {
+    } else if (mode == PoolKind::kMax) {
       update = k.Store(acc, {Expr(0)}, Select(inside, Max(value, x), value));
     } else {
       // count_include_pad counts padded positions, never positions past the pads (ceil_mode overhang).
       Expr counted = cip ? And(l.counted, iw < W + pr) : inside;
-      Expr term = mode == PoolMode::kLp ? LpTerm(x, p) : x;
+      Expr term = mode == PoolKind::kLp ? LpTerm(x, p) : x;
       update = Block({k.Store(acc, {Expr(0)}, value + Select(inside, term, FloatConst(0))),
                       k.Store(cnt, {Expr(0)}, count + Select(counted, FloatConst(1), FloatConst(0)))});
     }
@@ -202,7 +192,7 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vecto
       xi.push_back((ow0 + j) * sw + (kw * dw - pl));
       Expr x = Cast(X.at(xi), DType::kF32);
       Expr a = k.Load(acc, {j});
-      Expr v = mode == PoolMode::kMax ? Max(a, x) : mode == PoolMode::kLp ? a + LpTerm(x, p) : a + x;
+      Expr v = mode == PoolKind::kMax ? Max(a, x) : mode == PoolKind::kLp ? a + LpTerm(x, p) : a + x;
       taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, v)));
     }
     Stmt tap_block = l.ok.is_null() ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
@@ -227,14 +217,13 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, const std::vecto
   return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
 }
 
-Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
   const std::vector<int64_t>& xs = X.type.shape;
-  const PoolMode mode = ModeOf(node);
   if (xs.size() < 3) return InvalidArgument(NodeLabel(node) + ": input rank < 3");
-  if (!IsFloat(X.type.dtype) && (mode != PoolMode::kMax || X.type.dtype == DType::kBool))
+  if (!IsFloat(X.type.dtype) && (mode != PoolKind::kMax || X.type.dtype == DType::kBool))
     return Unsupported(NodeLabel(node) + ": pooling on " + ir::DTypeName(X.type.dtype));
   KEEL_ASSIGN_OR_RETURN(double p, node.attrs().GetFloat("p", 2.0));
   const DType acc_t = AccType(X.type.dtype);
@@ -255,10 +244,10 @@ Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, const Stor
   std::vector<Expr> out_idx = {r / xs[1], r % xs[1]};
   for (size_t i = 0; i < spatial.size(); ++i) out_idx.push_back(Expr(0));
   Expr sum = k.Load(acc, {Expr(0)});
-  Expr init = mode == PoolMode::kMax ? MaxInit(acc_t) : FloatConst(0);
-  Expr next = mode == PoolMode::kMax ? Max(sum, x) : mode == PoolMode::kLp ? sum + LpTerm(x, p) : sum + x;
-  Expr result = mode == PoolMode::kMax  ? sum
-                : mode == PoolMode::kLp ? LpRoot(sum, p)
+  Expr init = mode == PoolKind::kMax ? MaxInit(acc_t) : FloatConst(0);
+  Expr next = mode == PoolKind::kMax ? Max(sum, x) : mode == PoolKind::kLp ? sum + LpTerm(x, p) : sum + x;
+  Expr result = mode == PoolKind::kMax  ? sum
+                : mode == PoolKind::kLp ? LpRoot(sum, p)
                                         : sum / FloatConst(static_cast<double>(S));
   Stmt body = Block({k.Store(acc, {Expr(0)}, init), For(s, 0, S, LoopKind::kSerial, k.Store(acc, {Expr(0)}, next)),
                      store(out_idx, result)});

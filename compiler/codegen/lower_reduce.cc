@@ -22,48 +22,46 @@ struct ReduceRecipe {
   std::function<Expr(Expr acc, Expr shift, int64_t count)> finish;
 };
 
-Result<ReduceRecipe> RecipeFor(const std::string& op, DType acc) {
+Result<ReduceRecipe> RecipeFor(ReduceKind kind, DType acc) {
   ReduceRecipe r;
   auto same = [](Expr x, Expr) { return x; };
   auto keep = [](Expr a, Expr, int64_t) { return a; };
   r.map = same;
   r.finish = keep;
-  if (op == "ReduceSum") return r;
-  if (op == "ReduceMean") {
-    r.finish = [acc](Expr a, Expr, int64_t n) {
-      // numpy: the mean of nothing is NaN.
-      return n == 0 ? FloatConst(std::numeric_limits<double>::quiet_NaN(), acc) : a / FloatConst(static_cast<double>(n), acc);
-    };
-    return r;
+  switch (kind) {
+    case ReduceKind::kSum: return r;
+    case ReduceKind::kMean:
+      r.finish = [acc](Expr a, Expr, int64_t n) {
+        // numpy: the mean of nothing is NaN.
+        return n == 0 ? FloatConst(std::numeric_limits<double>::quiet_NaN(), acc)
+                      : a / FloatConst(static_cast<double>(n), acc);
+      };
+      return r;
+    case ReduceKind::kMax:
+    case ReduceKind::kMin:
+      r.combine = kind == ReduceKind::kMax ? Combine::kMax : Combine::kMin;
+      return r;
+    case ReduceKind::kProd:
+      r.combine = Combine::kMul;
+      return r;
+    case ReduceKind::kL1:
+      r.map = [acc](Expr x, Expr) { return IsUnsigned(acc) ? x : Unary(UnaryOp::kAbs, x); };
+      return r;
+    case ReduceKind::kSumSquare:
+    case ReduceKind::kL2:
+      r.map = [](Expr x, Expr) { return x * x; };
+      if (kind == ReduceKind::kL2) r.finish = [](Expr a, Expr, int64_t) { return Unary(UnaryOp::kSqrt, a); };
+      return r;
+    case ReduceKind::kLogSum:
+      r.finish = [](Expr a, Expr, int64_t) { return Unary(UnaryOp::kLog, a); };
+      return r;
+    case ReduceKind::kLogSumExp:
+      r.two_pass = true;
+      r.map = [](Expr x, Expr shift) { return Unary(UnaryOp::kExp, x - shift); };
+      r.finish = [](Expr a, Expr shift, int64_t) { return Unary(UnaryOp::kLog, a) + shift; };
+      return r;
   }
-  if (op == "ReduceMax" || op == "ReduceMin") {
-    r.combine = op == "ReduceMax" ? Combine::kMax : Combine::kMin;
-    return r;
-  }
-  if (op == "ReduceProd") {
-    r.combine = Combine::kMul;
-    return r;
-  }
-  if (op == "ReduceL1") {
-    r.map = [acc](Expr x, Expr) { return IsUnsigned(acc) ? x : Unary(UnaryOp::kAbs, x); };
-    return r;
-  }
-  if (op == "ReduceSumSquare" || op == "ReduceL2") {
-    r.map = [](Expr x, Expr) { return x * x; };
-    if (op == "ReduceL2") r.finish = [](Expr a, Expr, int64_t) { return Unary(UnaryOp::kSqrt, a); };
-    return r;
-  }
-  if (op == "ReduceLogSum") {
-    r.finish = [](Expr a, Expr, int64_t) { return Unary(UnaryOp::kLog, a); };
-    return r;
-  }
-  if (op == "ReduceLogSumExp") {
-    r.two_pass = true;
-    r.map = [](Expr x, Expr shift) { return Unary(UnaryOp::kExp, x - shift); };
-    r.finish = [](Expr a, Expr shift, int64_t) { return Unary(UnaryOp::kLog, a) + shift; };
-    return r;
-  }
-  return Unsupported("no reduction named " + op);
+  return Internal("unknown reduction kind");
 }
 
 Expr CombineExpr(Combine c, Expr a, Expr x) {
@@ -90,16 +88,16 @@ Expr Identity(Combine c, DType acc) {
 
 // Reduce* over any axes: one row per output element, the reduced elements
 // folded into a one-slot local (a second slot holds LogSumExp's max).
-Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, ReduceKind kind, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
-  const std::string& op = node.op_type();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
   if (node.inputs().size() > 1 && node.input(1)) return Unsupported(NodeLabel(node) + ": non-constant axes");
   const DType acc_t = AccType(X.type.dtype);
-  KEEL_ASSIGN_OR_RETURN(ReduceRecipe recipe, RecipeFor(op, acc_t));
-  if (!IsFloat(acc_t) && (recipe.two_pass || op == "ReduceMean" || op == "ReduceL2" || op == "ReduceLogSum"))
-    return Unsupported(NodeLabel(node) + ": " + op + " on " + ir::DTypeName(X.type.dtype));
+  KEEL_ASSIGN_OR_RETURN(ReduceRecipe recipe, RecipeFor(kind, acc_t));
+  const bool float_math = recipe.two_pass || kind == ReduceKind::kMean || kind == ReduceKind::kL2 || kind == ReduceKind::kLogSum;
+  if (!IsFloat(acc_t) && float_math)
+    return Unsupported(NodeLabel(node) + ": " + node.op_type() + " on " + ir::DTypeName(X.type.dtype));
   const std::vector<int64_t>& s = X.type.shape;
   std::vector<int64_t> all(s.size());
   for (size_t i = 0; i < s.size(); ++i) all[i] = static_cast<int64_t>(i);
@@ -133,11 +131,10 @@ Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, const StoreFn&
 
 // ArgMax / ArgMin along one axis: the running best value and its index; the
 // first (or, with select_last_index, the last) of equal values wins.
-Result<Stmt> LowerArgReduce(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerArgReduce(LowerContext& ctx, const ir::Node& node, bool is_max, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
-  const bool is_max = node.op_type() == "ArgMax";
   const DType acc_t = AccType(X.type.dtype);
   const std::vector<int64_t>& s = X.type.shape;
   KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));

@@ -10,12 +10,11 @@
 
 namespace keel::codegen {
 
-Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, SoftmaxKind kind, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
-  const std::string& op = node.op_type();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Xp, ctx.Input(node, 0));
   TensorFn X = *Xp;
-  if (!IsFloat(X.type.dtype)) return Unsupported(NodeLabel(node) + ": " + op + " on " + ir::DTypeName(X.type.dtype));
+  if (!IsFloat(X.type.dtype)) return Unsupported(NodeLabel(node) + ": " + node.op_type() + " on " + ir::DTypeName(X.type.dtype));
   const DType acc_t = AccType(X.type.dtype);
   const std::vector<int64_t>& s = X.type.shape;
   const int64_t rank = static_cast<int64_t>(s.size());
@@ -34,7 +33,7 @@ Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn
   auto fc = [acc_t](double v) { return FloatConst(v, acc_t); };
   std::vector<Stmt> body;
   body.push_back(k.Store(st, {Expr(0)}, LowestValue(acc_t)));
-  if (op == "Hardmax") {
+  if (kind == SoftmaxKind::kHardmax) {
     int where = k.AddLocal("hardmax_index", DType::kI64, {1});
     Expr bi = k.Load(where, {Expr(0)}), x = x_at(l1), wins = x > mx;
     body.push_back(k.Store(where, {Expr(0)}, Expr(0)));
@@ -47,7 +46,7 @@ Result<Stmt> LowerSoftmax(LowerContext& ctx, const ir::Node& node, const StoreFn
   body.push_back(For(l1, 0, L, LoopKind::kSerial, k.Store(st, {Expr(0)}, Max(mx, x_at(l1)))));
   body.push_back(k.Store(st, {Expr(1)}, fc(0)));
   body.push_back(For(l2, 0, L, LoopKind::kSerial, k.Store(st, {Expr(1)}, sm + Unary(UnaryOp::kExp, x_at(l2) - mx))));
-  if (op == "LogSoftmax") {
+  if (kind == SoftmaxKind::kLogSoftmax) {
     body.push_back(k.Store(st, {Expr(1)}, Unary(UnaryOp::kLog, sm) + mx));
     body.push_back(For(l3, 0, L, LoopKind::kVectorize, store(rs.Index(t, l3), x_at(l3) - sm)));
   } else {

@@ -142,7 +142,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluatePool(const ir::Node& node, const 
   return outs;
 }
 
-OpDef Pool(const std::string& name, std::vector<int> versions, ops::LibraryCall library) {
+OpDef Pool(const std::string& name, std::vector<int> versions, ops::LibraryCall library, codegen::PoolKind kind) {
   OpDef def;
   def.name = name;
   def.versions = std::move(versions);
@@ -151,8 +151,8 @@ OpDef Pool(const std::string& name, std::vector<int> versions, ops::LibraryCall 
   def.canonicalize = CanonicalizePool;
   def.infer = InferPool;
   def.evaluate = EvaluatePool;
-  def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-    return codegen::LowerPool(ctx, node, stores);
+  def.kernel = [kind](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
+    return codegen::LowerPool(ctx, node, kind, stores);
   };
   return def;
 }
@@ -190,7 +190,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateGlobalPool(const ir::Node& node, 
   return std::vector<ir::TensorDataPtr>{out};
 }
 
-OpDef GlobalPool(const std::string& name, std::vector<int> versions) {
+OpDef GlobalPool(const std::string& name, std::vector<int> versions, codegen::PoolKind kind) {
   OpDef def;
   def.name = name;
   def.versions = std::move(versions);
@@ -201,8 +201,8 @@ OpDef GlobalPool(const std::string& name, std::vector<int> versions) {
   };
   def.infer = InferGlobalPool;
   def.evaluate = EvaluateGlobalPool;
-  def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-    return codegen::LowerGlobalPool(ctx, node, stores[0]);
+  def.kernel = [kind](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
+    return codegen::LowerGlobalPool(ctx, node, kind, stores[0]);
   };
   return def;
 }
@@ -289,12 +289,13 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateMaxUnpool(const ir::Node& node, c
 }  // namespace
 
 void RegisterPoolOps(Registry& r) {
-  r.Add(Pool("MaxPool", {1, 8, 10, 11, 12, 22}, LibraryCall::kPool));
-  r.Add(Pool("AveragePool", {1, 7, 10, 11, 19, 22}, LibraryCall::kPool));
-  r.Add(Pool("LpPool", {1, 2, 11, 18, 22}, LibraryCall::kNone));
-  r.Add(GlobalPool("GlobalAveragePool", {1, 22}));
-  r.Add(GlobalPool("GlobalMaxPool", {1, 22}));
-  r.Add(GlobalPool("GlobalLpPool", {1, 2, 22}));
+  using codegen::PoolKind;
+  r.Add(Pool("MaxPool", {1, 8, 10, 11, 12, 22}, LibraryCall::kPool, PoolKind::kMax));
+  r.Add(Pool("AveragePool", {1, 7, 10, 11, 19, 22}, LibraryCall::kPool, PoolKind::kAvg));
+  r.Add(Pool("LpPool", {1, 2, 11, 18, 22}, LibraryCall::kNone, PoolKind::kLp));
+  r.Add(GlobalPool("GlobalAveragePool", {1, 22}, PoolKind::kAvg));
+  r.Add(GlobalPool("GlobalMaxPool", {1, 22}, PoolKind::kMax));
+  r.Add(GlobalPool("GlobalLpPool", {1, 2, 22}, PoolKind::kLp));
   {
     OpDef def;
     def.name = "MaxUnpool";

@@ -29,6 +29,7 @@ namespace {
 
 struct ReduceOp {
   const char* name;
+  codegen::ReduceKind kind;
   std::vector<int> versions;
   int axes_input_since;  // first version with `axes` as an input
   bool ints;             // integer inputs allowed
@@ -37,16 +38,16 @@ struct ReduceOp {
 
 const std::vector<ReduceOp>& ReduceOps() {
   static const std::vector<ReduceOp> kOps = {
-      {"ReduceSum", {1, 11, 13}, 13, true, false},
-      {"ReduceMean", {1, 11, 13, 18}, 18, false, false},
-      {"ReduceMax", {1, 11, 12, 13, 18, 20}, 18, true, true},
-      {"ReduceMin", {1, 11, 12, 13, 18, 20}, 18, true, true},
-      {"ReduceProd", {1, 11, 13, 18}, 18, true, false},
-      {"ReduceL1", {1, 11, 13, 18}, 18, true, false},
-      {"ReduceL2", {1, 11, 13, 18}, 18, false, false},
-      {"ReduceSumSquare", {1, 11, 13, 18}, 18, true, false},
-      {"ReduceLogSum", {1, 11, 13, 18, 28}, 18, false, false},
-      {"ReduceLogSumExp", {1, 11, 13, 18, 28}, 18, false, false},
+      {"ReduceSum", codegen::ReduceKind::kSum, {1, 11, 13}, 13, true, false},
+      {"ReduceMean", codegen::ReduceKind::kMean, {1, 11, 13, 18}, 18, false, false},
+      {"ReduceMax", codegen::ReduceKind::kMax, {1, 11, 12, 13, 18, 20}, 18, true, true},
+      {"ReduceMin", codegen::ReduceKind::kMin, {1, 11, 12, 13, 18, 20}, 18, true, true},
+      {"ReduceProd", codegen::ReduceKind::kProd, {1, 11, 13, 18}, 18, true, false},
+      {"ReduceL1", codegen::ReduceKind::kL1, {1, 11, 13, 18}, 18, true, false},
+      {"ReduceL2", codegen::ReduceKind::kL2, {1, 11, 13, 18}, 18, false, false},
+      {"ReduceSumSquare", codegen::ReduceKind::kSumSquare, {1, 11, 13, 18}, 18, true, false},
+      {"ReduceLogSum", codegen::ReduceKind::kLogSum, {1, 11, 13, 18, 28}, 18, false, false},
+      {"ReduceLogSumExp", codegen::ReduceKind::kLogSumExp, {1, 11, 13, 18, 28}, 18, false, false},
   };
   return kOps;
 }
@@ -254,8 +255,9 @@ void RegisterReduceOps(Registry& r) {
     def.canonicalize = CanonicalizeReduce;
     def.infer = [op](const ir::Node& node) { return InferReduce(op, node); };
     def.evaluate = EvaluateReduce;
-    def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-      return codegen::LowerReduce(ctx, node, stores[0]);
+    const codegen::ReduceKind kind = op.kind;
+    def.kernel = [kind](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
+      return codegen::LowerReduce(ctx, node, kind, stores[0]);
     };
     r.Add(std::move(def));
   }
@@ -272,8 +274,9 @@ void RegisterReduceOps(Registry& r) {
     def.canonicalize = CanonicalizeArg;
     def.infer = InferArg;
     def.evaluate = EvaluateArg;
-    def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-      return codegen::LowerArgReduce(ctx, node, stores[0]);
+    const bool is_max = std::string(name) == "ArgMax";
+    def.kernel = [is_max](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
+      return codegen::LowerArgReduce(ctx, node, is_max, stores[0]);
     };
     r.Add(std::move(def));
   }

@@ -72,7 +72,10 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateSoftmax(const ir::Node& node, con
 }  // namespace
 
 void RegisterSoftmaxOps(Registry& r) {
-  for (const char* name : {"Softmax", "LogSoftmax", "Hardmax"}) {
+  using codegen::SoftmaxKind;
+  const std::pair<const char*, SoftmaxKind> kinds[] = {
+      {"Softmax", SoftmaxKind::kSoftmax}, {"LogSoftmax", SoftmaxKind::kLogSoftmax}, {"Hardmax", SoftmaxKind::kHardmax}};
+  for (const auto& [name, kind] : kinds) {
     OpDef def;
     def.name = name;
     def.versions = {1, 11, 13};
@@ -89,8 +92,9 @@ void RegisterSoftmaxOps(Registry& r) {
       return One(InputType(node, 0));
     };
     def.evaluate = EvaluateSoftmax;
-    def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-      return codegen::LowerSoftmax(ctx, node, stores[0]);
+    def.kernel = [kind = kind](codegen::LowerContext& ctx, const ir::Node& node,
+                               const std::vector<codegen::StoreFn>& stores) {
+      return codegen::LowerSoftmax(ctx, node, kind, stores[0]);
     };
     r.Add(std::move(def));
   }
