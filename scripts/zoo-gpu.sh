@@ -5,6 +5,10 @@
 # references here, and only run there.
 #
 #   scripts/zoo-gpu.sh prepare [MODELS]   # here: build, export, compile --target cuda, stage .gpu/zoo
+#   scripts/zoo-gpu.sh prepare-onnx [MODELS]
+#                                         # here: build, export with compact weights, check on the
+#                                         # CPU, stage compressed ONNX + a keelc bundle: the large
+#                                         # models then fit one call and are compiled there
 #   scripts/zoo-gpu.sh pack               # here: only regroup what export_zoo.py --gpu-stage
 #                                         # .gpu/zoo/staging left (prepare ends with it)
 #   (device) bash scripts/zoo-gpu.sh run [GROUP]   # there: run staged models, compare, time
@@ -30,7 +34,7 @@ else
   cd "$here/.."
   stage=${KEEL_ZOO_STAGE:-.gpu/zoo}
 fi
-group_limit=$((56 * 1024 * 1024))  # + common (2 MiB) + the checkout (4 MiB) <= 64 MiB
+carry_limit=$((58 * 1024 * 1024))  # a group + common; + the checkout (4 MiB) <= 64 MiB
 
 prepare() {
   set -e
@@ -45,19 +49,51 @@ prepare() {
   pack
 }
 
-# Packs $stage/staging (export_zoo.py --gpu-stage) into the carry groups.
+# Like prepare, but the models travel as compressed ONNX with compact weights (export_zoo.py
+# --gpu-stage-onnx) and keelc travels with them (keelc_bundle): the GPU machine compiles them.
+prepare_onnx() {
+  set -e
+  local models=${1:-}
+  KEEL_BUILD_TARGETS="keelc keel-run keel-cuda-time" scripts/build.sh -DKEEL_CUDA=ON -DKEEL_BUILD_BENCH=ON
+  rm -rf "$stage"; mkdir -p "$stage/staging"
+  local sel=(--all); [ -n "$models" ] && sel=(--models "$models")
+  /usr/bin/python3 tests/models/export_zoo.py --out build/zoo --bin build/bin "${sel[@]}" --no-cuda \
+    --gpu-stage-onnx "$stage/staging" || echo "(some models failed on the CPU and are not staged; see the table)"
+  KEEL_ZOO_KEELC_BUNDLE=1 pack
+}
+
+# keelc and the shared libraries it needs that the GPU machine lacks (LLVM, protobuf, ONNX, ...;
+# not glibc or the C++ runtime, which the machine has in newer versions), as one xz tarball of
+# about 40 MB. Kept in build/ and remade only when keelc changes.
+keelc_bundle() {
+  local out=build/keelc-bundle.tar.xz
+  if [ ! -f "$out" ] || [ build/bin/keelc -nt "$out" ]; then
+    local dir; dir=$(mktemp -d); mkdir -p "$dir/keelc/lib"
+    cp build/bin/keelc "$dir/keelc/"
+    ldd build/bin/keelc | awk '$3 ~ /^\// {print $3}' \
+      | grep -Ev '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' \
+      | xargs -I{} cp -L {} "$dir/keelc/lib/"
+    tar -C "$dir" -cf - keelc | xz -T0 -6 >"$out.tmp" && mv "$out.tmp" "$out"
+    rm -rf "$dir"
+  fi
+  cp "$out" "$1/keelc-bundle.tar.xz"
+}
+
+# Packs $stage/staging (export_zoo.py --gpu-stage or --gpu-stage-onnx) into the carry groups.
 pack() {
   set -e
   [ -d "$stage/staging" ] || { echo "nothing staged in $stage/staging"; exit 1; }
   rm -rf "$stage"/g* "$stage/common"; mkdir -p "$stage/common/bin"
   cp build/bin/keel-run build/bin/keel-cuda-time "$stage/common/bin/"
   cp scripts/zoo-gpu.sh tests/models/zoo_models.py tests/models/export_gru.py "$stage/common/"
+  if [ "${KEEL_ZOO_KEELC_BUNDLE:-0}" = 1 ] || ls "$stage"/staging/*.onnx.xz >/dev/null 2>&1; then keelc_bundle "$stage/common"; fi
+  local group_limit=$((carry_limit - $(du -sb "$stage/common" | cut -f1)))
   /usr/bin/python3 - "$stage" "$group_limit" <<'PY'
 import json, os, sys
 stage, limit = sys.argv[1], int(sys.argv[2])
 src = os.path.join(stage, "staging")
 names = sorted(f[:-5] for f in os.listdir(src) if f.endswith(".json"))
-files = lambda n: [n + s for s in (".json", ".input.bin", ".output.bin", ".keel.so", ".keel")]
+files = lambda n: sorted(f for f in os.listdir(src) if f.split(".")[0] == n)
 size = lambda n: sum(os.path.getsize(os.path.join(src, f)) for f in files(n))
 groups = [[]]                          # each: [(file, offset, length, part or None)], "@NAME" markers
 used = 0
@@ -104,6 +140,21 @@ PY
   done
 }
 
+# Compiles a model staged as NAME.onnx.xz with the carried keelc (unpacked once per machine).
+compile_here() {
+  local m=$1 work=$2 out=$3 kdir=/tmp/keel-zoo-keelc
+  if [ ! -x "$kdir/keelc/keelc" ]; then
+    mkdir -p "$kdir" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
+      "$stage/common/keelc-bundle.tar.xz" "$kdir" || { echo "$m: cannot unpack keelc" >>"$out/results.txt"; return; }
+  fi
+  python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'), 1<<24)" \
+    "$work/$m.onnx.xz" "$work/$m.onnx"
+  LD_LIBRARY_PATH="$kdir/keelc/lib:${LD_LIBRARY_PATH:-}" timeout 300 "$kdir/keelc/keelc" "$work/$m.onnx" \
+    -o "$work/$m.keel" --target cuda >"$out/keelc_$m.log" 2>&1 \
+    || echo "$m: keelc on this machine failed: $(tail -1 "$out/keelc_$m.log")" >>"$out/results.txt"
+  rm -f "$work/$m.onnx"
+}
+
 run() {
   local only=${1:-}
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH:-}
@@ -139,6 +190,7 @@ PY
   if [ -n "$only" ]; then models=$(cat "$stage/$only/models.txt"); else models=$(cat "$stage"/g*/models.txt 2>/dev/null); fi
   echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
   for m in $models; do
+    if [ -f "$work/$m.onnx.xz" ] && [ ! -f "$work/$m.keel" ]; then compile_here "$m" "$work" "$out"; fi
     if [ ! -f "$work/$m.keel" ] || [ ! -f "$work/$m.keel.so" ]; then echo "$m: files incomplete on this machine" | tee -a "$out/results.txt"; continue; fi
     # Time limits: a model whose CUDA kernels are pathologically slow must not eat the call.
     timeout 120 "$stage/common/bin/keel-run" "$work/$m.keel" --device cuda --input "input=$work/$m.input.bin" \
@@ -210,7 +262,8 @@ PY
 
 case "${1:-}" in
   prepare) prepare "${2:-}" ;;
+  prepare-onnx) prepare_onnx "${2:-}" ;;
   pack) pack ;;
   run) run "${2:-}" ;;
-  *) echo "usage: scripts/zoo-gpu.sh prepare [MODELS] | pack | run [GROUP]"; exit 2 ;;
+  *) echo "usage: scripts/zoo-gpu.sh prepare [MODELS] | prepare-onnx [MODELS] | pack | run [GROUP]"; exit 2 ;;
 esac

@@ -14,6 +14,10 @@ exported again.
                                                             with BIN/keel-run, compare (rel L2 <= 1e-4)
     python3 export_zoo.py --out DIR --bin BIN --gpu-stage S also stage the cuda executables, inputs
                                                             and references under S for scripts/zoo-gpu.sh
+    python3 export_zoo.py --out DIR --bin BIN --gpu-stage-onnx S
+                                                            stage compact-weight models as compressed
+                                                            ONNX (compiled on the GPU machine; see
+                                                            compact_weights) after checking them here
 Models: --models a,b,c; default the "small" ones, all of them with --all or KEEL_ZOO_ALL=1.
 Needs /usr/bin/python3 with torch, torchvision and numpy (not onnx). Exit 77 (skipped) when they are
 missing, 1 when a model fails to export, compile, run, or match.
@@ -102,8 +106,29 @@ def torch_ms(model, x, runs=3):
     return sorted(times)[len(times) // 2]
 
 
-def export(name, out, stamp):
-    meta_path = os.path.join(out, name + ".json")
+# Compact weights: every large float tensor repeats a random block of its own first COMPACT_PERIOD
+# values (a prime, so a repeat never lines up with a tensor's strides: a kernel that reads the
+# wrong weight still reads a different value). The model keeps its architecture, its shapes and
+# its random small tensors (biases, norm statistics), but its ONNX file compresses to a few MB,
+# so the 100-500 MB models fit a GPU call's 64 MiB carry and are compiled there. BatchNorm stays
+# a node (export with TrainingMode.PRESERVE): folded at export, the per-channel scales would make
+# every weight row unique again. The CPU zoo keeps fully random weights.
+COMPACT_PERIOD = 4093
+
+
+def compact_weights(model):
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and t.numel() > 4 * COMPACT_PERIOD:
+                flat = t.view(-1)
+                block = flat[:COMPACT_PERIOD].clone()
+                flat.copy_(block.repeat(-(-flat.numel() // COMPACT_PERIOD))[:flat.numel()])
+    return model
+
+
+def export(name, out, stamp, compact=False):
+    base = name + (".compact" if compact else "")
+    meta_path = os.path.join(out, base + ".json")
     if os.path.exists(meta_path):
         try:
             meta = json.load(open(meta_path))
@@ -114,21 +139,25 @@ def export(name, out, stamp):
     build, make_input, _ = zoo_models.MODELS[name]
     torch.manual_seed(0)
     model = zoo_models.randomize(build()).eval()
+    if compact:
+        compact_weights(model)
     torch.manual_seed(1)
     x = make_input()
     with torch.no_grad():
         ref = model(x)
-    path = os.path.join(out, name + ".onnx")
+    path = os.path.join(out, base + ".onnx")
     t0 = time.perf_counter()
     with warnings.catch_warnings():  # the exporter's notes on shape inference and GRU batch sizes
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"], output_names=["output"])
+        mode = torch.onnx.TrainingMode.PRESERVE if compact else torch.onnx.TrainingMode.EVAL
+        torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"], output_names=["output"],
+                          training=mode)
     export_s = time.perf_counter() - t0
-    np.save(os.path.join(out, name + ".input.npy"), x.numpy())
-    np.save(os.path.join(out, name + ".output.npy"), ref.numpy())
+    np.save(os.path.join(out, base + ".input.npy"), x.numpy())
+    np.save(os.path.join(out, base + ".output.npy"), ref.numpy())
     meta = {
-        "name": name, "source": stamp, "opset": 17, "onnx": name + ".onnx",
-        "input": name + ".input.npy", "output": name + ".output.npy",
+        "name": name, "source": stamp, "opset": 17, "onnx": base + ".onnx", "compact_weights": compact,
+        "input": base + ".input.npy", "output": base + ".output.npy",
         "input_name": "input", "input_shape": list(x.shape), "input_dtype": str(x.numpy().dtype),
         "output_name": "output", "output_shape": list(ref.shape),
         "params": sum(p.numel() for p in model.parameters()),
@@ -158,9 +187,9 @@ def keelc(bin_dir, onnx_path, exe, target):
     return r.returncode, time.perf_counter() - t0, r.stderr + r.stdout
 
 
-def check(name, meta, out, bin_dir, cuda, stage):
+def check(name, meta, out, bin_dir, cuda, stage, onnx_stage=None):
     row = {"model": name, "ops": sum(meta["ops"].values()), "op_types": len(meta["ops"]), "torch_ms": meta["torch_ms"]}
-    work = os.path.join(out, name + ".keel.d")
+    work = os.path.join(out, meta["onnx"][:-len(".onnx")] + ".keel.d")
     os.makedirs(work, exist_ok=True)
     x = np.load(os.path.join(out, meta["input"]))
     ref = np.load(os.path.join(out, meta["output"]))
@@ -187,6 +216,8 @@ def check(name, meta, out, bin_dir, cuda, stage):
     row["status"] = "ok" if row["rel_l2"] <= TOLERANCE else "MISMATCH"
     if not np.all(np.isfinite(ref)) or float(np.std(ref)) == 0:  # a constant reference proves nothing
         row["status"] = "degenerate reference (constant or not finite)"
+    if onnx_stage and row["status"] == "ok":
+        stage_onnx(name, meta, out, work, onnx_stage)
     if cuda:
         cexe = os.path.join(work, name + ".cuda.keel")
         rc, row["cuda_compile_s"], msg = keelc(bin_dir, os.path.join(out, meta["onnx"]), cexe, "cuda")
@@ -206,6 +237,17 @@ def stage_model(name, meta, out, work, cexe, stage):
     os.makedirs(stage, exist_ok=True)
     shutil.copy(cexe, os.path.join(stage, name + ".keel"))
     shutil.copy(cexe + ".so", os.path.join(stage, name + ".keel.so"))
+    shutil.copy(os.path.join(work, "input.bin"), os.path.join(stage, name + ".input.bin"))
+    np.load(os.path.join(out, meta["output"])).tofile(os.path.join(stage, name + ".output.bin"))
+    json.dump(meta, open(os.path.join(stage, name + ".json"), "w"), indent=1)
+
+
+def stage_onnx(name, meta, out, work, stage):
+    """Files for scripts/zoo-gpu.sh run, compiled there: NAME.onnx.xz, NAME.input.bin, NAME.output.bin, NAME.json."""
+    import lzma, shutil
+    os.makedirs(stage, exist_ok=True)
+    with open(os.path.join(out, meta["onnx"]), "rb") as src, lzma.open(os.path.join(stage, name + ".onnx.xz"), "wb", preset=6) as dst:
+        shutil.copyfileobj(src, dst, 1 << 24)
     shutil.copy(os.path.join(work, "input.bin"), os.path.join(stage, name + ".input.bin"))
     np.load(os.path.join(out, meta["output"])).tofile(os.path.join(stage, name + ".output.bin"))
     json.dump(meta, open(os.path.join(stage, name + ".json"), "w"), indent=1)
@@ -232,6 +274,8 @@ def main():
     p.add_argument("--all", action="store_true")
     p.add_argument("--no-cuda", action="store_true", help="skip the --target cuda compile")
     p.add_argument("--gpu-stage", help="stage cuda executables and references here for scripts/zoo-gpu.sh")
+    p.add_argument("--gpu-stage-onnx", help="export with compact weights, check on the CPU, and stage the "
+                   "compressed ONNX here for scripts/zoo-gpu.sh (compiled on the GPU machine)")
     a = p.parse_args()
     torch.set_num_threads(THREADS)
     if a.models:
@@ -249,7 +293,7 @@ def main():
     rows, failed = [], 0
     for name in names:
         try:
-            meta = export(name, a.out, stamp)
+            meta = export(name, a.out, stamp, compact=bool(a.gpu_stage_onnx))
         except Exception as e:  # an export failure is a failed row, not the end of the run
             rows.append({"model": name, "status": "export failed: %s" % first_line(str(e))})
             failed += 1
@@ -258,7 +302,7 @@ def main():
             rows.append({"model": name, "ops": sum(meta["ops"].values()), "op_types": len(meta["ops"]),
                          "torch_ms": meta["torch_ms"], "status": "exported"})
             continue
-        row = check(name, meta, a.out, a.bin, cuda, a.gpu_stage)
+        row = check(name, meta, a.out, a.bin, cuda, a.gpu_stage, a.gpu_stage_onnx)
         failed += row["status"] != "ok"
         rows.append(row)
         print("%s: %s" % (name, row["status"]), flush=True)
