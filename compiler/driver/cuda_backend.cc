@@ -106,9 +106,14 @@ const ir::Value* OtherOperand(const ir::Node& n, const ir::Value* prev) {
   return nullptr;
 }
 
-std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index) {
+// The registry's epilogue role of a chain node.
+ops::EpilogueRole RoleOf(const ir::Node& n) {
+  const ops::OpDef* def = ops::FindOp(n);
+  return def ? def->epilogue : ops::EpilogueRole::kNone;
+}
+
+std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm) {
   const ir::Node& a = *c.nodes[0];
-  const bool is_gemm = a.op_type() == "Gemm";
   const ir::Value* A = a.input(0);
   const ir::Value* B = a.input(1);
   const ir::Value* Y = a.output(0);
@@ -182,19 +187,20 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index) {
   size_t i = 1;
   for (; i < c.nodes.size(); ++i) {
     const ir::Node& e = *c.nodes[i];
-    const std::string& op = e.op_type();
+    const ops::EpilogueRole role = RoleOf(e);
     if (!epilogue.empty()) break;
-    if (op == "Relu") { epilogue = lib::value::kEpilogueRelu; prev = e.output(0); continue; }
+    if (role == ops::EpilogueRole::kRelu) { epilogue = lib::value::kEpilogueRelu; prev = e.output(0); continue; }
     const ir::Value* other = OtherOperand(e, prev);
     if (!other || e.output(0)->type() != prev->type()) break;
-    if ((op == "Mul" || (op == "Div" && e.input(0) == prev)) && !bias) {
+    const bool is_div = role == ops::EpilogueRole::kDiv;
+    if ((role == ops::EpilogueRole::kMul || (is_div && e.input(0) == prev)) && !bias) {
       std::optional<double> s = ScalarF32(c.ConstantOf(other));
-      if (!s || (op == "Div" && *s == 0.0)) break;
-      alpha *= op == "Mul" ? *s : 1.0 / *s;
+      if (!s || (is_div && *s == 0.0)) break;
+      alpha *= is_div ? 1.0 / *s : *s;
       prev = e.output(0);
       continue;
     }
-    if (op == "Add" && !bias && c.InputIndex(other) >= 0 && other->type().dtype == ir::DType::kF32) {
+    if (role == ops::EpilogueRole::kAdd && !bias && c.InputIndex(other) >= 0 && other->type().dtype == ir::DType::kF32) {
       const auto& os = other->type().shape;
       bool row = other->type().NumElements() == n && !os.empty() && os.back() == n;
       if (!row) break;
@@ -272,9 +278,9 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   size_t i = 1;
   for (; i < c.nodes.size() && activation.empty(); ++i) {
     const ir::Node& e = *c.nodes[i];
-    const std::string& op = e.op_type();
-    if (op == "Relu") { activation = lib::value::kActivationRelu; prev = e.output(0); continue; }
-    if (op == "Clip") {
+    const ops::EpilogueRole role = RoleOf(e);
+    if (role == ops::EpilogueRole::kRelu) { activation = lib::value::kActivationRelu; prev = e.output(0); continue; }
+    if (role == ops::EpilogueRole::kClip) {
       auto lo = e.attrs().GetFloat("min", -INFINITY), hi = e.attrs().GetFloat("max", INFINITY);
       if (!lo.ok() || !hi.ok() || *lo != 0.0 || !std::isfinite(*hi) || e.inputs().size() != 1) break;
       activation = lib::value::kActivationClip;
@@ -283,7 +289,7 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
       continue;
     }
     const ir::Value* other = OtherOperand(e, prev);
-    if (op == "Add" && other && !residual && c.InputIndex(other) >= 0 && other->type() == prev->type() &&
+    if (role == ops::EpilogueRole::kAdd && other && !residual && c.InputIndex(other) >= 0 && other->type() == prev->type() &&
         e.output(0)->type() == prev->type()) {
       residual = other;
       prev = e.output(0);
@@ -314,7 +320,7 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   return p;
 }
 
-std::optional<LibraryPick> PickPool(const Chain& c, int64_t index) {
+std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) {
   const ir::Node& a = *c.nodes[0];
   const ir::Value* X = a.input(0);
   const ir::Value* Y = a.output(0);
@@ -351,7 +357,7 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index) {
   p.kernel.name = codegen::IndexedName("k", index) + "_cudnn_pool2d";
   p.args = {In(c.InputIndex(X)), Out()};
   p.kernel.args = {ArgOf(X, ser::ArgAccess::kRead), ArgOf(Y, ser::ArgAccess::kWrite)};
-  std::string mode = a.op_type() == "MaxPool" ? lib::value::kPoolMax
+  std::string mode = is_max ? lib::value::kPoolMax
                      : *cip                   ? lib::value::kPoolAvg
                                               : lib::value::kPoolAvgExcludePad;
   p.kernel.attrs = {ser::AttrDesc::Str(lib::attr::kMode, mode), ser::AttrDesc::Ints(lib::attr::kKernel, *kernel),
@@ -388,9 +394,11 @@ class CudaBackend final : public Backend {
       const ops::OpDef* def = ops::FindOp(*chain.nodes[0]);
       const ops::LibraryCall call = def ? def->library : ops::LibraryCall::kNone;
       std::optional<LibraryPick> pick;
-      if (call == ops::LibraryCall::kGemm) pick = PickGemm(chain, index);
-      else if (call == ops::LibraryCall::kConv) pick = PickConv(chain, index);
-      else if (call == ops::LibraryCall::kPool) pick = PickPool(chain, index);
+      using ops::LibraryCall;
+      if (call == LibraryCall::kGemm || call == LibraryCall::kMatMul) pick = PickGemm(chain, index, call == LibraryCall::kGemm);
+      else if (call == LibraryCall::kConv) pick = PickConv(chain, index);
+      else if (call == LibraryCall::kMaxPool || call == LibraryCall::kAveragePool)
+        pick = PickPool(chain, index, call == LibraryCall::kMaxPool);
       if (pick) {
         Result<std::optional<lower::StepKernel>> step = WithEpilogue(node, chain, *pick, index);
         if (!step.ok()) return step.status();

@@ -92,6 +92,34 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateConv(const ir::Node& node, const 
   return std::vector<ir::TensorDataPtr>{out};
 }
 
+// BatchNormalization folding: each output channel's filter scaled by s, its bias
+// b*s + t.
+Result<bool> FoldScaleShiftIntoConv(ir::Graph& g, ir::Node& node, const std::vector<double>& s,
+                                    const std::vector<double>& t) {
+  ir::Value* w = node.input(1);
+  if (!w || !w->is_constant() || w->type().dtype != ir::DType::kF32) return false;
+  if (node.input(2) && !node.input(2)->is_constant()) return false;
+  std::vector<double> wv = ops::TensorToDoubles(*w->constant());
+  int64_t oc = w->type().shape[0];
+  if (static_cast<int64_t>(s.size()) != oc) return false;
+  int64_t per = static_cast<int64_t>(wv.size()) / oc;
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t i = 0; i < per; ++i) wv[static_cast<size_t>(o * per + i)] *= s[static_cast<size_t>(o)];
+  }
+  std::vector<double> bv(static_cast<size_t>(oc), 0.0);
+  if (node.input(2)) {
+    bv = ops::TensorToDoubles(*node.input(2)->constant());
+  }
+  for (int64_t o = 0; o < oc; ++o) {
+    size_t ou = static_cast<size_t>(o);
+    bv[ou] = bv[ou] * s[ou] + t[ou];
+  }
+  std::vector<ir::Value*> inputs = {node.input(0), AddF32Constant(g, w->name() + "/bn_folded", w->type().shape, wv),
+                                    AddF32Constant(g, node.name() + "/bn_bias", {oc}, bv)};
+  node.SetInputs(inputs);
+  return true;
+}
+
 }  // namespace
 
 void RegisterConvOps(Registry& r) {
@@ -103,6 +131,7 @@ void RegisterConvOps(Registry& r) {
   def.canonicalize = CanonicalizeConv;
   def.infer = InferConv;
   def.evaluate = EvaluateConv;
+  def.fold_scale_shift = FoldScaleShiftIntoConv;
   def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
     return codegen::LowerConv(ctx, node, stores[0]);
   };

@@ -25,8 +25,10 @@ Expr IsNaN(const Expr& x) { return codegen::Binary(BinaryOp::kNe, x, x); }
 
 // A binary op x <op> y on operands of one dtype.
 void AddBinary(Registry& r, const std::string& name, std::vector<int> versions, unsigned types, OutputType out,
-               bool commutative, std::function<Result<Expr>(const Expr&, const Expr&, const ir::Node&)> f) {
+               bool commutative, std::function<Result<Expr>(const Expr&, const Expr&, const ir::Node&)> f,
+               EpilogueRole epilogue = EpilogueRole::kNone) {
   ElementwiseSpec s;
+  s.epilogue = epilogue;
   s.name = name;
   s.versions = std::move(versions);
   s.types = types;
@@ -82,16 +84,17 @@ Result<ir::DType> CastTarget(const ir::Node& node) {
 void RegisterElementwiseBinaryOps(Registry& r) {
   // ---- arithmetic ----
   AddBinary(r, "Add", {1, 6, 7, 13, 14}, kNumericTypes, OutputType::kSameAsFirst, true,
-            [](const Expr& x, const Expr& y, const ir::Node&) -> Result<Expr> { return x + y; });
+            [](const Expr& x, const Expr& y, const ir::Node&) -> Result<Expr> { return x + y; }, EpilogueRole::kAdd);
   AddBinary(r, "Sub", {1, 6, 7, 13, 14}, kNumericTypes, OutputType::kSameAsFirst, false,
             [](const Expr& x, const Expr& y, const ir::Node&) -> Result<Expr> { return x - y; });
   AddBinary(r, "Mul", {1, 6, 7, 13, 14}, kNumericTypes, OutputType::kSameAsFirst, true,
-            [](const Expr& x, const Expr& y, const ir::Node&) -> Result<Expr> { return x * y; });
+            [](const Expr& x, const Expr& y, const ir::Node&) -> Result<Expr> { return x * y; }, EpilogueRole::kMul);
   AddBinary(r, "Div", {1, 6, 7, 13, 14}, kNumericTypes, OutputType::kSameAsFirst, false,
             [](const Expr& x, const Expr& y, const ir::Node&) -> Result<Expr> {
               if (codegen::IsFloat(x.type())) return x / y;
               return codegen::Select(codegen::Binary(BinaryOp::kEq, y, C(0, y)), C(0, x), x / SafeDivisor(y));
-            });
+            },
+            EpilogueRole::kDiv);
   AddBinary(r, "Mod", {10, 13, 28}, kNumericTypes, OutputType::kSameAsFirst, false,
             [](const Expr& x, const Expr& y, const ir::Node& node) -> Result<Expr> {
               KEEL_ASSIGN_OR_RETURN(int64_t fmod, node.attrs().GetInt("fmod", 0));
@@ -226,6 +229,7 @@ void RegisterElementwiseBinaryOps(Registry& r) {
     // constant bounds are lifted into the attributes min/max (doubles).
     ElementwiseSpec s;
     s.name = "Clip";
+    s.epilogue = EpilogueRole::kClip;
     s.versions = {1, 6, 11, 12, 13};
     s.types = kNumericTypes;
     s.min_inputs = 1;

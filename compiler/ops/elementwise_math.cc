@@ -26,8 +26,9 @@ Expr C(double v, const Expr& like) { return ConstOf(v, like.type()); }
 // Unary op of `types` whose expression is `f(x, attributes)`.
 void AddUnary(Registry& r, const std::string& name, std::vector<int> versions, unsigned types,
               std::function<Result<Expr>(const Expr& x, const ir::Attributes& attrs)> f,
-              OutputType out = OutputType::kSameAsFirst) {
+              OutputType out = OutputType::kSameAsFirst, EpilogueRole epilogue = EpilogueRole::kNone) {
   ElementwiseSpec s;
+  s.epilogue = epilogue;
   s.name = name;
   s.versions = std::move(versions);
   s.types = types;
@@ -91,7 +92,8 @@ void RegisterElementwiseMathOps(Registry& r) {
 
   // ---- activations ----
   AddUnary(r, "Relu", {1, 6, 13, 14}, kFloatTypes | kSignedTypes,
-           [](const Expr& x, const ir::Attributes&) -> Result<Expr> { return codegen::Max(x, C(0, x)); });
+           [](const Expr& x, const ir::Attributes&) -> Result<Expr> { return codegen::Max(x, C(0, x)); },
+           OutputType::kSameAsFirst, EpilogueRole::kRelu);
   AddUnary(r, "LeakyRelu", {1, 6, 16}, kFloatTypes, [](const Expr& x, const ir::Attributes& a) -> Result<Expr> {
     KEEL_ASSIGN_OR_RETURN(double alpha, Float(a, "alpha", 0.01));
     return codegen::Select(x >= C(0, x), x, x * C(alpha, x));

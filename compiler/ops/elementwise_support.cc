@@ -53,6 +53,7 @@ void AddElementwise(Registry& r, ElementwiseSpec spec) {
   def.versions = spec.versions;
   def.fusion = FusionClass::kElementwise;
   def.commutative = spec.commutative;
+  def.epilogue = spec.epilogue;
   def.identity_like = spec.identity_like;
   def.scalar = spec.scalar;
   def.normalize = spec.normalize;

@@ -47,6 +47,7 @@ struct ElementwiseSpec {
   size_t min_inputs = 1, max_inputs = 1;
   bool commutative = false;
   bool identity_like = false;               // output = input 0 (Identity)
+  EpilogueRole epilogue = EpilogueRole::kNone;
   ScalarFn scalar;
   NormalizeFn normalize;                    // optional
   CanonicalizeFn canonicalize;              // optional

@@ -133,6 +133,47 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateMatMul(const ir::Node&, const std
   return std::vector<ir::TensorDataPtr>{out};
 }
 
+// BatchNormalization folding: B's column j scaled by s[j], the bias beta*C*s + t
+// (beta becomes 1).
+Result<bool> FoldScaleShiftIntoGemm(ir::Graph& g, ir::Node& node, const std::vector<double>& s,
+                                    const std::vector<double>& t) {
+  ir::Value* b = node.input(1);
+  if (!b || !b->is_constant() || b->type().dtype != ir::DType::kF32) return false;
+  ir::Value* c = node.input(2);
+  if (c && !c->is_constant()) return false;
+  const int64_t n = node.output(0)->type().shape[1];
+  if (static_cast<int64_t>(s.size()) != n) return false;
+  KEEL_ASSIGN_OR_RETURN(double alpha, node.attrs().GetFloat("alpha", 1.0));
+  KEEL_ASSIGN_OR_RETURN(double beta, node.attrs().GetFloat("beta", 1.0));
+  KEEL_ASSIGN_OR_RETURN(int64_t tb, node.attrs().GetInt("transB", 0));
+  std::vector<double> cv(static_cast<size_t>(n), 0.0);
+  if (c) {
+    const auto& cs = c->type().shape;
+    bool row_broadcast = cs.empty() || (cs.size() == 1) || (cs.size() == 2 && cs[0] == 1);
+    if (!row_broadcast) return false;
+    std::vector<double> raw = ops::TensorToDoubles(*c->constant());
+    for (int64_t j = 0; j < n; ++j) cv[static_cast<size_t>(j)] = raw.size() == 1 ? raw[0] : raw[static_cast<size_t>(j)];
+  }
+  std::vector<double> bv = ops::TensorToDoubles(*b->constant());
+  int64_t k = static_cast<int64_t>(bv.size()) / n;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t p = 0; p < k; ++p) {
+      size_t idx = static_cast<size_t>(tb ? j * k + p : p * n + j);
+      bv[idx] *= s[static_cast<size_t>(j)];
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    size_t ju = static_cast<size_t>(j);
+    cv[ju] = beta * cv[ju] * s[ju] + t[ju];
+  }
+  (void)alpha;  // alpha scales A*B; scaling B's columns commutes with it
+  std::vector<ir::Value*> inputs = {node.input(0), AddF32Constant(g, b->name() + "/bn_folded", b->type().shape, bv),
+                                    AddF32Constant(g, node.name() + "/bn_bias", {n}, cv)};
+  node.SetInputs(inputs);
+  node.attrs().Set("beta", 1.0);
+  return true;
+}
+
 }  // namespace
 
 void RegisterGemmOps(Registry& r) {
@@ -145,6 +186,7 @@ void RegisterGemmOps(Registry& r) {
     def.canonicalize = CanonicalizeGemm;
     def.infer = InferGemm;
     def.evaluate = EvaluateGemm;
+    def.fold_scale_shift = FoldScaleShiftIntoGemm;
     def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
       return codegen::LowerGemm(ctx, node, stores[0]);
     };
@@ -155,7 +197,7 @@ void RegisterGemmOps(Registry& r) {
     def.name = "MatMul";
     def.versions = {1, 9, 13};
     def.fusion = FusionClass::kAnchor;
-    def.library = LibraryCall::kGemm;
+    def.library = LibraryCall::kMatMul;
     def.infer = InferMatMul;
     def.evaluate = EvaluateMatMul;
     def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {

@@ -61,7 +61,13 @@ const char* FusionClassName(FusionClass c);
 
 // A vendor-library candidate on CUDA (compiler/driver/cuda_backend.cc decides
 // whether the node's shapes and attributes fit; otherwise it is generated).
-enum class LibraryCall : uint8_t { kNone, kGemm, kConv, kPool };
+// kGemm: ONNX Gemm (transA/transB/alpha/beta, bias C); kMatMul: batched A x B.
+enum class LibraryCall : uint8_t { kNone, kGemm, kMatMul, kConv, kMaxPool, kAveragePool };
+
+// How a library call may absorb this elementwise op after it as its epilogue
+// (cuda_backend.cc checks operands and shapes): kRelu max(x, 0); kClip min/max
+// bounds; kAdd x + other; kMul x * other; kDiv x / other.
+enum class EpilogueRole : uint8_t { kNone, kRelu, kClip, kAdd, kMul, kDiv };
 
 // ---- hooks --------------------------------------------------------------------------
 
@@ -111,6 +117,13 @@ using KernelFn = std::function<Result<codegen::Stmt>(codegen::LowerContext& ctx,
 class Expander;
 using ExpandFn = std::function<Result<std::vector<ir::Value*>>(Expander& b, const ir::Node& node)>;
 
+// A per-output-channel scale and shift that follows the node (y = out * s[c] + t[c],
+// c the output's axis 1; a folded BatchNormalization) absorbed into the node's
+// constant weights and bias, new constants added to `g`. false (and `node`
+// unchanged) when the node's operands do not allow it (weights not constant).
+using FoldScaleShiftFn = std::function<Result<bool>(ir::Graph& g, ir::Node& node, const std::vector<double>& s,
+                                                    const std::vector<double>& t)>;
+
 // ---- the definition -------------------------------------------------------------------
 
 struct OpDef {
@@ -124,6 +137,7 @@ struct OpDef {
 
   FusionClass fusion = FusionClass::kNone;
   LibraryCall library = LibraryCall::kNone;
+  EpilogueRole epilogue = EpilogueRole::kNone;
 
   // Traits read by passes.
   bool reshape_like = false;   // output = input 0's data, another static shape (becomes keel.Reshape)
@@ -144,6 +158,7 @@ struct OpDef {
   InjectiveFn injective;
   KernelFn kernel;
   ExpandFn expand;
+  FoldScaleShiftFn fold_scale_shift;
 
   bool SupportsVersion(int version) const;
 };

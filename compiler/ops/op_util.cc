@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "compiler/ops/reference.h"
+
 namespace keel::ops {
 
 Status NodeError(const ir::Node& node, const std::string& message) {
@@ -92,6 +94,12 @@ Result<double> ReadScalar(const ir::TensorData& t) {
 const ir::TensorData* ConstantInput(const ir::Node& node, size_t index) {
   const ir::Value* v = node.input(index);
   return v && v->is_constant() ? v->constant().get() : nullptr;
+}
+
+ir::Value* AddF32Constant(ir::Graph& g, const std::string& name, std::vector<int64_t> shape,
+                          const std::vector<double>& values) {
+  std::vector<float> f(values.begin(), values.end());
+  return g.AddConstant(name, MakeTensorF32(std::move(shape), f));
 }
 
 void TrimTrailingNulls(ir::Node& node) {

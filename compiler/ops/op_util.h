@@ -50,6 +50,9 @@ Result<std::vector<int64_t>> ReadInts(const ir::TensorData& t);
 Result<double> ReadScalar(const ir::TensorData& t);
 // The constant data of input `index`, or nullptr when absent or not constant.
 const ir::TensorData* ConstantInput(const ir::Node& node, size_t index);
+// A new f32 constant of `shape` holding `values` (rounded to float) in `g`.
+ir::Value* AddF32Constant(ir::Graph& g, const std::string& name, std::vector<int64_t> shape,
+                          const std::vector<double>& values);
 
 // Moves constant input `index` (integers) into int-list attribute `attr` and
 // drops the input (nullptr; trailing nullptrs are trimmed). No-op when the

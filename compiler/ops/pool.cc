@@ -290,8 +290,8 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateMaxUnpool(const ir::Node& node, c
 
 void RegisterPoolOps(Registry& r) {
   using codegen::PoolKind;
-  r.Add(Pool("MaxPool", {1, 8, 10, 11, 12, 22}, LibraryCall::kPool, PoolKind::kMax));
-  r.Add(Pool("AveragePool", {1, 7, 10, 11, 19, 22}, LibraryCall::kPool, PoolKind::kAvg));
+  r.Add(Pool("MaxPool", {1, 8, 10, 11, 12, 22}, LibraryCall::kMaxPool, PoolKind::kMax));
+  r.Add(Pool("AveragePool", {1, 7, 10, 11, 19, 22}, LibraryCall::kAveragePool, PoolKind::kAvg));
   r.Add(Pool("LpPool", {1, 2, 11, 18, 22}, LibraryCall::kNone, PoolKind::kLp));
   r.Add(GlobalPool("GlobalAveragePool", {1, 22}, PoolKind::kAvg));
   r.Add(GlobalPool("GlobalMaxPool", {1, 22}, PoolKind::kMax));

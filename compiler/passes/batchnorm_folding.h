@@ -2,6 +2,8 @@
 //
 // BN(x) = x * s + t per channel (axis 1), s = gamma / sqrt(var + eps),
 // t = beta - mean * s.
+//  - Into the producer's weights where its op definition has a fold_scale_shift
+//    hook (compiler/ops/conv.cc, gemm.cc) and x feeds only the BN:
 //  - Conv → BN, where the Conv's weight (and bias, if any) are constants and the
 //    Conv output feeds only the BN: W'[oc,...] = W[oc,...] * s[oc],
 //    B'[oc] = B[oc] * s[oc] + t[oc] (B = 0 when absent: a bias is created).
