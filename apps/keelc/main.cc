@@ -7,6 +7,7 @@
 // 2 for bad command-line usage.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -173,6 +174,17 @@ static int RunMain(int argc, char** argv) {
     const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
     options.output_path = (has_ext ? host_path.substr(0, dot) : host_path) + ".keel";
     if (options.output_path == host_path) return UsageError("-o must not end in .keel with --emit=cuda-host");
+  }
+  // -o DIR/name: make DIR (and its parents), as a user expects of a compiler.
+  const std::filesystem::path out_dir = std::filesystem::path(options.output_path).parent_path();
+  if (!out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "keelc: error: cannot create the output folder '%s': %s\n", out_dir.c_str(),
+                   ec.message().c_str());
+      return 1;
+    }
   }
   auto summary = keel::driver::CompileModel(options);
   if (!summary.ok()) {

@@ -58,6 +58,20 @@ done <MANIFEST
 mkdir -p dir.onnx
 check keelc dir.onnx "is a directory"
 check keelc fifo.bin "is a FIFO"
+# -o DIR/name creates DIR; a folder that cannot be made is a one-line error.
+rm -rf "$work/made"
+if "$bin/keelc" dropout_in_graph.onnx -o "$work/made/deeper/m.keel" -q && [ -f "$work/made/deeper/m.keel.so" ]; then
+  echo "ok   keelc -o into a new folder"
+else
+  echo "FAIL keelc -o into a new folder"; failures=$((failures + 1))
+fi
+printf x >"$work/plainfile"
+timeout 60 "$bin/keelc" dropout_in_graph.onnx -o "$work/plainfile/sub/m.keel" -q >"$work/stdout" 2>"$work/stderr"
+if [ $? -eq 1 ] && [ "$(wc -l <"$work/stderr")" -eq 1 ] && grep -q "cannot create the output folder" "$work/stderr"; then
+  echo "ok   keelc -o under a file: $(cat "$work/stderr")"
+else
+  echo "FAIL keelc -o under a file: $(head -c 400 "$work/stderr")"; failures=$((failures + 1))
+fi
 # A damaged kernel library (truncated, one byte flipped) is refused before dlopen,
 # and `keel-run --verify` tells a matching pair from a damaged one.
 if [ -x "$bin/keel-run" ]; then
