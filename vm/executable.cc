@@ -81,13 +81,12 @@ std::string ShapeString(std::span<const int64_t> shape) {
 }  // namespace vm_internal
 
 using vm_internal::FileBytes;
-using vm_internal::LoadedExecutable;
 
-Executable::Executable(std::unique_ptr<LoadedExecutable> impl) : impl_(std::move(impl)) {}
+Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executable::~Executable() = default;
 
 Result<std::shared_ptr<const Executable>> Executable::LoadFile(const std::string& path, const LoadOptions& options) {
-  auto impl = std::make_unique<LoadedExecutable>();
+  auto impl = std::make_unique<Impl>();
   KEEL_ASSIGN_OR_RETURN(impl->file, FileBytes::Map(path));
   Status s = vm_internal::DecodeExecutable(*impl, options, path + ".so");
   if (!s.ok()) return s.WithContext(path);
@@ -96,7 +95,7 @@ Result<std::shared_ptr<const Executable>> Executable::LoadFile(const std::string
 
 Result<std::shared_ptr<const Executable>> Executable::LoadMemory(std::span<const uint8_t> bytes,
                                                                  const LoadOptions& options) {
-  auto impl = std::make_unique<LoadedExecutable>();
+  auto impl = std::make_unique<Impl>();
   if (options.borrow_buffer) {
     impl->file = FileBytes::Borrow(bytes);
   } else {

@@ -163,3 +163,9 @@ std::string ShapeString(std::span<const int64_t> shape);
 Status DecodeExecutable(LoadedExecutable& out, const LoadOptions& options, const std::string& default_library);
 
 }  // namespace keel::vm_internal
+
+namespace keel {
+// keel::Executable's private implementation (keel/vm.h names it only) is the
+// decoded program itself.
+struct Executable::Impl final : vm_internal::LoadedExecutable {};
+}  // namespace keel

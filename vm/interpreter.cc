@@ -9,7 +9,8 @@
 #include "serialization/format.h"
 #include "vm/cpu/cpu_device.h"
 
-namespace keel::vm_internal {
+namespace keel {
+using namespace vm_internal;  // NOLINT: this file implements VirtualMachine::Impl, the interpreter
 namespace {
 
 inline uint64_t NowNs() {
@@ -20,10 +21,10 @@ inline uint64_t NowNs() {
 
 }  // namespace
 
-Interpreter::Interpreter(std::shared_ptr<const Executable> exe)
-    : exe_(std::move(exe)), prog_(&exe_->internal()) {}
+VirtualMachine::Impl::Impl(std::shared_ptr<const Executable> exe, const LoadedExecutable* prog)
+    : exe_(std::move(exe)), prog_(prog) {}
 
-Interpreter::~Interpreter() {
+VirtualMachine::Impl::~Impl() {
   FreeDynamicStorages();
   if (devices_[1] != nullptr) {
     Status drained = devices_[1]->Synchronize();  // nothing may still use the blocks below
@@ -37,15 +38,15 @@ Interpreter::~Interpreter() {
   }
 }
 
-Result<std::unique_ptr<Interpreter>> Interpreter::Create(std::shared_ptr<const Executable> exe,
-                                                         const VmOptions& options) {
+Result<std::unique_ptr<VirtualMachine::Impl>> VirtualMachine::Impl::Create(std::shared_ptr<const Executable> exe,
+                                                         const LoadedExecutable* prog, const VmOptions& options) {
   if (exe == nullptr) return InvalidArgument("VirtualMachine::Create: null executable");
-  std::unique_ptr<Interpreter> vm(new Interpreter(std::move(exe)));
+  std::unique_ptr<Impl> vm(new Impl(std::move(exe), prog));
   KEEL_RETURN_IF_ERROR(vm->Init(options));
   return vm;
 }
 
-Status Interpreter::Init(const VmOptions& options) {
+Status VirtualMachine::Impl::Init(const VmOptions& options) {
   const LoadedExecutable& p = *prog_;
   DeviceOptions dopts;
   dopts.num_threads = options.num_threads;
@@ -76,7 +77,7 @@ Status Interpreter::Init(const VmOptions& options) {
     if (trace_ != nullptr) setup_label_ = &setup_what;
   };
   struct SetupGuard {
-    Interpreter* self;
+    Impl* self;
     ~SetupGuard() {
       self->setup_label_ = nullptr;
       for (auto& d : self->devices_) {
@@ -193,9 +194,9 @@ Status Interpreter::Init(const VmOptions& options) {
   return Status::Ok();
 }
 
-void Interpreter::SetTraceObserver(TraceObserver* observer) { trace_ = observer; }
+void VirtualMachine::Impl::SetTraceObserver(TraceObserver* observer) { trace_ = observer; }
 
-Status Interpreter::CheckInput(size_t index, uint64_t bytes, std::span<const int64_t> shape, DataType dtype) const {
+Status VirtualMachine::Impl::CheckInput(size_t index, uint64_t bytes, std::span<const int64_t> shape, DataType dtype) const {
   if (index >= prog_->inputs.size()) {
     return InvalidArgument("input index " + std::to_string(index) + " out of range (" +
                            std::to_string(prog_->inputs.size()) + " inputs)");
@@ -212,7 +213,7 @@ Status Interpreter::CheckInput(size_t index, uint64_t bytes, std::span<const int
   return Status::Ok();
 }
 
-Status Interpreter::SetInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+Status VirtualMachine::Impl::SetInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
                              DataType dtype) {
   KEEL_RETURN_IF_ERROR(CheckInput(index, bytes, shape, dtype));
   if (data == nullptr && bytes != 0) return InvalidArgument("input \"" + prog_->inputs[index].name + "\": null data");
@@ -225,7 +226,7 @@ Status Interpreter::SetInput(size_t index, const void* data, uint64_t bytes, std
   return Status::Ok();
 }
 
-Status Interpreter::BindInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+Status VirtualMachine::Impl::BindInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
                               DataType dtype) {
   KEEL_RETURN_IF_ERROR(CheckInput(index, bytes, shape, dtype));
   if (data == nullptr) return InvalidArgument("input \"" + prog_->inputs[index].name + "\": null buffer");
@@ -239,7 +240,7 @@ Status Interpreter::BindInput(size_t index, const void* data, uint64_t bytes, st
   return Status::Ok();
 }
 
-Status Interpreter::BindOutput(size_t index, void* data, uint64_t bytes) {
+Status VirtualMachine::Impl::BindOutput(size_t index, void* data, uint64_t bytes) {
   if (index >= prog_->outputs.size()) {
     return InvalidArgument("output index " + std::to_string(index) + " out of range (" +
                            std::to_string(prog_->outputs.size()) + " outputs)");
@@ -253,7 +254,7 @@ Status Interpreter::BindOutput(size_t index, void* data, uint64_t bytes) {
   return Status::Ok();
 }
 
-void Interpreter::FreeDynamicStorages() {
+void VirtualMachine::Impl::FreeDynamicStorages() {
   for (size_t r = 0; r < dynamic_.size(); ++r) {
     if (dynamic_[r] != nullptr) {
       device(dynamic_device_[r])->Free(dynamic_[r]);
@@ -262,14 +263,14 @@ void Interpreter::FreeDynamicStorages() {
   }
 }
 
-Status Interpreter::InstructionError(uint32_t index, const Status& status) const {
+Status VirtualMachine::Impl::InstructionError(uint32_t index, const Status& status) const {
   std::string where = "instruction " + std::to_string(index) + " (" + OpCodeName(prog_->instructions[index].op);
   if (!prog_->debug_names[index].empty()) where += " " + prog_->debug_names[index];
   return status.WithContext(where + ")");
 }
 
 template <bool kTrace>
-Status Interpreter::Execute() {
+Status VirtualMachine::Impl::Execute() {
   const Instruction* const code = prog_->instructions.data();
   const uint32_t n = static_cast<uint32_t>(prog_->instructions.size());
   const uint32_t* const operands = prog_->operands.data();
@@ -381,7 +382,7 @@ Status Interpreter::Execute() {
   return Status::Ok();
 }
 
-Status Interpreter::Run() {
+Status VirtualMachine::Impl::Run() {
   has_run_ = false;
   for (size_t i = 0; i < input_ready_.size(); ++i) {
     if (!input_ready_[i]) {
@@ -434,7 +435,7 @@ Status Interpreter::Run() {
 // launches it), later runs replay without interpreting. Registers, outputs_ and
 // every address are the same in each run of a static plan, which is what makes
 // the replay valid; inputs always come from input_buffers_ (Run stages bound ones).
-Status Interpreter::RunRecorded() {
+Status VirtualMachine::Impl::RunRecorded() {
   Device* gpu = devices_[1].get();
   if (gpu->has_recording()) {
     const uint64_t t0 = trace_ != nullptr ? NowNs() : 0;
@@ -461,7 +462,7 @@ Status Interpreter::RunRecorded() {
   return end;
 }
 
-Status Interpreter::ExecuteMaybeTraced() {
+Status VirtualMachine::Impl::ExecuteMaybeTraced() {
   if (trace_ == nullptr) return Execute<false>();
   for (auto& d : devices_) {
     if (d) d->set_trace_hook(this);
@@ -473,7 +474,7 @@ Status Interpreter::ExecuteMaybeTraced() {
   return s;
 }
 
-Result<TensorView> Interpreter::GetOutput(size_t index) const {
+Result<TensorView> VirtualMachine::Impl::GetOutput(size_t index) const {
   if (index >= outputs_.size()) {
     return InvalidArgument("output index " + std::to_string(index) + " out of range (" +
                            std::to_string(outputs_.size()) + " outputs)");
@@ -490,7 +491,7 @@ Result<TensorView> Interpreter::GetOutput(size_t index) const {
   return v;
 }
 
-Status Interpreter::CopyOutputToHost(size_t index, void* data, uint64_t bytes) const {
+Status VirtualMachine::Impl::CopyOutputToHost(size_t index, void* data, uint64_t bytes) const {
   KEEL_ASSIGN_OR_RETURN(TensorView v, GetOutput(index));
   if (bytes != v.byte_size) {
     return InvalidArgument("output \"" + prog_->outputs[index].name + "\": expected a buffer of " +
@@ -501,7 +502,7 @@ Status Interpreter::CopyOutputToHost(size_t index, void* data, uint64_t bytes) c
   return d->Synchronize();
 }
 
-template Status Interpreter::Execute<true>();
-template Status Interpreter::Execute<false>();
+template Status VirtualMachine::Impl::Execute<true>();
+template Status VirtualMachine::Impl::Execute<false>();
 
-}  // namespace keel::vm_internal
+}  // namespace keel

@@ -121,9 +121,7 @@ std::string FormatTraceEvent(const TraceEvent& event);
 
 // ---- executable ---------------------------------------------------------------
 
-namespace vm_internal {
-struct LoadedExecutable;  // vm/executable.h
-}
+class VirtualMachine;
 
 // Trust: loading a kernel library is trusting it. The library is native code:
 // dlopen runs its constructors and Run() calls its kernels in this process, with
@@ -181,19 +179,14 @@ class Executable {
   std::string_view producer() const;
   const std::string& library_path() const;  // empty when no library was opened
 
-  // Internal: the decoded program (vm/executable.h). Not part of the stable API.
-  const vm_internal::LoadedExecutable& internal() const { return *impl_; }
-
  private:
-  explicit Executable(std::unique_ptr<vm_internal::LoadedExecutable> impl);
-  std::unique_ptr<vm_internal::LoadedExecutable> impl_;
+  friend class VirtualMachine;  // runs the decoded program
+  struct Impl;                  // the decoded program (runtime-private)
+  explicit Executable(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // ---- virtual machine ----------------------------------------------------------
-
-namespace vm_internal {
-class Interpreter;  // vm/interpreter.h
-}
 
 struct VmOptions {
   std::string device = "cpu";  // "cpu", "cuda", "cuda:1"
@@ -278,8 +271,9 @@ class VirtualMachine {
   int num_threads() const;  // CPU worker count actually used (>= 1)
 
  private:
-  explicit VirtualMachine(std::unique_ptr<vm_internal::Interpreter> impl);
-  std::unique_ptr<vm_internal::Interpreter> impl_;
+  class Impl;  // the interpreter (runtime-private)
+  explicit VirtualMachine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace keel
