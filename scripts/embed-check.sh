@@ -35,3 +35,4 @@ if [ -x "$make_model" ] && [ -f "$kernels" ]; then
 else
   echo "embed-check: no test model maker ($make_model); built and linked only"
 fi
+scripts/runtime-size.sh "$dir"

@@ -31,8 +31,14 @@ VirtualMachine::Impl::~Impl() {
     (void)drained;
     for (void* p : pinned_) devices_[1]->UnpinHostMemory(p);
   }
-  for (size_t i = 0; i < arena_base_.size(); ++i) device(prog_->arenas[i].device)->Free(arena_base_[i]);
-  for (size_t i = 0; i < input_buffers_.size(); ++i) device(prog_->inputs[i].device)->Free(input_buffers_[i]);
+  // Host arenas and input buffers in the caller's arena buffer are not ours to free.
+  auto owned = [&](DeviceType d) { return !(host_block_borrowed_ && d == DeviceType::kCpu); };
+  for (size_t i = 0; i < arena_base_.size(); ++i) {
+    if (owned(prog_->arenas[i].device)) device(prog_->arenas[i].device)->Free(arena_base_[i]);
+  }
+  for (size_t i = 0; i < input_buffers_.size(); ++i) {
+    if (owned(prog_->inputs[i].device)) device(prog_->inputs[i].device)->Free(input_buffers_[i]);
+  }
   for (size_t i = 0; i < const_uploads_.size(); ++i) {
     if (const_uploads_[i] != nullptr) device(prog_->constants[i].device)->Free(const_uploads_[i]);
   }
@@ -48,11 +54,37 @@ Result<std::unique_ptr<VirtualMachine::Impl>> VirtualMachine::Impl::Create(std::
 
 Status VirtualMachine::Impl::Init(const VmOptions& options) {
   const LoadedExecutable& p = *prog_;
+  KEEL_RETURN_IF_ERROR(CheckAllocator(options.host_allocator, "VmOptions::host_allocator"));
+  KEEL_RETURN_IF_ERROR(CheckAllocator(options.device_allocator, "VmOptions::device_allocator"));
+  // The caller's arena buffer: checked before anything is created.
+  const HostBlockLayout& hb = p.host_block;
+  uint8_t* const block = static_cast<uint8_t*>(options.arena_buffer);
+  if (block != nullptr || options.arena_buffer_size != 0) {
+    if (block == nullptr) return InvalidArgument("VmOptions::arena_buffer_size is set but arena_buffer is null");
+    if (options.arena_buffer_size < hb.bytes) {
+      return InvalidArgument("the arena buffer has " + std::to_string(options.arena_buffer_size) +
+                             " bytes; this executable needs " + std::to_string(hb.bytes) +
+                             " (Executable::memory_requirements)");
+    }
+    if (reinterpret_cast<uintptr_t>(block) % hb.alignment != 0) {
+      return InvalidArgument("the arena buffer is not aligned to the " + std::to_string(hb.alignment) +
+                             " bytes this executable needs (Executable::memory_requirements)");
+    }
+    host_block_borrowed_ = true;
+  }
   DeviceOptions dopts;
   dopts.num_threads = options.num_threads;
   dopts.library = p.library.get();
+  dopts.host_allocator = options.host_allocator;
+  dopts.device_allocator = options.device_allocator;
   dopts.allow_tf32 = options.allow_tf32;
   dopts.tuning_file = options.tuning_file;
+  dopts.autotune = options.cuda_autotune;
+  dopts.autotune_log = options.cuda_autotune_log;
+  dopts.pdl = options.cuda_pdl;
+  dopts.cudnn_engines = options.cudnn_engines;
+  dopts.cudnn_engines_all = options.cudnn_engines_all;
+  dopts.cudnn_engines_rtc = options.cudnn_engines_rtc;
   // The host device always exists: host inputs/outputs and CPU kernels of a CUDA
   // program run there too.
   KEEL_ASSIGN_OR_RETURN(devices_[0], CreateDevice("cpu", dopts));
@@ -71,10 +103,13 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   // (OnSetup) under the label of the object it is for; the guard detaches the
   // hooks on every exit path.
   trace_ = options.trace;
+  // The label is only built with an observer: untraced creation makes no strings.
   std::string setup_what;
-  auto setup = [&](std::string what) {
-    setup_what = std::move(what);
-    if (trace_ != nullptr) setup_label_ = &setup_what;
+  auto setup = [&](const char* what, std::string_view name) {
+    if (trace_ == nullptr) return;
+    setup_what.assign(what);
+    setup_what += name;
+    setup_label_ = &setup_what;
   };
   struct SetupGuard {
     Impl* self;
@@ -98,7 +133,7 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   kernels_.reserve(p.kernels.size());
   for (const KernelEntry& k : p.kernels) {
     Device* d = device(k.device);
-    setup("kernel " + k.name);  // library kernels may reserve workspace or tune here
+    setup("kernel ", k.name);  // library kernels may reserve workspace or tune here
     KEEL_ASSIGN_OR_RETURN(KernelCallable c, d->ResolveKernel(k));
     kernels_.push_back(c);
   }
@@ -109,7 +144,11 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   arena_base_.reserve(p.arenas.size());
   for (size_t i = 0; i < p.arenas.size(); ++i) {
     const ArenaEntry& a = p.arenas[i];
-    setup("arena " + std::to_string(i));
+    if (host_block_borrowed_ && a.device == DeviceType::kCpu) {
+      arena_base_.push_back(block + hb.arena_offset[i]);
+      continue;
+    }
+    setup("arena ", std::to_string(i));
     Result<void*> mem = device(a.device)->Allocate(a.size, std::max<uint64_t>(64, a.alignment));
     if (!mem.ok()) return mem.status().WithContext("arena " + std::to_string(i));
     arena_base_.push_back(static_cast<uint8_t*>(*mem));
@@ -138,7 +177,7 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
       r.data = const_cast<uint8_t*>(c.host_data);
     } else {
       Device* d = device(c.device);
-      setup("constant " + c.name);
+      setup("constant ", c.name);
       KEEL_ASSIGN_OR_RETURN(void* mem, d->Allocate(c.bytes, 256));
       const_uploads_[i] = mem;
       KEEL_RETURN_IF_ERROR(d->CopyHostToDevice(mem, c.host_data, c.bytes));
@@ -151,8 +190,13 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   }
 
   input_buffers_.reserve(p.inputs.size());
-  for (const TensorInfo& in : p.inputs) {
-    setup("input " + in.name);
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const TensorInfo& in = p.inputs[i];
+    if (host_block_borrowed_ && in.device == DeviceType::kCpu) {
+      input_buffers_.push_back(block + hb.input_offset[i]);
+      continue;
+    }
+    setup("input ", in.name);
     Result<void*> mem = device(in.device)->Allocate(in.byte_size, 64);
     if (!mem.ok()) return mem.status().WithContext("input \"" + in.name + "\"");
     input_buffers_.push_back(*mem);
@@ -173,16 +217,22 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   if (Device* gpu = devices_[1].get(); gpu != nullptr) {
     auto pin = [&](void* ptr, uint64_t bytes) -> Status {
       if (ptr == nullptr || bytes == 0) return Status::Ok();
-      setup("pin host block");
+      setup("pin host block", {});
       KEEL_RETURN_IF_ERROR(gpu->PinHostMemory(ptr, bytes));
       pinned_.push_back(ptr);
       return Status::Ok();
     };
-    for (size_t i = 0; i < p.arenas.size(); ++i) {
-      if (p.arenas[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(arena_base_[i], p.arenas[i].size));
-    }
-    for (size_t i = 0; i < p.inputs.size(); ++i) {
-      if (p.inputs[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(input_buffers_[i], p.inputs[i].byte_size));
+    pinned_.reserve(p.arenas.size() + p.inputs.size() + 1);  // push_back below cannot fail
+    if (host_block_borrowed_) {
+      // One registration for the caller's whole buffer (its parts may share pages).
+      KEEL_RETURN_IF_ERROR(pin(block, hb.bytes));
+    } else {
+      for (size_t i = 0; i < p.arenas.size(); ++i) {
+        if (p.arenas[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(arena_base_[i], p.arenas[i].size));
+      }
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        if (p.inputs[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(input_buffers_[i], p.inputs[i].byte_size));
+      }
     }
     bool recordable = options.cuda_graph && gpu->SupportsRecording() && !p.has_dynamic_storage;
     for (const Instruction& in : p.instructions) {

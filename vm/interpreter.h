@@ -103,6 +103,9 @@ class VirtualMachine::Impl final : private vm_internal::DeviceTraceHook {
   // can be replayed. Bound inputs are then staged into input_buffers_.
   bool record_runs_ = false;
   std::vector<void*> pinned_;  // host blocks page-locked for the CUDA device
+  // VmOptions::arena_buffer given: host arenas and input buffers lie in it
+  // (LoadedExecutable::host_block) and are not freed by the VM.
+  bool host_block_borrowed_ = false;
   TraceObserver* trace_ = nullptr;
   DeviceOp last_op_;
 };

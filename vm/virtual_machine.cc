@@ -1,5 +1,6 @@
 // vm/virtual_machine.cc — keel::VirtualMachine: the public face of its Impl,
 // the interpreter (vm/interpreter.h; pimpl keeps the public header free of internals).
+#include "vm/host_memory.h"
 #include "vm/interpreter.h"
 
 namespace keel {
@@ -11,8 +12,10 @@ Result<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(std::shared_ptr<c
                                                                const VmOptions& options) {
   if (executable == nullptr) return InvalidArgument("VirtualMachine::Create: null executable");
   const vm_internal::LoadedExecutable* prog = executable->impl_.get();
-  KEEL_ASSIGN_OR_RETURN(auto impl, Impl::Create(std::move(executable), prog, options));
-  return std::unique_ptr<VirtualMachine>(new VirtualMachine(std::move(impl)));
+  return vm_internal::CatchHeapExhaustion([&]() -> Result<std::unique_ptr<VirtualMachine>> {
+    KEEL_ASSIGN_OR_RETURN(auto impl, Impl::Create(std::move(executable), prog, options));
+    return std::unique_ptr<VirtualMachine>(new VirtualMachine(std::move(impl)));
+  });
 }
 
 const Executable& VirtualMachine::executable() const { return impl_->executable(); }

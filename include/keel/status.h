@@ -16,6 +16,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "keel/export.h"
+
 namespace keel {
 
 // Stable numeric codes; the C API (keel/c_api.h) exposes the same numbers.
@@ -32,11 +34,11 @@ enum class StatusCode : int32_t {
   kFailedPrecondition = 9 // the call is valid but not in the object's current state
 };
 
-const char* StatusCodeName(StatusCode code);
+KEEL_API const char* StatusCodeName(StatusCode code);
 
 // A success or an error with a code and a human-readable message that names the
 // problem (the file, the op, the register, the CUDA call...).
-class [[nodiscard]] Status {
+class [[nodiscard]] KEEL_API Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -72,7 +74,7 @@ namespace status_internal {
 // Result<T>::value() on an error: prints "keel: Result::value() called on an
 // error: <status>" to stderr and aborts. A checked failure of the caller's
 // contract (test ok() first), never undefined behavior.
-[[noreturn]] void ValueOfError(const Status& status);
+[[noreturn]] KEEL_API void ValueOfError(const Status& status);
 }  // namespace status_internal
 
 // A T or an error Status (never an OK status without a value).
