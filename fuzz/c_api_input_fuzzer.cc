@@ -41,7 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                  LoadProgram(keel::vmtest::Plan::kDynamic)};
   keel::fuzz::FuzzInput in(data, size);
   keel_executable_t* exe = programs[in.Bool() ? 1 : 0];
-  keel_vm_options_t options{1};
+  keel_vm_options_t options;
+  keel_vm_options_init(&options);
+  options.num_threads = 1;
   keel_vm_t* vm = nullptr;
   if (keel_vm_create(exe, in.Bool() ? "cpu" : nullptr, &options, &vm) != KEEL_OK) std::abort();
   std::vector<std::vector<uint8_t>> bound;  // bind_input/bind_output buffers live until release

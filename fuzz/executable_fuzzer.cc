@@ -63,7 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t found = 0;
     if (name != nullptr) keel_executable_find_input(exe, name, &found);
   }
-  keel_vm_options_t options{1};
+  keel_vm_options_t options;
+  keel_vm_options_init(&options);
+  options.num_threads = 1;
   keel_vm_t* vm = nullptr;
   if (PlannedBytes(data, size) <= (uint64_t{1} << 28) && keel_vm_create(exe, "cpu", &options, &vm) == KEEL_OK) {
     bool inputs_ok = true;

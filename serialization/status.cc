@@ -5,6 +5,9 @@
 // are stable: tools and the C API print them.
 #include "keel/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace keel {
 
 const char* StatusCodeName(StatusCode code) {
@@ -40,5 +43,16 @@ Status Status::WithContext(const std::string& context) const {
   if (ok()) return *this;
   return Status(code_, context + ": " + message_);
 }
+
+namespace status_internal {
+
+void ValueOfError(const Status& status) {
+  // stdio, not iostreams: the runtime links no stream machinery.
+  std::fprintf(stderr, "keel: Result::value() called on an error: %s\n", status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace status_internal
 
 }  // namespace keel

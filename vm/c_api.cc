@@ -3,6 +3,9 @@
 // crosses the C boundary, and records failures in a thread-local message.
 #include "keel/c_api.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -77,9 +80,99 @@ keel_status_t LoadResult(keel::Result<std::shared_ptr<const keel::Executable>> r
   return KEEL_OK;
 }
 
+// ---- sized options structs (see c_api.h) ----
+
+// Defaults: from the C++ option structs, the one place they are written.
+keel_load_options_t LoadDefaults() {
+  const keel::LoadOptions d;
+  keel_load_options_t o{};
+  o.struct_size = sizeof(o);
+  o.borrow = d.borrow_buffer ? 1 : 0;
+  o.host_allocator = d.host_allocator;
+  return o;
+}
+keel_vm_options_t VmDefaults() {
+  const keel::VmOptions d;
+  keel_vm_options_t o{};
+  o.struct_size = sizeof(o);
+  o.num_threads = d.num_threads;
+  o.cuda_graph = d.cuda_graph ? 1 : 0;
+  o.allow_tf32 = d.allow_tf32 ? 1 : 0;
+  o.host_allocator = d.host_allocator;
+  o.device_allocator = d.device_allocator;
+  o.arena_buffer = d.arena_buffer;
+  o.arena_buffer_size = static_cast<size_t>(d.arena_buffer_size);
+  o.cuda_autotune = d.cuda_autotune ? 1 : 0;
+  o.cuda_autotune_log = d.cuda_autotune_log ? 1 : 0;
+  o.cuda_pdl = d.cuda_pdl ? 1 : 0;
+  o.cudnn_engines = static_cast<int32_t>(d.cudnn_engines);
+  o.cudnn_engines_all = d.cudnn_engines_all ? 1 : 0;
+  o.cudnn_engines_rtc = d.cudnn_engines_rtc ? 1 : 0;
+  return o;
+}
+
+// The smallest struct_size accepted: the struct's first version (struct_size and
+// one field); larger than any real struct means uninitialised memory.
+constexpr size_t kMinOptionsSize = sizeof(size_t) + sizeof(int32_t);
+constexpr size_t kMaxOptionsSize = 4096;
+
+template <typename T>
+keel_status_t InitSized(T* options, size_t struct_size, const T& defaults, const char* fn) {
+  KEEL_C_REQUIRE(options != nullptr, fn);
+  if (struct_size < kMinOptionsSize || struct_size > kMaxOptionsSize) {
+    return Fail(KEEL_INVALID_ARGUMENT, "options init: struct_size is not the size of an options struct");
+  }
+  std::memset(static_cast<void*>(options), 0, struct_size);
+  std::memcpy(static_cast<void*>(options), &defaults, std::min(struct_size, sizeof(T)));
+  options->struct_size = struct_size;
+  return KEEL_OK;
+}
+
+// Reads the caller's struct: its fields this runtime knows over the defaults; a
+// newer caller's unknown fields must still hold their (zero) defaults.
+template <typename T>
+keel_status_t ReadSized(const T* in, const T& defaults, T* out, const char* what) {
+  *out = defaults;
+  if (in == nullptr) return KEEL_OK;
+  const size_t n = in->struct_size;
+  if (n < kMinOptionsSize || n > kMaxOptionsSize) {
+    return Fail(KEEL_INVALID_ARGUMENT, (std::string(what) + ": struct_size " + std::to_string(n) +
+                                        " is not valid (initialise the struct with its init function)")
+                                           .c_str());
+  }
+  std::memcpy(static_cast<void*>(out), in, std::min(n, sizeof(T)));
+  const auto* extra = reinterpret_cast<const unsigned char*>(in);
+  for (size_t i = sizeof(T); i < n; ++i) {
+    if (extra[i] != 0) {
+      return Fail(KEEL_UNSUPPORTED, (std::string(what) + ": an option at byte " + std::to_string(i) +
+                                     " is newer than this runtime (" + keel_version() + ")")
+                                        .c_str());
+    }
+  }
+  out->struct_size = sizeof(T);
+  return KEEL_OK;
+}
+
+keel::LoadOptions ToLoadOptions(const keel_load_options_t& o) {
+  keel::LoadOptions lo;
+  if (o.library_path != nullptr) lo.library_path = o.library_path;
+  lo.borrow_buffer = o.borrow != 0;
+  lo.host_allocator = o.host_allocator;
+  return lo;
+}
+
 }  // namespace
 
 extern "C" {
+
+const char* keel_version(void) { return KEEL_VERSION_STRING; }
+
+keel_status_t keel_load_options_init_size(keel_load_options_t* options, size_t struct_size) {
+  return InitSized(options, struct_size, LoadDefaults(), "keel_load_options_init: null options");
+}
+keel_status_t keel_vm_options_init_size(keel_vm_options_t* options, size_t struct_size) {
+  return InitSized(options, struct_size, VmDefaults(), "keel_vm_options_init: null options");
+}
 
 const char* keel_last_error_message(void) { return t_last_error.c_str(); }
 
@@ -119,6 +212,31 @@ keel_status_t keel_executable_load_memory(const void* data, size_t size, const c
     options.borrow_buffer = borrow != 0;
     return LoadResult(
         keel::Executable::LoadMemory(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), options), out);
+  });
+}
+
+keel_status_t keel_executable_load_file_with_options(const char* path, const keel_load_options_t* options,
+                                                     keel_executable_t** out) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(path != nullptr && out != nullptr, "keel_executable_load_file_with_options: null path or out");
+    *out = nullptr;
+    keel_load_options_t o;
+    if (keel_status_t st = ReadSized(options, LoadDefaults(), &o, "keel_load_options_t"); st != KEEL_OK) return st;
+    return LoadResult(keel::Executable::LoadFile(path, ToLoadOptions(o)), out);
+  });
+}
+
+keel_status_t keel_executable_load_memory_with_options(const void* data, size_t size,
+                                                       const keel_load_options_t* options, keel_executable_t** out) {
+  return Guard([&] {
+    KEEL_C_REQUIRE(out != nullptr && (data != nullptr || size == 0),
+                   "keel_executable_load_memory_with_options: null data or out");
+    *out = nullptr;
+    keel_load_options_t o;
+    if (keel_status_t st = ReadSized(options, LoadDefaults(), &o, "keel_load_options_t"); st != KEEL_OK) return st;
+    return LoadResult(
+        keel::Executable::LoadMemory(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), ToLoadOptions(o)),
+        out);
   });
 }
 
@@ -195,14 +313,38 @@ keel_status_t keel_executable_find_output(const keel_executable_t* exe, const ch
   return FindIndex(exe, name, index, false, "keel_executable_find_output: null argument");
 }
 
+keel_status_t keel_executable_memory_requirements(const keel_executable_t* exe, keel_memory_requirements_t* out) {
+  KEEL_C_REQUIRE(exe != nullptr && out != nullptr, "keel_executable_memory_requirements: null argument");
+  *out = exe->exe->memory_requirements();
+  return KEEL_OK;
+}
+
 keel_status_t keel_vm_create(keel_executable_t* exe, const char* device, const keel_vm_options_t* options,
                              keel_vm_t** out) {
   return Guard([&] {
     KEEL_C_REQUIRE(exe != nullptr && out != nullptr, "keel_vm_create: null executable or out");
     *out = nullptr;
+    keel_vm_options_t o;
+    if (keel_status_t st = ReadSized(options, VmDefaults(), &o, "keel_vm_options_t"); st != KEEL_OK) return st;
+    if (o.cudnn_engines < 0 || o.cudnn_engines > KEEL_CUDNN_ENGINES_FORCE) {
+      return Fail(KEEL_INVALID_ARGUMENT, "keel_vm_create: cudnn_engines is not a keel_cudnn_engines_t");
+    }
     keel::VmOptions vo;
     if (device != nullptr) vo.device = device;
-    if (options != nullptr) vo.num_threads = options->num_threads;
+    vo.num_threads = o.num_threads;
+    vo.cuda_graph = o.cuda_graph != 0;
+    vo.allow_tf32 = o.allow_tf32 != 0;
+    if (o.tuning_file != nullptr) vo.tuning_file = o.tuning_file;
+    vo.host_allocator = o.host_allocator;
+    vo.device_allocator = o.device_allocator;
+    vo.arena_buffer = o.arena_buffer;
+    vo.arena_buffer_size = o.arena_buffer_size;
+    vo.cuda_autotune = o.cuda_autotune != 0;
+    vo.cuda_autotune_log = o.cuda_autotune_log != 0;
+    vo.cuda_pdl = o.cuda_pdl != 0;
+    vo.cudnn_engines = static_cast<keel::VmOptions::CudnnEngines>(o.cudnn_engines);
+    vo.cudnn_engines_all = o.cudnn_engines_all != 0;
+    vo.cudnn_engines_rtc = o.cudnn_engines_rtc != 0;
     auto r = keel::VirtualMachine::Create(exe->exe, vo);
     if (!r.ok()) return Fail(r.status());
     *out = new keel_vm{std::move(r).value()};

@@ -482,6 +482,7 @@ Status DecodeExecutable(LoadedExecutable& out, const LoadOptions& options, const
   KEEL_RETURN_IF_ERROR(DecodeTables(out, view));
   KEEL_RETURN_IF_ERROR(FunctionDecoder(out, *view.main()).Decode());
   KEEL_RETURN_IF_ERROR(ResolveLibrary(out, view, options, default_library));
+  KEEL_ASSIGN_OR_RETURN(out.host_block, LayOutHostBlock(out));
   return Status::Ok();
 }
 

@@ -10,7 +10,7 @@
 namespace keel::vm_internal {
 
 Result<std::unique_ptr<Device>> CreateDevice(std::string_view spec, const DeviceOptions& options) {
-  if (spec == "cpu") return std::unique_ptr<Device>(new CpuDevice(options.num_threads));
+  if (spec == "cpu") return std::unique_ptr<Device>(new CpuDevice(options.num_threads, options.host_allocator));
   if (spec == "cuda" || spec.starts_with("cuda:")) {
     int ordinal = 0;
     if (spec.size() > 5) {

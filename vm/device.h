@@ -110,13 +110,22 @@ class Device {
 
 class KernelLibrary;  // vm/kernel_library.h
 
+// What a device is created with: VmOptions' device-related fields.
 struct DeviceOptions {
   int num_threads = 0;  // CPU worker threads (0: hardware concurrency)
   // CUDA: the executable's kernel library (embedded cubin/PTX), or null; must
   // outlive the device (the Executable owns it).
   const KernelLibrary* library = nullptr;
+  keel_allocator_t host_allocator{};    // CPU: VmOptions::host_allocator
+  keel_allocator_t device_allocator{};  // CUDA: VmOptions::device_allocator
   bool allow_tf32 = false;  // CUDA: VmOptions::allow_tf32
   std::string tuning_file;  // CUDA: VmOptions::tuning_file (empty: none)
+  bool autotune = true;       // CUDA: VmOptions::cuda_autotune
+  bool autotune_log = false;  // CUDA: VmOptions::cuda_autotune_log
+  bool pdl = true;            // CUDA: VmOptions::cuda_pdl
+  VmOptions::CudnnEngines cudnn_engines = VmOptions::CudnnEngines::kOff;  // CUDA
+  bool cudnn_engines_all = false;  // CUDA: VmOptions::cudnn_engines_all
+  bool cudnn_engines_rtc = false;  // CUDA: VmOptions::cudnn_engines_rtc
 };
 
 // Parses "cpu", "cuda", "cuda:N" and creates the device. kInvalidArgument for an

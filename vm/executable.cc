@@ -16,7 +16,7 @@ namespace vm_internal {
 
 FileBytes::~FileBytes() {
   if (kind_ == Kind::kMapped && size_ != 0) munmap(const_cast<uint8_t*>(data_), size_);
-  if (kind_ == Kind::kHeap) std::free(const_cast<uint8_t*>(data_));
+  if (kind_ == Kind::kHeap) HostFree(allocator_, const_cast<uint8_t*>(data_));
 }
 
 Result<std::unique_ptr<FileBytes>> FileBytes::Map(const std::string& path) {
@@ -50,12 +50,11 @@ Result<std::unique_ptr<FileBytes>> FileBytes::Map(const std::string& path) {
   return out;
 }
 
-Result<std::unique_ptr<FileBytes>> FileBytes::Copy(std::span<const uint8_t> bytes) {
+Result<std::unique_ptr<FileBytes>> FileBytes::Copy(std::span<const uint8_t> bytes, const keel_allocator_t& allocator) {
   auto out = std::make_unique<FileBytes>();
+  KEEL_ASSIGN_OR_RETURN(void* p, HostAllocate(allocator, bytes.size(), 64, "for a copy of the executable"));
   out->kind_ = Kind::kHeap;
-  const size_t rounded = (bytes.size() + 63) / 64 * 64 + 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (p == nullptr) return OutOfMemory("cannot allocate " + std::to_string(rounded) + " bytes for the executable");
+  out->allocator_ = allocator;
   if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
   out->data_ = static_cast<const uint8_t*>(p);
   out->size_ = bytes.size();
@@ -81,29 +80,34 @@ std::string ShapeString(std::span<const int64_t> shape) {
 }  // namespace vm_internal
 
 using vm_internal::FileBytes;
-using vm_internal::LoadedExecutable;
 
-Executable::Executable(std::unique_ptr<LoadedExecutable> impl) : impl_(std::move(impl)) {}
+Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executable::~Executable() = default;
 
 Result<std::shared_ptr<const Executable>> Executable::LoadFile(const std::string& path, const LoadOptions& options) {
-  auto impl = std::make_unique<LoadedExecutable>();
-  KEEL_ASSIGN_OR_RETURN(impl->file, FileBytes::Map(path));
-  Status s = vm_internal::DecodeExecutable(*impl, options, path + ".so");
-  if (!s.ok()) return s.WithContext(path);
-  return std::shared_ptr<const Executable>(new Executable(std::move(impl)));
+  return vm_internal::CatchHeapExhaustion([&]() -> Result<std::shared_ptr<const Executable>> {
+    KEEL_RETURN_IF_ERROR(vm_internal::CheckAllocator(options.host_allocator, "LoadOptions::host_allocator"));
+    auto impl = std::make_unique<Impl>();
+    KEEL_ASSIGN_OR_RETURN(impl->file, FileBytes::Map(path));
+    Status s = vm_internal::DecodeExecutable(*impl, options, path + ".so");
+    if (!s.ok()) return s.WithContext(path);
+    return std::shared_ptr<const Executable>(new Executable(std::move(impl)));
+  });
 }
 
 Result<std::shared_ptr<const Executable>> Executable::LoadMemory(std::span<const uint8_t> bytes,
                                                                  const LoadOptions& options) {
-  auto impl = std::make_unique<LoadedExecutable>();
-  if (options.borrow_buffer) {
-    impl->file = FileBytes::Borrow(bytes);
-  } else {
-    KEEL_ASSIGN_OR_RETURN(impl->file, FileBytes::Copy(bytes));
-  }
-  KEEL_RETURN_IF_ERROR(vm_internal::DecodeExecutable(*impl, options, std::string()));
-  return std::shared_ptr<const Executable>(new Executable(std::move(impl)));
+  return vm_internal::CatchHeapExhaustion([&]() -> Result<std::shared_ptr<const Executable>> {
+    KEEL_RETURN_IF_ERROR(vm_internal::CheckAllocator(options.host_allocator, "LoadOptions::host_allocator"));
+    auto impl = std::make_unique<Impl>();
+    if (options.borrow_buffer) {
+      impl->file = FileBytes::Borrow(bytes);
+    } else {
+      KEEL_ASSIGN_OR_RETURN(impl->file, FileBytes::Copy(bytes, options.host_allocator));
+    }
+    KEEL_RETURN_IF_ERROR(vm_internal::DecodeExecutable(*impl, options, std::string()));
+    return std::shared_ptr<const Executable>(new Executable(std::move(impl)));
+  });
 }
 
 size_t Executable::num_inputs() const { return impl_->inputs.size(); }
@@ -114,6 +118,9 @@ size_t Executable::num_instructions() const { return impl_->instructions.size();
 std::string_view Executable::plan_strategy() const { return impl_->plan_strategy; }
 std::string_view Executable::producer() const { return impl_->producer; }
 const std::string& Executable::library_path() const { return impl_->library_path; }
+MemoryRequirements Executable::memory_requirements() const {
+  return MemoryRequirements{impl_->host_block.bytes, impl_->host_block.alignment};
+}
 
 namespace {
 Result<size_t> FindByName(const std::vector<TensorInfo>& list, std::string_view name, const char* what) {

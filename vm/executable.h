@@ -24,6 +24,7 @@
 #include "keel/kernel_abi.h"
 #include "keel/status.h"
 #include "keel/vm.h"
+#include "vm/host_memory.h"
 #include "vm/kernel_library.h"
 
 namespace keel::vm_internal {
@@ -106,7 +107,8 @@ struct ArenaEntry {
   uint32_t alignment = 64;
 };
 
-// Owns file bytes: an mmap, a 64-byte aligned heap copy, or nothing (borrowed).
+// Owns file bytes: an mmap, a 64-byte aligned copy (from LoadOptions::host_allocator),
+// or nothing (borrowed).
 class FileBytes {
  public:
   FileBytes() = default;
@@ -114,13 +116,14 @@ class FileBytes {
   FileBytes(const FileBytes&) = delete;
   FileBytes& operator=(const FileBytes&) = delete;
   static Result<std::unique_ptr<FileBytes>> Map(const std::string& path);
-  static Result<std::unique_ptr<FileBytes>> Copy(std::span<const uint8_t> bytes);
+  static Result<std::unique_ptr<FileBytes>> Copy(std::span<const uint8_t> bytes, const keel_allocator_t& allocator);
   static std::unique_ptr<FileBytes> Borrow(std::span<const uint8_t> bytes);
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
 
  private:
   enum class Kind { kBorrowed, kMapped, kHeap };
   Kind kind_ = Kind::kBorrowed;
+  keel_allocator_t allocator_{};  // kHeap: the allocator that made data_
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
@@ -150,6 +153,9 @@ struct LoadedExecutable {
   std::vector<ConstantEntry> constants;
   std::vector<StorageEntry> storages;
   std::vector<ArenaEntry> arenas;
+  // Where the host arenas and host input buffers lie in one block (a caller-owned
+  // buffer, VmOptions::arena_buffer); its size is Executable::memory_requirements.
+  HostBlockLayout host_block;
   uint32_t devices_used = 0;  // bit (1 << DeviceType) for each device the executable touches
 };
 
@@ -163,3 +169,9 @@ std::string ShapeString(std::span<const int64_t> shape);
 Status DecodeExecutable(LoadedExecutable& out, const LoadOptions& options, const std::string& default_library);
 
 }  // namespace keel::vm_internal
+
+namespace keel {
+// keel::Executable's private implementation (keel/vm.h names it only) is the
+// decoded program itself.
+struct Executable::Impl final : vm_internal::LoadedExecutable {};
+}  // namespace keel

@@ -9,7 +9,8 @@
 #include "serialization/format.h"
 #include "vm/cpu/cpu_device.h"
 
-namespace keel::vm_internal {
+namespace keel {
+using namespace vm_internal;  // NOLINT: this file implements VirtualMachine::Impl, the interpreter
 namespace {
 
 inline uint64_t NowNs() {
@@ -20,38 +21,70 @@ inline uint64_t NowNs() {
 
 }  // namespace
 
-Interpreter::Interpreter(std::shared_ptr<const Executable> exe)
-    : exe_(std::move(exe)), prog_(&exe_->internal()) {}
+VirtualMachine::Impl::Impl(std::shared_ptr<const Executable> exe, const LoadedExecutable* prog)
+    : exe_(std::move(exe)), prog_(prog) {}
 
-Interpreter::~Interpreter() {
+VirtualMachine::Impl::~Impl() {
   FreeDynamicStorages();
   if (devices_[1] != nullptr) {
     Status drained = devices_[1]->Synchronize();  // nothing may still use the blocks below
     (void)drained;
     for (void* p : pinned_) devices_[1]->UnpinHostMemory(p);
   }
-  for (size_t i = 0; i < arena_base_.size(); ++i) device(prog_->arenas[i].device)->Free(arena_base_[i]);
-  for (size_t i = 0; i < input_buffers_.size(); ++i) device(prog_->inputs[i].device)->Free(input_buffers_[i]);
+  // Host arenas and input buffers in the caller's arena buffer are not ours to free.
+  auto owned = [&](DeviceType d) { return !(host_block_borrowed_ && d == DeviceType::kCpu); };
+  for (size_t i = 0; i < arena_base_.size(); ++i) {
+    if (owned(prog_->arenas[i].device)) device(prog_->arenas[i].device)->Free(arena_base_[i]);
+  }
+  for (size_t i = 0; i < input_buffers_.size(); ++i) {
+    if (owned(prog_->inputs[i].device)) device(prog_->inputs[i].device)->Free(input_buffers_[i]);
+  }
   for (size_t i = 0; i < const_uploads_.size(); ++i) {
     if (const_uploads_[i] != nullptr) device(prog_->constants[i].device)->Free(const_uploads_[i]);
   }
 }
 
-Result<std::unique_ptr<Interpreter>> Interpreter::Create(std::shared_ptr<const Executable> exe,
-                                                         const VmOptions& options) {
+Result<std::unique_ptr<VirtualMachine::Impl>> VirtualMachine::Impl::Create(std::shared_ptr<const Executable> exe,
+                                                         const LoadedExecutable* prog, const VmOptions& options) {
   if (exe == nullptr) return InvalidArgument("VirtualMachine::Create: null executable");
-  std::unique_ptr<Interpreter> vm(new Interpreter(std::move(exe)));
+  std::unique_ptr<Impl> vm(new Impl(std::move(exe), prog));
   KEEL_RETURN_IF_ERROR(vm->Init(options));
   return vm;
 }
 
-Status Interpreter::Init(const VmOptions& options) {
+Status VirtualMachine::Impl::Init(const VmOptions& options) {
   const LoadedExecutable& p = *prog_;
+  KEEL_RETURN_IF_ERROR(CheckAllocator(options.host_allocator, "VmOptions::host_allocator"));
+  KEEL_RETURN_IF_ERROR(CheckAllocator(options.device_allocator, "VmOptions::device_allocator"));
+  // The caller's arena buffer: checked before anything is created.
+  const HostBlockLayout& hb = p.host_block;
+  uint8_t* const block = static_cast<uint8_t*>(options.arena_buffer);
+  if (block != nullptr || options.arena_buffer_size != 0) {
+    if (block == nullptr) return InvalidArgument("VmOptions::arena_buffer_size is set but arena_buffer is null");
+    if (options.arena_buffer_size < hb.bytes) {
+      return InvalidArgument("the arena buffer has " + std::to_string(options.arena_buffer_size) +
+                             " bytes; this executable needs " + std::to_string(hb.bytes) +
+                             " (Executable::memory_requirements)");
+    }
+    if (reinterpret_cast<uintptr_t>(block) % hb.alignment != 0) {
+      return InvalidArgument("the arena buffer is not aligned to the " + std::to_string(hb.alignment) +
+                             " bytes this executable needs (Executable::memory_requirements)");
+    }
+    host_block_borrowed_ = true;
+  }
   DeviceOptions dopts;
   dopts.num_threads = options.num_threads;
   dopts.library = p.library.get();
+  dopts.host_allocator = options.host_allocator;
+  dopts.device_allocator = options.device_allocator;
   dopts.allow_tf32 = options.allow_tf32;
   dopts.tuning_file = options.tuning_file;
+  dopts.autotune = options.cuda_autotune;
+  dopts.autotune_log = options.cuda_autotune_log;
+  dopts.pdl = options.cuda_pdl;
+  dopts.cudnn_engines = options.cudnn_engines;
+  dopts.cudnn_engines_all = options.cudnn_engines_all;
+  dopts.cudnn_engines_rtc = options.cudnn_engines_rtc;
   // The host device always exists: host inputs/outputs and CPU kernels of a CUDA
   // program run there too.
   KEEL_ASSIGN_OR_RETURN(devices_[0], CreateDevice("cpu", dopts));
@@ -70,13 +103,16 @@ Status Interpreter::Init(const VmOptions& options) {
   // (OnSetup) under the label of the object it is for; the guard detaches the
   // hooks on every exit path.
   trace_ = options.trace;
+  // The label is only built with an observer: untraced creation makes no strings.
   std::string setup_what;
-  auto setup = [&](std::string what) {
-    setup_what = std::move(what);
-    if (trace_ != nullptr) setup_label_ = &setup_what;
+  auto setup = [&](const char* what, std::string_view name) {
+    if (trace_ == nullptr) return;
+    setup_what.assign(what);
+    setup_what += name;
+    setup_label_ = &setup_what;
   };
   struct SetupGuard {
-    Interpreter* self;
+    Impl* self;
     ~SetupGuard() {
       self->setup_label_ = nullptr;
       for (auto& d : self->devices_) {
@@ -97,7 +133,7 @@ Status Interpreter::Init(const VmOptions& options) {
   kernels_.reserve(p.kernels.size());
   for (const KernelEntry& k : p.kernels) {
     Device* d = device(k.device);
-    setup("kernel " + k.name);  // library kernels may reserve workspace or tune here
+    setup("kernel ", k.name);  // library kernels may reserve workspace or tune here
     KEEL_ASSIGN_OR_RETURN(KernelCallable c, d->ResolveKernel(k));
     kernels_.push_back(c);
   }
@@ -108,7 +144,11 @@ Status Interpreter::Init(const VmOptions& options) {
   arena_base_.reserve(p.arenas.size());
   for (size_t i = 0; i < p.arenas.size(); ++i) {
     const ArenaEntry& a = p.arenas[i];
-    setup("arena " + std::to_string(i));
+    if (host_block_borrowed_ && a.device == DeviceType::kCpu) {
+      arena_base_.push_back(block + hb.arena_offset[i]);
+      continue;
+    }
+    setup("arena ", std::to_string(i));
     Result<void*> mem = device(a.device)->Allocate(a.size, std::max<uint64_t>(64, a.alignment));
     if (!mem.ok()) return mem.status().WithContext("arena " + std::to_string(i));
     arena_base_.push_back(static_cast<uint8_t*>(*mem));
@@ -137,7 +177,7 @@ Status Interpreter::Init(const VmOptions& options) {
       r.data = const_cast<uint8_t*>(c.host_data);
     } else {
       Device* d = device(c.device);
-      setup("constant " + c.name);
+      setup("constant ", c.name);
       KEEL_ASSIGN_OR_RETURN(void* mem, d->Allocate(c.bytes, 256));
       const_uploads_[i] = mem;
       KEEL_RETURN_IF_ERROR(d->CopyHostToDevice(mem, c.host_data, c.bytes));
@@ -150,8 +190,13 @@ Status Interpreter::Init(const VmOptions& options) {
   }
 
   input_buffers_.reserve(p.inputs.size());
-  for (const TensorInfo& in : p.inputs) {
-    setup("input " + in.name);
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const TensorInfo& in = p.inputs[i];
+    if (host_block_borrowed_ && in.device == DeviceType::kCpu) {
+      input_buffers_.push_back(block + hb.input_offset[i]);
+      continue;
+    }
+    setup("input ", in.name);
     Result<void*> mem = device(in.device)->Allocate(in.byte_size, 64);
     if (!mem.ok()) return mem.status().WithContext("input \"" + in.name + "\"");
     input_buffers_.push_back(*mem);
@@ -172,16 +217,22 @@ Status Interpreter::Init(const VmOptions& options) {
   if (Device* gpu = devices_[1].get(); gpu != nullptr) {
     auto pin = [&](void* ptr, uint64_t bytes) -> Status {
       if (ptr == nullptr || bytes == 0) return Status::Ok();
-      setup("pin host block");
+      setup("pin host block", {});
       KEEL_RETURN_IF_ERROR(gpu->PinHostMemory(ptr, bytes));
       pinned_.push_back(ptr);
       return Status::Ok();
     };
-    for (size_t i = 0; i < p.arenas.size(); ++i) {
-      if (p.arenas[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(arena_base_[i], p.arenas[i].size));
-    }
-    for (size_t i = 0; i < p.inputs.size(); ++i) {
-      if (p.inputs[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(input_buffers_[i], p.inputs[i].byte_size));
+    pinned_.reserve(p.arenas.size() + p.inputs.size() + 1);  // push_back below cannot fail
+    if (host_block_borrowed_) {
+      // One registration for the caller's whole buffer (its parts may share pages).
+      KEEL_RETURN_IF_ERROR(pin(block, hb.bytes));
+    } else {
+      for (size_t i = 0; i < p.arenas.size(); ++i) {
+        if (p.arenas[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(arena_base_[i], p.arenas[i].size));
+      }
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        if (p.inputs[i].device == DeviceType::kCpu) KEEL_RETURN_IF_ERROR(pin(input_buffers_[i], p.inputs[i].byte_size));
+      }
     }
     bool recordable = options.cuda_graph && gpu->SupportsRecording() && !p.has_dynamic_storage;
     for (const Instruction& in : p.instructions) {
@@ -193,9 +244,9 @@ Status Interpreter::Init(const VmOptions& options) {
   return Status::Ok();
 }
 
-void Interpreter::SetTraceObserver(TraceObserver* observer) { trace_ = observer; }
+void VirtualMachine::Impl::SetTraceObserver(TraceObserver* observer) { trace_ = observer; }
 
-Status Interpreter::CheckInput(size_t index, uint64_t bytes, std::span<const int64_t> shape, DataType dtype) const {
+Status VirtualMachine::Impl::CheckInput(size_t index, uint64_t bytes, std::span<const int64_t> shape, DataType dtype) const {
   if (index >= prog_->inputs.size()) {
     return InvalidArgument("input index " + std::to_string(index) + " out of range (" +
                            std::to_string(prog_->inputs.size()) + " inputs)");
@@ -212,7 +263,7 @@ Status Interpreter::CheckInput(size_t index, uint64_t bytes, std::span<const int
   return Status::Ok();
 }
 
-Status Interpreter::SetInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+Status VirtualMachine::Impl::SetInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
                              DataType dtype) {
   KEEL_RETURN_IF_ERROR(CheckInput(index, bytes, shape, dtype));
   if (data == nullptr && bytes != 0) return InvalidArgument("input \"" + prog_->inputs[index].name + "\": null data");
@@ -225,7 +276,7 @@ Status Interpreter::SetInput(size_t index, const void* data, uint64_t bytes, std
   return Status::Ok();
 }
 
-Status Interpreter::BindInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
+Status VirtualMachine::Impl::BindInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape,
                               DataType dtype) {
   KEEL_RETURN_IF_ERROR(CheckInput(index, bytes, shape, dtype));
   if (data == nullptr) return InvalidArgument("input \"" + prog_->inputs[index].name + "\": null buffer");
@@ -239,7 +290,7 @@ Status Interpreter::BindInput(size_t index, const void* data, uint64_t bytes, st
   return Status::Ok();
 }
 
-Status Interpreter::BindOutput(size_t index, void* data, uint64_t bytes) {
+Status VirtualMachine::Impl::BindOutput(size_t index, void* data, uint64_t bytes) {
   if (index >= prog_->outputs.size()) {
     return InvalidArgument("output index " + std::to_string(index) + " out of range (" +
                            std::to_string(prog_->outputs.size()) + " outputs)");
@@ -253,7 +304,7 @@ Status Interpreter::BindOutput(size_t index, void* data, uint64_t bytes) {
   return Status::Ok();
 }
 
-void Interpreter::FreeDynamicStorages() {
+void VirtualMachine::Impl::FreeDynamicStorages() {
   for (size_t r = 0; r < dynamic_.size(); ++r) {
     if (dynamic_[r] != nullptr) {
       device(dynamic_device_[r])->Free(dynamic_[r]);
@@ -262,14 +313,14 @@ void Interpreter::FreeDynamicStorages() {
   }
 }
 
-Status Interpreter::InstructionError(uint32_t index, const Status& status) const {
+Status VirtualMachine::Impl::InstructionError(uint32_t index, const Status& status) const {
   std::string where = "instruction " + std::to_string(index) + " (" + OpCodeName(prog_->instructions[index].op);
   if (!prog_->debug_names[index].empty()) where += " " + prog_->debug_names[index];
   return status.WithContext(where + ")");
 }
 
 template <bool kTrace>
-Status Interpreter::Execute() {
+Status VirtualMachine::Impl::Execute() {
   const Instruction* const code = prog_->instructions.data();
   const uint32_t n = static_cast<uint32_t>(prog_->instructions.size());
   const uint32_t* const operands = prog_->operands.data();
@@ -381,7 +432,7 @@ Status Interpreter::Execute() {
   return Status::Ok();
 }
 
-Status Interpreter::Run() {
+Status VirtualMachine::Impl::Run() {
   has_run_ = false;
   for (size_t i = 0; i < input_ready_.size(); ++i) {
     if (!input_ready_[i]) {
@@ -434,7 +485,7 @@ Status Interpreter::Run() {
 // launches it), later runs replay without interpreting. Registers, outputs_ and
 // every address are the same in each run of a static plan, which is what makes
 // the replay valid; inputs always come from input_buffers_ (Run stages bound ones).
-Status Interpreter::RunRecorded() {
+Status VirtualMachine::Impl::RunRecorded() {
   Device* gpu = devices_[1].get();
   if (gpu->has_recording()) {
     const uint64_t t0 = trace_ != nullptr ? NowNs() : 0;
@@ -461,7 +512,7 @@ Status Interpreter::RunRecorded() {
   return end;
 }
 
-Status Interpreter::ExecuteMaybeTraced() {
+Status VirtualMachine::Impl::ExecuteMaybeTraced() {
   if (trace_ == nullptr) return Execute<false>();
   for (auto& d : devices_) {
     if (d) d->set_trace_hook(this);
@@ -473,7 +524,7 @@ Status Interpreter::ExecuteMaybeTraced() {
   return s;
 }
 
-Result<TensorView> Interpreter::GetOutput(size_t index) const {
+Result<TensorView> VirtualMachine::Impl::GetOutput(size_t index) const {
   if (index >= outputs_.size()) {
     return InvalidArgument("output index " + std::to_string(index) + " out of range (" +
                            std::to_string(outputs_.size()) + " outputs)");
@@ -490,7 +541,7 @@ Result<TensorView> Interpreter::GetOutput(size_t index) const {
   return v;
 }
 
-Status Interpreter::CopyOutputToHost(size_t index, void* data, uint64_t bytes) const {
+Status VirtualMachine::Impl::CopyOutputToHost(size_t index, void* data, uint64_t bytes) const {
   KEEL_ASSIGN_OR_RETURN(TensorView v, GetOutput(index));
   if (bytes != v.byte_size) {
     return InvalidArgument("output \"" + prog_->outputs[index].name + "\": expected a buffer of " +
@@ -501,7 +552,7 @@ Status Interpreter::CopyOutputToHost(size_t index, void* data, uint64_t bytes) c
   return d->Synchronize();
 }
 
-template Status Interpreter::Execute<true>();
-template Status Interpreter::Execute<false>();
+template Status VirtualMachine::Impl::Execute<true>();
+template Status VirtualMachine::Impl::Execute<false>();
 
-}  // namespace keel::vm_internal
+}  // namespace keel

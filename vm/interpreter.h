@@ -1,5 +1,8 @@
 // vm/interpreter.h — the state and the main loop behind keel::VirtualMachine.
 //
+// The interpreter is keel::VirtualMachine::Impl (keel/vm.h declares only that
+// name, so no internal type reaches the public header).
+//
 // Created from a shared Executable on one device, it allocates everything a run
 // needs up front: one block per static plan arena, one buffer per input, the
 // register file, the kernel argument scratch array and the resolved kernel
@@ -24,13 +27,14 @@
 #include "vm/device.h"
 #include "vm/executable.h"
 
-namespace keel::vm_internal {
+namespace keel {
 
-class Interpreter final : private DeviceTraceHook {
+class VirtualMachine::Impl final : private vm_internal::DeviceTraceHook {
  public:
-  static Result<std::unique_ptr<Interpreter>> Create(std::shared_ptr<const Executable> exe,
-                                                     const VmOptions& options);
-  ~Interpreter() override;
+  // `prog` is `exe`'s decoded program (VirtualMachine, a friend of Executable, passes it).
+  static Result<std::unique_ptr<Impl>> Create(std::shared_ptr<const Executable> exe,
+                                              const vm_internal::LoadedExecutable* prog, const VmOptions& options);
+  ~Impl() override;
 
   const Executable& executable() const { return *exe_; }
   Status SetInput(size_t index, const void* data, uint64_t bytes, std::span<const int64_t> shape, DataType dtype);
@@ -53,10 +57,10 @@ class Interpreter final : private DeviceTraceHook {
     DeviceType device = DeviceType::kCpu;
   };
 
-  explicit Interpreter(std::shared_ptr<const Executable> exe);
+  Impl(std::shared_ptr<const Executable> exe, const vm_internal::LoadedExecutable* prog);
   Status Init(const VmOptions& options);
   Status CheckInput(size_t index, uint64_t bytes, std::span<const int64_t> shape, DataType dtype) const;
-  Device* device(DeviceType t) const { return devices_[static_cast<size_t>(t)].get(); }
+  vm_internal::Device* device(DeviceType t) const { return devices_[static_cast<size_t>(t)].get(); }
   void FreeDynamicStorages();
   Status RunRecorded();
   template <bool kTrace>
@@ -76,11 +80,11 @@ class Interpreter final : private DeviceTraceHook {
   const std::string* setup_label_ = nullptr;
 
   std::shared_ptr<const Executable> exe_;
-  const LoadedExecutable* prog_;
-  std::unique_ptr<Device> devices_[2];  // indexed by DeviceType; [kCpu] always present
+  const vm_internal::LoadedExecutable* prog_;
+  std::unique_ptr<vm_internal::Device> devices_[2];  // indexed by DeviceType; [kCpu] always present
   int num_threads_ = 1;
   const keel_cpu_kernel_ctx* cpu_ctx_ = nullptr;
-  std::vector<KernelCallable> kernels_;
+  std::vector<vm_internal::KernelCallable> kernels_;
   std::vector<uint8_t*> arena_base_;
   std::vector<Register> consts_;
   std::vector<void*> const_uploads_;  // device copies of non-CPU constants (freed at destruction)
@@ -99,8 +103,11 @@ class Interpreter final : private DeviceTraceHook {
   // can be replayed. Bound inputs are then staged into input_buffers_.
   bool record_runs_ = false;
   std::vector<void*> pinned_;  // host blocks page-locked for the CUDA device
+  // VmOptions::arena_buffer given: host arenas and input buffers lie in it
+  // (LoadedExecutable::host_block) and are not freed by the VM.
+  bool host_block_borrowed_ = false;
   TraceObserver* trace_ = nullptr;
   DeviceOp last_op_;
 };
 
-}  // namespace keel::vm_internal
+}  // namespace keel

@@ -47,13 +47,14 @@ Status CheckRecordedDigest(const std::string& path, const KernelLibrary::Expecte
 Result<std::unique_ptr<KernelLibrary>> KernelLibrary::Open(const std::string& path, const Expected& expected) {
   const std::string_view expected_id = expected.id;
   KEEL_RETURN_IF_ERROR(CheckRecordedDigest(path, expected));
-  void* handle = nullptr;
+  // The owner exists before dlopen: nothing that may fail (an allocation) comes
+  // between opening the library and handing the handle to the object that closes it.
+  std::unique_ptr<KernelLibrary> lib(new KernelLibrary(nullptr, path));
   {
     std::lock_guard<std::mutex> lock(g_dl_mutex);
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) return InvalidExecutable("cannot load kernel library " + path + ": " + DlErrorText());
+    lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib->handle_ == nullptr) return InvalidExecutable("cannot load kernel library " + path + ": " + DlErrorText());
   }
-  std::unique_ptr<KernelLibrary> lib(new KernelLibrary(handle, path));
   const auto* abi = static_cast<const uint32_t*>(lib->FindData("keel_kernel_abi_version"));
   if (abi == nullptr) {
     return InvalidExecutable("kernel library " + path + " does not export keel_kernel_abi_version");

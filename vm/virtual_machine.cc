@@ -1,16 +1,21 @@
-// vm/virtual_machine.cc — keel::VirtualMachine: the public face of
-// vm_internal::Interpreter (pimpl keeps the public header free of internals).
+// vm/virtual_machine.cc — keel::VirtualMachine: the public face of its Impl,
+// the interpreter (vm/interpreter.h; pimpl keeps the public header free of internals).
+#include "vm/host_memory.h"
 #include "vm/interpreter.h"
 
 namespace keel {
 
-VirtualMachine::VirtualMachine(std::unique_ptr<vm_internal::Interpreter> impl) : impl_(std::move(impl)) {}
+VirtualMachine::VirtualMachine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 VirtualMachine::~VirtualMachine() = default;
 
 Result<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(std::shared_ptr<const Executable> executable,
                                                                const VmOptions& options) {
-  KEEL_ASSIGN_OR_RETURN(auto impl, vm_internal::Interpreter::Create(std::move(executable), options));
-  return std::unique_ptr<VirtualMachine>(new VirtualMachine(std::move(impl)));
+  if (executable == nullptr) return InvalidArgument("VirtualMachine::Create: null executable");
+  const vm_internal::LoadedExecutable* prog = executable->impl_.get();
+  return vm_internal::CatchHeapExhaustion([&]() -> Result<std::unique_ptr<VirtualMachine>> {
+    KEEL_ASSIGN_OR_RETURN(auto impl, Impl::Create(std::move(executable), prog, options));
+    return std::unique_ptr<VirtualMachine>(new VirtualMachine(std::move(impl)));
+  });
 }
 
 const Executable& VirtualMachine::executable() const { return impl_->executable(); }

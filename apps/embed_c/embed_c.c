@@ -2,10 +2,13 @@
  *
  *   keel_embed_c model.keel [input.bin]
  *
- * Loads the model (kernel library: model.keel.so next to it), sets input 0 from
- * input.bin when given and every other input from generated values, runs once
- * and prints the first values of each f32 output. Exit code 0 on success, 1 with
- * the runtime's message on any error. */
+ * Loads the model (kernel library: model.keel.so next to it), creates a VM whose
+ * host memory is one buffer this program owns (sized by
+ * keel_executable_memory_requirements: the VM allocates no host memory for a
+ * static plan), sets input 0 from input.bin when given and every other input
+ * from generated values, runs once and prints the first values of each f32
+ * output and how the memory was provided. Exit code 0 on success, 1 with the
+ * runtime's message on any error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +39,33 @@ int main(int argc, char** argv) {
   keel_vm_t* vm = NULL;
   keel_status_t st = keel_executable_load_file(argv[1], NULL, &exe);
   if (st != KEEL_OK) return fail("load", st);
-  keel_vm_options_t options = {1};
+  /* The VM's host memory: one caller-owned buffer of the size and alignment the
+   * executable's memory plan asks for (a static array would do as well). */
+  keel_memory_requirements_t req;
+  keel_executable_memory_requirements(exe, &req);
+  void* arena = NULL;
+  if (req.bytes > 0) {
+    size_t size = (size_t)((req.bytes + req.alignment - 1) / req.alignment * req.alignment);
+    arena = aligned_alloc((size_t)req.alignment, size);
+    if (arena == NULL) {
+      fprintf(stderr, "embed_c: cannot allocate the %zu-byte arena buffer\n", size);
+      keel_executable_release(exe);
+      return 1;
+    }
+  }
+  keel_vm_options_t options;
+  keel_vm_options_init(&options);
+  options.num_threads = 1;
+  options.arena_buffer = arena;
+  options.arena_buffer_size = (size_t)req.bytes;
   st = keel_vm_create(exe, "cpu", &options, &vm);
-  if (st != KEEL_OK) return fail("vm_create", st);
+  if (st != KEEL_OK) {
+    free(arena);
+    keel_executable_release(exe);
+    return fail("vm_create", st);
+  }
+  printf("arena buffer: %llu bytes, aligned to %llu, owned by embed_c\n", (unsigned long long)req.bytes,
+         (unsigned long long)req.alignment);
 
   size_t num_inputs = 0, num_outputs = 0;
   keel_executable_num_inputs(exe, &num_inputs);
@@ -97,7 +124,8 @@ int main(int argc, char** argv) {
     }
     printf("\n");
   }
-  keel_vm_release(vm);
+  keel_vm_release(vm); /* before the buffer it uses */
+  free(arena);
   keel_executable_release(exe);
   return rc;
 }

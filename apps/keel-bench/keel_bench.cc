@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/vm_env.h"
 #include "keel/vm.h"
 
 namespace {
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
 
   auto exe = keel::Executable::LoadFile(model);
   if (!exe.ok()) return Fail(exe.status().ToString());
+  keel::tools::ApplyEnvironmentOverrides(vm_options);  // KEEL_CUDA_AUTOTUNE, ... (apps/common/vm_env.h)
   auto vm = keel::VirtualMachine::Create(*exe, vm_options);
   if (!vm.ok()) return Fail(vm.status().ToString());
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "apps/keel-run/verify.h"
+#include "apps/common/vm_env.h"
 #include "common/regular_file.h"
 #include "keel/vm.h"
 
@@ -213,6 +214,7 @@ int RunMain(int argc, char** argv) {
   vo.cuda_graph = a.cuda_graph;
   vo.allow_tf32 = a.allow_tf32;
   vo.tuning_file = a.tuning_file;
+  keel::tools::ApplyEnvironmentOverrides(vo);  // KEEL_CUDA_AUTOTUNE, KEEL_CUDA_PDL, ... (apps/common/vm_env.h)
   PrintTrace tracer;
   if (a.trace) vo.trace = &tracer;  // also reports the set-up: arenas, weight uploads, input buffers
   auto vm = keel::VirtualMachine::Create(*exe, vo);

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/vm_env.h"
 #include "keel/vm.h"
 
 namespace {
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   keel::VmOptions opt;
   opt.device = "cuda";
   opt.allow_tf32 = tf32;
+  keel::tools::ApplyEnvironmentOverrides(opt);  // KEEL_CUDA_AUTOTUNE(_LOG), ... (apps/common/vm_env.h)
   auto vm = keel::VirtualMachine::Create(*exe, opt);
   if (!vm.ok()) return Fail(vm.status().ToString());
   if (keel::Status s = set_inputs(**vm); !s.ok()) return Fail(s.ToString());

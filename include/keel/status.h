@@ -2,7 +2,9 @@
 //
 // Errors are values: a function that can fail returns `Status` (no payload) or
 // `Result<T>` (a T or an error). Both are [[nodiscard]]. No exception crosses a
-// Keel API; the runtime never aborts on bad input.
+// Keel API; the runtime never aborts on bad input. The one checked failure is a
+// caller's bug: reading the value of a Result that holds an error aborts with
+// the error printed (see Result).
 //
 // Thread-safety: Status and Result are plain values; distinct objects may be used
 // from distinct threads freely.
@@ -13,6 +15,8 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+
+#include "keel/export.h"
 
 namespace keel {
 
@@ -30,11 +34,11 @@ enum class StatusCode : int32_t {
   kFailedPrecondition = 9 // the call is valid but not in the object's current state
 };
 
-const char* StatusCodeName(StatusCode code);
+KEEL_API const char* StatusCodeName(StatusCode code);
 
 // A success or an error with a code and a human-readable message that names the
 // problem (the file, the op, the register, the CUDA call...).
-class [[nodiscard]] Status {
+class [[nodiscard]] KEEL_API Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -66,7 +70,16 @@ inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
 
+namespace status_internal {
+// Result<T>::value() on an error: prints "keel: Result::value() called on an
+// error: <status>" to stderr and aborts. A checked failure of the caller's
+// contract (test ok() first), never undefined behavior.
+[[noreturn]] KEEL_API void ValueOfError(const Status& status);
+}  // namespace status_internal
+
 // A T or an error Status (never an OK status without a value).
+// value(), operator* and operator-> require ok(); on an error they end the
+// process with the status printed (status_internal::ValueOfError).
 template <typename T>
 class [[nodiscard]] Result {
  public:
@@ -75,16 +88,16 @@ class [[nodiscard]] Result {
     if (status_.ok()) status_ = Internal("Result constructed from an OK status without a value");
   }
   Result(const Result& other) : status_(other.status_), has_value_(other.has_value_) {
-    if (has_value_) new (&storage_) T(other.value());
+    if (has_value_) new (&storage_) T(*other.get());
   }
   Result(Result&& other) noexcept : status_(std::move(other.status_)), has_value_(other.has_value_) {
-    if (has_value_) new (&storage_) T(std::move(other.value()));
+    if (has_value_) new (&storage_) T(std::move(*other.get()));
   }
   Result& operator=(Result other) noexcept {
     Reset();
     status_ = std::move(other.status_);
     has_value_ = other.has_value_;
-    if (has_value_) new (&storage_) T(std::move(other.value()));
+    if (has_value_) new (&storage_) T(std::move(*other.get()));
     return *this;
   }
   ~Result() { Reset(); }
@@ -92,17 +105,27 @@ class [[nodiscard]] Result {
   bool ok() const { return has_value_; }
   const Status& status() const { return status_; }  // OK when a value is held
 
-  T& value() & { return *std::launder(reinterpret_cast<T*>(&storage_)); }
-  const T& value() const& { return *std::launder(reinterpret_cast<const T*>(&storage_)); }
-  T&& value() && { return std::move(*std::launder(reinterpret_cast<T*>(&storage_))); }
+  T& value() & { return *checked(); }
+  const T& value() const& { return *checked(); }
+  T&& value() && { return std::move(*checked()); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
+  T* operator->() { return checked(); }
+  const T* operator->() const { return checked(); }
 
  private:
+  T* get() { return std::launder(reinterpret_cast<T*>(&storage_)); }
+  const T* get() const { return std::launder(reinterpret_cast<const T*>(&storage_)); }
+  T* checked() {
+    if (!has_value_) [[unlikely]] status_internal::ValueOfError(status_);
+    return get();
+  }
+  const T* checked() const {
+    if (!has_value_) [[unlikely]] status_internal::ValueOfError(status_);
+    return get();
+  }
   void Reset() {
-    if (has_value_) value().~T();
+    if (has_value_) get()->~T();
     has_value_ = false;
   }
   Status status_;

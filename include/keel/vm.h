@@ -27,15 +27,23 @@
 #include <vector>
 
 #include "keel/data_type.h"
+#include "keel/export.h"
+#include "keel/memory.h"
 #include "keel/status.h"
 
 namespace keel {
 
 // Element types (DataType, DataTypeName, DataTypeSize, ...) come from keel/data_type.h.
 
+// The embedder's memory (keel/memory.h, shared with the C API). An Allocator whose
+// `allocate` is null means the runtime's own (aligned_alloc / cudaMalloc).
+using Allocator = keel_allocator_t;
+// What one VM needs for its host memory: Executable::memory_requirements.
+using MemoryRequirements = keel_memory_requirements_t;
+
 // Devices; same numbering as keel.fb.DeviceKind.
 enum class DeviceType : uint8_t { kCpu = 0, kCuda = 1 };
-const char* DeviceTypeName(DeviceType d);  // "cpu", "cuda"
+KEEL_API const char* DeviceTypeName(DeviceType d);  // "cpu", "cuda"
 
 // Static description of a function parameter or result.
 struct TensorInfo {
@@ -61,7 +69,7 @@ struct TensorView {
 enum class OpCode : uint8_t {
   kAllocStorage = 0, kAllocTensor = 1, kLoadConst = 2, kCopy = 3, kInvoke = 4, kFreeStorage = 5, kRet = 6,
 };
-const char* OpCodeName(OpCode op);  // "alloc_storage", ...
+KEEL_API const char* OpCodeName(OpCode op);  // "alloc_storage", ...
 
 // What an instruction asked of the device.
 enum class DeviceOpKind : uint8_t {
@@ -72,10 +80,10 @@ enum class DeviceOpKind : uint8_t {
   kCopy = 4,
   kLaunch = 5,      // a kernel call / launch
 };
-const char* DeviceOpKindName(DeviceOpKind k);
+KEEL_API const char* DeviceOpKindName(DeviceOpKind k);
 
 enum class CopyDirection : uint8_t { kHostToHost = 0, kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3 };
-const char* CopyDirectionName(CopyDirection d);  // "host->host", ...
+KEEL_API const char* CopyDirectionName(CopyDirection d);  // "host->host", ...
 
 struct DeviceOp {
   DeviceOpKind kind = DeviceOpKind::kNone;
@@ -100,7 +108,7 @@ struct TraceEvent {
 
 // Receives one event per executed instruction, on the thread calling Run().
 // The VM does not own the observer; it must outlive its registration.
-class TraceObserver {
+class KEEL_API TraceObserver {
  public:
   virtual ~TraceObserver() = default;
   virtual void OnInstruction(const TraceEvent& event) = 0;
@@ -114,16 +122,14 @@ class TraceObserver {
 };
 
 // One line: "setup [arena 0] allocate cudaMalloc 4654080 bytes at 0x7f.. 21000 ns".
-std::string FormatSetupEvent(std::string_view what, const DeviceOp& op);
+KEEL_API std::string FormatSetupEvent(std::string_view what, const DeviceOp& op);
 
 // One line: "#3 invoke [conv1] launch kernel=fused_conv_relu 1234 ns".
-std::string FormatTraceEvent(const TraceEvent& event);
+KEEL_API std::string FormatTraceEvent(const TraceEvent& event);
 
 // ---- executable ---------------------------------------------------------------
 
-namespace vm_internal {
-struct LoadedExecutable;  // vm/executable.h
-}
+class VirtualMachine;
 
 // Trust: loading a kernel library is trusting it. The library is native code:
 // dlopen runs its constructors and Run() calls its kernels in this process, with
@@ -149,9 +155,12 @@ struct LoadOptions {
   // buffer alive and unchanged for the whole life of the Executable and of every
   // VM created from it (constants point into it), and should align it to 64 bytes.
   bool borrow_buffer = false;
+  // LoadMemory without borrow_buffer: the copy of the bytes is allocated here
+  // (default: aligned_alloc). Must outlive the Executable.
+  Allocator host_allocator{};
 };
 
-class Executable {
+class KEEL_API Executable {
  public:
   // Maps the file read-only (constants are used in place, no copy), verifies,
   // decodes and resolves kernels. Errors: kNotFound/kIoError (file or library),
@@ -180,20 +189,19 @@ class Executable {
   std::string_view plan_strategy() const;  // memory plan strategy name
   std::string_view producer() const;
   const std::string& library_path() const;  // empty when no library was opened
-
-  // Internal: the decoded program (vm/executable.h). Not part of the stable API.
-  const vm_internal::LoadedExecutable& internal() const { return *impl_; }
+  // The size and alignment of a caller-owned buffer that holds all the host memory
+  // of one VM of this executable (VmOptions::arena_buffer): every host arena of the
+  // static memory plan and every host input buffer. bytes == 0: none is needed.
+  MemoryRequirements memory_requirements() const;
 
  private:
-  explicit Executable(std::unique_ptr<vm_internal::LoadedExecutable> impl);
-  std::unique_ptr<vm_internal::LoadedExecutable> impl_;
+  friend class VirtualMachine;  // runs the decoded program
+  struct KEEL_LOCAL Impl;       // the decoded program (runtime-private)
+  KEEL_LOCAL explicit Executable(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // ---- virtual machine ----------------------------------------------------------
-
-namespace vm_internal {
-class Interpreter;  // vm/interpreter.h
-}
 
 struct VmOptions {
   std::string device = "cpu";  // "cpu", "cuda", "cuda:1"
@@ -219,14 +227,50 @@ struct VmOptions {
   // added. Errors from Create: kInvalidArgument naming the line of a malformed
   // file, kIoError when it cannot be read or written.
   std::string tuning_file;
+
+  // ---- memory (keel/memory.h) ----
+  // Host memory for arenas, input buffers and dynamic-plan storages (default:
+  // aligned_alloc). Must outlive the VM.
+  Allocator host_allocator{};
+  // CUDA only: device memory for arenas, constants, input buffers, library
+  // workspaces and autotuning scratch (default: cudaMalloc). Must outlive the VM.
+  Allocator device_allocator{};
+  // A caller-owned buffer for all the VM's host memory, at least
+  // executable->memory_requirements().bytes long and aligned to its .alignment
+  // (kInvalidArgument naming both otherwise). The VM then allocates no host
+  // memory for the static plan; it does not own the buffer, which must stay valid
+  // and be used by nothing else until the VM is destroyed. Null: none.
+  void* arena_buffer = nullptr;
+  uint64_t arena_buffer_size = 0;
+
+  // ---- CUDA tuning knobs (per VM; keel-run and keel-bench read the environment
+  // variables named here into them, the library never reads the environment) ----
+  // Time the library kernels' candidate algorithms at creation (false: the
+  // heuristics' first choice; KEEL_CUDA_AUTOTUNE=0).
+  bool cuda_autotune = true;
+  // Print every timed candidate to stderr (KEEL_CUDA_AUTOTUNE_LOG=1).
+  bool cuda_autotune_log = false;
+  // Programmatic dependent launches between kernels on sm_90+ (KEEL_CUDA_PDL=0: off).
+  bool cuda_pdl = true;
+  // cuDNN backend-API engines for convolutions (KEEL_CUDNN_ENGINES): kOff (the
+  // legacy API only), kCompete ("1": engines timed against the legacy choice),
+  // kForce ("force": engines only, for tests).
+  enum class CudnnEngines : uint8_t { kOff = 0, kCompete = 1, kForce = 2 };
+  CudnnEngines cudnn_engines = CudnnEngines::kOff;
+  // With engines: also every engine of the library, not only the heuristics'
+  // (KEEL_CUDNN_ENGINES_ALL=1), and runtime-compiled engines (KEEL_CUDNN_ENGINES_RTC=1).
+  bool cudnn_engines_all = false;
+  bool cudnn_engines_rtc = false;
 };
 
-class VirtualMachine {
+class KEEL_API VirtualMachine {
  public:
   // Allocates everything a static-plan Run needs (arenas, registers, input and
   // output buffers, the thread pool) so that Run allocates nothing.
-  // Errors: kInvalidArgument (device string), kUnsupported (device not built in,
-  // or a device the executable needs is not the VM's), kOutOfMemory (naming bytes).
+  // Errors: kInvalidArgument (device string, arena buffer too small or misaligned,
+  // half-set allocator), kUnsupported (device not built in, or a device the
+  // executable needs is not the VM's), kOutOfMemory (naming bytes; also when the
+  // C++ heap is exhausted). On any error everything allocated so far is freed.
   static Result<std::unique_ptr<VirtualMachine>> Create(std::shared_ptr<const Executable> executable,
                                                         const VmOptions& options = {});
   ~VirtualMachine();
@@ -278,8 +322,9 @@ class VirtualMachine {
   int num_threads() const;  // CPU worker count actually used (>= 1)
 
  private:
-  explicit VirtualMachine(std::unique_ptr<vm_internal::Interpreter> impl);
-  std::unique_ptr<vm_internal::Interpreter> impl_;
+  class KEEL_LOCAL Impl;  // the interpreter (runtime-private)
+  KEEL_LOCAL explicit VirtualMachine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace keel

@@ -58,5 +58,20 @@ TEST(Status, ResultAndMacros) {
   EXPECT_EQ(from_ok.status().code(), StatusCode::kInternal);
 }
 
+// value() on an error is the caller's bug: a checked failure that names the
+// error, never a read of uninitialised storage (issue 12).
+TEST(StatusDeathTest, ValueOfAnErrorAbortsWithTheStatus) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Result<std::string> bad = NotFound("no such input \"x\"");
+  EXPECT_DEATH((void)bad.value(), "Result::value\\(\\) called on an error: NOT_FOUND: no such input \"x\"");
+  EXPECT_DEATH((void)*bad, "NOT_FOUND");
+  EXPECT_DEATH((void)bad->size(), "NOT_FOUND");
+  const Result<int> cbad = Half(3);
+  EXPECT_DEATH((void)cbad.value(), "INVALID_ARGUMENT: odd: 3");
+  EXPECT_DEATH((void)std::move(bad).value(), "NOT_FOUND");
+  Result<std::string> good = std::string("fine");
+  EXPECT_EQ(good.value(), "fine");  // the check costs nothing visible on success
+}
+
 }  // namespace
 }  // namespace keel

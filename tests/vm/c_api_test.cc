@@ -36,7 +36,9 @@ TEST(CApiTest, EndToEnd) {
   ASSERT_EQ(keel_executable_find_output(exe, "matmul", &idx), KEEL_OK);
   EXPECT_EQ(idx, 1u);
 
-  keel_vm_options_t opts{2};
+  keel_vm_options_t opts;
+  ASSERT_EQ(keel_vm_options_init(&opts), KEEL_OK);
+  opts.num_threads = 2;
   keel_vm_t* vm = nullptr;
   ASSERT_EQ(keel_vm_create(exe, "cpu", &opts, &vm), KEEL_OK) << keel_last_error_message();
   keel_executable_release(exe);  // the VM keeps it alive
@@ -96,6 +98,71 @@ TEST(CApiTest, ErrorsAreCodesWithMessages) {
   keel_vm_release(vm);
   keel_executable_release(exe);
   EXPECT_EQ(keel_vm_release(nullptr), KEEL_OK);
+}
+
+// The options structs grow without breaking callers (struct_size + init).
+TEST(CApiTest, OptionsStructsAreSized) {
+  EXPECT_STRNE(keel_version(), "");
+  EXPECT_EQ(keel_vm_options_init(nullptr), KEEL_INVALID_ARGUMENT);
+  keel_vm_options_t o;
+  ASSERT_EQ(keel_vm_options_init(&o), KEEL_OK);
+  EXPECT_EQ(o.struct_size, sizeof(keel_vm_options_t));
+  EXPECT_EQ(o.cuda_graph, 1);  // the defaults are keel::VmOptions'
+  EXPECT_EQ(o.cuda_autotune, 1);
+  EXPECT_EQ(o.cudnn_engines, KEEL_CUDNN_ENGINES_OFF);
+
+  auto bytes = keel::vmtest::FullProgram(keel::vmtest::Plan::kStatic);
+  ASSERT_TRUE(bytes.ok());
+  keel_load_options_t lo;
+  ASSERT_EQ(keel_load_options_init(&lo), KEEL_OK);
+  lo.library_path = KEEL_TEST_KERNELS;
+  keel_executable_t* exe = nullptr;
+  ASSERT_EQ(keel_executable_load_memory_with_options(bytes->data(), bytes->size(), &lo, &exe), KEEL_OK)
+      << keel_last_error_message();
+  keel_vm_t* vm = nullptr;
+
+  // A caller built against the first header: struct_size and num_threads only.
+  // The runtime reads those bytes and defaults the rest (arena_buffer here is
+  // garbage the old caller never had: it must not be read).
+  struct {
+    keel_vm_options_t o;
+  } old_caller;
+  std::memset(&old_caller, 0x5a, sizeof old_caller);
+  old_caller.o.struct_size = sizeof(size_t) + sizeof(int32_t);
+  old_caller.o.num_threads = 1;
+  ASSERT_EQ(keel_vm_create(exe, "cpu", &old_caller.o, &vm), KEEL_OK) << keel_last_error_message();
+  keel_vm_release(vm);
+  vm = nullptr;
+
+  // init writes only the caller's size: a smaller struct is not overrun.
+  unsigned char small[64];
+  std::memset(small, 0x77, sizeof small);
+  ASSERT_EQ(keel_vm_options_init_size(reinterpret_cast<keel_vm_options_t*>(small), 16), KEEL_OK);
+  EXPECT_EQ(small[16], 0x77);
+
+  // A caller built against a newer header: unknown fields left at their zero
+  // defaults are accepted, a set one is refused.
+  struct Newer {
+    keel_vm_options_t o;
+    int64_t future_option;
+  } newer;
+  ASSERT_EQ(keel_vm_options_init_size(&newer.o, sizeof newer), KEEL_OK);
+  EXPECT_EQ(newer.future_option, 0);
+  newer.o.num_threads = 1;
+  ASSERT_EQ(keel_vm_create(exe, "cpu", &newer.o, &vm), KEEL_OK) << keel_last_error_message();
+  keel_vm_release(vm);
+  vm = nullptr;
+  newer.future_option = 3;
+  EXPECT_EQ(keel_vm_create(exe, "cpu", &newer.o, &vm), KEEL_UNSUPPORTED);
+  EXPECT_NE(std::string(keel_last_error_message()).find("newer than this runtime"), std::string::npos)
+      << keel_last_error_message();
+
+  // Never initialised.
+  keel_vm_options_t raw{};
+  EXPECT_EQ(keel_vm_create(exe, "cpu", &raw, &vm), KEEL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(keel_last_error_message()).find("init function"), std::string::npos);
+  EXPECT_EQ(vm, nullptr);
+  keel_executable_release(exe);
 }
 
 }  // namespace

@@ -34,6 +34,25 @@ TEST(CpuFeatures, MissingExtensionsAreNamed) {
   }
 }
 
+// The runtime reads CPUID itself: it must agree with the compiler's
+// __builtin_cpu_supports on every extension it checks, on this machine.
+TEST(CpuFeatures, AgreesWithTheCompilersCpuModel) {
+  __builtin_cpu_init();
+#define KEEL_EXPECT_AGREES(name) EXPECT_EQ(CheckHostCpuFeatures("+" name).ok(), __builtin_cpu_supports(name) != 0) << name;
+  KEEL_EXPECT_AGREES("sse4.2")
+  KEEL_EXPECT_AGREES("avx")
+  KEEL_EXPECT_AGREES("fma")
+  KEEL_EXPECT_AGREES("avx2")
+  KEEL_EXPECT_AGREES("bmi")
+  KEEL_EXPECT_AGREES("bmi2")
+  KEEL_EXPECT_AGREES("avx512f")
+  KEEL_EXPECT_AGREES("avx512dq")
+  KEEL_EXPECT_AGREES("avx512cd")
+  KEEL_EXPECT_AGREES("avx512bw")
+  KEEL_EXPECT_AGREES("avx512vl")
+#undef KEEL_EXPECT_AGREES
+}
+
 // A fake CPU with AVX2 only: the error path, independent of the test machine.
 int Avx2Only(std::string_view f) {
   if (f == "avx" || f == "avx2" || f == "fma" || f == "sse4.2") return 1;

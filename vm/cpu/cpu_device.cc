@@ -6,35 +6,28 @@
 
 #include "serialization/format.h"
 #include "vm/executable.h"
+#include "vm/host_memory.h"
 
 namespace keel::vm_internal {
 
-CpuDevice::CpuDevice(int num_threads) : pool_(num_threads) {
+CpuDevice::CpuDevice(int num_threads, const keel_allocator_t& allocator) : allocator_(allocator), pool_(num_threads) {
   ctx_.parallel_for = &ThreadPool::ParallelForThunk;
   ctx_.pool = &pool_;
 }
 
 Result<void*> CpuDevice::Allocate(uint64_t bytes, uint64_t alignment) {
-  if (alignment < 64) alignment = 64;
-  if (alignment & (alignment - 1)) return InvalidArgument("alignment " + std::to_string(alignment) + " is not a power of two");
-  // aligned_alloc wants a multiple of the alignment; a zero-byte request still
-  // gets a unique non-null block.
-  uint64_t rounded = 0;
-  if (__builtin_add_overflow(bytes, alignment - 1, &rounded)) {
-    return OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes on cpu");
-  }
-  rounded = rounded / alignment * alignment;
-  if (rounded == 0) rounded = alignment;
-  void* p = std::aligned_alloc(alignment, rounded);
-  if (p == nullptr) return OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes on cpu");
-  Report(DeviceOp{DeviceOpKind::kAllocate, bytes, p, CopyDirection::kHostToHost, "aligned_alloc", {}});
+  KEEL_ASSIGN_OR_RETURN(void* p, HostAllocate(allocator_, bytes, alignment, "on cpu"));
+  const bool own = allocator_.allocate != nullptr;
+  Report(DeviceOp{DeviceOpKind::kAllocate, bytes, p, CopyDirection::kHostToHost, own ? "host_allocator" : "aligned_alloc",
+                  {}});
   return p;
 }
 
 void CpuDevice::Free(void* ptr) {
   if (ptr == nullptr) return;
-  Report(DeviceOp{DeviceOpKind::kFree, 0, ptr, CopyDirection::kHostToHost, "free", {}});
-  std::free(ptr);
+  const bool own = allocator_.allocate != nullptr;
+  Report(DeviceOp{DeviceOpKind::kFree, 0, ptr, CopyDirection::kHostToHost, own ? "host_allocator" : "free", {}});
+  HostFree(allocator_, ptr);
 }
 
 Status CpuDevice::Copy(void* dst, const void* src, uint64_t bytes) {

@@ -1,6 +1,7 @@
 // vm/cpu/cpu_device.h — the host implementation of vm/device.h.
 //
-// Memory comes from aligned_alloc (alignment at least 64 bytes), copies are
+// Memory comes from the embedder's host allocator (VmOptions::host_allocator) or
+// aligned_alloc (vm/host_memory.h; alignment at least 64 bytes), copies are
 // memcpy, kernels of kind cpu_generated are called directly through the pointer
 // the executable resolved from the kernel library, with a keel_cpu_kernel_ctx
 // whose parallel_for runs on this device's ThreadPool.
@@ -18,7 +19,7 @@ namespace keel::vm_internal {
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(int num_threads);
+  CpuDevice(int num_threads, const keel_allocator_t& allocator);
 
   DeviceType type() const override { return DeviceType::kCpu; }
   std::string_view name() const override { return "cpu"; }
@@ -35,6 +36,7 @@ class CpuDevice final : public Device {
 
  private:
   Status Copy(void* dst, const void* src, uint64_t bytes);
+  keel_allocator_t allocator_;
   ThreadPool pool_;
   keel_cpu_kernel_ctx ctx_;
 };

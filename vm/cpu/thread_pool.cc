@@ -43,8 +43,8 @@ ThreadPool::ThreadPool(int num_threads) {
   for (int i = 1; i < num_threads; ++i) {
     try {
       workers_.emplace_back([this] { WorkerLoop(); });
-    } catch (const std::system_error&) {
-      break;  // fewer threads than asked: still correct
+    } catch (...) {  // std::system_error (no thread) or std::bad_alloc (no memory for one)
+      break;             // fewer threads than asked: still correct
     }
   }
 }

@@ -16,24 +16,9 @@
 
 #include "vm/cuda/cuda_driver.h"
 #include "vm/cuda/cuda_errors.h"
+#include "vm/cuda/device_memory.h"
 
 namespace keel::vm_internal {
-
-bool AutotuneEnabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KEEL_CUDA_AUTOTUNE");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
-
-bool AutotuneLog() {
-  static const bool on = [] {
-    const char* v = std::getenv("KEEL_CUDA_AUTOTUNE_LOG");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
-  return on;
-}
 
 namespace {
 std::atomic<uint64_t> g_timings{0};
@@ -93,18 +78,13 @@ int PickFastest(const std::vector<double>& us) {
 }
 
 ScratchBuffers::~ScratchBuffers() {
-  for (void* p : blocks_) (void)cudaFree(p);
+  for (void* p : blocks_) DeviceFree(allocator_, p);
   (void)cudaGetLastError();
 }
 
 Result<void*> ScratchBuffers::Get(uint64_t bytes) {
-  void* p = nullptr;
-  const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return OutOfMemory("cudaMalloc of " + std::to_string(bytes) + " bytes for autotuning failed: " +
-                       cudaGetErrorString(e));
-  }
+  blocks_.reserve(blocks_.size() + 1);  // the push_back below cannot fail once the block exists
+  KEEL_ASSIGN_OR_RETURN(void* p, DeviceMalloc(allocator_, bytes, 256, "for autotuning"));
   blocks_.push_back(p);
   if (cudaMemset(p, 0, bytes == 0 ? 1 : bytes) != cudaSuccess) {
     (void)cudaGetLastError();

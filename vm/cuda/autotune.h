@@ -6,9 +6,10 @@
 // time their candidates once, at VM creation, on scratch buffers, and keep the
 // fastest (cached per VM by problem key, CudaDevice::FindTuning).
 //
-// Environment knobs (diagnostics, read once per process):
-//   KEEL_CUDA_AUTOTUNE=0      keep the heuristics' first choice (no timing)
-//   KEEL_CUDA_AUTOTUNE_LOG=1  print every candidate's time to stderr
+// Per-VM knobs (VmOptions; keel-run and keel-bench set them from the
+// environment variables in parentheses):
+//   cuda_autotune = false      keep the heuristics' first choice, no timing (KEEL_CUDA_AUTOTUNE=0)
+//   cuda_autotune_log = true   print every candidate's time to stderr (KEEL_CUDA_AUTOTUNE_LOG=1)
 //
 // Timing makes choices that can differ from one process to the next (near
 // ties). A tuning file (VmOptions::tuning_file) records them so that later
@@ -51,12 +52,10 @@
 #include <string_view>
 #include <vector>
 
+#include "keel/memory.h"
 #include "keel/status.h"
 
 namespace keel::vm_internal {
-
-bool AutotuneEnabled();
-bool AutotuneLog();
 
 // Mean device time in microseconds of one `enqueue` on `stream`: one untimed
 // plain call (lazy library initialization), then `spin` (runtime kernel
@@ -75,10 +74,11 @@ uint64_t TimingsSoFar();
 // that near-ties resolve the same way from one process to the next. -1 if none.
 int PickFastest(const std::vector<double>& us);
 
-// Device buffers for timing, zero-filled, freed with the object.
+// Device buffers for timing, zero-filled, freed with the object; from `allocator`
+// (the VM's device allocator, vm/cuda/device_memory.h), which must outlive it.
 class ScratchBuffers {
  public:
-  ScratchBuffers() = default;
+  explicit ScratchBuffers(const keel_allocator_t& allocator) : allocator_(allocator) {}
   ~ScratchBuffers();
   ScratchBuffers(const ScratchBuffers&) = delete;
   ScratchBuffers& operator=(const ScratchBuffers&) = delete;
@@ -86,6 +86,7 @@ class ScratchBuffers {
   Result<void*> Get(uint64_t bytes);
 
  private:
+  keel_allocator_t allocator_;
   std::vector<void*> blocks_;
 };
 

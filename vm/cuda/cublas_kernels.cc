@@ -108,8 +108,8 @@ Status CublasGemm::Tune(const std::string& key, uint64_t a_bytes, uint64_t b_byt
   }
   std::vector<cublasLtMatmulHeuristicResult_t> cands;
   KEEL_RETURN_IF_ERROR(Heuristics(16, 8, &cands));
-  if (cands.size() > 1 && AutotuneEnabled()) {
-    ScratchBuffers scratch;
+  if (cands.size() > 1 && dev_.autotune()) {
+    ScratchBuffers scratch(dev_.device_allocator());
     uint64_t max_ws = 0;
     for (const auto& c : cands) max_ws = std::max<uint64_t>(max_ws, c.workspaceSize);
     KEEL_ASSIGN_OR_RETURN(void* a, scratch.Get(a_bytes));
@@ -131,7 +131,7 @@ Status CublasGemm::Tune(const std::string& key, uint64_t a_bytes, uint64_t b_byt
       };
       KEEL_ASSIGN_OR_RETURN(double t, TimeOnStream(dev_.stream(), spin, 10, enqueue));
       us.push_back(t);
-      if (AutotuneLog()) {
+      if (dev_.autotune_log()) {
         int id = -1, tile = -1;
         size_t written = 0;
         (void)cublasLtMatmulAlgoConfigGetAttribute(&cand.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);

@@ -10,6 +10,7 @@
 #include "vm/cuda/cublas_kernels.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/cudnn_kernels.h"
+#include "vm/cuda/device_memory.h"
 #include "vm/executable.h"
 #include "vm/kernel_library.h"
 
@@ -84,17 +85,14 @@ class GeneratedKernel final : public CudaLaunchState {
 
 // Programmatic dependent launch of generated kernels: the library says its
 // kernels wait for their predecessor (keel_cuda_grid_dependency), the GPU and
-// driver support it, and KEEL_CUDA_PDL is not "0" (a diagnostic switch).
-bool ProgrammaticLaunchAvailable(int cc) {
-  static const bool env_on = [] {
-    const char* v = std::getenv("KEEL_CUDA_PDL");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return env_on && cc >= 90 && Driver().LaunchKernelEx != nullptr;
+// driver support it, and VmOptions::cuda_pdl is on (a diagnostic switch;
+// KEEL_CUDA_PDL=0 for the tools).
+bool ProgrammaticLaunchAvailable(bool enabled, int cc) {
+  return enabled && cc >= 90 && Driver().LaunchKernelEx != nullptr;
 }
 
-bool UseProgrammaticLaunch(const KernelLibrary* library, int cc) {
-  if (!ProgrammaticLaunchAvailable(cc) || library == nullptr) return false;
+bool UseProgrammaticLaunch(bool enabled, const KernelLibrary* library, int cc) {
+  if (!ProgrammaticLaunchAvailable(enabled, cc) || library == nullptr) return false;
   const auto* flag = static_cast<const uint32_t*>(library->FindData("keel_cuda_grid_dependency"));
   return flag != nullptr && *flag == 1;
 }
@@ -118,7 +116,7 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, const DeviceOption
 
 CudaDevice::CudaDevice(int ordinal, const DeviceOptions& options)
     : ordinal_(ordinal), name_("cuda:" + std::to_string(ordinal)), library_(options.library),
-      allow_tf32_(options.allow_tf32), tuning_file_(options.tuning_file) {}
+      allow_tf32_(options.allow_tf32), options_(options), tuning_file_(options.tuning_file) {}
 
 Result<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal, const DeviceOptions& options) {
   int count = 0;
@@ -185,8 +183,8 @@ const std::vector<int64_t>* CudaDevice::FindTuning(const std::string& key) const
 
 void CudaDevice::StoreTuning(const std::string& key, std::vector<int64_t> value) {
   const std::string full = PersistedKey(key, cudnn_tag_, lt_tag_);
-  // Heuristic choices (KEEL_CUDA_AUTOTUNE=0) are not written: the file records timing.
-  if (!full.empty() && AutotuneEnabled()) tuning_dirty_ = true;
+  // Heuristic choices (cuda_autotune off) are not written: the file records timing.
+  if (!full.empty() && options_.autotune) tuning_dirty_ = true;
   tuning_[full.empty() ? key : full] = std::move(value);
 }
 
@@ -207,7 +205,7 @@ CudaDevice::~CudaDevice() {
   if (cudnn_ != nullptr) (void)cudnnDestroy(cudnn_);
 #endif
   if (lt_ != nullptr) (void)cublasLtDestroy(lt_);
-  if (workspace_ != nullptr) (void)cudaFree(workspace_);
+  DeviceFree(options_.device_allocator, workspace_);
   if (module_ != nullptr) (void)Driver().ModuleUnload(module_);
   if (runtime_module_ != nullptr) (void)Driver().ModuleUnload(runtime_module_);
   if (ev_start_ != nullptr) (void)cudaEventDestroy(ev_start_);
@@ -241,41 +239,41 @@ Result<void*> CudaDevice::Allocate(uint64_t bytes, uint64_t alignment) {
     return InvalidArgument("alignment " + std::to_string(alignment) + " is not a power of two");
   }
   Bind();
-  // cudaMalloc returns 256-byte aligned blocks; larger alignments over-allocate.
+  // Blocks come 256-byte aligned (cudaMalloc's guarantee, asked of the embedder's
+  // allocator too); larger alignments over-allocate.
   const uint64_t extra = alignment > 256 ? alignment : 0;
   uint64_t request = 0;
   if (__builtin_add_overflow(bytes == 0 ? 1 : bytes, extra, &request)) {
     return OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes on " + name_);
   }
-  void* p = nullptr;
-  const cudaError_t e = cudaMalloc(&p, request);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky: clear it so later calls do not see it
-    const std::string m = "cudaMalloc of " + std::to_string(bytes) + " bytes on " + name_ + " failed: " +
-                          cudaGetErrorString(e);
-    if (e == cudaErrorMemoryAllocation) return OutOfMemory(m);
-    return DeviceError(m);
-  }
+  KEEL_ASSIGN_OR_RETURN(void* p, DeviceMalloc(options_.device_allocator, request, 256, "on " + name_));
   void* aligned = p;
   if (extra != 0) {
     const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + alignment - 1) & ~static_cast<uintptr_t>(alignment - 1);
     aligned = reinterpret_cast<void*>(a);
-    over_aligned_[aligned] = p;
+    try {
+      over_aligned_.emplace(aligned, p);
+    } catch (...) {  // std::bad_alloc: the block is not lost
+      DeviceFree(options_.device_allocator, p);
+      throw;
+    }
   }
-  Report(DeviceOp{DeviceOpKind::kAllocate, bytes, aligned, CopyDirection::kHostToHost, "cudaMalloc", {}});
+  Report(DeviceOp{DeviceOpKind::kAllocate, bytes, aligned, CopyDirection::kHostToHost,
+                  options_.device_allocator.allocate != nullptr ? "device_allocator" : "cudaMalloc", {}});
   return aligned;
 }
 
 void CudaDevice::Free(void* ptr) {
   if (ptr == nullptr) return;
   Bind();
-  Report(DeviceOp{DeviceOpKind::kFree, 0, ptr, CopyDirection::kHostToHost, "cudaFree", {}});
+  Report(DeviceOp{DeviceOpKind::kFree, 0, ptr, CopyDirection::kHostToHost,
+                  options_.device_allocator.allocate != nullptr ? "device_allocator" : "cudaFree", {}});
   void* base = ptr;
   if (auto it = over_aligned_.find(ptr); it != over_aligned_.end()) {
     base = it->second;
     over_aligned_.erase(it);
   }
-  (void)cudaFree(base);
+  DeviceFree(options_.device_allocator, base);
 }
 
 Status CudaDevice::PinHostMemory(void* ptr, uint64_t bytes) {
@@ -294,17 +292,12 @@ Status CudaDevice::ReserveWorkspace(uint64_t bytes) {
   Bind();
   if (workspace_ != nullptr) {
     KEEL_CUDA_RETURN(cudaStreamSynchronize, stream_);
-    (void)cudaFree(workspace_);
+    DeviceFree(options_.device_allocator, workspace_);
     workspace_ = nullptr;
     workspace_bytes_ = 0;
   }
-  const cudaError_t e = cudaMalloc(&workspace_, bytes);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    workspace_ = nullptr;
-    return OutOfMemory("cudaMalloc of a " + std::to_string(bytes) + "-byte library workspace on " + name_ +
-                       " failed: " + cudaGetErrorString(e));
-  }
+  KEEL_ASSIGN_OR_RETURN(workspace_, DeviceMalloc(options_.device_allocator, bytes, 256,
+                                                 "for a library workspace on " + name_));
   workspace_bytes_ = bytes;
   return Status::Ok();
 }
@@ -439,7 +432,7 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
                                     "cuFuncSetAttribute")
                                .WithContext("kernel " + k.name));
     }
-    state = std::make_unique<GeneratedKernel>(*this, k, fn, UseProgrammaticLaunch(library_, compute_capability()));
+    state = std::make_unique<GeneratedKernel>(*this, k, fn, UseProgrammaticLaunch(options_.pdl, library_, compute_capability()));
   } else if (k.kind == static_cast<uint8_t>(ser::KernelKind::kLibrary)) {
     namespace lo = ser::library_ops;
     if (k.library_op == lo::kCublasGemm) {
@@ -466,7 +459,7 @@ CUresult CudaDevice::LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned 
   const CUstream s = reinterpret_cast<CUstream>(stream_);
   // Only the sm_90 cubin's kernels wait for their predecessor (the compute_80
   // PTX fallback cannot): programmatic launch needs the cubin.
-  if (!runtime_cubin_ || !ProgrammaticLaunchAvailable(compute_capability())) {
+  if (!runtime_cubin_ || !ProgrammaticLaunchAvailable(options_.pdl, compute_capability())) {
     return Driver().LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, s, params, nullptr);
   }
   CUlaunchAttribute attr{};

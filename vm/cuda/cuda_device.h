@@ -20,7 +20,7 @@
 //     When the library exports keel_cuda_grid_dependency = 1 (its kernels begin
 //     with griddepcontrol.wait; sm_90+) they are launched with cuLaunchKernelEx
 //     and programmatic stream serialization, which hides most of the launch gap
-//     between dependent kernels (KEEL_CUDA_PDL=0 turns this off).
+//     between dependent kernels (VmOptions::cuda_pdl = false turns this off).
 //   * Runtime kernels: the VM's own few kernels (vm/cuda/runtime_kernels.cu,
 //     embedded as an sm_90 cubin + compute_80 PTX): conv epilogues and the
 //     autotuner's spin kernel (RuntimeFunction, LaunchRuntimeKernel).
@@ -64,6 +64,8 @@
 
 #ifdef KEEL_HAVE_CUDNN
 #include <cudnn.h>
+
+#include "vm/cuda/cudnn_engine_conv.h"
 #endif
 #include <cublasLt.h>
 
@@ -107,6 +109,15 @@ class CudaDevice final : public Device {
   // ---- services for the library kernels (vm/cuda/cublas_kernels.h, cudnn_kernels.h) ----
   cudaStream_t stream() const { return stream_; }
   bool allow_tf32() const { return allow_tf32_; }
+  // The VM's CUDA knobs (VmOptions: cuda_autotune, cuda_autotune_log, cudnn_engines*).
+  bool autotune() const { return options_.autotune; }
+  bool autotune_log() const { return options_.autotune_log; }
+  VmOptions::CudnnEngines cudnn_engines() const { return options_.cudnn_engines; }
+#ifdef KEEL_HAVE_CUDNN
+  EngineSearch engine_search() const { return EngineSearch{options_.cudnn_engines_all, options_.cudnn_engines_rtc}; }
+#endif
+  // Where device memory comes from (VmOptions::device_allocator; null allocate: cudaMalloc).
+  const keel_allocator_t& device_allocator() const { return options_.device_allocator; }
   int compute_capability() const { return cc_major_ * 10 + cc_minor_; }
   // Grows the VM's workspace to at least `bytes` (VM creation only).
   Status ReserveWorkspace(uint64_t bytes);
@@ -131,7 +142,7 @@ class CudaDevice final : public Device {
   int num_sms() const { return num_sms_; }
   // Launches a runtime kernel on the stream; as a programmatic dependent of the
   // previous operation when the GPU supports it (sm_90+, cuLaunchKernelEx; the
-  // runtime kernels wait for their predecessor first) and KEEL_CUDA_PDL != "0".
+  // runtime kernels wait for their predecessor first) and VmOptions::cuda_pdl is on.
   CUresult LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params);
   // Load-time autotuning results shared by the VM's library kernels: identical
   // problems (same key) are measured once per VM. Keys are built by the kernels:
@@ -159,6 +170,7 @@ class CudaDevice final : public Device {
   std::string name_;
   const KernelLibrary* library_;
   bool allow_tf32_;
+  DeviceOptions options_;  // the knobs and allocators above
   int cc_major_ = 0, cc_minor_ = 0;
   CUcontext ctx_ = nullptr;
   bool ctx_retained_ = false;

@@ -16,14 +16,6 @@
 
 namespace keel::vm_internal {
 
-EngineMode CudnnEngineMode() {
-  const char* v = std::getenv("KEEL_CUDNN_ENGINES");
-  if (v == nullptr) return EngineMode::kOff;
-  if (std::strcmp(v, "1") == 0) return EngineMode::kCompete;
-  if (std::strcmp(v, "force") == 0) return EngineMode::kForce;
-  return EngineMode::kOff;
-}
-
 namespace {
 
 // Tensor unique ids in the graph and the variant pack.
@@ -73,11 +65,6 @@ std::vector<int64_t> PackedStrides(const std::vector<int64_t>& dims) {
   return s;
 }
 
-bool EnvIsOne(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::strcmp(v, "1") == 0;
-}
-
 const char* NoteName(cudnnBackendNumericalNote_t n) {
   switch (n) {
     case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "tensor_core";
@@ -97,13 +84,14 @@ const char* NoteName(cudnnBackendNumericalNote_t n) {
 }  // namespace
 
 Result<std::unique_ptr<CudnnEngineConv>> CudnnEngineConv::Create(cudnnHandle_t handle, const EngineConvProblem& p,
-                                                                  bool allow_tf32, uint64_t max_workspace) {
+                                                                  bool allow_tf32, uint64_t max_workspace,
+                                                                  EngineSearch search) {
   if (p.group != 1) return Unsupported("cuDNN engines: grouped convolution (group " + std::to_string(p.group) + ")");
   if (p.x.size() != 4 || p.w.size() != 4 || p.y.size() != 4 || p.pads.size() != 4 || p.strides.size() != 2 ||
       p.dilations.size() != 2) {
     return Unsupported("cuDNN engines: only 2-D NCHW convolutions");
   }
-  std::unique_ptr<CudnnEngineConv> c(new CudnnEngineConv(handle));
+  std::unique_ptr<CudnnEngineConv> c(new CudnnEngineConv(handle, search));
   KEEL_RETURN_IF_ERROR(c->Build(p, allow_tf32, max_workspace));
   if (c->plans_.empty()) return Unsupported("cuDNN engines: no usable engine configuration (" + c->summary_ + ")");
   return c;
@@ -180,7 +168,7 @@ Status CudnnEngineConv::Build(const EngineConvProblem& p, bool allow_tf32, uint6
   KEEL_RETURN_IF_ERROR(AddCandidates(CUDNN_HEUR_MODE_A, "heurA", allow_tf32, max_workspace, &seen));
   KEEL_RETURN_IF_ERROR(AddCandidates(CUDNN_HEUR_MODE_B, "heurB", allow_tf32, max_workspace, &seen));
   KEEL_RETURN_IF_ERROR(AddCandidates(CUDNN_HEUR_MODE_FALLBACK, "fallback", allow_tf32, max_workspace, &seen));
-  if (EnvIsOne("KEEL_CUDNN_ENGINES_ALL")) KEEL_RETURN_IF_ERROR(AddAllEngines(allow_tf32, max_workspace, &seen));
+  if (search_.all) KEEL_RETURN_IF_ERROR(AddAllEngines(allow_tf32, max_workspace, &seen));
   return Status::Ok();
 }
 
@@ -233,7 +221,7 @@ Status CudnnEngineConv::AddCandidates(cudnnBackendHeurMode_t mode, const char* m
 }
 
 // Every engine of the library for this graph, by global index, with default
-// knobs: what the heuristics leave out (KEEL_CUDNN_ENGINES_ALL=1; exploration).
+// knobs: what the heuristics leave out (VmOptions::cudnn_engines_all; exploration).
 Status CudnnEngineConv::AddAllEngines(bool allow_tf32, uint64_t max_workspace, std::vector<std::string>* seen) {
   int64_t count = 0, n = 0;
   if (cudnnBackendGetAttribute(graph_, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &n,
@@ -328,7 +316,7 @@ void CudnnEngineConv::Consider(cudnnBackendDescriptor_t* cfg_owned, const char* 
     for (int64_t j = 0; j < std::min<int64_t>(nb, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT); ++j) {
       rtc = rtc || behavior[j] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
     }
-    if (rtc && !EnvIsOne("KEEL_CUDNN_ENGINES_RTC")) {
+    if (rtc && !search_.rtc) {
       ++t->runtime_compiled;
       return;
     }

@@ -15,16 +15,16 @@
 // and keeps one (Keep). Bias, residual and activation are NOT part of the graph:
 // they stay the VM's epilogue kernel after the convolution.
 //
-// KEEL_CUDNN_ENGINES_ALL=1 also tries every engine of the library by global
-// index with default knobs (what the heuristics leave out; an exploration knob).
-// Engines that compile their kernel at run time (behavior note RUNTIME_COMPILATION:
-// NVRTC at plan finalization, a second or more each) are skipped unless
-// KEEL_CUDNN_ENGINES_RTC=1.
+// EngineSearch::all (VmOptions::cudnn_engines_all) also tries every engine of the
+// library by global index with default knobs (what the heuristics leave out; an
+// exploration knob). Engines that compile their kernel at run time (behavior note
+// RUNTIME_COMPILATION: NVRTC at plan finalization, a second or more each) are
+// skipped unless EngineSearch::rtc (VmOptions::cudnn_engines_rtc).
 //
-// Enabled only when the environment variable KEEL_CUDNN_ENGINES is "1" (engines
-// compete with the legacy algorithm; the faster one runs) or "force" (the fastest
-// engine runs whenever one exists; for tests). Default off: the CUDA host-code
-// emitter mirrors the VM's legacy calls only, and this path is an experiment.
+// Used only when VmOptions::cudnn_engines is kCompete (engines compete with the
+// legacy algorithm; the faster one runs) or kForce (the fastest engine runs
+// whenever one exists; for tests). Default off: the CUDA host-code emitter
+// mirrors the VM's legacy calls only, and this path is an experiment.
 //
 // Ownership: owns every backend descriptor it creates (destroyed with it). The
 // cudnnHandle_t is borrowed and must outlive the object; its stream is whatever
@@ -48,11 +48,11 @@
 
 namespace keel::vm_internal {
 
-// "0"/unset: off; "1": engines compete with the legacy algorithm; "force": the
-// fastest engine is always used when there is one. Read on every call (VM
-// creation only), so a process may switch between VMs.
-enum class EngineMode { kOff, kCompete, kForce };
-EngineMode CudnnEngineMode();
+// Which engines Create considers beyond the heuristics' configurations.
+struct EngineSearch {
+  bool all = false;  // every engine of the library too
+  bool rtc = false;  // runtime-compiled engines too
+};
 
 // One 2-D convolution problem, f32, NCHW packed tensors, symmetric or not pads.
 struct EngineConvProblem {
@@ -68,7 +68,8 @@ class CudnnEngineConv {
   // (TF32) engines; `max_workspace` bounds a plan's workspace. Pointers passed
   // later must be 16-byte aligned (the tensors' declared alignment).
   static Result<std::unique_ptr<CudnnEngineConv>> Create(cudnnHandle_t handle, const EngineConvProblem& problem,
-                                                          bool allow_tf32, uint64_t max_workspace);
+                                                          bool allow_tf32, uint64_t max_workspace,
+                                                          EngineSearch search = {});
   ~CudnnEngineConv();
   CudnnEngineConv(const CudnnEngineConv&) = delete;
   CudnnEngineConv& operator=(const CudnnEngineConv&) = delete;
@@ -97,7 +98,7 @@ class CudnnEngineConv {
     uint64_t workspace = 0;
     std::string tag;
   };
-  CudnnEngineConv(cudnnHandle_t h) : h_(h) {}
+  CudnnEngineConv(cudnnHandle_t h, EngineSearch search) : h_(h), search_(search) {}
   Status Build(const EngineConvProblem& p, bool allow_tf32, uint64_t max_workspace);
   // Why configurations were dropped (summary()).
   struct Tally {
@@ -111,6 +112,7 @@ class CudnnEngineConv {
                 std::vector<std::string>* seen, Tally* t);
 
   cudnnHandle_t h_;
+  EngineSearch search_;
   std::vector<cudnnBackendDescriptor_t> owned_;  // tensors, conv, op, graph
   cudnnBackendDescriptor_t graph_ = nullptr;
   std::vector<Plan> plans_;

@@ -119,7 +119,7 @@ class CudnnConv final : public CudaLaunchState {
     void *x, *w, *y, *ws, *bias = nullptr, *res = nullptr;
   };
   Result<TimingArgs> AllocateTimingArgs(ScratchBuffers& scratch, uint64_t ws_bytes) const;
-  // KEEL_CUDNN_ENGINES (cudnn_engine_conv.h): backend-API engines timed against
+  // VmOptions::cudnn_engines (cudnn_engine_conv.h): backend-API engines timed against
   // the legacy choice; engine_ is set when one is kept.
   Status ChooseEngine(const std::string& key, const EngineConvProblem& problem);
   bool EngineUsable(const void* x, const void* w, const void* res, const void* y) const {
@@ -308,7 +308,7 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   const std::string key = ConvProblemKey(xs, ws, ys, pads, strides, dil, group, has_bias_, has_residual_, act_kind_,
                                          dev_.allow_tf32());
   KEEL_RETURN_IF_ERROR(Choose(k, key));
-  if (CudnnEngineMode() != EngineMode::kOff) {
+  if (dev_.cudnn_engines() != VmOptions::CudnnEngines::kOff) {
     KEEL_RETURN_IF_ERROR(ChooseEngine(key, EngineConvProblem{xs, ws, ys, pads, strides, dil, group}));
   }
   KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max<uint64_t>(ws_, engine_ ? engine_->workspace(0) : 0)));
@@ -319,7 +319,7 @@ Status CudnnConv::Plan(const KernelEntry& k) {
 }
 
 // Picks algorithm and mode: from the per-VM cache, else by timing every
-// candidate the heuristics offer (KEEL_CUDA_AUTOTUNE=0: the first usable one).
+// candidate the heuristics offer (cuda_autotune off: the first usable one).
 Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
   if (const std::vector<int64_t>* t = dev_.FindTuning(key); t != nullptr && t->size() == 3) {
     algo_ = static_cast<cudnnConvolutionFwdAlgo_t>((*t)[0]);
@@ -359,8 +359,8 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
                        ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape));
   }
   int pick = 0;
-  if (AutotuneEnabled() && cands.size() > 1) {
-    ScratchBuffers scratch;
+  if (dev_.autotune() && cands.size() > 1) {
+    ScratchBuffers scratch(dev_.device_allocator());
     size_t max_ws = 0;
     for (const Candidate& c : cands) max_ws = std::max(max_ws, c.ws);
     KEEL_ASSIGN_OR_RETURN(const TimingArgs args, AllocateTimingArgs(scratch, max_ws));
@@ -376,7 +376,7 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
       });
       if (!t.ok()) return t.status();
       us.push_back(*t);
-      if (AutotuneLog()) {
+      if (dev_.autotune_log()) {
         std::fprintf(stderr, "keel autotune %s %s %s ws=%zu: %.2f us\n", name_.c_str(), ConvAlgoName(c.algo),
                      c.mode == ConvMode::kFused ? "fused" : "conv+epilogue", c.ws, *t);
       }
@@ -396,20 +396,20 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
 
 // Builds the backend-API candidates (cudnn_engine_conv.h) and keeps the fastest
 // engine, each timed with the VM's epilogue after it, when it beats the legacy
-// choice by more than 3% (KEEL_CUDNN_ENGINES=1; near-ties stay on the legacy
+// choice by more than 3% (cudnn_engines kCompete; near-ties stay on the legacy
 // path, which the host-code emitter mirrors) or whenever one runs (=force). The
 // verdict is cached per VM: the engine's index in the candidate list (the same
 // list for the same problem in one process) or -1 for the legacy path. Engines
 // that cannot be built are not an error: the legacy path stays.
 Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& problem) {
-  const EngineMode mode = CudnnEngineMode();
+  const VmOptions::CudnnEngines mode = dev_.cudnn_engines();
   const std::string ekey = "engine|" + std::to_string(static_cast<int>(mode)) + "|" + key;
   const std::vector<int64_t>* cached = dev_.FindTuning(ekey);
   if (cached != nullptr && (cached->empty() || (*cached)[0] < 0)) return Status::Ok();
   Result<std::unique_ptr<CudnnEngineConv>> made =
-      CudnnEngineConv::Create(h_, problem, dev_.allow_tf32(), kMaxConvWorkspace);
+      CudnnEngineConv::Create(h_, problem, dev_.allow_tf32(), kMaxConvWorkspace, dev_.engine_search());
   if (!made.ok()) {
-    if (AutotuneLog()) std::fprintf(stderr, "keel engines %s: %s\n", name_.c_str(), made.status().ToString().c_str());
+    if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s: %s\n", name_.c_str(), made.status().ToString().c_str());
     dev_.StoreTuning(ekey, {-1});
     return Status::Ok();
   }
@@ -418,7 +418,7 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
   if (cached != nullptr) {
     pick = (*cached)[0] < static_cast<int64_t>(e->size()) ? (*cached)[0] : -1;
   } else {
-    ScratchBuffers scratch;
+    ScratchBuffers scratch(dev_.device_allocator());
     uint64_t max_ws = ws_;
     for (size_t i = 0; i < e->size(); ++i) max_ws = std::max(max_ws, e->workspace(i));
     KEEL_ASSIGN_OR_RETURN(const TimingArgs args, AllocateTimingArgs(scratch, max_ws));
@@ -430,10 +430,10 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
         return e->Run(i, x, w, y, wsp) == CUDNN_STATUS_SUCCESS && Epilogue(y, bias, res).ok();
       }));
       us.push_back(t);
-      if (AutotuneLog()) std::fprintf(stderr, "keel engines %s %s: %.2f us\n", name_.c_str(), e->describe(i).c_str(), t);
+      if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s %s: %.2f us\n", name_.c_str(), e->describe(i).c_str(), t);
     }
     double legacy = -1;
-    if (mode == EngineMode::kCompete) {
+    if (mode == VmOptions::CudnnEngines::kCompete) {
       KEEL_ASSIGN_OR_RETURN(legacy, TimeOnStream(dev_.stream(), spin, 5, [&]() {
         if (mode_ == ConvMode::kFused) return Fused(x, w, bias, res, y, algo_, wsp, ws_) == CUDNN_STATUS_SUCCESS;
         bool refused = false;
@@ -443,7 +443,7 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
     }
     const int best = PickFastest(us);
     if (best >= 0 && (legacy < 0 || us[static_cast<size_t>(best)] < 0.97 * legacy)) pick = best;
-    if (AutotuneLog()) {
+    if (dev_.autotune_log()) {
       std::fprintf(stderr, "keel engines %s: legacy %s %.2f us -> %s (%s)\n", name_.c_str(), ConvAlgoName(algo_),
                    legacy, pick >= 0 ? e->describe(static_cast<size_t>(pick)).c_str() : "legacy",
                    e->summary().c_str());

@@ -14,7 +14,7 @@
 //     itself) then, if there is a bias, residual or activation, one pass of the
 //     VM's keel_bias_act kernel (vm/cuda/runtime_kernels.cu) in place on Y.
 //     Clipped ReLU always takes this mode (cuDNN cannot fuse it).
-// KEEL_CUDA_AUTOTUNE=0 keeps the heuristics' first algorithm instead. The
+// VmOptions::cuda_autotune = false keeps the heuristics' first algorithm instead. The
 // chosen algorithm's workspace is reserved in the device's workspace buffer.
 // Each invoke then only queues work on the device's stream. Pooling:
 // cudnnPoolingForward. If cuDNN refuses the fused call at run time

@@ -10,6 +10,8 @@
 #include <limits>
 #include <random>
 
+#include "apps/common/vm_env.h"
+
 namespace keel::cudatest {
 
 bool GpuAvailable(std::string* why) {
@@ -169,7 +171,10 @@ RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
     r.status = exe.status();
     return r;
   }
-  auto vm = VirtualMachine::Create(*exe, options);
+  // The GPU scripts steer the tests as they steer keel-run (KEEL_CUDNN_ENGINES=force, ...).
+  VmOptions o = options;
+  tools::ApplyEnvironmentOverrides(o);
+  auto vm = VirtualMachine::Create(*exe, o);
   if (!vm.ok()) {
     r.status = vm.status();
     return r;

@@ -3,7 +3,7 @@
 //   * Candidates: EVERY engine plan the heuristics offer with TF32 off (not just
 //     the fastest) must match ReferenceConv (relative L2 <= 1e-5), on several
 //     shapes including ResNet-18's, and none may carry a tensor-core note.
-//   * Through the VM: with KEEL_CUDNN_ENGINES=force, cudnn.conv2d kernels with
+//   * Through the VM: with VmOptions::cudnn_engines = kForce, cudnn.conv2d kernels with
 //     bias/residual/ReLU epilogues run as cudnnBackendExecute (checked in the
 //     trace) + the VM's epilogue, with and without CUDA graphs, and match.
 // Skips when no GPU is present (or the runtime was built without cuDNN).
@@ -59,7 +59,7 @@ const Shape kShapes[] = {
 class EngineCandidates : public ::testing::TestWithParam<Shape> {};
 
 #ifdef KEEL_HAVE_CUDNN
-void CheckEveryCandidate(const Shape& shape) {
+void CheckEveryCandidate(const Shape& shape, vm_internal::EngineSearch search = {}) {
   const ConvRef& c = shape.c;
   const std::vector<int64_t> xs = {c.n, c.c, c.h, c.w}, ws = {c.k, c.c, c.r, c.s}, ys = {c.n, c.k, c.out_h(), c.out_w()};
   const auto x = Random(static_cast<size_t>(c.n * c.c * c.h * c.w), 41);
@@ -70,7 +70,7 @@ void CheckEveryCandidate(const Shape& shape) {
   ASSERT_EQ(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
   auto made = vm_internal::CudnnEngineConv::Create(
       h, {xs, ws, ys, {c.pad_h, c.pad_w, c.pad_h, c.pad_w}, {c.stride_h, c.stride_w}, {c.dil_h, c.dil_w}, 1},
-      /*allow_tf32=*/false, uint64_t{256} << 20);
+      /*allow_tf32=*/false, uint64_t{256} << 20, search);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   vm_internal::CudnnEngineConv& e = **made;
   ASSERT_GE(e.size(), 1u);
@@ -118,14 +118,14 @@ TEST_P(EngineCandidates, EveryCandidateMatchesReference) {
   CheckEveryCandidate(GetParam());
 }
 
-// KEEL_CUDNN_ENGINES_ALL=1: every engine of the library (not only the
-// heuristics' picks) on ResNet-18's heaviest shapes.
+// EngineSearch::all (VmOptions::cudnn_engines_all): every engine of the library
+// (not only the heuristics' picks) on ResNet-18's heaviest shapes.
 TEST(EngineAll, EveryEngineMatchesReference) {
   KEEL_SKIP_WITHOUT_GPU();
-  setenv("KEEL_CUDNN_ENGINES_ALL", "1", 1);
-  CheckEveryCandidate({"all_l4_3x3_512", Make(1, 512, 7, 512, 3, 1, 1)});
-  CheckEveryCandidate({"all_l3_3x3_256_b2", Make(2, 256, 14, 256, 3, 1, 1)});
-  unsetenv("KEEL_CUDNN_ENGINES_ALL");
+  vm_internal::EngineSearch all;
+  all.all = true;
+  CheckEveryCandidate({"all_l4_3x3_512", Make(1, 512, 7, 512, 3, 1, 1)}, all);
+  CheckEveryCandidate({"all_l3_3x3_256_b2", Make(2, 256, 14, 256, 3, 1, 1)}, all);
 }
 #else
 TEST_P(EngineCandidates, EveryCandidateMatchesReference) { GTEST_SKIP() << "built without cuDNN"; }
@@ -151,11 +151,7 @@ struct VmCase {
 };
 void PrintTo(const VmCase& c, std::ostream* os) { *os << c.name; }
 
-class EngineVm : public ::testing::TestWithParam<VmCase> {
- protected:
-  void SetUp() override { setenv("KEEL_CUDNN_ENGINES", "force", 1); }
-  void TearDown() override { unsetenv("KEEL_CUDNN_ENGINES"); }
-};
+class EngineVm : public ::testing::TestWithParam<VmCase> {};
 
 TEST_P(EngineVm, ForcedEngineMatchesReference) {
   KEEL_SKIP_WITHOUT_GPU();
@@ -174,6 +170,7 @@ TEST_P(EngineVm, ForcedEngineMatchesReference) {
     VmOptions o;
     o.device = "cuda";
     o.cuda_graph = graph;
+    o.cudnn_engines = VmOptions::CudnnEngines::kForce;
     if (!graph) o.trace = &rec;
     RunResult r = RunOnce(*bytes, "", inputs, o);
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
