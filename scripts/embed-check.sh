@@ -5,7 +5,7 @@
 # installed package with find_package(Keel) and, when a test model maker is at hand
 # (build/bin/keel_vm_make_test_model from the full build, or $KEEL_MAKE_MODEL), runs
 # it on a model. Then scripts/runtime-size.sh prints the sizes and fails above the
-# committed limits. CI runs this after the test suite; about a minute with ccache.
+# committed limits. CI runs this after the test suite; one to two minutes with a warm ccache (98 s at load average 9).
 #
 #   scripts/embed-check.sh [BUILD_DIR]      (default build-embed)
 set -euo pipefail
