@@ -22,8 +22,8 @@ namespace keel::memory {
 
 class AutoPlanner final : public Planner {
  public:
-  static constexpr uint64_t kNodeBudget = 200000;
-  static constexpr double kSafetySeconds = 2.0;
+  static constexpr uint64_t kNodeBudget = 20000;
+  static constexpr double kSafetySeconds = 1.0;
 
   std::string name() const override { return "auto"; }
   Result<Plan> MakePlan(const std::vector<TensorLifetime>& tensors,

@@ -17,10 +17,9 @@ namespace keel::memory::internal {
 namespace {
 
 constexpr uint64_t kNone = UINT64_MAX;
-// Sections at the lowest floor examined for the first-fail choice. Measured on the
-// MiniMalloc benchmarks, looking beyond the leftmost one costs more than it saves,
-// so it is off (the code path stays for experiments).
-constexpr int kTiedSectionsExamined = 1;
+// Sections at the lowest floor examined for one without a choice (no branch: the
+// node fails; one branch: forced).
+constexpr int kTiedSectionsExamined = 8;
 // Node budget of the first (unperturbed) run of PackWithRestarts, in base budgets.
 constexpr uint64_t kFirstRunFactor = 64;
 // Buffers examined per rejected candidate when computing the (B) raise; beyond
@@ -129,9 +128,11 @@ class Search {
       for (int32_t b = first_[i] + 1; b < end_[i]; ++b) ++cross_[b];
     }
     high_.Init(sections_, true);
+    support_.Init(sections_, true);
     low_.Init(sections_, false);
     for (int32_t s = 0; s < sections_; ++s) {
       high_.Set(s, 0);
+      support_.Set(s, 0);
       low_.Set(s, count_[s] > 0 ? 0 : kNone);
     }
     placed_.assign(n_, 0);
@@ -165,6 +166,11 @@ class Search {
   uint64_t CanonicalOffset(int32_t x) const {
     return AlignUp(high_.Query(first_[x], end_[x]), align_[x]);
   }
+  // Where x would rest on what is really below it: the highest end of a placed
+  // buffer over its sections, aligned (raised floors are not supports).
+  uint64_t SupportedOffset(int32_t x) const {
+    return AlignUp(support_.Query(first_[x], end_[x]), align_[x]);
+  }
   bool Covers(int32_t y, int32_t s) const { return first_[y] <= s && s < end_[y]; }
 
   void SetFloor(int32_t s, uint64_t v) {
@@ -183,6 +189,7 @@ class Search {
       --count_[s];
       rem_[s] -= size_[x];
       SetFloor(s, h + size_[x]);
+      support_.Set(s, h + size_[x]);
     }
     for (int32_t b = first_[x] + 1; b < end_[x]; ++b) --cross_[b];
   }
@@ -193,6 +200,7 @@ class Search {
     for (int32_t s = end_[x] - 1; s >= first_[x]; --s) {
       top_[s] = tops_trail_.back();
       tops_trail_.pop_back();
+      support_.Set(s, top_[s] >= 0 ? offset_[top_[s]] + size_[top_[s]] : 0);
       ++count_[s];
       rem_[s] += size_[x];
       SetFloor(s, offset_[x]);  // every section of x was at x's offset when it was placed
@@ -254,9 +262,18 @@ class Search {
         o.dead = true;
         return o;
       }
-      if (off == h) {
+      if (off == h && SupportedOffset(x) == h) {
         cand_.push_back(x);
         ++o.num_candidates;
+      } else if (off == h) {
+        // All its sections are at h but nothing placed holds it there (the floors
+        // were raised): in a canonical layout it rests on a buffer still to come.
+        const uint64_t bound = RestLowerBound(x, s, h, false);
+        if (bound == kNone || bound + size_[x] > capacity_) {
+          o.dead = true;
+          return o;
+        }
+        o.noncandidate_raise = std::min(o.noncandidate_raise, bound);
       } else {
         o.noncandidate_raise = std::min(o.noncandidate_raise, off);
       }
@@ -266,30 +283,36 @@ class Search {
     return o;
   }
 
+  // A lower bound on the offset of x, which is aligned at h but cannot stay there
+  // (rejected in branch (B) of section s — then `byte_empty`: nothing occupies the
+  // byte at h of s — or floating: nothing placed holds it at h): x ends up on top
+  // of some unplaced y live at the same time. kNone when no such y exists (x can
+  // never be placed above h).
+  uint64_t RestLowerBound(int32_t x, int32_t s, uint64_t h, bool byte_empty) const {
+    uint64_t rest = kNone;
+    int visits = 0;
+    for (int32_t t = first_[x]; t < end_[x]; ++t) {
+      for (int32_t j = cover_start_[t]; j < cover_start_[t + 1]; ++j) {
+        const int32_t y = cover_[j];
+        if (placed_[y] || y == x) continue;
+        if (++visits > kRestVisitsPerCandidate) return std::max(AlignUp(h + min_size_, align_[x]), h + align_[x]);
+        const uint64_t lowest = byte_empty && Covers(y, s) ? AlignUp(std::max(CanonicalOffset(y), h + 1), align_[y])
+                                                           : CanonicalOffset(y);
+        rest = std::min(rest, lowest + size_[y]);
+      }
+    }
+    if (rest == kNone) return kNone;
+    return std::max(AlignUp(rest, align_[x]), h + align_[x]);  // aligned and above h
+  }
+
   // The floor of section s in branch (B), or kNone when (B) is impossible. The
   // candidates of s are cand_[first, last).
   uint64_t WasteRaise(int32_t s, uint64_t h, size_t first, size_t last, uint64_t noncandidate_raise) const {
     uint64_t raise = noncandidate_raise;
     for (size_t k = first; k < last; ++k) {
-      const int32_t x = cand_[k];
-      uint64_t rest = kNone;  // lowest top of an unplaced y that x could rest on
-      int visits = 0;
-      bool complete = true;
-      for (int32_t t = first_[x]; t < end_[x] && complete; ++t) {
-        if (t == s) continue;
-        for (int32_t j = cover_start_[t]; j < cover_start_[t + 1]; ++j) {
-          const int32_t y = cover_[j];
-          if (placed_[y] || y == x || Covers(y, s)) continue;
-          if (++visits > kRestVisitsPerCandidate) {
-            complete = false;
-            break;
-          }
-          rest = std::min(rest, CanonicalOffset(y) + size_[y]);
-        }
-      }
-      if (!complete) rest = h + min_size_;
-      if (rest == kNone) return kNone;  // x can only ever sit at h: (B) is impossible
-      raise = std::min(raise, AlignUp(rest, align_[x]));
+      const uint64_t bound = RestLowerBound(cand_[k], s, h, true);
+      if (bound == kNone) return kNone;  // nothing can hold it up: it must sit at h
+      raise = std::min(raise, bound);
     }
     if (raise == kNone || raise + rem_[s] > capacity_) return kNone;
     return raise;
@@ -366,7 +389,8 @@ class Search {
         const size_t first = cand_.size();
         const Options o = CollectOptions(static_cast<int32_t>(s), h);
         const size_t branches = o.dead ? 0 : o.num_candidates + (o.waste_possible ? 1 : 0);
-        if (branches < best_branches) {
+        // The leftmost section, unless another one has no choice (0 or 1 branch).
+        if (best_section < 0 || branches <= 1) {
           // Keep this section's candidates at [base, ...).
           cand_.erase(cand_.begin() + base, cand_.begin() + first);
           best_branches = branches;
@@ -441,7 +465,7 @@ class Search {
   std::vector<int32_t> cover_start_, cover_;     // CSR: buffers covering each section, in candidate order
   std::vector<uint64_t> floor_, rem_;
   std::vector<int32_t> count_, top_, cross_;
-  SegmentTree high_, low_;
+  SegmentTree high_, support_, low_;  // max floor, max placed end, min open floor
   std::vector<char> placed_;
   std::vector<uint64_t> offset_;
   std::vector<TrailEntry> trail_;

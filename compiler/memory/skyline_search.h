@@ -34,8 +34,8 @@
 //     (checked where a floor rises);
 //   - raise in (B): a buffer covering s whose sections are not all at h sits at
 //     its canonical offset or higher; a rejected candidate x must rest on some
-//     unplaced y that overlaps x's lifetime outside s, so x >= y's canonical offset
-//     + s_y — and when no such y exists, (B) is impossible;
+//     unplaced y live at the same time (above h if y covers s too), so x >= y's
+//     lowest possible offset + s_y — and when no such y exists, (B) is impossible;
 //   - forced moves: a section with one branch takes it without a choice point (with
 //     none, the node fails); the leftmost lowest section is the one branched on;
 //   - hatless: a candidate whose sections hold no other unplaced buffer is placed
