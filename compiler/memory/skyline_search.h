@@ -21,8 +21,10 @@
 // still have unplaced buffers and s a section at h. In any canonical completion,
 // the byte at height h of section s is either
 //   (A) the bottom of some unplaced buffer x covering s — then x's sections are
-//       all at floor h (none can be lower; none higher, or x would sit above h)
-//       and h is aligned for x: the "candidates"; one branch per candidate; or
+//       all at floor h (none can be lower; none higher, or x would sit above h),
+//       h is aligned for x, and a placed buffer really ends at h under x (a
+//       canonical buffer rests on something; raised floors hold nothing up): the
+//       "candidates"; one branch per candidate; or
 //   (B) empty forever — then every buffer covering s ends up at least at the
 //       `raise` computed below, and the floor of s is lifted to it (one branch).
 // The branches are disjoint and cover every canonical completion, so the search
@@ -36,8 +38,12 @@
 //     its canonical offset or higher; a rejected candidate x must rest on some
 //     unplaced y live at the same time (above h if y covers s too), so x >= y's
 //     lowest possible offset + s_y — and when no such y exists, (B) is impossible;
-//   - forced moves: a section with one branch takes it without a choice point (with
-//     none, the node fails); the leftmost lowest section is the one branched on;
+//   - floating buffers: one whose sections are all at h with nothing placed under
+//     it must rest on a buffer still to come (bounded like a rejected candidate;
+//     when nothing can hold it, the node fails);
+//   - forced moves: the leftmost few sections at the lowest floor are checked for
+//     one without a choice — no branch fails the node, one branch is taken without
+//     a choice point; otherwise the leftmost is branched on;
 //   - hatless: a candidate whose sections hold no other unplaced buffer is placed
 //     without alternatives (nothing can want its space);
 //   - symmetry: two buffers with the same lifetime stacked directly one on the
