@@ -33,7 +33,8 @@ Compiles an ONNX model into a Keel executable (OUT.keel) and its kernel library
 options:
   -o, --output PATH        executable to write (the library goes to PATH.so)
   --target cpu|cuda        device to compile for (default: cpu)
-  --memory-plan S          memory planner (default: greedy-size); one of:
+  --memory-plan S          memory planner (default: auto = greedy-size, then a
+                           bounded search when it is above the peak-live bound); one of:
                            %s
   --input-shape NAME=D,D,..  static shape for a graph input (dynamic dims)
   --batch N                value for every remaining dynamic dimension

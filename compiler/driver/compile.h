@@ -31,7 +31,7 @@ struct CompileOptions {
   std::string model_path;
   std::string output_path;          // model.keel; the library goes to output_path + ".so"
   std::string target = "cpu";       // cpu | cuda
-  std::string memory_plan = "greedy-size";
+  std::string memory_plan = "auto";  // compiler/memory/auto_planner.h
   double planner_time_limit_seconds = 10.0;
   frontend::ImportOptions import;
   passes::PipelineOptions pipeline;

@@ -27,7 +27,7 @@ Result<Plan> BestPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
   candidates.push_back(std::make_unique<GreedyBreadthPlanner>());
   candidates.push_back(std::make_unique<GreedySizeObjectsPlanner>());
   candidates.push_back(std::make_unique<MinCostFlowPlanner>());
-  if (tensors.size() <= kExactMaxTensors) candidates.push_back(std::make_unique<ExactPlanner>());
+  candidates.push_back(std::make_unique<ExactPlanner>());
 
   bool have = false;
   Plan best;

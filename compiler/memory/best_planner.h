@@ -5,8 +5,8 @@
 // greedy-size-first-fit, greedy-size-search (an order search around greedy-size:
 // random restarts and moves within a placement budget; see
 // offset_search_planner.h), greedy-breadth, greedy-size-objects, min-cost-flow, and
-// exact when there are at most kExactMaxTensors tensors (on larger inputs exact
-// would spend its whole time limit to return greedy-size's plan). `dynamic` is
+// exact (which returns at once where greedy-size reaches the peak-live bound, and
+// otherwise searches up to the time limit). `dynamic` is
 // not a candidate (it reserves nothing at load time, so its bytes are not
 // comparable). Every candidate plan is run through CheckPlan; one that fails is
 // skipped (a bug in that strategy must not break compilation).
@@ -28,8 +28,6 @@ namespace keel::memory {
 
 class BestPlanner final : public Planner {
  public:
-  static constexpr size_t kExactMaxTensors = 64;
-
   std::string name() const override { return "best"; }
   Result<Plan> MakePlan(const std::vector<TensorLifetime>& tensors,
                         const PlanOptions& options) const override;

@@ -1,4 +1,7 @@
-// compiler/memory/exact_planner.cc — branch and bound over offsets (see header).
+// compiler/memory/exact_planner.cc — `exact`: per device group, the skyline search
+// (skyline_search.h) driven over capacities between the proven lower bound and
+// the best plan found; small groups with in-place pairs use the offset branch and
+// bound below instead (see the header).
 #include "compiler/memory/exact_planner.h"
 
 #include <algorithm>
@@ -6,7 +9,9 @@
 #include <numeric>
 
 #include "compiler/memory/greedy_size_planner.h"
+#include "compiler/memory/lower_bounds.h"
 #include "compiler/memory/planning_support.h"
+#include "compiler/memory/skyline_search.h"
 
 namespace keel::memory {
 
@@ -14,10 +19,11 @@ namespace {
 
 using Clock = internal::SearchClock;
 
-// One device group's search over its non-empty tensors (local indices 0..m-1).
-class OffsetSearch {
+// The small-group search with in-place pairs (the branch and bound of the header),
+// over one device group's non-empty tensors (local indices 0..m-1).
+class AliasOffsetSearch {
  public:
-  OffsetSearch(const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& ids,
+  AliasOffsetSearch(const std::vector<TensorLifetime>& tensors, const std::vector<int32_t>& ids,
                Clock::time_point deadline)
       : m_(static_cast<int32_t>(ids.size())), deadline_(deadline) {
     for (int32_t g : ids) {
@@ -201,6 +207,71 @@ class OffsetSearch {
   bool timed_out_ = false;
 };
 
+
+// One device group's result.
+struct GroupOutcome {
+  std::vector<uint64_t> offsets;  // parallel to the group's non-empty tensors
+  uint64_t top = 0;
+  uint64_t proven_bound = 0;      // a lower bound valid for every plan of the group
+  bool optimal = false;
+};
+
+uint64_t TopOf(const std::vector<internal::PackingItem>& items, const std::vector<uint64_t>& offsets) {
+  uint64_t top = 0;
+  for (size_t i = 0; i < items.size(); ++i) top = std::max(top, offsets[i] + items[i].size);
+  return top;
+}
+
+// Drives the skyline search over capacities. `proofs_hold`: an infeasible answer
+// is a lower bound for every plan (false when the group has in-place pairs, which
+// the search does not use: a plan with sharing could still be smaller).
+GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, GroupOutcome incumbent,
+                              uint64_t capacity_target, bool proofs_hold, Clock::time_point deadline,
+                              uint64_t* nodes_left, const PlanOptions& options) {
+  GroupOutcome best = std::move(incumbent);
+  uint64_t search_floor = best.proven_bound;  // capacities below it are not worth probing
+  const Clock::time_point start = Clock::now();
+  auto report = [&] {
+    if (options.progress == nullptr) return;
+    const double total = std::chrono::duration<double>(deadline - start).count();
+    const double used = std::chrono::duration<double>(Clock::now() - start).count();
+    options.progress(options.progress_user, total > 0 ? std::min(1.0, used / total) : 1.0);
+  };
+  auto probe = [&](uint64_t capacity, Clock::time_point probe_deadline, uint64_t probe_nodes) {
+    internal::PackingResult r = internal::PackWithRestarts(items, capacity, probe_deadline, probe_nodes);
+    *nodes_left -= std::min(*nodes_left, r.nodes);
+    if (r.outcome == internal::PackingOutcome::kFound) {
+      const uint64_t top = TopOf(items, r.offsets);
+      if (top < best.top) {
+        best.top = top;
+        best.offsets = std::move(r.offsets);
+      }
+    } else {
+      if (r.outcome == internal::PackingOutcome::kInfeasible && proofs_hold) {
+        best.proven_bound = std::max(best.proven_bound, capacity + 1);
+      }
+      search_floor = std::max(search_floor, capacity + 1);
+    }
+    report();
+  };
+  if (capacity_target != 0) {
+    // Decision form: is there a plan within the target?
+    if (best.top > capacity_target && best.proven_bound <= capacity_target) probe(capacity_target, deadline, *nodes_left);
+  } else {
+    // Optimization: the bound first (often reached), then bisection.
+    bool first = true;
+    while (best.top > search_floor && Clock::now() < deadline && *nodes_left > 0) {
+      const uint64_t capacity = first ? search_floor : search_floor + (best.top - 1 - search_floor) / 2;
+      const Clock::time_point now = Clock::now();
+      probe(capacity, now + (deadline - now) / 2, *nodes_left == UINT64_MAX ? UINT64_MAX : (*nodes_left + 1) / 2);
+      first = false;
+    }
+  }
+  best.optimal = best.top <= best.proven_bound;
+  if (best.optimal) best.proven_bound = best.top;
+  return best;
+}
+
 }  // namespace
 
 Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
@@ -209,6 +280,7 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
   const Clock::time_point start = Clock::now();
   const std::vector<internal::DeviceGroup> groups = internal::GroupByDevice(tensors);
   std::vector<internal::OffsetAssignment> per_group;
+  uint64_t nodes_left = options.node_budget != 0 ? options.node_budget : UINT64_MAX;
   bool all_optimal = true;
   uint64_t bound_sum = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -216,28 +288,53 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
     const Clock::time_point deadline =
         internal::GroupDeadline(start, options.time_limit_seconds, g, groups.size());
 
-    internal::OffsetAssignment greedy =
-        GreedySizePlanner::AssignOffsets(tensors, group, GapFit::kBestFit);
+    // Incumbent: the better of greedy-size's two gap rules.
+    internal::OffsetAssignment greedy = GreedySizePlanner::AssignOffsets(tensors, group, GapFit::kBestFit);
+    internal::OffsetAssignment first_fit = GreedySizePlanner::AssignOffsets(tensors, group, GapFit::kFirstFit);
+    if (GreedySizePlanner::Top(tensors, group, first_fit) < GreedySizePlanner::Top(tensors, group, greedy)) {
+      greedy = std::move(first_fit);
+    }
     std::vector<int32_t> nonempty;  // positions in `group`
     std::vector<int32_t> ids;
-    std::vector<uint64_t> incumbent;
+    GroupOutcome incumbent;
     for (size_t i = 0; i < group.size(); ++i) {
       if (tensors[group[i]].size == 0) continue;
       nonempty.push_back(static_cast<int32_t>(i));
       ids.push_back(group[i]);
-      incumbent.push_back(greedy.offsets[i]);
+      incumbent.offsets.push_back(greedy.offsets[i]);
+      incumbent.top = std::max(incumbent.top, greedy.offsets[i] + tensors[group[i]].size);
     }
-    OffsetSearch search(tensors, ids, deadline);
-    const bool done = search.Run(incumbent);
-    all_optimal = all_optimal && done;
-    bound_sum += done ? search.best() : search.root_bound();
+    incumbent.proven_bound = internal::GroupPeakLive(tensors, group);
+    bool has_alias_pairs = false;
+    for (int32_t id : ids) {
+      const int32_t a = tensors[id].may_alias_with;
+      has_alias_pairs = has_alias_pairs || (a >= 0 && tensors[a].size > 0 && tensors[a].device == tensors[id].device);
+    }
+
+    GroupOutcome outcome;
+    if (has_alias_pairs && ids.size() <= kAliasSearchMaxTensors) {
+      AliasOffsetSearch search(tensors, ids, deadline);
+      const bool done = search.Run(incumbent.offsets);
+      outcome.offsets = search.best_offsets();
+      outcome.top = search.best();
+      outcome.optimal = done;
+      outcome.proven_bound = done ? search.best() : search.root_bound();
+    } else {
+      std::vector<internal::PackingItem> items;
+      items.reserve(ids.size());
+      for (int32_t id : ids) {
+        const TensorLifetime& t = tensors[id];
+        items.push_back({t.size, t.alignment, t.first_use, int64_t{t.last_use} + 1});
+      }
+      const uint64_t target = groups.size() == 1 ? options.capacity : 0;
+      outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, deadline, &nodes_left, options);
+    }
+    all_optimal = all_optimal && outcome.optimal;
+    bound_sum += outcome.proven_bound;
     internal::OffsetAssignment result;
     result.offsets.assign(group.size(), 0);  // zero-size tensors at 0
-    for (size_t k = 0; k < nonempty.size(); ++k) result.offsets[nonempty[k]] = search.best_offsets()[k];
+    for (size_t k = 0; k < nonempty.size(); ++k) result.offsets[nonempty[k]] = outcome.offsets[k];
     per_group.push_back(std::move(result));
-    if (options.progress != nullptr) {
-      options.progress(options.progress_user, static_cast<double>(g + 1) / groups.size());
-    }
   }
   Plan plan = internal::BuildOffsetPlan(tensors, groups, per_group);
   plan.strategy = name();

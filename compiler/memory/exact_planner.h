@@ -1,38 +1,38 @@
-// compiler/memory/exact_planner.h — `exact`: branch and bound for the smallest
-// arena (offset form, one arena per device), for small graphs.
+// compiler/memory/exact_planner.h — `exact`: the smallest arena per device (offset
+// form), proven optimal when the search finishes, else the best plan found.
 //
-// Search space. Take any optimal layout and let tensors fall ("gravity") to the
-// lowest aligned offset they can reach, alone or together with their in-place
-// partners. Then every tensor sits at 0, right on top (aligned up) of a tensor
-// whose lifetime intersects its own or its partners', or at a partner's offset. Placing
-// tensors in increasing (offset, index) order, each one's offset is therefore in
+// Per device group:
+//   incumbent   the better of greedy-size's two gap rules (so `exact` is never
+//               worse than greedy-size);
+//   lower bound the peak-live bound of the group (lower_bounds.h);
+//   search      the skyline search (skyline_search.h: canonical layouts, lowest
+//               point branching, capacity inference, decomposition, restarts),
+//               first at the lower bound (often reached: then optimal at once),
+//               then bisecting between the search floor and the best arena found.
+//               Each probe answers found (a smaller plan), infeasible (a proven
+//               bound) or unknown (its share of the time ran out: only probes
+//               above it are tried).
+//   decision    with PlanOptions::capacity set (and one device group), a single
+//               probe at the capacity: a plan within it, a proof that none
+//               exists (lower_bound > capacity), or neither within the limit.
 //
-//   { 0 } ∪ { AlignUp(end(y), a) : y placed, lifetime meets x or x's partners,
-//             a ∈ {align(x), alignment of x's alias group} } ∪ { offset of a placed partner }
+// In-place pairs (may_alias_with): the skyline search does not share bytes, so on
+// a group with in-place pairs its infeasibility answers prove nothing about plans
+// that do (optimal is then claimed only at the peak-live bound). Small such groups
+// (at most kAliasSearchMaxTensors non-empty tensors) use the earlier branch and
+// bound instead, which does place in-place partners at the same offset:
 //
-// so branching on "which tensor next, at which such offset, not below the last
-// one placed" is complete:
+//   branching   which tensor next, at which offset, in increasing (offset, index)
+//               order; offsets from {0} ∪ {AlignUp(end(y), a)} ∪ {a partner's offset}
+//               (complete by the same "let tensors fall" argument);
+//   pruning     a node is cut when max_s (c + Σ unplaced live at s + Σ placed parts
+//               above c at s − alias savings at s) >= the best arena, c being the
+//               last offset placed.
 //
-//   depth 0:  t3@0   t1@0   t0@0 ...        (largest tensors tried first)
-//   depth 1:  t1@96  t0@96  t2@96 ...       (offsets >= the previous one)
-//
-// Pruning (B = best arena found, initially greedy-size's, so the result is never
-// worse than greedy-size): a node is cut when its bound >= B, where with c = the
-// last offset placed, for every step s
-//
-//   bound_s = c + Σ_{unplaced u live at s} size_u
-//               + Σ_{placed p live at s} max(0, end_p − max(off_p, c))
-//               − Σ_{alias pairs at s} min(sizes)        (Bonferroni)
-//
-// (everything still to come at s lies above c and is disjoint), and the bound
-// is max(current top, max_s bound_s) — at the root this is the peak-live bound.
-//
-// Time: PlanOptions::time_limit_seconds for the whole call (split evenly between
-// devices). Plan::optimal is set when every device's search finished (or hit its
-// lower bound); Plan::lower_bound is then TotalBytes(), otherwise the sum of the
-// proven per-device bounds. Zero-size tensors are placed at 0 and not searched.
-// Practical for up to ~10-15 tensors per device; larger inputs return the
-// greedy-size incumbent (improved if the search finds better in time).
+// Time: PlanOptions::time_limit_seconds for the whole call (split between
+// devices). Plan::optimal is set when every device group was proven optimal;
+// Plan::lower_bound is then TotalBytes(), otherwise the sum of the proven
+// per-group bounds. Zero-size tensors are placed at 0 and not searched.
 //
 // Thread-safety: stateless. Errors: InvalidArgument for invalid lifetimes.
 #pragma once
@@ -43,6 +43,8 @@ namespace keel::memory {
 
 class ExactPlanner final : public Planner {
  public:
+  static constexpr size_t kAliasSearchMaxTensors = 16;
+
   std::string name() const override { return "exact"; }
   Result<Plan> MakePlan(const std::vector<TensorLifetime>& tensors,
                         const PlanOptions& options) const override;

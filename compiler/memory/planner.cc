@@ -2,6 +2,7 @@
 // PlannerNames) and Plan::TotalBytes.
 #include "compiler/memory/planner.h"
 
+#include "compiler/memory/auto_planner.h"
 #include "compiler/memory/best_planner.h"
 #include "compiler/memory/dynamic_planner.h"
 #include "compiler/memory/exact_planner.h"
@@ -28,7 +29,7 @@ std::vector<std::string> PlannerNames() {
   return {"naive",          "dynamic",        "tvm",
           "tvm-packed",     "greedy-size",    "greedy-size-first-fit",
           "greedy-size-search", "greedy-breadth", "greedy-size-objects", "min-cost-flow",
-          "exact",          "best"};
+          "exact",          "best",           "auto"};
 }
 
 Result<std::unique_ptr<Planner>> CreatePlanner(const std::string& name) {
@@ -45,6 +46,7 @@ Result<std::unique_ptr<Planner>> CreatePlanner(const std::string& name) {
   else if (name == "min-cost-flow") p = std::make_unique<MinCostFlowPlanner>();
   else if (name == "exact") p = std::make_unique<ExactPlanner>();
   else if (name == "best") p = std::make_unique<BestPlanner>();
+  else if (name == "auto") p = std::make_unique<AutoPlanner>();
   if (!p) {
     std::string known;
     for (const std::string& n : PlannerNames()) known += (known.empty() ? "" : ", ") + n;

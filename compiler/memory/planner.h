@@ -80,6 +80,14 @@ struct Plan {
 
 struct PlanOptions {
   double time_limit_seconds = 10.0;  // for search strategies (`exact`)
+  // Non-zero: the question is "is there a plan within this many bytes?" — `exact`
+  // (on inputs with one device) stops at the first plan within it or proves that
+  // none exists (Plan::lower_bound > capacity). Other strategies ignore it.
+  uint64_t capacity = 0;
+  // Non-zero: `exact` also stops after this many search nodes (all probes and
+  // devices together). A node budget, unlike a time limit, gives the same plan on
+  // every machine: keelc's default plan (`auto`) relies on it.
+  uint64_t node_budget = 0;
   // Called now and then by slow strategies with progress in [0, 1]; may be empty.
   void (*progress)(void* user, double fraction) = nullptr;
   void* progress_user = nullptr;

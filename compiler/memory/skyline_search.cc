@@ -1,0 +1,523 @@
+// compiler/memory/skyline_search.cc — the canonical-layout search (see the header
+// for the method and why each rule is sound).
+//
+// State: per section its floor, the number and total size of the unplaced
+// buffers covering it, and the buffer on top; per boundary the number of unplaced
+// buffers crossing it. Every change goes on a trail so that a failed branch is
+// undone exactly. Two segment trees answer "highest floor over a buffer's
+// sections" and "lowest floor among sections with unplaced buffers".
+// Forced moves (one branch) are applied in a loop instead of recursing, so the
+// recursion depth is the number of real choices on the current path.
+#include "compiler/memory/skyline_search.h"
+
+#include <algorithm>
+
+namespace keel::memory::internal {
+
+namespace {
+
+constexpr uint64_t kNone = UINT64_MAX;
+// Sections at the lowest floor examined for one without a choice (no branch: the
+// node fails; one branch: forced).
+constexpr int kTiedSectionsExamined = 8;
+// Node budget of the first (unperturbed) run of PackWithRestarts, in base budgets.
+constexpr uint64_t kFirstRunFactor = 64;
+// Buffers examined per rejected candidate when computing the (B) raise; beyond
+// it the raise falls back to a weaker bound (still sound).
+constexpr int kRestVisitsPerCandidate = 512;
+// A search deeper than this many real choices gives up (kUnknown) rather than
+// risk the thread's stack.
+constexpr int kMaxRecursion = 50000;
+
+// Point-update segment tree over uint64 with min (or max) and "leftmost index in
+// [a, b) whose value is <= v".
+class SegmentTree {
+ public:
+  void Init(size_t n, bool is_max) {
+    is_max_ = is_max;
+    size_ = 1;
+    while (size_ < n) size_ <<= 1;
+    tree_.assign(2 * size_, Neutral());
+  }
+  void Set(size_t i, uint64_t v) {
+    i += size_;
+    tree_[i] = v;
+    for (i >>= 1; i > 0; i >>= 1) tree_[i] = Combine(tree_[2 * i], tree_[2 * i + 1]);
+  }
+  uint64_t Query(size_t a, size_t b) const {  // over [a, b)
+    uint64_t r = Neutral();
+    for (a += size_, b += size_; a < b; a >>= 1, b >>= 1) {
+      if (a & 1) r = Combine(r, tree_[a++]);
+      if (b & 1) r = Combine(r, tree_[--b]);
+    }
+    return r;
+  }
+  // Min trees only: leftmost i in [a, b) with value <= v, or -1.
+  int64_t FindFirstAtMost(size_t a, size_t b, uint64_t v) const { return Find(1, 0, size_, a, b, v); }
+
+ private:
+  uint64_t Neutral() const { return is_max_ ? 0 : kNone; }
+  uint64_t Combine(uint64_t x, uint64_t y) const { return is_max_ ? std::max(x, y) : std::min(x, y); }
+  int64_t Find(size_t node, size_t lo, size_t hi, size_t a, size_t b, uint64_t v) const {
+    if (hi <= a || b <= lo || tree_[node] > v) return -1;
+    if (hi - lo == 1) return static_cast<int64_t>(lo);
+    const size_t mid = (lo + hi) / 2;
+    const int64_t left = Find(2 * node, lo, mid, a, b, v);
+    return left >= 0 ? left : Find(2 * node + 1, mid, hi, a, b, v);
+  }
+  bool is_max_ = false;
+  size_t size_ = 1;
+  std::vector<uint64_t> tree_;
+};
+
+class Search {
+ public:
+  Search(const std::vector<PackingItem>& items, uint64_t capacity, const PackingLimits& limits)
+      : n_(static_cast<int32_t>(items.size())), capacity_(capacity), limits_(limits), rng_(limits.seed) {
+    std::vector<int64_t> points;
+    points.reserve(2 * items.size());
+    for (const PackingItem& it : items) {
+      points.push_back(it.begin);
+      points.push_back(it.end);
+    }
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    sections_ = points.empty() ? 0 : static_cast<int32_t>(points.size()) - 1;
+    size_.resize(n_);
+    align_.resize(n_);
+    first_.resize(n_);
+    end_.resize(n_);
+    min_size_ = kNone;
+    for (int32_t i = 0; i < n_; ++i) {
+      size_[i] = items[i].size;
+      align_[i] = items[i].alignment;
+      first_[i] = static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), items[i].begin) - points.begin());
+      end_[i] = static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), items[i].end) - points.begin());
+      min_size_ = std::min(min_size_, size_[i]);
+    }
+    // Candidate order: larger buffers first (they are the hardest to fit later),
+    // then longer lifetimes, then index.
+    std::vector<int32_t> order(n_);
+    for (int32_t i = 0; i < n_; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      if (size_[a] != size_[b]) return size_[a] > size_[b];
+      const int32_t la = end_[a] - first_[a], lb = end_[b] - first_[b];
+      if (la != lb) return la > lb;
+      return a < b;
+    });
+    cover_start_.assign(sections_ + 1, 0);
+    for (int32_t i = 0; i < n_; ++i) {
+      for (int32_t s = first_[i]; s < end_[i]; ++s) ++cover_start_[s + 1];
+    }
+    for (int32_t s = 0; s < sections_; ++s) cover_start_[s + 1] += cover_start_[s];
+    cover_.resize(cover_start_[sections_]);
+    std::vector<int32_t> fill(cover_start_.begin(), cover_start_.end() - 1);
+    for (int32_t i : order) {
+      for (int32_t s = first_[i]; s < end_[i]; ++s) cover_[fill[s]++] = i;
+    }
+    floor_.assign(sections_, 0);
+    count_.assign(sections_, 0);
+    rem_.assign(sections_, 0);
+    top_.assign(sections_, -1);
+    cross_.assign(sections_ + 1, 0);
+    for (int32_t i = 0; i < n_; ++i) {
+      for (int32_t s = first_[i]; s < end_[i]; ++s) {
+        ++count_[s];
+        rem_[s] += size_[i];
+      }
+      for (int32_t b = first_[i] + 1; b < end_[i]; ++b) ++cross_[b];
+    }
+    high_.Init(sections_, true);
+    support_.Init(sections_, true);
+    low_.Init(sections_, false);
+    for (int32_t s = 0; s < sections_; ++s) {
+      high_.Set(s, 0);
+      support_.Set(s, 0);
+      low_.Set(s, count_[s] > 0 ? 0 : kNone);
+    }
+    placed_.assign(n_, 0);
+    offset_.assign(n_, 0);
+  }
+
+  PackingResult Run() {
+    PackingResult result;
+    bool fits = true;
+    for (int32_t i = 0; i < n_ && fits; ++i) fits = size_[i] <= capacity_;
+    for (int32_t s = 0; s < sections_ && fits; ++s) fits = rem_[s] <= capacity_;
+    const bool found = fits && Solve(0, sections_);
+    result.nodes = nodes_;
+    if (found) {
+      result.outcome = PackingOutcome::kFound;
+      result.offsets = offset_;
+    } else {
+      result.outcome = aborted_ ? PackingOutcome::kUnknown : PackingOutcome::kInfeasible;
+    }
+    return result;
+  }
+
+ private:
+  enum class Change : uint8_t { kPlace, kRaise };
+  struct TrailEntry {
+    Change change;
+    int32_t index;      // buffer (kPlace) or section (kRaise)
+    uint64_t previous;  // kRaise: the floor before
+  };
+
+  uint64_t CanonicalOffset(int32_t x) const {
+    return AlignUp(high_.Query(first_[x], end_[x]), align_[x]);
+  }
+  // Where x would rest on what is really below it: the highest end of a placed
+  // buffer over its sections, aligned (raised floors are not supports).
+  uint64_t SupportedOffset(int32_t x) const {
+    return AlignUp(support_.Query(first_[x], end_[x]), align_[x]);
+  }
+  bool Covers(int32_t y, int32_t s) const { return first_[y] <= s && s < end_[y]; }
+
+  void SetFloor(int32_t s, uint64_t v) {
+    floor_[s] = v;
+    high_.Set(s, v);
+    low_.Set(s, count_[s] > 0 ? v : kNone);
+  }
+
+  void Place(int32_t x, uint64_t h) {
+    placed_[x] = 1;
+    offset_[x] = h;
+    trail_.push_back({Change::kPlace, x, 0});
+    for (int32_t s = first_[x]; s < end_[x]; ++s) {
+      tops_trail_.push_back(top_[s]);
+      top_[s] = x;
+      --count_[s];
+      rem_[s] -= size_[x];
+      SetFloor(s, h + size_[x]);
+      support_.Set(s, h + size_[x]);
+    }
+    for (int32_t b = first_[x] + 1; b < end_[x]; ++b) --cross_[b];
+  }
+
+  void Unplace(int32_t x) {
+    placed_[x] = 0;
+    for (int32_t b = first_[x] + 1; b < end_[x]; ++b) ++cross_[b];
+    for (int32_t s = end_[x] - 1; s >= first_[x]; --s) {
+      top_[s] = tops_trail_.back();
+      tops_trail_.pop_back();
+      support_.Set(s, top_[s] >= 0 ? offset_[top_[s]] + size_[top_[s]] : 0);
+      ++count_[s];
+      rem_[s] += size_[x];
+      SetFloor(s, offset_[x]);  // every section of x was at x's offset when it was placed
+    }
+  }
+
+  void Raise(int32_t s, uint64_t v) {
+    trail_.push_back({Change::kRaise, s, floor_[s]});
+    SetFloor(s, v);
+  }
+
+  void UndoTo(size_t mark) {
+    while (trail_.size() > mark) {
+      const TrailEntry e = trail_.back();
+      trail_.pop_back();
+      if (e.change == Change::kPlace) Unplace(e.index);
+      else SetFloor(e.index, e.previous);
+    }
+  }
+
+  // True when the search must stop (deadline or node budget).
+  bool Tick() {
+    ++nodes_;
+    if (nodes_ > limits_.max_nodes) aborted_ = true;
+    if ((nodes_ & 255) == 0 && SearchClock::now() > limits_.deadline) aborted_ = true;
+    return aborted_;
+  }
+
+  // The independent parts of sections [a, b): maximal runs joined by boundaries
+  // that unplaced buffers cross, holding at least one unplaced buffer.
+  void Components(int32_t a, int32_t b, std::vector<std::pair<int32_t, int32_t>>* parts) const {
+    parts->clear();
+    int32_t s = a;
+    while (s < b) {
+      while (s < b && count_[s] == 0) ++s;
+      if (s >= b) break;
+      const int32_t start = s++;
+      while (s < b && cross_[s] > 0) ++s;
+      parts->emplace_back(start, s);
+    }
+  }
+
+  // The branches at section s of floor h: candidates appended to cand_ (returns
+  // how many), and whether (B) passes the cheap test; dead = some buffer covering
+  // s can no longer fit under the capacity.
+  struct Options {
+    size_t num_candidates = 0;
+    bool waste_possible = false;
+    bool dead = false;
+    uint64_t noncandidate_raise = kNone;
+  };
+  Options CollectOptions(int32_t s, uint64_t h) {
+    Options o;
+    for (int32_t k = cover_start_[s]; k < cover_start_[s + 1]; ++k) {
+      const int32_t x = cover_[k];
+      if (placed_[x]) continue;
+      const uint64_t off = CanonicalOffset(x);
+      if (off + size_[x] > capacity_) {
+        o.dead = true;
+        return o;
+      }
+      if (off == h && SupportedOffset(x) == h) {
+        cand_.push_back(x);
+        ++o.num_candidates;
+      } else if (off == h) {
+        // All its sections are at h but nothing placed holds it there (the floors
+        // were raised): in a canonical layout it rests on a buffer still to come.
+        const uint64_t bound = RestLowerBound(x, s, h, false);
+        if (bound == kNone || bound + size_[x] > capacity_) {
+          o.dead = true;
+          return o;
+        }
+        o.noncandidate_raise = std::min(o.noncandidate_raise, bound);
+      } else {
+        o.noncandidate_raise = std::min(o.noncandidate_raise, off);
+      }
+    }
+    const uint64_t cheapest_raise = std::min(o.noncandidate_raise, h + min_size_);
+    o.waste_possible = cheapest_raise + rem_[s] <= capacity_;
+    return o;
+  }
+
+  // A lower bound on the offset of x, which is aligned at h but cannot stay there
+  // (rejected in branch (B) of section s — then `byte_empty`: nothing occupies the
+  // byte at h of s — or floating: nothing placed holds it at h): x ends up on top
+  // of some unplaced y live at the same time. kNone when no such y exists (x can
+  // never be placed above h).
+  uint64_t RestLowerBound(int32_t x, int32_t s, uint64_t h, bool byte_empty) const {
+    uint64_t rest = kNone;
+    int visits = 0;
+    for (int32_t t = first_[x]; t < end_[x]; ++t) {
+      for (int32_t j = cover_start_[t]; j < cover_start_[t + 1]; ++j) {
+        const int32_t y = cover_[j];
+        if (placed_[y] || y == x) continue;
+        if (++visits > kRestVisitsPerCandidate) return std::max(AlignUp(h + min_size_, align_[x]), h + align_[x]);
+        const uint64_t lowest = byte_empty && Covers(y, s) ? AlignUp(std::max(CanonicalOffset(y), h + 1), align_[y])
+                                                           : CanonicalOffset(y);
+        rest = std::min(rest, lowest + size_[y]);
+      }
+    }
+    if (rest == kNone) return kNone;
+    return std::max(AlignUp(rest, align_[x]), h + align_[x]);  // aligned and above h
+  }
+
+  // The floor of section s in branch (B), or kNone when (B) is impossible. The
+  // candidates of s are cand_[first, last).
+  uint64_t WasteRaise(int32_t s, uint64_t h, size_t first, size_t last, uint64_t noncandidate_raise) const {
+    uint64_t raise = noncandidate_raise;
+    for (size_t k = first; k < last; ++k) {
+      const uint64_t bound = RestLowerBound(cand_[k], s, h, true);
+      if (bound == kNone) return kNone;  // nothing can hold it up: it must sit at h
+      raise = std::min(raise, bound);
+    }
+    if (raise == kNone || raise + rem_[s] > capacity_) return kNone;
+    return raise;
+  }
+
+  bool Hatless(int32_t x) const {
+    for (int32_t s = first_[x]; s < end_[x]; ++s) {
+      if (count_[s] != 1) return false;
+    }
+    return true;
+  }
+
+  // Symmetry: x directly on top of a buffer y of the same lifetime is kept only
+  // when y is the larger one (ties: lower index), and only when the swap would
+  // respect both alignments. (Larger below matches the candidate order, which
+  // tries larger buffers first.)
+  bool BrokenSymmetry(int32_t x, uint64_t h) const {
+    const int32_t y = top_[first_[x]];
+    if (y < 0 || first_[y] != first_[x] || end_[y] != end_[x] || offset_[y] + size_[y] != h) return false;
+    if (size_[y] > size_[x] || (size_[y] == size_[x] && y < x)) return false;
+    return offset_[y] % align_[x] == 0 && (offset_[y] + size_[x]) % align_[y] == 0;
+  }
+
+  void Shuffle(size_t first, size_t last) {
+    for (size_t k = first; k + 1 < last; ++k) {
+      if (NextRandom() % 4 != 0) continue;
+      const size_t j = k + 1 + NextRandom() % (last - k - 1);
+      std::swap(cand_[k], cand_[j]);
+    }
+  }
+  uint32_t NextRandom() {
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 17;
+    rng_ ^= rng_ << 5;
+    return rng_;
+  }
+
+  // Places every unplaced buffer of sections [a, b) (none crosses a or b). On
+  // failure, everything it changed is undone.
+  bool Solve(int32_t a, int32_t b) {
+    const size_t mark = trail_.size();
+    auto fail = [&] {
+      UndoTo(mark);
+      return false;
+    };
+    if (++depth_ > kMaxRecursion) aborted_ = true;
+    struct DepthGuard {
+      int* depth;
+      ~DepthGuard() { --*depth; }
+    } guard{&depth_};
+    std::vector<std::pair<int32_t, int32_t>> parts;
+    while (true) {
+      if (Tick()) return fail();
+      Components(a, b, &parts);
+      if (parts.empty()) return true;
+      if (parts.size() > 1) {
+        for (const auto& [pa, pb] : parts) {
+          if (!Solve(pa, pb)) return fail();
+        }
+        return true;
+      }
+      a = parts[0].first;
+      b = parts[0].second;
+
+      // The section to branch on: among the leftmost sections at the lowest
+      // floor, the one with the fewest branches.
+      const uint64_t h = low_.Query(a, b);
+      const size_t base = cand_.size();
+      int32_t best_section = -1;
+      Options best;
+      size_t best_branches = SIZE_MAX;
+      int64_t s = low_.FindFirstAtMost(a, b, h);
+      for (int examined = 0; s >= 0 && examined < kTiedSectionsExamined; ++examined) {
+        const size_t first = cand_.size();
+        const Options o = CollectOptions(static_cast<int32_t>(s), h);
+        const size_t branches = o.dead ? 0 : o.num_candidates + (o.waste_possible ? 1 : 0);
+        // The leftmost section, unless another one has no choice (0 or 1 branch).
+        if (best_section < 0 || branches <= 1) {
+          // Keep this section's candidates at [base, ...).
+          cand_.erase(cand_.begin() + base, cand_.begin() + first);
+          best_branches = branches;
+          best_section = static_cast<int32_t>(s);
+          best = o;
+        } else {
+          cand_.resize(first);
+        }
+        if (best_branches <= 1) break;
+        s = low_.FindFirstAtMost(static_cast<size_t>(s) + 1, b, h);
+      }
+      if (best_branches == 0 || best.dead) {
+        cand_.resize(base);
+        return fail();
+      }
+      const size_t end = base + best.num_candidates;
+      cand_.resize(end);
+
+      // A hatless candidate, or a single branch: apply it and go on.
+      int32_t forced = -1;
+      for (size_t k = base; k < end && forced < 0; ++k) {
+        if (Hatless(cand_[k])) forced = cand_[k];
+      }
+      if (forced < 0 && best.num_candidates == 1 && !best.waste_possible) forced = cand_[base];
+      if (forced >= 0) {
+        cand_.resize(base);
+        Place(forced, h);
+        continue;
+      }
+      if (best.num_candidates == 0) {  // only (B)
+        const uint64_t raise = WasteRaise(best_section, h, base, end, best.noncandidate_raise);
+        cand_.resize(base);
+        if (raise == kNone) return fail();
+        Raise(best_section, raise);
+        continue;
+      }
+
+      // Real choice: each candidate at h, then (B).
+      if (limits_.seed != 0) Shuffle(base, end);
+      for (size_t k = base; k < end; ++k) {
+        const int32_t x = cand_[k];
+        if (BrokenSymmetry(x, h)) continue;
+        Place(x, h);
+        if (Solve(a, b)) {
+          cand_.resize(base);
+          return true;
+        }
+        UndoTo(trail_.size() - 1);
+        if (aborted_) break;
+      }
+      uint64_t raise = kNone;
+      if (!aborted_ && best.waste_possible) {
+        raise = WasteRaise(best_section, h, base, end, best.noncandidate_raise);
+      }
+      cand_.resize(base);
+      if (raise == kNone) return fail();
+      Raise(best_section, raise);
+      if (Solve(a, b)) return true;
+      return fail();
+    }
+  }
+
+  int32_t n_ = 0;
+  int32_t sections_ = 0;
+  uint64_t capacity_;
+  PackingLimits limits_;
+  uint32_t rng_;
+  uint64_t min_size_ = 0;
+  std::vector<uint64_t> size_;
+  std::vector<uint32_t> align_;
+  std::vector<int32_t> first_, end_;             // section span [first, end)
+  std::vector<int32_t> cover_start_, cover_;     // CSR: buffers covering each section, in candidate order
+  std::vector<uint64_t> floor_, rem_;
+  std::vector<int32_t> count_, top_, cross_;
+  SegmentTree high_, support_, low_;  // max floor, max placed end, min open floor
+  std::vector<char> placed_;
+  std::vector<uint64_t> offset_;
+  std::vector<TrailEntry> trail_;
+  std::vector<int32_t> tops_trail_;
+  std::vector<int32_t> cand_;  // candidate lists of the open choices, stacked
+  uint64_t nodes_ = 0;
+  int depth_ = 0;
+  bool aborted_ = false;
+};
+
+// The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ... (i >= 1).
+uint64_t Luby(uint64_t i) {
+  uint64_t k = 1;
+  while (((uint64_t{1} << k) - 1) < i) ++k;
+  while (i != (uint64_t{1} << k) - 1) {
+    i -= (uint64_t{1} << (k - 1)) - 1;
+    k = 1;
+    while (((uint64_t{1} << k) - 1) < i) ++k;
+  }
+  return uint64_t{1} << (k - 1);
+}
+
+}  // namespace
+
+PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
+                                 const PackingLimits& limits) {
+  if (items.empty()) {
+    PackingResult r;
+    r.outcome = PackingOutcome::kFound;
+    return r;
+  }
+  Search search(items, capacity, limits);
+  return search.Run();
+}
+
+PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t capacity,
+                               SearchClock::time_point deadline, uint64_t max_nodes, uint64_t base_nodes) {
+  uint64_t total_nodes = 0;
+  for (uint64_t run = 1;; ++run) {
+    PackingLimits limits;
+    limits.deadline = deadline;
+    // The first run (the static order, often right) gets a long budget.
+    limits.max_nodes = run == 1 ? base_nodes * kFirstRunFactor : base_nodes * Luby(run - 1);
+    limits.max_nodes = std::min(limits.max_nodes, max_nodes - total_nodes);
+    limits.seed = run == 1 ? 0 : static_cast<uint32_t>(run * 2654435761u) | 1u;
+    PackingResult r = PackWithinCapacity(items, capacity, limits);
+    total_nodes += r.nodes;
+    r.nodes = total_nodes;
+    if (r.outcome != PackingOutcome::kUnknown || SearchClock::now() > deadline || total_nodes >= max_nodes) {
+      return r;
+    }
+  }
+}
+
+}  // namespace keel::memory::internal

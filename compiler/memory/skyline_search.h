@@ -1,0 +1,108 @@
+// compiler/memory/skyline_search.h — does a set of buffers fit in `capacity`
+// bytes? A complete search over canonical layouts (the engine of `exact`).
+//
+// Problem. Buffer i has size s_i > 0, alignment a_i and the half-open lifetime
+// [begin_i, end_i). Find offsets o_i (multiples of a_i) with o_i + s_i <= C such that
+// buffers whose lifetimes intersect occupy disjoint byte ranges.
+//
+// Sections. The sorted distinct begin/end values cut time into sections; inside a
+// section the set of live buffers does not change, so a layout is a stack of
+// byte ranges per section. The search keeps, per section, a floor: the height
+// below which nothing more can be placed.
+//
+// Canonical layouts (the idea MiniMalloc's paper builds on: let every buffer fall
+// as low as it can). Drop every buffer of a solution, lowest first, to the lowest
+// aligned offset where it overlaps nothing below it; the result is still a
+// solution, and in it every buffer sits at AlignUp(max end of the buffers below
+// it, a_i). Building such a layout bottom-up, the next buffer's offset is fixed by
+// the floors of its sections, so the only choice is WHICH buffer comes next.
+//
+// Branching at the lowest point. Let h be the lowest floor over sections that
+// still have unplaced buffers and s a section at h. In any canonical completion,
+// the byte at height h of section s is either
+//   (A) the bottom of some unplaced buffer x covering s — then x's sections are
+//       all at floor h (none can be lower; none higher, or x would sit above h),
+//       h is aligned for x, and a placed buffer really ends at h under x (a
+//       canonical buffer rests on something; raised floors hold nothing up): the
+//       "candidates"; one branch per candidate; or
+//   (B) empty forever — then every buffer covering s ends up at least at the
+//       `raise` computed below, and the floor of s is lifted to it (one branch).
+// The branches are disjoint and cover every canonical completion, so the search
+// is complete; offsets are placed in non-decreasing order.
+//
+// Inference that cuts branches (each keeps at least one solution of every kind
+// that exists; the lexicographically least-offset one is never cut):
+//   - capacity per section: floor + Σ sizes of unplaced buffers covering it <= C
+//     (checked where a floor rises);
+//   - raise in (B): a buffer covering s whose sections are not all at h sits at
+//     its canonical offset or higher; a rejected candidate x must rest on some
+//     unplaced y live at the same time (above h if y covers s too), so x >= y's
+//     lowest possible offset + s_y — and when no such y exists, (B) is impossible;
+//   - floating buffers: one whose sections are all at h with nothing placed under
+//     it must rest on a buffer still to come (bounded like a rejected candidate;
+//     when nothing can hold it, the node fails);
+//   - forced moves: the leftmost few sections at the lowest floor are checked for
+//     one without a choice — no branch fails the node, one branch is taken without
+//     a choice point; otherwise the leftmost is branched on;
+//   - hatless: a candidate whose sections hold no other unplaced buffer is placed
+//     without alternatives (nothing can want its space);
+//   - symmetry: two buffers with the same lifetime stacked directly one on the
+//     other are kept only with the smaller (then lower index) below;
+//   - decomposition: when no unplaced buffer crosses a section boundary, the two
+//     sides are independent; each side is solved on its own and a failure on one
+//     side never re-opens the other.
+//
+// Limits: a deadline and a node budget; the result is then kUnknown. `seed` != 0
+// perturbs the order in which candidates are tried (for restarts).
+//
+// Cost: O(n log n + Σ sections per buffer) to set up; per node about O(k log S) for
+// k buffers at the branching section plus the decomposition scan of the current
+// part. Memory O(n + Σ sections per buffer).
+// Thread-safety: each call has its own state. Errors: none (the caller validates:
+// sizes > 0, begin < end, alignments powers of two).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/memory/planning_support.h"
+
+namespace keel::memory::internal {
+
+struct PackingItem {
+  uint64_t size = 0;       // > 0
+  uint32_t alignment = 1;  // power of two
+  int64_t begin = 0;       // live on [begin, end)
+  int64_t end = 0;
+};
+
+enum class PackingOutcome { kFound, kInfeasible, kUnknown };
+
+struct PackingResult {
+  PackingOutcome outcome = PackingOutcome::kUnknown;
+  std::vector<uint64_t> offsets;  // kFound: one per item, every end <= capacity
+  uint64_t nodes = 0;
+};
+
+struct PackingLimits {
+  SearchClock::time_point deadline = SearchClock::time_point::max();
+  uint64_t max_nodes = UINT64_MAX;
+  uint32_t seed = 0;  // 0: the static candidate order; else a perturbed one
+};
+
+PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
+                                 const PackingLimits& limits);
+
+// PackWithinCapacity with restarts: a first run in the static order with a long
+// budget, then runs of growing node budgets (the Luby sequence times
+// `base_nodes`), each with a different candidate-order seed, until
+// one decides or the deadline passes. A run that finishes within its budget
+// decides (found or infeasible); restarts help on instances where an early wrong
+// choice hides the solutions behind a large failing subtree.
+// `max_nodes` caps the nodes of all runs together (a deterministic budget: the
+// answer then depends only on the input, unless the deadline comes first).
+PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t capacity,
+                               SearchClock::time_point deadline, uint64_t max_nodes = UINT64_MAX,
+                               uint64_t base_nodes = 4096);
+
+}  // namespace keel::memory::internal
