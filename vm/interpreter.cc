@@ -50,7 +50,7 @@ Status Interpreter::Init(const VmOptions& options) {
   DeviceOptions dopts;
   dopts.num_threads = options.num_threads;
   dopts.library = p.library.get();
-  dopts.allow_tf32 = options.allow_tf32;
+  dopts.allow_tf32 = options.allow_tf32.value_or(p.allow_tf32);
   dopts.tuning_file = options.tuning_file;
   // The host device always exists: host inputs/outputs and CPU kernels of a CUDA
   // program run there too.
