@@ -103,10 +103,11 @@ std::string FormatPrecision(const passes::MixedPrecisionReport& r) {
   }
   const char* h = ir::DTypeName(half);
   out << ": " << r.half_constants << " weights (" << HumanBytes(r.half_constant_bytes) << ") and "
-      << r.half_activations << " tensors (" << HumanBytes(r.half_activation_bytes) << ") in " << h << "; "
+      << r.half_activations << " activations (" << HumanBytes(r.half_activation_bytes) << ", before fusion) in " << h
+      << "; "
       << r.casts << " casts inserted\n";
   out << "              f32 kept: " << r.f32_constants << " weights (" << HumanBytes(r.f32_constant_bytes) << "), "
-      << r.f32_activations << " tensors (" << HumanBytes(r.f32_activation_bytes) << ")"
+      << r.f32_activations << " activations (" << HumanBytes(r.f32_activation_bytes) << ")"
       << (r.half_io ? "; model inputs and outputs in " + std::string(h) : "; model inputs and outputs stay f32")
       << "\n";
   for (const auto& [op, kept] : r.kept_f32) {

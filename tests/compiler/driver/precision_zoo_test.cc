@@ -77,7 +77,7 @@ Result<CompileSummary> Compile(const std::string& model, Precision p, const fs::
 }
 
 // Runs a compiled model on its bundled input; the first output as f32.
-std::vector<float> Run(const std::string& model, const fs::path& keel) {
+std::vector<float> RunModel(const std::string& model, const fs::path& keel) {
   auto exe = Executable::LoadFile(keel.string());
   EXPECT_TRUE(exe.ok()) << exe.status().ToString();
   if (!exe.ok()) return {};
@@ -130,11 +130,13 @@ TEST_P(HalfZoo, MatchesTheF32ReferenceAtHalfTheSize) {
       << f32->executable_bytes << " -> " << half->executable_bytes;
 
   const std::vector<float> ref = ReadFloats(ModelsDir() / (c.model + ".output.bin"));
-  const std::vector<float> out = Run(c.model, dir.path / "half.keel");
+  const std::vector<float> out = RunModel(c.model, dir.path / "half.keel");
   ASSERT_EQ(out.size(), ref.size());
   const double err = RelativeL2(out, ref);
   EXPECT_LE(err, 1e-2) << c.model << " " << passes::PrecisionName(precision);
-  if (c.classifier) EXPECT_EQ(ArgMax(out), ArgMax(ref)) << c.model << ": top-1 class changed";
+  if (c.classifier) {
+    EXPECT_EQ(ArgMax(out), ArgMax(ref)) << c.model << ": top-1 class changed";
+  }
   std::printf("%s %s: relative L2 vs PyTorch f32 %.3g; executable %llu -> %llu bytes\n%s", c.model.c_str(),
               passes::PrecisionName(precision), err, (unsigned long long)f32->executable_bytes,
               (unsigned long long)half->executable_bytes, text.c_str());
@@ -161,7 +163,9 @@ TEST(Precision, HalfRecompilesAreByteIdentical) {
 TEST(Precision, CudaTargetTakesTheHalfGraph) {
   for (const char* model : {"squeezenet1_1", "mobilenet_v2", "tiny_bert"}) {
     if (!fs::exists(ModelsDir() / (std::string(model) + ".onnx"))) GTEST_SKIP() << "shared models not found";
+    // bf16 on one model: the CUDA compile of a model takes ~35 s on the build machine.
     for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+      if (p == Precision::kBf16 && std::string(model) != "tiny_bert") continue;
       TempDir dir;
       auto s = Compile(model, p, dir.path / "m.keel", "cuda");
       ASSERT_TRUE(s.ok()) << model << ": " << s.status().ToString();
