@@ -66,7 +66,7 @@ class Rewriter {
     }
     // A snapshot: the casts this pass inserts are not visited.
     for (Node* node : g_.nodes()) KEEL_RETURN_IF_ERROR(Visit(node));
-    if (!options_.half_io) KEEL_RETURN_IF_ERROR(RestoreOutputs());
+    FixOutputs();
     RemoveUnusedCasts();
     g_.RemoveDeadValues();
     Count();
@@ -205,21 +205,24 @@ class Rewriter {
     return out;
   }
 
-  // Model outputs the pass turned into half get their f32 value back, under
-  // the model's output name (the name is the output's identity for callers).
-  Status RestoreOutputs() {
+  // Model outputs keep the model's f32: one the pass turned into half gets its
+  // f32 value back. With half_io every f32 output becomes half instead (an
+  // output of a keep-f32 op is cast). The replacement takes the output's name
+  // (the name is the output's identity for callers).
+  void FixOutputs() {
     for (size_t i = 0; i < g_.outputs().size(); ++i) {
       Value* out = g_.outputs()[i];
-      if (!converted_.count(out)) continue;
-      Value* f32 = F32Of(out, nullptr);
-      if (f32->name() != out->name()) {
+      Value* twin = nullptr;
+      if (!options_.half_io && converted_.count(out)) twin = F32Of(out, nullptr);
+      if (options_.half_io && IsF32(out)) twin = HalfOf(out, nullptr);
+      if (twin == nullptr) continue;
+      if (twin->name() != out->name()) {
         const std::string name = out->name();
-        out->set_name(name + "." + DTypeName(half_));
-        f32->set_name(name);
+        out->set_name(name + "." + DTypeName(out->type().dtype));
+        twin->set_name(name);
       }
-      g_.SetOutput(i, f32);
+      g_.SetOutput(i, twin);
     }
-    return Status::Ok();
   }
 
   // Casts made for a node whose type rule then refused half operands.

@@ -131,6 +131,19 @@ TEST(MixedPrecisionTest, HalfIoMakesInputsAndOutputsHalfWithoutCasts) {
   EXPECT_EQ(g->outputs()[0]->name(), "y");
   EXPECT_EQ(Histogram(*g).count("Cast"), 0u);
   EXPECT_EQ(report.casts, 0);
+
+  // An output of a keep-f32 op is cast to half, under the output's name.
+  auto s = ConvReluSoftmax();
+  ASSERT_TRUE(Typed(*s, Options(Precision::kFp16, /*half_io=*/true), &report).ok());
+  EXPECT_EQ(s->inputs()[0]->type().dtype, ir::DType::kF16);
+  EXPECT_EQ(Only(*s, "Conv")->input(0), s->inputs()[0]);
+  ir::Value* y = s->outputs()[0];
+  EXPECT_EQ(y->type().dtype, ir::DType::kF16);
+  EXPECT_EQ(y->name(), "y");
+  ASSERT_NE(y->producer(), nullptr);
+  EXPECT_EQ(y->producer()->op_type(), "Cast");
+  EXPECT_EQ(y->producer()->input(0), Only(*s, "Softmax")->output(0));
+  EXPECT_EQ(report.casts, 2);  // relu -> f32 for Softmax, Softmax -> f16 for the caller
 }
 
 TEST(MixedPrecisionTest, ConstantReadByHalfAndF32OpsKeepsBothCopies) {
