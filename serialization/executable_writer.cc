@@ -203,6 +203,7 @@ struct ExecutableWriter::State {
   std::optional<uint64_t> kernel_library_size;
   std::vector<uint8_t> kernel_library_sha256;
   std::string producer;
+  bool allow_tf32 = false;
 };
 
 ExecutableWriter::ExecutableWriter() : state_(std::make_unique<State>()) {}
@@ -251,6 +252,7 @@ void ExecutableWriter::SetKernelLibraryDigest(uint64_t size, const std::array<ui
   state_->kernel_library_sha256.assign(sha256.begin(), sha256.end());
 }
 void ExecutableWriter::SetProducer(std::string producer) { state_->producer = std::move(producer); }
+void ExecutableWriter::SetAllowTf32(bool allow) { state_->allow_tf32 = allow; }
 
 FunctionBuilder& ExecutableWriter::AddFunction(std::string name, std::vector<TensorSigDesc> params,
                                                std::vector<TensorSigDesc> results, uint32_t num_registers) {
@@ -309,7 +311,7 @@ Status ExecutableWriter::Emit(const FinishOptions& options, const std::function<
     auto root = fbs::CreateExecutable(fbb, options.omit_version ? nullptr : &version, producer, targets_v,
                                       functions_v, kernels_v, constants_v, plan, library_id, data_offset,
                                       options.data_segment_size.value_or(data_size),
-                                      st.kernel_library_size.value_or(0), library_sha256);
+                                      st.kernel_library_size.value_or(0), library_sha256, st.allow_tf32);
     fbs::FinishSizePrefixedExecutableBuffer(fbb, root);
   };
 

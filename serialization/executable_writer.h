@@ -224,6 +224,9 @@ class ExecutableWriter {
   // library that differs, before dlopen. Unset: nothing is recorded or checked.
   void SetKernelLibraryDigest(uint64_t size, const std::array<uint8_t, 32>& sha256);
   void SetProducer(std::string producer);
+  // Format 1.2: the program was compiled for TF32 (keelc --precision tf32): the VM
+  // lets library GEMM/conv use TF32 unless its caller overrides. Default false.
+  void SetAllowTf32(bool allow);
 
   // Functions are written in the order added; the first is the entry (`main`).
   FunctionBuilder& AddFunction(std::string name, std::vector<TensorSigDesc> params,

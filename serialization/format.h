@@ -20,7 +20,7 @@ namespace keel::ser {
 // Format version written by ExecutableWriter and accepted by ReadExecutable:
 // a reader accepts its own major and any minor (see executable.fbs).
 inline constexpr uint16_t kFormatVersionMajor = 1;
-inline constexpr uint16_t kFormatVersionMinor = 1;  // 1.1: kernel library size + SHA-256
+inline constexpr uint16_t kFormatVersionMinor = 2;  // 1.1: kernel library size + SHA-256; 1.2: allow_tf32
 
 // The 4-byte FlatBuffers file identifier ("KEEL") and the alignment of the data
 // segment and of every constant inside it.

@@ -97,7 +97,7 @@ keel_vm_options_t VmDefaults() {
   o.struct_size = sizeof(o);
   o.num_threads = d.num_threads;
   o.cuda_graph = d.cuda_graph ? 1 : 0;
-  o.allow_tf32 = d.allow_tf32 ? 1 : 0;
+  o.allow_tf32 = -1;  // the executable's choice (keelc --precision tf32)
   o.host_allocator = d.host_allocator;
   o.device_allocator = d.device_allocator;
   o.arena_buffer = d.arena_buffer;
@@ -333,7 +333,7 @@ keel_status_t keel_vm_create(keel_executable_t* exe, const char* device, const k
     if (device != nullptr) vo.device = device;
     vo.num_threads = o.num_threads;
     vo.cuda_graph = o.cuda_graph != 0;
-    vo.allow_tf32 = o.allow_tf32 != 0;
+    if (o.allow_tf32 >= 0) vo.allow_tf32 = o.allow_tf32 != 0;
     if (o.tuning_file != nullptr) vo.tuning_file = o.tuning_file;
     vo.host_allocator = o.host_allocator;
     vo.device_allocator = o.device_allocator;

@@ -328,6 +328,7 @@ class FunctionDecoder {
 Status DecodeTables(LoadedExecutable& out, const ser::ExecutableView& view) {
   const keel::fb::Executable& root = *view.root;
   out.producer = ToString(root.producer());
+  out.allow_tf32 = root.allow_tf32();
   if (root.kernels() != nullptr) {
     for (uint32_t i = 0; i < root.kernels()->size(); ++i) {
       const keel::fb::Kernel* k = root.kernels()->Get(i);

@@ -117,6 +117,7 @@ const TensorInfo& Executable::output(size_t index) const { return impl_->outputs
 size_t Executable::num_instructions() const { return impl_->instructions.size(); }
 std::string_view Executable::plan_strategy() const { return impl_->plan_strategy; }
 std::string_view Executable::producer() const { return impl_->producer; }
+bool Executable::allow_tf32() const { return impl_->allow_tf32; }
 const std::string& Executable::library_path() const { return impl_->library_path; }
 MemoryRequirements Executable::memory_requirements() const {
   return MemoryRequirements{impl_->host_block.bytes, impl_->host_block.alignment};

@@ -135,6 +135,7 @@ struct LoadedExecutable {
 
   std::string producer;
   std::string plan_strategy;
+  bool allow_tf32 = false;  // format 1.2: compiled with keelc --precision tf32
   std::vector<TensorInfo> inputs;   // = entry function params (registers 0..n-1)
   std::vector<TensorInfo> outputs;  // = entry function results
 

@@ -77,7 +77,7 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   dopts.library = p.library.get();
   dopts.host_allocator = options.host_allocator;
   dopts.device_allocator = options.device_allocator;
-  dopts.allow_tf32 = options.allow_tf32;
+  dopts.allow_tf32 = options.allow_tf32.value_or(p.allow_tf32);
   dopts.tuning_file = options.tuning_file;
   dopts.autotune = options.cuda_autotune;
   dopts.autotune_log = options.cuda_autotune_log;

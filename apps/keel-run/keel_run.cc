@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,9 @@ constexpr const char* kUsage =
     "  --trace       print the set-up's device operations (arenas, weight uploads) and one line per\n"
     "                executed instruction of the first iteration\n"
     "  --no-cuda-graph  cuda: interpret every run (no CUDA graph capture/replay)\n"
-    "  --allow-tf32  cuda: let cuBLAS/cuDNN use TF32 tensor cores for f32\n"
+    "  --allow-tf32  cuda: let cuBLAS/cuDNN use TF32 tensor cores for f32 (default: what keelc\n"
+    "                recorded; on for executables compiled with --precision tf32)\n"
+    "  --no-tf32     cuda: never TF32, even for an executable compiled with --precision tf32\n"
     "  --tuning-file PATH  cuda: reuse the cuDNN/cuBLASLt choices recorded in PATH; choices timed\n"
     "                now are added to it (vm/cuda/autotune.h has the format)\n"
     "  --iterations  run N times and report the mean time per run (default 1)\n"
@@ -52,7 +55,7 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> inputs;
   bool trace = false;
   bool cuda_graph = true;
-  bool allow_tf32 = false;
+  std::optional<bool> allow_tf32;  // unset: the executable's choice
   bool verify = false;
   int iterations = 1;
   int threads = 0;
@@ -96,6 +99,8 @@ int ParseArgs(int argc, char** argv, Args& a) {
       a.verify = true;
     } else if (arg == "--allow-tf32") {
       a.allow_tf32 = true;
+    } else if (arg == "--no-tf32") {
+      a.allow_tf32 = false;
     } else if (arg == "--library" || arg == "--output-dir" || arg == "--device" || arg == "--input" ||
                arg == "--iterations" || arg == "--threads" || arg == "--tuning-file") {
       const char* v = value(arg.c_str());

@@ -42,6 +42,13 @@ options:
                            bytes (the input's element type and shape, little-endian,
                            row-major); the compiled model no longer has that input.
                            For inputs that must be compile-time constants (shapes, k).
+  --precision P            fp32 (default), tf32 (f32 storage; library GEMM/conv may use
+                           TF32 on the GPU), fp16 or bf16: weights and activations
+                           stored in half where the ops allow it, f32 kept for
+                           softmax, normalizations, sums, exp/log (the summary lists
+                           them); weights converted at compile time
+  --precision-io f32|half  model inputs and outputs of fp16/bf16 builds: f32 (default,
+                           casts at the edges) or the half type itself
   --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v4 when the build
                            host has AVX-512, x86-64-v3 with AVX2+FMA, else x86-64),
                            native, x86-64, x86-64-v3, ... The VM refuses to load
@@ -122,6 +129,13 @@ static int RunMain(int argc, char** argv) {
       emit = v;
     } else if (args.Value("--memory-plan", v)) {
       options.memory_plan = v;
+    } else if (args.Value("--precision", v)) {
+      auto p = keel::passes::ParsePrecision(v);
+      if (!p.ok()) return UsageError("--precision: " + p.status().message());
+      options.pipeline.mixed_precision.precision = *p;
+    } else if (args.Value("--precision-io", v)) {
+      if (v != "f32" && v != "half") return UsageError("--precision-io expects f32 or half (got '" + v + "')");
+      options.pipeline.mixed_precision.half_io = v == "half";
     } else if (args.Value("--cpu", v)) {
       options.backend.cpu = v;
     } else if (args.Value("--disable-pass", v)) {

@@ -38,7 +38,10 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::ImportOnnx(options.model_path, options.import));
   for (const ir::Node* node : graph->nodes()) ++summary.imported_ops[node->op_type()];
   SetPhase("passes");
-  KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, options.pipeline));
+  passes::PipelineOptions pipeline = options.pipeline;
+  pipeline.mixed_precision_report = &summary.precision;
+  summary.precision.precision = pipeline.mixed_precision.precision;
+  KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, pipeline));
   summary.graph_nodes = graph->num_nodes();
 
   SetPhase("kernel selection");
@@ -53,6 +56,8 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   ser::ExecutableWriter writer;
   writer.SetProducer("keelc 0.1");
   writer.SetKernelLibraryId(summary.library_id);
+  // Format 1.2: TF32 becomes the VM's default for this program's library GEMM/conv.
+  writer.SetAllowTf32(options.pipeline.mixed_precision.precision == passes::Precision::kTf32);
   writer.AddTarget(ser::DeviceKind::kCpu, backend->name() == "cpu" ? target.arch : "host", backend->name() == "cpu" ? target.features : "");
   if (target.device != ser::DeviceKind::kCpu) writer.AddTarget(target.device, target.arch, target.features);
 
@@ -87,6 +92,30 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   return Status::Ok();
 }
 
+// The precision lines of the summary: what is stored in half, what stays f32 and why.
+std::string FormatPrecision(const passes::MixedPrecisionReport& r) {
+  std::ostringstream out;
+  out << "  precision   " << passes::PrecisionName(r.precision);
+  const ir::DType half = passes::HalfDType(r.precision);
+  if (half == ir::DType::kF32) {
+    out << (r.precision == passes::Precision::kTf32 ? " (f32 storage; TF32 allowed in library GEMM/conv)" : "") << "\n";
+    return out.str();
+  }
+  const char* h = ir::DTypeName(half);
+  out << ": " << r.half_constants << " weights (" << HumanBytes(r.half_constant_bytes) << ") and "
+      << r.half_activations << " activations (" << HumanBytes(r.half_activation_bytes) << ", before fusion) in " << h
+      << "; "
+      << r.casts << " casts inserted\n";
+  out << "              f32 kept: " << r.f32_constants << " weights (" << HumanBytes(r.f32_constant_bytes) << "), "
+      << r.f32_activations << " activations (" << HumanBytes(r.f32_activation_bytes) << ")"
+      << (r.half_io ? "; model inputs and outputs in " + std::string(h) : "; model inputs and outputs stay f32")
+      << "\n";
+  for (const auto& [op, kept] : r.kept_f32) {
+    out << "              f32 " << op << " x" << kept.nodes << ": " << kept.reason << "\n";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 Result<CompileSummary> CompileModel(const CompileOptions& options) {
@@ -113,6 +142,7 @@ std::string FormatSummary(const CompileSummary& s) {
       << " distinct kernels), " << s.num_views << " views\n";
   out << "  program     " << s.num_instructions << " instructions\n";
   out << "  constants   " << HumanBytes(s.constant_bytes) << "\n";
+  out << FormatPrecision(s.precision);
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.3f", s.lower_bound_peak_live ? double(s.arena_bytes) / s.lower_bound_peak_live : 0.0);
   out << "  memory plan " << s.plan_strategy << ": " << HumanBytes(s.arena_bytes) << " in " << s.num_device_allocations

@@ -34,6 +34,8 @@ struct CompileOptions {
   std::string memory_plan = "auto";  // compiler/memory/auto_planner.h
   double planner_time_limit_seconds = 10.0;
   frontend::ImportOptions import;
+  // Storage precision and half model I/O: pipeline.mixed_precision (keelc --precision,
+  // --precision-io); the report lands in CompileSummary::precision.
   passes::PipelineOptions pipeline;
   BackendOptions backend;
 };
@@ -55,6 +57,7 @@ struct CompileSummary {
   uint64_t executable_bytes = 0;
   std::string library_id;
   TargetInfo target_info;
+  passes::MixedPrecisionReport precision;  // what the mixed-precision pass did
   double seconds = 0;
 };
 

@@ -265,6 +265,7 @@ void Emitter::EmitOutputsAndMain() {
   o_ << "  CUDA_CHECK(cudaStreamDestroy(g_stream));\n}\n\n";
 
   o_ << "int main(int argc, char** argv) {\n"
+     << (root().allow_tf32() ? "  g_allow_tf32 = true;  // compiled with keelc --precision tf32 (--no-tf32 turns it off)\n" : "")
      << "  const Options o = ParseArgs(argc, argv, " << Lit(opt_.keel_path) << ", " << Lit(opt_.library_path) << ");\n"
      << "  const MappedFile keel = MapFile(o.keel);\n"
      << "  CheckExecutable(keel);\n"

@@ -273,6 +273,7 @@ struct Options {
     else if (a == "--tuning-file") o.tuning_file = value();
     else if (a == "--trace") g_trace = true;
     else if (a == "--allow-tf32") g_allow_tf32 = true;
+    else if (a == "--no-tf32") g_allow_tf32 = false;
     else if (a == "--input") {
       const std::string v = value();
       const size_t eq = v.find('=');
@@ -280,7 +281,7 @@ struct Options {
       o.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--help" || a == "-h") {
       std::printf("usage: %s [--keel model.keel] [--library model.keel.so] [--input name=file.bin ...]\n"
-                  "          [--output-dir DIR] [--trace] [--allow-tf32] [--tuning-file PATH]\n"
+                  "          [--output-dir DIR] [--trace] [--allow-tf32|--no-tf32] [--tuning-file PATH]\n"
                   "  --tuning-file  read (never write) the cuDNN/cuBLASLt choices keel-run recorded there\n"
                   "                 (vm/cuda/autotune.h); without it: the heuristics' choices, as\n"
                   "                 keel-run with KEEL_CUDA_AUTOTUNE=0. KEEL_CUDA_PDL=0: plain launches.\n",

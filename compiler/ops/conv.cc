@@ -127,6 +127,7 @@ void RegisterConvOps(Registry& r) {
   def.name = "Conv";
   def.versions = {1, 11, 22};
   def.fusion = FusionClass::kAnchor;
+  def.half = HalfPolicy::kHalf;  // f32 accumulation inside the kernel (lower_conv.cc)
   def.library = LibraryCall::kConv;
   def.canonicalize = CanonicalizeConv;
   def.infer = InferConv;

@@ -205,6 +205,7 @@ void RegisterConvTransposeOps(Registry& r) {
   def.name = "ConvTranspose";
   def.versions = {1, 11, 22};
   def.fusion = FusionClass::kAnchor;
+  def.half = HalfPolicy::kHalf;  // f32 accumulation inside the kernel
   def.canonicalize = CanonicalizeConvTranspose;
   def.infer = InferConvTranspose;
   def.evaluate = EvaluateConvTranspose;

@@ -117,6 +117,7 @@ void RegisterElementwiseBinaryOps(Registry& r) {
   {
     ElementwiseSpec s;
     s.name = "Pow";
+    s.keep_f32_reason = "powers leave f16's range";
     s.versions = {1, 7, 12, 13, 15};
     s.types = kNumericTypes;
     s.same_dtype = false;  // the exponent may have another numeric type
@@ -267,6 +268,7 @@ void RegisterElementwiseBinaryOps(Registry& r) {
     // conversion itself is the store's (elementwise outputs convert to their dtype).
     OpDef def;
     def.name = "Cast";
+    def.half = HalfPolicy::kUntouched;  // its result type is its attribute
     def.versions = {1, 6, 9, 13, 19, 21, 23, 24, 25, 28};
     def.fusion = FusionClass::kElementwise;
     def.normalize = [](ir::Node& node, int) -> Status {

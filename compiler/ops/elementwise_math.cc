@@ -38,9 +38,16 @@ void AddUnary(Registry& r, const std::string& name, std::vector<int> versions, u
 }
 
 // A float function that is one kernel-IR unary op.
-void AddMath(Registry& r, const std::string& name, std::vector<int> versions, UnaryOp op) {
-  AddUnary(r, name, std::move(versions), kFloatTypes,
-           [op](const Expr& x, const ir::Attributes&) -> Result<Expr> { return codegen::Unary(op, x); });
+// `keep_f32`: why the op keeps f32 under mixed precision (empty: it may run in half).
+void AddMath(Registry& r, const std::string& name, std::vector<int> versions, UnaryOp op,
+             std::string keep_f32 = "") {
+  ElementwiseSpec s;
+  s.name = name;
+  s.versions = std::move(versions);
+  s.types = kFloatTypes;
+  s.keep_f32_reason = std::move(keep_f32);
+  s.scalar = [op](const ScalarArgs& a) -> Result<Expr> { return codegen::Unary(op, X(a)); };
+  AddElementwise(r, std::move(s));
 }
 
 Expr Exp(const Expr& x) { return codegen::Unary(UnaryOp::kExp, x); }
@@ -57,8 +64,9 @@ Result<double> Float(const ir::Attributes& a, const char* name, double def) { re
 
 void RegisterElementwiseMathOps(Registry& r) {
   // ---- plain math ----
-  AddMath(r, "Exp", {1, 6, 13}, UnaryOp::kExp);
-  AddMath(r, "Log", {1, 6, 13}, UnaryOp::kLog);
+  // exp/log map ordinary values out of f16's range (e^12 > 65504) or near zero.
+  AddMath(r, "Exp", {1, 6, 13}, UnaryOp::kExp, "results leave f16's range");
+  AddMath(r, "Log", {1, 6, 13}, UnaryOp::kLog, "inputs near zero lose their digits in half");
   AddMath(r, "Sqrt", {1, 6, 13}, UnaryOp::kSqrt);
   AddMath(r, "Erf", {9, 13}, UnaryOp::kErf);
   AddMath(r, "Tanh", {1, 6, 13}, UnaryOp::kTanh);

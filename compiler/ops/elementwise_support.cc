@@ -56,6 +56,7 @@ void AddElementwise(Registry& r, ElementwiseSpec spec) {
   def.epilogue = spec.epilogue;
   def.identity_like = spec.identity_like;
   def.scalar = spec.scalar;
+  if (!spec.keep_f32_reason.empty()) KeepF32(def, spec.keep_f32_reason);
   def.normalize = spec.normalize;
   def.canonicalize = spec.canonicalize;
   def.infer = [spec](const ir::Node& node) -> Result<std::vector<ir::TensorType>> {

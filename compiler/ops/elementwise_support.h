@@ -48,6 +48,8 @@ struct ElementwiseSpec {
   bool commutative = false;
   bool identity_like = false;               // output = input 0 (Identity)
   EpilogueRole epilogue = EpilogueRole::kNone;
+  // Non-empty: the op keeps f32 under mixed precision (HalfPolicy::kKeepF32), for this reason.
+  std::string keep_f32_reason;
   ScalarFn scalar;
   NormalizeFn normalize;                    // optional
   CanonicalizeFn canonicalize;              // optional

@@ -182,6 +182,7 @@ void RegisterGemmOps(Registry& r) {
     def.name = "Gemm";
     def.versions = {1, 6, 7, 9, 11, 13};
     def.fusion = FusionClass::kAnchor;
+    def.half = HalfPolicy::kHalf;  // f32 accumulation inside the kernel (lower_gemm.cc)
     def.library = LibraryCall::kGemm;
     def.canonicalize = CanonicalizeGemm;
     def.infer = InferGemm;
@@ -197,6 +198,7 @@ void RegisterGemmOps(Registry& r) {
     def.name = "MatMul";
     def.versions = {1, 9, 13};
     def.fusion = FusionClass::kAnchor;
+    def.half = HalfPolicy::kHalf;  // f32 accumulation inside the kernel (lower_gemm.cc)
     def.library = LibraryCall::kMatMul;
     def.infer = InferMatMul;
     def.evaluate = EvaluateMatMul;

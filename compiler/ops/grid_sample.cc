@@ -281,6 +281,7 @@ void RegisterGridSampleOps(Registry& r) {
   {
     OpDef def;
     def.name = "GridSample";
+    KeepF32(def, "sampling coordinates and bilinear weights");
     def.versions = {16, 20, 22};
     def.fusion = FusionClass::kInjective;
     def.normalize = NormalizeGridSample;
@@ -291,6 +292,7 @@ void RegisterGridSampleOps(Registry& r) {
   {
     OpDef def;
     def.name = "AffineGrid";
+    KeepF32(def, "sampling coordinates");
     def.versions = {20};
     def.fusion = FusionClass::kInjective;
     def.canonicalize = CanonicalizeAffineGrid;

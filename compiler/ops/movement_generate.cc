@@ -224,6 +224,7 @@ void RegisterMovementGenerateOps(Registry& r) {
   }
   {
     OpDef def = InjectiveOp("Range", {11, 27});
+    KeepF32(def, "values computed from start and step");
     def.canonicalize = CanonicalizeRange;
     def.infer = InferRange;
     def.injective = DefineRange;

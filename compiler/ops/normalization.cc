@@ -337,6 +337,7 @@ void RegisterNormalizationOps(Registry& r) {
   {
     OpDef def;
     def.name = "LayerNormalization";
+    KeepF32(def, "mean and variance over the normalized axes");
     def.versions = {17};
     def.fusion = FusionClass::kAnchor;
     def.canonicalize = CanonicalizeTrailingNorm;
@@ -348,6 +349,7 @@ void RegisterNormalizationOps(Registry& r) {
   {
     OpDef def;
     def.name = "RMSNormalization";
+    KeepF32(def, "mean of squares over the normalized axes");
     def.versions = {23};
     def.fusion = FusionClass::kAnchor;
     def.canonicalize = CanonicalizeTrailingNorm;
@@ -359,6 +361,7 @@ void RegisterNormalizationOps(Registry& r) {
   {
     OpDef def;
     def.name = "InstanceNormalization";
+    KeepF32(def, "mean and variance over each channel");
     def.versions = {1, 6, 22};
     def.supported = {6, 22};
     def.fusion = FusionClass::kAnchor;
@@ -375,6 +378,7 @@ void RegisterNormalizationOps(Registry& r) {
   {
     OpDef def;
     def.name = "GroupNormalization";
+    KeepF32(def, "mean and variance over each group");
     def.versions = {18, 21};
     def.fusion = FusionClass::kAnchor;
     // Version 18 has one scale/bias per group; 21 one per channel.

@@ -181,6 +181,7 @@ Result<codegen::Stmt> LowerBatchNorm(codegen::LowerContext& ctx, const ir::Node&
 void RegisterBatchNormOps(Registry& r) {
   OpDef def;
   def.name = "BatchNormalization";
+  KeepF32(def, "variance and scale not folded into a convolution");
   def.versions = {1, 6, 7, 9, 14, 15};
   def.supported = {7, 9, 14, 15};
   def.fusion = FusionClass::kAnchor;

@@ -130,6 +130,7 @@ void RegisterNormalizationMiscOps(Registry& r) {
   {
     OpDef def;
     def.name = "LRN";
+    KeepF32(def, "sums of squares over neighbouring channels");
     def.versions = {1, 13};
     def.fusion = FusionClass::kAnchor;
     def.canonicalize = [](ir::Node& node) -> Status {
@@ -157,6 +158,7 @@ void RegisterNormalizationMiscOps(Registry& r) {
   {
     OpDef def;
     def.name = "MeanVarianceNormalization";
+    KeepF32(def, "mean and variance over the normalized axes");
     def.versions = {9, 13};
     def.fusion = FusionClass::kAnchor;
     def.canonicalize = [](ir::Node& node) -> Status {
@@ -171,6 +173,7 @@ void RegisterNormalizationMiscOps(Registry& r) {
   {
     OpDef def;
     def.name = "LpNormalization";
+    KeepF32(def, "norm over the normalized axis");
     def.versions = {1, 22};
     def.fusion = FusionClass::kAnchor;
     def.canonicalize = [](ir::Node& node) -> Status {

@@ -69,6 +69,21 @@ enum class LibraryCall : uint8_t { kNone, kGemm, kMatMul, kConv, kMaxPool, kAver
 // bounds; kAdd x + other; kMul x * other; kDiv x / other.
 enum class EpilogueRole : uint8_t { kNone, kRelu, kClip, kAdd, kMul, kDiv };
 
+// What the mixed-precision pass (passes/mixed_precision.h, keelc --precision
+// fp16|bf16) may do with the op's f32 operands and results. Kernels compute in
+// f32 whatever they store; the policy decides what is rounded to half between
+// kernels, so it is a fact about the op's numerics, not about its kernel speed.
+enum class HalfPolicy : uint8_t {
+  kAuto,       // elementwise, injective and view ops: kHalf (pure per-element or
+               // data movement); anchors: kKeepF32 until their accumulation is
+               // checked in half (then they say kHalf explicitly)
+  kHalf,       // f32 operands and results become f16/bf16
+  kKeepF32,    // operands and results stay f32 (half producers are cast back);
+               // `keep_f32_reason` says why (keelc's summary prints it)
+  kUntouched,  // converts element types itself (Cast): operands and results keep
+               // the types they have
+};
+
 // ---- hooks --------------------------------------------------------------------------
 
 // Import: rewrites a freshly imported node (ONNX attributes, inputs bound by
@@ -148,6 +163,9 @@ struct OpDef {
   bool value_independent = false;
   // The pass that removes/rewrites a kNone op (for the error when one survives).
   std::string removed_by;
+  // Mixed precision (see HalfPolicy; ResolveHalfPolicy resolves kAuto).
+  HalfPolicy half = HalfPolicy::kAuto;
+  std::string keep_f32_reason;
 
   NormalizeFn normalize;
   CanonicalizeFn canonicalize;
@@ -162,5 +180,13 @@ struct OpDef {
 
   bool SupportsVersion(int version) const;
 };
+
+// `def.half` with kAuto resolved by the fusion class (never kAuto); `reason`
+// (when not null) receives why a kKeepF32 op keeps f32.
+HalfPolicy ResolveHalfPolicy(const OpDef& def, std::string* reason = nullptr);
+
+// One kKeepF32 policy with its reason, for op definitions:
+//   def.half = HalfPolicy::kKeepF32; def.keep_f32_reason = reason;
+void KeepF32(OpDef& def, std::string reason);
 
 }  // namespace keel::ops

@@ -147,6 +147,7 @@ OpDef Pool(const std::string& name, std::vector<int> versions, ops::LibraryCall 
   def.name = name;
   def.versions = std::move(versions);
   def.fusion = FusionClass::kAnchor;
+  def.half = HalfPolicy::kHalf;  // window sums accumulate in f32 inside the kernel
   def.library = library;
   def.canonicalize = CanonicalizePool;
   def.infer = InferPool;
@@ -195,6 +196,7 @@ OpDef GlobalPool(const std::string& name, std::vector<int> versions, codegen::Po
   def.name = name;
   def.versions = std::move(versions);
   def.fusion = FusionClass::kAnchor;
+  def.half = HalfPolicy::kHalf;  // window sums accumulate in f32 inside the kernel
   def.canonicalize = [](ir::Node& node) -> Status {
     KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 1));
     return IsLp(node) ? CanonicalizeP(node) : Status::Ok();
@@ -301,6 +303,7 @@ void RegisterPoolOps(Registry& r) {
     def.name = "MaxUnpool";
     def.versions = {9, 11, 22};
     def.fusion = FusionClass::kAnchor;
+    def.half = HalfPolicy::kHalf;  // data movement
     def.canonicalize = CanonicalizeMaxUnpool;
     def.infer = InferMaxUnpool;
     def.evaluate = EvaluateMaxUnpool;

@@ -223,6 +223,7 @@ void AddRecurrent(Registry& r, const char* name, std::vector<int> versions) {
   def.versions = std::move(versions);
   def.supported = {7, 14, 22};
   def.fusion = FusionClass::kAnchor;
+  KeepF32(def, "hidden state carried across time steps");
   def.canonicalize = CanonicalizeRnn;
   def.infer = InferRnn;
   def.evaluate = EvaluateRnn;

@@ -241,6 +241,11 @@ void RegisterReduceOps(Registry& r) {
     def.name = op.name;
     def.versions = op.versions;
     def.fusion = FusionClass::kAnchor;
+    if (op.kind == codegen::ReduceKind::kMax || op.kind == codegen::ReduceKind::kMin) {
+      def.half = HalfPolicy::kHalf;  // picks an element: exact in any type
+    } else {
+      KeepF32(def, "sums over many elements");
+    }
     const int since = op.axes_input_since;
     def.normalize = [since](ir::Node& node, int version) -> Status {
       // Before `since` there is no axes input and no noop_with_empty_axes: empty or absent axes reduce everything.
@@ -266,6 +271,7 @@ void RegisterReduceOps(Registry& r) {
     def.name = name;
     def.versions = {1, 11, 12, 13};
     def.fusion = FusionClass::kAnchor;
+    def.half = HalfPolicy::kHalf;  // compares only
     def.normalize = [](ir::Node& node, int version) -> Status {
       // select_last_index arrived in opset 12.
       if (version < 12) node.attrs().Erase("select_last_index");

@@ -23,6 +23,30 @@ bool OpDef::SupportsVersion(int version) const {
   return supported.empty() || std::find(supported.begin(), supported.end(), version) != supported.end();
 }
 
+HalfPolicy ResolveHalfPolicy(const OpDef& def, std::string* reason) {
+  HalfPolicy policy = def.half;
+  std::string why = def.keep_f32_reason;
+  if (policy == HalfPolicy::kAuto) {
+    switch (def.fusion) {
+      case FusionClass::kElementwise:
+      case FusionClass::kInjective:
+      case FusionClass::kView: policy = HalfPolicy::kHalf; break;
+      case FusionClass::kAnchor:
+      case FusionClass::kNone:
+        policy = HalfPolicy::kKeepF32;
+        why = "kernel not yet checked with half operands";
+        break;
+    }
+  }
+  if (reason) *reason = policy == HalfPolicy::kKeepF32 ? why : std::string();
+  return policy;
+}
+
+void KeepF32(OpDef& def, std::string reason) {
+  def.half = HalfPolicy::kKeepF32;
+  def.keep_f32_reason = std::move(reason);
+}
+
 const Registry& Registry::Get() {
   static const Registry* registry = [] {
     auto* r = new Registry();
@@ -36,6 +60,9 @@ void Registry::Add(OpDef def) {
   if (ops_.count(def.name)) {
     if (registration_error_.ok()) registration_error_ = Internal("op '" + def.name + "' is registered twice");
     return;
+  }
+  if (def.half == HalfPolicy::kKeepF32 && def.keep_f32_reason.empty() && registration_error_.ok()) {
+    registration_error_ = Internal("op '" + def.name + "' keeps f32 without saying why (keep_f32_reason)");
   }
   std::string name = def.name;
   ops_.emplace(std::move(name), std::make_unique<const OpDef>(std::move(def)));

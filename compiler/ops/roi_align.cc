@@ -260,6 +260,7 @@ void RegisterRoiAlignOps(Registry& r) {
   def.name = "RoiAlign";
   def.versions = {10, 16, 22};
   def.fusion = FusionClass::kAnchor;
+  KeepF32(def, "sampling coordinates and bilinear weights");
   def.normalize = NormalizeRoiAlign;
   def.infer = InferRoiAlign;
   def.evaluate = EvaluateRoiAlign;

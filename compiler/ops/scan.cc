@@ -168,6 +168,7 @@ void RegisterScanOps(Registry& r) {
     def.name = product ? "CumProd" : "CumSum";
     def.versions = product ? std::vector<int>{26} : std::vector<int>{11, 14};
     def.fusion = FusionClass::kAnchor;
+    KeepF32(def, product ? "running products" : "running sums");
     def.canonicalize = CanonicalizeCumSum;
     def.infer = [](const ir::Node& node) -> Result<std::vector<ir::TensorType>> {
       KEEL_RETURN_IF_ERROR(CheckArity(node, 1, 1));
@@ -187,6 +188,7 @@ void RegisterScanOps(Registry& r) {
   {
     OpDef def;
     def.name = "TopK";
+    def.half = HalfPolicy::kHalf;  // compares only
     def.versions = {1, 10, 11, 24};
     def.fusion = FusionClass::kAnchor;
     def.normalize = [](ir::Node& node, int version) -> Status {

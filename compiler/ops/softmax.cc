@@ -80,6 +80,11 @@ void RegisterSoftmaxOps(Registry& r) {
     def.name = name;
     def.versions = {1, 11, 13};
     def.fusion = FusionClass::kAnchor;
+    if (kind == SoftmaxKind::kHardmax) {
+      def.half = HalfPolicy::kHalf;  // compares only
+    } else {
+      KeepF32(def, "exponentials normalized over a row");
+    }
     def.normalize = [](ir::Node& node, int version) -> Status {
       if (version < 13) node.attrs().Set("keel.legacy_flatten", int64_t{1});
       return Status::Ok();

@@ -55,8 +55,8 @@ std::vector<PassInfo> PassManager::List() const {
 
 namespace {
 const std::vector<std::string>& RegisteredNames() {
-  static const std::vector<std::string> names = {"batchnorm-folding", "constant-folding", "cse", "dce",
-                                                 "fusion", "shape-inference", "simplify", "verify"};
+  static const std::vector<std::string> names = {"batchnorm-folding", "constant-folding", "cse", "dce", "fusion",
+                                                 "mixed-precision", "shape-inference", "simplify", "verify"};
   return names;
 }
 }  // namespace
@@ -69,6 +69,9 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "cse") return std::unique_ptr<Pass>(new CsePass());
   if (name == "batchnorm-folding") return std::unique_ptr<Pass>(new BatchNormFoldingPass());
   if (name == "fusion") return std::unique_ptr<Pass>(new FusionPass(options.fuse_anchors));
+  if (name == "mixed-precision") {
+    return std::unique_ptr<Pass>(new MixedPrecisionPass(options.mixed_precision, options.mixed_precision_report));
+  }
   if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
   return NotFound("unknown pass '" + name + "'");
 }
@@ -84,8 +87,8 @@ std::vector<PassInfo> ListPasses() {
 
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse",
-                                 "batchnorm-folding", "shape-inference", "simplify", "fusion", "dce",
-                                 "verify"};
+                                 "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
+                                 "fusion", "dce", "verify"};
   for (const std::string& d : options.disabled) {
     bool known = false;
     for (const std::string& n : RegisteredNames()) known = known || n == d;

@@ -9,12 +9,13 @@
 //
 // Registry names (keelc --passes lists them with ListPasses()):
 //   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
-//   fusion, verify.
+//   mixed-precision, fusion, verify.
 //
 // Default pipeline (RunDefaultPipeline):
 //   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
 //   shape-inference, simplify (second run: Reshape-like ops become keel.Reshape
-//   views once every shape is static), fusion, dce, verify.
+//   views once every shape is static), mixed-precision (a no-op at fp32),
+//   fusion, dce, verify.
 //
 // Errors: Run stops at the first failing pass and returns its Status with the pass
 // name as context ("pass shape-inference: Add 'n1': shapes ... do not broadcast").
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/passes/mixed_precision.h"
 #include "compiler/passes/pass.h"
 
 namespace keel::passes {
@@ -75,6 +77,10 @@ struct PipelineOptions {
   int64_t fold_max_bytes = 64 * 1024;
   // fusion can be limited to elementwise groups (no anchors) for debugging.
   bool fuse_anchors = true;
+  // mixed-precision: the storage precision (fp32: the pass changes nothing), and
+  // where its report goes (optional, not owned; must outlive the pipeline's run).
+  MixedPrecisionOptions mixed_precision;
+  MixedPrecisionReport* mixed_precision_report = nullptr;
 };
 
 // All registered passes (name order).

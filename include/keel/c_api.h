@@ -81,7 +81,8 @@ typedef struct keel_vm_options_t {
   size_t struct_size;  /* set by keel_vm_options_init */
   int32_t num_threads; /* CPU worker threads: 0 = hardware concurrency, 1 = serial */
   int32_t cuda_graph;  /* CUDA: record and replay runs as a CUDA graph (default 1) */
-  int32_t allow_tf32;  /* CUDA: TF32 tensor cores for f32 library calls (default 0) */
+  int32_t allow_tf32;  /* CUDA: TF32 tensor cores for f32 library calls: 1 on, 0 off, -1 (default)
+                          the executable's choice (keelc --precision tf32) */
   const char* tuning_file; /* CUDA: autotuning file, or NULL */
   keel_allocator_t host_allocator;   /* arenas, input buffers, dynamic storages (allocate NULL: aligned_alloc) */
   keel_allocator_t device_allocator; /* CUDA device memory (allocate NULL: cudaMalloc) */

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -188,6 +189,9 @@ class KEEL_API Executable {
   size_t num_instructions() const;        // of the entry function
   std::string_view plan_strategy() const;  // memory plan strategy name
   std::string_view producer() const;
+  // Compiled with keelc --precision tf32: VMs let cuBLAS/cuDNN use TF32 for f32
+  // unless VmOptions::allow_tf32 says otherwise (false for older executables).
+  bool allow_tf32() const;
   const std::string& library_path() const;  // empty when no library was opened
   // The size and alignment of a caller-owned buffer that holds all the host memory
   // of one VM of this executable (VmOptions::arena_buffer): every host arena of the
@@ -217,8 +221,10 @@ struct VmOptions {
   // buffers at each Run, so the graph's addresses stay fixed). false: never.
   bool cuda_graph = true;
   // CUDA only: let cuBLAS/cuDNN use TF32 tensor cores for f32 (faster, ~1e-3
-  // relative error). Off by default: f32 results then match an f32 reference.
-  bool allow_tf32 = false;
+  // relative error). Unset: what the executable was compiled for
+  // (Executable::allow_tf32(): keelc --precision tf32; otherwise off, and f32
+  // results then match an f32 reference); true/false overrides it.
+  std::optional<bool> allow_tf32;
   // CUDA only: a tuning file (format: vm/cuda/autotune.h); empty = none. The
   // library kernels' load-time choices (cuDNN algorithm and fused/epilogue mode,
   // cuBLASLt algorithm) recorded there for this GPU and library versions are

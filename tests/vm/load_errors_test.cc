@@ -79,6 +79,33 @@ TEST(LoadErrorsTest, WrongIdentifierAndNewerMajorVersion) {
   EXPECT_TRUE(LoadSpec({}, minor).ok());
 }
 
+// Format 1.2's allow_tf32 (keelc --precision tf32) reads back; a 1.1 file (no
+// such field) and a file that does not set it mean false.
+TEST(LoadErrorsTest, Tf32FlagReadsBackAndDefaultsToOff) {
+  for (bool allow : {false, true}) {
+    AddProgramSpec spec;
+    spec.allow_tf32 = allow;
+    auto bytes = vmtest::AddProgram(spec);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    LoadOptions o;
+    o.library_path = KEEL_TEST_KERNELS;
+    auto exe = Executable::LoadMemory(*bytes, o);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    EXPECT_EQ((*exe)->allow_tf32(), allow);
+    VmOptions vo;  // allow_tf32 unset: the executable's choice (a CPU VM ignores it)
+    EXPECT_TRUE(VirtualMachine::Create(*exe, vo).ok());
+  }
+  ser::FinishOptions older;
+  older.version_minor = 1;
+  auto bytes = vmtest::AddProgram({}, older);
+  ASSERT_TRUE(bytes.ok());
+  LoadOptions o;
+  o.library_path = KEEL_TEST_KERNELS;
+  auto exe = Executable::LoadMemory(*bytes, o);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  EXPECT_FALSE((*exe)->allow_tf32());
+}
+
 TEST(LoadErrorsTest, IndicesOutOfRange) {
   AddProgramSpec reg;
   reg.storage_dst = 9;

@@ -116,6 +116,7 @@ Result<std::vector<uint8_t>> AddProgram(const AddProgramSpec& s, const ser::Fini
     KEEL_ASSIGN_OR_RETURN(common::FileDigest d, common::DigestPath(s.digest_of_library, "kernel library"));
     w.SetKernelLibraryDigest(d.size, d.sha256);
   }
+  w.SetAllowTf32(s.allow_tf32);
   AddTestKernels(w);
   if (s.add_kernel_name != "test_add_f32_4") {
     ser::KernelDesc d;

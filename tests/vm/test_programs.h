@@ -57,6 +57,8 @@ struct AddProgramSpec {
   bool dynamic = false;
   // When set, the executable records this file's size and SHA-256 (format 1.1).
   std::string digest_of_library;
+  // Format 1.2: compiled for TF32 (keelc --precision tf32).
+  bool allow_tf32 = false;
 };
 Result<std::vector<uint8_t>> AddProgram(const AddProgramSpec& spec, const ser::FinishOptions& finish = {});
 

@@ -29,7 +29,7 @@ TEST(PassManagerTest, ListsRegisteredPasses) {
     EXPECT_FALSE(p.description.empty());
   }
   EXPECT_EQ(names, (std::vector<std::string>{"batchnorm-folding", "constant-folding", "cse", "dce", "fusion",
-                                             "shape-inference", "simplify", "verify"}));
+                                             "mixed-precision", "shape-inference", "simplify", "verify"}));
   EXPECT_FALSE(CreatePass("no-such-pass").ok());
 }
 
@@ -46,8 +46,8 @@ TEST(PassManagerTest, DefaultPipelineOrderAndDump) {
   std::vector<std::string> order;
   for (const auto& p : pm->List()) order.push_back(p.name);
   EXPECT_EQ(order, (std::vector<std::string>{"simplify", "shape-inference", "constant-folding", "dce", "cse",
-                                             "batchnorm-folding", "shape-inference", "simplify", "fusion", "dce",
-                                             "verify"}));
+                                             "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
+                                             "fusion", "dce", "verify"}));
   auto g = SmallGraph();
   Status s = pm->Run(*g);
   ASSERT_TRUE(s.ok()) << s.ToString();
