@@ -3,6 +3,9 @@
 //
 // At VM creation each kernel's attributes and argument shapes are validated and
 // the cuDNN tensor/filter/convolution/activation/pooling descriptors are built.
+// cudnn.conv2d takes 1, 2 or 3 spatial dims (X of rank 3, 4 or 5): N-d
+// descriptors of rank 4 or 5, a 1-D problem lifted to 2-D with a unit height
+// (common/conv_geometry.h, the check the compiler and the host emitter share).
 // The convolution is then planned by measurement (vm/cuda/autotune.h): every
 // algorithm cudnnGetConvolutionForwardAlgorithm_v7 offers (FMA math unless
 // DeviceOptions::allow_tf32; workspace <= 256 MiB) is timed on scratch buffers
