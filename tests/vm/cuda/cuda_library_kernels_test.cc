@@ -220,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(
                    Nd(2, 4, 6, {3, 5, 7}, {1, 1, 1}, [](ConvNdRef& r) { r.activation = "clip"; r.clip_max = 0.25f; }), true,
                    true},
         ConvNdCase{"conv3d_batch2_stride_pad",
-                   Nd(2, 5, 7, {6, 9, 8}, {2, 3, 3}, [](ConvNdRef& r) { r.pads = {1, 1, 0}; r.strides = {2, 2, 1}; }))),
+                   Nd(2, 5, 7, {6, 9, 8}, {2, 3, 3}, [](ConvNdRef& r) { r.pads = {1, 1, 0}; r.strides = {2, 2, 1}; })}),
     [](const ::testing::TestParamInfo<ConvNdCase>& i) { return std::string(i.param.name); });
 
 // ---- cudnn.pool2d ---------------------------------------------------------------
