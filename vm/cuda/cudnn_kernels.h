@@ -25,7 +25,8 @@
 //
 // Builds without cuDNN (KEEL_HAVE_CUDNN undefined) return kUnsupported here.
 // Errors: kInvalidExecutable (attributes/shapes), kUnsupported (asymmetric pads,
-// clip_min != 0, no cuDNN), kDeviceError (cuDNN calls, named).
+// tensors of 2^31 elements or more, clip_min != 0, no cuDNN), kDeviceError (cuDNN
+// calls, named).
 // Thread-safety: as CudaDevice.
 #pragma once
 
