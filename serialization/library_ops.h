@@ -81,18 +81,24 @@ namespace keel::ser::library_ops {
 inline constexpr char kCublasGemm[] = "cublas.gemm";
 
 // ============================================================================
-// "cudnn.conv2d" — 2-D convolution, NCHW, with fused bias, residual and activation.
+// "cudnn.conv2d" — 1-D, 2-D or 3-D convolution, NC<spatial>, with fused bias,
+// residual and activation. (The name predates 1-D and 3-D support and is kept so
+// that every executable written since stays loadable; an executable that says
+// cudnn.conv2d with 4-D tensors means exactly what it always meant.)
 //
 //   args:  X, W, [bias], [residual], Y, [workspace]
-//          X [N,C,H,W]; W [K,C/group,R,S]; bias [K] (iff has_bias == 1);
-//          residual [N,K,P,Q] (iff has_residual == 1; may be the same register
-//          as Y); Y [N,K,P,Q]; workspace as in the general rules.
+//          X [N,C,D1..Dk]; W [K,C/group,R1..Rk]; bias [K] (iff has_bias == 1);
+//          residual [N,K,O1..Ok] (iff has_residual == 1; may be the same register
+//          as Y); Y [N,K,O1..Ok]; workspace as in the general rules. k, the
+//          number of spatial dims, is rank(X) - 2 and must be 1, 2 or 3; W and Y
+//          have X's rank.
 //   attrs (ints unless said):
-//     "pads"          [top, left, bottom, right] (ONNX order x1_b, x2_b, x1_e,
-//                     x2_e), default 0s; cuDNN needs top == bottom and
-//                     left == right (else kUnsupported: pad explicitly)
-//     "strides"       [sh, sw], default [1,1]
-//     "dilations"     [dh, dw], default [1,1]
+//     "pads"          2k values: every axis' begin, then every axis' end (ONNX
+//                     order; 2-D: [top, left, bottom, right]), default 0s; cuDNN
+//                     needs begin == end on every axis (else kUnsupported: pad
+//                     explicitly)
+//     "strides"       k values, default 1s
+//     "dilations"     k values, default 1s
 //     "group"         default 1; C and K divisible by it
 //     "has_bias"      default 0
 //     "has_residual"  default 0
@@ -100,11 +106,15 @@ inline constexpr char kCublasGemm[] = "cublas.gemm";
 //     "clip_min", "clip_max"  floats, for "clip"; clip_min must be 0
 //                     (cuDNN CLIPPED_RELU: ReLU6 and friends), else kUnsupported
 //   semantics: Y = act( conv(X, W) + bias[k] + residual ), conv as ONNX Conv
-//     (cross-correlation), P = floor((H + pt + pb - dh*(R-1) - 1)/sh) + 1, Q alike.
-//     Y's shape must equal that (else kInvalidExecutable at load).
-//   The VM uses cudnnConvolutionBiasActivationForward for relu (and for identity
-//   when it can use IMPLICIT_PRECOMP_GEMM), otherwise convolution + add tensor +
-//   activation; the algorithm is chosen once at load (heuristics).
+//     (cross-correlation), Oi = floor((Di + pb_i + pe_i - d_i*(Ri-1) - 1)/s_i) + 1.
+//     Y's shape must equal that (else kInvalidExecutable at load). Every
+//     dimension and pad must fit int32 (cuDNN's descriptors).
+//   common/conv_geometry.h is the one check of these rules (compiler, VM and host
+//   emitter). The VM builds N-d cuDNN descriptors (rank 4 or 5; k == 1 runs as a
+//   2-D convolution of unit height, which computes the same values), uses
+//   cudnnConvolutionBiasActivationForward for relu (and for identity when it can
+//   use IMPLICIT_PRECOMP_GEMM), otherwise convolution + add tensor + activation
+//   (the VM's epilogue kernel); the algorithm is chosen once at load.
 inline constexpr char kCudnnConv2d[] = "cudnn.conv2d";
 
 // ============================================================================

@@ -5,9 +5,10 @@
 //   Gemm / MatMul        → "cublas.gemm"; the epilogue absorbs, in chain order,
 //                          a scalar Mul/Div (into alpha, before any bias), a row
 //                          bias Add ([n] / [1,n], or Gemm's C) and a Relu.
-//   Conv (2-D, symmetric pads) → "cudnn.conv2d" with Conv's bias, one residual
-//                          Add (same shape as the output), then Relu or
-//                          Clip(min 0).
+//   Conv (1-D, 2-D or 3-D, f32, symmetric pads) → "cudnn.conv2d" (any spatial
+//                          rank, despite the name) with Conv's bias, one
+//                          residual Add (same shape as the output), then Relu
+//                          or Clip(min 0).
 //   MaxPool/AveragePool (2-D, f32, no dilation, symmetric pads, no Indices
 //                          output; ceil_mode 0, or 1 when it does not change
 //                          the output shape) → "cudnn.pool2d".
@@ -26,6 +27,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/conv_geometry.h"
 #include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_nvptx_emitter.h"
 #include "compiler/codegen/lower.h"
@@ -249,21 +251,27 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   const ir::Value* B = a.input(2);
   const ir::Value* Y = a.output(0);
   if (!X || !W || c.InputIndex(X) < 0 || c.InputIndex(W) < 0 || (B && c.InputIndex(B) < 0)) return std::nullopt;
-  if (X->type().shape.size() != 4 || W->type().shape.size() != 4) return std::nullopt;
   for (const ir::Value* v : {X, W, Y})
     if (v->type().dtype != ir::DType::kF32) return std::nullopt;
-  auto pads = a.attrs().GetInts("pads", {0, 0, 0, 0});
-  auto strides = a.attrs().GetInts("strides", {1, 1});
-  auto dil = a.attrs().GetInts("dilations", {1, 1});
+  const size_t spatial = common::ConvSpatialDims(X->type().shape.size());
+  if (spatial == 0) return std::nullopt;
+  auto pads = a.attrs().GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  auto strides = a.attrs().GetInts("strides", std::vector<int64_t>(spatial, 1));
+  auto dil = a.attrs().GetInts("dilations", std::vector<int64_t>(spatial, 1));
   auto group = a.attrs().GetInt("group", 1);
-  if (!pads.ok() || !strides.ok() || !dil.ok() || !group.ok() || !SymmetricPads(*pads)) return std::nullopt;
-  if (strides->size() != 2 || dil->size() != 2) return std::nullopt;
+  if (!pads.ok() || !strides.ok() || !dil.ok() || !group.ok()) return std::nullopt;
+  // Exactly what the VM accepts at load (1-3 spatial dims, symmetric pads, int32
+  // sizes): anything else stays a generated kernel.
+  if (!common::MakeCudnnConvGeometry(X->type().shape, W->type().shape, Y->type().shape, *pads, *strides, *dil, *group)
+           .ok()) {
+    return std::nullopt;
+  }
 
   LibraryPick p;
   p.kernel.kind = ser::KernelKind::kLibrary;
   p.kernel.device = ser::DeviceKind::kCuda;
-  p.kernel.library_op = lib::kCudnnConv2d;
-  p.kernel.name = codegen::IndexedName("k", index) + "_cudnn_conv2d";
+  p.kernel.library_op = lib::kCudnnConv2d;  // any spatial rank (serialization/library_ops.h)
+  p.kernel.name = codegen::IndexedName("k", index) + "_cudnn_conv" + std::to_string(spatial) + "d";
   p.args = {In(c.InputIndex(X)), In(c.InputIndex(W))};
   p.kernel.args = {ArgOf(X, ser::ArgAccess::kRead), ArgOf(W, ser::ArgAccess::kRead)};
   if (B) {

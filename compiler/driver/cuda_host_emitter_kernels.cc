@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/conv_geometry.h"
 #include "compiler/driver/cuda_host_emitter_internal.h"
 #include "serialization/library_ops.h"
 
@@ -217,11 +218,28 @@ Status Emitter::EmitGemm(size_t i, const fb::Kernel& k, KernelPlan& p) {
   return Status::Ok();
 }
 
+// Comma-separated values, for the int arrays of the N-d descriptor calls.
+static std::string List(const std::vector<int64_t>& v) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + std::to_string(v[i]);
+  return r;
+}
+
 Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
+  // The spatial rank comes from X (1, 2 or 3): the attributes' lengths follow it.
+  const std::vector<int64_t> x_shape = ArgShape(k, 0);
+  const size_t spatial = common::ConvSpatialDims(x_shape.size());
+  if (spatial == 0) {
+    return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): X must have 1 to 3 spatial dims (rank 3 to 5), got " +
+                             ShapeText(x_shape));
+  }
   Attrs at(k);
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> pads, at.Ints(lo::attr::kPads, 4, {0, 0, 0, 0}));
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides, at.Ints(lo::attr::kStrides, 2, {1, 1}));
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> dil, at.Ints(lo::attr::kDilations, 2, {1, 1}));
+  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> pads,
+                        at.Ints(lo::attr::kPads, 2 * spatial, std::vector<int64_t>(2 * spatial, 0)));
+  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides,
+                        at.Ints(lo::attr::kStrides, spatial, std::vector<int64_t>(spatial, 1)));
+  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> dil,
+                        at.Ints(lo::attr::kDilations, spatial, std::vector<int64_t>(spatial, 1)));
   KEEL_ASSIGN_OR_RETURN(const int64_t group, at.Int(lo::attr::kGroup, 1));
   KEEL_ASSIGN_OR_RETURN(const int64_t has_bias, at.Int(lo::attr::kHasBias, 0));
   KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0));
@@ -240,10 +258,11 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   if (NumArgs(k) != static_cast<size_t>(next) + (k.workspace_bytes() > 0 ? 1 : 0)) {
     return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): wrong argument count");
   }
-  const std::vector<int64_t> xs = ArgShape(k, 0), ws = ArgShape(k, 1), ys = ArgShape(k, static_cast<size_t>(p.y_arg));
-  if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4 || group < 1) {
-    return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): X, W and Y must be NCHW");
-  }
+  const std::vector<int64_t> xs = x_shape, ws = ArgShape(k, 1), ys = ArgShape(k, static_cast<size_t>(p.y_arg));
+  // The VM's own check and cuDNN view (common/conv_geometry.h): 1-D lifted to 2-D.
+  Result<common::CudnnConvGeometry> geometry = common::MakeCudnnConvGeometry(xs, ws, ys, pads, strides, dil, group);
+  if (!geometry.ok()) return geometry.status().WithContext("kernel " + p.name + " (cudnn.conv2d)");
+  const common::CudnnConvGeometry& g = *geometry;
   const int act_kind = act == lo::value::kActivationRelu ? 1 : clip ? 2 : 0;
   // vm/cuda/autotune.h ConvProblemKey less "|tf32<0|1>" (the program adds it: --allow-tf32).
   const std::string problem = "conv|" + ShapeText(xs) + ShapeText(ws) + ShapeText(ys) + ShapeText(pads) +
@@ -252,41 +271,37 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
                               "|a" + std::to_string(act_kind);
   ++tuned_problems_;
   KEEL_ASSIGN_OR_RETURN(const std::string clip_lit, FloatLit(clip_max, false));
-  o_ << "  // kernel " << i << ": " << Com(p.name) << " (cudnn.conv2d) X" << ShapeText(xs) << " W" << ShapeText(ws)
-     << " Y" << ShapeText(ys) << " pads " << ShapeText(pads) << " strides " << ShapeText(strides) << " dilations "
-     << ShapeText(dil) << " group " << group << (p.has_bias ? " +bias" : "") << (p.has_residual ? " +residual" : "")
-     << " activation \"" << Com(act) << "\"\n"
-     << "  {\n    ConvKernel& c = k" << i << ";\n    CudnnHandle();\n"
+  std::vector<int64_t> bias_dims(g.x.size(), 1);
+  bias_dims[1] = g.channels();
+  o_ << "  // kernel " << i << ": " << Com(p.name) << " (cudnn.conv2d, " << spatial << "-D) X" << ShapeText(xs)
+     << " W" << ShapeText(ws) << " Y" << ShapeText(ys) << " pads " << ShapeText(pads) << " strides "
+     << ShapeText(strides) << " dilations " << ShapeText(dil) << " group " << group
+     << (p.has_bias ? " +bias" : "") << (p.has_residual ? " +residual" : "") << " activation \"" << Com(act)
+     << "\"\n";
+  if (spatial == 1) o_ << "  // cuDNN convolves 2-D and 3-D problems: this 1-D one runs with a unit height.\n";
+  o_ << "  {\n    ConvKernel& c = k" << i << ";\n    CudnnHandle();\n"
      << "    RuntimeKernels();  // keel_bias_act_f32[x4], the VM's epilogue\n"
      << "    CUDNN_CHECK(cudnnCreateTensorDescriptor(&c.x));\n"
      << "    CUDNN_CHECK(cudnnCreateTensorDescriptor(&c.y));\n"
      << "    CUDNN_CHECK(cudnnCreateTensorDescriptor(&c.b));\n"
      << "    CUDNN_CHECK(cudnnCreateFilterDescriptor(&c.w));\n"
-     << "    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c.conv));\n";
-  auto t4 = [&](const char* d, const std::vector<int64_t>& s) {
-    o_ << "    CUDNN_CHECK(cudnnSetTensor4dDescriptor(c." << d << ", CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, " << s[0]
-       << ", " << s[1] << ", " << s[2] << ", " << s[3] << "));\n";
-  };
-  t4("x", xs);
-  t4("y", ys);
-  t4("b", {1, ws[0], 1, 1});
-  o_ << "    CUDNN_CHECK(cudnnSetFilter4dDescriptor(c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, " << ws[0] << ", " << ws[1]
-     << ", " << ws[2] << ", " << ws[3] << "));\n"
-     << "    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c.conv, " << pads[0] << ", " << pads[1] << ", " << strides[0]
-     << ", " << strides[1] << ", " << dil[0] << ", " << dil[1] << ", CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));\n"
+     << "    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c.conv));\n"
+     << "    ConvTensor(c.x, {" << List(g.x) << "});\n"
+     << "    ConvTensor(c.y, {" << List(g.y) << "});\n"
+     << "    ConvTensor(c.b, {" << List(bias_dims) << "});\n"
+     << "    ConvFilter(c.w, {" << List(g.w) << "});\n"
+     << "    ConvDescriptor(c.conv, {" << List(g.pads) << "}, {" << List(g.strides) << "}, {" << List(g.dilations)
+     << "});  // pads, strides, dilations\n"
      << "    CUDNN_CHECK(cudnnSetConvolutionGroupCount(c.conv, " << group << "));\n"
      << "    CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv, g_allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));\n"
-     << "    int on = 0, oc = 0, oh = 0, ow = 0;\n"
-     << "    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(c.conv, c.x, c.w, &on, &oc, &oh, &ow));\n"
-     << "    if (on != " << ys[0] << " || oc != " << ys[1] << " || oh != " << ys[2] << " || ow != " << ys[3]
-     << ") Die(\"kernel \" " << Lit(p.name) << " \": Y does not match the convolution\");\n";
-  const int64_t y_elems = ys[0] * ys[1] * ys[2] * ys[3];
+     << "    ConvCheckOutput(c, {" << List(g.y) << "}, " << Lit(p.name) << ");\n";
   o_ << "    c.has_bias = " << (p.has_bias ? "true" : "false") << ";\n"
      << "    c.has_residual = " << (p.has_residual ? "true" : "false") << ";\n"
      << "    c.act_kind = " << act_kind << ";  // " << (act.empty() ? "none" : Com(act)) << "\n"
      << "    c.clip_max = " << clip_lit << ";\n"
-     << "    c.y_elems = " << y_elems << ";\n    c.channels = " << ys[1] << ";\n    c.hw = " << ys[2] * ys[3] << ";\n"
-     << "    c.zero_bias_bytes = " << 4 * static_cast<uint64_t>(ws[0]) << ";\n"
+     << "    c.y_elems = " << g.y_elements() << ";\n    c.channels = " << g.channels() << ";\n    c.hw = "
+     << g.spatial_size() << ";\n"
+     << "    c.zero_bias_bytes = " << 4 * static_cast<uint64_t>(g.channels()) << ";\n"
      << "    ConvFinishPlan(c, " << Lit(p.name) << ", " << Lit(problem) << ");\n";
   o_ << "  }\n";
   return Status::Ok();

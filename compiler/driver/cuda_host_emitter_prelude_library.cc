@@ -299,6 +299,30 @@ struct ConvKernel {
   }
 }
 
+// The N-d descriptors of CudnnConv::Plan (rank 4 or 5; a 1-D convolution comes
+// lifted to a unit height: common/conv_geometry.h). SetTensorNd: dense f32.
+[[maybe_unused]] static void ConvTensor(cudnnTensorDescriptor_t d, const std::vector<int>& dims) {
+  std::vector<int> stride(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i > 0; --i) stride[i - 1] = stride[i] * dims[i];
+  CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(dims.size()), dims.data(),
+                                         stride.data()));
+}
+[[maybe_unused]] static void ConvFilter(cudnnFilterDescriptor_t d, const std::vector<int>& dims) {
+  CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(dims.size()),
+                                         dims.data()));
+}
+[[maybe_unused]] static void ConvDescriptor(cudnnConvolutionDescriptor_t d, const std::vector<int>& pads,
+                                            const std::vector<int>& strides, const std::vector<int>& dilations) {
+  CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(d, static_cast<int>(pads.size()), pads.data(), strides.data(),
+                                              dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+}
+// Y's shape must be cuDNN's output shape.
+[[maybe_unused]] static void ConvCheckOutput(const ConvKernel& c, const std::vector<int>& y, const char* name) {
+  std::vector<int> out(y.size(), 0);
+  CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(c.conv, c.x, c.w, static_cast<int>(out.size()), out.data()));
+  if (out != y) Die(std::string("kernel ") + name + ": Y does not match the convolution");
+}
+
 // CudnnConv::FusedAllowed: relu (any algorithm), or identity with bias/residual
 // (IMPLICIT_PRECOMP_GEMM only); clipped ReLU never.
 [[maybe_unused]] static bool ConvFusedAllowed(const ConvKernel& c, cudnnConvolutionFwdAlgo_t algo) {
@@ -389,7 +413,7 @@ struct ConvKernel {
   if (!bias && !res && c.act_kind == 0) return;
   const bool vec = c.hw % 4 == 0 && ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) & 15u) == 0;
   long long total = vec ? c.y_elems / 4 : c.y_elems;
-  int hw = static_cast<int>(vec ? c.hw / 4 : c.hw);
+  long long hw = vec ? c.hw / 4 : c.hw;
   int channels = static_cast<int>(c.channels);
   int act = c.act_kind;
   float clip = static_cast<float>(c.clip_max);

@@ -92,9 +92,11 @@ class ScratchBuffers {
 
 // ---- problem keys and the tuning file ----------------------------------------
 
-// cudnn.conv2d problem: shapes X, W, Y, pads, strides, dilations, group, bias,
-// residual, activation (0 none, 1 relu, 2 clip) and TF32 mode, e.g.
-// "conv|[1,3,224,224][64,3,3,3][1,64,111,111][0,0,0,0][2,2][1,1]|g1|b1|r0|a1|tf320".
+// cudnn.conv2d problem (1, 2 or 3 spatial dims: every dim of the kernel's own
+// shapes, never cuDNN's lifted 1-D view): shapes X, W, Y, pads, strides,
+// dilations, group, bias, residual, activation (0 none, 1 relu, 2 clip) and TF32
+// mode, e.g. "conv|[1,3,224,224][64,3,3,3][1,64,111,111][0,0,0,0][2,2][1,1]|g1|b1|r0|a1|tf320"
+// or, 3-D, "conv|[1,3,8,112,112][64,3,3,7,7][1,64,8,56,56][1,3,3,1,3,3][1,2,2][1,1,1]|g1|b0|r0|a1|tf320".
 std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
                            const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,

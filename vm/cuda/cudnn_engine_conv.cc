@@ -87,9 +87,10 @@ Result<std::unique_ptr<CudnnEngineConv>> CudnnEngineConv::Create(cudnnHandle_t h
                                                                   bool allow_tf32, uint64_t max_workspace,
                                                                   EngineSearch search) {
   if (p.group != 1) return Unsupported("cuDNN engines: grouped convolution (group " + std::to_string(p.group) + ")");
-  if (p.x.size() != 4 || p.w.size() != 4 || p.y.size() != 4 || p.pads.size() != 4 || p.strides.size() != 2 ||
-      p.dilations.size() != 2) {
-    return Unsupported("cuDNN engines: only 2-D NCHW convolutions");
+  const size_t rank = p.x.size();
+  if ((rank != 4 && rank != 5) || p.w.size() != rank || p.y.size() != rank || p.pads.size() != 2 * (rank - 2) ||
+      p.strides.size() != rank - 2 || p.dilations.size() != rank - 2) {
+    return Unsupported("cuDNN engines: only 2-D and 3-D convolutions (tensors of rank 4 or 5)");
   }
   std::unique_ptr<CudnnEngineConv> c(new CudnnEngineConv(handle, search));
   KEEL_RETURN_IF_ERROR(c->Build(p, allow_tf32, max_workspace));
@@ -117,8 +118,9 @@ Status CudnnEngineConv::Build(const EngineConvProblem& p, bool allow_tf32, uint6
     KEEL_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t t, make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, what));
     const std::vector<int64_t> strides = PackedStrides(dims);
     KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "TENSOR_DATA_TYPE"));
-    KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data(), "TENSOR_DIMENSIONS"));
-    KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data(), "TENSOR_STRIDES"));
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, rank, dims.data(), "TENSOR_DIMENSIONS"));
+    KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, rank, strides.data(), "TENSOR_STRIDES"));
     KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "TENSOR_UNIQUE_ID"));
     KEEL_RETURN_IF_ERROR(
         Set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kAlignment, "TENSOR_BYTE_ALIGNMENT"));
@@ -130,17 +132,19 @@ Status CudnnEngineConv::Build(const EngineConvProblem& p, bool allow_tf32, uint6
   KEEL_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t y, tensor(p.y, kUidY, "tensor Y"));
 
   KEEL_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t conv, make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, "convolution"));
-  const int64_t dims = 2;
+  const int64_t dims = static_cast<int64_t>(p.strides.size());
   const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  const int64_t pre[2] = {p.pads[0], p.pads[1]}, post[2] = {p.pads[2], p.pads[3]};
+  const std::vector<int64_t> pre(p.pads.begin(), p.pads.begin() + dims), post(p.pads.begin() + dims, p.pads.end());
   KEEL_RETURN_IF_ERROR(Set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "COMP_TYPE"));
   KEEL_RETURN_IF_ERROR(Set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, "CONV_MODE"));
   KEEL_RETURN_IF_ERROR(Set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims, "SPATIAL_DIMS"));
-  KEEL_RETURN_IF_ERROR(Set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, p.dilations.data(), "DILATIONS"));
   KEEL_RETURN_IF_ERROR(
-      Set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, p.strides.data(), "FILTER_STRIDES"));
-  KEEL_RETURN_IF_ERROR(Set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre, "PRE_PADDINGS"));
-  KEEL_RETURN_IF_ERROR(Set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post, "POST_PADDINGS"));
+      Set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, dims, p.dilations.data(), "DILATIONS"));
+  KEEL_RETURN_IF_ERROR(
+      Set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, dims, p.strides.data(), "FILTER_STRIDES"));
+  KEEL_RETURN_IF_ERROR(Set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, dims, pre.data(), "PRE_PADDINGS"));
+  KEEL_RETURN_IF_ERROR(
+      Set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, dims, post.data(), "POST_PADDINGS"));
   KEEL_RETURN_IF_ERROR(Finalize(conv, "convolution"));
 
   KEEL_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t op,

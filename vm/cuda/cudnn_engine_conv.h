@@ -31,7 +31,7 @@
 // the handle's owner set (the VM's stream).
 // Thread-safety: none (one thread at a time, like CudaDevice).
 // Errors: Create returns kUnsupported when the problem is outside this path
-// (group != 1, dimensions beyond int32) or cuDNN offers no usable engine, and
+// (group != 1, ranks other than 4 and 5, dimensions beyond int32) or cuDNN offers no usable engine, and
 // kDeviceError naming the cuDNN call when building the graph fails. Run returns
 // the raw cudnnStatus_t so that the caller can fall back.
 #pragma once
@@ -54,11 +54,12 @@ struct EngineSearch {
   bool rtc = false;  // runtime-compiled engines too
 };
 
-// One 2-D convolution problem, f32, NCHW packed tensors, symmetric or not pads.
+// One 2-D or 3-D convolution problem, f32, NC[D]HW packed tensors, symmetric or
+// not pads (a 1-D problem arrives lifted to 2-D: common/conv_geometry.h).
 struct EngineConvProblem {
-  std::vector<int64_t> x, w, y;  // [N,C,H,W], [K,C,R,S], [N,K,P,Q]
-  std::vector<int64_t> pads;     // [top, left, bottom, right]
-  std::vector<int64_t> strides, dilations;  // [h, w]
+  std::vector<int64_t> x, w, y;  // [N,C,(D,)H,W], [K,C,(T,)R,S], [N,K,(O,)P,Q]
+  std::vector<int64_t> pads;     // every spatial axis' begin, then every end (ONNX order)
+  std::vector<int64_t> strides, dilations;  // one per spatial axis
   int64_t group = 1;
 };
 

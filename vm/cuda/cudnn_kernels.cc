@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/conv_geometry.h"
 #include "serialization/library_ops.h"
 #include "vm/cuda/autotune.h"
 #include "vm/cuda/cudnn_engine_conv.h"
@@ -40,12 +41,18 @@ std::string ShapeString(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-Status CheckF32Rank4(const KernelEntry& k, size_t arg, const char* what) {
+Status CheckF32(const KernelEntry& k, size_t arg, const char* what) {
   const KernelArgEntry& a = k.args[arg];
   if (a.dtype != DataType::kF32) {
     return Unsupported("kernel " + k.name + " (" + k.library_op + "): " + what + " is " + DataTypeName(a.dtype) +
                        "; only f32 is implemented");
   }
+  return Status::Ok();
+}
+
+Status CheckF32Rank4(const KernelEntry& k, size_t arg, const char* what) {
+  KEEL_RETURN_IF_ERROR(CheckF32(k, arg, what));
+  const KernelArgEntry& a = k.args[arg];
   if (a.shape.size() != 4) return ShapeError(k, std::string(what) + " must be NCHW (rank 4), got " + ShapeString(a.shape));
   for (int64_t d : a.shape) {
     if (d < 1 || d > INT32_MAX) return ShapeError(k, std::string(what) + " has a bad dimension " + ShapeString(a.shape));
@@ -57,6 +64,27 @@ Status SetTensor4d(cudnnTensorDescriptor_t d, const std::vector<int64_t>& s) {
   KEEL_CUDNN_RETURN(cudnnSetTensor4dDescriptor, d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(s[0]),
                     static_cast<int>(s[1]), static_cast<int>(s[2]), static_cast<int>(s[3]));
   return Status::Ok();
+}
+
+// Values the geometry check bounded to int32 (common/conv_geometry.h).
+std::vector<int> Int32s(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
+
+// A dense f32 tensor of any rank (packed row-major strides; fewer than 2^31
+// elements: MakeCudnnConvGeometry checked).
+Status SetTensorNd(cudnnTensorDescriptor_t d, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> packed(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i > 0; --i) packed[i - 1] = packed[i] * dims[i];
+  const std::vector<int> n = Int32s(dims), stride = Int32s(packed);
+  KEEL_CUDNN_RETURN(cudnnSetTensorNdDescriptor, d, CUDNN_DATA_FLOAT, static_cast<int>(n.size()), n.data(),
+                    stride.data());
+  return Status::Ok();
+}
+
+// The backend API's pads (ONNX order, begins then ends) for the cuDNN view.
+std::vector<int64_t> LiftedPads(const common::CudnnConvGeometry& g) {
+  std::vector<int64_t> p = g.pads;
+  p.insert(p.end(), g.pads.begin(), g.pads.end());
+  return p;
 }
 
 const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
@@ -191,7 +219,7 @@ Status CudnnConv::Epilogue(void* y, const void* bias, const void* res) {
   const bool vec = hw_ % 4 == 0 &&
                    ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) & 15u) == 0;
   long long total = vec ? y_elems_ / 4 : y_elems_;
-  int hw = static_cast<int>(vec ? hw_ / 4 : hw_);
+  long long hw = vec ? hw_ / 4 : hw_;
   int channels = static_cast<int>(channels_);
   int act = act_kind_;
   float clip = clip_max_;
@@ -207,10 +235,19 @@ Status CudnnConv::Epilogue(void* y, const void* bias, const void* res) {
 }
 
 Status CudnnConv::Plan(const KernelEntry& k) {
+  // The spatial rank comes from X: the attributes' lengths must match it.
+  const size_t spatial = k.args.empty() ? 0 : common::ConvSpatialDims(k.args[0].shape.size());
+  if (spatial == 0) {
+    return ShapeError(k, "X must have 1 to 3 spatial dims (rank 3 to 5), got " +
+                             (k.args.empty() ? std::string("no arguments") : ShapeString(k.args[0].shape)));
+  }
   AttrReader at(k);
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> pads, at.Ints(lo::attr::kPads, 4, {0, 0, 0, 0}, 0, INT32_MAX));
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides, at.Ints(lo::attr::kStrides, 2, {1, 1}, 1, INT32_MAX));
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> dil, at.Ints(lo::attr::kDilations, 2, {1, 1}, 1, INT32_MAX));
+  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> pads,
+                        at.Ints(lo::attr::kPads, 2 * spatial, std::vector<int64_t>(2 * spatial, 0), 0, INT32_MAX));
+  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides,
+                        at.Ints(lo::attr::kStrides, spatial, std::vector<int64_t>(spatial, 1), 1, INT32_MAX));
+  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> dil,
+                        at.Ints(lo::attr::kDilations, spatial, std::vector<int64_t>(spatial, 1), 1, INT32_MAX));
   KEEL_ASSIGN_OR_RETURN(const int64_t group, at.Int(lo::attr::kGroup, 1, 1, INT32_MAX));
   KEEL_ASSIGN_OR_RETURN(const int64_t has_bias, at.Int(lo::attr::kHasBias, 0, 0, 1));
   KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0, 0, 1));
@@ -232,31 +269,28 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   if (k.args.size() != nargs) {
     return ShapeError(k, "expected " + std::to_string(nargs) + " arguments, got " + std::to_string(k.args.size()));
   }
-  KEEL_RETURN_IF_ERROR(CheckF32Rank4(k, 0, "X"));
-  KEEL_RETURN_IF_ERROR(CheckF32Rank4(k, 1, "W"));
-  KEEL_RETURN_IF_ERROR(CheckF32Rank4(k, y_arg_, "Y"));
+  KEEL_RETURN_IF_ERROR(CheckF32(k, 0, "X"));
+  KEEL_RETURN_IF_ERROR(CheckF32(k, 1, "W"));
+  KEEL_RETURN_IF_ERROR(CheckF32(k, y_arg_, "Y"));
   const auto& xs = k.args[0].shape;
   const auto& ws = k.args[1].shape;
   const auto& ys = k.args[y_arg_].shape;
+  // Ranks, channels, groups, Y's shape and pad symmetry: one check shared with
+  // the compiler and the host-program emitter (common/conv_geometry.h).
+  Result<common::CudnnConvGeometry> geometry = common::MakeCudnnConvGeometry(xs, ws, ys, pads, strides, dil, group);
+  if (!geometry.ok()) return geometry.status().WithContext("kernel " + k.name + " (" + k.library_op + ")");
+  const common::CudnnConvGeometry& g = *geometry;
   y_bytes_ = k.args[y_arg_].bytes;
   x_bytes_ = k.args[0].bytes;
   w_bytes_ = k.args[1].bytes;
-  y_elems_ = ys[0] * ys[1] * ys[2] * ys[3];
-  channels_ = ys[1];
-  hw_ = ys[2] * ys[3];
-  if (xs[1] % group != 0 || ws[0] % group != 0 || ws[1] * group != xs[1] || ws[0] != ys[1] || xs[0] != ys[0]) {
-    return ShapeError(k, "X " + ShapeString(xs) + ", W " + ShapeString(ws) + ", Y " + ShapeString(ys) +
-                             " do not match group " + std::to_string(group));
-  }
+  y_elems_ = g.y_elements();
+  channels_ = g.channels();
+  hw_ = g.spatial_size();
   if (has_bias_ && (k.args[bias_arg_].dtype != DataType::kF32 || k.args[bias_arg_].bytes != 4 * static_cast<uint64_t>(ws[0]))) {
     return ShapeError(k, "bias must be f32 [" + std::to_string(ws[0]) + "]");
   }
   if (has_residual_ && (k.args[res_arg_].dtype != DataType::kF32 || k.args[res_arg_].shape != ys)) {
     return ShapeError(k, "residual must be f32 " + ShapeString(ys));
-  }
-  if (pads[0] != pads[2] || pads[1] != pads[3]) {
-    return Unsupported("kernel " + k.name + " (cudnn.conv2d): asymmetric pads " + ShapeString(pads) +
-                       " (cuDNN pads symmetrically; pad explicitly)");
   }
   if (clip && clip_min != 0.0) {
     return Unsupported("kernel " + k.name + " (cudnn.conv2d): clip_min " + std::to_string(clip_min) +
@@ -273,22 +307,24 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &b_);
   KEEL_CUDNN_RETURN(cudnnCreateFilterDescriptor, &w_);
   KEEL_CUDNN_RETURN(cudnnCreateConvolutionDescriptor, &conv_);
-  KEEL_RETURN_IF_ERROR(SetTensor4d(x_, xs));
-  KEEL_RETURN_IF_ERROR(SetTensor4d(y_, ys));
-  KEEL_RETURN_IF_ERROR(SetTensor4d(b_, {1, ws[0], 1, 1}));
-  KEEL_CUDNN_RETURN(cudnnSetFilter4dDescriptor, w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(ws[0]),
-                    static_cast<int>(ws[1]), static_cast<int>(ws[2]), static_cast<int>(ws[3]));
-  KEEL_CUDNN_RETURN(cudnnSetConvolution2dDescriptor, conv_, static_cast<int>(pads[0]), static_cast<int>(pads[1]),
-                    static_cast<int>(strides[0]), static_cast<int>(strides[1]), static_cast<int>(dil[0]),
-                    static_cast<int>(dil[1]), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+  // N-d descriptors (rank 4 or 5: 1-D problems arrive lifted to a unit height).
+  std::vector<int64_t> bias_dims(g.x.size(), 1);
+  bias_dims[1] = g.channels();
+  KEEL_RETURN_IF_ERROR(SetTensorNd(x_, g.x));
+  KEEL_RETURN_IF_ERROR(SetTensorNd(y_, g.y));
+  KEEL_RETURN_IF_ERROR(SetTensorNd(b_, bias_dims));
+  const std::vector<int> wd = Int32s(g.w), pd = Int32s(g.pads), sd = Int32s(g.strides), dd = Int32s(g.dilations);
+  KEEL_CUDNN_RETURN(cudnnSetFilterNdDescriptor, w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.rank(), wd.data());
+  KEEL_CUDNN_RETURN(cudnnSetConvolutionNdDescriptor, conv_, g.rank() - 2, pd.data(), sd.data(), dd.data(),
+                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
   KEEL_CUDNN_RETURN(cudnnSetConvolutionGroupCount, conv_, static_cast<int>(group));
   const cudnnMathType_t math = dev_.allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   KEEL_CUDNN_RETURN(cudnnSetConvolutionMathType, conv_, math);
-  int on = 0, oc = 0, oh = 0, ow = 0;
-  KEEL_CUDNN_RETURN(cudnnGetConvolution2dForwardOutputDim, conv_, x_, w_, &on, &oc, &oh, &ow);
-  if (on != ys[0] || oc != ys[1] || oh != ys[2] || ow != ys[3]) {
-    return ShapeError(k, "Y is " + ShapeString(ys) + " but the convolution gives " +
-                             ShapeString({on, oc, oh, ow}));
+  std::vector<int> out(g.y.size(), 0);
+  KEEL_CUDNN_RETURN(cudnnGetConvolutionNdForwardOutputDim, conv_, x_, w_, g.rank(), out.data());
+  if (std::vector<int64_t>(out.begin(), out.end()) != g.y) {
+    return ShapeError(k, "Y is " + ShapeString(ys) + " but cuDNN's convolution gives " +
+                             ShapeString(std::vector<int64_t>(out.begin(), out.end())));
   }
   KEEL_CUDNN_RETURN(cudnnCreateActivationDescriptor, &act_);
   KEEL_CUDNN_RETURN(cudnnSetActivationDescriptor, act_,
@@ -309,7 +345,7 @@ Status CudnnConv::Plan(const KernelEntry& k) {
                                          dev_.allow_tf32());
   KEEL_RETURN_IF_ERROR(Choose(k, key));
   if (dev_.cudnn_engines() != VmOptions::CudnnEngines::kOff) {
-    KEEL_RETURN_IF_ERROR(ChooseEngine(key, EngineConvProblem{xs, ws, ys, pads, strides, dil, group}));
+    KEEL_RETURN_IF_ERROR(ChooseEngine(key, EngineConvProblem{g.x, g.w, g.y, LiftedPads(g), g.strides, g.dilations, group}));
   }
   KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max<uint64_t>(ws_, engine_ ? engine_->workspace(0) : 0)));
   const std::string algo = std::string(" algo=") + ConvAlgoName(algo_) + " workspace=" + std::to_string(ws_);

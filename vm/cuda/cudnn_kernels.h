@@ -3,6 +3,9 @@
 //
 // At VM creation each kernel's attributes and argument shapes are validated and
 // the cuDNN tensor/filter/convolution/activation/pooling descriptors are built.
+// cudnn.conv2d takes 1, 2 or 3 spatial dims (X of rank 3, 4 or 5): N-d
+// descriptors of rank 4 or 5, a 1-D problem lifted to 2-D with a unit height
+// (common/conv_geometry.h, the check the compiler and the host emitter share).
 // The convolution is then planned by measurement (vm/cuda/autotune.h): every
 // algorithm cudnnGetConvolutionForwardAlgorithm_v7 offers (FMA math unless
 // DeviceOptions::allow_tf32; workspace <= 256 MiB) is timed on scratch buffers
@@ -22,7 +25,8 @@
 //
 // Builds without cuDNN (KEEL_HAVE_CUDNN undefined) return kUnsupported here.
 // Errors: kInvalidExecutable (attributes/shapes), kUnsupported (asymmetric pads,
-// clip_min != 0, no cuDNN), kDeviceError (cuDNN calls, named).
+// tensors of 2^31 elements or more, clip_min != 0, no cuDNN), kDeviceError (cuDNN
+// calls, named).
 // Thread-safety: as CudaDevice.
 #pragma once
 

@@ -6,9 +6,11 @@
 // runtime needs no compiler at run time.
 //
 // keel_bias_act_f32[x4]: y[n,c,s] = act(y[n,c,s] + bias[c] + res[n,c,s]) in
-// place on an NCHW tensor (s in [0,hw)); bias and res may be null; act 0 none,
-// 1 relu, 2 clip to [0, clip_max]. The x4 variant moves float4s (hw % 4 == 0,
-// 16-byte aligned pointers). Grid-stride loops: any grid covers the tensor.
+// place on a dense N,C,spatial... tensor of any spatial rank (s in [0,hw), hw the
+// product of the spatial dims: 1-D, 2-D and 3-D convolutions alike); bias and res
+// may be null; act 0 none, 1 relu, 2 clip to [0, clip_max]. The x4 variant moves
+// float4s (hw % 4 == 0, 16-byte aligned pointers). Grid-stride loops: any grid
+// covers the tensor.
 // Used by cudnn.conv2d when cuDNN's own fused call is slower or unavailable
 // (clipped ReLU, bias without the IMPLICIT_PRECOMP_GEMM algorithm): one pass
 // instead of cudnnAddTensor + cudnnActivationForward.
@@ -29,7 +31,7 @@ __device__ __forceinline__ float keel_act(float v, int act, float clip_max) {
 }
 
 extern "C" __global__ void keel_bias_act_f32(float* __restrict__ y, const float* __restrict__ bias,
-                                             const float* __restrict__ res, long long total, int hw,
+                                             const float* __restrict__ res, long long total, long long hw,
                                              int channels, int act, float clip_max) {
   keel_wait_for_previous_grid();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
@@ -42,7 +44,7 @@ extern "C" __global__ void keel_bias_act_f32(float* __restrict__ y, const float*
 }
 
 extern "C" __global__ void keel_bias_act_f32x4(float4* __restrict__ y, const float* __restrict__ bias,
-                                               const float4* __restrict__ res, long long total4, int hw4,
+                                               const float4* __restrict__ res, long long total4, long long hw4,
                                                int channels, int act, float clip_max) {
   keel_wait_for_previous_grid();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total4;

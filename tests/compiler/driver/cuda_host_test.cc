@@ -313,6 +313,44 @@ TEST(CudaHostEmitter, EmbedsTheVmRuntimeKernelsVerbatim) {
   EXPECT_NE(src->find("--tuning-file"), std::string::npos);
 }
 
+// A one-conv executable: X (input), W (constant), Y (output); `ys` from the caller.
+std::vector<uint8_t> OneConvExecutable(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+                                       const std::vector<int64_t>& ys, std::vector<ser::AttrDesc> attrs) {
+  using ser::DeviceKind;
+  using ser::DType;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  int64_t w_elems = 1, y_elems = 1;
+  for (int64_t d : ws) w_elems *= d;
+  for (int64_t d : ys) y_elems *= d;
+  std::vector<float> weights(static_cast<size_t>(w_elems), 0.5f);
+  const uint32_t cw = w.AddConstant("W", DType::kF32, ws, DeviceKind::kCuda,
+                                    {reinterpret_cast<const uint8_t*>(weights.data()), weights.size() * 4});
+  ser::KernelDesc conv;
+  conv.name = "conv_0";
+  conv.kind = ser::KernelKind::kLibrary;
+  conv.device = DeviceKind::kCuda;
+  conv.library_op = lo::kCudnnConv2d;
+  conv.args = {{DType::kF32, xs, ser::ArgAccess::kRead},
+               {DType::kF32, ws, ser::ArgAccess::kRead},
+               {DType::kF32, ys, ser::ArgAccess::kWrite}};
+  conv.attrs = std::move(attrs);
+  const uint32_t kc = w.AddKernel(conv);
+  const uint64_t bytes = (static_cast<uint64_t>(y_elems) * 4 + 255) / 256 * 256;
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "greedy-size";
+  plan.storages = {{bytes, 256, DeviceKind::kCuda, 0, 0}};
+  plan.arenas = {{DeviceKind::kCuda, bytes, 256}};
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", xs, DType::kF32, DeviceKind::kCuda}}, {{"y", ys, DType::kF32, DeviceKind::kCuda}},
+                          4);
+  f.LoadConst(1, cw).AllocStorage(2, 0).AllocTensor(3, 2, 0, ys, DType::kF32);
+  f.Invoke(kc, {0, 1, 3}, "conv").Ret({3});
+  auto out = w.Finish();
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return out.ok() ? *out : std::vector<uint8_t>();
+}
+
 #ifdef KEEL_TEST_WITH_VM_CUDA
 // The program looks its problems up in the tuning file under the VM's keys
 // (vm/cuda/autotune.h), plus the TF32 suffix it adds at run time.
@@ -388,7 +426,82 @@ TEST(CudaHostEmitter, ConvKeyAndEpilogueState) {
   const std::string err = CompileWithNvcc(cu, dir.path() / "conv");
   EXPECT_TRUE(err.empty()) << err;
 }
+
+// 1-D and 3-D convolutions: N-d descriptors (1-D lifted to a unit height, as the
+// VM does), the VM's tuning keys over the kernel's own shapes, and the program
+// compiles.
+TEST(CudaHostEmitter, Conv1dAnd3dUseNdDescriptors) {
+  struct Case {
+    std::vector<int64_t> xs, ws, ys;
+    std::vector<ser::AttrDesc> attrs;
+    std::vector<std::string> lines;  // expected in ResolveKernels
+    std::string key;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 10},
+       {6, 2, 3},
+       {1, 6, 5},
+       {ser::AttrDesc::Ints("pads", {1, 1}), ser::AttrDesc::Ints("strides", {2}), ser::AttrDesc::Ints("group", {2})},
+       {"ConvTensor(c.x, {1, 4, 1, 10});", "ConvTensor(c.y, {1, 6, 1, 5});", "ConvTensor(c.b, {1, 6, 1, 1});",
+        "ConvFilter(c.w, {6, 2, 1, 3});", "ConvDescriptor(c.conv, {0, 1}, {1, 2}, {1, 1});",
+        "cudnnSetConvolutionGroupCount(c.conv, 2)", "ConvCheckOutput(c, {1, 6, 1, 5}, \"conv_0\");", "c.hw = 5;",
+        "c.y_elems = 30;", "unit height"},
+       vm_internal::ConvProblemKey({1, 4, 10}, {6, 2, 3}, {1, 6, 5}, {1, 1}, {2}, {1}, 2, false, false, 0, false)},
+      {{1, 3, 8, 16, 16},
+       {8, 3, 3, 7, 7},
+       {1, 8, 8, 8, 8},
+       {ser::AttrDesc::Ints("pads", {1, 3, 3, 1, 3, 3}), ser::AttrDesc::Ints("strides", {1, 2, 2}),
+        ser::AttrDesc::Str("activation", "relu")},
+       {"ConvTensor(c.x, {1, 3, 8, 16, 16});", "ConvTensor(c.b, {1, 8, 1, 1, 1});", "ConvFilter(c.w, {8, 3, 3, 7, 7});",
+        "ConvDescriptor(c.conv, {1, 3, 3}, {1, 2, 2}, {1, 1, 1});", "ConvCheckOutput(c, {1, 8, 8, 8, 8}, \"conv_0\");",
+        "c.hw = 512;", "c.channels = 8;", "c.act_kind = 1;"},
+       vm_internal::ConvProblemKey({1, 3, 8, 16, 16}, {8, 3, 3, 7, 7}, {1, 8, 8, 8, 8}, {1, 3, 3, 1, 3, 3}, {1, 2, 2},
+                                   {1, 1, 1}, 1, false, false, 1, false)},
+  };
+  TempDir dir;
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.key);
+    const Image img(OneConvExecutable(c.xs, c.ws, c.ys, c.attrs));
+    auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+    ASSERT_TRUE(src.ok()) << src.status().ToString();
+    const std::string resolve = FunctionBody(*src, "static void ResolveKernels()");
+    for (const std::string& line : c.lines) EXPECT_NE(resolve.find(line), std::string::npos) << line;
+    std::string key = c.key;
+    key.resize(key.size() - std::string("|tf320").size());
+    EXPECT_NE(resolve.find("ConvFinishPlan(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
+    if (!HaveNvcc()) continue;
+    const fs::path cu = dir.path() / ("conv_nd" + std::to_string(n) + ".cu");
+    std::ofstream(cu) << *src;
+    const std::string err = CompileWithNvcc(cu, dir.path() / ("conv_nd" + std::to_string(n++)));
+    EXPECT_TRUE(err.empty()) << err;
+  }
+}
 #endif
+
+// A conv the VM would refuse is refused here too, with the VM's words
+// (common/conv_geometry.h): 3-D with a 2-D pads attribute, 3-D with asymmetric
+// pads, 1-D with a wrong Y.
+TEST(CudaHostEmitter, RefusesBadConvGeometry) {
+  using ser::AttrDesc;
+  const Image pads_2d_img(
+      OneConvExecutable({1, 2, 4, 5, 5}, {2, 2, 3, 3, 3}, {1, 2, 2, 3, 3}, {AttrDesc::Ints("pads", {0, 0, 0, 0})}));
+  auto pads_2d = EmitCudaHostSource(pads_2d_img.span(), CudaHostOptions{});
+  ASSERT_FALSE(pads_2d.ok());
+  EXPECT_EQ(pads_2d.status().code(), StatusCode::kInvalidExecutable) << pads_2d.status().ToString();
+  EXPECT_NE(pads_2d.status().message().find("\"pads\""), std::string::npos) << pads_2d.status().ToString();
+  const Image asym_img(
+      OneConvExecutable({1, 2, 4, 5, 5}, {2, 2, 3, 3, 3}, {1, 2, 3, 3, 3}, {AttrDesc::Ints("pads", {0, 0, 0, 1, 0, 0})}));
+  auto asym = EmitCudaHostSource(asym_img.span(), CudaHostOptions{});
+  ASSERT_FALSE(asym.ok());
+  EXPECT_EQ(asym.status().code(), StatusCode::kUnsupported) << asym.status().ToString();
+  EXPECT_NE(asym.status().message().find("conv_0"), std::string::npos) << asym.status().ToString();
+  const Image wrong_y_img(OneConvExecutable({1, 4, 10}, {6, 4, 3}, {1, 6, 9}, {}));
+  auto wrong_y = EmitCudaHostSource(wrong_y_img.span(), CudaHostOptions{});
+  ASSERT_FALSE(wrong_y.ok());
+  EXPECT_EQ(wrong_y.status().code(), StatusCode::kInvalidExecutable) << wrong_y.status().ToString();
+  EXPECT_NE(wrong_y.status().message().find("Y is [1,6,9]"), std::string::npos) << wrong_y.status().ToString();
+}
 
 // ---- the model zoo ----
 

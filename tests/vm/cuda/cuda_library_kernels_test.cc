@@ -1,5 +1,5 @@
-// tests/vm/cuda/cuda_library_kernels_test.cc — cublas.gemm, cudnn.conv2d and
-// cudnn.pool2d (serialization/library_ops.h) on the GPU against CPU reference
+// tests/vm/cuda/cuda_library_kernels_test.cc — cublas.gemm, cudnn.conv2d (1-D,
+// 2-D and 3-D) and cudnn.pool2d (serialization/library_ops.h) on the GPU against CPU reference
 // loops (relative L2 <= 1e-5 with TF32 off), each run with and without CUDA
 // graphs, plus attribute validation errors. Skips when no GPU is present.
 #include <gtest/gtest.h>
@@ -151,6 +151,78 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"dilated", C(1, 4, 11, 4, 3, [](ConvRef& r) { r.dil_h = r.dil_w = 2; r.pad_h = r.pad_w = 2; })}),
     [](const ::testing::TestParamInfo<ConvCase>& i) { return std::string(i.param.name); });
 
+// cudnn.conv2d with 1, 2 or 3 spatial dims (one kernel op for every rank:
+// serialization/library_ops.h), against the rank-generic reference loops.
+struct ConvNdCase {
+  const char* name = "";
+  ConvNdRef c;
+  bool bias = false, residual = false;
+};
+void PrintTo(const ConvNdCase& c, std::ostream* os) { *os << c.name; }
+
+class ConvNd : public ::testing::TestWithParam<ConvNdCase> {};
+
+TEST_P(ConvNd, MatchesReference) {
+  KEEL_SKIP_WITHOUT_GPU();
+  const ConvNdCase& cc = GetParam();
+  const ConvProgram conv = MakeConvNdProgram(cc.c, cc.bias, cc.residual, 23);
+  ExpectMatches(conv.spec, conv.inputs, conv.want);
+}
+
+// n, c, k, spatial input dims and kernel; pads 0, strides and dilations 1 unless `f` says.
+ConvNdRef Nd(int64_t n, int64_t c, int64_t k, std::vector<int64_t> in, std::vector<int64_t> kernel, auto f) {
+  ConvNdRef r;
+  r.n = n;
+  r.c = c;
+  r.k = k;
+  r.in = std::move(in);
+  r.kernel = std::move(kernel);
+  r.pads.assign(r.in.size(), 0);
+  r.strides.assign(r.in.size(), 1);
+  r.dilations.assign(r.in.size(), 1);
+  f(r);
+  return r;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ConvNd,
+    ::testing::Values(
+        // 1-D (cuDNN runs them as 2-D of unit height).
+        ConvNdCase{"conv1d_stride_pad_bias", Nd(2, 4, 6, {19}, {3}, [](ConvNdRef& r) { r.pads = {1}; r.strides = {2}; }), true},
+        ConvNdCase{"conv1d_depthwise_dilated_relu",
+                   Nd(1, 6, 6, {40}, {5}, [](ConvNdRef& r) { r.group = 6; r.dilations = {2}; r.pads = {4}; r.activation = "relu"; })},
+        ConvNdCase{"conv1d_residual_clip", Nd(1, 8, 8, {33}, {1}, [](ConvNdRef& r) { r.activation = "clip"; r.clip_max = 0.5f; }),
+                   false, true},
+        ConvNdCase{"conv1d_grouped_bias_residual_relu",
+                   Nd(2, 8, 12, {64}, {3}, [](ConvNdRef& r) { r.group = 4; r.pads = {1}; r.activation = "relu"; }), true, true},
+        // 2-D with different settings per axis.
+        ConvNdCase{"conv2d_per_axis_group_dilation_bias_relu",
+                   Nd(1, 8, 6, {13, 11}, {3, 3}, [](ConvNdRef& r) {
+                     r.group = 2; r.dilations = {2, 1}; r.pads = {2, 1}; r.strides = {1, 2}; r.activation = "relu";
+                   }), true},
+        // 3-D: mc3_18 / r2plus1d_18-like layers, then odd ones.
+        ConvNdCase{"conv3d_stem_bias_relu",
+                   Nd(1, 3, 16, {8, 28, 28}, {3, 7, 7}, [](ConvNdRef& r) {
+                     r.pads = {1, 3, 3}; r.strides = {1, 2, 2}; r.activation = "relu";
+                   }), true},
+        ConvNdCase{"conv3d_residual_bias_relu_vec4",
+                   Nd(1, 8, 8, {4, 8, 8}, {3, 3, 3}, [](ConvNdRef& r) { r.pads = {1, 1, 1}; r.activation = "relu"; }), true, true},
+        ConvNdCase{"conv3d_spatial_1x3x3", Nd(1, 8, 12, {4, 10, 10}, {1, 3, 3}, [](ConvNdRef& r) { r.pads = {0, 1, 1}; }), true},
+        ConvNdCase{"conv3d_temporal_3x1x1_stride2",
+                   Nd(1, 12, 8, {8, 5, 5}, {3, 1, 1}, [](ConvNdRef& r) { r.pads = {1, 0, 0}; r.strides = {2, 1, 1}; }), true},
+        ConvNdCase{"conv3d_grouped_dilated",
+                   Nd(1, 8, 12, {5, 7, 9}, {3, 3, 3}, [](ConvNdRef& r) { r.group = 4; r.dilations = {1, 2, 1}; r.pads = {1, 2, 1}; })},
+        ConvNdCase{"conv3d_depthwise_clip6",
+                   Nd(1, 4, 4, {5, 6, 20}, {3, 3, 3}, [](ConvNdRef& r) { r.group = 4; r.pads = {1, 1, 1}; r.activation = "clip"; }),
+                   true},
+        // 3*5*7 = 105 outputs per channel: the epilogue's scalar path.
+        ConvNdCase{"conv3d_odd_residual_bias_clip",
+                   Nd(2, 4, 6, {3, 5, 7}, {1, 1, 1}, [](ConvNdRef& r) { r.activation = "clip"; r.clip_max = 0.25f; }), true,
+                   true},
+        ConvNdCase{"conv3d_batch2_stride_pad",
+                   Nd(2, 5, 7, {6, 9, 8}, {2, 3, 3}, [](ConvNdRef& r) { r.pads = {1, 1, 0}; r.strides = {2, 2, 1}; })}),
+    [](const ::testing::TestParamInfo<ConvNdCase>& i) { return std::string(i.param.name); });
+
 // ---- cudnn.pool2d ---------------------------------------------------------------
 
 class Pool : public ::testing::TestWithParam<PoolRef> {};
@@ -227,6 +299,28 @@ TEST(LibraryKernels, BadAttributesFailAtCreation) {
   Status wrong_y = CreateWith(LibraryKernel("conv", "cudnn.conv2d", {xs, ws, ys}, {AttrDesc::Ints("strides", {2, 2})}),
                               conv_t);
   EXPECT_EQ(wrong_y.code(), StatusCode::kInvalidExecutable) << wrong_y.ToString();
+  // 1-D and 3-D: attribute lengths follow X's spatial rank; the same checks.
+  const std::vector<int64_t> x3 = {1, 2, 4, 5, 5}, w3 = {2, 2, 3, 3, 3}, y3 = {1, 2, 2, 3, 3};
+  const std::vector<TensorSpec> conv3_t = {{x3, Role::kInput, {}}, {w3, Role::kInput, {}}, {y3, Role::kOutput, {}}};
+  auto conv3 = [&](std::vector<AttrDesc> attrs) { return LibraryKernel("conv3", "cudnn.conv2d", {x3, w3, y3}, std::move(attrs)); };
+  EXPECT_TRUE(CreateWith(conv3({}), conv3_t).ok());
+  Status pads_2d = CreateWith(conv3({AttrDesc::Ints("pads", {0, 0, 0, 0})}), conv3_t);
+  EXPECT_EQ(pads_2d.code(), StatusCode::kInvalidExecutable) << pads_2d.ToString();
+  EXPECT_NE(pads_2d.message().find("\"pads\""), std::string::npos) << pads_2d.ToString();
+  Status asym3 = CreateWith(conv3({AttrDesc::Ints("pads", {0, 0, 0, 1, 0, 0})}), conv3_t);
+  EXPECT_EQ(asym3.code(), StatusCode::kUnsupported) << asym3.ToString();
+  Status wrong_y3 = CreateWith(conv3({AttrDesc::Ints("strides", {1, 2, 1})}), conv3_t);
+  EXPECT_EQ(wrong_y3.code(), StatusCode::kInvalidExecutable) << wrong_y3.ToString();
+  EXPECT_NE(wrong_y3.message().find("conv3"), std::string::npos) << wrong_y3.ToString();
+  const std::vector<int64_t> x1 = {1, 4, 10}, w1 = {6, 2, 3}, y1 = {1, 6, 8};
+  const std::vector<TensorSpec> conv1_t = {{x1, Role::kInput, {}}, {w1, Role::kInput, {}}, {y1, Role::kOutput, {}}};
+  EXPECT_TRUE(CreateWith(LibraryKernel("conv1", "cudnn.conv2d", {x1, w1, y1}, {AttrDesc::Ints("group", {2})}), conv1_t).ok());
+  Status bad_group = CreateWith(LibraryKernel("conv1", "cudnn.conv2d", {x1, w1, y1}, {AttrDesc::Ints("group", {3})}), conv1_t);
+  EXPECT_EQ(bad_group.code(), StatusCode::kInvalidExecutable) << bad_group.ToString();
+  const std::vector<int64_t> x6 = {1, 1, 2, 2, 2, 2}, w6 = {1, 1, 1, 1, 1, 1};
+  const std::vector<TensorSpec> conv6_t = {{x6, Role::kInput, {}}, {w6, Role::kInput, {}}, {x6, Role::kOutput, {}}};
+  Status rank6 = CreateWith(LibraryKernel("conv6", "cudnn.conv2d", {x6, w6, x6}, {}), conv6_t);
+  EXPECT_EQ(rank6.code(), StatusCode::kInvalidExecutable) << rank6.ToString();
   Status unknown_op = CreateWith(LibraryKernel("x", "cudnn.softmax", {xs, ws, ys}, {}), conv_t);
   EXPECT_EQ(unknown_op.code(), StatusCode::kUnsupported) << unknown_op.ToString();
 }

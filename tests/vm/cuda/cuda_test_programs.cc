@@ -43,6 +43,7 @@ uint64_t Count(const std::vector<int64_t>& s) {
   for (int64_t d : s) n *= static_cast<uint64_t>(d);
   return n;
 }
+int64_t Elements(const std::vector<int64_t>& s) { return static_cast<int64_t>(Count(s)); }
 uint64_t Align256(uint64_t v) { return (v + 255) / 256 * 256; }
 
 std::vector<ser::KernelArgDesc> Args(const std::vector<std::vector<int64_t>>& shapes) {
@@ -240,32 +241,82 @@ std::vector<float> ReferenceGemm(const GemmRef& g, const std::vector<float>& a, 
   return y;
 }
 
+std::vector<int64_t> ConvNdRef::out() const {
+  std::vector<int64_t> o;
+  for (size_t i = 0; i < in.size(); ++i) {
+    o.push_back((in[i] + 2 * pads[i] - dilations[i] * (kernel[i] - 1) - 1) / strides[i] + 1);
+  }
+  return o;
+}
+
+ConvNdRef ToNd(const ConvRef& c) {
+  ConvNdRef r;
+  r.n = c.n;
+  r.c = c.c;
+  r.k = c.k;
+  r.group = c.group;
+  r.in = {c.h, c.w};
+  r.kernel = {c.r, c.s};
+  r.pads = {c.pad_h, c.pad_w};
+  r.strides = {c.stride_h, c.stride_w};
+  r.dilations = {c.dil_h, c.dil_w};
+  r.activation = c.activation;
+  r.clip_max = c.clip_max;
+  return r;
+}
+
 std::vector<float> ReferenceConv(const ConvRef& c, const std::vector<float>& x, const std::vector<float>& w,
                                  const std::vector<float>* bias, const std::vector<float>* residual) {
-  const int64_t P = c.out_h(), Q = c.out_w(), cg = c.c / c.group, kg = c.k / c.group;
-  std::vector<float> y(static_cast<size_t>(c.n * c.k * P * Q));
+  return ReferenceConvNd(ToNd(c), x, w, bias, residual);
+}
+
+namespace {
+// Row-major odometer: the next index of `dims` (false after the last one).
+bool Next(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  for (size_t i = idx.size(); i-- > 0;) {
+    if (++idx[i] < dims[i]) return true;
+    idx[i] = 0;
+  }
+  return false;
+}
+}  // namespace
+
+std::vector<float> ReferenceConvNd(const ConvNdRef& c, const std::vector<float>& x, const std::vector<float>& w,
+                                   const std::vector<float>* bias, const std::vector<float>* residual) {
+  const std::vector<int64_t> out = c.out();
+  const size_t sp = c.in.size();
+  const int64_t cg = c.c / c.group, kg = c.k / c.group;
+  const int64_t in_vol = Elements(c.in), out_vol = Elements(out), k_vol = Elements(c.kernel);
+  std::vector<float> y(static_cast<size_t>(c.n * c.k * out_vol));
   for (int64_t n = 0; n < c.n; ++n)
-    for (int64_t k = 0; k < c.k; ++k)
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t q = 0; q < Q; ++q) {
-          const int64_t g = k / kg;
-          double acc = 0;
-          for (int64_t ci = 0; ci < cg; ++ci)
-            for (int64_t r = 0; r < c.r; ++r)
-              for (int64_t s = 0; s < c.s; ++s) {
-                const int64_t ih = p * c.stride_h - c.pad_h + r * c.dil_h;
-                const int64_t iw = q * c.stride_w - c.pad_w + s * c.dil_w;
-                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
-                acc += static_cast<double>(x[((n * c.c + g * cg + ci) * c.h + ih) * c.w + iw]) *
-                       w[((k * cg + ci) * c.r + r) * c.s + s];
-              }
-          const size_t o = static_cast<size_t>(((n * c.k + k) * P + p) * Q + q);
-          if (bias) acc += (*bias)[k];
-          if (residual) acc += (*residual)[o];
-          if (c.activation == "relu") acc = std::max(acc, 0.0);
-          if (c.activation == "clip") acc = std::min(std::max(acc, 0.0), static_cast<double>(c.clip_max));
-          y[o] = static_cast<float>(acc);
+    for (int64_t k = 0; k < c.k; ++k) {
+      const int64_t g = k / kg;
+      std::vector<int64_t> o(sp, 0);
+      for (int64_t oi = 0; oi < out_vol; ++oi, Next(o, out)) {
+        double acc = 0;
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          std::vector<int64_t> r(sp, 0);
+          for (int64_t ri = 0; ri < k_vol; ++ri, Next(r, c.kernel)) {
+            int64_t flat = 0;
+            bool inside = true;
+            for (size_t d = 0; d < sp && inside; ++d) {
+              const int64_t i = o[d] * c.strides[d] - c.pads[d] + r[d] * c.dilations[d];
+              inside = i >= 0 && i < c.in[d];
+              flat = flat * c.in[d] + i;
+            }
+            if (!inside) continue;
+            acc += static_cast<double>(x[static_cast<size_t>((n * c.c + g * cg + ci) * in_vol + flat)]) *
+                   w[static_cast<size_t>((k * cg + ci) * k_vol + ri)];
+          }
         }
+        const size_t at = static_cast<size_t>((n * c.k + k) * out_vol + oi);
+        if (bias) acc += (*bias)[static_cast<size_t>(k)];
+        if (residual) acc += (*residual)[at];
+        if (c.activation == "relu") acc = std::max(acc, 0.0);
+        if (c.activation == "clip") acc = std::min(std::max(acc, 0.0), static_cast<double>(c.clip_max));
+        y[at] = static_cast<float>(acc);
+      }
+    }
   return y;
 }
 
@@ -293,26 +344,34 @@ std::vector<float> ReferencePool(const PoolRef& pr, const std::vector<float>& x)
 }
 
 ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t seed) {
+  return MakeConvNdProgram(ToNd(c), bias, residual, seed);
+}
+
+ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint32_t seed) {
   using ser::AttrDesc;
-  const std::vector<int64_t> xs = {c.n, c.c, c.h, c.w}, ws = {c.k, c.c / c.group, c.r, c.s},
-                             ys = {c.n, c.k, c.out_h(), c.out_w()};
-  const auto x = Random(static_cast<size_t>(c.n * c.c * c.h * c.w), seed);
-  const auto w = Random(static_cast<size_t>(c.k * (c.c / c.group) * c.r * c.s), seed + 1, -0.5f, 0.5f);
+  std::vector<int64_t> xs = {c.n, c.c}, ws = {c.k, c.c / c.group}, ys = {c.n, c.k};
+  const std::vector<int64_t> out = c.out();
+  xs.insert(xs.end(), c.in.begin(), c.in.end());
+  ws.insert(ws.end(), c.kernel.begin(), c.kernel.end());
+  ys.insert(ys.end(), out.begin(), out.end());
+  std::vector<int64_t> pads = c.pads;  // every begin, then every end (symmetric)
+  pads.insert(pads.end(), c.pads.begin(), c.pads.end());
+  const auto x = Random(static_cast<size_t>(Elements(xs)), seed);
+  const auto w = Random(static_cast<size_t>(Elements(ws)), seed + 1, -0.5f, 0.5f);
   const auto b = Random(static_cast<size_t>(c.k), seed + 2);
-  const auto res = Random(static_cast<size_t>(ys[0] * ys[1] * ys[2] * ys[3]), seed + 3);
-  std::vector<AttrDesc> attrs = {AttrDesc::Ints("pads", {c.pad_h, c.pad_w, c.pad_h, c.pad_w}),
-                                 AttrDesc::Ints("strides", {c.stride_h, c.stride_w}),
-                                 AttrDesc::Ints("dilations", {c.dil_h, c.dil_w}), AttrDesc::Ints("group", {c.group}),
+  const auto res = Random(static_cast<size_t>(Elements(ys)), seed + 3);
+  std::vector<AttrDesc> attrs = {AttrDesc::Ints("pads", pads), AttrDesc::Ints("strides", c.strides),
+                                 AttrDesc::Ints("dilations", c.dilations), AttrDesc::Ints("group", {c.group}),
                                  AttrDesc::Str("activation", c.activation)};
   if (c.activation == "clip") {
     attrs.push_back(AttrDesc::Floats("clip_min", {0.0}));
     attrs.push_back(AttrDesc::Floats("clip_max", {c.clip_max}));
   }
-  ConvProgram out;
-  ProgramSpec& p = out.spec;
+  ConvProgram result;
+  ProgramSpec& p = result.spec;
   p.tensors = {{xs, Role::kInput, {}}, {ws, Role::kConst, w}};
   std::vector<std::vector<int64_t>> shapes = {xs, ws};
-  out.inputs = {x};
+  result.inputs = {x};
   if (bias) {
     attrs.push_back(AttrDesc::Ints("has_bias", {1}));
     p.tensors.push_back({{c.k}, Role::kConst, b});
@@ -322,7 +381,7 @@ ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t
     attrs.push_back(AttrDesc::Ints("has_residual", {1}));
     p.tensors.push_back({ys, Role::kInput, {}});
     shapes.push_back(ys);
-    out.inputs.push_back(res);
+    result.inputs.push_back(res);
   }
   p.tensors.push_back({ys, Role::kOutput, {}});
   shapes.push_back(ys);
@@ -330,8 +389,8 @@ ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t
   std::vector<uint32_t> args;
   for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
   p.ops = {{0, args, "conv"}};
-  out.want = ReferenceConv(c, x, w, bias ? &b : nullptr, residual ? &res : nullptr);
-  return out;
+  result.want = ReferenceConvNd(c, x, w, bias ? &b : nullptr, residual ? &res : nullptr);
+  return result;
 }
 
 }  // namespace keel::cudatest

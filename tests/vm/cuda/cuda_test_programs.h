@@ -93,8 +93,21 @@ struct ConvRef {
   int64_t out_h() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
 };
+// The same with 1, 2 or 3 spatial dims (cudnn.conv2d takes any of them): one
+// entry per spatial axis in `in`, `kernel`, `pads` (symmetric: both ends),
+// `strides` and `dilations`.
+struct ConvNdRef {
+  int64_t n = 1, c = 1, k = 1, group = 1;
+  std::vector<int64_t> in, kernel, pads, strides, dilations;
+  std::string activation;
+  float clip_max = 6.f;
+  std::vector<int64_t> out() const;  // spatial output dims
+};
+ConvNdRef ToNd(const ConvRef& c);
 std::vector<float> ReferenceConv(const ConvRef& c, const std::vector<float>& x, const std::vector<float>& w,
                                  const std::vector<float>* bias, const std::vector<float>* residual);
+std::vector<float> ReferenceConvNd(const ConvNdRef& c, const std::vector<float>& x, const std::vector<float>& w,
+                                   const std::vector<float>* bias, const std::vector<float>* residual);
 // A one-kernel cudnn.conv2d program for `c` (with bias and/or residual), its inputs
 // and the CPU reference output. x, w, bias and residual are Random(.., seed + 0..3).
 struct ConvProgram {
@@ -103,6 +116,7 @@ struct ConvProgram {
   std::vector<float> want;
 };
 ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t seed);
+ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint32_t seed);
 struct PoolRef {
   int64_t n = 1, c = 1, h = 1, w = 1, kh = 1, kw = 1, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
   std::string mode;  // max | avg | avg_exclude_pad

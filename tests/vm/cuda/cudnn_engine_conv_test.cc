@@ -146,7 +146,7 @@ class CallRecorder : public TraceObserver {
 
 struct VmCase {
   const char* name;
-  ConvRef c;
+  ConvNdRef c;  // 1-D (lifted to 2-D), 2-D or 3-D
   bool bias = false, residual = false;
 };
 void PrintTo(const VmCase& c, std::ostream* os) { *os << c.name; }
@@ -159,7 +159,7 @@ TEST_P(EngineVm, ForcedEngineMatchesReference) {
   GTEST_SKIP() << "built without cuDNN";
 #endif
   const VmCase& vc = GetParam();
-  const ConvProgram conv = MakeConvProgram(vc.c, vc.bias, vc.residual, 51);
+  const ConvProgram conv = MakeConvNdProgram(vc.c, vc.bias, vc.residual, 51);
   auto bytes = BuildProgram(conv.spec);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   const std::vector<std::vector<float>>& inputs = conv.inputs;
@@ -184,17 +184,37 @@ TEST_P(EngineVm, ForcedEngineMatchesReference) {
   }
 }
 
-ConvRef WithAct(ConvRef c, const char* act) {
+ConvNdRef WithAct(ConvRef c, const char* act) {
   c.activation = act;
-  return c;
+  return ToNd(c);
+}
+
+// A 1-D or 3-D problem: `in`, `kernel`, `pads`, `strides` one per spatial axis.
+ConvNdRef Nd(int64_t c, int64_t k, std::vector<int64_t> in, std::vector<int64_t> kernel, std::vector<int64_t> pads,
+             std::vector<int64_t> strides, const char* act) {
+  ConvNdRef r;
+  r.c = c;
+  r.k = k;
+  r.in = std::move(in);
+  r.kernel = std::move(kernel);
+  r.pads = std::move(pads);
+  r.strides = std::move(strides);
+  r.dilations.assign(r.in.size(), 1);
+  r.activation = act;
+  return r;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, EngineVm,
-    ::testing::Values(VmCase{"plain", Make(2, 8, 12, 16, 3, 1, 1)},
+    ::testing::Values(VmCase{"plain", ToNd(Make(2, 8, 12, 16, 3, 1, 1))},
                       VmCase{"bias_relu", WithAct(Make(1, 64, 56, 64, 3, 1, 1), "relu"), true},
                       VmCase{"residual_bias_relu_512", WithAct(Make(1, 512, 7, 512, 3, 1, 1), "relu"), true, true},
-                      VmCase{"bias_stride2", Make(1, 64, 56, 128, 1, 2, 0), true}),
+                      VmCase{"bias_stride2", ToNd(Make(1, 64, 56, 128, 1, 2, 0)), true},
+                      // mc3_18-like 3-D layers and a 1-D one (run as 2-D of unit height).
+                      VmCase{"conv3d_stem_bias_relu", Nd(3, 16, {8, 28, 28}, {3, 7, 7}, {1, 3, 3}, {1, 2, 2}, "relu"), true},
+                      VmCase{"conv3d_residual_bias_relu", Nd(16, 16, {4, 14, 14}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, "relu"),
+                             true, true},
+                      VmCase{"conv1d_bias", Nd(8, 12, {50}, {5}, {2}, {2}, ""), true}),
     [](const ::testing::TestParamInfo<VmCase>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -142,6 +142,25 @@ TEST(TuningFile, KeysSeparateEveryChoiceInput) {
   for (const std::string& k : {conv(true, 2, 8), gemm(0.125, "gelu_tanh", 1)}) {
     EXPECT_EQ(k.find_first_of(" \t\n"), std::string::npos) << k;
   }
+  // 1-D, 2-D and 3-D problems: every dim is part of the key, and a 3-D key parses
+  // and round-trips like a 2-D one.
+  const std::string conv3 = vm_internal::ConvProblemKey({1, 3, 8, 16, 16}, {8, 3, 3, 3, 3}, {1, 8, 8, 16, 16},
+                                                        {1, 1, 1, 1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, false, false, 0, false);
+  const std::string conv3_deeper = vm_internal::ConvProblemKey(
+      {1, 3, 9, 16, 16}, {8, 3, 3, 3, 3}, {1, 8, 9, 16, 16}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, false, false, 0,
+      false);
+  const std::string conv1 = vm_internal::ConvProblemKey({1, 3, 16}, {8, 3, 3}, {1, 8, 16}, {1, 1}, {1}, {1}, 1, false,
+                                                        false, 0, false);
+  EXPECT_NE(conv3, conv3_deeper);
+  EXPECT_NE(conv1, conv(false, 0, 1));
+  for (const std::string& k : {conv3, conv1}) {
+    const std::string line = "sm90-cudnn91400 " + k + " algo=IMPLICIT_GEMM mode=conv+epilogue workspace=0\n";
+    auto t = ParseTuning(line, "t");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    ASSERT_EQ(t->size(), 1u);
+    EXPECT_EQ(t->begin()->first, "sm90-cudnn91400 " + k);
+    EXPECT_NE(vm_internal::FormatTuning(*t).find(line), std::string::npos);
+  }
   EXPECT_NE(vm_internal::TuningKey(90, "cudnn", 91400, "p"), vm_internal::TuningKey(89, "cudnn", 91400, "p"));
   EXPECT_NE(vm_internal::TuningKey(90, "cudnn", 91400, "p"), vm_internal::TuningKey(90, "cudnn", 91900, "p"));
 }
