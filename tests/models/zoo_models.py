@@ -1,5 +1,6 @@
-"""The model zoo's architectures: torchvision models with random weights, and three small models
-written here in plain torch (a UNet, a T5-style encoder, and the GRU model of export_gru.py).
+"""The model zoo's architectures: torchvision models with random weights, and small models
+written here in plain torch (a UNet, a T5-style encoder, a BERT-shaped Transformer encoder, and the GRU
+model of export_gru.py).
 
 Every entry of MODELS maps a name to (builder, input maker, size class). A builder returns an
 eval-mode torch.nn.Module whose forward takes one tensor and returns one tensor; the input maker
@@ -212,12 +213,30 @@ def gru():
     return GruModel()
 
 
+class Encoder(nn.Module):
+    """A pre-built Transformer encoder stack on a [batch, sequence, width] input (BERT-base's shape
+    with 12 layers, 768 wide, 12 heads, 3072 feed-forward; no embedding), as
+    ../shared/anchors/torch_latency.py builds it."""
+
+    def __init__(self, layers, d, heads, ff):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, activation="gelu", batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        return self.norm(self.enc(x))
+
+
 def image(h, w=None):
     return lambda: torch.rand(1, 3, h, w or h) * 2 - 1
 
 
 # name: (builder, input maker, size class). Sizes are batch 1 at the models' standard resolutions.
 MODELS = {
+    "resnet50": (tv("resnet50"), image(224), "large"),
+    "convnext_tiny": (tv("convnext_tiny"), image(224), "large"),
+    "bert_base": (lambda: Encoder(12, 768, 12, 3072), lambda: torch.rand(1, 128, 768) * 2 - 1, "large"),
     "resnext50_32x4d": (tv("resnext50_32x4d"), image(224), "large"),
     "wide_resnet50_2": (tv("wide_resnet50_2"), image(224), "large"),
     "efficientnet_v2_s": (tv("efficientnet_v2_s"), image(224), "large"),

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Half precision on the GPU (issue 9), Keel beside PyTorch in the same device call:
+# accuracy of keelc --precision fp16/bf16 and latency at batch 1 and at a large batch
+# (32 for image models, 8 for the others) against PyTorch fp16 CUDA-graph replay
+# (NCHW and channels-last) and, optionally, torch.compile(mode="max-autotune").
+#
+#   scripts/half-gpu.sh prepare [MODELS]      # here: export with compact weights, check on the
+#                                             # CPU, stage .gpu/half (scripts/zoo-gpu.sh prepare-onnx)
+#   (device) bash .gpu/half/common/half-gpu.sh run GROUP [--compile] [--precisions LIST]
+#
+# MODELS default: resnet50,mobilenet_v2,convnext_tiny,bert_base (tests/models/zoo_models.py).
+# The models travel as compressed ONNX with compact weights and are compiled on the GPU
+# machine by the carried keelc, once per precision and batch. Accuracy: batch 1 against
+# PyTorch's fp32 CPU output of the same weights (fp32: rel L2 <= 1e-4; fp16/bf16: <= 1e-2 and
+# the same top-1 class for classifiers). Latency: keel-cuda-time's compute_ms (the replayed CUDA
+# graph less its input/output copies) against PyTorch's CUDA-graph replay with the input already
+# on the GPU (../shared/anchors/torch_latency.py, its own random weights, cudnn.benchmark on).
+# TF32: the fp32 executable timed with --allow-tf32. Writes $OUT/results.txt, $OUT/half.json.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+prepare() {
+  set -e
+  cd "$here/.."
+  local models=${1:-resnet50,mobilenet_v2,convnext_tiny,bert_base}
+  local stage=.gpu/half
+  KEEL_ZOO_STAGE=$stage scripts/zoo-gpu.sh prepare-onnx "$models"
+  cp scripts/half-gpu.sh "${KEEL_SHARED_DIR:-../shared}/anchors/torch_latency.py" "$stage/common/"
+  echo "device calls, one per group:"
+  for g in $(ls -d "$stage"/g* | sort -V); do
+    echo "  carry [\"$stage/common\", \"$g\"]  command: bash $stage/common/half-gpu.sh run $(basename "$g")"
+  done
+}
+
+run() {
+  local group=$1; shift
+  local compile="" precisions="fp32 fp16 bf16"
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --compile) compile=max-autotune ;;
+      --precisions) precisions=${2//,/ }; shift ;;
+      *) echo "half-gpu.sh run: unknown option $1"; exit 2 ;;
+    esac
+    shift
+  done
+  local stage; stage=$(cd "$here/.." && pwd)
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH:-}
+  local final=${OUT:-/tmp/keel-half-out} work out kdir=/tmp/keel-zoo-keelc
+  work=$(mktemp -d /tmp/keel-half.XXXXXX); out=$(mktemp -d /tmp/keel-half-logs.XXXXXX)
+  mkdir -p "$final"
+  trap 'cp "$out/results.txt" "$out/half.json" "$final/" 2>/dev/null; tar -czf "$final/logs.tar.gz" -C "$out" . 2>/dev/null' EXIT
+  if [ ! -x "$kdir/keelc/keelc" ]; then
+    mkdir -p "$kdir" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
+      "$stage/common/keelc-bundle.tar.xz" "$kdir"
+  fi
+  local bin=$stage/common/bin
+  echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
+  for m in $(cat "$stage/$group/models.txt"); do
+    local g=$stage/$group
+    python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'), 1<<24)" \
+      "$g/$m.onnx.xz" "$work/$m.onnx"
+    # The input's shape without its batch dimension, and the large batch.
+    local shape big
+    shape=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['input_shape'][1:])))" "$g/$m.json")
+    big=8; [ "$(echo "$shape" | tr ',' '\n' | wc -l)" = 3 ] && big=32
+    for b in 1 $big; do
+      python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d*int(sys.argv[3]))" \
+        "$g/$m.input.bin" "$work/$m.b$b.input.bin" "$b"
+      for p in $precisions; do
+        local k=$work/$m.$p.b$b.keel tag=$m.$p.b$b
+        LD_LIBRARY_PATH="$kdir/keelc/lib:$LD_LIBRARY_PATH" timeout 400 "$kdir/keelc/keelc" "$work/$m.onnx" -o "$k" \
+          --target cuda --precision "$p" --input-shape "input=$b,$shape" >"$out/keelc_$tag.log" 2>&1 \
+          || { echo "$tag: keelc failed: $(tail -1 "$out/keelc_$tag.log")" | tee -a "$out/results.txt"; continue; }
+        if [ "$b" = 1 ]; then
+          timeout 120 "$bin/keel-run" "$k" --device cuda --input "input=$work/$m.b1.input.bin" --output-dir "$work/out_$tag" \
+            >"$out/run_$tag.log" 2>&1 || echo "$tag: keel-run failed: $(tail -1 "$out/run_$tag.log")" | tee -a "$out/results.txt"
+        fi
+        timeout 180 "$bin/keel-cuda-time" "$k" --warmup 5 --iterations 50 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
+          >"$out/time_$tag.json" 2>"$out/time_$tag.err" || true
+        if [ "$p" = fp32 ]; then
+          timeout 180 "$bin/keel-cuda-time" "$k" --warmup 5 --iterations 50 --input "input=$work/$m.b$b.input.bin" \
+            --name "$m.tf32.b$b" --allow-tf32 >"$out/time_$m.tf32.b$b.json" 2>>"$out/time_$tag.err" || true
+        fi
+        rm -f "$k" "$k.so"
+      done
+      # PyTorch fp16: NCHW and (image models) channels-last, CUDA-graph replay; torch.compile on request.
+      local cl=""; [ "$big" = 32 ] && cl="--channels-last"
+      for form in nchw $([ -n "$cl" ] && echo cl); do
+        local flags=""; [ "$form" = cl ] && flags=$cl
+        [ -n "$compile" ] && flags="$flags --compile $compile"
+        timeout 500 python3 "$stage/common/torch_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
+          --iters 50 --out "$out/torch_$m.b$b.$form.json" >"$out/torch_$m.b$b.$form.log" 2>&1 \
+          || echo "$m b$b: torch ($form) failed: $(tail -1 "$out/torch_$m.b$b.$form.log")" | tee -a "$out/results.txt"
+      done
+    done
+    rm -f "$work/$m.onnx"
+  done
+  python3 - "$stage/$group" "$work" "$out" "$precisions" <<'PY' | tee -a "$out/results.txt"
+import glob, json, os, sys
+import numpy as np
+g, work, out, precisions = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+def load(path):
+    try:
+        j = json.load(open(path))
+        return j[0] if isinstance(j, list) else j
+    except Exception:
+        return None
+rows, acc = [], []
+for m in open(os.path.join(g, "models.txt")).read().split():
+    meta = json.load(open(os.path.join(g, m + ".json")))
+    ref = np.fromfile(os.path.join(g, m + ".output.bin"), dtype=np.float32).astype(np.float64)
+    classifier = len(meta["output_shape"]) == 2
+    for p in precisions:
+        got_p = os.path.join(work, "out_%s.%s.b1" % (m, p), "output.bin")
+        if not os.path.exists(got_p):
+            acc.append((m, p, None, None, "no output")); continue
+        got = np.fromfile(got_p, dtype=np.float32).astype(np.float64)
+        err = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)) if got.size == ref.size else None
+        top1 = bool(np.argmax(got) == np.argmax(ref)) if classifier and err is not None else None
+        limit = 1e-4 if p == "fp32" else 1e-2
+        ok = err is not None and err <= limit and top1 is not False
+        acc.append((m, p, err, top1, "ok" if ok else "MISMATCH"))
+    batches = sorted({int(os.path.basename(f).split(".b")[-1].split(".")[0]) for f in glob.glob(os.path.join(out, "time_%s.*.json" % m))})
+    for b in batches:
+        r = {"model": m, "batch": b}
+        for p in precisions + ["tf32"]:
+            t = load(os.path.join(out, "time_%s.%s.b%d.json" % (m, p, b)))
+            r["keel_" + p] = t["compute_ms"] if t else None
+        for form in ("nchw", "cl"):
+            t = load(os.path.join(out, "torch_%s.b%d.%s.json" % (m, b, form)))
+            r["torch_fp16_" + form] = t["cudagraph_ms"] if t else None
+            r["torch_compile_" + form] = t.get("compiled_ms") if t else None
+        rows.append(r)
+print("accuracy at batch 1 (rel L2 vs PyTorch fp32 CPU, same weights; fp32 <= 1e-4, half <= 1e-2, same top-1):")
+for m, p, err, top1, status in acc:
+    print("  %-14s %-5s %10s  top-1 %-5s %s" % (m, p, "%.2e" % err if err is not None else "-", {True: "same", False: "DIFF", None: "-"}[top1], status))
+f = lambda v: "%.3f" % v if v else "-"
+print("\nlatency, ms (Keel compute_ms: graph replay less copies; PyTorch fp16 CUDA-graph replay, input on the GPU):")
+hdr = ["model", "batch"] + ["keel " + p for p in precisions + ["tf32"]] + ["torch fp16", "torch fp16 CL", "torch compile", "fp16/torch", "fp16 items/s"]
+print("  " + " ".join("%-13s" % h for h in hdr))
+for r in rows:
+    torch_best = min([v for v in (r["torch_fp16_nchw"], r["torch_fp16_cl"]) if v] or [0]) or None
+    k16 = r.get("keel_fp16")
+    comp = min([v for v in (r["torch_compile_nchw"], r["torch_compile_cl"]) if v] or [0]) or None
+    cells = [r["model"], str(r["batch"])] + [f(r.get("keel_" + p)) for p in precisions + ["tf32"]] + \
+            [f(r["torch_fp16_nchw"]), f(r["torch_fp16_cl"]), f(comp),
+             "%.2f" % (k16 / torch_best) if k16 and torch_best else "-",
+             "%.0f" % (r["batch"] * 1000 / k16) if k16 else "-"]
+    print("  " + " ".join("%-13s" % c for c in cells))
+json.dump({"accuracy": acc, "latency": rows}, open(os.path.join(out, "half.json"), "w"), indent=1)
+sys.exit(1 if any(a[4] != "ok" for a in acc) else 0)
+PY
+}
+
+case "${1:-}" in
+  prepare) prepare "${2:-}" ;;
+  run) shift; [ $# -ge 1 ] || { echo "usage: half-gpu.sh run GROUP [--compile] [--precisions LIST]"; exit 2; }; run "$@" ;;
+  *) echo "usage: scripts/half-gpu.sh prepare [MODELS] | run GROUP [--compile] [--precisions LIST]"; exit 2 ;;
+esac
