@@ -235,6 +235,8 @@ def image(h, w=None):
 # name: (builder, input maker, size class). Sizes are batch 1 at the models' standard resolutions.
 MODELS = {
     "resnet50": (tv("resnet50"), image(224), "large"),
+    # ../shared/models has MobileNetV2 too (tested in CI); this copy is for the half-precision GPU runs.
+    "mobilenet_v2": (tv("mobilenet_v2"), image(224), "large"),
     "convnext_tiny": (tv("convnext_tiny"), image(224), "large"),
     "bert_base": (lambda: Encoder(12, 768, 12, 3072), lambda: torch.rand(1, 128, 768) * 2 - 1, "large"),
     "resnext50_32x4d": (tv("resnext50_32x4d"), image(224), "large"),

@@ -4,61 +4,19 @@
 // determinism, agreement of every memory plan, and driver-level bad input.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstring>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "compiler/driver/compile.h"
 #include "compiler/memory/planner.h"
 #include "keel/vm.h"
+#include "tests/compiler/driver/zoo_test_util.h"
 
 namespace keel::driver {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path ModelsDir() { return fs::path(KEEL_SHARED_DIR) / "models"; }
-
-std::vector<char> ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::vector<float> ReadFloats(const fs::path& path) {
-  std::vector<char> bytes = ReadBytes(path);
-  std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-  return out;
-}
-
-double RelativeL2(const std::vector<float>& out, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("keel_e2e_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using namespace zoo_test;  // NOLINT: the zoo tests' shared helpers
 
 // Compiles `model` with `plan`, runs it on its bundled input, returns the output.
 std::vector<float> CompileAndRun(const std::string& model, const std::string& plan, const fs::path& dir) {
@@ -75,19 +33,7 @@ std::vector<float> CompileAndRun(const std::string& model, const std::string& pl
   EXPECT_TRUE(exe.ok()) << exe.status().ToString();
   if (!exe.ok()) return {};
   EXPECT_EQ((*exe)->plan_strategy().substr(0, plan.size()), plan);
-  auto vm = VirtualMachine::Create(*exe);
-  EXPECT_TRUE(vm.ok()) << vm.status().ToString();
-  if (!vm.ok()) return {};
-  const std::vector<float> input = ReadFloats(ModelsDir() / (model + ".input.bin"));
-  const TensorInfo& info = (*exe)->input(0);
-  Status st = (*vm)->SetInput(0, input.data(), input.size() * sizeof(float), info.shape, info.dtype);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  st = (*vm)->Run();
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  std::vector<float> out((*exe)->output(0).byte_size / sizeof(float));
-  st = (*vm)->CopyOutputToHost(0, out.data(), out.size() * sizeof(float));
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return out;
+  return RunOnBundledInput(model, options.output_path);
 }
 
 class ModelZoo : public ::testing::TestWithParam<std::string> {
@@ -158,9 +104,9 @@ TEST(Compiler, BadInputsAreClearErrors) {
   const fs::path source = ModelsDir() / "squeezenet1_1.onnx";
   const fs::path truncated = dir.path() / "truncated.onnx";
   {
-    std::vector<char> bytes = fs::exists(source) ? ReadBytes(source) : std::vector<char>(64, '\x0a');
+    std::vector<uint8_t> bytes = fs::exists(source) ? ReadBytes(source) : std::vector<uint8_t>(64, 0x0a);
     std::ofstream out(truncated, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size() / 2));
   }
   options.model_path = truncated.string();
   st = CompileError(options);

@@ -8,62 +8,20 @@
 // and tf32 is recorded in the executable for the VM.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "compiler/driver/compile.h"
 #include "keel/vm.h"
 #include "serialization/executable_reader.h"
+#include "tests/compiler/driver/zoo_test_util.h"
 
 namespace keel::driver {
 namespace {
 
 namespace fs = std::filesystem;
 using passes::Precision;
-
-fs::path ModelsDir() { return fs::path(KEEL_SHARED_DIR) / "models"; }
-
-std::vector<uint8_t> ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::vector<float> ReadFloats(const fs::path& path) {
-  std::vector<uint8_t> bytes = ReadBytes(path);
-  std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-  return out;
-}
-
-double RelativeL2(const std::vector<float>& out, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
-
-size_t ArgMax(const std::vector<float>& v) { return size_t(std::max_element(v.begin(), v.end()) - v.begin()); }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("keel_precision_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using namespace zoo_test;  // NOLINT: the zoo tests' shared helpers
 
 Result<CompileSummary> Compile(const std::string& model, Precision p, const fs::path& out,
                                const std::string& target = "cpu") {
@@ -74,28 +32,6 @@ Result<CompileSummary> Compile(const std::string& model, Precision p, const fs::
   o.planner_time_limit_seconds = 2;
   o.pipeline.mixed_precision.precision = p;
   return CompileModel(o);
-}
-
-// Runs a compiled model on its bundled input; the first output as f32.
-std::vector<float> RunModel(const std::string& model, const fs::path& keel) {
-  auto exe = Executable::LoadFile(keel.string());
-  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
-  if (!exe.ok()) return {};
-  auto vm = VirtualMachine::Create(*exe);
-  EXPECT_TRUE(vm.ok()) << vm.status().ToString();
-  if (!vm.ok()) return {};
-  const std::vector<float> input = ReadFloats(ModelsDir() / (model + ".input.bin"));
-  const TensorInfo& info = (*exe)->input(0);
-  EXPECT_EQ(info.dtype, DataType::kF32) << "model inputs stay f32 by default";
-  Status st = (*vm)->SetInput(0, input.data(), input.size() * sizeof(float), info.shape, info.dtype);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  st = (*vm)->Run();
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ((*exe)->output(0).dtype, DataType::kF32) << "model outputs stay f32 by default";
-  std::vector<float> out((*exe)->output(0).byte_size / sizeof(float));
-  st = (*vm)->CopyOutputToHost(0, out.data(), out.size() * sizeof(float));
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return out;
 }
 
 struct Case {
@@ -115,9 +51,9 @@ class HalfZoo : public ::testing::TestWithParam<std::tuple<Case, Precision>> {
 TEST_P(HalfZoo, MatchesTheF32ReferenceAtHalfTheSize) {
   const auto& [c, precision] = GetParam();
   TempDir dir;
-  auto f32 = Compile(c.model, Precision::kFp32, dir.path / "f32.keel");
+  auto f32 = Compile(c.model, Precision::kFp32, dir.path() / "f32.keel");
   ASSERT_TRUE(f32.ok()) << f32.status().ToString();
-  auto half = Compile(c.model, precision, dir.path / "half.keel");
+  auto half = Compile(c.model, precision, dir.path() / "half.keel");
   ASSERT_TRUE(half.ok()) << half.status().ToString();
 
   // The summary: weights and activations in half, what stays f32 and why.
@@ -130,7 +66,7 @@ TEST_P(HalfZoo, MatchesTheF32ReferenceAtHalfTheSize) {
       << f32->executable_bytes << " -> " << half->executable_bytes;
 
   const std::vector<float> ref = ReadFloats(ModelsDir() / (c.model + ".output.bin"));
-  const std::vector<float> out = RunModel(c.model, dir.path / "half.keel");
+  const std::vector<float> out = RunOnBundledInput(c.model, dir.path() / "half.keel");
   ASSERT_EQ(out.size(), ref.size());
   const double err = RelativeL2(out, ref);
   EXPECT_LE(err, 1e-2) << c.model << " " << passes::PrecisionName(precision);
@@ -154,10 +90,10 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, HalfZoo,
 TEST(Precision, HalfRecompilesAreByteIdentical) {
   if (!fs::exists(ModelsDir() / "tiny_bert.onnx")) GTEST_SKIP() << "shared models not found";
   TempDir a, b;
-  ASSERT_TRUE(Compile("tiny_bert", Precision::kFp16, a.path / "m.keel").ok());
-  ASSERT_TRUE(Compile("tiny_bert", Precision::kFp16, b.path / "m.keel").ok());
-  EXPECT_EQ(ReadBytes(a.path / "m.keel"), ReadBytes(b.path / "m.keel"));
-  EXPECT_EQ(ReadBytes(a.path / "m.keel.so"), ReadBytes(b.path / "m.keel.so"));
+  ASSERT_TRUE(Compile("tiny_bert", Precision::kFp16, a.path() / "m.keel").ok());
+  ASSERT_TRUE(Compile("tiny_bert", Precision::kFp16, b.path() / "m.keel").ok());
+  EXPECT_EQ(ReadBytes(a.path() / "m.keel"), ReadBytes(b.path() / "m.keel"));
+  EXPECT_EQ(ReadBytes(a.path() / "m.keel.so"), ReadBytes(b.path() / "m.keel.so"));
 }
 
 TEST(Precision, CudaTargetTakesTheHalfGraph) {
@@ -167,9 +103,9 @@ TEST(Precision, CudaTargetTakesTheHalfGraph) {
     for (Precision p : {Precision::kFp16, Precision::kBf16}) {
       if (p == Precision::kBf16 && std::string(model) != "tiny_bert") continue;
       TempDir dir;
-      auto s = Compile(model, p, dir.path / "m.keel", "cuda");
+      auto s = Compile(model, p, dir.path() / "m.keel", "cuda");
       ASSERT_TRUE(s.ok()) << model << ": " << s.status().ToString();
-      const std::vector<uint8_t> file = ReadBytes(dir.path / "m.keel");
+      const std::vector<uint8_t> file = ReadBytes(dir.path() / "m.keel");
       auto view = ser::ReadExecutable(file);
       ASSERT_TRUE(view.ok()) << view.status().ToString();
       const fb::DType half = p == Precision::kFp16 ? fb::DType::f16 : fb::DType::bf16;
@@ -180,7 +116,7 @@ TEST(Precision, CudaTargetTakesTheHalfGraph) {
       EXPECT_GT(half_weights, 0) << model << " " << passes::PrecisionName(p);
       if (p == Precision::kFp16) {
         // Generated kernels load halves and widen them (cvt.f32.f16).
-        const fs::path so = dir.path / "m.keel.so";
+        const fs::path so = dir.path() / "m.keel.so";
         void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
         ASSERT_NE(h, nullptr) << dlerror();
         const char* ptx = static_cast<const char*>(dlsym(h, "keel_cuda_ptx"));
@@ -196,7 +132,7 @@ TEST(Precision, Tf32IsRecordedForTheVm) {
   if (!fs::exists(ModelsDir() / "squeezenet1_1.onnx")) GTEST_SKIP() << "shared models not found";
   TempDir dir;
   for (Precision p : {Precision::kFp32, Precision::kTf32}) {
-    const fs::path out = dir.path / (std::string(passes::PrecisionName(p)) + ".keel");
+    const fs::path out = dir.path() / (std::string(passes::PrecisionName(p)) + ".keel");
     auto s = Compile("squeezenet1_1", p, out);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     EXPECT_EQ(s->precision.half_constants, 0);
