@@ -72,13 +72,13 @@ run() {
           --target cuda --precision "$p" --input-shape "input=$b,$shape" >"$out/keelc_$tag.log" 2>&1 \
           || { echo "$tag: keelc failed: $(tail -1 "$out/keelc_$tag.log")" | tee -a "$out/results.txt"; continue; }
         if [ "$b" = 1 ]; then
-          timeout 120 "$bin/keel-run" "$k" --device cuda --input "input=$work/$m.b1.input.bin" --output-dir "$work/out_$tag" \
+          timeout 60 "$bin/keel-run" "$k" --device cuda --input "input=$work/$m.b1.input.bin" --output-dir "$work/out_$tag" \
             >"$out/run_$tag.log" 2>&1 || echo "$tag: keel-run failed: $(tail -1 "$out/run_$tag.log")" | tee -a "$out/results.txt"
         fi
-        timeout 180 "$bin/keel-cuda-time" "$k" --warmup 5 --iterations 50 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
+        timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
           >"$out/time_$tag.json" 2>"$out/time_$tag.err" || true
         if [ "$p" = fp32 ]; then
-          timeout 180 "$bin/keel-cuda-time" "$k" --warmup 5 --iterations 50 --input "input=$work/$m.b$b.input.bin" \
+          timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" \
             --name "$m.tf32.b$b" --allow-tf32 >"$out/time_$m.tf32.b$b.json" 2>>"$out/time_$tag.err" || true
         fi
         rm -f "$k" "$k.so"

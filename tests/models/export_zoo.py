@@ -150,13 +150,17 @@ def export(name, out, stamp, compact=False):
     with warnings.catch_warnings():  # the exporter's notes on shape inference and GRU batch sizes
         warnings.simplefilter("ignore")
         mode = torch.onnx.TrainingMode.PRESERVE if compact else torch.onnx.TrainingMode.EVAL
+        # Compact exports (compiled again on the GPU machine, at other batch sizes too) keep the
+        # batch dimension symbolic, so that keelc --input-shape can set it.
+        dynamic = {"input": {0: "batch"}, "output": {0: "batch"}} if compact else None
         torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"], output_names=["output"],
-                          training=mode)
+                          training=mode, dynamic_axes=dynamic)
     export_s = time.perf_counter() - t0
     np.save(os.path.join(out, base + ".input.npy"), x.numpy())
     np.save(os.path.join(out, base + ".output.npy"), ref.numpy())
     meta = {
         "name": name, "source": stamp, "opset": 17, "onnx": base + ".onnx", "compact_weights": compact,
+        "dynamic_batch": compact,
         "input": base + ".input.npy", "output": base + ".output.npy",
         "input_name": "input", "input_shape": list(x.shape), "input_dtype": str(x.numpy().dtype),
         "output_name": "output", "output_shape": list(ref.shape),
@@ -180,9 +184,10 @@ def first_line(text):
     return lines[-1] if lines else "(no message)"
 
 
-def keelc(bin_dir, onnx_path, exe, target):
+def keelc(bin_dir, onnx_path, exe, target, meta):
     t0 = time.perf_counter()
-    r = subprocess.run([os.path.join(bin_dir, "keelc"), onnx_path, "-o", exe, "--target", target, "-q"],
+    shape = ["--input-shape", "input=" + ",".join(map(str, meta["input_shape"]))] if meta.get("dynamic_batch") else []
+    r = subprocess.run([os.path.join(bin_dir, "keelc"), onnx_path, "-o", exe, "--target", target, "-q"] + shape,
                        capture_output=True, text=True)
     return r.returncode, time.perf_counter() - t0, r.stderr + r.stdout
 
@@ -195,7 +200,7 @@ def check(name, meta, out, bin_dir, cuda, stage, onnx_stage=None):
     ref = np.load(os.path.join(out, meta["output"]))
     x.tofile(os.path.join(work, "input.bin"))
     exe = os.path.join(work, name + ".keel")
-    rc, row["compile_s"], msg = keelc(bin_dir, os.path.join(out, meta["onnx"]), exe, "cpu")
+    rc, row["compile_s"], msg = keelc(bin_dir, os.path.join(out, meta["onnx"]), exe, "cpu", meta)
     if rc != 0:
         row["status"] = "keelc cpu failed: " + first_line(msg)
         return row
@@ -220,7 +225,7 @@ def check(name, meta, out, bin_dir, cuda, stage, onnx_stage=None):
         stage_onnx(name, meta, out, work, onnx_stage)
     if cuda:
         cexe = os.path.join(work, name + ".cuda.keel")
-        rc, row["cuda_compile_s"], msg = keelc(bin_dir, os.path.join(out, meta["onnx"]), cexe, "cuda")
+        rc, row["cuda_compile_s"], msg = keelc(bin_dir, os.path.join(out, meta["onnx"]), cexe, "cuda", meta)
         if rc != 0:
             row["cuda"] = "keelc cuda failed: " + first_line(msg)
             row["status"] = "cuda compile failed"
