@@ -1,6 +1,6 @@
 // keel-plan — compare memory-planning strategies on one model or one buffer list.
 //
-//   keel-plan model.onnx [--target cpu|cuda] [--strategies all|naive,greedy-size,...]
+//   keel-plan model.onnx [--target cpu|cuda] [--precision P] [--strategies all|naive,greedy-size,...]
 //             [--time-limit SEC] [--json out.json] [--html out.html] [--batch N] [--no-timings]
 //             [--export-buffers OUT.csv] [--capacity BYTES] [--solution OUT.csv]
 //   keel-plan --buffers problem.csv [same options]
@@ -34,6 +34,7 @@
 #include "compiler/memory/buffer_csv.h"
 #include "compiler/memory/plan_report.h"
 #include "compiler/memory/planner.h"
+#include "compiler/passes/mixed_precision.h"
 
 namespace {
 
@@ -51,6 +52,8 @@ options:
   --solution PATH          write the smallest valid one-arena plan's offsets (CSV
                            with an offset column, MiniMalloc's output format)
   --target cpu|cuda        target whose buffers are planned (default: cpu)
+  --precision P            plan keelc --precision P's buffers: fp32 (default), tf32,
+                           fp16, bf16 (half buffers take half the bytes)
   --strategies LIST        all (default) or a comma-separated list of:
                            %s
   --time-limit SEC         time limit of search strategies (exact, best; default 10)
@@ -143,6 +146,10 @@ static int RunMain(int argc, char** argv) {
     } else if (args.Value("--target", v)) {
       if (v != "cpu" && v != "cuda") return UsageError("--target expects cpu or cuda (got '" + v + "')");
       options.target = v;
+    } else if (args.Value("--precision", v)) {
+      auto p = keel::passes::ParsePrecision(v);
+      if (!p.ok()) return UsageError("--precision: " + p.status().message());
+      options.pipeline.mixed_precision.precision = *p;
     } else if (args.Value("--strategies", v)) {
       strategies_text = v;
     } else if (args.Value("--buffers", v)) {
