@@ -55,46 +55,56 @@ run() {
   fi
   local bin=$stage/common/bin
   echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
-  for m in $(cat "$stage/$group/models.txt"); do
-    local g=$stage/$group
+  local g=$stage/$group models m b p
+  models=$(cat "$g/models.txt")
+  # 1. Every (model, batch, precision) compiled up front, several at a time (keelc is mostly
+  #    one thread; the machine has 16 cores): a job list of "model batch precision shape".
+  : >"$work/jobs.txt"
+  for m in $models; do
     python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'), 1<<24)" \
       "$g/$m.onnx.xz" "$work/$m.onnx"
-    # The input's shape without its batch dimension, and the large batch.
+    # The input's shape without its batch dimension; the large batch: 32 for images, else 8.
     local shape big
     shape=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['input_shape'][1:])))" "$g/$m.json")
     big=8; [ "$(echo "$shape" | tr ',' '\n' | wc -l)" = 3 ] && big=32
+    echo "$m $big" >>"$work/batches.txt"
     for b in 1 $big; do
       python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d*int(sys.argv[3]))" \
         "$g/$m.input.bin" "$work/$m.b$b.input.bin" "$b"
-      for p in $precisions; do
-        local k=$work/$m.$p.b$b.keel tag=$m.$p.b$b
-        LD_LIBRARY_PATH="$kdir/keelc/lib:$LD_LIBRARY_PATH" timeout 400 "$kdir/keelc/keelc" "$work/$m.onnx" -o "$k" \
-          --target cuda --precision "$p" --input-shape "input=$b,$shape" >"$out/keelc_$tag.log" 2>&1 \
-          || { echo "$tag: keelc failed: $(tail -1 "$out/keelc_$tag.log")" | tee -a "$out/results.txt"; continue; }
-        if [ "$b" = 1 ]; then
-          timeout 60 "$bin/keel-run" "$k" --device cuda --input "input=$work/$m.b1.input.bin" --output-dir "$work/out_$tag" \
-            >"$out/run_$tag.log" 2>&1 || echo "$tag: keel-run failed: $(tail -1 "$out/run_$tag.log")" | tee -a "$out/results.txt"
-        fi
-        timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
-          >"$out/time_$tag.json" 2>"$out/time_$tag.err" || true
-        if [ "$p" = fp32 ]; then
-          timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" \
-            --name "$m.tf32.b$b" --allow-tf32 >"$out/time_$m.tf32.b$b.json" 2>>"$out/time_$tag.err" || true
-        fi
-        rm -f "$k" "$k.so"
-      done
-      # PyTorch fp16: NCHW and (image models) channels-last, CUDA-graph replay; torch.compile on request.
-      local cl=""; [ "$big" = 32 ] && cl="--channels-last"
-      for form in nchw $([ -n "$cl" ] && echo cl); do
-        local flags=""; [ "$form" = cl ] && flags=$cl
+      for p in $precisions; do echo "$m $b $p $shape" >>"$work/jobs.txt"; done
+    done
+  done
+  export KEELC="$kdir/keelc/keelc" KEELC_LIB="$kdir/keelc/lib" WORK=$work LOGS=$out
+  xargs -P 6 -L 1 bash -c 'LD_LIBRARY_PATH="$KEELC_LIB:$LD_LIBRARY_PATH" timeout 400 "$KEELC" "$WORK/$0.onnx" \
+    -o "$WORK/$0.$2.b$1.keel" --target cuda --precision "$2" --input-shape "input=$1,$3" >"$LOGS/keelc_$0.$2.b$1.log" 2>&1 \
+    || echo "$0.$2.b$1: keelc failed: $(tail -1 "$LOGS/keelc_$0.$2.b$1.log")" >>"$LOGS/results.txt"' <"$work/jobs.txt"
+  # 2. Accuracy (batch 1) and Keel's latency, one executable at a time.
+  while read -r m b p _; do
+    local k=$work/$m.$p.b$b.keel tag=$m.$p.b$b
+    [ -f "$k" ] || continue
+    if [ "$b" = 1 ]; then
+      timeout 60 "$bin/keel-run" "$k" --device cuda --input "input=$work/$m.b1.input.bin" --output-dir "$work/out_$tag" \
+        >"$out/run_$tag.log" 2>&1 || echo "$tag: keel-run failed: $(tail -1 "$out/run_$tag.log")" | tee -a "$out/results.txt"
+    fi
+    timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
+      >"$out/time_$tag.json" 2>"$out/time_$tag.err" || true
+    if [ "$p" = fp32 ]; then
+      timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" \
+        --name "$m.tf32.b$b" --allow-tf32 >"$out/time_$m.tf32.b$b.json" 2>>"$out/time_$tag.err" || true
+    fi
+  done <"$work/jobs.txt"
+  # 3. PyTorch fp16: NCHW and (image models) channels-last, CUDA-graph replay; torch.compile on request.
+  while read -r m big; do
+    for b in 1 $big; do
+      for form in nchw $([ "$big" = 32 ] && echo cl); do
+        local flags=""; [ "$form" = cl ] && flags=--channels-last
         [ -n "$compile" ] && flags="$flags --compile $compile"
         timeout 500 python3 "$stage/common/torch_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
           --iters 50 --out "$out/torch_$m.b$b.$form.json" >"$out/torch_$m.b$b.$form.log" 2>&1 \
           || echo "$m b$b: torch ($form) failed: $(tail -1 "$out/torch_$m.b$b.$form.log")" | tee -a "$out/results.txt"
       done
     done
-    rm -f "$work/$m.onnx"
-  done
+  done <"$work/batches.txt"
   python3 - "$stage/$group" "$work" "$out" "$precisions" <<'PY' | tee -a "$out/results.txt"
 import glob, json, os, sys
 import numpy as np
