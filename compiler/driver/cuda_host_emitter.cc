@@ -204,7 +204,6 @@ void Emitter::EmitOutputsAndMain() {
   const auto* results = f.results();
   const fb::MemoryPlan* plan = root().memory_plan();
   const size_t na = plan != nullptr && plan->arenas() != nullptr ? plan->arenas()->size() : 0;
-  const size_t nc = root().constants() != nullptr ? root().constants()->size() : 0;
 
   o_ << "// Inputs: from --input name=file (raw bytes), else keel-run's deterministic pattern.\n"
      << "static const ParamInfo kParams[] = {\n";
