@@ -263,20 +263,30 @@ Status ExecutableWriter::Emit(const FinishOptions& options, const std::function<
                               uint64_t* total_size) const {
   const State& st = *state_;
 
-  // Lay out the data segment: each written constant at the next 64-byte boundary.
+  // Lay out the data segment: the CPU constants first, each at the next 64-byte
+  // boundary, then each device's constants together at kDeviceDataAlignment
+  // boundaries, so that the VM uploads a device's weights as one run of bytes into
+  // one block (common/constant_block.h). `order` is the file order.
   std::vector<uint64_t> offsets(st.constants.size(), 0);
-  uint64_t cursor = 0;
+  std::vector<size_t> order;
   for (size_t i = 0; i < st.constants.size(); ++i) {
+    if (!st.constants[i].raw) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return static_cast<int>(st.constants[a].meta.device) < static_cast<int>(st.constants[b].meta.device);
+  });
+  uint64_t cursor = 0;
+  for (size_t i : order) {
     const auto& c = st.constants[i];
-    if (c.raw) {
-      offsets[i] = c.meta.offset;
-      continue;
-    }
+    const uint64_t align = c.meta.device == DeviceKind::kCpu ? kDataAlignment : kDeviceDataAlignment;
     uint64_t off = 0;
-    if (!AlignUp(cursor, kDataAlignment, &off) || __builtin_add_overflow(off, c.bytes().size(), &cursor)) {
+    if (!AlignUp(cursor, align, &off) || __builtin_add_overflow(off, c.bytes().size(), &cursor)) {
       return InvalidArgument("data segment size overflows 64 bits at constant '" + c.meta.name + "'");
     }
     offsets[i] = off;
+  }
+  for (size_t i = 0; i < st.constants.size(); ++i) {
+    if (st.constants[i].raw) offsets[i] = st.constants[i].meta.offset;
   }
   const uint64_t data_size = cursor;
 
@@ -334,7 +344,7 @@ Status ExecutableWriter::Emit(const FinishOptions& options, const std::function<
   *total_size = total;
 
   // Emit in file order: metadata, zero padding, then each constant at its offset.
-  static constexpr uint8_t kZeros[kDataAlignment] = {};
+  static constexpr uint8_t kZeros[kDeviceDataAlignment] = {};
   std::span<const uint8_t> meta(fbb.GetBufferPointer(), fbb.GetSize());
   std::vector<uint8_t> patched;
   if (options.file_identifier) {
@@ -349,15 +359,15 @@ Status ExecutableWriter::Emit(const FinishOptions& options, const std::function<
   if (!sink(meta)) return io_error;
   uint64_t pos = meta.size();
   auto pad_to = [&](uint64_t target) {
-    // Gaps are always below 64 bytes: offsets are 64-aligned and assigned in order.
+    // Gaps are always below kDeviceDataAlignment bytes: offsets are aligned and assigned in file order.
     if (target > pos && !sink(std::span<const uint8_t>(kZeros, static_cast<size_t>(target - pos)))) return false;
     pos = std::max(pos, target);
     return true;
   };
   if (!pad_to(real_offset)) return io_error;
-  for (size_t i = 0; i < st.constants.size(); ++i) {
+  for (size_t i : order) {
     const auto& c = st.constants[i];
-    if (c.raw || c.bytes().empty()) continue;
+    if (c.bytes().empty()) continue;
     if (!pad_to(real_offset + offsets[i]) || !sink(c.bytes())) return io_error;
     pos += c.bytes().size();
   }

@@ -4,7 +4,9 @@
 // plain structs below and get back the whole file image: a size-prefixed
 // FlatBuffer (identifier "KEEL", root keel.fb.Executable) followed by zero
 // padding up to a 64-byte boundary and the data segment holding the constant
-// bytes, each constant 64-byte aligned (see serialization/executable.fbs).
+// bytes: first the CPU constants, each 64-byte aligned, then each device's
+// constants together, each 256-byte aligned, so that the VM uploads a device's
+// weights in one copy into one block (see serialization/executable.fbs).
 // Callers need no FlatBuffers knowledge.
 //
 // The writer deliberately does NOT validate indices or sizes: register,

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/constant_block.h"
 #include "keel/data_type.h"
 
 namespace keel::ser {
@@ -26,6 +27,9 @@ inline constexpr uint16_t kFormatVersionMinor = 2;  // 1.1: kernel library size 
 // segment and of every constant inside it.
 inline constexpr char kFileIdentifier[5] = "KEEL";
 inline constexpr uint64_t kDataAlignment = 64;
+// The writer places device constants at this (stronger) alignment, each device's
+// together: the layout of the device block they are uploaded into.
+inline constexpr uint64_t kDeviceDataAlignment = common::kDeviceConstantAlignment;
 
 // Element types: keel::DataType (keel/data_type.h, numbered as keel.fb.DType;
 // executable_reader.cc checks the schema against the list at compile time).

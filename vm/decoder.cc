@@ -388,6 +388,7 @@ Status DecodeTables(LoadedExecutable& out, const ser::ExecutableView& view) {
         return InvalidExecutable("constant " + std::to_string(i) + " lies outside the data segment");
       }
       e.host_data = bytes.data();
+      e.data_offset = c->offset();
       out.constants.push_back(std::move(e));
     }
   }

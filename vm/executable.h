@@ -91,6 +91,7 @@ struct ConstantEntry {
   DeviceType device = DeviceType::kCpu;
   uint64_t bytes = 0;
   const uint8_t* host_data = nullptr;  // into the file bytes
+  uint64_t data_offset = 0;            // from the start of the data segment (device block layout)
 };
 
 struct StorageEntry {

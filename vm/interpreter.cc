@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
+#include "common/constant_block.h"
 #include "serialization/format.h"
 #include "vm/cpu/cpu_device.h"
 
@@ -39,8 +41,8 @@ VirtualMachine::Impl::~Impl() {
   for (size_t i = 0; i < input_buffers_.size(); ++i) {
     if (owned(prog_->inputs[i].device)) device(prog_->inputs[i].device)->Free(input_buffers_[i]);
   }
-  for (size_t i = 0; i < const_uploads_.size(); ++i) {
-    if (const_uploads_[i] != nullptr) device(prog_->constants[i].device)->Free(const_uploads_[i]);
+  for (size_t d = 0; d < std::size(const_blocks_); ++d) {
+    if (const_blocks_[d] != nullptr) device(static_cast<DeviceType>(d))->Free(const_blocks_[d]);
   }
 }
 
@@ -163,7 +165,6 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   }
 
   consts_.resize(p.constants.size());
-  const_uploads_.assign(p.constants.size(), nullptr);
   for (size_t i = 0; i < p.constants.size(); ++i) {
     const ConstantEntry& c = p.constants[i];
     Register r;
@@ -172,18 +173,34 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
     r.rank = static_cast<uint32_t>(c.shape.size());
     r.dtype = static_cast<uint8_t>(c.dtype);
     r.device = c.device;
-    if (c.device == DeviceType::kCpu) {
-      // In place: the file bytes are mapped read-only and live as long as the Executable.
-      r.data = const_cast<uint8_t*>(c.host_data);
-    } else {
-      Device* d = device(c.device);
-      setup("constant ", c.name);
-      KEEL_ASSIGN_OR_RETURN(void* mem, d->Allocate(c.bytes, 256));
-      const_uploads_[i] = mem;
-      KEEL_RETURN_IF_ERROR(d->CopyHostToDevice(mem, c.host_data, c.bytes));
-      r.data = static_cast<uint8_t*>(mem);
-    }
+    // CPU constants are used in place: the file bytes are mapped read-only and live
+    // as long as the Executable. Device constants are placed below.
+    r.data = c.device == DeviceType::kCpu ? const_cast<uint8_t*>(c.host_data) : nullptr;
     consts_[i] = r;
+  }
+  // Device constants: one block per device, filled by as few copies as the file's
+  // layout allows (common/constant_block.h; the host program lays it out the same way).
+  for (size_t dv = 1; dv < std::size(devices_); ++dv) {
+    std::vector<size_t> ids;
+    std::vector<common::ConstantSpan> spans;
+    for (size_t i = 0; i < p.constants.size(); ++i) {
+      if (static_cast<size_t>(p.constants[i].device) != dv) continue;
+      ids.push_back(i);
+      spans.push_back({p.constants[i].data_offset, p.constants[i].bytes});
+    }
+    if (ids.empty()) continue;
+    const common::ConstantBlockLayout layout = common::LayOutConstantBlock(spans);
+    Device* d = devices_[dv].get();
+    setup("constants", "");
+    KEEL_ASSIGN_OR_RETURN(void* mem, d->Allocate(std::max<uint64_t>(layout.bytes, 1), common::kDeviceConstantAlignment));
+    const_blocks_[dv] = mem;
+    auto* block = static_cast<uint8_t*>(mem);
+    // The data segment's start: every constant lies inside it (checked at load).
+    const uint8_t* segment = p.constants[ids[0]].host_data - p.constants[ids[0]].data_offset;
+    for (const common::ConstantCopy& c : layout.copies) {
+      KEEL_RETURN_IF_ERROR(d->CopyHostToDevice(block + c.dst, segment + c.src, c.bytes));
+    }
+    for (size_t k = 0; k < ids.size(); ++k) consts_[ids[k]].data = block + layout.offset[k];
   }
   for (Device* d : {devices_[0].get(), devices_[1].get()}) {
     if (d != nullptr) KEEL_RETURN_IF_ERROR(d->Synchronize());

@@ -87,7 +87,7 @@ class VirtualMachine::Impl final : private vm_internal::DeviceTraceHook {
   std::vector<vm_internal::KernelCallable> kernels_;
   std::vector<uint8_t*> arena_base_;
   std::vector<Register> consts_;
-  std::vector<void*> const_uploads_;  // device copies of non-CPU constants (freed at destruction)
+  void* const_blocks_[2] = {};        // per device (DeviceType): its constants' block, or null (freed at destruction)
   std::vector<void*> input_buffers_;  // VM-owned, one per input, on the input's device
   std::vector<const void*> input_ptr_;  // what Run binds: input_buffers_[i] or a caller buffer
   std::vector<uint8_t> input_ready_;

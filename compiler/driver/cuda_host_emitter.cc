@@ -16,6 +16,7 @@
 #include <iterator>
 #include <vector>
 
+#include "common/constant_block.h"
 #include "compiler/driver/cuda_host_emitter_internal.h"
 #include "serialization/library_ops.h"
 
@@ -124,9 +125,33 @@ void Emitter::EmitLoad() {
   const size_t nc = consts != nullptr ? consts->size() : 0;
   o_ << "// Constants (weights), uploaded once; read in place from the mapped model.keel: the data\n"
      << "// segment starts at byte " << root().data_segment_offset() << ", each offset below is within it.\n"
+     << "// The device's constants share one block (common/constant_block.h, as the VM lays it out).\n"
      << "[[maybe_unused]] static uint8_t* g_const[" << std::max<size_t>(1, nc) << "] = {};\n"
+     << "[[maybe_unused]] static uint8_t* g_const_block = nullptr;\n"
      << "static void UploadConstants(const MappedFile& keel) {\n"
      << "  const uint8_t* data = keel.data + " << U64(root().data_segment_offset()) << ";\n";
+  std::vector<size_t> dev_ids;
+  std::vector<common::ConstantSpan> spans;
+  for (size_t i = 0; i < nc; ++i) {
+    const fb::Constant* c = consts->Get(static_cast<uint32_t>(i));
+    if (c->device() == fb::DeviceKind::cpu) continue;
+    dev_ids.push_back(i);
+    spans.push_back({c->offset(), c->size()});
+  }
+  const common::ConstantBlockLayout block = common::LayOutConstantBlock(spans);
+  if (!dev_ids.empty()) {
+    const uint64_t bytes = std::max<uint64_t>(block.bytes, 1);
+    o_ << "  g_const_block = static_cast<uint8_t*>(DeviceMalloc(" << U64(bytes) << ", "
+       << common::kDeviceConstantAlignment << "));\n"
+       << "  TraceSetup(\"constants\", " << Lit(" allocate cudaMalloc " + std::to_string(bytes) + " bytes") << ");\n";
+    for (const common::ConstantCopy& c : block.copies) {
+      o_ << "  CUDA_CHECK(cudaMemcpyAsync(g_const_block + " << U64(c.dst) << ", data + " << U64(c.src) << ", "
+         << U64(c.bytes) << ", cudaMemcpyHostToDevice, g_stream));\n"
+         << "  TraceSetup(\"constants\", " << Lit(" copy cudaMemcpyAsync host->device " + std::to_string(c.bytes) + " bytes")
+         << ");\n";
+    }
+  }
+  size_t next_dev = 0;
   for (size_t i = 0; i < nc; ++i) {
     const fb::Constant* c = consts->Get(static_cast<uint32_t>(i));
     o_ << "  // constant " << i << ": " << Com(Str(c->name())) << " " << ShapeText(Shape(c->shape())) << " "
@@ -134,16 +159,7 @@ void Emitter::EmitLoad() {
     if (c->device() == fb::DeviceKind::cpu) {
       o_ << "  g_const[" << i << "] = const_cast<uint8_t*>(data + " << U64(c->offset()) << ");  // in place\n";
     } else {
-      const std::string what = Lit("constant " + Str(c->name()));
-      o_ << "  g_const[" << i << "] = static_cast<uint8_t*>(DeviceMalloc(" << U64(c->size()) << ", 256));\n"
-         << "  TraceSetup(" << what << ", " << Lit(" allocate cudaMalloc " + std::to_string(c->size()) + " bytes")
-         << ");\n";
-      if (c->size() != 0) {
-        o_ << "  CUDA_CHECK(cudaMemcpyAsync(g_const[" << i << "], data + " << U64(c->offset()) << ", "
-           << U64(c->size()) << ", cudaMemcpyHostToDevice, g_stream));\n";
-      }
-      o_ << "  TraceSetup(" << what << ", "
-         << Lit(" copy cudaMemcpyAsync host->device " + std::to_string(c->size()) + " bytes") << ");\n";
+      o_ << "  g_const[" << i << "] = g_const_block + " << U64(block.offset[next_dev++]) << ";\n";
     }
   }
   o_ << "  CUDA_CHECK(cudaStreamSynchronize(g_stream));\n}\n\n";
@@ -188,7 +204,6 @@ void Emitter::EmitOutputsAndMain() {
   const auto* results = f.results();
   const fb::MemoryPlan* plan = root().memory_plan();
   const size_t na = plan != nullptr && plan->arenas() != nullptr ? plan->arenas()->size() : 0;
-  const size_t nc = root().constants() != nullptr ? root().constants()->size() : 0;
 
   o_ << "// Inputs: from --input name=file (raw bytes), else keel-run's deterministic pattern.\n"
      << "static const ParamInfo kParams[] = {\n";
@@ -257,11 +272,7 @@ void Emitter::EmitOutputsAndMain() {
       o_ << "  DeviceFree(g_input[" << i << "]);\n";
     }
   }
-  for (size_t i = 0; i < nc; ++i) {
-    if (root().constants()->Get(static_cast<uint32_t>(i))->device() != fb::DeviceKind::cpu) {
-      o_ << "  DeviceFree(g_const[" << i << "]);\n";
-    }
-  }
+  o_ << "  DeviceFree(g_const_block);\n";
   o_ << "  CUDA_CHECK(cudaStreamDestroy(g_stream));\n}\n\n";
 
   o_ << "int main(int argc, char** argv) {\n"
