@@ -224,7 +224,8 @@ Status CudnnConv::Epilogue(void* y, const void* bias, const void* res) {
   const CUresult r =
       dev_.LaunchRuntimeKernel(vec ? epi4_ : epi_, static_cast<unsigned>(std::max(1LL, blocks)), 256, params);
   if (r != CUDA_SUCCESS) {
-    return CuStatus(r, std::string("cuLaunchKernel(keel_bias_act_") + dtype_.name + ")").WithContext("kernel " + name_);
+    const std::string call = std::string("cuLaunchKernel(keel_bias_act_") + dtype_.name + ")";
+    return CuStatus(r, call.c_str()).WithContext("kernel " + name_);
   }
   return Status::Ok();
 }
@@ -298,7 +299,8 @@ Status CudnnConv::Plan(const KernelEntry& k) {
 
   KEEL_ASSIGN_OR_RETURN(h_, dev_.CudnnHandle());
   // The VM's epilogue kernel of this type (vm/cuda/runtime_kernels.cu).
-  KEEL_ASSIGN_OR_RETURN(epi_, dev_.RuntimeFunction(std::string("keel_bias_act_") + dtype_.name));
+  const std::string epilogue_kernel = std::string("keel_bias_act_") + dtype_.name;
+  KEEL_ASSIGN_OR_RETURN(epi_, dev_.RuntimeFunction(epilogue_kernel.c_str()));
   if (!dtype_.half) { KEEL_ASSIGN_OR_RETURN(epi4_, dev_.RuntimeFunction("keel_bias_act_f32x4")); }
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &x_);
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &y_);
