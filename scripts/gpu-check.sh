@@ -23,10 +23,8 @@ rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/lib" "$stage/models"
 
 scripts/setup.sh
 scripts/build.sh -DKEEL_CUDA=ON -DKEEL_BUILD_TESTS=ON -DKEEL_BUILD_BENCH=ON
-cmake --build build --target keelc keel-run keel-bench keel-cuda-time keel_cuda_vm_test keel_cuda_library_kernels_test \
-  keel_cuda_half_library_kernels_test -j"$(nproc)"
-cp build/bin/keel-run build/bin/keel-bench build/bin/keel-cuda-time build/bin/keel_cuda_vm_test build/bin/keel_cuda_library_kernels_test \
-  build/bin/keel_cuda_half_library_kernels_test "$stage/bin/"
+cmake --build build --target keelc keel-run keel-bench keel-cuda-time keel_cuda_vm_test keel_cuda_library_kernels_test -j"$(nproc)"
+cp build/bin/keel-run build/bin/keel-bench build/bin/keel-cuda-time build/bin/keel_cuda_vm_test build/bin/keel_cuda_library_kernels_test "$stage/bin/"
 cp build/lib/libkeel_cuda_test_kernels*.so "$stage/lib/"
 cp "$shared/anchors/torch_latency.py" "$stage/"
 cp scripts/gpu-run.sh "$stage/run.sh"
