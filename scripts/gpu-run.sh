@@ -25,8 +25,9 @@ done
 
 say "== GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 say "== CUDA tests"
-for t in keel_cuda_vm_test keel_cuda_library_kernels_test; do
-  "$R/bin/$t" >"$OUT/$t.log" 2>&1; rc=$?
+for b in "$R"/bin/keel_*_test; do
+  t=$(basename "$b")
+  "$b" >"$OUT/$t.log" 2>&1; rc=$?
   say "$t: exit $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t.log" | tr '\n' ' ')"
 done
 
