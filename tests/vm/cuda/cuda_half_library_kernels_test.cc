@@ -7,9 +7,13 @@
 // Tolerances are half's: relative L2 <= 2e-3 in f16 (11-bit significand),
 // 1e-2 in bf16 (8 bits); f32 accumulation keeps them independent of k. Each
 // case runs with and without CUDA graphs. Also: mixed dtypes are refused, and
-// the tuning keys keep f32 and half problems apart. Skips without a GPU.
+// one tuning file keeps f32 and half entries apart. Skips without a GPU.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -261,6 +265,56 @@ TEST(HalfLibraryKernels, MixedOrOtherDTypesAreRefused) {
   Status f64 = CreateWith(gemm, InDType(base, DataType::kF64));
   EXPECT_EQ(f64.code(), StatusCode::kUnsupported) << f64.ToString();
   EXPECT_NE(f64.message().find("f64"), std::string::npos) << f64.ToString();
+}
+
+// One tuning file serves the f32 and the half version of the same conv + gemm
+// program: each VM writes its own entries (the half ones name their type,
+// vm/cuda/autotune.h), so the file ends up with both and neither borrows the
+// other's choice.
+TEST(HalfLibraryKernels, TuningEntriesAreKeptApartByDType) {
+  KEEL_SKIP_WITHOUT_GPU();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("keel_half_tuning_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "tuning.txt").string();
+  const std::vector<int64_t> xs = {1, 8, 12, 12}, ws = {16, 8, 3, 3}, ys = {1, 16, 12, 12};
+  ProgramSpec p;
+  p.tensors = {{xs, Role::kInput, {}},           {ws, Role::kConst, Random(16 * 8 * 9, 5)},
+               {ys, Role::kTemp, {}},            {{144, 32}, Role::kConst, Random(144 * 32, 7)},
+               {{1, 16, 32}, Role::kOutput, {}}};
+  p.kernels.push_back(LibraryKernel("conv", "cudnn.conv2d", {xs, ws, ys}, {AttrDesc::Ints("pads", {1, 1, 1, 1})}));
+  p.kernels.push_back(LibraryKernel("gemm", "cublas.gemm", {ys, {144, 32}, {1, 16, 32}},
+                                    {AttrDesc::Ints("m", {16}), AttrDesc::Ints("n", {32}), AttrDesc::Ints("k", {144})}));
+  p.ops = {{0, {0, 1, 2}, "conv"}, {1, {2, 3, 4}, "gemm"}};
+  const std::vector<float> x = Random(8 * 12 * 12, 8);
+  auto create = [&](DataType t) -> Status {
+    auto bytes = BuildProgram(InDType(p, t));
+    if (!bytes.ok()) return bytes.status();
+    VmOptions o;
+    o.device = "cuda";
+    o.tuning_file = path;
+    return RunOnce(*bytes, "", {x}, o).status;
+  };
+  auto read = [&]() {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  ASSERT_TRUE(create(DataType::kF32).ok());
+  const std::string f32_text = read();
+  EXPECT_EQ(f32_text.find("|f16|"), std::string::npos) << f32_text;
+  ASSERT_TRUE(create(DataType::kF16).ok());
+  const std::string both = read();
+  // Every f32 line survives; the f16 problems add a conv and a gemm line of their own.
+  for (size_t at = 0, end; (end = f32_text.find('\n', at)) != std::string::npos; at = end + 1) {
+    EXPECT_NE(both.find(f32_text.substr(at, end - at + 1)), std::string::npos);
+  }
+  EXPECT_NE(both.find("|a0|f16|tf32"), std::string::npos) << both;  // the conv
+  EXPECT_NE(both.find("|f16|tf32"), both.rfind("|f16|tf32")) << both;  // and the gemm
+  ASSERT_TRUE(create(DataType::kBF16).ok());
+  EXPECT_NE(read().find("|bf16|tf32"), std::string::npos) << read();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace
