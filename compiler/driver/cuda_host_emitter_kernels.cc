@@ -19,23 +19,6 @@ namespace {
 
 namespace lo = ser::library_ops;
 
-// The program restates the VM's f32 library set-up only: a library kernel whose
-// tensors are f16/bf16 (keelc --precision fp16|bf16 on --target cuda, which the
-// VM runs through vm/cuda/library_dtypes.h) is refused here, by name and dtype,
-// rather than emitted with f32 descriptors. The u8 argument is the workspace.
-Status RequireF32Library(const fb::Kernel& k) {
-  if (k.args() == nullptr) return Status::Ok();
-  for (const fb::KernelArg* a : *k.args()) {
-    if (a == nullptr) continue;
-    const ser::DType t = ser::FromFb(a->dtype());
-    if (t != ser::DType::kF32 && t != ser::DType::kU8) {
-      return Unsupported("keelc --emit=cuda-host: kernel " + Str(k.name()) + " (" + Str(k.library_op()) + ") takes " +
-                         ser::DTypeName(t) + " tensors; the host program emits f32 library calls only (the VM runs it)");
-    }
-  }
-  return Status::Ok();
-}
-
 class Attrs {
  public:
   explicit Attrs(const fb::Kernel& k) : k_(k) {}
@@ -105,7 +88,6 @@ Status Emitter::EmitKernels() {
                        : op == lo::kCudnnPool2d                   ? "PoolKernel"
                                                                   : nullptr;
     if (type == nullptr) return Unsupported("kernel " + Str(k.name()) + ": unknown library op \"" + op + "\"");
-    if (k.kind() != fb::KernelKind::cuda_generated) KEEL_RETURN_IF_ERROR(RequireF32Library(k));
     o_ << "static " << type << " k" << i << (k.kind() == fb::KernelKind::cuda_generated ? " = nullptr" : "")
        << ";  // " << Com(Str(k.name())) << "\n";
   }
