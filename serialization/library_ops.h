@@ -13,7 +13,10 @@
 //   * Arguments are tensor registers in the order listed; `[x]` marks an optional
 //     argument whose presence is stated by an attribute (never guessed from the
 //     argument count alone, except where said). Every argument is a dense,
-//     row-major (C-order) tensor on the cuda device, dtype f32 unless said.
+//     row-major (C-order) tensor on the cuda device. Element type: the
+//     tensors of cublas.gemm, cudnn.conv2d and cudnn.pool2d (not the u8
+//     workspace) are all f32, all f16 or all bf16 — the argument dtypes say
+//     which (no attribute); any other type or a mix is kUnsupported.
 //   * Attributes are stored sorted by key (the writer sorts them). Each key uses
 //     exactly one of ser::AttrDesc's fields: "ints" (int64 list, scalars are
 //     one-element lists), "floats" (double list) or "str". A missing optional
@@ -28,8 +31,10 @@
 //     workspace_bytes > 0 the LAST argument is a planned workspace tensor
 //     (dtype u8, shape [workspace_bytes], access read_write) which the VM uses
 //     when it is large enough for the chosen algorithm (else its own buffer).
-//   * Numerics: fp32 math. TF32 tensor cores are used only when the VM was
-//     created with VmOptions::allow_tf32 (default off).
+//   * Numerics: fp32 math (f32 accumulation, f32 alpha/beta/clip values) for
+//     every element type; half data runs on the tensor cores. TF32 tensor cores
+//     are used for f32 data only when the VM was created with
+//     VmOptions::allow_tf32 (default off).
 #pragma once
 
 namespace keel::ser::library_ops {

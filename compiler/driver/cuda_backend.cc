@@ -5,14 +5,17 @@
 //   Gemm / MatMul        → "cublas.gemm"; the epilogue absorbs, in chain order,
 //                          a scalar Mul/Div (into alpha, before any bias), a row
 //                          bias Add ([n] / [1,n], or Gemm's C) and a Relu.
-//   Conv (1-D, 2-D or 3-D, f32, symmetric pads) → "cudnn.conv2d" (any spatial
+//   Conv (1-D, 2-D or 3-D, symmetric pads) → "cudnn.conv2d" (any spatial
 //                          rank, despite the name) with Conv's bias, one
 //                          residual Add (same shape as the output), then Relu
 //                          or Clip(min 0).
-//   MaxPool/AveragePool (2-D, f32, no dilation, symmetric pads, no Indices
+//   MaxPool/AveragePool (2-D, no dilation, symmetric pads, no Indices
 //                          output; ceil_mode 0, or 1 when it does not change
 //                          the output shape) → "cudnn.pool2d".
 //   everything else      → a generated kernel (compiler/codegen → NVPTX).
+// Library kernels take every tensor in one type, f32, f16 or bf16 (LibraryDType:
+// the types vm/cuda/library_dtypes.h maps onto cuBLASLt/cuDNN, which compute
+// in f32); a node whose operands mix types, or use another type, is generated.
 // Whatever a library kernel cannot absorb of its chain runs as a second,
 // generated elementwise kernel in place on the step's output (StepKernel::then):
 // possible when every remaining op keeps the output's shape and dtype;
@@ -20,6 +23,7 @@
 // in the contract's order (serialization/library_ops.h) through
 // StepKernel::args, so inputs folded into attributes are simply not passed.
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <map>
@@ -74,6 +78,18 @@ struct Chain {
   }
 };
 
+// The element types the CUDA libraries take (vm/cuda/library_dtypes.h).
+bool LibraryDType(ir::DType t) { return t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16; }
+
+// All of `vs` in one library type.
+bool SameLibraryDType(std::initializer_list<const ir::Value*> vs) {
+  const ir::DType t = (*vs.begin())->type().dtype;
+  if (!LibraryDType(t)) return false;
+  for (const ir::Value* v : vs)
+    if (v->type().dtype != t) return false;
+  return true;
+}
+
 std::optional<double> ScalarF32(const ir::TensorData* d) {
   if (!d || d->type.dtype != ir::DType::kF32 || d->type.NumElements() != 1) return std::nullopt;
   return static_cast<double>(d->data<float>()[0]);
@@ -120,8 +136,7 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
   const ir::Value* B = a.input(1);
   const ir::Value* Y = a.output(0);
   if (!A || !B || c.InputIndex(A) < 0 || c.InputIndex(B) < 0) return std::nullopt;
-  for (const ir::Value* v : {A, B, Y})
-    if (v->type().dtype != ir::DType::kF32) return std::nullopt;
+  if (!SameLibraryDType({A, B, Y})) return std::nullopt;
   const auto& as = A->type().shape;
   const auto& bs = B->type().shape;
   int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = -1, stride_b = -1, trans_a = 0, trans_b = 0;
@@ -170,7 +185,7 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
   std::string broadcast = lib::value::kBiasRow;
   if (is_gemm && a.input(2)) {
     const ir::Value* C = a.input(2);
-    if (c.InputIndex(C) < 0 || C->type().dtype != ir::DType::kF32) return std::nullopt;
+    if (c.InputIndex(C) < 0 || C->type().dtype != Y->type().dtype) return std::nullopt;
     int64_t ce = C->type().NumElements();
     const auto& cs = C->type().shape;
     bool row = ce == n && (cs.size() == 1 || (cs.size() == 2 && cs[0] == 1));
@@ -202,7 +217,7 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
       prev = e.output(0);
       continue;
     }
-    if (role == ops::EpilogueRole::kAdd && !bias && c.InputIndex(other) >= 0 && other->type().dtype == ir::DType::kF32) {
+    if (role == ops::EpilogueRole::kAdd && !bias && c.InputIndex(other) >= 0 && other->type().dtype == Y->type().dtype) {
       const auto& os = other->type().shape;
       bool row = other->type().NumElements() == n && !os.empty() && os.back() == n;
       if (!row) break;
@@ -251,8 +266,7 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   const ir::Value* B = a.input(2);
   const ir::Value* Y = a.output(0);
   if (!X || !W || c.InputIndex(X) < 0 || c.InputIndex(W) < 0 || (B && c.InputIndex(B) < 0)) return std::nullopt;
-  for (const ir::Value* v : {X, W, Y})
-    if (v->type().dtype != ir::DType::kF32) return std::nullopt;
+  if (!SameLibraryDType({X, W, Y})) return std::nullopt;
   const size_t spatial = common::ConvSpatialDims(X->type().shape.size());
   if (spatial == 0) return std::nullopt;
   auto pads = a.attrs().GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
@@ -275,7 +289,7 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   p.args = {In(c.InputIndex(X)), In(c.InputIndex(W))};
   p.kernel.args = {ArgOf(X, ser::ArgAccess::kRead), ArgOf(W, ser::ArgAccess::kRead)};
   if (B) {
-    if (B->type().dtype != ir::DType::kF32 || B->type().shape.size() != 1) return std::nullopt;
+    if (B->type().dtype != Y->type().dtype || B->type().shape.size() != 1) return std::nullopt;
     p.args.push_back(In(c.InputIndex(B)));
     p.kernel.args.push_back(ArgOf(B, ser::ArgAccess::kRead));
   }
@@ -332,10 +346,10 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
   const ir::Node& a = *c.nodes[0];
   const ir::Value* X = a.input(0);
   const ir::Value* Y = a.output(0);
-  if (!X || c.InputIndex(X) < 0 || X->type().shape.size() != 4 || X->type().dtype != ir::DType::kF32) return std::nullopt;
+  if (!X || c.InputIndex(X) < 0 || X->type().shape.size() != 4) return std::nullopt;
   // MaxPool's Indices output has no cuDNN counterpart: generated.
   if (a.outputs().size() > 1 && a.output(1)) return std::nullopt;
-  if (Y->type().dtype != ir::DType::kF32) return std::nullopt;
+  if (!SameLibraryDType({X, Y})) return std::nullopt;
   auto kernel = a.attrs().GetInts("kernel_shape", {});
   auto pads = a.attrs().GetInts("pads", {0, 0, 0, 0});
   auto strides = a.attrs().GetInts("strides", {1, 1});

@@ -93,6 +93,20 @@ Status Emitter::Check() {
                            " is a CPU kernel: --emit=cuda-host needs an executable compiled for --target cuda");
       }
       if (k->kind() == fb::KernelKind::cuda_generated) needs_library_ = true;
+      // The program restates the VM's f32 library set-up only: a library kernel
+      // whose tensors are f16/bf16 (keelc --precision fp16|bf16 on --target cuda;
+      // the VM runs it through vm/cuda/library_dtypes.h) is refused by name and
+      // dtype rather than emitted with f32 descriptors. u8 is the workspace.
+      if (k->kind() == fb::KernelKind::library && k->args() != nullptr) {
+        for (const fb::KernelArg* a : *k->args()) {
+          const ser::DType t = a != nullptr ? ser::FromFb(a->dtype()) : ser::DType::kF32;
+          if (t != ser::DType::kF32 && t != ser::DType::kU8) {
+            return Unsupported("kernel " + Str(k->name()) + " (" + Str(k->library_op()) + ") takes " +
+                               ser::DTypeName(t) +
+                               " tensors; --emit=cuda-host emits f32 library calls only (run it with the VM)");
+          }
+        }
+      }
     }
   }
   if (f.params() == nullptr || f.results() == nullptr) return InvalidExecutable("main has no params/results table");

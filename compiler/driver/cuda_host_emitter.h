@@ -70,7 +70,9 @@ struct CudaHostOptions {
 };
 
 // The program's source text for the executable file image `keel_file` (the whole
-// model.keel, 8-byte aligned, as ReadExecutable needs).
+// model.keel, 8-byte aligned, as ReadExecutable needs). kUnsupported, naming the
+// kernel and the dtype, for a library kernel whose tensors are not f32 (the
+// f16/bf16 library calls of --precision fp16|bf16 run in the VM only).
 Result<std::string> EmitCudaHostSource(std::span<const uint8_t> keel_file, const CudaHostOptions& options);
 
 // Reads options.keel_path, emits, and writes `out_path` (written to a temporary

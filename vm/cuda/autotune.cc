@@ -154,24 +154,30 @@ std::string_view Kind(std::string_view problem) {
   return bar != std::string_view::npos && (k == "conv" || k == "gemm") ? k : std::string_view();
 }
 
+// "" for f32 (keys as before half support), else "|<dtype name>".
+std::string DTypeSegment(DataType dtype) {
+  return dtype == DataType::kF32 ? std::string() : std::string("|") + DataTypeName(dtype);
+}
+
 }  // namespace
 
 std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
                            const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
-                           int act_kind, bool tf32) {
+                           int act_kind, bool tf32, DataType dtype) {
   return "conv|" + Dims(x) + Dims(w) + Dims(y) + Dims(pads) + Dims(strides) + Dims(dilations) + "|g" +
          std::to_string(group) + "|b" + std::to_string(bias ? 1 : 0) + "|r" + std::to_string(residual ? 1 : 0) +
-         "|a" + std::to_string(act_kind) + "|tf32" + std::to_string(tf32 ? 1 : 0);
+         "|a" + std::to_string(act_kind) + DTypeSegment(dtype) + "|tf32" + std::to_string(tf32 ? 1 : 0);
 }
 
 std::string GemmProblemKey(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t trans_a, int64_t trans_b,
                            int64_t stride_a, int64_t stride_b, const std::string& bias_mode, bool has_bias,
-                           const std::string& epilogue, double alpha, double beta, bool tf32) {
+                           const std::string& epilogue, double alpha, double beta, bool tf32,
+                           DataType dtype) {
   return "gemm|" + std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k) + "," +
          std::to_string(batch) + "," + std::to_string(trans_a) + std::to_string(trans_b) + "," +
          std::to_string(stride_a) + "," + std::to_string(stride_b) + "|" + bias_mode + std::to_string(has_bias ? 1 : 0) +
-         "|" + epilogue + "|" + std::to_string(alpha) + "," + std::to_string(beta) + "|tf32" +
+         "|" + epilogue + "|" + std::to_string(alpha) + "," + std::to_string(beta) + DTypeSegment(dtype) + "|tf32" +
          std::to_string(tf32 ? 1 : 0);
 }
 

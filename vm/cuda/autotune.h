@@ -52,6 +52,7 @@
 #include <string_view>
 #include <vector>
 
+#include "keel/data_type.h"
 #include "keel/memory.h"
 #include "keel/status.h"
 
@@ -100,13 +101,20 @@ class ScratchBuffers {
 std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
                            const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
-                           int act_kind, bool tf32);
+                           int act_kind, bool tf32, DataType dtype = DataType::kF32);
 // cublas.gemm problem, e.g. "gemm|1,1000,512,1,01,512,512000|row1||1.000000,1.000000|tf320":
 // m,n,k,batch,trans_a trans_b,stride_a,stride_b | bias mode, has_bias | epilogue |
 // alpha,beta (std::to_string) | TF32 mode.
+// Both keys name the problem's element type (vm/cuda/library_dtypes.h) as a
+// segment before the TF32 mode when it is not f32, e.g. "...|a1|f16|tf320" or
+// "...|1.000000,1.000000|bf16|tf320": f32 and half problems never share an entry,
+// and f32 keys are unchanged from before half support (older tuning files keep
+// serving f32 problems; the TF32 segment stays last, which the CUDA host-program
+// emitter relies on).
 std::string GemmProblemKey(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t trans_a, int64_t trans_b,
                            int64_t stride_a, int64_t stride_b, const std::string& bias_mode, bool has_bias,
-                           const std::string& epilogue, double alpha, double beta, bool tf32);
+                           const std::string& epilogue, double alpha, double beta, bool tf32,
+                           DataType dtype = DataType::kF32);
 // "<device> <problem>": the key of a tuning entry. `library` is "cudnn" or "cublasLt".
 std::string TuningKey(int compute_capability, const char* library, uint64_t library_version,
                       const std::string& problem);

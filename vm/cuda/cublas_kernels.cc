@@ -15,6 +15,7 @@
 #include "vm/cuda/autotune.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/library_attrs.h"
+#include "vm/cuda/library_dtypes.h"
 
 namespace keel::vm_internal {
 namespace {
@@ -27,7 +28,7 @@ static_assert(sizeof(cublasLtMatmulAlgo_t) == kGemmAlgoWords * sizeof(int64_t));
 // The heuristics may pick algorithms that want up to this much workspace.
 constexpr uint64_t kMaxGemmWorkspace = 32ull << 20;
 
-int64_t Elements(const KernelArgEntry& a) { return static_cast<int64_t>(a.bytes / 4); }
+int64_t Elements(const KernelArgEntry& a, const LibraryDType& t) { return static_cast<int64_t>(a.bytes / t.bytes); }
 
 class CublasGemm final : public CudaLaunchState {
  public:
@@ -54,9 +55,12 @@ class CublasGemm final : public CudaLaunchState {
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr, d_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
+  // algo16_: 16-byte aligned operands (tuned); algo4_: any operands aligned to
+  // one element (4 bytes in f32, 2 in f16/bf16), the fallback.
   cublasLtMatmulAlgo_t algo16_{}, algo4_{};
   bool has16_ = false;
   uint64_t ws16_ = 0, ws4_ = 0;
+  LibraryDType dtype_;
   float alpha_ = 1.f, beta_ = 0.f;
   bool has_bias_ = false;
   bool full_bias_ = false;  // bias is cuBLASLt's C matrix
@@ -193,32 +197,32 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   }
   bias_arg_ = has_bias_ ? 2 : -1;
   y_arg_ = has_bias_ ? 3 : 2;
-  for (int i = 0; i <= y_arg_; ++i) {
-    if (k.args[i].dtype != DataType::kF32) {
-      return Unsupported("kernel " + k.name + " (cublas.gemm): argument " + std::to_string(i) + " is " +
-                         DataTypeName(k.args[i].dtype) + "; only f32 is implemented");
-    }
-  }
+  // A, B, the bias (row vector or C matrix) and Y all in one type: f32, f16 or
+  // bf16 (no mixed I/O; cuBLASLt takes a half bias vector of D's type).
+  KEEL_ASSIGN_OR_RETURN(dtype_, LibraryDTypeOfArg(k, 0, "A"));
+  KEEL_RETURN_IF_ERROR(RequireDType(k, 1, "B", dtype_));
+  if (has_bias_) KEEL_RETURN_IF_ERROR(RequireDType(k, 2, "the bias", dtype_));
+  KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(y_arg_), "Y", dtype_));
   auto need = [&](int arg, int64_t stride, int64_t block, const char* what) -> Status {
     const int64_t needed = (batch - 1) * stride + block;
-    if (Elements(k.args[arg]) < needed) {
+    if (Elements(k.args[arg], dtype_) < needed) {
       return InvalidExecutable("kernel " + k.name + " (cublas.gemm): " + what + " has " +
-                               std::to_string(Elements(k.args[arg])) + " elements, the attributes address " +
+                               std::to_string(Elements(k.args[arg], dtype_)) + " elements, the attributes address " +
                                std::to_string(needed));
     }
     return Status::Ok();
   };
   KEEL_RETURN_IF_ERROR(need(0, sa, m * kk, "A"));
   KEEL_RETURN_IF_ERROR(need(1, sb, kk * n, "B"));
-  if (Elements(k.args[y_arg_]) != batch * m * n || (batch > 1 && sy != m * n)) {
+  if (Elements(k.args[y_arg_], dtype_) != batch * m * n || (batch > 1 && sy != m * n)) {
     return InvalidExecutable("kernel " + k.name + " (cublas.gemm): Y must be dense with batch*m*n = " +
                              std::to_string(batch * m * n) + " elements");
   }
   if (has_bias_) {
     const int64_t want = full_bias_ ? m * n : n;
-    if (Elements(k.args[2]) != want) {
+    if (Elements(k.args[2], dtype_) != want) {
       return InvalidExecutable("kernel " + k.name + " (cublas.gemm): a \"" + bias_mode + "\" bias needs " +
-                               std::to_string(want) + " elements, got " + std::to_string(Elements(k.args[2])));
+                               std::to_string(want) + " elements, got " + std::to_string(Elements(k.args[2], dtype_)));
     }
     if (!full_bias_ && beta != 1.0) {
       return Unsupported("kernel " + k.name + " (cublas.gemm): a \"row\" bias needs beta == 1 (fold beta into it)");
@@ -228,7 +232,10 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   beta_ = full_bias_ ? static_cast<float>(beta) : 0.f;
 
   KEEL_ASSIGN_OR_RETURN(lt_, dev_.LtHandle());
-  const cublasComputeType_t compute = dev_.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  // f32 accumulation and f32 alpha/beta for every type. Half operands run on the
+  // tensor cores with that (CUBLAS_COMPUTE_32F); TF32 concerns f32 operands only.
+  const cublasComputeType_t compute =
+      !dtype_.half && dev_.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   KEEL_CUBLAS_RETURN(cublasLtMatmulDescCreate, &desc_, compute, CUDA_R_32F);
   // Row-major Y = opA(A) opB(B) is column-major Y^T = opB(B)^T opA(A)^T: swap the
   // operands, keep each one's transpose flag (library_ops.h).
@@ -243,12 +250,13 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   else if (row_bias) e = CUBLASLT_EPILOGUE_BIAS;
   KEEL_CUBLAS_RETURN(cublasLtMatmulDescSetAttribute, desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
   if (row_bias) {
-    const cudaDataType_t bt = CUDA_R_32F;
+    // The bias vector in D's type (cuBLASLt's default for f32/f16/bf16 D, set explicitly).
+    const cudaDataType_t bt = dtype_.cuda;
     KEEL_CUBLAS_RETURN(cublasLtMatmulDescSetAttribute, desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
   }
 
   auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t stride) -> Status {
-    KEEL_CUBLAS_RETURN(cublasLtMatrixLayoutCreate, l, CUDA_R_32F, static_cast<uint64_t>(rows),
+    KEEL_CUBLAS_RETURN(cublasLtMatrixLayoutCreate, l, dtype_.cuda, static_cast<uint64_t>(rows),
                        static_cast<uint64_t>(cols), rows);
     if (batch > 1) {
       const int32_t count = static_cast<int32_t>(batch);
@@ -273,15 +281,15 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   bool has4 = false;
   {
     const std::string key = GemmProblemKey(m, n, kk, batch, ta, tb, sa, sb, bias_mode, has_bias != 0, epi, alpha, beta,
-                                           dev_.allow_tf32());
+                                           dev_.allow_tf32(), dtype_.dtype);
     KEEL_RETURN_IF_ERROR(Tune(key, k.args[0].bytes, k.args[1].bytes, has_bias_ ? k.args[2].bytes : 0,
                               k.args[y_arg_].bytes));
   }
-  KEEL_RETURN_IF_ERROR(Heuristic(4, &algo4_, &ws4_, &has4));
+  KEEL_RETURN_IF_ERROR(Heuristic(dtype_.bytes, &algo4_, &ws4_, &has4));
   if (!has4) {
     return Unsupported("kernel " + k.name + " (cublas.gemm): cuBLASLt has no algorithm for m=" + std::to_string(m) +
                        " n=" + std::to_string(n) + " k=" + std::to_string(kk) + " batch=" + std::to_string(batch) +
-                       " epilogue \"" + epi + "\"");
+                       " epilogue \"" + epi + "\" in " + dtype_.name);
   }
   KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max(ws16_, ws4_)));
   auto describe = [](const cublasLtMatmulAlgo_t& a, uint64_t ws) {
@@ -293,7 +301,7 @@ Status CublasGemm::Plan(const KernelEntry& k) {
            " workspace=" + std::to_string(ws);
   };
   call16_ = has16_ ? describe(algo16_, ws16_) : std::string();
-  call4_ = describe(algo4_, ws4_) + " (4-byte aligned)";
+  call4_ = describe(algo4_, ws4_) + " (" + std::to_string(dtype_.bytes) + "-byte aligned)";
   return Status::Ok();
 }
 

@@ -8,8 +8,12 @@
 // device's workspace buffer, and returns the launch state that calls
 // cublasLtMatmul on the device's stream at every invoke. The "row" bias and the
 // relu / gelu_tanh epilogue are fused through cuBLASLt epilogues; a "full" bias
-// is cuBLASLt's C matrix with beta. Compute type is FP32 (TF32 only with
-// DeviceOptions::allow_tf32).
+// is cuBLASLt's C matrix with beta. A, B, bias and Y are all f32, all f16 or
+// all bf16 (the arguments' serialized dtypes, vm/cuda/library_dtypes.h). Compute
+// type is FP32 with f32 alpha/beta in every case: half operands run on the
+// tensor cores accumulating in f32; f32 operands use TF32 only with
+// DeviceOptions::allow_tf32. The fallback algorithm needs one element's
+// alignment (4 bytes in f32, 2 in half).
 //
 // Errors: kInvalidExecutable for bad attributes/arguments, kUnsupported when no
 // algorithm exists or a combination is not implemented, kDeviceError for cuBLAS

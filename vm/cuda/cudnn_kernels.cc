@@ -13,6 +13,7 @@
 #include "vm/cuda/cuda_driver.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/library_attrs.h"
+#include "vm/cuda/library_dtypes.h"
 
 namespace keel::vm_internal {
 
@@ -41,17 +42,8 @@ std::string ShapeString(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-Status CheckF32(const KernelEntry& k, size_t arg, const char* what) {
-  const KernelArgEntry& a = k.args[arg];
-  if (a.dtype != DataType::kF32) {
-    return Unsupported("kernel " + k.name + " (" + k.library_op + "): " + what + " is " + DataTypeName(a.dtype) +
-                       "; only f32 is implemented");
-  }
-  return Status::Ok();
-}
-
-Status CheckF32Rank4(const KernelEntry& k, size_t arg, const char* what) {
-  KEEL_RETURN_IF_ERROR(CheckF32(k, arg, what));
+Status CheckRank4(const KernelEntry& k, size_t arg, const char* what, const LibraryDType& t) {
+  KEEL_RETURN_IF_ERROR(RequireDType(k, arg, what, t));
   const KernelArgEntry& a = k.args[arg];
   if (a.shape.size() != 4) return ShapeError(k, std::string(what) + " must be NCHW (rank 4), got " + ShapeString(a.shape));
   for (int64_t d : a.shape) {
@@ -60,8 +52,8 @@ Status CheckF32Rank4(const KernelEntry& k, size_t arg, const char* what) {
   return Status::Ok();
 }
 
-Status SetTensor4d(cudnnTensorDescriptor_t d, const std::vector<int64_t>& s) {
-  KEEL_CUDNN_RETURN(cudnnSetTensor4dDescriptor, d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(s[0]),
+Status SetTensor4d(cudnnTensorDescriptor_t d, const std::vector<int64_t>& s, const LibraryDType& t) {
+  KEEL_CUDNN_RETURN(cudnnSetTensor4dDescriptor, d, CUDNN_TENSOR_NCHW, CudnnDataTypeOf(t), static_cast<int>(s[0]),
                     static_cast<int>(s[1]), static_cast<int>(s[2]), static_cast<int>(s[3]));
   return Status::Ok();
 }
@@ -69,13 +61,13 @@ Status SetTensor4d(cudnnTensorDescriptor_t d, const std::vector<int64_t>& s) {
 // Values the geometry check bounded to int32 (common/conv_geometry.h).
 std::vector<int> Int32s(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
 
-// A dense f32 tensor of any rank (packed row-major strides; fewer than 2^31
-// elements: MakeCudnnConvGeometry checked).
-Status SetTensorNd(cudnnTensorDescriptor_t d, const std::vector<int64_t>& dims) {
+// A dense tensor of any rank in type `t` (packed row-major strides; fewer than
+// 2^31 elements: MakeCudnnConvGeometry checked).
+Status SetTensorNd(cudnnTensorDescriptor_t d, const std::vector<int64_t>& dims, const LibraryDType& t) {
   std::vector<int64_t> packed(dims.size(), 1);
   for (size_t i = dims.size() - 1; i > 0; --i) packed[i - 1] = packed[i] * dims[i];
   const std::vector<int> n = Int32s(dims), stride = Int32s(packed);
-  KEEL_CUDNN_RETURN(cudnnSetTensorNdDescriptor, d, CUDNN_DATA_FLOAT, static_cast<int>(n.size()), n.data(),
+  KEEL_CUDNN_RETURN(cudnnSetTensorNdDescriptor, d, CudnnDataTypeOf(t), static_cast<int>(n.size()), n.data(),
                     stride.data());
   return Status::Ok();
 }
@@ -171,7 +163,8 @@ class CudnnConv final : public CudaLaunchState {
   int bias_arg_ = -1, res_arg_ = -1, y_arg_ = 2;
   uint64_t y_bytes_ = 0, x_bytes_ = 0, w_bytes_ = 0;
   int64_t y_elems_ = 0, channels_ = 0, hw_ = 0;
-  CUfunction epi_ = nullptr, epi4_ = nullptr;
+  LibraryDType dtype_;  // X, W, bias, residual and Y alike
+  CUfunction epi_ = nullptr, epi4_ = nullptr;  // epi4_: f32 only (float4 moves)
   void* zero_bias_ = nullptr;
   std::string call_fused_, call_conv_, call_engine_;
   std::unique_ptr<CudnnEngineConv> engine_;
@@ -209,14 +202,14 @@ Result<CudnnConv::TimingArgs> CudnnConv::AllocateTimingArgs(ScratchBuffers& scra
   KEEL_ASSIGN_OR_RETURN(a.w, scratch.Get(w_bytes_));
   KEEL_ASSIGN_OR_RETURN(a.y, scratch.Get(y_bytes_));
   KEEL_ASSIGN_OR_RETURN(a.ws, scratch.Get(ws_bytes));
-  if (has_bias_) { KEEL_ASSIGN_OR_RETURN(a.bias, scratch.Get(4 * static_cast<uint64_t>(channels_))); }
+  if (has_bias_) { KEEL_ASSIGN_OR_RETURN(a.bias, scratch.Get(dtype_.bytes * static_cast<uint64_t>(channels_))); }
   if (has_residual_) { KEEL_ASSIGN_OR_RETURN(a.res, scratch.Get(y_bytes_)); }
   return a;
 }
 
 Status CudnnConv::Epilogue(void* y, const void* bias, const void* res) {
   if (!bias && !res && act_kind_ == 0) return Status::Ok();
-  const bool vec = hw_ % 4 == 0 &&
+  const bool vec = epi4_ != nullptr && hw_ % 4 == 0 &&
                    ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) & 15u) == 0;
   long long total = vec ? y_elems_ / 4 : y_elems_;
   long long hw = vec ? hw_ / 4 : hw_;
@@ -230,7 +223,10 @@ Status CudnnConv::Epilogue(void* y, const void* bias, const void* res) {
   const long long blocks = std::min<long long>((total + 255) / 256, static_cast<long long>(dev_.num_sms()) * 8);
   const CUresult r =
       dev_.LaunchRuntimeKernel(vec ? epi4_ : epi_, static_cast<unsigned>(std::max(1LL, blocks)), 256, params);
-  if (r != CUDA_SUCCESS) return CuStatus(r, "cuLaunchKernel(keel_bias_act_f32)").WithContext("kernel " + name_);
+  if (r != CUDA_SUCCESS) {
+    const std::string call = std::string("cuLaunchKernel(keel_bias_act_") + dtype_.name + ")";
+    return CuStatus(r, call.c_str()).WithContext("kernel " + name_);
+  }
   return Status::Ok();
 }
 
@@ -269,9 +265,10 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   if (k.args.size() != nargs) {
     return ShapeError(k, "expected " + std::to_string(nargs) + " arguments, got " + std::to_string(k.args.size()));
   }
-  KEEL_RETURN_IF_ERROR(CheckF32(k, 0, "X"));
-  KEEL_RETURN_IF_ERROR(CheckF32(k, 1, "W"));
-  KEEL_RETURN_IF_ERROR(CheckF32(k, y_arg_, "Y"));
+  // Every tensor in one type: f32, f16 or bf16 (vm/cuda/library_dtypes.h).
+  KEEL_ASSIGN_OR_RETURN(dtype_, LibraryDTypeOfArg(k, 0, "X"));
+  KEEL_RETURN_IF_ERROR(RequireDType(k, 1, "W", dtype_));
+  KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(y_arg_), "Y", dtype_));
   const auto& xs = k.args[0].shape;
   const auto& ws = k.args[1].shape;
   const auto& ys = k.args[y_arg_].shape;
@@ -286,11 +283,12 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   y_elems_ = g.y_elements();
   channels_ = g.channels();
   hw_ = g.spatial_size();
-  if (has_bias_ && (k.args[bias_arg_].dtype != DataType::kF32 || k.args[bias_arg_].bytes != 4 * static_cast<uint64_t>(ws[0]))) {
-    return ShapeError(k, "bias must be f32 [" + std::to_string(ws[0]) + "]");
+  if (has_bias_ && (k.args[bias_arg_].dtype != dtype_.dtype ||
+                    k.args[bias_arg_].bytes != dtype_.bytes * static_cast<uint64_t>(ws[0]))) {
+    return ShapeError(k, std::string("bias must be ") + dtype_.name + " [" + std::to_string(ws[0]) + "]");
   }
-  if (has_residual_ && (k.args[res_arg_].dtype != DataType::kF32 || k.args[res_arg_].shape != ys)) {
-    return ShapeError(k, "residual must be f32 " + ShapeString(ys));
+  if (has_residual_ && (k.args[res_arg_].dtype != dtype_.dtype || k.args[res_arg_].shape != ys)) {
+    return ShapeError(k, std::string("residual must be ") + dtype_.name + " " + ShapeString(ys));
   }
   if (clip && clip_min != 0.0) {
     return Unsupported("kernel " + k.name + " (cudnn.conv2d): clip_min " + std::to_string(clip_min) +
@@ -300,8 +298,10 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   clip_max_ = static_cast<float>(clip_max);
 
   KEEL_ASSIGN_OR_RETURN(h_, dev_.CudnnHandle());
-  KEEL_ASSIGN_OR_RETURN(epi_, dev_.RuntimeFunction("keel_bias_act_f32"));
-  KEEL_ASSIGN_OR_RETURN(epi4_, dev_.RuntimeFunction("keel_bias_act_f32x4"));
+  // The VM's epilogue kernel of this type (vm/cuda/runtime_kernels.cu).
+  const std::string epilogue_kernel = std::string("keel_bias_act_") + dtype_.name;
+  KEEL_ASSIGN_OR_RETURN(epi_, dev_.RuntimeFunction(epilogue_kernel.c_str()));
+  if (!dtype_.half) { KEEL_ASSIGN_OR_RETURN(epi4_, dev_.RuntimeFunction("keel_bias_act_f32x4")); }
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &x_);
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &y_);
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &b_);
@@ -310,15 +310,21 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   // N-d descriptors (rank 4 or 5: 1-D problems arrive lifted to a unit height).
   std::vector<int64_t> bias_dims(g.x.size(), 1);
   bias_dims[1] = g.channels();
-  KEEL_RETURN_IF_ERROR(SetTensorNd(x_, g.x));
-  KEEL_RETURN_IF_ERROR(SetTensorNd(y_, g.y));
-  KEEL_RETURN_IF_ERROR(SetTensorNd(b_, bias_dims));
+  KEEL_RETURN_IF_ERROR(SetTensorNd(x_, g.x, dtype_));
+  KEEL_RETURN_IF_ERROR(SetTensorNd(y_, g.y, dtype_));
+  KEEL_RETURN_IF_ERROR(SetTensorNd(b_, bias_dims, dtype_));
   const std::vector<int> wd = Int32s(g.w), pd = Int32s(g.pads), sd = Int32s(g.strides), dd = Int32s(g.dilations);
-  KEEL_CUDNN_RETURN(cudnnSetFilterNdDescriptor, w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.rank(), wd.data());
+  KEEL_CUDNN_RETURN(cudnnSetFilterNdDescriptor, w_, CudnnDataTypeOf(dtype_), CUDNN_TENSOR_NCHW, g.rank(), wd.data());
+  // Compute type FLOAT for every data type: f32 accumulation (for half data this
+  // is cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configuration).
   KEEL_CUDNN_RETURN(cudnnSetConvolutionNdDescriptor, conv_, g.rank() - 2, pd.data(), sd.data(), dd.data(),
                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
   KEEL_CUDNN_RETURN(cudnnSetConvolutionGroupCount, conv_, static_cast<int>(group));
-  const cudnnMathType_t math = dev_.allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  // Half data: tensor-op math (the tensor cores, f32 accumulation). f32 data:
+  // FMA math unless TF32 is allowed (tensor ops on f32 would be TF32).
+  const cudnnMathType_t math = dtype_.half         ? CUDNN_TENSOR_OP_MATH
+                               : dev_.allow_tf32() ? CUDNN_DEFAULT_MATH
+                                                   : CUDNN_FMA_MATH;
   KEEL_CUDNN_RETURN(cudnnSetConvolutionMathType, conv_, math);
   std::vector<int> out(g.y.size(), 0);
   KEEL_CUDNN_RETURN(cudnnGetConvolutionNdForwardOutputDim, conv_, x_, w_, g.rank(), out.data());
@@ -333,7 +339,7 @@ Status CudnnConv::Plan(const KernelEntry& k) {
                     CUDNN_PROPAGATE_NAN, act_kind_ == 2 ? clip_max : 0.0);
   if (!has_bias_) {
     // The fused call always adds a bias: give it zeros.
-    const uint64_t bytes = 4 * static_cast<uint64_t>(ws[0]);
+    const uint64_t bytes = dtype_.bytes * static_cast<uint64_t>(ws[0]);
     KEEL_ASSIGN_OR_RETURN(zero_bias_, dev_.Allocate(bytes, 256));
     KEEL_CUDA_RETURN(cudaMemsetAsync, zero_bias_, 0, bytes, dev_.stream());
     KEEL_CUDA_RETURN(cudaStreamSynchronize, dev_.stream());
@@ -342,9 +348,11 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   // The tuning-file key (autotune.h): one format shared with the tests and the
   // generated host code, so a tuning file serves every path.
   const std::string key = ConvProblemKey(xs, ws, ys, pads, strides, dil, group, has_bias_, has_residual_, act_kind_,
-                                         dev_.allow_tf32());
+                                         dev_.allow_tf32(), dtype_.dtype);
   KEEL_RETURN_IF_ERROR(Choose(k, key));
-  if (dev_.cudnn_engines() != VmOptions::CudnnEngines::kOff) {
+  // The backend-API engines (cudnn_engine_conv.h) build f32 graphs only: half
+  // convolutions stay on the legacy API.
+  if (dev_.cudnn_engines() != VmOptions::CudnnEngines::kOff && !dtype_.half) {
     KEEL_RETURN_IF_ERROR(ChooseEngine(key, EngineConvProblem{g.x, g.w, g.y, LiftedPads(g), g.strides, g.dilations, group}));
   }
   KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max<uint64_t>(ws_, engine_ ? engine_->workspace(0) : 0)));
@@ -377,9 +385,11 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
   std::vector<Candidate> cands;
   for (int i = 0; i < got; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    // Without TF32 only FMA (or default, non-tensor-op) math: tensor-op math on
-    // f32 would be TF32.
-    if (!dev_.allow_tf32() && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH) continue;
+    // f32 without TF32: only FMA (or default, non-tensor-op) math: tensor-op math
+    // on f32 would be TF32. Half data: any math (tensor ops are the point).
+    if (!dtype_.half && !dev_.allow_tf32() && perf[i].mathType != CUDNN_FMA_MATH &&
+        perf[i].mathType != CUDNN_DEFAULT_MATH)
+      continue;
     size_t bytes = 0;
     if (cudnnGetConvolutionForwardWorkspaceSize(h_, x_, w_, conv_, y_, perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
       continue;
@@ -392,7 +402,7 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
   }
   if (cands.empty()) {
     return Unsupported("kernel " + k.name + " (cudnn.conv2d): cuDNN offers no algorithm for X " +
-                       ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape));
+                       ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape) + " in " + dtype_.name);
   }
   int pick = 0;
   if (dev_.autotune() && cands.size() > 1) {
@@ -563,8 +573,10 @@ Status CudnnPool::Plan(const KernelEntry& k) {
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides, at.Ints(lo::attr::kStrides, 2, {1, 1}, 1, INT32_MAX));
   KEEL_RETURN_IF_ERROR(at.Finish());
   if (k.args.size() != 2) return ShapeError(k, "expected 2 arguments (X, Y), got " + std::to_string(k.args.size()));
-  KEEL_RETURN_IF_ERROR(CheckF32Rank4(k, 0, "X"));
-  KEEL_RETURN_IF_ERROR(CheckF32Rank4(k, 1, "Y"));
+  // X and Y in one type: f32, f16 or bf16 (pooling computes in f32; alpha/beta are f32 for every type).
+  KEEL_ASSIGN_OR_RETURN(const LibraryDType dtype, LibraryDTypeOfArg(k, 0, "X"));
+  KEEL_RETURN_IF_ERROR(CheckRank4(k, 0, "X", dtype));
+  KEEL_RETURN_IF_ERROR(CheckRank4(k, 1, "Y", dtype));
   if (pads[0] != pads[2] || pads[1] != pads[3]) {
     return Unsupported("kernel " + k.name + " (cudnn.pool2d): asymmetric pads " + ShapeString(pads));
   }
@@ -575,8 +587,8 @@ Status CudnnPool::Plan(const KernelEntry& k) {
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &x_);
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &y_);
   KEEL_CUDNN_RETURN(cudnnCreatePoolingDescriptor, &p_);
-  KEEL_RETURN_IF_ERROR(SetTensor4d(x_, k.args[0].shape));
-  KEEL_RETURN_IF_ERROR(SetTensor4d(y_, k.args[1].shape));
+  KEEL_RETURN_IF_ERROR(SetTensor4d(x_, k.args[0].shape, dtype));
+  KEEL_RETURN_IF_ERROR(SetTensor4d(y_, k.args[1].shape, dtype));
   KEEL_CUDNN_RETURN(cudnnSetPooling2dDescriptor, p_, m, CUDNN_PROPAGATE_NAN, static_cast<int>(kernel[0]),
                     static_cast<int>(kernel[1]), static_cast<int>(pads[0]), static_cast<int>(pads[1]),
                     static_cast<int>(strides[0]), static_cast<int>(strides[1]));

@@ -6,6 +6,13 @@
 // cudnn.conv2d takes 1, 2 or 3 spatial dims (X of rank 3, 4 or 5): N-d
 // descriptors of rank 4 or 5, a 1-D problem lifted to 2-D with a unit height
 // (common/conv_geometry.h, the check the compiler and the host emitter share).
+// Data types: every tensor of a kernel (X, W, bias, residual, Y) is f32, f16 or
+// bf16 alike, from the arguments' serialized dtypes (vm/cuda/library_dtypes.h).
+// Convolutions compute in f32 (convolution compute type CUDNN_DATA_FLOAT); half
+// data uses tensor-op math, f32 data FMA math unless TF32 is allowed. The
+// epilogue kernel is keel_bias_act_<dtype>; the backend-API engines
+// (VmOptions::cudnn_engines) are tried for f32 only. Pooling takes f32, f16 or
+// bf16 alike.
 // The convolution is then planned by measurement (vm/cuda/autotune.h): every
 // algorithm cudnnGetConvolutionForwardAlgorithm_v7 offers (FMA math unless
 // DeviceOptions::allow_tf32; workspace <= 256 MiB) is timed on scratch buffers

@@ -11,9 +11,15 @@
 // may be null; act 0 none, 1 relu, 2 clip to [0, clip_max]. The x4 variant moves
 // float4s (hw % 4 == 0, 16-byte aligned pointers). Grid-stride loops: any grid
 // covers the tensor.
+// keel_bias_act_f16 / keel_bias_act_bf16: the same on f16 / bf16 tensors (y,
+// bias and res all in that type, as cudnn.conv2d takes them), added and clamped
+// in f32 and rounded once to the half type (one element per thread step).
 // Used by cudnn.conv2d when cuDNN's own fused call is slower or unavailable
 // (clipped ReLU, bias without the IMPLICIT_PRECOMP_GEMM algorithm): one pass
 // instead of cudnnAddTensor + cudnnActivationForward.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 // The epilogues may be launched as programmatic dependents of the library call
 // before them (sm_90+, vm/cuda/cuda_device.h): nothing is read before the
@@ -64,6 +70,38 @@ extern "C" __global__ void keel_bias_act_f32x4(float4* __restrict__ y, const flo
     v.w = keel_act(v.w, act, clip_max);
     y[i] = v;
   }
+}
+
+// One element of a half tensor, widened to f32 and narrowed back (round to nearest even).
+__device__ __forceinline__ float keel_to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float keel_to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ void keel_from_f32(float v, __half* out) { *out = __float2half_rn(v); }
+__device__ __forceinline__ void keel_from_f32(float v, __nv_bfloat16* out) { *out = __float2bfloat16_rn(v); }
+
+template <typename T>
+__device__ __forceinline__ void keel_bias_act_half(T* __restrict__ y, const T* __restrict__ bias,
+                                                   const T* __restrict__ res, long long total, long long hw,
+                                                   int channels, int act, float clip_max) {
+  keel_wait_for_previous_grid();
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    float v = keel_to_f32(y[i]);
+    if (bias) v += keel_to_f32(bias[(int)((i / hw) % channels)]);
+    if (res) v += keel_to_f32(res[i]);
+    keel_from_f32(keel_act(v, act, clip_max), y + i);
+  }
+}
+
+extern "C" __global__ void keel_bias_act_f16(__half* __restrict__ y, const __half* __restrict__ bias,
+                                             const __half* __restrict__ res, long long total, long long hw,
+                                             int channels, int act, float clip_max) {
+  keel_bias_act_half(y, bias, res, total, hw, channels, act, clip_max);
+}
+
+extern "C" __global__ void keel_bias_act_bf16(__nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ bias,
+                                              const __nv_bfloat16* __restrict__ res, long long total, long long hw,
+                                              int channels, int act, float clip_max) {
+  keel_bias_act_half(y, bias, res, total, hw, channels, act, clip_max);
 }
 
 // keel_spin: keeps the GPU busy for `ns` nanoseconds (one thread). Autotuning

@@ -1,6 +1,8 @@
 // tests/vm/cuda/cuda_test_programs.cc — see cuda_test_programs.h.
 #include "tests/vm/cuda/cuda_test_programs.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -85,6 +87,61 @@ ser::KernelDesc LibraryKernel(std::string name, std::string op, std::vector<std:
   return d;
 }
 
+ProgramSpec InDType(ProgramSpec p, ser::DType t) {
+  p.dtype = t;
+  for (ser::KernelDesc& k : p.kernels)
+    for (ser::KernelArgDesc& a : k.args) a.dtype = t;
+  return p;
+}
+
+std::vector<uint8_t> EncodeAs(const std::vector<float>& v, DataType t) {
+  if (t == DataType::kF32) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  }
+  // Other types appear only in tests of refused kernels: zeros of the right size.
+  if (t != DataType::kF16 && t != DataType::kBF16) return std::vector<uint8_t>(v.size() * DataTypeSize(t), 0);
+  std::vector<uint8_t> b(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t bits = 0;
+    if (t == DataType::kF16) {
+      const __half h = __float2half_rn(v[i]);
+      std::memcpy(&bits, &h, 2);
+    } else {
+      const __nv_bfloat16 h = __float2bfloat16_rn(v[i]);
+      std::memcpy(&bits, &h, 2);
+    }
+    std::memcpy(b.data() + 2 * i, &bits, 2);
+  }
+  return b;
+}
+
+std::vector<float> DecodeFrom(const uint8_t* bytes, size_t count, DataType t) {
+  std::vector<float> v(count);
+  if (t == DataType::kF32) {
+    std::memcpy(v.data(), bytes, count * 4);
+    return v;
+  }
+  if (t != DataType::kF16 && t != DataType::kBF16) return v;  // zeros (see EncodeAs)
+  for (size_t i = 0; i < count; ++i) {
+    if (t == DataType::kF16) {
+      __half h;
+      std::memcpy(&h, bytes + 2 * i, 2);
+      v[i] = __half2float(h);
+    } else {
+      __nv_bfloat16 h;
+      std::memcpy(&h, bytes + 2 * i, 2);
+      v[i] = __bfloat162float(h);
+    }
+  }
+  return v;
+}
+
+std::vector<float> RoundedTo(const std::vector<float>& v, DataType t) {
+  return DecodeFrom(EncodeAs(v, t).data(), v.size(), t);
+}
+
 Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec) {
   using ser::DeviceKind;
   using ser::DType;
@@ -100,24 +157,25 @@ Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec) {
   std::vector<ser::TensorSigDesc> params, results;
   for (size_t t = 0; t < nt; ++t) {
     const TensorSpec& ts = spec.tensors[t];
-    const uint64_t bytes = Count(ts.shape) * 4;
+    const uint64_t bytes = Count(ts.shape) * ser::DTypeSize(spec.dtype);
     if (ts.role == Role::kConst) {
-      std::vector<uint8_t> b(bytes);
-      std::memcpy(b.data(), ts.data.data(), std::min<uint64_t>(bytes, ts.data.size() * 4));
-      const_index[t] = w.AddConstant("c" + std::to_string(t), DType::kF32, ts.shape, DeviceKind::kCuda, b);
+      std::vector<float> values(Count(ts.shape), 0.f);
+      std::copy_n(ts.data.begin(), std::min(values.size(), ts.data.size()), values.begin());
+      const_index[t] = w.AddConstant("c" + std::to_string(t), spec.dtype, ts.shape, DeviceKind::kCuda,
+                                     EncodeAs(values, spec.dtype));
       continue;
     }
     slot[t] = static_cast<uint32_t>(plan.storages.size());
     plan.storages.push_back({bytes, 256, DeviceKind::kCuda, 0, dev_off});
     dev_off = Align256(dev_off + bytes);
     if (ts.role == Role::kInput) {
-      params.push_back({"in" + std::to_string(params.size()), ts.shape, DType::kF32, DeviceKind::kCpu});
+      params.push_back({"in" + std::to_string(params.size()), ts.shape, spec.dtype, DeviceKind::kCpu});
     }
     if (ts.role == Role::kOutput) {
       host_slot[t] = static_cast<uint32_t>(plan.storages.size());
       plan.storages.push_back({bytes, 64, DeviceKind::kCpu, 1, host_off});
       host_off = Align256(host_off + bytes);
-      results.push_back({"out" + std::to_string(results.size()), ts.shape, DType::kF32, DeviceKind::kCpu});
+      results.push_back({"out" + std::to_string(results.size()), ts.shape, spec.dtype, DeviceKind::kCpu});
     }
   }
   plan.arenas.push_back({DeviceKind::kCuda, spec.device_arena_override ? spec.device_arena_override : dev_off, 256});
@@ -135,7 +193,7 @@ Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec) {
     } else {
       const uint32_t s = next++;
       reg[t] = next++;
-      f.AllocStorage(s, slot[t]).AllocTensor(reg[t], s, 0, ts.shape, DType::kF32);
+      f.AllocStorage(s, slot[t]).AllocTensor(reg[t], s, 0, ts.shape, spec.dtype);
     }
   }
   uint32_t param = 0;
@@ -154,7 +212,7 @@ Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec) {
     if (spec.tensors[t].role != Role::kOutput) continue;
     const uint32_t s = next++;
     const uint32_t v = next++;
-    f.AllocStorage(s, host_slot[t]).AllocTensor(v, s, 0, spec.tensors[t].shape, DType::kF32).Copy(v, reg[t], "download");
+    f.AllocStorage(s, host_slot[t]).AllocTensor(v, s, 0, spec.tensors[t].shape, spec.dtype).Copy(v, reg[t], "download");
     ret.push_back(v);
   }
   f.Ret(ret);
@@ -182,16 +240,18 @@ RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorInfo& info = (*exe)->input(i);
-    r.status = (*vm)->SetInput(i, inputs[i].data(), inputs[i].size() * 4, info.shape, DataType::kF32);
+    const std::vector<uint8_t> in = EncodeAs(inputs[i], info.dtype);
+    r.status = (*vm)->SetInput(i, in.data(), in.size(), info.shape, info.dtype);
     if (!r.status.ok()) return r;
   }
   r.status = (*vm)->Run();
   if (!r.status.ok()) return r;
   for (size_t j = 0; j < (*exe)->num_outputs(); ++j) {
-    std::vector<float> out((*exe)->output(j).byte_size / 4);
-    r.status = (*vm)->CopyOutputToHost(j, out.data(), out.size() * 4);
+    const TensorInfo& info = (*exe)->output(j);
+    std::vector<uint8_t> out(info.byte_size);
+    r.status = (*vm)->CopyOutputToHost(j, out.data(), out.size());
     if (!r.status.ok()) return r;
-    r.outputs.push_back(std::move(out));
+    r.outputs.push_back(DecodeFrom(out.data(), info.byte_size / DataTypeSize(info.dtype), info.dtype));
   }
   return r;
 }
@@ -347,7 +407,7 @@ ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t
   return MakeConvNdProgram(ToNd(c), bias, residual, seed);
 }
 
-ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint32_t seed) {
+ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint32_t seed, DataType dtype) {
   using ser::AttrDesc;
   std::vector<int64_t> xs = {c.n, c.c}, ws = {c.k, c.c / c.group}, ys = {c.n, c.k};
   const std::vector<int64_t> out = c.out();
@@ -356,10 +416,10 @@ ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint
   ys.insert(ys.end(), out.begin(), out.end());
   std::vector<int64_t> pads = c.pads;  // every begin, then every end (symmetric)
   pads.insert(pads.end(), c.pads.begin(), c.pads.end());
-  const auto x = Random(static_cast<size_t>(Elements(xs)), seed);
-  const auto w = Random(static_cast<size_t>(Elements(ws)), seed + 1, -0.5f, 0.5f);
-  const auto b = Random(static_cast<size_t>(c.k), seed + 2);
-  const auto res = Random(static_cast<size_t>(Elements(ys)), seed + 3);
+  const auto x = RoundedTo(Random(static_cast<size_t>(Elements(xs)), seed), dtype);
+  const auto w = RoundedTo(Random(static_cast<size_t>(Elements(ws)), seed + 1, -0.5f, 0.5f), dtype);
+  const auto b = RoundedTo(Random(static_cast<size_t>(c.k), seed + 2), dtype);
+  const auto res = RoundedTo(Random(static_cast<size_t>(Elements(ys)), seed + 3), dtype);
   std::vector<AttrDesc> attrs = {AttrDesc::Ints("pads", pads), AttrDesc::Ints("strides", c.strides),
                                  AttrDesc::Ints("dilations", c.dilations), AttrDesc::Ints("group", {c.group}),
                                  AttrDesc::Str("activation", c.activation)};
@@ -390,6 +450,7 @@ ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint
   for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
   p.ops = {{0, args, "conv"}};
   result.want = ReferenceConvNd(c, x, w, bias ? &b : nullptr, residual ? &res : nullptr);
+  if (dtype != DataType::kF32) p = InDType(std::move(p), dtype);
   return result;
 }
 

@@ -51,7 +51,21 @@ struct ProgramSpec {
   std::vector<OpSpec> ops;
   std::string library_id;           // empty: no library
   uint64_t device_arena_override = 0;  // non-zero: the cuda arena's size (e.g. 1 PB)
+  // The element type of every tensor (inputs, constants, outputs): f32, f16 or
+  // bf16. TensorSpec::data and RunOnce's inputs/outputs stay floats, converted
+  // (round to nearest even) at the program's edges. Set with InDType.
+  ser::DType dtype = ser::DType::kF32;
 };
+// `p` with every tensor and every kernel argument in `t` (f32, f16 or bf16).
+ProgramSpec InDType(ProgramSpec p, ser::DType t);
+
+// Host conversions for the half tests (round to nearest even; f32 passes
+// through; other types are zeros: only refusal tests build them).
+std::vector<uint8_t> EncodeAs(const std::vector<float>& v, DataType t);
+std::vector<float> DecodeFrom(const uint8_t* bytes, size_t count, DataType t);
+// `v` rounded to `t`'s grid and widened back: a reference fed with these sees the
+// inputs the device sees.
+std::vector<float> RoundedTo(const std::vector<float>& v, DataType t);
 // Inputs are the kInput tensors in order (named in0, in1, ...); outputs the
 // kOutput tensors in order (out0, ...).
 Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec);
@@ -62,7 +76,8 @@ ser::KernelDesc GeneratedKernel(std::string name, std::vector<std::vector<int64_
 ser::KernelDesc LibraryKernel(std::string name, std::string op, std::vector<std::vector<int64_t>> arg_shapes,
                               std::vector<ser::AttrDesc> attrs);
 
-// Loads `bytes` (with `library` when not empty) and runs it on a new VM.
+// Loads `bytes` (with `library` when not empty) and runs it on a new VM. Inputs
+// and outputs are floats whatever the program's dtype (converted at the edges).
 struct RunResult {
   Status status;
   std::vector<std::vector<float>> outputs;
@@ -116,7 +131,10 @@ struct ConvProgram {
   std::vector<float> want;
 };
 ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t seed);
-ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint32_t seed);
+// `dtype` f16/bf16: every tensor in that type, the random data rounded to it
+// first (the reference then sees exactly the device's inputs).
+ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint32_t seed,
+                              DataType dtype = DataType::kF32);
 struct PoolRef {
   int64_t n = 1, c = 1, h = 1, w = 1, kh = 1, kw = 1, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
   std::string mode;  // max | avg | avg_exclude_pad

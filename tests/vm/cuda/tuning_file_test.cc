@@ -165,6 +165,38 @@ TEST(TuningFile, KeysSeparateEveryChoiceInput) {
   EXPECT_NE(vm_internal::TuningKey(90, "cudnn", 91400, "p"), vm_internal::TuningKey(90, "cudnn", 91900, "p"));
 }
 
+// The element type is part of every key (library kernels run f32, f16 or bf16):
+// an f32 problem and the same problem in half never share an entry. f32 keys
+// are exactly the ones written before half support (older tuning files keep
+// serving f32), half keys name the type before the TF32 segment, which stays
+// last (the CUDA host-program emitter appends it), and both parse and round-trip.
+TEST(TuningFile, KeysSeparateElementTypes) {
+  auto conv = [](DataType t) {
+    return vm_internal::ConvProblemKey({1, 8, 8, 8}, {8, 8, 3, 3}, {1, 8, 6, 6}, {0, 0, 0, 0}, {1, 1}, {1, 1}, 1, true,
+                                       false, 1, false, t);
+  };
+  auto gemm = [](DataType t) {
+    return vm_internal::GemmProblemKey(4, 8, 16, 1, 0, 1, 64, 128, "row", true, "relu", 1.0, 1.0, false, t);
+  };
+  EXPECT_EQ(conv(DataType::kF32), "conv|[1,8,8,8][8,8,3,3][1,8,6,6][0,0,0,0][1,1][1,1]|g1|b1|r0|a1|tf320");
+  EXPECT_EQ(gemm(DataType::kF32), "gemm|4,8,16,1,01,64,128|row1|relu|1.000000,1.000000|tf320");
+  EXPECT_EQ(conv(DataType::kF16), "conv|[1,8,8,8][8,8,3,3][1,8,6,6][0,0,0,0][1,1][1,1]|g1|b1|r0|a1|f16|tf320");
+  EXPECT_EQ(gemm(DataType::kBF16), "gemm|4,8,16,1,01,64,128|row1|relu|1.000000,1.000000|bf16|tf320");
+  EXPECT_NE(conv(DataType::kF16), conv(DataType::kBF16));
+  EXPECT_NE(gemm(DataType::kF16), gemm(DataType::kBF16));
+  TuningTable t;
+  std::vector<int64_t> g = {0};
+  for (size_t w = 0; w < vm_internal::kGemmAlgoWords; ++w) g.push_back(static_cast<int64_t>(w + 1));
+  for (DataType dt : {DataType::kF32, DataType::kF16, DataType::kBF16}) {
+    t[vm_internal::TuningKey(90, "cudnn", 91400, conv(dt))] = {1, 0, 64};
+    t[vm_internal::TuningKey(90, "cublasLt", 130100, gemm(dt))] = g;
+  }
+  Result<TuningTable> back = ParseTuning(vm_internal::FormatTuning(t), "t.txt");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, t);
+  EXPECT_EQ(back->size(), 6u);
+}
+
 TEST(TuningFile, WriteIsAtomicAndReadBack) {
   TempDir dir;
   const std::string path = (dir.path / "tuning.txt").string();
