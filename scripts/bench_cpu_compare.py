@@ -10,9 +10,15 @@ time). Per round and model: one keel-bench process (median of its runs), then ON
 process (same input, same thread count: intra_op_num_threads=T, inter_op_num_threads=1, sequential
 execution, ORT_ENABLE_ALL) for the same number of runs. Alternating the two keeps load changes on a
 shared machine from favouring either side; each side's latency is the median over its per-round
-medians and the ratio the median of the per-round ratios. Prints a table, writes DIR/compare.json.
+medians and the ratio the median of the per-round ratios. Prints a table, writes
+DIR/compare-tT.json.
+
+With one thread, CPU time per run is measured too (it does not grow when other processes take the
+cores, which wall time on a shared 2-core machine does): ONNX Runtime's from this process's CPU
+clock, Keel's as the difference in child CPU time between a keel-bench run of 2N and one of N runs
+(cancelling loading and warm-up). Each side's CPU figure is the minimum over rounds.
 """
-import argparse, json, os, re, statistics, subprocess, time
+import argparse, json, os, re, resource, statistics, subprocess, time
 
 import numpy as np
 import onnxruntime as ort
@@ -45,13 +51,41 @@ def ort_round(sess, feeds, runs, min_seconds):
     return statistics.median(samples)
 
 
-def keel_round(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
+def keel_cmd(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
     meta = json.load(open(os.path.join(models_dir, model + ".json")))
     cmd = [keel_bench, exe, "--threads", str(threads), "--json", "--warmup", "3", "--iterations", str(runs),
            "--min-seconds", str(min_seconds)]
     for i in meta["inputs"]:
         cmd += ["--input", "%s=%s" % (i["name"], os.path.join(models_dir, i["file"]))]
-    return json.loads(subprocess.check_output(cmd))["median_ms"]
+    return cmd
+
+
+def keel_round(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
+    return json.loads(subprocess.check_output(keel_cmd(keel_bench, exe, models_dir, model, threads, runs,
+                                                       min_seconds)))["median_ms"]
+
+
+def child_cpu_s(cmd):
+    # getrusage (microseconds), not os.times (clock ticks of 10 ms).
+    def used():
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+    before = used()
+    subprocess.check_output(cmd)
+    return used() - before
+
+
+def keel_cpu_ms(keel_bench, exe, models_dir, model, runs):
+    one = child_cpu_s(keel_cmd(keel_bench, exe, models_dir, model, 1, runs, 0))
+    two = child_cpu_s(keel_cmd(keel_bench, exe, models_dir, model, 1, 2 * runs, 0))
+    return (two - one) * 1e3 / runs
+
+
+def ort_cpu_ms(sess, feeds, runs):
+    t = time.process_time()
+    for _ in range(runs):
+        sess.run(None, feeds)
+    return (time.process_time() - t) * 1e3 / runs
 
 
 def main():
@@ -78,15 +112,22 @@ def main():
         sess, feeds = ort_session(os.path.join(a.models_dir, m + ".onnx"), a.threads), ort_feeds(a.models_dir, m)
         for _ in range(3):
             sess.run(None, feeds)
-        keel, onnx = [], []
+        keel, onnx, keel_cpu, onnx_cpu = [], [], [], []
         for _ in range(a.rounds):
             keel.append(keel_round(a.keel_bench, exe, a.models_dir, m, a.threads, a.runs, a.min_seconds))
             onnx.append(ort_round(sess, feeds, a.runs, a.min_seconds))
+            if a.threads == 1:
+                # Runs enough for about a second of wall time: the CPU clocks tick coarsely.
+                n = max(a.runs, int(1000 / max(keel[-1], 1e-3)))
+                keel_cpu.append(keel_cpu_ms(a.keel_bench, exe, a.models_dir, m, n))
+                onnx_cpu.append(ort_cpu_ms(sess, feeds, max(a.runs, int(1000 / max(onnx[-1], 1e-3)))))
         del sess
         rows.append({"model": m, "threads": a.threads, "keel_ms": round(statistics.median(keel), 4),
                      "ort_ms": round(statistics.median(onnx), 4),
                      "keel_over_ort": round(statistics.median(k / o for k, o in zip(keel, onnx)), 3),
                      "torch_ms": torch.get(m), "keelc_s": compile_s,
+                     "keel_cpu_ms": round(min(keel_cpu), 4) if keel_cpu else None,
+                     "ort_cpu_ms": round(min(onnx_cpu), 4) if onnx_cpu else None,
                      "keel_rounds_ms": [round(x, 4) for x in keel], "ort_rounds_ms": [round(x, 4) for x in onnx]})
     result = {"threads": a.threads, "rounds": a.rounds, "onnxruntime": ort.__version__,
               "load_average_1min": round(load, 2), "finished_load_average_1min": round(os.getloadavg()[0], 2),
@@ -94,13 +135,14 @@ def main():
     json.dump(result, open(os.path.join(a.out, "compare-t%d.json" % a.threads), "w"), indent=1)
     print("threads=%d  onnxruntime %s  load average %.2f -> %.2f" % (a.threads, ort.__version__, load,
                                                                      os.getloadavg()[0]))
-    print("%-14s %10s %10s %10s %10s %10s %11s" % ("model", "keelc s", "keel ms", "ort ms", "keel/ort", "torch ms",
-                                                  "keel/torch"))
+    print("%-14s %8s %9s %9s %9s %9s %10s %9s %9s" % ("model", "keelc s", "keel ms", "ort ms", "keel/ort",
+                                                    "torch ms", "keel/torch", "cpu k/o", "cpu ms k"))
     for r in rows:
-        t = r["torch_ms"]
-        print("%-14s %10.2f %10.3f %10.3f %10.2f %10s %11s" % (
+        t, kc, oc = r["torch_ms"], r["keel_cpu_ms"], r["ort_cpu_ms"]
+        print("%-14s %8.2f %9.3f %9.3f %9.2f %9s %10s %9s %9s" % (
             r["model"], r["keelc_s"], r["keel_ms"], r["ort_ms"], r["keel_over_ort"],
-            "%.3f" % t if t else "-", "%.2f" % (r["keel_ms"] / t) if t else "-"))
+            "%.3f" % t if t else "-", "%.2f" % (r["keel_ms"] / t) if t else "-",
+            "%.2f" % (kc / oc) if kc and oc else "-", "%.2f" % kc if kc else "-"))
     print(json.dumps(result))
 
 
