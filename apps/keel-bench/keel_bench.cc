@@ -3,13 +3,16 @@
 //   keel-bench model.keel [--device cpu|cuda] [--threads N] [--warmup N] [--iterations N]
 //              [--min-seconds S] [--input name=file.bin ...] [--no-cuda-graph] [--allow-tf32]
 //              [--tuning-file PATH]
-//              [--name NAME] [--json]
+//              [--name NAME] [--json] [--profile]
 //
 // Loads once, creates one VM, runs `warmup` times, then times each Run() with a
 // steady clock (Run returns when the outputs are ready, on every device) until
 // both `iterations` runs and `min-seconds` have passed. Prints median, p10, p90,
 // min and mean in milliseconds (one table row, or one JSON object with --json).
 // Inputs not given get a deterministic pattern. Uses only the public API.
+// --profile: after the timing, runs `iterations` more times with a trace observer
+// and prints each invoke's median wall time (sorted, with its share of the run):
+// where a model's time goes, without the first run's cold caches.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,17 +33,39 @@ namespace {
 constexpr const char* kUsage =
     "usage: keel-bench model.keel [--device cpu|cuda] [--threads N] [--warmup N] [--iterations N]\n"
     "                  [--min-seconds S] [--input name=file.bin ...] [--no-cuda-graph] [--allow-tf32]\n"
-    "                  [--tuning-file PATH] [--name NAME] [--json]\n"
+    "                  [--tuning-file PATH] [--name NAME] [--json] [--profile]\n"
     "  --warmup       untimed runs first (default 5; the first CUDA run captures the graph)\n"
     "  --iterations   at least N timed runs (default 50)\n"
     "  --min-seconds  and at least S seconds of timed runs (default 0.5)\n"
     "  --json         print one JSON object instead of a table row\n"
+    "  --profile      then print each instruction's median time over `iterations` traced runs\n"
     "  --tuning-file  cuda: reuse the cuDNN/cuBLASLt choices recorded in PATH, add new ones\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "keel-bench: error: %s\n", message.c_str());
   return 1;
 }
+
+// Per-instruction wall times of the traced runs (the observer runs on Run()'s thread).
+class ProfileObserver : public keel::TraceObserver {
+ public:
+  struct Row {
+    std::string name, op;
+    std::vector<double> ns;
+  };
+  void OnInstruction(const keel::TraceEvent& e) override {
+    Row& r = rows_[e.instruction_index];
+    if (r.ns.empty()) {
+      r.op = keel::OpCodeName(e.opcode);
+      r.name = std::string(e.debug_name);
+    }
+    r.ns.push_back(static_cast<double>(e.duration_ns));
+  }
+  const std::map<uint32_t, Row>& rows() const { return rows_; }
+
+ private:
+  std::map<uint32_t, Row> rows_;
+};
 
 double Percentile(std::vector<double> sorted, double p) {
   const double pos = p * (sorted.size() - 1);
@@ -55,7 +81,7 @@ int main(int argc, char** argv) {
   keel::VmOptions vm_options;
   int warmup = 5, iterations = 50;
   double min_seconds = 0.5;
-  bool json = false;
+  bool json = false, profile = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -66,6 +92,8 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg == "--json") {
       json = true;
+    } else if (arg == "--profile") {
+      profile = true;
     } else if (arg == "--no-cuda-graph") {
       vm_options.cuda_graph = false;
     } else if (arg == "--allow-tf32") {
@@ -158,6 +186,35 @@ int main(int argc, char** argv) {
     std::printf("%-28s %-6s threads=%-2d runs=%-5zu median %.3f ms  p10 %.3f  p90 %.3f  min %.3f  mean %.3f\n",
                 name.c_str(), vm_options.device.c_str(), (*vm)->num_threads(), ms.size(), median, p10, p90,
                 sorted.front(), mean);
+  }
+  if (profile) {
+    ProfileObserver observer;
+    (*vm)->SetTraceObserver(&observer);
+    for (int i = 0; i < iterations; ++i) {
+      keel::Status st = (*vm)->Run();
+      if (!st.ok()) return Fail(st.ToString());
+    }
+    (*vm)->SetTraceObserver(nullptr);
+    struct Line {
+      double ms;
+      uint32_t index;
+      const ProfileObserver::Row* row;
+    };
+    std::vector<Line> lines;
+    double total = 0;
+    for (const auto& [index, row] : observer.rows()) {
+      std::vector<double> s = row.ns;
+      std::sort(s.begin(), s.end());
+      lines.push_back({Percentile(s, 0.5) / 1e6, index, &row});
+      total += lines.back().ms;
+    }
+    std::sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.ms > b.ms; });
+    std::printf("profile: %d traced runs, sum of instruction medians %.3f ms\n", iterations, total);
+    for (const Line& l : lines) {
+      if (l.ms < total * 0.002) break;  // the rest is noise-sized
+      std::printf("  %9.4f ms %5.1f%%  #%-4u %-7s %s\n", l.ms, 100 * l.ms / total, l.index, l.row->op.c_str(),
+                  l.row->name.c_str());
+    }
   }
   return 0;
 }

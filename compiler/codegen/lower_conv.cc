@@ -16,6 +16,7 @@
 //     a zero image with (kernel-1)*dilation - pad border.
 // Bias (input 2) is added before the fused epilogue.
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "compiler/codegen/lower_ops.h"
@@ -233,8 +234,29 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     std::vector<uint8_t> off(static_cast<size_t>(N) * 4);
     for (int64_t n = 0; n < N; ++n) put32(off, n, origin(n));
     int ob = k.AddConstant("conv_off", DType::kI32, {N}, std::move(off));
-    // Offset of (channel, kernel position) of row kk in the source image (b, group folded in for direct reads).
-    auto coff = [bi, gi, c, KK, img, st, direct](Expr kk) {
+    // Offset of (channel, kernel position) of row kk in the source image (b, group folded in for direct reads):
+    // a baked table of the per-row part, so the packing loop does one load per row instead of the
+    // divisions that split kk into channel and kernel position (they cost as much as the packing).
+    auto row_offset = [&](int64_t kk) {
+      int64_t o = (kk / KK) * img, rem = kk % KK;
+      for (size_t d = sp; d-- > 0;) {
+        o += (rem % c.k[d]) * c.d[d] * st[d];
+        rem /= c.k[d];
+      }
+      return o;
+    };
+    const bool table = row_offset(Kdim - 1) <= INT32_MAX;
+    int rb = -1;
+    if (table) {
+      std::vector<uint8_t> rows(static_cast<size_t>(Kdim) * 4);
+      for (int64_t kk = 0; kk < Kdim; ++kk) put32(rows, kk, row_offset(kk));
+      rb = k.AddConstant("conv_row_off", DType::kI32, {Kdim}, std::move(rows));
+    }
+    auto coff = [kp, rb, table, bi, gi, c, KK, img, st, direct](Expr kk) {
+      if (table) {
+        Expr o = Cast(kp->Load(rb, {kk}), DType::kI64);
+        return direct ? (bi * c.C + gi * c.Cg) * img + o : o;
+      }
       Expr ci = kk / KK;
       Expr ch = direct ? (bi * c.C + gi * c.Cg + ci) : ci;
       Expr o = ch * img;

@@ -51,7 +51,12 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{2, 8, 14, 15, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise stride 2
                       ConvCase{1, 4, 9, 9, 8, 5, 5, 1, 2, 1, 4, false},      // depthwise multiplier 2
                       ConvCase{1, 8, 20, 70, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise wide rows, stride 2
-                      ConvCase{1, 8, 12, 40, 8, 3, 3, 1, 2, 2, 8, false}));  // depthwise dilation 2
+                      ConvCase{1, 8, 12, 40, 8, 3, 3, 1, 2, 2, 8, false},    // depthwise dilation 2
+                      // Row-offset table with image and group folded in: direct gathers (stride 5,
+                      // no padding) over 2 images x 2 groups, and K = 7 * 5 * 5 = 175 rows of odd taps.
+                      ConvCase{2, 14, 17, 17, 6, 5, 5, 5, 0, 1, 2, true},
+                      // Dilated odd kernel with K blocking (K = 36 * 3 * 3 = 324 > 320), 2 images.
+                      ConvCase{2, 36, 11, 9, 10, 3, 3, 1, 2, 2, 1, false}));
 
 }  // namespace
 }  // namespace keel::codegen::testing

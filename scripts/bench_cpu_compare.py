@@ -1,0 +1,150 @@
+"""Keel vs ONNX Runtime (and PyTorch) CPU latency, measured alternately in one run.
+
+Driven by scripts/bench-cpu.sh, run with the test virtualenv's python (onnxruntime):
+
+    .venv/bin/python scripts/bench_cpu_compare.py --out DIR --threads T --rounds R \
+        --models-dir ../shared/models --keel-bench build/bin/keel-bench [--torch DIR/torch.json] MODEL...
+
+Expects DIR/MODEL.keel (compiled by keelc) and DIR/MODEL.keelc.txt (keelc's report, for the compile
+time). Per round and model: one keel-bench process (median of its runs), then ONNX Runtime in this
+process (same input, same thread count: intra_op_num_threads=T, inter_op_num_threads=1, sequential
+execution, ORT_ENABLE_ALL) for the same number of runs. Alternating the two keeps load changes on a
+shared machine from favouring either side; each side's latency is the median over its per-round
+medians and the ratio the median of the per-round ratios. Prints a table, writes
+DIR/compare-tT.json.
+
+With one thread, CPU time per run is measured too (it does not grow when other processes take the
+cores, which wall time on a shared 2-core machine does): ONNX Runtime's from this process's CPU
+clock, Keel's as the difference in child CPU time between a keel-bench run of 2N and one of N runs
+(cancelling loading and warm-up). Each side's CPU figure is the minimum over rounds.
+"""
+import argparse, json, os, re, resource, statistics, subprocess, time
+
+import numpy as np
+import onnxruntime as ort
+
+
+def ort_session(path, threads):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_feeds(models_dir, model):
+    meta = json.load(open(os.path.join(models_dir, model + ".json")))
+    feeds = {}
+    for i in meta["inputs"]:
+        data = np.fromfile(os.path.join(models_dir, i["file"]), dtype=np.dtype(i["dtype"]))
+        feeds[i["name"]] = data.reshape(i["shape"])
+    return feeds
+
+
+def ort_round(sess, feeds, runs, min_seconds):
+    samples, start = [], time.perf_counter()
+    while len(samples) < runs or time.perf_counter() - start < min_seconds:
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        samples.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(samples)
+
+
+def keel_cmd(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
+    meta = json.load(open(os.path.join(models_dir, model + ".json")))
+    cmd = [keel_bench, exe, "--threads", str(threads), "--json", "--warmup", "3", "--iterations", str(runs),
+           "--min-seconds", str(min_seconds)]
+    for i in meta["inputs"]:
+        cmd += ["--input", "%s=%s" % (i["name"], os.path.join(models_dir, i["file"]))]
+    return cmd
+
+
+def keel_round(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
+    return json.loads(subprocess.check_output(keel_cmd(keel_bench, exe, models_dir, model, threads, runs,
+                                                       min_seconds)))["median_ms"]
+
+
+def child_cpu_s(cmd):
+    # getrusage (microseconds), not os.times (clock ticks of 10 ms).
+    def used():
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+    before = used()
+    subprocess.check_output(cmd)
+    return used() - before
+
+
+def keel_cpu_ms(keel_bench, exe, models_dir, model, runs):
+    one = child_cpu_s(keel_cmd(keel_bench, exe, models_dir, model, 1, runs, 0))
+    two = child_cpu_s(keel_cmd(keel_bench, exe, models_dir, model, 1, 2 * runs, 0))
+    return (two - one) * 1e3 / runs
+
+
+def ort_cpu_ms(sess, feeds, runs):
+    t = time.process_time()
+    for _ in range(runs):
+        sess.run(None, feeds)
+    return (time.process_time() - t) * 1e3 / runs
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--runs", type=int, default=20, help="timed runs per side per round (at least)")
+    p.add_argument("--min-seconds", type=float, default=0.3, help="and at least this long per side per round")
+    p.add_argument("--models-dir", required=True)
+    p.add_argument("--keel-bench", required=True)
+    p.add_argument("--torch", default="", help="torch_latency.py's JSON (PyTorch eager column)")
+    p.add_argument("models", nargs="+")
+    a = p.parse_args()
+    torch = {}
+    if a.torch and os.path.exists(a.torch):
+        torch = {r["model"]: r["eager_ms"] for r in json.load(open(a.torch))}
+    load = os.getloadavg()[0]
+    rows = []
+    for m in a.models:
+        exe = os.path.join(a.out, m + ".keel")
+        report = open(os.path.join(a.out, m + ".keelc.txt")).read()
+        compile_s = float(re.search(r"compiled in ([\d.]+) s", report).group(1))
+        sess, feeds = ort_session(os.path.join(a.models_dir, m + ".onnx"), a.threads), ort_feeds(a.models_dir, m)
+        for _ in range(3):
+            sess.run(None, feeds)
+        keel, onnx, keel_cpu, onnx_cpu = [], [], [], []
+        for _ in range(a.rounds):
+            keel.append(keel_round(a.keel_bench, exe, a.models_dir, m, a.threads, a.runs, a.min_seconds))
+            onnx.append(ort_round(sess, feeds, a.runs, a.min_seconds))
+            if a.threads == 1:
+                # Runs enough for about a second of wall time: the CPU clocks tick coarsely.
+                n = max(a.runs, int(1000 / max(keel[-1], 1e-3)))
+                keel_cpu.append(keel_cpu_ms(a.keel_bench, exe, a.models_dir, m, n))
+                onnx_cpu.append(ort_cpu_ms(sess, feeds, max(a.runs, int(1000 / max(onnx[-1], 1e-3)))))
+        del sess
+        rows.append({"model": m, "threads": a.threads, "keel_ms": round(statistics.median(keel), 4),
+                     "ort_ms": round(statistics.median(onnx), 4),
+                     "keel_over_ort": round(statistics.median(k / o for k, o in zip(keel, onnx)), 3),
+                     "torch_ms": torch.get(m), "keelc_s": compile_s,
+                     "keel_cpu_ms": round(min(keel_cpu), 4) if keel_cpu else None,
+                     "ort_cpu_ms": round(min(onnx_cpu), 4) if onnx_cpu else None,
+                     "keel_rounds_ms": [round(x, 4) for x in keel], "ort_rounds_ms": [round(x, 4) for x in onnx]})
+    result = {"threads": a.threads, "rounds": a.rounds, "onnxruntime": ort.__version__,
+              "load_average_1min": round(load, 2), "finished_load_average_1min": round(os.getloadavg()[0], 2),
+              "models": rows}
+    json.dump(result, open(os.path.join(a.out, "compare-t%d.json" % a.threads), "w"), indent=1)
+    print("threads=%d  onnxruntime %s  load average %.2f -> %.2f" % (a.threads, ort.__version__, load,
+                                                                     os.getloadavg()[0]))
+    print("%-14s %8s %9s %9s %9s %9s %10s %9s %9s" % ("model", "keelc s", "keel ms", "ort ms", "keel/ort",
+                                                    "torch ms", "keel/torch", "cpu k/o", "cpu ms k"))
+    for r in rows:
+        t, kc, oc = r["torch_ms"], r["keel_cpu_ms"], r["ort_cpu_ms"]
+        print("%-14s %8.2f %9.3f %9.3f %9.2f %9s %10s %9s %9s" % (
+            r["model"], r["keelc_s"], r["keel_ms"], r["ort_ms"], r["keel_over_ort"],
+            "%.3f" % t if t else "-", "%.2f" % (r["keel_ms"] / t) if t else "-",
+            "%.2f" % (kc / oc) if kc and oc else "-", "%.2f" % kc if kc else "-"))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
