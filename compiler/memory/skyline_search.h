@@ -78,6 +78,15 @@ struct PackingItem {
 
 enum class PackingOutcome { kFound, kInfeasible, kUnknown };
 
+// A static priority among buffers (descending keys, ties by index). A buffer's
+// "crowd" is the most bytes live at one step of its lifetime (its busiest
+// section); "area" is size x lifetime length.
+enum class CandidateOrder : uint8_t {
+  kCrowdAreaLength,
+  kLengthAreaCrowd,
+  kCrowdLengthArea,
+};
+
 struct PackingResult {
   PackingOutcome outcome = PackingOutcome::kUnknown;
   std::vector<uint64_t> offsets;  // kFound: one per item, every end <= capacity
@@ -88,6 +97,9 @@ struct PackingLimits {
   SearchClock::time_point deadline = SearchClock::time_point::max();
   uint64_t max_nodes = UINT64_MAX;
   uint32_t seed = 0;  // 0: the static candidate order; else a perturbed one
+  // The canonical-order search's priority (canonical_order_search.h); the
+  // skyline search always tries larger buffers first.
+  CandidateOrder order = CandidateOrder::kCrowdAreaLength;
 };
 
 PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
