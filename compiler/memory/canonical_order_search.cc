@@ -19,6 +19,8 @@ namespace {
 constexpr uint64_t kNone = UINT64_MAX;
 // A search deeper than this gives up (kUnknown) rather than risk the stack.
 constexpr int kMaxRecursion = 50000;
+// How far a perturbed order (limits.seed != 0) moves a buffer at most.
+constexpr uint32_t kPerturbReach = 8;
 
 class CanonicalSearch {
  public:
@@ -132,6 +134,22 @@ class CanonicalSearch {
       const std::array<uint64_t, 3> ka = keys(a), kb = keys(b);
       return ka != kb ? ka > kb : a < b;
     });
+    if (limits_.seed != 0) {
+      // A perturbed order for restarts: some buffers trade places with one a
+      // few positions later (the order's broad shape stays).
+      uint32_t rng = limits_.seed;
+      auto next = [&] {
+        rng ^= rng << 13;
+        rng ^= rng >> 17;
+        rng ^= rng << 5;
+        return rng;
+      };
+      for (int32_t k = 0; k + 1 < n_; ++k) {
+        if (next() % 4 != 0) continue;
+        const int32_t j = k + 1 + static_cast<int32_t>(next() % std::min<uint32_t>(kPerturbReach, n_ - k - 1));
+        std::swap(order[k], order[j]);
+      }
+    }
     rank_.assign(n_, 0);
     for (int32_t k = 0; k < n_; ++k) rank_[order[k]] = k;
   }

@@ -44,8 +44,8 @@
 
 namespace keel::memory::internal {
 
-// Same question and answers as PackWithinCapacity (limits.seed is unused; the
-// candidate order comes from limits.order).
+// Same question and answers as PackWithinCapacity. The candidate order comes
+// from limits.order; limits.seed != 0 perturbs it (for restarts).
 PackingResult PackInCanonicalOrder(const std::vector<PackingItem>& items, uint64_t capacity,
                                    const PackingLimits& limits);
 

@@ -105,16 +105,17 @@ struct PackingLimits {
 PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
                                  const PackingLimits& limits);
 
-// PackWithinCapacity with restarts: a first run in the static order with a long
-// budget, then runs of growing node budgets (the Luby sequence times
-// `base_nodes`), each with a different candidate-order seed, until
-// one decides or the deadline passes. A run that finishes within its budget
-// decides (found or infeasible); restarts help on instances where an early wrong
-// choice hides the solutions behind a large failing subtree.
+// PackWithinCapacity with restarts, over both engines: a first run of the
+// skyline search in its static order (kFirstRunNodes), then rounds of doubling
+// node budgets (from 2 per buffer); each round runs the canonical-order search
+// (canonical_order_search.h) in each CandidateOrder, the skyline search with a
+// perturbed order and the skyline search in its static order (4x the budget),
+// until one run decides or the limits are spent. Each engine, and each order, is
+// fast on different problems and heavy-tailed on others; interleaving them
+// costs at most a constant factor over the best of them.
 // `max_nodes` caps the nodes of all runs together (a deterministic budget: the
 // answer then depends only on the input, unless the deadline comes first).
 PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t capacity,
-                               SearchClock::time_point deadline, uint64_t max_nodes = UINT64_MAX,
-                               uint64_t base_nodes = 4096);
+                               SearchClock::time_point deadline, uint64_t max_nodes = UINT64_MAX);
 
 }  // namespace keel::memory::internal
