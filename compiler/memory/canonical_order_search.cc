@@ -77,8 +77,10 @@ class CanonicalSearch {
     for (int32_t i = 0; i < n_; ++i) overlap_.insert(overlap_.end(), overlaps[i].begin(), overlaps[i].end());
     rest_.assign(n_, 0);
     low_rest_.assign(sections_, kNone);
+    low_count_.assign(sections_, 0);
     for (int32_t s = 0; s < sections_; ++s) {
       if (count_[s] > 0) low_rest_[s] = 0;
+      low_count_[s] = static_cast<uint32_t>(count_[s]);
     }
     touch_stamp_.assign(sections_, 0);
     cover_start_.assign(sections_ + 1, 0);
@@ -154,11 +156,11 @@ class CanonicalSearch {
     for (int32_t k = 0; k < n_; ++k) rank_[order[k]] = k;
   }
 
-  enum class Change : uint8_t { kPlace, kRest, kLowRest };
+  enum class Change : uint8_t { kPlace, kRest, kLowRest, kLowCount };
   struct TrailEntry {
     Change change;
-    int32_t index;      // buffer (kPlace, kRest) or section (kLowRest)
-    uint64_t previous;  // kRest, kLowRest: the value before
+    int32_t index;      // buffer (kPlace, kRest) or section (kLowRest, kLowCount)
+    uint64_t previous;  // the value before (not kPlace)
   };
 
   // Places x at o; true when no buffer still to come lives at the same time.
@@ -168,10 +170,12 @@ class CanonicalSearch {
     trail_.push_back({Change::kPlace, x, 0});
     const uint64_t top = o + size_[x];
     ++stamp_;
+    // A section's lowest rest can change only where the buffer leaving it (x)
+    // or a buffer whose rest rises was at that lowest rest.
     for (int32_t s = first_[x]; s < end_[x]; ++s) {
       --count_[s];
       rem_[s] -= size_[x];
-      Touch(s);
+      if (low_rest_[s] == rest_[x]) LeaveLowest(s);
     }
     for (int32_t b = first_[x] + 1; b < end_[x]; ++b) --cross_[b];
     bool hatless = true;
@@ -181,25 +185,38 @@ class CanonicalSearch {
       hatless = false;
       const uint64_t r = AlignUp(top, align_[y]);
       if (r > rest_[y]) {
+        for (int32_t s = first_[y]; s < end_[y]; ++s) {
+          if (low_rest_[s] == rest_[y]) LeaveLowest(s);
+        }
         trail_.push_back({Change::kRest, y, rest_[y]});
         rest_[y] = r;
-        for (int32_t s = first_[y]; s < end_[y]; ++s) Touch(s);
       }
     }
     // The lowest rest of every touched section, recomputed.
     for (int32_t s : touched_) {
       uint64_t low = kNone;
+      uint32_t at_low = 0;
       for (int32_t k = cover_start_[s]; k < cover_start_[s + 1]; ++k) {
         const int32_t y = cover_[k];
-        if (!placed_[y]) low = std::min(low, rest_[y]);
+        if (placed_[y] || rest_[y] > low) continue;
+        at_low = rest_[y] == low ? at_low + 1 : 1;
+        low = rest_[y];
       }
-      if (low != low_rest_[s]) {
-        trail_.push_back({Change::kLowRest, s, low_rest_[s]});
-        low_rest_[s] = low;
-      }
+      trail_.push_back({Change::kLowRest, s, low_rest_[s]});
+      low_rest_[s] = low;
+      trail_.push_back({Change::kLowCount, s, low_count_[s]});
+      low_count_[s] = at_low;
     }
     touched_.clear();
     return hatless;
+  }
+
+  // A buffer at the lowest rest of section s leaves it (placed, or its rest
+  // rises); when it was the last one there, the section is recomputed.
+  void LeaveLowest(int32_t s) {
+    if (touch_stamp_[s] == stamp_) return;  // recomputed anyway
+    trail_.push_back({Change::kLowCount, s, low_count_[s]});
+    if (--low_count_[s] == 0) Touch(s);
   }
 
   void Touch(int32_t s) {
@@ -215,6 +232,7 @@ class CanonicalSearch {
       switch (e.change) {
         case Change::kRest: rest_[e.index] = e.previous; break;
         case Change::kLowRest: low_rest_[e.index] = e.previous; break;
+        case Change::kLowCount: low_count_[e.index] = static_cast<uint32_t>(e.previous); break;
         case Change::kPlace: {
           const int32_t x = e.index;
           placed_[x] = 0;
@@ -340,6 +358,7 @@ class CanonicalSearch {
   std::vector<int32_t> count_, cross_;
   std::vector<uint64_t> rest_;
   std::vector<uint64_t> low_rest_;  // per section: the lowest rest of a buffer still to come (kNone: none)
+  std::vector<uint32_t> low_count_;  // per section: how many buffers still to come are at low_rest_
   std::vector<int32_t> cover_start_, cover_;  // CSR: buffers covering each section
   std::vector<uint32_t> touch_stamp_;
   std::vector<int32_t> touched_;
