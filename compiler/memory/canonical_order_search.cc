@@ -25,7 +25,7 @@ constexpr uint32_t kPerturbReach = 8;
 class CanonicalSearch {
  public:
   CanonicalSearch(const std::vector<PackingItem>& items, uint64_t capacity, const PackingLimits& limits)
-      : n_(static_cast<int32_t>(items.size())), capacity_(capacity), limits_(limits) {
+      : n_(static_cast<int32_t>(items.size())), capacity_(capacity), limits_(limits), rng_(limits.seed) {
     std::vector<int64_t> points;
     points.reserve(2 * items.size());
     for (const PackingItem& it : items) {
@@ -114,54 +114,86 @@ class CanonicalSearch {
   }
 
  private:
+  // The keys of buffer x in limits_.order (compared descending). Its crowd is
+  // taken over the sizes still to come (rem_), so that a part cut off during the
+  // search is ordered by its own busiest sections.
+  std::array<uint64_t, 3> Keys(int32_t x) const {
+    uint64_t crowd = 0;
+    for (int32_t s = first_[x]; s < end_[x]; ++s) crowd = std::max(crowd, rem_[s]);
+    switch (limits_.order) {
+      case CandidateOrder::kCrowdAreaLength: return {crowd, area_[x], length_[x]};
+      case CandidateOrder::kLengthAreaCrowd: return {length_[x], area_[x], crowd};
+      case CandidateOrder::kCrowdLengthArea: return {crowd, length_[x], area_[x]};
+    }
+    return {0, 0, 0};
+  }
+
+  // Sorts `order` by Keys (descending, ties by index).
+  void SortByKeys(std::vector<int32_t>* order) {
+    keys_.resize(n_);
+    for (int32_t x : *order) keys_[x] = Keys(x);
+    std::sort(order->begin(), order->end(), [&](int32_t a, int32_t b) {
+      return keys_[a] != keys_[b] ? keys_[a] > keys_[b] : a < b;
+    });
+  }
+
+  // With limits_.seed != 0, a perturbed order for restarts: some buffers trade
+  // places with one a few positions later (the order's broad shape stays).
+  void Perturb(std::vector<int32_t>* order) {
+    if (limits_.seed == 0) return;
+    const int32_t m = static_cast<int32_t>(order->size());
+    for (int32_t k = 0; k + 1 < m; ++k) {
+      if (NextRandom() % 4 != 0) continue;
+      const int32_t j = k + 1 + static_cast<int32_t>(NextRandom() % std::min<uint32_t>(kPerturbReach, m - k - 1));
+      std::swap((*order)[k], (*order)[j]);
+    }
+  }
+  uint32_t NextRandom() {
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 17;
+    rng_ ^= rng_ << 5;
+    return rng_;
+  }
+
   // rank_[i]: position of buffer i in limits_.order (lower = tried first).
   void RankBuffers(const std::vector<PackingItem>& items) {
-    std::vector<uint64_t> crowd(n_, 0), length(n_), area(n_);
+    length_.resize(n_);
+    area_.resize(n_);
     for (int32_t i = 0; i < n_; ++i) {
-      for (int32_t s = first_[i]; s < end_[i]; ++s) crowd[i] = std::max(crowd[i], rem_[s]);
-      length[i] = static_cast<uint64_t>(items[i].end - items[i].begin);
-      area[i] = size_[i] * length[i];  // sizes and lengths are far below 2^32 in practice; wrap only reorders
+      length_[i] = static_cast<uint64_t>(items[i].end - items[i].begin);
+      area_[i] = size_[i] * length_[i];  // far below 2^64 in practice; a wrap only reorders
     }
-    auto keys = [&](int32_t i) -> std::array<uint64_t, 3> {
-      switch (limits_.order) {
-        case CandidateOrder::kCrowdAreaLength: return {crowd[i], area[i], length[i]};
-        case CandidateOrder::kLengthAreaCrowd: return {length[i], area[i], crowd[i]};
-        case CandidateOrder::kCrowdLengthArea: return {crowd[i], length[i], area[i]};
-      }
-      return {0, 0, 0};
-    };
     std::vector<int32_t> order(n_);
     for (int32_t i = 0; i < n_; ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      const std::array<uint64_t, 3> ka = keys(a), kb = keys(b);
-      return ka != kb ? ka > kb : a < b;
-    });
-    if (limits_.seed != 0) {
-      // A perturbed order for restarts: some buffers trade places with one a
-      // few positions later (the order's broad shape stays).
-      uint32_t rng = limits_.seed;
-      auto next = [&] {
-        rng ^= rng << 13;
-        rng ^= rng >> 17;
-        rng ^= rng << 5;
-        return rng;
-      };
-      for (int32_t k = 0; k + 1 < n_; ++k) {
-        if (next() % 4 != 0) continue;
-        const int32_t j = k + 1 + static_cast<int32_t>(next() % std::min<uint32_t>(kPerturbReach, n_ - k - 1));
-        std::swap(order[k], order[j]);
-      }
-    }
+    SortByKeys(&order);
+    Perturb(&order);
     rank_.assign(n_, 0);
     for (int32_t k = 0; k < n_; ++k) rank_[order[k]] = k;
   }
 
-  enum class Change : uint8_t { kPlace, kRest, kLowRest, kLowCount };
+  enum class Change : uint8_t { kPlace, kRest, kLowRest, kLowCount, kRank };
   struct TrailEntry {
     Change change;
-    int32_t index;      // buffer (kPlace, kRest) or section (kLowRest, kLowCount)
+    int32_t index;      // buffer (kPlace, kRest, kRank) or section (kLowRest, kLowCount)
     uint64_t previous;  // the value before (not kPlace)
   };
+
+  // New ranks for the buffers still to come of sections [a, b) (kept on the
+  // trail; they are compared only among themselves).
+  void Rerank(int32_t a, int32_t b) {
+    rerank_.clear();
+    const auto from = std::lower_bound(by_first_.begin(), by_first_.end(), a,
+                                       [&](int32_t x, int32_t v) { return first_[x] < v; });
+    for (auto it = from; it != by_first_.end() && first_[*it] < b; ++it) {
+      if (!placed_[*it]) rerank_.push_back(*it);
+    }
+    SortByKeys(&rerank_);
+    Perturb(&rerank_);
+    for (size_t k = 0; k < rerank_.size(); ++k) {
+      trail_.push_back({Change::kRank, rerank_[k], static_cast<uint64_t>(rank_[rerank_[k]])});
+      rank_[rerank_[k]] = static_cast<int32_t>(k);
+    }
+  }
 
   // Places x at o; true when no buffer still to come lives at the same time.
   bool Place(int32_t x, uint64_t o) {
@@ -233,6 +265,7 @@ class CanonicalSearch {
         case Change::kRest: rest_[e.index] = e.previous; break;
         case Change::kLowRest: low_rest_[e.index] = e.previous; break;
         case Change::kLowCount: low_count_[e.index] = static_cast<uint32_t>(e.previous); break;
+        case Change::kRank: rank_[e.index] = static_cast<int32_t>(e.previous); break;
         case Change::kPlace: {
           const int32_t x = e.index;
           placed_[x] = 0;
@@ -282,8 +315,12 @@ class CanonicalSearch {
     std::vector<std::pair<int32_t, int32_t>> parts;
     Components(a, b, &parts);
     if (parts.empty()) return true;
-    if (parts.size() > 1) {
+    if (parts.size() > 1 || parts[0] != std::make_pair(a, b)) {
+      // Cut off: each part is its own problem (the placed buffers are fixed
+      // obstacles), searched in its own canonical order from the bottom, with
+      // ranks by its own crowds.
       for (const auto& [pa, pb] : parts) {
+        if (limits_.rerank_parts) Rerank(pa, pb);
         if (!Solve(pa, pb, 0, -1)) {
           UndoTo(mark);
           return false;
@@ -291,8 +328,6 @@ class CanonicalSearch {
       }
       return true;
     }
-    a = parts[0].first;
-    b = parts[0].second;
 
     // Capacity per section: what is still to come is stacked above
     // max(last offset, top).
@@ -347,10 +382,14 @@ class CanonicalSearch {
   int32_t sections_ = 0;
   uint64_t capacity_;
   PackingLimits limits_;
+  uint32_t rng_;
   std::vector<uint64_t> size_;
   std::vector<uint32_t> align_;
   std::vector<int32_t> first_, end_;  // section span [first, end)
   std::vector<int32_t> rank_;
+  std::vector<uint64_t> length_, area_;  // lifetime length, size x length
+  std::vector<std::array<uint64_t, 3>> keys_;  // scratch of SortByKeys
+  std::vector<int32_t> rerank_;              // scratch of Rerank
   std::vector<int32_t> by_first_;
   std::vector<int64_t> overlap_start_;  // CSR: buffers live at the same time as each buffer
   std::vector<int32_t> overlap_;

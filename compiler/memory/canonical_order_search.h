@@ -14,9 +14,9 @@
 //
 // Inference that cuts branches (each is sound for the argument above):
 //   - capacity per section: every buffer still to come is placed at o or above
-//     and above everything placed at its time, and the buffers still to come in
-//     one section are stacked on each other: max(o, top of the section) + their
-//     total size <= C; a buffer whose rest already passes C kills the node;
+//     and at its rest or above, and the buffers still to come in one section are
+//     stacked on each other: max(o, their lowest rest) + their total size <= C;
+//     a buffer whose rest already passes C kills the node;
 //   - gaps that a later buffer would fill: x may not be placed at or above the
 //     lowest rest + size of any buffer still to come (that buffer would fit
 //     entirely below x, where nothing placed later can be, so the solution
@@ -25,10 +25,23 @@
 //     the two sides are searched independently (each keeps the (o, r) start),
 //     and a failure on one side never re-opens the other.
 //
-// Branch order: by (rest, candidate order). The candidate order is a static
-// priority (CandidateOrder); restarts (PackWithRestarts in skyline_search.h)
-// round-robin several of them under growing node budgets, since each one is fast
-// on different instances.
+//   - spent places: a buffer placed where nothing still to come lives at the
+//     same time takes nobody's space; when the search under it fails, trying
+//     another buffer first fails the same way (no more branches).
+//
+// Branch order: by (rest, rank). Ranks come from a static priority
+// (CandidateOrder: keys of lifetime length, area = size x length, and crowd =
+// the most bytes still to come in one of the buffer's sections), optionally
+// perturbed (limits.seed); with limits.rerank_parts, a part cut off by
+// decomposition is re-ranked by its own crowds and searched from its bottom
+// (as its own problem: the placed buffers are fixed obstacles). Restarts
+// (PackWithRestarts in skyline_search.h) round-robin these under growing node
+// budgets, since each one is fast on different instances.
+//
+// Memory planning literature: the canonical order, the section inference with
+// the lowest rest, the gap rule and the crowd/length/area priorities are those
+// of MiniMalloc (Moffitt, ASPLOS 2023); this is Keel's own implementation
+// (incremental rests and per-section lowest rests on one undo trail).
 //
 // Cost: O(n log n + overlapping pairs) to set up; per node O(buffers of the
 // current part + sections of the part + the placed buffer's overlaps).

@@ -29,7 +29,7 @@ constexpr uint64_t kFirstRunNodes = 16384;
 // Smallest node budget of a restart round (else 2 per buffer).
 constexpr uint64_t kMinRoundNodes = 1024;
 // Runs of the skyline search with perturbed orders per round (half budgets).
-constexpr uint32_t kPerturbedRunsPerRound = 2;
+constexpr uint32_t kPerturbedRunsPerRound = 4;
 // Buffers examined per rejected candidate when computing the (B) raise; beyond
 // it the raise falls back to a weaker bound (still sound).
 constexpr int kRestVisitsPerCandidate = 512;
@@ -484,8 +484,8 @@ class Search {
   bool aborted_ = false;
 };
 
-// A nonzero seed for the k-th perturbed run of a restart round.
-uint32_t Seed(uint32_t round, uint32_t k) { return ((round * 16 + k + 1) * 2654435761u) | 1u; }
+// The nonzero seed of the k-th perturbed run.
+uint32_t Seed(uint32_t k) { return ((k + 1) * 2654435761u) | 1u; }
 
 }  // namespace
 
@@ -505,8 +505,9 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   uint64_t total_nodes = 0;
   PackingResult last;
   // One run; true when it decided or the limits are spent.
-  auto run = [&](bool canonical, CandidateOrder order, uint32_t seed, uint64_t budget) {
+  auto run = [&](bool canonical, CandidateOrder order, bool rerank, uint32_t seed, uint64_t budget) {
     PackingLimits limits;
+    limits.rerank_parts = rerank;
     limits.deadline = deadline;
     limits.max_nodes = std::min(budget, max_nodes - total_nodes);
     limits.seed = seed;
@@ -518,17 +519,20 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   };
   // The skyline search in its static order first (alone, it decides most
   // problems of real models; small budgets, like keelc's, go to it whole).
-  if (run(false, CandidateOrder::kCrowdAreaLength, 0, kFirstRunNodes)) return last;
+  if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, kFirstRunNodes)) return last;
   const uint64_t base = std::max<uint64_t>(2 * items.size(), kMinRoundNodes);
   for (uint32_t round = 0;; ++round) {
     const uint64_t budget = base << std::min<uint32_t>(round, 40);
-    for (CandidateOrder order : {CandidateOrder::kLengthAreaCrowd, CandidateOrder::kCrowdAreaLength,
-                                 CandidateOrder::kCrowdLengthArea}) {
-      if (run(true, order, 0, budget)) return last;
-      if (run(true, order, Seed(round, static_cast<uint32_t>(order)), budget)) return last;
+    for (bool rerank : {false, true}) {
+      for (CandidateOrder order : {CandidateOrder::kLengthAreaCrowd, CandidateOrder::kCrowdAreaLength,
+                                   CandidateOrder::kCrowdLengthArea}) {
+        if (run(true, order, rerank, 0, budget)) return last;
+      }
     }
     for (uint32_t k = 0; k < kPerturbedRunsPerRound; ++k) {
-      if (run(false, CandidateOrder::kCrowdAreaLength, Seed(round, 3 + k), budget / 2)) return last;
+      if (run(false, CandidateOrder::kCrowdAreaLength, false, Seed(round * kPerturbedRunsPerRound + k), budget / 2)) {
+        return last;
+      }
     }
   }
 }

@@ -44,10 +44,11 @@ TEST(CanonicalOrderSearch, DecidesExactlyOnSmallRandomSets) {
     const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
     const std::vector<internal::PackingItem> items = ItemsOf(ts);
     for (internal::CandidateOrder order : kOrders) {
-      for (uint32_t perturb : {0u, seed}) {
+      for (uint32_t variant = 0; variant < 3; ++variant) {
         internal::PackingLimits limits;
         limits.order = order;
-        limits.seed = perturb;
+        limits.seed = variant == 1 ? seed : 0;  // perturbed ranks
+        limits.rerank_parts = variant == 2;     // parts re-ranked by their own crowds
         const internal::PackingResult fit = internal::PackInCanonicalOrder(items, opt, limits);
         ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
         EXPECT_TRUE(Fits(items, fit.offsets, opt)) << "seed " << seed;
