@@ -76,6 +76,7 @@ class CanonicalSearch {
     overlap_.reserve(overlap_start_[n_]);
     for (int32_t i = 0; i < n_; ++i) overlap_.insert(overlap_.end(), overlaps[i].begin(), overlaps[i].end());
     rest_.assign(n_, 0);
+    open_rest_.assign(n_, 0);
     low_rest_.assign(sections_, kNone);
     low_count_.assign(sections_, 0);
     for (int32_t s = 0; s < sections_; ++s) {
@@ -198,6 +199,7 @@ class CanonicalSearch {
   // Places x at o; true when no buffer still to come lives at the same time.
   bool Place(int32_t x, uint64_t o) {
     placed_[x] = 1;
+    open_rest_[x] = kNone;
     offset_[x] = o;
     trail_.push_back({Change::kPlace, x, 0});
     const uint64_t top = o + size_[x];
@@ -222,6 +224,7 @@ class CanonicalSearch {
         }
         trail_.push_back({Change::kRest, y, rest_[y]});
         rest_[y] = r;
+        open_rest_[y] = r;
       }
     }
     // The lowest rest of every touched section, recomputed.
@@ -229,11 +232,15 @@ class CanonicalSearch {
       uint64_t low = kNone;
       uint32_t at_low = 0;
       for (int32_t k = cover_start_[s]; k < cover_start_[s + 1]; ++k) {
-        const int32_t y = cover_[k];
-        if (placed_[y] || rest_[y] > low) continue;
-        at_low = rest_[y] == low ? at_low + 1 : 1;
-        low = rest_[y];
+        const uint64_t r = open_rest_[cover_[k]];
+        if (r < low) {
+          low = r;
+          at_low = 1;
+        } else if (r == low) {
+          ++at_low;
+        }
       }
+      if (low == kNone) at_low = 0;
       trail_.push_back({Change::kLowRest, s, low_rest_[s]});
       low_rest_[s] = low;
       trail_.push_back({Change::kLowCount, s, low_count_[s]});
@@ -262,13 +269,14 @@ class CanonicalSearch {
       const TrailEntry e = trail_.back();
       trail_.pop_back();
       switch (e.change) {
-        case Change::kRest: rest_[e.index] = e.previous; break;
+        case Change::kRest: rest_[e.index] = open_rest_[e.index] = e.previous; break;
         case Change::kLowRest: low_rest_[e.index] = e.previous; break;
         case Change::kLowCount: low_count_[e.index] = static_cast<uint32_t>(e.previous); break;
         case Change::kRank: rank_[e.index] = static_cast<int32_t>(e.previous); break;
         case Change::kPlace: {
           const int32_t x = e.index;
           placed_[x] = 0;
+          open_rest_[x] = rest_[x];
           for (int32_t s = first_[x]; s < end_[x]; ++s) {
             ++count_[s];
             rem_[s] += size_[x];
@@ -396,6 +404,7 @@ class CanonicalSearch {
   std::vector<uint64_t> rem_;
   std::vector<int32_t> count_, cross_;
   std::vector<uint64_t> rest_;
+  std::vector<uint64_t> open_rest_;  // rest_, or kNone once placed (one load per scan)
   std::vector<uint64_t> low_rest_;  // per section: the lowest rest of a buffer still to come (kNone: none)
   std::vector<uint32_t> low_count_;  // per section: how many buffers still to come are at low_rest_
   std::vector<int32_t> cover_start_, cover_;  // CSR: buffers covering each section

@@ -22,10 +22,14 @@ constexpr uint64_t kNone = UINT64_MAX;
 // Sections at the lowest floor examined for one without a choice (no branch: the
 // node fails; one branch: forced).
 constexpr int kTiedSectionsExamined = 8;
-// Node budget of the first run of PackWithRestarts (the static skyline order).
-// At least half of keelc's AutoPlanner::kNodeBudget, so that its probes stay
-// single static runs (as they were before the restarts were added).
+// Node budget of the first run of PackWithRestarts (the static skyline order):
+// kFirstRunNodesPerBuffer per buffer, at least kFirstRunNodes. At least half of
+// keelc's AutoPlanner::kNodeBudget, so that its probes stay single static runs
+// (as they were before the restarts were added); per buffer, because on large
+// problems with slack this run is the one that finds layouts (a dive costs a
+// node per buffer).
 constexpr uint64_t kFirstRunNodes = 16384;
+constexpr uint64_t kFirstRunNodesPerBuffer = 64;
 // Smallest node budget of a restart round (else 2 per buffer).
 constexpr uint64_t kMinRoundNodes = 1024;
 // Runs of the skyline search with perturbed orders per round (half budgets).
@@ -519,7 +523,8 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   };
   // The skyline search in its static order first (alone, it decides most
   // problems of real models; small budgets, like keelc's, go to it whole).
-  if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, kFirstRunNodes)) return last;
+  const uint64_t first_run = std::max<uint64_t>(kFirstRunNodes, kFirstRunNodesPerBuffer * items.size());
+  if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, first_run)) return last;
   const uint64_t base = std::max<uint64_t>(2 * items.size(), kMinRoundNodes);
   for (uint32_t round = 0;; ++round) {
     const uint64_t budget = base << std::min<uint32_t>(round, 40);

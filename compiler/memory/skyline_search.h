@@ -109,7 +109,8 @@ PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t
                                  const PackingLimits& limits);
 
 // PackWithinCapacity with restarts, over both engines: a first run of the
-// skyline search in its static order (16384 nodes), then rounds of doubling node
+// skyline search in its static order (64 nodes per buffer, at least 16384),
+// then rounds of doubling node
 // budgets b (from 2 per buffer, at least 1024). Each round runs the
 // canonical-order search (canonical_order_search.h) in each CandidateOrder,
 // with and without re-ranked parts (b nodes each), then the skyline search in
