@@ -3,10 +3,11 @@
 //
 // State: per buffer its rest (the highest aligned end among placed buffers that
 // live at the same time; kept up to date by pushing each placement to the
-// placed buffer's overlap list), per section the top of what is placed there,
-// the number and total size of the buffers still to come; per boundary the
-// number of buffers still to come that cross it. Every change goes on a trail,
-// so a failed branch is undone exactly.
+// placed buffer's overlap list) and rank; per section the number and total size
+// of the buffers still to come, their lowest rest and how many sit at it (a
+// section is rescanned only when the last of those leaves); per boundary the
+// number of buffers still to come that cross it. Every change goes on one
+// trail, so a failed branch is undone exactly.
 #include "compiler/memory/canonical_order_search.h"
 
 #include <algorithm>
