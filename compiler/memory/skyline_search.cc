@@ -10,9 +10,9 @@
 // recursion depth is the number of real choices on the current path.
 #include "compiler/memory/skyline_search.h"
 
-#include "compiler/memory/canonical_order_search.h"
-
 #include <algorithm>
+
+#include "compiler/memory/canonical_order_search.h"
 
 namespace keel::memory::internal {
 
