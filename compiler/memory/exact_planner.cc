@@ -1,5 +1,5 @@
-// compiler/memory/exact_planner.cc — `exact`: per device group, the skyline search
-// (skyline_search.h) driven over capacities between the proven lower bound and
+// compiler/memory/exact_planner.cc — `exact`: per device group, the packing
+// searches (PackWithRestarts, skyline_search.h) driven over capacities between the proven lower bound and
 // the best plan found; small groups with in-place pairs use the offset branch and
 // bound below instead (see the header).
 #include "compiler/memory/exact_planner.h"
@@ -222,7 +222,7 @@ uint64_t TopOf(const std::vector<internal::PackingItem>& items, const std::vecto
   return top;
 }
 
-// Drives the skyline search over capacities. `proofs_hold`: an infeasible answer
+// Drives the packing searches over capacities. `proofs_hold`: an infeasible answer
 // is a lower bound for every plan (false when the group has in-place pairs, which
 // the search does not use: a plan with sharing could still be smaller).
 GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, GroupOutcome incumbent,

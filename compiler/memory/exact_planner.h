@@ -5,8 +5,9 @@
 //   incumbent   the better of greedy-size's two gap rules (so `exact` is never
 //               worse than greedy-size);
 //   lower bound the peak-live bound of the group (lower_bounds.h);
-//   search      the skyline search (skyline_search.h: canonical layouts, lowest
-//               point branching, capacity inference, decomposition, restarts),
+//   search      PackWithRestarts (skyline_search.h): the skyline search and the
+//               canonical-order search (canonical_order_search.h) interleaved
+//               under growing node budgets, both complete over canonical layouts,
 //               first at the lower bound (often reached: then optimal at once),
 //               then bisecting between the search floor and the best arena found.
 //               Each probe answers found (a smaller plan), infeasible (a proven
@@ -16,7 +17,7 @@
 //               probe at the capacity: a plan within it, a proof that none
 //               exists (lower_bound > capacity), or neither within the limit.
 //
-// In-place pairs (may_alias_with): the skyline search does not share bytes, so on
+// In-place pairs (may_alias_with): the searches do not share bytes, so on
 // a group with in-place pairs its infeasibility answers prove nothing about plans
 // that do (optimal is then claimed only at the peak-live bound). Small such groups
 // (at most kAliasSearchMaxTensors non-empty tensors) use the earlier branch and

@@ -12,6 +12,8 @@
 
 #include <algorithm>
 
+#include "compiler/memory/canonical_order_search.h"
+
 namespace keel::memory::internal {
 
 namespace {
@@ -20,8 +22,18 @@ constexpr uint64_t kNone = UINT64_MAX;
 // Sections at the lowest floor examined for one without a choice (no branch: the
 // node fails; one branch: forced).
 constexpr int kTiedSectionsExamined = 8;
-// Node budget of the first (unperturbed) run of PackWithRestarts, in base budgets.
-constexpr uint64_t kFirstRunFactor = 64;
+// Node budget of the first run of PackWithRestarts (the static skyline order):
+// kFirstRunNodesPerBuffer per buffer, at least kFirstRunNodes. At least half of
+// keelc's AutoPlanner::kNodeBudget, so that its probes stay single static runs
+// (as they were before the restarts were added); per buffer, because on large
+// problems with slack this run is the one that finds layouts (a dive costs a
+// node per buffer).
+constexpr uint64_t kFirstRunNodes = 16384;
+constexpr uint64_t kFirstRunNodesPerBuffer = 64;
+// Smallest node budget of a restart round (else 2 per buffer).
+constexpr uint64_t kMinRoundNodes = 1024;
+// Runs of the skyline search with perturbed orders per round (half budgets).
+constexpr uint32_t kPerturbedRunsPerRound = 4;
 // Buffers examined per rejected candidate when computing the (B) raise; beyond
 // it the raise falls back to a weaker bound (still sound).
 constexpr int kRestVisitsPerCandidate = 512;
@@ -476,17 +488,8 @@ class Search {
   bool aborted_ = false;
 };
 
-// The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ... (i >= 1).
-uint64_t Luby(uint64_t i) {
-  uint64_t k = 1;
-  while (((uint64_t{1} << k) - 1) < i) ++k;
-  while (i != (uint64_t{1} << k) - 1) {
-    i -= (uint64_t{1} << (k - 1)) - 1;
-    k = 1;
-    while (((uint64_t{1} << k) - 1) < i) ++k;
-  }
-  return uint64_t{1} << (k - 1);
-}
+// The nonzero seed of the k-th perturbed run.
+uint32_t Seed(uint32_t k) { return ((k + 1) * 2654435761u) | 1u; }
 
 }  // namespace
 
@@ -502,20 +505,39 @@ PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t
 }
 
 PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t capacity,
-                               SearchClock::time_point deadline, uint64_t max_nodes, uint64_t base_nodes) {
+                               SearchClock::time_point deadline, uint64_t max_nodes) {
   uint64_t total_nodes = 0;
-  for (uint64_t run = 1;; ++run) {
+  PackingResult last;
+  // One run; true when it decided or the limits are spent.
+  auto run = [&](bool canonical, CandidateOrder order, bool rerank, uint32_t seed, uint64_t budget) {
     PackingLimits limits;
+    limits.rerank_parts = rerank;
     limits.deadline = deadline;
-    // The first run (the static order, often right) gets a long budget.
-    limits.max_nodes = run == 1 ? base_nodes * kFirstRunFactor : base_nodes * Luby(run - 1);
-    limits.max_nodes = std::min(limits.max_nodes, max_nodes - total_nodes);
-    limits.seed = run == 1 ? 0 : static_cast<uint32_t>(run * 2654435761u) | 1u;
-    PackingResult r = PackWithinCapacity(items, capacity, limits);
-    total_nodes += r.nodes;
-    r.nodes = total_nodes;
-    if (r.outcome != PackingOutcome::kUnknown || SearchClock::now() > deadline || total_nodes >= max_nodes) {
-      return r;
+    limits.max_nodes = std::min(budget, max_nodes - total_nodes);
+    limits.seed = seed;
+    limits.order = order;
+    last = canonical ? PackInCanonicalOrder(items, capacity, limits) : PackWithinCapacity(items, capacity, limits);
+    total_nodes += last.nodes;
+    last.nodes = total_nodes;
+    return last.outcome != PackingOutcome::kUnknown || SearchClock::now() > deadline || total_nodes >= max_nodes;
+  };
+  // The skyline search in its static order first (alone, it decides most
+  // problems of real models; small budgets, like keelc's, go to it whole).
+  const uint64_t first_run = std::max<uint64_t>(kFirstRunNodes, kFirstRunNodesPerBuffer * items.size());
+  if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, first_run)) return last;
+  const uint64_t base = std::max<uint64_t>(2 * items.size(), kMinRoundNodes);
+  for (uint32_t round = 0;; ++round) {
+    const uint64_t budget = base << std::min<uint32_t>(round, 40);
+    for (bool rerank : {false, true}) {
+      for (CandidateOrder order : {CandidateOrder::kLengthAreaCrowd, CandidateOrder::kCrowdAreaLength,
+                                   CandidateOrder::kCrowdLengthArea}) {
+        if (run(true, order, rerank, 0, budget)) return last;
+      }
+    }
+    for (uint32_t k = 0; k < kPerturbedRunsPerRound; ++k) {
+      if (run(false, CandidateOrder::kCrowdAreaLength, false, Seed(round * kPerturbedRunsPerRound + k), budget / 2)) {
+        return last;
+      }
     }
   }
 }

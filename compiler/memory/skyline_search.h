@@ -78,6 +78,15 @@ struct PackingItem {
 
 enum class PackingOutcome { kFound, kInfeasible, kUnknown };
 
+// A static priority among buffers (descending keys, ties by index). A buffer's
+// "crowd" is the most bytes live at one step of its lifetime (its busiest
+// section); "area" is size x lifetime length.
+enum class CandidateOrder : uint8_t {
+  kCrowdAreaLength,
+  kLengthAreaCrowd,
+  kCrowdLengthArea,
+};
+
 struct PackingResult {
   PackingOutcome outcome = PackingOutcome::kUnknown;
   std::vector<uint64_t> offsets;  // kFound: one per item, every end <= capacity
@@ -88,21 +97,31 @@ struct PackingLimits {
   SearchClock::time_point deadline = SearchClock::time_point::max();
   uint64_t max_nodes = UINT64_MAX;
   uint32_t seed = 0;  // 0: the static candidate order; else a perturbed one
+  // The canonical-order search's priority (canonical_order_search.h); the
+  // skyline search always tries larger buffers first.
+  CandidateOrder order = CandidateOrder::kCrowdAreaLength;
+  // The canonical-order search: a part cut off during the search gets ranks by
+  // its own crowds (else the ranks of the whole problem stay).
+  bool rerank_parts = false;
 };
 
 PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
                                  const PackingLimits& limits);
 
-// PackWithinCapacity with restarts: a first run in the static order with a long
-// budget, then runs of growing node budgets (the Luby sequence times
-// `base_nodes`), each with a different candidate-order seed, until
-// one decides or the deadline passes. A run that finishes within its budget
-// decides (found or infeasible); restarts help on instances where an early wrong
-// choice hides the solutions behind a large failing subtree.
+// PackWithinCapacity with restarts, over both engines: a first run of the
+// skyline search in its static order (64 nodes per buffer, at least 16384),
+// then rounds of doubling node
+// budgets b (from 2 per buffer, at least 1024). Each round runs the
+// canonical-order search (canonical_order_search.h) in each CandidateOrder,
+// with and without re-ranked parts (b nodes each), then the skyline search in
+// four perturbed orders (b/2 each), until one run decides or the limits are
+// spent. Each engine and order is fast on some problems and heavy-tailed on
+// others (on MiniMalloc's challenging set, every instance is decided by a run
+// of at most 65536 nodes, by four different kinds of run); interleaving them
+// costs a constant factor over the best one.
 // `max_nodes` caps the nodes of all runs together (a deterministic budget: the
 // answer then depends only on the input, unless the deadline comes first).
 PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t capacity,
-                               SearchClock::time_point deadline, uint64_t max_nodes = UINT64_MAX,
-                               uint64_t base_nodes = 4096);
+                               SearchClock::time_point deadline, uint64_t max_nodes = UINT64_MAX);
 
 }  // namespace keel::memory::internal
