@@ -205,10 +205,25 @@ TEST(CudaHostEmitter, TinyProgramMirrorsEveryInstruction) {
   EXPECT_NE(s.find("g.alpha = 0x1p-1f;"), std::string::npos);  // alpha 0.5, exact
   EXPECT_EQ(Count(run, "cudaMemcpyHostToDevice"), 1u);
   EXPECT_EQ(Count(run, "cudaMemcpyDeviceToHost"), 1u);
-  // Weights read at the reader's offsets.
+  // Weights read at the reader's offsets: CPU constants in place, the device's as one block
+  // filled by one copy that starts at the first and ends at the last (the writer groups them).
+  uint64_t dev_begin = UINT64_MAX, dev_end = 0;
   for (uint32_t c = 0; c < view->root->constants()->size(); ++c) {
-    EXPECT_NE(s.find("data + " + std::to_string(view->root->constants()->Get(c)->offset()) + "ull"), std::string::npos);
+    const auto* k = view->root->constants()->Get(c);
+    if (k->device() == fb::DeviceKind::cpu) {
+      EXPECT_NE(s.find("data + " + std::to_string(k->offset()) + "ull"), std::string::npos);
+    } else {
+      dev_begin = std::min<uint64_t>(dev_begin, k->offset());
+      dev_end = std::max<uint64_t>(dev_end, k->offset() + k->size());
+    }
   }
+  ASSERT_LT(dev_begin, dev_end) << "the tiny program has device weights";
+  const std::string upload = FunctionBody(s, "static void UploadConstants(");
+  EXPECT_EQ(Count(upload, "DeviceMalloc("), 1u);
+  EXPECT_EQ(Count(upload, "cudaMemcpyAsync(g_const_block + 0ull, data + " + std::to_string(dev_begin) + "ull, " +
+                              std::to_string(dev_end - dev_begin) + "ull"),
+            1u)
+      << upload;
   EXPECT_NE(s.find("keel.data + " + std::to_string(view->root->data_segment_offset()) + "ull"), std::string::npos);
   EXPECT_NE(s.find("\"tiny-lib-id\""), std::string::npos);
   // The hostile debug name is escaped in literals and defused in comments.
