@@ -97,6 +97,11 @@ Status FusionPass::Run(ir::Graph& graph) {
       // must keep the anchor's output shape (a broadcast that grows it, e.g. an
       // SE block's [N,C,1,1] gate times [N,C,H,W], starts a new group instead).
       if (cls == OpClass::kAnchor && user->output(0)->type().shape != n->output(0)->type().shape) break;
+      // It also keeps the anchor's element type: a Cast away from it (a half GEMM's
+      // result widened for a Softmax, a LayerNorm or an f32 model output) starts a new
+      // group, so the anchor stays a cuBLASLt/cuDNN candidate (they write their own
+      // type in place) and the cast is a cheap elementwise kernel of its own.
+      if (cls == OpClass::kAnchor && user->output(0)->type().dtype != n->output(0)->type().dtype) break;
       chain.push_back(user);
       grouped.insert(user);
     }

@@ -163,5 +163,30 @@ TEST(FusionTest, BroadcastingMulDoesNotJoinAnAnchorEpilogue) {
   EXPECT_EQ(Pattern(g.nodes()[1]), "elementwise");      // the broadcasting Mul
 }
 
+// A Cast that changes the anchor's element type ends its epilogue: the half GEMM + bias
+// stays one group (a cuBLASLt candidate), the widening Cast and what follows another.
+TEST(FusionTest, TypeChangingCastEndsAnAnchorEpilogue) {
+  ir::Graph g;
+  ir::Value* a = g.AddInput("a", {ir::DType::kF16, {4, 8}});
+  ir::Value* b = g.AddInput("b", {ir::DType::kF16, {8, 3}});
+  ir::Value* bias = g.AddInput("bias", {ir::DType::kF16, {3}});
+  ir::Node* mm = g.AddNode("MatMul", "mm", {a, b}, 1);
+  ir::Node* add = g.AddNode("Add", "add", {mm->output(0), bias}, 1);
+  ir::Node* cast = g.AddNode("Cast", "cast", {add->output(0)}, 1);
+  cast->attrs().Set("to", std::string("f32"));
+  ir::Node* relu = g.AddNode("Relu", "relu", {cast->output(0)}, 1);
+  g.AddOutput(relu->output(0));
+  const Status inferred = InferShapes(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.ToString();
+  FusionPass p;
+  ASSERT_TRUE(p.Run(g).ok());
+  ASSERT_EQ(g.num_nodes(), 2u);
+  EXPECT_EQ(Pattern(g.nodes()[0]), "anchor+epilogue");
+  EXPECT_EQ(Ops(g.nodes()[0]), (std::vector<std::string>{"MatMul", "Add"}));
+  EXPECT_EQ(g.nodes()[0]->output(0)->type().dtype, ir::DType::kF16);
+  EXPECT_EQ(Pattern(g.nodes()[1]), "elementwise");
+  EXPECT_EQ(Ops(g.nodes()[1]), (std::vector<std::string>{"Cast", "Relu"}));
+}
+
 }  // namespace
 }  // namespace keel::passes
