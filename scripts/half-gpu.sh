@@ -45,7 +45,8 @@ run() {
   done
   local stage; stage=$(cd "$here/.." && pwd)
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH:-}
-  local final=${OUT:-/tmp/keel-half-out} work out kdir=/tmp/keel-zoo-keelc
+  # Not local: the EXIT trap reads out and final after run returns.
+  final=${OUT:-/tmp/keel-half-out} kdir=/tmp/keel-zoo-keelc
   work=$(mktemp -d /tmp/keel-half.XXXXXX); out=$(mktemp -d /tmp/keel-half-logs.XXXXXX)
   mkdir -p "$final"
   trap 'cp "$out/results.txt" "$out/half.json" "$final/" 2>/dev/null; tar -czf "$final/logs.tar.gz" -C "$out" . 2>/dev/null' EXIT
