@@ -27,25 +27,12 @@ class CanonicalSearch {
  public:
   CanonicalSearch(const std::vector<PackingItem>& items, uint64_t capacity, const PackingLimits& limits)
       : n_(static_cast<int32_t>(items.size())), capacity_(capacity), limits_(limits), rng_(limits.seed) {
-    std::vector<int64_t> points;
-    points.reserve(2 * items.size());
-    for (const PackingItem& it : items) {
-      points.push_back(it.begin);
-      points.push_back(it.end);
-    }
-    std::sort(points.begin(), points.end());
-    points.erase(std::unique(points.begin(), points.end()), points.end());
-    sections_ = points.empty() ? 0 : static_cast<int32_t>(points.size()) - 1;
-    size_.resize(n_);
-    align_.resize(n_);
-    first_.resize(n_);
-    end_.resize(n_);
-    for (int32_t i = 0; i < n_; ++i) {
-      size_[i] = items[i].size;
-      align_[i] = items[i].alignment;
-      first_[i] = static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), items[i].begin) - points.begin());
-      end_[i] = static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), items[i].end) - points.begin());
-    }
+    SectionedItems form = ToSections(items);
+    sections_ = form.sections;
+    size_ = std::move(form.size);
+    align_ = std::move(form.align);
+    first_ = std::move(form.first);
+    end_ = std::move(form.end);
     count_.assign(sections_, 0);
     rem_.assign(sections_, 0);
     cross_.assign(sections_ + 1, 0);

@@ -86,27 +86,14 @@ class Search {
  public:
   Search(const std::vector<PackingItem>& items, uint64_t capacity, const PackingLimits& limits)
       : n_(static_cast<int32_t>(items.size())), capacity_(capacity), limits_(limits), rng_(limits.seed) {
-    std::vector<int64_t> points;
-    points.reserve(2 * items.size());
-    for (const PackingItem& it : items) {
-      points.push_back(it.begin);
-      points.push_back(it.end);
-    }
-    std::sort(points.begin(), points.end());
-    points.erase(std::unique(points.begin(), points.end()), points.end());
-    sections_ = points.empty() ? 0 : static_cast<int32_t>(points.size()) - 1;
-    size_.resize(n_);
-    align_.resize(n_);
-    first_.resize(n_);
-    end_.resize(n_);
+    SectionedItems form = ToSections(items);
+    sections_ = form.sections;
+    size_ = std::move(form.size);
+    align_ = std::move(form.align);
+    first_ = std::move(form.first);
+    end_ = std::move(form.end);
     min_size_ = kNone;
-    for (int32_t i = 0; i < n_; ++i) {
-      size_[i] = items[i].size;
-      align_[i] = items[i].alignment;
-      first_[i] = static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), items[i].begin) - points.begin());
-      end_[i] = static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), items[i].end) - points.begin());
-      min_size_ = std::min(min_size_, size_[i]);
-    }
+    for (int32_t i = 0; i < n_; ++i) min_size_ = std::min(min_size_, size_[i]);
     // Candidate order: larger buffers first (they are the hardest to fit later),
     // then longer lifetimes, then index.
     std::vector<int32_t> order(n_);
@@ -502,6 +489,27 @@ PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t
   }
   Search search(items, capacity, limits);
   return search.Run();
+}
+
+SectionedItems ToSections(const std::vector<PackingItem>& items) {
+  std::vector<int64_t> points;
+  points.reserve(2 * items.size());
+  for (const PackingItem& it : items) {
+    points.push_back(it.begin);
+    points.push_back(it.end);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  SectionedItems out;
+  out.sections = points.empty() ? 0 : static_cast<int32_t>(points.size()) - 1;
+  auto at = [&](int64_t t) { return static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), t) - points.begin()); };
+  for (const PackingItem& it : items) {
+    out.size.push_back(it.size);
+    out.align.push_back(it.alignment);
+    out.first.push_back(at(it.begin));
+    out.end.push_back(at(it.end));
+  }
+  return out;
 }
 
 PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t capacity,

@@ -76,6 +76,16 @@ struct PackingItem {
   int64_t end = 0;
 };
 
+// The problem as both searches see it: the distinct time points split time into
+// `sections`; buffer i lives in sections [first[i], end[i]).
+struct SectionedItems {
+  int32_t sections = 0;
+  std::vector<uint64_t> size;
+  std::vector<uint32_t> align;
+  std::vector<int32_t> first, end;
+};
+SectionedItems ToSections(const std::vector<PackingItem>& items);
+
 enum class PackingOutcome { kFound, kInfeasible, kUnknown };
 
 // A static priority among buffers (descending keys, ties by index). A buffer's
