@@ -176,6 +176,33 @@ Result<codegen::Stmt> LowerBatchNorm(codegen::LowerContext& ctx, const ir::Node&
   return codegen::LowerRowNorm(ctx, spec);
 }
 
+// Inference BN on f32 data with constant per-channel parameters is y = s*x + t;
+// the others stay and compile as the op's own kernel.
+Result<std::optional<ScaleShift>> BatchNormAsScaleShift(const ir::Node& bn) {
+  KEEL_ASSIGN_OR_RETURN(int64_t training, bn.attrs().GetInt("training_mode", 0));
+  KEEL_ASSIGN_OR_RETURN(int64_t spatial, bn.attrs().GetInt("spatial", 1));
+  if (training != 0 || spatial == 0 || bn.outputs().size() != 1 || bn.inputs().size() != 5) return std::optional<ScaleShift>();
+  const ir::Value* x = bn.input(0);
+  if (!x || !x->has_type() || x->type().dtype != ir::DType::kF32) return std::optional<ScaleShift>();
+  for (size_t i = 1; i < 5; ++i) {
+    if (!bn.input(i) || !bn.input(i)->is_constant()) return std::optional<ScaleShift>();
+  }
+  if (x->type().shape.size() < 2) return NodeError(bn, "input must have rank >= 2");
+  KEEL_ASSIGN_OR_RETURN(double eps, bn.attrs().GetFloat("epsilon", 1e-5));
+  auto values = [&](size_t i) { return TensorToDoubles(*bn.input(i)->constant()); };
+  const std::vector<double> gamma = values(1), beta = values(2), mean = values(3), var = values(4);
+  const size_t c = static_cast<size_t>(x->type().shape[1]);
+  if (gamma.size() != c || beta.size() != c || mean.size() != c || var.size() != c) {
+    return NodeError(bn, "parameters do not have " + std::to_string(c) + " elements");
+  }
+  ScaleShift st{std::vector<double>(c), std::vector<double>(c)};
+  for (size_t i = 0; i < c; ++i) {
+    st.s[i] = gamma[i] / std::sqrt(var[i] + eps);
+    st.t[i] = beta[i] - mean[i] * st.s[i];
+  }
+  return std::optional<ScaleShift>(std::move(st));
+}
+
 }  // namespace
 
 void RegisterBatchNormOps(Registry& r) {
@@ -202,6 +229,7 @@ void RegisterBatchNormOps(Registry& r) {
   def.infer = InferBatchNorm;
   def.evaluate = EvaluateBatchNorm;
   def.kernel = LowerBatchNorm;
+  def.as_scale_shift = BatchNormAsScaleShift;
   r.Add(std::move(def));
 }
 

@@ -47,6 +47,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,14 @@ using ExpandFn = std::function<Result<std::vector<ir::Value*>>(Expander& b, cons
 using FoldScaleShiftFn = std::function<Result<bool>(ir::Graph& g, ir::Node& node, const std::vector<double>& s,
                                                     const std::vector<double>& t)>;
 
+// An inference-time per-channel affine map of input 0, y = s[c] * x + t[c] (c = axis 1), with
+// s and t from the node's constant operands: the values, or nullopt when this node is not
+// one (training mode, operands not constant, not f32). BatchNormalization folding uses it.
+struct ScaleShift {
+  std::vector<double> s, t;
+};
+using AsScaleShiftFn = std::function<Result<std::optional<ScaleShift>>(const ir::Node& node)>;
+
 // ---- the definition -------------------------------------------------------------------
 
 struct OpDef {
@@ -177,6 +186,7 @@ struct OpDef {
   KernelFn kernel;
   ExpandFn expand;
   FoldScaleShiftFn fold_scale_shift;
+  AsScaleShiftFn as_scale_shift;
 
   bool SupportsVersion(int version) const;
 };

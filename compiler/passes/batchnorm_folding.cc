@@ -1,52 +1,21 @@
 // compiler/passes/batchnorm_folding.cc — BatchNormalization folding (see batchnorm_folding.h).
 #include "compiler/passes/batchnorm_folding.h"
 
-#include <cmath>
+#include <optional>
 
 #include "compiler/ops/op_util.h"
-#include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
 
 namespace keel::passes {
 namespace {
 
-std::vector<double> ConstValues(const ir::Node& n, size_t i) { return ops::TensorToDoubles(*n.input(i)->constant()); }
-
-// Inference BN on f32 data with constant per-channel parameters; the others stay
-// and compile as the op's own kernel (compiler/ops/normalization_batch.cc).
-Result<bool> Foldable(const ir::Node& bn) {
-  KEEL_ASSIGN_OR_RETURN(int64_t training, bn.attrs().GetInt("training_mode", 0));
-  KEEL_ASSIGN_OR_RETURN(int64_t spatial, bn.attrs().GetInt("spatial", 1));
-  if (training != 0 || spatial == 0 || bn.outputs().size() != 1 || bn.inputs().size() != 5) return false;
-  const ir::Value* x = bn.input(0);
-  if (!x || !x->has_type() || x->type().dtype != ir::DType::kF32) return false;
-  for (size_t i = 1; i < 5; ++i) {
-    if (!bn.input(i) || !bn.input(i)->is_constant()) return false;
-  }
-  return true;
-}
-
 bool SingleUse(const ir::Graph& g, const ir::Value* v) { return v->uses().size() == 1 && !g.IsGraphOutput(v); }
 
-Status FoldOne(ir::Graph& g, ir::Node* bn) {
+// Replaces `bn` (y = s*x + t per channel) by folding s and t into x's producer
+// when it can absorb them, else by a Mul and an Add with [C,1,...,1] constants.
+Status FoldOne(ir::Graph& g, ir::Node* bn, const std::vector<double>& s, const std::vector<double>& t) {
   ir::Value* x = bn->input(0);
-  if (!x || !x->has_type() || x->type().shape.size() < 2) {
-    return InvalidArgument(ir::NodeDescription(*bn) + ": input must be typed with rank >= 2");
-  }
-  KEEL_ASSIGN_OR_RETURN(bool foldable, Foldable(*bn));
-  if (!foldable) return Status::Ok();
-  KEEL_ASSIGN_OR_RETURN(double eps, bn->attrs().GetFloat("epsilon", 1e-5));
-  const std::vector<double> gamma = ConstValues(*bn, 1), beta = ConstValues(*bn, 2), mean = ConstValues(*bn, 3),
-                            var = ConstValues(*bn, 4);
-  const size_t c = static_cast<size_t>(x->type().shape[1]);
-  if (gamma.size() != c || beta.size() != c || mean.size() != c || var.size() != c) {
-    return InvalidArgument(ir::NodeDescription(*bn) + ": parameters do not have " + std::to_string(c) + " elements");
-  }
-  std::vector<double> s(c), t(c);
-  for (size_t i = 0; i < c; ++i) {
-    s[i] = gamma[i] / std::sqrt(var[i] + eps);
-    t[i] = beta[i] - mean[i] * s[i];
-  }
+  const size_t c = s.size();
   ir::Value* y = bn->output(0);
   ir::Node* producer = x->producer();
   if (producer && SingleUse(g, x) && x->type().dtype == ir::DType::kF32) {
@@ -84,7 +53,10 @@ Status FoldOne(ir::Graph& g, ir::Node* bn) {
 
 Status BatchNormFoldingPass::Run(ir::Graph& graph) {
   for (ir::Node* n : graph.nodes()) {
-    if (n->op_type() == "BatchNormalization") KEEL_RETURN_IF_ERROR(FoldOne(graph, n));
+    const ops::OpDef* def = ops::FindOp(*n);
+    if (def == nullptr || !def->as_scale_shift) continue;
+    KEEL_ASSIGN_OR_RETURN(std::optional<ops::ScaleShift> st, def->as_scale_shift(*n));
+    if (st) KEEL_RETURN_IF_ERROR(FoldOne(graph, n, st->s, st->t));
   }
   graph.RemoveDeadValues();
   return Status::Ok();
