@@ -1,6 +1,7 @@
 // common/conv_geometry.cc — see conv_geometry.h.
 #include "common/conv_geometry.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -94,6 +95,12 @@ Result<CudnnConvGeometry> MakeCudnnConvGeometry(const std::vector<int64_t>& x, c
     g.dilations.insert(g.dilations.begin(), 1);
   }
   return g;
+}
+
+std::vector<int64_t> ChannelsFirstShape(const std::vector<int64_t>& channels_last) {
+  std::vector<int64_t> s = channels_last;
+  if (s.size() >= 3) std::rotate(s.begin() + 1, s.end() - 1, s.end());
+  return s;
 }
 
 }  // namespace keel::common

@@ -56,4 +56,9 @@ Result<CudnnConvGeometry> MakeCudnnConvGeometry(const std::vector<int64_t>& x, c
                                                 const std::vector<int64_t>& strides,
                                                 const std::vector<int64_t>& dilations, int64_t group);
 
+// The channels-first shape of a channels-last tensor (library attribute layout
+// "nhwc": X/Y [N,H,W,C] -> [N,C,H,W], W [K,R,S,C/g] -> [K,C/g,R,S]): axis
+// rank-1 moved to 1. The checks above take channels-first shapes.
+std::vector<int64_t> ChannelsFirstShape(const std::vector<int64_t>& channels_last);
+
 }  // namespace keel::common

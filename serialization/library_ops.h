@@ -110,6 +110,10 @@ inline constexpr char kCublasGemm[] = "cublas.gemm";
 //     "activation"    str, default "": "" | "relu" | "clip"
 //     "clip_min", "clip_max"  floats, for "clip"; clip_min must be 0
 //                     (cuDNN CLIPPED_RELU: ReLU6 and friends), else kUnsupported
+//     "layout"        str, default "nchw": "nchw" | "nhwc". "nhwc" (2-D only):
+//                     X, residual and Y are stored [N,H,W,C] and W [K,R,S,C/group]
+//                     (channels last; the shapes above with axis 1 moved last);
+//                     the semantics are unchanged. keelc --layout writes it.
 //   semantics: Y = act( conv(X, W) + bias[k] + residual ), conv as ONNX Conv
 //     (cross-correlation), Oi = floor((Di + pb_i + pe_i - d_i*(Ri-1) - 1)/s_i) + 1.
 //     Y's shape must equal that (else kInvalidExecutable at load). Every
@@ -133,6 +137,7 @@ inline constexpr char kCudnnConv2d[] = "cudnn.conv2d";
 //     "kernel"   ints [kh, kw], required (global pooling: [H, W])
 //     "pads"     ints [top, left, bottom, right], default 0s; symmetric only
 //     "strides"  ints [sh, sw], default [1,1]
+//     "layout"   str, default "nchw": "nchw" | "nhwc" (X and Y stored [N,H,W,C])
 //   semantics: as ONNX MaxPool/AveragePool with ceil_mode 0 and dilation 1;
 //     Y's shape must be floor((H + pt + pb - kh)/sh) + 1 by floor((W + ...)/sw) + 1.
 //     Max pooling ignores padded positions (-inf), like ONNX.
@@ -164,6 +169,7 @@ inline constexpr char kClipMin[] = "clip_min";
 inline constexpr char kClipMax[] = "clip_max";
 inline constexpr char kMode[] = "mode";
 inline constexpr char kKernel[] = "kernel";
+inline constexpr char kLayout[] = "layout";
 }  // namespace attr
 
 // String attribute values.
@@ -179,6 +185,8 @@ inline constexpr char kActivationClip[] = "clip";
 inline constexpr char kPoolMax[] = "max";
 inline constexpr char kPoolAvg[] = "avg";
 inline constexpr char kPoolAvgExcludePad[] = "avg_exclude_pad";
+inline constexpr char kLayoutNchw[] = "nchw";
+inline constexpr char kLayoutNhwc[] = "nhwc";
 }  // namespace value
 
 }  // namespace keel::ser::library_ops

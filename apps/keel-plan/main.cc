@@ -54,6 +54,7 @@ options:
   --target cpu|cuda        target whose buffers are planned (default: cpu)
   --precision P            plan keelc --precision P's buffers: fp32 (default), tf32,
                            fp16, bf16 (half buffers take half the bytes)
+  --layout L               plan keelc --layout L's buffers: auto (default), nchw, nhwc
   --strategies LIST        all (default) or a comma-separated list of:
                            %s
   --time-limit SEC         time limit of search strategies (exact, best; default 10)
@@ -150,6 +151,10 @@ static int RunMain(int argc, char** argv) {
       auto p = keel::passes::ParsePrecision(v);
       if (!p.ok()) return UsageError("--precision: " + p.status().message());
       options.pipeline.mixed_precision.precision = *p;
+    } else if (args.Value("--layout", v)) {
+      auto l = keel::driver::ParseLayout(v);
+      if (!l.ok()) return UsageError("--layout: " + l.status().message());
+      options.backend.layout = *l;
     } else if (args.Value("--strategies", v)) {
       strategies_text = v;
     } else if (args.Value("--buffers", v)) {

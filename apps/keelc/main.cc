@@ -49,6 +49,11 @@ options:
                            them); weights converted at compile time
   --precision-io f32|half  model inputs and outputs of fp16/bf16 builds: f32 (default,
                            casts at the edges) or the half type itself
+  --layout L               image layout of convolutions and pools: auto (default:
+                           channels-last on CUDA at fp16/bf16, where cuDNN's tensor
+                           cores want it; channels-first otherwise), nchw, or nhwc
+                           (channels-last wherever the target's library takes it);
+                           transposes only where NCHW data enters or leaves
   --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v4 when the build
                            host has AVX-512, x86-64-v3 with AVX2+FMA, else x86-64),
                            native, x86-64, x86-64-v3, ... The VM refuses to load
@@ -136,6 +141,10 @@ static int RunMain(int argc, char** argv) {
     } else if (args.Value("--precision-io", v)) {
       if (v != "f32" && v != "half") return UsageError("--precision-io expects f32 or half (got '" + v + "')");
       options.pipeline.mixed_precision.half_io = v == "half";
+    } else if (args.Value("--layout", v)) {
+      auto l = keel::driver::ParseLayout(v);
+      if (!l.ok()) return UsageError("--layout: " + l.status().message());
+      options.backend.layout = *l;
     } else if (args.Value("--cpu", v)) {
       options.backend.cpu = v;
     } else if (args.Value("--disable-pass", v)) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "compiler/codegen/lower_context.h"
+#include "compiler/ops/channels_last.h"
 #include "compiler/ops/lowering.h"
 #include "compiler/ops/registry.h"
 
@@ -32,6 +33,45 @@ GroupView ViewOf(const ir::Node& node) {
     for (const ir::Value* out : node.outputs()) v.outputs.push_back(out);
   }
   return v;
+}
+
+// An anchor's statements. A channels-last node (ops/channels_last.h) is lowered
+// as its channels-first twin: the twin's inputs read the node's through the
+// permutation and its stores write the node's output through it, so the op's
+// one kernel lowering serves both layouts (no buffer fast paths: the reads are
+// index functions).
+Result<Stmt> LowerAnchor(LowerContext& ctx, const ops::OpDef& def, const ir::Node& anchor,
+                         const std::vector<StoreFn>& stores, ops::ChannelsFirstTwin& twin) {
+  if (!ops::IsChannelsLast(anchor)) return def.kernel(ctx, anchor, stores);
+  KEEL_ASSIGN_OR_RETURN(twin, ops::MakeChannelsFirstTwin(def, anchor));
+  for (size_t i = 0; i < anchor.outputs().size(); ++i) {
+    ir::TensorType t = anchor.output(i)->type();
+    if (i == 0) t.shape = ops::PermuteShape(t.shape, ops::ToChannelsFirstPerm(t.shape.size()));
+    twin.twin->output(i)->set_type(t);
+  }
+  // Index i of a channels-last tensor is index to_last[i] of its channels-first twin.
+  auto to_last = [](const std::vector<Expr>& first) {
+    const std::vector<int64_t> p = ops::ToChannelsLastPerm(first.size());
+    std::vector<Expr> last;
+    for (int64_t a : p) last.push_back(first[static_cast<size_t>(a)]);
+    return last;
+  };
+  for (size_t i = 0; i < anchor.inputs().size(); ++i) {
+    if (!anchor.input(i)) continue;
+    KEEL_ASSIGN_OR_RETURN(const TensorFn* real, ctx.Input(anchor, i));
+    TensorFn fn = *real;
+    fn.type = twin.twin->input(i)->type();
+    const auto& listed = def.channels_last_operands;
+    if (std::find(listed.begin(), listed.end(), i) != listed.end()) {  // a moved operand
+      fn.buffer = -1;
+      fn.at = [real, to_last](const std::vector<Expr>& idx) { return real->at(to_last(idx)); };
+    }
+    ctx.Define(twin.twin->input(i), std::move(fn));
+  }
+  std::vector<StoreFn> moved = stores;
+  const StoreFn store0 = stores[0];
+  moved[0] = [store0, to_last](const std::vector<Expr>& idx, Expr value) { return store0(to_last(idx), value); };
+  return def.kernel(ctx, *twin.twin, moved);
 }
 
 std::string Lower(std::string s) {
@@ -177,7 +217,8 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
         return Block(std::move(s));
       });
     }
-    KEEL_ASSIGN_OR_RETURN(Stmt body, anchor_def->kernel(ctx, *anchor, stores));
+    ops::ChannelsFirstTwin twin;  // outlives the kernel's construction
+    KEEL_ASSIGN_OR_RETURN(Stmt body, LowerAnchor(ctx, *anchor_def, *anchor, stores, twin));
     stmts.push_back(body);
   } else {
     for (size_t i = 0; i < view.outputs.size(); ++i) {

@@ -16,6 +16,8 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/lower/lower_program.h"
+#include "compiler/passes/channels_last.h"
+#include "compiler/passes/mixed_precision.h"
 #include "keel/status.h"
 #include "serialization/executable_writer.h"
 
@@ -41,11 +43,27 @@ class Backend {
   virtual TargetInfo target() const = 0;
   // Text that identifies every kernel selected so far (hashed into the library id).
   virtual std::string Fingerprint() const = 0;
+  // Layout (passes/channels_last.h): whether this channels-first node (an op
+  // with a channels-last form) should run in channels-last form; and whether
+  // keelc --layout auto means channels-last for graphs stored in `precision`.
+  virtual bool PrefersChannelsLast(const ir::Node& /*node*/) const { return false; }
+  virtual bool ChannelsLastByDefault(passes::Precision /*precision*/) const { return false; }
 };
+
+// keelc --layout: auto (the target's default for the precision), nchw (keep the
+// model's channels-first layout), nhwc (channels-last where the target prefers).
+enum class Layout { kAuto, kChannelsFirst, kChannelsLast };
+Result<Layout> ParseLayout(const std::string& text);
 
 struct BackendOptions {
   std::string cpu = "auto";  // LLVM CPU name for the CPU target
+  Layout layout = Layout::kAuto;
 };
+
+// The channels-last pass's predicate for `backend` (empty: the pass is off).
+// `backend` must outlive the pipeline run that uses it.
+passes::ChannelsLastPredicate ChannelsLastPredicateFor(const Backend& backend, Layout layout,
+                                                        passes::Precision precision);
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options);
 

@@ -38,14 +38,16 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::ImportOnnx(options.model_path, options.import));
   for (const ir::Node* node : graph->nodes()) ++summary.imported_ops[node->op_type()];
   SetPhase("passes");
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.target, options.backend));
   passes::PipelineOptions pipeline = options.pipeline;
   pipeline.mixed_precision_report = &summary.precision;
   summary.precision.precision = pipeline.mixed_precision.precision;
+  pipeline.channels_last =
+      ChannelsLastPredicateFor(*backend, options.backend.layout, pipeline.mixed_precision.precision);
   KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, pipeline));
   summary.graph_nodes = graph->num_nodes();
 
   SetPhase("kernel selection");
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.target, options.backend));
   // Shared with ComputeModelLifetimes (keel-plan), so both plan the same buffers.
   KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, *backend, &summary.num_views));
 

@@ -78,6 +78,21 @@ class CpuBackend final : public Backend {
 // compiler/driver/cuda_backend.cc
 std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& options);
 
+Result<Layout> ParseLayout(const std::string& text) {
+  if (text == "auto") return Layout::kAuto;
+  if (text == "nchw") return Layout::kChannelsFirst;
+  if (text == "nhwc") return Layout::kChannelsLast;
+  return InvalidArgument("unknown layout '" + text + "' (expected auto, nchw or nhwc)");
+}
+
+passes::ChannelsLastPredicate ChannelsLastPredicateFor(const Backend& backend, Layout layout,
+                                                        passes::Precision precision) {
+  const bool on = layout == Layout::kChannelsLast ||
+                  (layout == Layout::kAuto && backend.ChannelsLastByDefault(precision));
+  if (!on) return {};
+  return [&backend](const ir::Node& node) { return backend.PrefersChannelsLast(node); };
+}
+
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options) {
   if (target == "cpu") return std::unique_ptr<Backend>(new CpuBackend(options));
   if (target == "cuda") return MakeCudaBackend(options);

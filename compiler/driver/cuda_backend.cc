@@ -35,6 +35,7 @@
 #include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_nvptx_emitter.h"
 #include "compiler/codegen/lower.h"
+#include "compiler/ops/channels_last.h"
 #include "compiler/ops/registry.h"
 #include "compiler/driver/backend.h"
 #include "serialization/library_ops.h"
@@ -269,6 +270,12 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   if (!SameLibraryDType({X, W, Y})) return std::nullopt;
   const size_t spatial = common::ConvSpatialDims(X->type().shape.size());
   if (spatial == 0) return std::nullopt;
+  // Channels-last form (ops/channels_last.h): cuDNN takes NHWC 2-D convolutions.
+  const bool nhwc = ops::IsChannelsLast(a);
+  if (nhwc && spatial != 2) return std::nullopt;
+  auto first = [nhwc](const ir::Value* v) {
+    return nhwc ? common::ChannelsFirstShape(v->type().shape) : v->type().shape;
+  };
   auto pads = a.attrs().GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
   auto strides = a.attrs().GetInts("strides", std::vector<int64_t>(spatial, 1));
   auto dil = a.attrs().GetInts("dilations", std::vector<int64_t>(spatial, 1));
@@ -276,8 +283,7 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   if (!pads.ok() || !strides.ok() || !dil.ok() || !group.ok()) return std::nullopt;
   // Exactly what the VM accepts at load (1-3 spatial dims, symmetric pads, int32
   // sizes): anything else stays a generated kernel.
-  if (!common::MakeCudnnConvGeometry(X->type().shape, W->type().shape, Y->type().shape, *pads, *strides, *dil, *group)
-           .ok()) {
+  if (!common::MakeCudnnConvGeometry(first(X), first(W), first(Y), *pads, *strides, *dil, *group).ok()) {
     return std::nullopt;
   }
 
@@ -339,6 +345,7 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
     at.push_back(ser::AttrDesc::Floats(lib::attr::kClipMin, {0.0}));
     at.push_back(ser::AttrDesc::Floats(lib::attr::kClipMax, {clip_max}));
   }
+  if (nhwc) at.push_back(ser::AttrDesc::Str(lib::attr::kLayout, lib::value::kLayoutNhwc));
   return p;
 }
 
@@ -350,6 +357,7 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
   // MaxPool's Indices output has no cuDNN counterpart: generated.
   if (a.outputs().size() > 1 && a.output(1)) return std::nullopt;
   if (!SameLibraryDType({X, Y})) return std::nullopt;
+  const bool nhwc = ops::IsChannelsLast(a);  // ops/channels_last.h
   auto kernel = a.attrs().GetInts("kernel_shape", {});
   auto pads = a.attrs().GetInts("pads", {0, 0, 0, 0});
   auto strides = a.attrs().GetInts("strides", {1, 1});
@@ -364,8 +372,8 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
   // input but not fit: when floor mode gives the same output shape (SqueezeNet's
   // pools), the two modes compute the same windows and cuDNN's floor mode is exact.
   if (*ceil != 0) {
-    const auto& xs = X->type().shape;
-    const auto& ys = Y->type().shape;
+    const auto xs = nhwc ? common::ChannelsFirstShape(X->type().shape) : X->type().shape;
+    const auto ys = nhwc ? common::ChannelsFirstShape(Y->type().shape) : Y->type().shape;
     if (ys.size() != 4) return std::nullopt;
     for (size_t i = 0; i < 2; ++i) {
       const int64_t span = xs[2 + i] + (*pads)[i] + (*pads)[i + 2] - (*kernel)[i];
@@ -384,6 +392,7 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
                                               : lib::value::kPoolAvgExcludePad;
   p.kernel.attrs = {ser::AttrDesc::Str(lib::attr::kMode, mode), ser::AttrDesc::Ints(lib::attr::kKernel, *kernel),
                     ser::AttrDesc::Ints(lib::attr::kPads, *pads), ser::AttrDesc::Ints(lib::attr::kStrides, *strides)};
+  if (nhwc) p.kernel.attrs.push_back(ser::AttrDesc::Str(lib::attr::kLayout, lib::value::kLayoutNhwc));
   p.consumed = 1;
   p.value = Y;
   return p;
@@ -437,6 +446,26 @@ class CudaBackend final : public Backend {
   TargetInfo target() const override { return {ser::DeviceKind::kCuda, target_options_.arch, "", 256}; }
 
   std::string Fingerprint() const override { return fingerprint_; }
+
+  // cuDNN's convolutions and pools in half precision run on tensor cores in
+  // NHWC (given NCHW they transpose inside every call): channels-last for the
+  // library calls that take it, and for the generated ops with the form (global
+  // pools read either layout equally fast), so that no transpose stays between them.
+  bool PrefersChannelsLast(const ir::Node& node) const override {
+    const ops::OpDef* def = ops::FindOp(node);
+    if (def == nullptr || def->channels_last_operands.empty()) return false;
+    const Chain chain(node);
+    switch (def->library) {
+      case ops::LibraryCall::kConv: return PickConv(chain, 0).has_value();
+      case ops::LibraryCall::kMaxPool: return PickPool(chain, 0, true).has_value();
+      case ops::LibraryCall::kAveragePool: return PickPool(chain, 0, false).has_value();
+      case ops::LibraryCall::kNone: return true;
+      default: return false;
+    }
+  }
+  bool ChannelsLastByDefault(passes::Precision precision) const override {
+    return precision == passes::Precision::kFp16 || precision == passes::Precision::kBf16;
+  }
 
  private:
   Result<lower::StepKernel> Generated(const ir::Node& node, int64_t index) {

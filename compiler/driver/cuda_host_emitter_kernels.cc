@@ -225,6 +225,14 @@ static std::string List(const std::vector<int64_t>& v) {
   return r;
 }
 
+// The program restates channels-first library kernels only (layout "nchw").
+Status RequireChannelsFirst(const Attrs& at, const std::string& name, const char* op) {
+  KEEL_ASSIGN_OR_RETURN(const std::string layout, at.Text(lo::attr::kLayout, lo::value::kLayoutNchw));
+  if (layout == lo::value::kLayoutNchw) return Status::Ok();
+  return Unsupported("kernel " + name + " (" + op + "): layout " + layout +
+                     " is not emitted in host programs yet; compile with --layout nchw");
+}
+
 Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   // The spatial rank comes from X (1, 2 or 3): the attributes' lengths follow it.
   const std::vector<int64_t> x_shape = ArgShape(k, 0);
@@ -245,6 +253,7 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0));
   KEEL_ASSIGN_OR_RETURN(const std::string act, at.Text(lo::attr::kActivation, ""));
   KEEL_ASSIGN_OR_RETURN(const double clip_max, at.Float(lo::attr::kClipMax, 6.0));
+  KEEL_RETURN_IF_ERROR(RequireChannelsFirst(at, p.name, "cudnn.conv2d"));
   const bool clip = act == lo::value::kActivationClip;
   if (!act.empty() && act != lo::value::kActivationRelu && !clip) {
     return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): unknown activation " + act);
@@ -313,6 +322,7 @@ Status Emitter::EmitPool(size_t i, const fb::Kernel& k, KernelPlan& p) {
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> kernel, at.Ints(lo::attr::kKernel, 2, {}));
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> pads, at.Ints(lo::attr::kPads, 4, {0, 0, 0, 0}));
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides, at.Ints(lo::attr::kStrides, 2, {1, 1}));
+  KEEL_RETURN_IF_ERROR(RequireChannelsFirst(at, p.name, "cudnn.pool2d"));
   const char* m = mode == lo::value::kPoolMax               ? "CUDNN_POOLING_MAX"
                   : mode == lo::value::kPoolAvg             ? "CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING"
                   : mode == lo::value::kPoolAvgExcludePad ? "CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING"

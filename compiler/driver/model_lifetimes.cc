@@ -56,10 +56,6 @@ Status Compute(const LifetimeOptions& options, ModelLifetimes& out) {
   KEEL_ASSIGN_OR_RETURN(lower::BufferAssignmentOptions assign, BufferOptionsForTarget(options.target));
   SetPhase("import");
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::ImportOnnx(options.model_path, options.import));
-  SetPhase("passes");
-  KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, options.pipeline));
-  SetPhase("kernel selection");
-
   // Workspaces come from the target's kernels; a build without that backend
   // falls back to the CPU kernels' scratch sizes (said in workspace_note).
   auto backend = CreateBackend(options.target, options.backend);
@@ -71,6 +67,12 @@ Status Compute(const LifetimeOptions& options, ModelLifetimes& out) {
     backend = CreateBackend("cpu", options.backend);
   }
   if (!backend.ok()) return backend.status();
+  SetPhase("passes");
+  passes::PipelineOptions pipeline = options.pipeline;
+  pipeline.channels_last =
+      ChannelsLastPredicateFor(**backend, options.backend.layout, pipeline.mixed_precision.precision);
+  KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, pipeline));
+  SetPhase("kernel selection");
   KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, **backend, nullptr));
 
   for (const lower::StepKernel& k : steps) assign.workspace_bytes.push_back(k.is_view ? 0 : k.workspace_bytes);

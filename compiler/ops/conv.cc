@@ -133,6 +133,7 @@ void RegisterConvOps(Registry& r) {
   def.infer = InferConv;
   def.evaluate = EvaluateConv;
   def.fold_scale_shift = FoldScaleShiftIntoConv;
+  def.channels_last_operands = {0, 1};  // X NHWC, W OHWI (channels_last.h)
   def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
     return codegen::LowerConv(ctx, node, stores[0]);
   };

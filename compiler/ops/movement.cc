@@ -274,6 +274,7 @@ void RegisterMovementOps(Registry& r) {
     };
     def.infer = InferTranspose;
     def.injective = DefineTranspose;
+    def.permutes_axes = true;
     r.Add(std::move(def));
   }
   {
@@ -299,6 +300,12 @@ void RegisterMovementOps(Registry& r) {
     };
     def.infer = InferConcat;
     def.injective = DefineConcat;
+    // Joining transposed inputs along `axis` is joining the inputs along perm[axis].
+    def.permute_axes = [](ir::Node& node, const std::vector<int64_t>& perm) -> Result<bool> {
+      KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));
+      node.attrs().Set("axis", perm[static_cast<size_t>(axis)]);
+      return true;
+    };
     r.Add(std::move(def));
   }
 }

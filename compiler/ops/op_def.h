@@ -175,6 +175,16 @@ struct OpDef {
   // Mixed precision (see HalfPolicy; ResolveHalfPolicy resolves kAuto).
   HalfPolicy half = HalfPolicy::kAuto;
   std::string keep_f32_reason;
+  // Layout (channels_last.h): the inputs that hold channels-last tensors when the
+  // node is in channels-last form (output 0 always does); empty: no such form.
+  std::vector<size_t> channels_last_operands;
+  // Transpose: output = input 0 with axes permuted by attribute `perm`.
+  bool permutes_axes = false;
+  // Layout: rewrites the node's axis attributes for inputs that are now the
+  // transposes (by `perm`, ONNX Transpose's convention) of what it read, so it
+  // computes its old output transposed by `perm`. false when it cannot.
+  // Elementwise ops need none: they commute with transposing every operand.
+  std::function<Result<bool>(ir::Node& node, const std::vector<int64_t>& perm)> permute_axes;
 
   NormalizeFn normalize;
   CanonicalizeFn canonicalize;

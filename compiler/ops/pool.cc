@@ -152,6 +152,7 @@ OpDef Pool(const std::string& name, std::vector<int> versions, ops::LibraryCall 
   def.canonicalize = CanonicalizePool;
   def.infer = InferPool;
   def.evaluate = EvaluatePool;
+  def.channels_last_operands = {0};  // X NHWC (channels_last.h)
   def.kernel = [kind](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
     return codegen::LowerPool(ctx, node, kind, stores);
   };
@@ -203,6 +204,7 @@ OpDef GlobalPool(const std::string& name, std::vector<int> versions, codegen::Po
   };
   def.infer = InferGlobalPool;
   def.evaluate = EvaluateGlobalPool;
+  def.channels_last_operands = {0};  // X NHWC (channels_last.h)
   def.kernel = [kind](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
     return codegen::LowerGlobalPool(ctx, node, kind, stores[0]);
   };

@@ -260,6 +260,17 @@ void RegisterReduceOps(Registry& r) {
     def.canonicalize = CanonicalizeReduce;
     def.infer = [op](const ir::Node& node) { return InferReduce(op, node); };
     def.evaluate = EvaluateReduce;
+    // Reducing transposed inputs over axes A is reducing the inputs over perm[A]
+    // (kept dims only: dropping axes would change what the transpose permutes).
+    def.permute_axes = [](ir::Node& node, const std::vector<int64_t>& perm) -> Result<bool> {
+      KEEL_ASSIGN_OR_RETURN(int64_t keep, node.attrs().GetInt("keepdims", 1));
+      KEEL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, node.attrs().GetInts("axes", {}));
+      if (keep == 0 || axes.empty()) return false;
+      for (int64_t& a : axes) a = perm[static_cast<size_t>(a)];
+      std::sort(axes.begin(), axes.end());
+      node.attrs().Set("axes", axes);
+      return true;
+    };
     const codegen::ReduceKind kind = op.kind;
     def.kernel = [kind](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
       return codegen::LowerReduce(ctx, node, kind, stores[0]);

@@ -3,6 +3,7 @@
 
 #include <unordered_map>
 
+#include "compiler/ops/channels_last.h"
 #include "compiler/ops/expansion.h"
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
@@ -30,6 +31,7 @@ Status CanonicalizeNode(ir::Node& node) {
   // omits it ("" or no inputs) is an error here, before the op's code runs
   // (found by fuzz/onnx_importer_fuzzer: Flatten with no input).
   if (def->canonicalize && !node.input(0)) return NodeError(node, "input 0 is missing");
+  if (IsChannelsLast(node)) return CanonicalizeChannelsLast(*def, node);
   if (def->canonicalize) return def->canonicalize(node);
   return Status::Ok();
 }
@@ -41,7 +43,12 @@ Result<std::vector<ir::TensorType>> InferNodeTypes(const ir::Node& node) {
     if (in && !in->has_type()) return NodeError(node, "input " + std::to_string(i) + " ('" + in->name() + "') has no type");
   }
   if (!def->infer) return Internal(NodeDescription(node) + ": op " + def->name + " has no type rule");
-  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, def->infer(node));
+  std::vector<ir::TensorType> types;
+  if (IsChannelsLast(node)) {
+    KEEL_ASSIGN_OR_RETURN(types, InferChannelsLast(*def, node));
+  } else {
+    KEEL_ASSIGN_OR_RETURN(types, def->infer(node));
+  }
   if (types.size() != node.outputs().size()) {
     return Internal(NodeDescription(node) + ": type rule gave " + std::to_string(types.size()) + " types for " +
                     std::to_string(node.outputs().size()) + " outputs");
@@ -57,6 +64,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateNode(const ir::Node& node, const 
     return Internal(NodeDescription(node) + ": evaluator got " + std::to_string(inputs.size()) + " inputs, node has " +
                     std::to_string(node.inputs().size()));
   }
+  if (IsChannelsLast(node)) return EvaluateChannelsLast(*def, node, inputs);
   // Evaluate a typed, canonical copy whose operands are the given values as
   // constants: the node itself may be untyped (hand-built graphs, bodies) and
   // its operands need not be constants in its own graph.

@@ -7,6 +7,7 @@
 
 #include "compiler/ir/printer.h"
 #include "compiler/passes/batchnorm_folding.h"
+#include "compiler/passes/channels_last.h"
 #include "compiler/passes/constant_folding.h"
 #include "compiler/passes/cse.h"
 #include "compiler/passes/dce.h"
@@ -55,7 +56,7 @@ std::vector<PassInfo> PassManager::List() const {
 
 namespace {
 const std::vector<std::string>& RegisteredNames() {
-  static const std::vector<std::string> names = {"batchnorm-folding", "constant-folding", "cse", "dce", "fusion",
+  static const std::vector<std::string> names = {"batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion",
                                                  "mixed-precision", "shape-inference", "simplify", "verify"};
   return names;
 }
@@ -68,6 +69,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "dce") return std::unique_ptr<Pass>(new DcePass());
   if (name == "cse") return std::unique_ptr<Pass>(new CsePass());
   if (name == "batchnorm-folding") return std::unique_ptr<Pass>(new BatchNormFoldingPass());
+  if (name == "channels-last") return std::unique_ptr<Pass>(new ChannelsLastPass(options.channels_last));
   if (name == "fusion") return std::unique_ptr<Pass>(new FusionPass(options.fuse_anchors));
   if (name == "mixed-precision") {
     return std::unique_ptr<Pass>(new MixedPrecisionPass(options.mixed_precision, options.mixed_precision_report));
@@ -88,7 +90,7 @@ std::vector<PassInfo> ListPasses() {
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse",
                                  "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
-                                 "fusion", "dce", "verify"};
+                                 "channels-last", "fusion", "dce", "verify"};
   for (const std::string& d : options.disabled) {
     bool known = false;
     for (const std::string& n : RegisteredNames()) known = known || n == d;

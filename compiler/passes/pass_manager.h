@@ -9,13 +9,13 @@
 //
 // Registry names (keelc --passes lists them with ListPasses()):
 //   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
-//   mixed-precision, fusion, verify.
+//   mixed-precision, channels-last, fusion, verify.
 //
 // Default pipeline (RunDefaultPipeline):
 //   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
 //   shape-inference, simplify (second run: Reshape-like ops become keel.Reshape
 //   views once every shape is static), mixed-precision (a no-op at fp32),
-//   fusion, dce, verify.
+//   channels-last (a no-op without the target's predicate), fusion, dce, verify.
 //
 // Errors: Run stops at the first failing pass and returns its Status with the pass
 // name as context ("pass shape-inference: Add 'n1': shapes ... do not broadcast").
@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/passes/channels_last.h"
 #include "compiler/passes/mixed_precision.h"
 #include "compiler/passes/pass.h"
 
@@ -81,6 +82,9 @@ struct PipelineOptions {
   // where its report goes (optional, not owned; must outlive the pipeline's run).
   MixedPrecisionOptions mixed_precision;
   MixedPrecisionReport* mixed_precision_report = nullptr;
+  // channels-last: the target's preference (driver/backend.h, keelc --layout);
+  // empty: the pass changes nothing.
+  ChannelsLastPredicate channels_last;
 };
 
 // All registered passes (name order).

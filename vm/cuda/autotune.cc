@@ -164,10 +164,11 @@ std::string DTypeSegment(DataType dtype) {
 std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
                            const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
-                           int act_kind, bool tf32, DataType dtype) {
+                           int act_kind, bool tf32, DataType dtype, bool nhwc) {
   return "conv|" + Dims(x) + Dims(w) + Dims(y) + Dims(pads) + Dims(strides) + Dims(dilations) + "|g" +
          std::to_string(group) + "|b" + std::to_string(bias ? 1 : 0) + "|r" + std::to_string(residual ? 1 : 0) +
-         "|a" + std::to_string(act_kind) + DTypeSegment(dtype) + "|tf32" + std::to_string(tf32 ? 1 : 0);
+         "|a" + std::to_string(act_kind) + (nhwc ? "|nhwc" : "") + DTypeSegment(dtype) + "|tf32" +
+         std::to_string(tf32 ? 1 : 0);
 }
 
 std::string GemmProblemKey(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t trans_a, int64_t trans_b,

@@ -98,10 +98,12 @@ class ScratchBuffers {
 // dilations, group, bias, residual, activation (0 none, 1 relu, 2 clip) and TF32
 // mode, e.g. "conv|[1,3,224,224][64,3,3,3][1,64,111,111][0,0,0,0][2,2][1,1]|g1|b1|r0|a1|tf320"
 // or, 3-D, "conv|[1,3,8,112,112][64,3,3,7,7][1,64,8,56,56][1,3,3,1,3,3][1,2,2][1,1,1]|g1|b0|r0|a1|tf320".
+// A channels-last kernel (layout "nhwc") gives its stored shapes and a "|nhwc"
+// segment after the activation: "...|a1|nhwc|f16|tf320".
 std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
                            const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
-                           int act_kind, bool tf32, DataType dtype = DataType::kF32);
+                           int act_kind, bool tf32, DataType dtype = DataType::kF32, bool nhwc = false);
 // cublas.gemm problem, e.g. "gemm|1,1000,512,1,01,512,512000|row1||1.000000,1.000000|tf320":
 // m,n,k,batch,trans_a trans_b,stride_a,stride_b | bias mode, has_bias | epilogue |
 // alpha,beta (std::to_string) | TF32 mode.

@@ -45,27 +45,43 @@ std::string ShapeString(const std::vector<int64_t>& s) {
 Status CheckRank4(const KernelEntry& k, size_t arg, const char* what, const LibraryDType& t) {
   KEEL_RETURN_IF_ERROR(RequireDType(k, arg, what, t));
   const KernelArgEntry& a = k.args[arg];
-  if (a.shape.size() != 4) return ShapeError(k, std::string(what) + " must be NCHW (rank 4), got " + ShapeString(a.shape));
+  if (a.shape.size() != 4) return ShapeError(k, std::string(what) + " must have rank 4, got " + ShapeString(a.shape));
   for (int64_t d : a.shape) {
     if (d < 1 || d > INT32_MAX) return ShapeError(k, std::string(what) + " has a bad dimension " + ShapeString(a.shape));
   }
   return Status::Ok();
 }
 
-Status SetTensor4d(cudnnTensorDescriptor_t d, const std::vector<int64_t>& s, const LibraryDType& t) {
-  KEEL_CUDNN_RETURN(cudnnSetTensor4dDescriptor, d, CUDNN_TENSOR_NCHW, CudnnDataTypeOf(t), static_cast<int>(s[0]),
-                    static_cast<int>(s[1]), static_cast<int>(s[2]), static_cast<int>(s[3]));
+// `s` is channels-first [N,C,H,W] whatever the storage order (`nhwc`).
+Status SetTensor4d(cudnnTensorDescriptor_t d, const std::vector<int64_t>& s, const LibraryDType& t, bool nhwc) {
+  KEEL_CUDNN_RETURN(cudnnSetTensor4dDescriptor, d, nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, CudnnDataTypeOf(t),
+                    static_cast<int>(s[0]), static_cast<int>(s[1]), static_cast<int>(s[2]), static_cast<int>(s[3]));
   return Status::Ok();
+}
+
+// The library attribute "layout" (serialization/library_ops.h): true for "nhwc".
+Result<bool> ReadLayout(AttrReader& at) {
+  KEEL_ASSIGN_OR_RETURN(const std::string layout,
+                        at.Str(lo::attr::kLayout, lo::value::kLayoutNchw, {lo::value::kLayoutNchw, lo::value::kLayoutNhwc}));
+  return layout == lo::value::kLayoutNhwc;
 }
 
 // Values the geometry check bounded to int32 (common/conv_geometry.h).
 std::vector<int> Int32s(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
 
-// A dense tensor of any rank in type `t` (packed row-major strides; fewer than
-// 2^31 elements: MakeCudnnConvGeometry checked).
-Status SetTensorNd(cudnnTensorDescriptor_t d, const std::vector<int64_t>& dims, const LibraryDType& t) {
+// A dense tensor of any rank in type `t`: `dims` channels-first, stored
+// row-major in that order or, `nhwc`, with the channels last (fewer than 2^31
+// elements: MakeCudnnConvGeometry checked).
+Status SetTensorNd(cudnnTensorDescriptor_t d, const std::vector<int64_t>& dims, const LibraryDType& t, bool nhwc) {
+  std::vector<int64_t> order(dims.size());  // storage order of the axes, outermost first
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  if (nhwc) std::rotate(order.begin() + 1, order.begin() + 2, order.end());  // N, spatial..., C
   std::vector<int64_t> packed(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i > 0; --i) packed[i - 1] = packed[i] * dims[i];
+  int64_t step = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    packed[static_cast<size_t>(order[i])] = step;
+    step *= dims[static_cast<size_t>(order[i])];
+  }
   const std::vector<int> n = Int32s(dims), stride = Int32s(packed);
   KEEL_CUDNN_RETURN(cudnnSetTensorNdDescriptor, d, CudnnDataTypeOf(t), static_cast<int>(n.size()), n.data(),
                     stride.data());
@@ -158,11 +174,12 @@ class CudnnConv final : public CudaLaunchState {
   uint64_t ws_ = 0;
   ConvMode mode_ = ConvMode::kConvEpilogue;
   bool has_bias_ = false, has_residual_ = false;
+  bool nhwc_ = false;  // layout "nhwc": X, residual, Y channels-last, W [K,R,S,C/g]
   int act_kind_ = 0;  // 0 none, 1 relu, 2 clip (runtime_kernels.cu numbering)
   float clip_max_ = 0.f;
   int bias_arg_ = -1, res_arg_ = -1, y_arg_ = 2;
   uint64_t y_bytes_ = 0, x_bytes_ = 0, w_bytes_ = 0;
-  int64_t y_elems_ = 0, channels_ = 0, hw_ = 0;
+  int64_t y_elems_ = 0, channels_ = 0, hw_ = 0;  // hw_: consecutive elements of one channel
   LibraryDType dtype_;  // X, W, bias, residual and Y alike
   CUfunction epi_ = nullptr, epi4_ = nullptr;  // epi4_: f32 only (float4 moves)
   void* zero_bias_ = nullptr;
@@ -253,7 +270,12 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   const bool clip = act == lo::value::kActivationClip;
   KEEL_ASSIGN_OR_RETURN(const double clip_min, at.Float(lo::attr::kClipMin, 0.0));
   KEEL_ASSIGN_OR_RETURN(const double clip_max, at.Float(lo::attr::kClipMax, 6.0));
+  KEEL_ASSIGN_OR_RETURN(nhwc_, ReadLayout(at));
   KEEL_RETURN_IF_ERROR(at.Finish());
+  if (nhwc_ && spatial != 2) {
+    return Unsupported("kernel " + k.name + " (cudnn.conv2d): layout nhwc needs 2 spatial dims, got " +
+                       std::to_string(spatial));
+  }
 
   has_bias_ = has_bias != 0;
   has_residual_ = has_res != 0;
@@ -272,9 +294,12 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   const auto& xs = k.args[0].shape;
   const auto& ws = k.args[1].shape;
   const auto& ys = k.args[y_arg_].shape;
+  auto first = [this](const std::vector<int64_t>& s) { return nhwc_ ? common::ChannelsFirstShape(s) : s; };
   // Ranks, channels, groups, Y's shape and pad symmetry: one check shared with
-  // the compiler and the host-program emitter (common/conv_geometry.h).
-  Result<common::CudnnConvGeometry> geometry = common::MakeCudnnConvGeometry(xs, ws, ys, pads, strides, dil, group);
+  // the compiler and the host-program emitter (common/conv_geometry.h), on the
+  // channels-first shapes.
+  Result<common::CudnnConvGeometry> geometry =
+      common::MakeCudnnConvGeometry(first(xs), first(ws), first(ys), pads, strides, dil, group);
   if (!geometry.ok()) return geometry.status().WithContext("kernel " + k.name + " (" + k.library_op + ")");
   const common::CudnnConvGeometry& g = *geometry;
   y_bytes_ = k.args[y_arg_].bytes;
@@ -282,7 +307,7 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   w_bytes_ = k.args[1].bytes;
   y_elems_ = g.y_elements();
   channels_ = g.channels();
-  hw_ = g.spatial_size();
+  hw_ = nhwc_ ? 1 : g.spatial_size();  // NHWC: the channel changes with every element
   if (has_bias_ && (k.args[bias_arg_].dtype != dtype_.dtype ||
                     k.args[bias_arg_].bytes != dtype_.bytes * static_cast<uint64_t>(ws[0]))) {
     return ShapeError(k, std::string("bias must be ") + dtype_.name + " [" + std::to_string(ws[0]) + "]");
@@ -310,11 +335,12 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   // N-d descriptors (rank 4 or 5: 1-D problems arrive lifted to a unit height).
   std::vector<int64_t> bias_dims(g.x.size(), 1);
   bias_dims[1] = g.channels();
-  KEEL_RETURN_IF_ERROR(SetTensorNd(x_, g.x, dtype_));
-  KEEL_RETURN_IF_ERROR(SetTensorNd(y_, g.y, dtype_));
-  KEEL_RETURN_IF_ERROR(SetTensorNd(b_, bias_dims, dtype_));
+  KEEL_RETURN_IF_ERROR(SetTensorNd(x_, g.x, dtype_, nhwc_));
+  KEEL_RETURN_IF_ERROR(SetTensorNd(y_, g.y, dtype_, nhwc_));
+  KEEL_RETURN_IF_ERROR(SetTensorNd(b_, bias_dims, dtype_, false));
   const std::vector<int> wd = Int32s(g.w), pd = Int32s(g.pads), sd = Int32s(g.strides), dd = Int32s(g.dilations);
-  KEEL_CUDNN_RETURN(cudnnSetFilterNdDescriptor, w_, CudnnDataTypeOf(dtype_), CUDNN_TENSOR_NCHW, g.rank(), wd.data());
+  KEEL_CUDNN_RETURN(cudnnSetFilterNdDescriptor, w_, CudnnDataTypeOf(dtype_), nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                    g.rank(), wd.data());
   // Compute type FLOAT for every data type: f32 accumulation (for half data this
   // is cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configuration).
   KEEL_CUDNN_RETURN(cudnnSetConvolutionNdDescriptor, conv_, g.rank() - 2, pd.data(), sd.data(), dd.data(),
@@ -348,15 +374,16 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   // The tuning-file key (autotune.h): one format shared with the tests and the
   // generated host code, so a tuning file serves every path.
   const std::string key = ConvProblemKey(xs, ws, ys, pads, strides, dil, group, has_bias_, has_residual_, act_kind_,
-                                         dev_.allow_tf32(), dtype_.dtype);
+                                         dev_.allow_tf32(), dtype_.dtype, nhwc_);
   KEEL_RETURN_IF_ERROR(Choose(k, key));
-  // The backend-API engines (cudnn_engine_conv.h) build f32 graphs only: half
-  // convolutions stay on the legacy API.
-  if (dev_.cudnn_engines() != VmOptions::CudnnEngines::kOff && !dtype_.half) {
+  // The backend-API engines (cudnn_engine_conv.h) build f32 NCHW graphs only:
+  // half and channels-last convolutions stay on the legacy API.
+  if (dev_.cudnn_engines() != VmOptions::CudnnEngines::kOff && !dtype_.half && !nhwc_) {
     KEEL_RETURN_IF_ERROR(ChooseEngine(key, EngineConvProblem{g.x, g.w, g.y, LiftedPads(g), g.strides, g.dilations, group}));
   }
   KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max<uint64_t>(ws_, engine_ ? engine_->workspace(0) : 0)));
-  const std::string algo = std::string(" algo=") + ConvAlgoName(algo_) + " workspace=" + std::to_string(ws_);
+  const std::string algo = std::string(" algo=") + ConvAlgoName(algo_) + " workspace=" + std::to_string(ws_) +
+                           (nhwc_ ? " layout=nhwc" : "");
   call_fused_ = "cudnnConvolutionBiasActivationForward" + algo;
   call_conv_ = "cudnnConvolutionForward" + algo + (has_bias_ || has_residual_ || act_kind_ ? " + keel_bias_act" : "");
   return Status::Ok();
@@ -571,6 +598,7 @@ Status CudnnPool::Plan(const KernelEntry& k) {
   if (kernel.empty()) return at.Error(lo::attr::kKernel, "is required");
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> pads, at.Ints(lo::attr::kPads, 4, {0, 0, 0, 0}, 0, INT32_MAX));
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides, at.Ints(lo::attr::kStrides, 2, {1, 1}, 1, INT32_MAX));
+  KEEL_ASSIGN_OR_RETURN(const bool nhwc, ReadLayout(at));
   KEEL_RETURN_IF_ERROR(at.Finish());
   if (k.args.size() != 2) return ShapeError(k, "expected 2 arguments (X, Y), got " + std::to_string(k.args.size()));
   // X and Y in one type: f32, f16 or bf16 (pooling computes in f32; alpha/beta are f32 for every type).
@@ -587,18 +615,19 @@ Status CudnnPool::Plan(const KernelEntry& k) {
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &x_);
   KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &y_);
   KEEL_CUDNN_RETURN(cudnnCreatePoolingDescriptor, &p_);
-  KEEL_RETURN_IF_ERROR(SetTensor4d(x_, k.args[0].shape, dtype));
-  KEEL_RETURN_IF_ERROR(SetTensor4d(y_, k.args[1].shape, dtype));
+  const auto xs = nhwc ? common::ChannelsFirstShape(k.args[0].shape) : k.args[0].shape;
+  const auto ys = nhwc ? common::ChannelsFirstShape(k.args[1].shape) : k.args[1].shape;
+  KEEL_RETURN_IF_ERROR(SetTensor4d(x_, xs, dtype, nhwc));
+  KEEL_RETURN_IF_ERROR(SetTensor4d(y_, ys, dtype, nhwc));
   KEEL_CUDNN_RETURN(cudnnSetPooling2dDescriptor, p_, m, CUDNN_PROPAGATE_NAN, static_cast<int>(kernel[0]),
                     static_cast<int>(kernel[1]), static_cast<int>(pads[0]), static_cast<int>(pads[1]),
                     static_cast<int>(strides[0]), static_cast<int>(strides[1]));
   int n = 0, c = 0, h = 0, w = 0;
   KEEL_CUDNN_RETURN(cudnnGetPooling2dForwardOutputDim, p_, x_, &n, &c, &h, &w);
-  const auto& ys = k.args[1].shape;
   if (n != ys[0] || c != ys[1] || h != ys[2] || w != ys[3]) {
     return ShapeError(k, "Y is " + ShapeString(ys) + " but the pooling gives " + ShapeString({n, c, h, w}));
   }
-  call_ = "cudnnPoolingForward mode=" + mode;
+  call_ = "cudnnPoolingForward mode=" + mode + (nhwc ? " layout=nhwc" : "");
   return Status::Ok();
 }
 

@@ -35,6 +35,30 @@ TEST_P(ConvTest, MatchesReference) {
   CheckNodeAgainstReference(*n, 31, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
 }
 
+// The channels-last form (compiler/ops/channels_last.h): X [N,H,W,C], W [Co,kh,kw,C/g],
+// Y [N,H',W',Co], lowered as its channels-first twin reading and writing through the
+// permutation; the reference moves the data back and convolves channels-first.
+TEST_P(ConvTest, ChannelsLastMatchesReference) {
+  const ConvCase p = GetParam();
+  GraphBuilder b;
+  ir::Value* x = b.Input("x", {p.n, p.h, p.w, p.c});
+  ir::Value* w = b.Input("w", {p.co, p.kh, p.kw, p.c / p.group});
+  std::vector<ir::Value*> ins = {x, w};
+  if (p.bias) ins.push_back(b.Input("bias", {p.co}));
+  ir::Attributes a;
+  a.Set("strides", std::vector<int64_t>{p.stride, p.stride});
+  a.Set("pads", std::vector<int64_t>{p.pad, p.pad, p.pad, p.pad});
+  a.Set("dilations", std::vector<int64_t>{p.dil, p.dil});
+  a.Set("group", p.group);
+  a.Set("keel.channels_last", int64_t{1});
+  ir::Node* n = b.Op("Conv", ins, a);
+  ASSERT_NE(n, nullptr);
+  const int64_t oh = (p.h + 2 * p.pad - p.dil * (p.kh - 1) - 1) / p.stride + 1;
+  const int64_t ow = (p.w + 2 * p.pad - p.dil * (p.kw - 1) - 1) / p.stride + 1;
+  EXPECT_EQ(n->output(0)->type().shape, (std::vector<int64_t>{p.n, oh, ow, p.co}));
+  CheckNodeAgainstReference(*n, 37);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ConvTest,
     ::testing::Values(ConvCase{1, 3, 17, 19, 8, 3, 3, 1, 1, 1, 1, true},     // odd spatial, small C

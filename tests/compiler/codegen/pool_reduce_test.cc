@@ -49,6 +49,25 @@ TEST(Pool, GlobalAveragePool) {
   CheckOp(b, "GlobalAveragePool", {b.Input("x", {2, 37, 7, 7})}, {}, 43);
 }
 
+// Channels-last forms (compiler/ops/channels_last.h): X [N,H,W,C], output likewise.
+TEST(Pool, ChannelsLast) {
+  GraphBuilder b;
+  ir::Value* x = b.Input("x", {2, 13, 12, 5});
+  Attributes max = Window({3, 3}, 2, 1, 0);
+  max.Set("keel.channels_last", int64_t{1});
+  ir::Node* n = b.Op("MaxPool", {x}, max);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->output(0)->type().shape, (std::vector<int64_t>{2, 7, 6, 5}));
+  CheckNodeAgainstReference(*n, 47);
+  Attributes avg = AverageWindow({3, 2}, 2, 1, 1, 0);
+  avg.Set("keel.channels_last", int64_t{1});
+  CheckOp(b, "AveragePool", {x}, avg, 48);
+  ir::Node* g = b.Op("GlobalAveragePool", {x}, Attrs({{"keel.channels_last", int64_t{1}}}));
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->output(0)->type().shape, (std::vector<int64_t>{2, 1, 1, 5}));
+  CheckNodeAgainstReference(*g, 49);
+}
+
 TEST(Reduce, SoftmaxLastAndMiddleAxis) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {2, 3, 17});

@@ -1,0 +1,251 @@
+// compiler/passes/channels_last.cc — the channels-last pass (see channels_last.h).
+#include "compiler/passes/channels_last.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_set>
+
+#include "compiler/ops/channels_last.h"
+#include "compiler/ops/registry.h"
+#include "compiler/ops/semantics.h"
+
+namespace keel::passes {
+namespace {
+
+constexpr size_t kRank = 4;  // 2-D images: N, C, H, W
+
+bool IsIdentity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+// The perm of a transpose node (OpDef::permutes_axes); nullopt for anything else.
+std::optional<std::vector<int64_t>> PermOf(const ir::Node* n) {
+  if (n == nullptr || n->inputs().size() != 1 || !n->input(0)) return std::nullopt;
+  const ops::OpDef* def = ops::FindOp(*n);
+  if (def == nullptr || !def->permutes_axes) return std::nullopt;
+  auto perm = n->attrs().GetInts("perm", {});
+  if (!perm.ok()) return std::nullopt;
+  return *perm;
+}
+
+// A transpose that keeps the order of every axis longer than 1 moves no byte.
+bool MovesOnlyUnitAxes(const std::vector<int64_t>& perm, const std::vector<int64_t>& in_shape) {
+  int64_t last = -1;
+  for (int64_t a : perm) {
+    if (in_shape[static_cast<size_t>(a)] == 1) continue;
+    if (a < last) return false;
+    last = a;
+  }
+  return true;
+}
+
+// How a node is rewritten: an elementwise op (every operand moved), an op's
+// channels-last form (its listed operands moved), an op with an axis hook.
+enum class Form { kElementwise, kChannelsLast, kAxes };
+
+class Rewriter {
+ public:
+  Rewriter(ir::Graph& g, const ChannelsLastPredicate& prefers) : g_(g), prefers_(prefers) {}
+
+  Status Run() {
+    // 1. The nodes the target prefers in channels-last form.
+    bool seeded = false;
+    for (ir::Node* n : g_.nodes()) {
+      const ops::OpDef* def = ops::FindOp(*n);
+      if (def == nullptr || def->channels_last_operands.empty() || ops::IsChannelsLast(*n)) continue;
+      if (!n->input(0) || n->input(0)->type().shape.size() != kRank || !prefers_(*n)) continue;
+      KEEL_ASSIGN_OR_RETURN(bool done, Rewrite(n, *def, Form::kChannelsLast, /*insert=*/true));
+      seeded = seeded || done;
+    }
+    if (!seeded) return Status::Ok();
+    // 2. Sink the transposes back to NCHW until nothing moves (each sweep visits
+    // the graph in order, so a chain is crossed in one sweep).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (ir::Node* n : g_.nodes()) {
+        if (removed_.count(n->id())) continue;
+        const ops::OpDef* def = ops::FindOp(*n);
+        if (def == nullptr) continue;
+        bool done = false;
+        if (def->permutes_axes) {
+          KEEL_ASSIGN_OR_RETURN(done, Compose(n));
+        } else if (def->fusion == ops::FusionClass::kElementwise) {
+          KEEL_ASSIGN_OR_RETURN(done, Rewrite(n, *def, Form::kElementwise, false));
+        } else if (!def->channels_last_operands.empty() && !ops::IsChannelsLast(*n) && prefers_(*n)) {
+          KEEL_ASSIGN_OR_RETURN(done, Rewrite(n, *def, Form::kChannelsLast, false));
+        } else if (def->permute_axes) {
+          KEEL_ASSIGN_OR_RETURN(done, Rewrite(n, *def, Form::kAxes, false));
+        }
+        changed = changed || done;
+      }
+    }
+    // 3. Transposes nothing reads go; those that move no byte become views.
+    std::vector<ir::Node*> order = g_.nodes();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      ir::Node* n = *it;
+      if (!PermOf(n)) continue;
+      if (n->output(0)->uses().empty() && !g_.IsGraphOutput(n->output(0))) {
+        KEEL_RETURN_IF_ERROR(Remove(n));
+      } else if (!n->input(0)->is_constant() && MovesOnlyUnitAxes(*PermOf(n), n->input(0)->type().shape)) {
+        KEEL_RETURN_IF_ERROR(MakeView(n));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  enum class Kind { kTransposed, kConstant, kScalar, kOther };
+
+  Kind KindOf(const ir::Value* v) const {
+    if (v->is_constant()) return Kind::kConstant;
+    if (PermOf(v->producer()) == to_first_) return Kind::kTransposed;
+    if (v->type().NumElements() == 1) return Kind::kScalar;
+    return Kind::kOther;
+  }
+
+  Status Remove(ir::Node* n) {
+    removed_.insert(n->id());
+    return g_.RemoveNode(n);
+  }
+
+  // A constant broadcast to rank 4 (leading ones) and moved to channels-last,
+  // once per constant.
+  ir::Value* MovedConstant(ir::Value* c) {
+    auto it = moved_constants_.find(c->id());
+    if (it != moved_constants_.end()) return it->second;
+    ir::TensorData wide = *c->constant();
+    wide.type.shape.insert(wide.type.shape.begin(), kRank - wide.type.shape.size(), 1);
+    ir::Value* moved = g_.AddConstant(c->name() + "/nhwc", ops::PermuteTensor(wide, to_last_));
+    moved_constants_.emplace(c->id(), moved);
+    return moved;
+  }
+
+  // Replaces n by n' on channels-last operands followed by a transpose back to
+  // NCHW. Operands: transposes to NCHW are read before them; constants are
+  // moved; one-element operands stay (elementwise and axis forms); anything
+  // else is transposed to NHWC when `insert` (the seeds), else n stays.
+  Result<bool> Rewrite(ir::Node* n, const ops::OpDef& def, Form form, bool insert) {
+    if (n->outputs().size() != 1 || !n->output(0)->has_type() || n->output(0)->type().shape.size() != kRank) return false;
+    const auto& listed = def.channels_last_operands;
+    std::vector<bool> moved(n->inputs().size(), false);
+    bool crosses = false;
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      const ir::Value* in = n->input(i);
+      if (!in) continue;
+      const bool movable = form != Form::kChannelsLast || std::find(listed.begin(), listed.end(), i) != listed.end();
+      const Kind k = KindOf(in);
+      if (!movable) {
+        if (in->type().shape.size() > 1) return false;  // e.g. a bias: per channel either way
+        continue;
+      }
+      if (form != Form::kChannelsLast && k == Kind::kScalar) continue;
+      if (in->type().shape.size() > kRank) return false;
+      if ((k == Kind::kOther || k == Kind::kScalar) && (!insert || in->type().shape.size() != kRank)) return false;
+      moved[i] = true;
+      crosses = crosses || k == Kind::kTransposed;
+    }
+    if (!insert && !crosses) return false;
+
+    ir::Value* out = n->output(0);
+    const ir::TensorType old_type = out->type();
+    ir::Node* m = g_.InsertNodeBefore(n, n->op_type(), n->name(), n->inputs(), 1);
+    m->attrs() = n->attrs();
+    if (form == Form::kChannelsLast) m->attrs().Set(ops::kChannelsLastAttr, int64_t{1});
+    if (form == Form::kAxes) {
+      KEEL_ASSIGN_OR_RETURN(bool ok, def.permute_axes(*m, to_first_));
+      if (!ok) {
+        KEEL_RETURN_IF_ERROR(g_.RemoveNode(m));
+        return false;
+      }
+    }
+    std::vector<ir::Value*> inputs = n->inputs();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!moved[i]) continue;
+      ir::Value* in = inputs[i];
+      switch (KindOf(in)) {
+        case Kind::kTransposed: inputs[i] = in->producer()->input(0); break;
+        case Kind::kConstant: inputs[i] = MovedConstant(in); break;
+        default: {
+          ir::Node* t = g_.InsertNodeBefore(m, "Transpose", n->name() + "/to_nhwc", {in}, 1);
+          t->attrs().Set("perm", to_last_);
+          t->output(0)->set_type({in->type().dtype, ops::PermuteShape(in->type().shape, to_last_)});
+          inputs[i] = t->output(0);
+        }
+      }
+    }
+    m->SetInputs(inputs);
+    const ir::TensorType expected{old_type.dtype, ops::PermuteShape(old_type.shape, to_last_)};
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*m));
+    if (!(types[0] == expected)) {
+      return Internal(ir::NodeDescription(*n) + ": channels-last form has type " + types[0].ToString() + ", expected " +
+                      expected.ToString());
+    }
+    m->output(0)->set_type(expected);
+    m->output(0)->set_name(out->name() + "/nhwc");
+    ir::Node* back = g_.InsertNodeBefore(n, "Transpose", n->name() + "/to_nchw", {m->output(0)}, 1);
+    back->attrs().Set("perm", to_first_);
+    back->output(0)->set_type(old_type);
+    const std::string name = out->name();
+    g_.ReplaceAllUsesWith(out, back->output(0));
+    back->output(0)->set_name(name);
+    KEEL_RETURN_IF_ERROR(Remove(n));
+    return true;
+  }
+
+  // A transpose of a transpose is one transpose; an identity transpose goes.
+  Result<bool> Compose(ir::Node* n) {
+    std::vector<int64_t> perm = *PermOf(n);
+    ir::Node* producer = n->input(0)->producer();
+    const std::optional<std::vector<int64_t>> inner = PermOf(producer);
+    bool changed = false;
+    if (inner) {
+      std::vector<int64_t> both(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) both[i] = (*inner)[static_cast<size_t>(perm[i])];
+      n->SetInputs({producer->input(0)});
+      n->attrs().Set("perm", both);
+      perm = both;
+      changed = true;
+      if (producer->output(0)->uses().empty() && !g_.IsGraphOutput(producer->output(0))) {
+        KEEL_RETURN_IF_ERROR(Remove(producer));
+      }
+    }
+    if (IsIdentity(perm) && !g_.IsGraphOutput(n->output(0))) {
+      g_.ReplaceAllUsesWith(n->output(0), n->input(0));
+      KEEL_RETURN_IF_ERROR(Remove(n));
+      changed = true;
+    }
+    return changed;
+  }
+
+  Status MakeView(ir::Node* n) {
+    ir::Value* out = n->output(0);
+    ir::Node* view = g_.InsertNodeBefore(n, "keel.Reshape", n->name(), {n->input(0)}, 1);
+    view->attrs().Set("shape", out->type().shape);
+    view->output(0)->set_type(out->type());
+    const std::string name = out->name();
+    g_.ReplaceAllUsesWith(out, view->output(0));
+    view->output(0)->set_name(name);
+    return Remove(n);
+  }
+
+  ir::Graph& g_;
+  const ChannelsLastPredicate& prefers_;
+  const std::vector<int64_t> to_first_ = ops::ToChannelsFirstPerm(kRank);
+  const std::vector<int64_t> to_last_ = ops::ToChannelsLastPerm(kRank);
+  std::unordered_set<int64_t> removed_;                 // node ids (the sweep's snapshot may hold them)
+  std::map<int64_t, ir::Value*> moved_constants_;       // by value id
+};
+
+}  // namespace
+
+Status ChannelsLastPass::Run(ir::Graph& graph) {
+  if (!prefers_) return Status::Ok();
+  Rewriter r(graph, prefers_);
+  KEEL_RETURN_IF_ERROR(r.Run());
+  return graph.TopologicalSort();
+}
+
+}  // namespace keel::passes

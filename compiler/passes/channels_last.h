@@ -1,0 +1,60 @@
+// compiler/passes/channels_last.h — keelc --layout: runs 2-D images in
+// channels-last (NHWC) order where the target is faster that way, with the
+// transposes moved to the model's edges.
+//
+// cuDNN's half-precision convolutions run on tensor cores in NHWC; given NCHW
+// they transpose inside every call. This pass puts every node the target
+// prefers in channels-last form (ops/channels_last.h: a Conv, MaxPool or
+// AveragePool whose rank-4 operands hold NHWC / OHWI data), then removes the
+// transposes that form creates:
+//
+//   1. Each preferred node n becomes Transpose(to NCHW) ∘ n' ∘ Transpose(to
+//      NHWC) on its moved operands; constant operands (weights) are moved at
+//      compile time instead.
+//   2. Transposes to NCHW sink towards the consumers: through elementwise ops
+//      (constants moved at compile time, one-element operands kept), through
+//      ops with an axis hook (OpDef::permute_axes: Concat, kept-dims
+//      reductions), and into ops with a channels-last form the target prefers
+//      (global pools). Two transposes in a row become one; an identity
+//      transpose disappears, so a conv-relu-conv chain keeps NHWC throughout.
+//   3. A transpose that only moves size-1 axes (a pooled [N,1,1,C] back to
+//      [N,C,1,1]) is a view: it becomes keel.Reshape.
+// What is left is one transpose where NCHW data enters (the image) and one
+// where it leaves (a Flatten/Reshape that needs the NCHW order), both ordinary
+// nodes that the memory plan counts.
+//
+// Only rank-4 tensors are rewritten. The pass needs typed, canonical nodes
+// (it runs after mixed-precision, before fusion) and is deterministic. With
+// no predicate it changes nothing (every CPU build, and CUDA at f32 unless
+// asked).
+//
+// Errors: Internal when a rewritten node's type rule disagrees with the
+// permuted type (a bug in an op's channels-last form or axis hook).
+// Thread-safety: one graph at a time per pass object.
+#pragma once
+
+#include <functional>
+#include <utility>
+
+#include "compiler/passes/pass.h"
+
+namespace keel::passes {
+
+// Whether the target wants this channels-first node (an op with a
+// channels-last form) in channels-last form (driver/backend.h).
+using ChannelsLastPredicate = std::function<bool(const ir::Node& node)>;
+
+class ChannelsLastPass : public Pass {
+ public:
+  explicit ChannelsLastPass(ChannelsLastPredicate prefers) : prefers_(std::move(prefers)) {}
+  std::string name() const override { return "channels-last"; }
+  std::string description() const override {
+    return "run convolutions and pools channels-last where the target prefers it, transposes at the edges";
+  }
+  Status Run(ir::Graph& graph) override;
+
+ private:
+  ChannelsLastPredicate prefers_;
+};
+
+}  // namespace keel::passes

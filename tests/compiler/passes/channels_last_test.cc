@@ -1,0 +1,164 @@
+// tests/compiler/passes/channels_last_test.cc — the channels-last pass on small
+// CNN graphs: the same values as the channels-first graph (the reference
+// evaluator, exactly), transposes only where NCHW data enters or leaves, and no
+// change where the target prefers nothing.
+#include "compiler/passes/channels_last.h"
+
+#include "compiler/ir/printer.h"
+#include "compiler/ops/channels_last.h"
+#include "tests/compiler/passes/pass_test_util.h"
+
+namespace keel::passes {
+namespace {
+
+using namespace keel::passes::testing;  // NOLINT
+
+ChannelsLastPredicate Always() {
+  return [](const ir::Node&) { return true; };
+}
+
+std::function<Status(ir::Graph&)> Transform(ChannelsLastPredicate prefers) {
+  return [prefers](ir::Graph& g) -> Status {
+    KEEL_RETURN_IF_ERROR(InferShapes(g));
+    ChannelsLastPass pass(prefers);
+    KEEL_RETURN_IF_ERROR(pass.Run(g));
+    return g.Verify(true);
+  };
+}
+
+ir::Node* Conv(ir::Graph& g, const std::string& name, ir::Value* x, int64_t cin, int64_t cout, int64_t k,
+               uint32_t seed) {
+  ir::Node* n = g.AddNode("Conv", name, {x, Const(g, name + ".w", {cout, cin, k, k}, seed),
+                                         Const(g, name + ".b", {cout}, seed + 1)}, 1);
+  n->attrs().Set("pads", std::vector<int64_t>(4, k / 2));
+  return n;
+}
+
+int CountChannelsLast(const ir::Graph& g) {
+  int c = 0;
+  for (const ir::Node* n : g.nodes()) c += ops::IsChannelsLast(*n) ? 1 : 0;
+  return c;
+}
+
+// x → conv → relu → conv → add(relu) → maxpool → concat(·, conv1x1(·)) → mul(scale)
+// → global average pool → flatten, and the residual sum as a second output.
+std::unique_ptr<ir::Graph> SmallCnn() {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* x = g->AddInput("x", F32({2, 4, 9, 9}));
+  ir::Node* c1 = Conv(*g, "c1", x, 4, 8, 3, 1);
+  ir::Node* r1 = g->AddNode("Relu", "r1", {c1->output(0)}, 1);
+  ir::Node* c2 = Conv(*g, "c2", r1->output(0), 8, 8, 3, 3);
+  ir::Node* sum = g->AddNode("Add", "sum", {c2->output(0), r1->output(0)}, 1, {"sum"});
+  ir::Node* pool = g->AddNode("MaxPool", "pool", {sum->output(0)}, 1);
+  pool->attrs().Set("kernel_shape", std::vector<int64_t>{3, 3});
+  pool->attrs().Set("strides", std::vector<int64_t>{2, 2});
+  pool->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* c3 = Conv(*g, "c3", pool->output(0), 8, 8, 1, 5);
+  ir::Node* cat = g->AddNode("Concat", "cat", {pool->output(0), c3->output(0)}, 1);
+  cat->attrs().Set("axis", int64_t{1});
+  ir::Node* mul = g->AddNode("Mul", "mul", {cat->output(0), Const(*g, "scale", {16, 1, 1}, 7)}, 1);
+  ir::Node* gap = g->AddNode("GlobalAveragePool", "gap", {mul->output(0)}, 1);
+  ir::Node* flat = g->AddNode("Flatten", "flat", {gap->output(0)}, 1, {"y"});
+  g->AddOutput(flat->output(0));
+  g->AddOutput(sum->output(0));
+  return g;
+}
+
+TEST(ChannelsLastTest, SameValuesWithTransposesOnlyAtTheEdges) {
+  const std::vector<ir::TensorDataPtr> in = {Random({2, 4, 9, 9}, 11)};
+  ir::Graph* g = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_EQ(CompareAfter(SmallCnn, Transform(Always()), in, &g, &keep), 0.0);
+  ASSERT_NE(g, nullptr);
+  // conv x3, maxpool, global pool in channels-last form; one transpose for the
+  // image, one for the NCHW output `sum`; the pooled [2,1,1,16] is a view.
+  EXPECT_EQ(CountChannelsLast(*g), 5);
+  const auto h = Histogram(*g);
+  EXPECT_EQ(h.at("Transpose"), 2) << ir::PrintGraph(*g);
+  EXPECT_EQ(h.at("keel.Reshape"), 1);
+  EXPECT_EQ(g->outputs()[1]->name(), "sum");
+  EXPECT_EQ(g->outputs()[1]->type().shape, (std::vector<int64_t>{2, 8, 9, 9}));
+}
+
+TEST(ChannelsLastTest, NoPreferenceNoChange) {
+  auto g = SmallCnn();
+  ASSERT_TRUE(Transform([](const ir::Node&) { return false; })(*g).ok());
+  EXPECT_EQ(CountChannelsLast(*g), 0);
+  EXPECT_EQ(Histogram(*g).count("Transpose"), 0u);
+  auto h = SmallCnn();
+  ASSERT_TRUE(Transform({})(*h).ok());
+  EXPECT_EQ(ir::PrintGraph(*g), ir::PrintGraph(*h));
+}
+
+// Only the convolutions preferred: the pools stay channels-first, behind a transpose.
+TEST(ChannelsLastTest, UnpreferredOpsGetTheirLayoutBack) {
+  const std::vector<ir::TensorDataPtr> in = {Random({2, 4, 9, 9}, 12)};
+  auto convs = [](const ir::Node& n) { return n.op_type() == "Conv"; };
+  ir::Graph* g = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_EQ(CompareAfter(SmallCnn, Transform(convs), in, &g, &keep), 0.0);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(CountChannelsLast(*g), 3);
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "MaxPool") { EXPECT_EQ(n->input(0)->producer()->op_type(), "Transpose"); }
+  }
+}
+
+// An operand the pass cannot move (a second image, not a constant) keeps the
+// elementwise op channels-first: the transpose stays before it.
+TEST(ChannelsLastTest, NonConstantOperandStopsTheSinking) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({1, 3, 6, 6}));
+    ir::Value* other = g->AddInput("other", F32({1, 5, 6, 6}));
+    ir::Node* c = Conv(*g, "c", x, 3, 5, 3, 21);
+    ir::Node* add = g->AddNode("Add", "add", {c->output(0), other}, 1, {"y"});
+    g->AddOutput(add->output(0));
+    return g;
+  };
+  const std::vector<ir::TensorDataPtr> in = {Random({1, 3, 6, 6}, 13), Random({1, 5, 6, 6}, 14)};
+  ir::Graph* g = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_EQ(CompareAfter(build, Transform(Always()), in, &g, &keep), 0.0);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(Histogram(*g).at("Transpose"), 2);
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "Add") { EXPECT_EQ(n->input(0)->producer()->op_type(), "Transpose"); }
+  }
+}
+
+// A model's own permutes around a channels-last op (ConvNeXt's LayerNorm over the
+// channels) cancel against the pass's transposes.
+TEST(ChannelsLastTest, ModelPermutesCancel) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({1, 4, 5, 5}));
+    ir::Node* c = Conv(*g, "c", x, 4, 4, 3, 31);
+    ir::Node* to_last = g->AddNode("Transpose", "to_last", {c->output(0)}, 1);
+    to_last->attrs().Set("perm", std::vector<int64_t>{0, 2, 3, 1});
+    ir::Node* norm = g->AddNode("LayerNormalization", "ln",
+                                {to_last->output(0), Const(*g, "s", {4}, 32), Const(*g, "t", {4}, 33)}, 1);
+    norm->attrs().Set("axis", int64_t{-1});
+    ir::Node* to_first = g->AddNode("Transpose", "to_first", {norm->output(0)}, 1);
+    to_first->attrs().Set("perm", std::vector<int64_t>{0, 3, 1, 2});
+    ir::Node* c2 = Conv(*g, "c2", to_first->output(0), 4, 4, 3, 34);
+    g->AddOutput(c2->output(0));
+    return g;
+  };
+  const std::vector<ir::TensorDataPtr> in = {Random({1, 4, 5, 5}, 15)};
+  ir::Graph* g = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, Transform(Always()), in, &g, &keep), 1e-6);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(Histogram(*g).at("Transpose"), 2) << ir::PrintGraph(*g);  // the image in, the result out
+}
+
+TEST(ChannelsLastTest, Deterministic) {
+  auto a = SmallCnn(), b = SmallCnn();
+  ASSERT_TRUE(Transform(Always())(*a).ok());
+  ASSERT_TRUE(Transform(Always())(*b).ok());
+  EXPECT_EQ(ir::PrintGraph(*a), ir::PrintGraph(*b));
+}
+
+}  // namespace
+}  // namespace keel::passes
