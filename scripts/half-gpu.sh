@@ -8,6 +8,9 @@
 #                                             # CPU, stage .gpu/half (scripts/zoo-gpu.sh prepare-onnx)
 #   (device) bash .gpu/half/common/half-gpu.sh run GROUP [--compile] [--precisions LIST]
 #
+# LIST: comma-separated keelc precisions (default fp32,fp16,bf16); P-L also sets keelc
+# --layout L (fp16-nchw: the half build without the channels-last pass, for comparison).
+#
 # MODELS default: resnet50,mobilenet_v2,convnext_tiny,bert_base (tests/models/zoo_models.py).
 # The models travel as compressed ONNX with compact weights and are compiled on the GPU
 # machine by the carried keelc, once per precision and batch. Accuracy: batch 1 against
@@ -76,8 +79,11 @@ run() {
     done
   done
   export KEELC="$kdir/keelc/keelc" KEELC_LIB="$kdir/keelc/lib" WORK=$work LOGS=$out
-  xargs -P 6 -L 1 bash -c 'LD_LIBRARY_PATH="$KEELC_LIB:$LD_LIBRARY_PATH" timeout 400 "$KEELC" "$WORK/$0.onnx" \
-    -o "$WORK/$0.$2.b$1.keel" --target cuda --precision "$2" --input-shape "input=$1,$3" >"$LOGS/keelc_$0.$2.b$1.log" 2>&1 \
+  # A precision may name a layout: fp16-nchw is keelc --precision fp16 --layout nchw.
+  xargs -P 6 -L 1 bash -c 'l=auto; case $2 in *-*) l=${2#*-} ;; esac
+    LD_LIBRARY_PATH="$KEELC_LIB:$LD_LIBRARY_PATH" timeout 400 "$KEELC" "$WORK/$0.onnx" \
+    -o "$WORK/$0.$2.b$1.keel" --target cuda --precision "${2%%-*}" --layout "$l" --input-shape "input=$1,$3" \
+    >"$LOGS/keelc_$0.$2.b$1.log" 2>&1 \
     || echo "$0.$2.b$1: keelc failed: $(tail -1 "$LOGS/keelc_$0.$2.b$1.log")" >>"$LOGS/results.txt"' <"$work/jobs.txt"
   # 2. Accuracy (batch 1) and Keel's latency, one executable at a time.
   while read -r m b p _; do

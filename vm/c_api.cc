@@ -326,7 +326,7 @@ keel_status_t keel_vm_create(keel_executable_t* exe, const char* device, const k
     *out = nullptr;
     keel_vm_options_t o;
     if (keel_status_t st = ReadSized(options, VmDefaults(), &o, "keel_vm_options_t"); st != KEEL_OK) return st;
-    if (o.cudnn_engines < 0 || o.cudnn_engines > KEEL_CUDNN_ENGINES_FORCE) {
+    if (o.cudnn_engines < 0 || o.cudnn_engines > KEEL_CUDNN_ENGINES_AUTO) {
       return Fail(KEEL_INVALID_ARGUMENT, "keel_vm_create: cudnn_engines is not a keel_cudnn_engines_t");
     }
     keel::VmOptions vo;

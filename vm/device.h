@@ -123,7 +123,7 @@ struct DeviceOptions {
   bool autotune = true;       // CUDA: VmOptions::cuda_autotune
   bool autotune_log = false;  // CUDA: VmOptions::cuda_autotune_log
   bool pdl = true;            // CUDA: VmOptions::cuda_pdl
-  VmOptions::CudnnEngines cudnn_engines = VmOptions::CudnnEngines::kOff;  // CUDA
+  VmOptions::CudnnEngines cudnn_engines = VmOptions::CudnnEngines::kAuto;  // CUDA
   bool cudnn_engines_all = false;  // CUDA: VmOptions::cudnn_engines_all
   bool cudnn_engines_rtc = false;  // CUDA: VmOptions::cudnn_engines_rtc
 };

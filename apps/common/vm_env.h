@@ -34,6 +34,7 @@ inline void ApplyEnvironmentOverrides(VmOptions& o) {
   if (set("KEEL_CUDNN_ENGINES")) {
     o.cudnn_engines = is("KEEL_CUDNN_ENGINES", "1")       ? VmOptions::CudnnEngines::kCompete
                       : is("KEEL_CUDNN_ENGINES", "force") ? VmOptions::CudnnEngines::kForce
+                      : is("KEEL_CUDNN_ENGINES", "auto")  ? VmOptions::CudnnEngines::kAuto
                                                           : VmOptions::CudnnEngines::kOff;
   }
   if (set("KEEL_CUDNN_ENGINES_ALL")) o.cudnn_engines_all = is("KEEL_CUDNN_ENGINES_ALL", "1");

@@ -71,9 +71,10 @@ typedef struct keel_load_options_t {
 
 /* cuDNN backend-API engines for convolutions (keel_vm_options_t.cudnn_engines). */
 typedef enum keel_cudnn_engines_t {
-  KEEL_CUDNN_ENGINES_OFF = 0,     /* the legacy API only (default) */
+  KEEL_CUDNN_ENGINES_OFF = 0,     /* the legacy API only */
   KEEL_CUDNN_ENGINES_COMPETE = 1, /* engines timed against the legacy choice */
-  KEEL_CUDNN_ENGINES_FORCE = 2    /* engines only (tests) */
+  KEEL_CUDNN_ENGINES_FORCE = 2,   /* engines only (tests) */
+  KEEL_CUDNN_ENGINES_AUTO = 3     /* default: compete for grouped half / channels-last convolutions */
 } keel_cudnn_engines_t;
 
 /* VM creation; the fields mirror keel::VmOptions (keel/vm.h), where each is documented. */
@@ -91,7 +92,7 @@ typedef struct keel_vm_options_t {
   int32_t cuda_autotune;     /* CUDA: time candidate algorithms at creation (default 1) */
   int32_t cuda_autotune_log; /* CUDA: print the timings to stderr (default 0) */
   int32_t cuda_pdl;          /* CUDA: programmatic dependent launches on sm_90+ (default 1) */
-  int32_t cudnn_engines;     /* CUDA: a keel_cudnn_engines_t (default KEEL_CUDNN_ENGINES_OFF) */
+  int32_t cudnn_engines;     /* CUDA: a keel_cudnn_engines_t (default KEEL_CUDNN_ENGINES_AUTO) */
   int32_t cudnn_engines_all; /* CUDA: with engines, every engine of the library (default 0) */
   int32_t cudnn_engines_rtc; /* CUDA: with engines, runtime-compiled ones too (default 0) */
 } keel_vm_options_t;

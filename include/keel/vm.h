@@ -258,11 +258,13 @@ struct VmOptions {
   bool cuda_autotune_log = false;
   // Programmatic dependent launches between kernels on sm_90+ (KEEL_CUDA_PDL=0: off).
   bool cuda_pdl = true;
-  // cuDNN backend-API engines for convolutions (KEEL_CUDNN_ENGINES): kOff (the
-  // legacy API only), kCompete ("1": engines timed against the legacy choice),
-  // kForce ("force": engines only, for tests).
-  enum class CudnnEngines : uint8_t { kOff = 0, kCompete = 1, kForce = 2 };
-  CudnnEngines cudnn_engines = CudnnEngines::kOff;
+  // cuDNN backend-API engines for convolutions (KEEL_CUDNN_ENGINES): kOff ("0":
+  // the legacy API only), kCompete ("1": engines timed against the legacy
+  // choice), kForce ("force": engines only, for tests), kAuto (default: compete
+  // for grouped half-precision or channels-last convolutions, where the legacy
+  // API lacks cuDNN's fast kernels, e.g. depthwise NHWC; legacy for the rest).
+  enum class CudnnEngines : uint8_t { kOff = 0, kCompete = 1, kForce = 2, kAuto = 3 };
+  CudnnEngines cudnn_engines = CudnnEngines::kAuto;
   // With engines: also every engine of the library, not only the heuristics'
   // (KEEL_CUDNN_ENGINES_ALL=1), and runtime-compiled engines (KEEL_CUDNN_ENGINES_RTC=1).
   bool cudnn_engines_all = false;

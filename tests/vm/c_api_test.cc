@@ -109,7 +109,7 @@ TEST(CApiTest, OptionsStructsAreSized) {
   EXPECT_EQ(o.struct_size, sizeof(keel_vm_options_t));
   EXPECT_EQ(o.cuda_graph, 1);  // the defaults are keel::VmOptions'
   EXPECT_EQ(o.cuda_autotune, 1);
-  EXPECT_EQ(o.cudnn_engines, KEEL_CUDNN_ENGINES_OFF);
+  EXPECT_EQ(o.cudnn_engines, KEEL_CUDNN_ENGINES_AUTO);
 
   auto bytes = keel::vmtest::FullProgram(keel::vmtest::Plan::kStatic);
   ASSERT_TRUE(bytes.ok());

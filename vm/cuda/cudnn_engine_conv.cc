@@ -65,6 +65,18 @@ std::vector<int64_t> PackedStrides(const std::vector<int64_t>& dims) {
   return s;
 }
 
+// Strides of channels-first `dims` [N,C,H,W] stored [N,H,W,C].
+std::vector<int64_t> ChannelsLastStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  int64_t step = dims[1];  // C is innermost
+  for (size_t i = dims.size(); i-- > 2;) {
+    s[i] = step;
+    step *= dims[i];
+  }
+  s[0] = step;
+  return s;
+}
+
 const char* NoteName(cudnnBackendNumericalNote_t n) {
   switch (n) {
     case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "tensor_core";
@@ -86,13 +98,14 @@ const char* NoteName(cudnnBackendNumericalNote_t n) {
 Result<std::unique_ptr<CudnnEngineConv>> CudnnEngineConv::Create(cudnnHandle_t handle, const EngineConvProblem& p,
                                                                   bool allow_tf32, uint64_t max_workspace,
                                                                   EngineSearch search) {
-  if (p.group != 1) return Unsupported("cuDNN engines: grouped convolution (group " + std::to_string(p.group) + ")");
   const size_t rank = p.x.size();
+  if (p.nhwc && rank != 4) return Unsupported("cuDNN engines: NHWC is 2-D only");
   if ((rank != 4 && rank != 5) || p.w.size() != rank || p.y.size() != rank || p.pads.size() != 2 * (rank - 2) ||
       p.strides.size() != rank - 2 || p.dilations.size() != rank - 2) {
     return Unsupported("cuDNN engines: only 2-D and 3-D convolutions (tensors of rank 4 or 5)");
   }
-  std::unique_ptr<CudnnEngineConv> c(new CudnnEngineConv(handle, search));
+  const bool half = p.dtype == CUDNN_DATA_HALF || p.dtype == CUDNN_DATA_BFLOAT16;
+  std::unique_ptr<CudnnEngineConv> c(new CudnnEngineConv(handle, search, half));
   KEEL_RETURN_IF_ERROR(c->Build(p, allow_tf32, max_workspace));
   if (c->plans_.empty()) return Unsupported("cuDNN engines: no usable engine configuration (" + c->summary_ + ")");
   return c;
@@ -116,8 +129,8 @@ Status CudnnEngineConv::Build(const EngineConvProblem& p, bool allow_tf32, uint6
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   auto tensor = [&](const std::vector<int64_t>& dims, int64_t uid, const char* what) -> Result<cudnnBackendDescriptor_t> {
     KEEL_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t t, make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, what));
-    const std::vector<int64_t> strides = PackedStrides(dims);
-    KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "TENSOR_DATA_TYPE"));
+    const std::vector<int64_t> strides = p.nhwc ? ChannelsLastStrides(dims) : PackedStrides(dims);
+    KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &p.dtype, "TENSOR_DATA_TYPE"));
     const int64_t rank = static_cast<int64_t>(dims.size());
     KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, rank, dims.data(), "TENSOR_DIMENSIONS"));
     KEEL_RETURN_IF_ERROR(Set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, rank, strides.data(), "TENSOR_STRIDES"));
@@ -299,11 +312,14 @@ void CudnnEngineConv::Consider(cudnnBackendDescriptor_t* cfg_owned, const char* 
   std::string tag = "engine=" + std::to_string(index) + " " + source;
   for (int64_t j = 0; j < std::min<int64_t>(nn, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++j) {
     const cudnnBackendNumericalNote_t note = notes[j];
-    // f32 on tensor cores is TF32 (10-bit mantissa): only when allowed.
-    if (!allow_tf32 && (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
-                        note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) {
+    // f32 on tensor cores is TF32 (10-bit mantissa): only when allowed. Half
+    // data is meant for tensor cores, but accumulates in f32 (library_ops.h).
+    if (!allow_tf32 && !half_ &&
+        (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+         note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) {
       reject = true;
     }
+    if (half_ && note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) reject = true;
     tag += std::string(" ") + NoteName(note);
   }
   if (reject) {

@@ -1,6 +1,7 @@
-// vm/cuda/cudnn_engine_conv.h — an f32 NCHW convolution forward through the
-// cuDNN backend ("graph") API, as an OPT-IN alternative to the legacy
-// cudnnConvolutionForward algorithms (vm/cuda/cudnn_kernels.h).
+// vm/cuda/cudnn_engine_conv.h — a convolution forward (f32, f16 or bf16 data
+// with f32 compute; NCHW, or NHWC for 2-D) through the cuDNN backend ("graph")
+// API, as an alternative to the legacy cudnnConvolutionForward algorithms
+// (vm/cuda/cudnn_kernels.h).
 //
 // Why: the legacy API exposes eight algorithm families; cuDNN's backend API
 // exposes every engine (and knob setting) cuDNN has, and frameworks that use it
@@ -9,7 +10,8 @@
 // FORWARD_DESCRIPTOR), asks the engine heuristics (modes A, B and FALLBACK) for
 // engine configurations, drops the ones whose numerical notes break f32 accuracy
 // when TF32 is not allowed (TENSOR_CORE, DOWN_CONVERT_INPUTS, REDUCED_PRECISION_
-// REDUCTION), finalizes an execution plan for each (dropping the ones that fail,
+// REDUCTION; half data runs on tensor cores but never reduces in half),
+// finalizes an execution plan for each (dropping the ones that fail,
 // or that need more than `max_workspace` bytes), and keeps them as candidates.
 // The caller (CudnnConv in cudnn_kernels.cc) times them against its legacy choice
 // and keeps one (Keep). Bias, residual and activation are NOT part of the graph:
@@ -21,17 +23,19 @@
 // RUNTIME_COMPILATION: NVRTC at plan finalization, a second or more each) are
 // skipped unless EngineSearch::rtc (VmOptions::cudnn_engines_rtc).
 //
-// Used only when VmOptions::cudnn_engines is kCompete (engines compete with the
-// legacy algorithm; the faster one runs) or kForce (the fastest engine runs
-// whenever one exists; for tests). Default off: the CUDA host-code emitter
-// mirrors the VM's legacy calls only, and this path is an experiment.
+// Used when VmOptions::cudnn_engines is kCompete (engines compete with the
+// legacy algorithm; the faster one runs), kForce (the fastest engine runs
+// whenever one exists; for tests) or kAuto (the default: compete for grouped
+// half or channels-last convolutions, whose fast kernels, e.g. NHWC depthwise,
+// the legacy API does not reach; the rest stays legacy, which the CUDA
+// host-code emitter mirrors).
 //
 // Ownership: owns every backend descriptor it creates (destroyed with it). The
 // cudnnHandle_t is borrowed and must outlive the object; its stream is whatever
 // the handle's owner set (the VM's stream).
 // Thread-safety: none (one thread at a time, like CudaDevice).
 // Errors: Create returns kUnsupported when the problem is outside this path
-// (group != 1, ranks other than 4 and 5, dimensions beyond int32) or cuDNN offers no usable engine, and
+// (ranks other than 4 and 5, NHWC beyond rank 4, dimensions beyond int32) or cuDNN offers no usable engine, and
 // kDeviceError naming the cuDNN call when building the graph fails. Run returns
 // the raw cudnnStatus_t so that the caller can fall back.
 #pragma once
@@ -54,13 +58,16 @@ struct EngineSearch {
   bool rtc = false;  // runtime-compiled engines too
 };
 
-// One 2-D or 3-D convolution problem, f32, NC[D]HW packed tensors, symmetric or
-// not pads (a 1-D problem arrives lifted to 2-D: common/conv_geometry.h).
+// One 2-D or 3-D convolution problem, packed tensors, symmetric or not pads (a
+// 1-D problem arrives lifted to 2-D: common/conv_geometry.h). Dims are always
+// channels-first; `nhwc` says the tensors are stored channels-last (W as KRSC).
 struct EngineConvProblem {
-  std::vector<int64_t> x, w, y;  // [N,C,(D,)H,W], [K,C,(T,)R,S], [N,K,(O,)P,Q]
+  std::vector<int64_t> x, w, y;  // [N,C,(D,)H,W], [K,C/group,(T,)R,S], [N,K,(O,)P,Q]
   std::vector<int64_t> pads;     // every spatial axis' begin, then every end (ONNX order)
   std::vector<int64_t> strides, dilations;  // one per spatial axis
-  int64_t group = 1;
+  int64_t group = 1;  // implied by the channel counts (cuDNN reads it from C / W's C)
+  cudnnDataType_t dtype = CUDNN_DATA_FLOAT;  // of X, W, Y (compute is f32)
+  bool nhwc = false;
 };
 
 class CudnnEngineConv {
@@ -99,7 +106,7 @@ class CudnnEngineConv {
     uint64_t workspace = 0;
     std::string tag;
   };
-  CudnnEngineConv(cudnnHandle_t h, EngineSearch search) : h_(h), search_(search) {}
+  CudnnEngineConv(cudnnHandle_t h, EngineSearch search, bool half) : h_(h), search_(search), half_(half) {}
   Status Build(const EngineConvProblem& p, bool allow_tf32, uint64_t max_workspace);
   // Why configurations were dropped (summary()).
   struct Tally {
@@ -114,6 +121,7 @@ class CudnnEngineConv {
 
   cudnnHandle_t h_;
   EngineSearch search_;
+  bool half_;  // f16/bf16 data: tensor cores always, reductions in half never
   std::vector<cudnnBackendDescriptor_t> owned_;  // tensors, conv, op, graph
   cudnnBackendDescriptor_t graph_ = nullptr;
   std::vector<Plan> plans_;

@@ -6,8 +6,10 @@
 // bf16, against the f32 CPU reference loops fed with the same (rounded) inputs.
 // Tolerances are half's: relative L2 <= 2e-3 in f16 (11-bit significand),
 // 1e-2 in bf16 (8 bits); f32 accumulation keeps them independent of k. Each
-// case runs with and without CUDA graphs. Also: mixed dtypes are refused, and
-// one tuning file keeps f32 and half entries apart. Skips without a GPU.
+// case runs with and without CUDA graphs. The 2-D convolutions and the pools
+// also run channels-last (layout "nhwc", keelc --layout), in f32 too. Also:
+// mixed dtypes are refused, and one tuning file keeps f32 and half entries
+// apart. Skips without a GPU.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -24,7 +26,7 @@ namespace {
 
 using ser::AttrDesc;
 
-double Tolerance(DataType t) { return t == DataType::kF16 ? 2e-3 : 1e-2; }
+double Tolerance(DataType t) { return t == DataType::kF32 ? 1e-5 : t == DataType::kF16 ? 2e-3 : 1e-2; }
 
 // Runs `p` (every tensor in p.dtype) with and without graphs; both must match `want`.
 void ExpectMatches(const ProgramSpec& p, const std::vector<std::vector<float>>& inputs,
@@ -226,6 +228,98 @@ INSTANTIATE_TEST_SUITE_P(Cases, HalfPool, ::testing::Combine(::testing::ValuesIn
                            return TypeName(std::get<0>(i.param)) + "_" + p.mode + "_" + std::to_string(p.h) + "_k" +
                                   std::to_string(p.kh) + "_s" + std::to_string(p.stride_h);
                          });
+
+// ---- channels-last (layout "nhwc") ----------------------------------------------
+
+// Row-major [a,b,c,d] data as [a,c,d,b]: NCHW -> NHWC, KCRS -> KRSC.
+std::vector<int64_t> Nhwc(const std::vector<int64_t>& s) { return {s[0], s[2], s[3], s[1]}; }
+std::vector<float> Nhwc(const std::vector<float>& v, const std::vector<int64_t>& s) {
+  std::vector<float> out(v.size());
+  size_t o = 0;
+  for (int64_t a = 0; a < s[0]; ++a)
+    for (int64_t c = 0; c < s[2]; ++c)
+      for (int64_t d = 0; d < s[3]; ++d)
+        for (int64_t b = 0; b < s[1]; ++b) out[o++] = v[static_cast<size_t>(((a * s[1] + b) * s[2] + c) * s[3] + d)];
+  return out;
+}
+
+// A one-kernel program with its rank-4 tensors, data and expected output moved to NHWC.
+void MoveToChannelsLast(ProgramSpec& p, std::vector<std::vector<float>>& inputs, std::vector<float>& want) {
+  size_t input = 0;
+  for (TensorSpec& t : p.tensors) {
+    const std::vector<int64_t> s = t.shape;
+    if (s.size() == 4 && t.role == Role::kConst) t.data = Nhwc(t.data, s);
+    if (s.size() == 4 && t.role == Role::kInput) inputs[input] = Nhwc(inputs[input], s);
+    if (s.size() == 4 && t.role == Role::kOutput) want = Nhwc(want, s);
+    if (t.role == Role::kInput) ++input;
+    if (s.size() == 4) t.shape = Nhwc(s);
+  }
+  for (auto& a : p.kernels[0].args)
+    if (a.shape.size() == 4) a.shape = Nhwc(a.shape);
+  p.kernels[0].attrs.push_back(AttrDesc::Str("layout", "nhwc"));
+}
+
+const DataType kAllTypes[] = {DataType::kF32, DataType::kF16, DataType::kBF16};
+
+class ChannelsLastConv : public ::testing::TestWithParam<std::tuple<DataType, ConvCase>> {};
+
+TEST_P(ChannelsLastConv, MatchesReference) {
+  KEEL_SKIP_WITHOUT_GPU();
+  const DataType dt = std::get<0>(GetParam());
+  const ConvCase& cc = std::get<1>(GetParam());
+  if (cc.c.in.size() != 2) GTEST_SKIP() << "channels-last is 2-D only";
+  ConvProgram conv = MakeConvNdProgram(cc.c, cc.bias, cc.residual, 29, dt);
+  MoveToChannelsLast(conv.spec, conv.inputs, conv.want);
+  ExpectMatches(conv.spec, conv.inputs, conv.want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ChannelsLastConv,
+                         ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kConvCases)),
+                         [](const auto& i) {
+                           return TypeName(std::get<0>(i.param)) + "_" + std::get<1>(i.param).name;
+                         });
+
+class ChannelsLastPool : public ::testing::TestWithParam<std::tuple<DataType, PoolRef>> {};
+
+TEST_P(ChannelsLastPool, MatchesReference) {
+  KEEL_SKIP_WITHOUT_GPU();
+  const DataType dt = std::get<0>(GetParam());
+  const PoolRef& r = std::get<1>(GetParam());
+  const std::vector<int64_t> xs = {r.n, r.c, r.h, r.w}, ys = {r.n, r.c, r.out_h(), r.out_w()};
+  std::vector<std::vector<float>> inputs = {RoundedTo(Random(static_cast<size_t>(r.n * r.c * r.h * r.w), 33), dt)};
+  std::vector<float> want = ReferencePool(r, inputs[0]);
+  ProgramSpec p;
+  p.tensors = {{xs, Role::kInput, {}}, {ys, Role::kOutput, {}}};
+  p.kernels.push_back(LibraryKernel("pool", "cudnn.pool2d", {xs, ys},
+                                    {AttrDesc::Str("mode", r.mode), AttrDesc::Ints("kernel", {r.kh, r.kw}),
+                                     AttrDesc::Ints("pads", {r.pad_h, r.pad_w, r.pad_h, r.pad_w}),
+                                     AttrDesc::Ints("strides", {r.stride_h, r.stride_w})}));
+  p.ops = {{0, {0, 1}, "pool"}};
+  MoveToChannelsLast(p, inputs, want);
+  ExpectMatches(InDType(std::move(p), dt), inputs, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ChannelsLastPool,
+                         ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kPools)),
+                         [](const auto& i) {
+                           const PoolRef& p = std::get<1>(i.param);
+                           return TypeName(std::get<0>(i.param)) + "_" + p.mode + "_" + std::to_string(p.h) + "_k" +
+                                  std::to_string(p.kh) + "_s" + std::to_string(p.stride_h);
+                         });
+
+// The VM refuses a channels-last 3-D convolution by name (the layout is 2-D only).
+TEST(ChannelsLast, ThreeDimensionalConvIsRefused) {
+  KEEL_SKIP_WITHOUT_GPU();
+  ConvProgram conv = MakeConvNdProgram(kConvCases[10].c, false, false, 5, DataType::kF16);
+  conv.spec.kernels[0].attrs.push_back(AttrDesc::Str("layout", "nhwc"));
+  auto bytes = BuildProgram(conv.spec);
+  ASSERT_TRUE(bytes.ok());
+  VmOptions o;
+  o.device = "cuda";
+  RunResult r = RunOnce(*bytes, "", conv.inputs, o);
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.ToString().find("layout nhwc needs 2 spatial dims"), std::string::npos) << r.status.ToString();
+}
 
 // ---- validation -----------------------------------------------------------------
 
