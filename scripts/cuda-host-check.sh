@@ -2,11 +2,13 @@
 # keelc --emit=cuda-host against keel-run, in two halves (the GPU machine has no LLVM,
 # so models and host programs are compiled here and shipped):
 #
-#   scripts/cuda-host-check.sh prepare [MODEL:PLAN,...]   # here: build, keelc --emit=cuda-host, nvcc, stage
+#   scripts/cuda-host-check.sh prepare [MODEL:PLAN[:PRECISION],...]   # here: build, keelc --emit=cuda-host, nvcc, stage
 #   (device) bash .gpu/hostsync/run.sh                      # there: run both, compare
 #
 # For every MODEL:PLAN (default squeezenet1_1:greedy-size,squeezenet1_1:naive,
-# squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic) run.sh runs
+# squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic; PRECISION, when given, is
+# keelc --precision's: fp16 / bf16 cases check the half library kernels, e.g.
+# squeezenet1_1:greedy-size:fp16) run.sh runs
 # keel-run --device cuda --no-cuda-graph --trace and the generated host program --trace
 # on the model's bundled input, in three modes:
 #   tuned    keel-run --tuning-file T first tunes (times cuDNN/cuBLASLt candidates) and
@@ -33,7 +35,7 @@
 # depend on the SASS either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN,...]"; exit 2; }
+[ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN[:PRECISION],...]"; exit 2; }
 cases=${2:-squeezenet1_1:greedy-size,squeezenet1_1:naive,squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic}
 build=${KEEL_BUILD_DIR:-build}
 shared=${KEEL_SHARED_DIR:-../shared}
@@ -55,10 +57,12 @@ rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/models"
 cp "${KEEL_RUN:-$build/bin/keel-run}" "$stage/bin/keel-run"
 : >"$stage/cases.txt"
 for c in ${cases//,/ }; do
-  m=${c%%:*}; plan=${c#*:}; tag="$m.$plan"
+  m=${c%%:*}; rest=${c#*:}; plan=${rest%%:*}; precision=fp32; tag="$m.$plan"
+  if [ "$rest" != "$plan" ]; then precision=${rest#*:}; tag="$tag.$precision"; fi
   cp -n "$shared/models/$m.input.bin" "$stage/models/" 2>/dev/null || true
   input=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['inputs'][0]['name'])" "$shared/models/$m.json")
-  "$build/bin/keelc" --emit=cuda-host "$shared/models/$m.onnx" -o "$stage/models/$tag.cu" --memory-plan "$plan" -q
+  "$build/bin/keelc" --emit=cuda-host "$shared/models/$m.onnx" -o "$stage/models/$tag.cu" --memory-plan "$plan" \
+    --precision "$precision" -q
   "$nvcc" -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80 \
     "$stage/models/$tag.cu" -o "$stage/bin/$tag.host" -L"$cudnn_dir" \
     -L/usr/local/cuda/lib64/stubs -lcublasLt -lcudnn -lcuda -ldl

@@ -22,6 +22,7 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/driver/cuda_host_emitter.h"
+#include "compiler/passes/mixed_precision.h"
 #include "serialization/executable_reader.h"
 #include "serialization/executable_writer.h"
 #include "serialization/library_ops.h"
@@ -200,8 +201,11 @@ TEST(CudaHostEmitter, TinyProgramMirrorsEveryInstruction) {
   // Its trace name gains " programmatic" exactly when the VM's would (decided at run time).
   EXPECT_NE(run.find("std::string(\" launch cuLaunchKernel grid=(3,1,1) block=(128,1,1)\") + GeneratedLaunchSuffix()"),
             std::string::npos);
-  EXPECT_EQ(Count(run, "cublasLtMatmul(g_lt"), 1u);
-  EXPECT_NE(s.find("CUBLASLT_EPILOGUE_BIAS;"), std::string::npos);
+  EXPECT_EQ(Count(run, "GemmRun(k0, "), 1u);
+  // The gemm's problem: a row bias (cuBLASLt's bias epilogue, chosen by the shared calls).
+  EXPECT_NE(s.find("p.has_bias = g.has_bias = true;"), std::string::npos);
+  EXPECT_NE(s.find("p.full_bias = g.full_bias = false;"), std::string::npos);
+  EXPECT_NE(s.find("p.activation = cl::GemmActivation::kNone;"), std::string::npos);
   EXPECT_NE(s.find("g.alpha = 0x1p-1f;"), std::string::npos);  // alpha 0.5, exact
   EXPECT_EQ(Count(run, "cudaMemcpyHostToDevice"), 1u);
   EXPECT_EQ(Count(run, "cudaMemcpyDeviceToHost"), 1u);
@@ -244,7 +248,7 @@ TEST(CudaHostEmitter, DynamicPlanAllocatesAndFreesWhereTheBytecodeSays) {
   EXPECT_EQ(Count(run, "DeviceFree("), 3u);
   EXPECT_EQ(Count(FunctionBody(*src, "static void AllocateArenas()"), "Malloc("), 0u);
   // The free comes right after the gemm that last reads storage 0, before the relu.
-  const size_t gemm = run.find("cublasLtMatmul(g_lt"), free0 = run.find("DeviceFree(R[1]"),
+  const size_t gemm = run.find("GemmRun(k0"), free0 = run.find("DeviceFree(R[1]"),
                relu = run.find("LaunchGenerated(k1");
   ASSERT_NE(free0, std::string::npos);
   EXPECT_LT(gemm, free0);
@@ -377,7 +381,7 @@ TEST(CudaHostEmitter, TuningKeysAreTheVmKeys) {
   const std::string suffix = "|tf320";
   ASSERT_EQ(key.substr(key.size() - suffix.size()), suffix);
   key.resize(key.size() - suffix.size());
-  EXPECT_NE(src->find("GemmChooseAlgorithms(g, \"gemm_0\", \"" + key + "\");"), std::string::npos) << key;
+  EXPECT_NE(src->find("GemmPlanKernel(g, p, \"gemm_0\", \"" + key + "\");"), std::string::npos) << key;
   EXPECT_NE(src->find("g_allow_tf32 ? \"|tf321\" : \"|tf320\""), std::string::npos);
 }
 
@@ -425,13 +429,13 @@ TEST(CudaHostEmitter, ConvKeyAndEpilogueState) {
   std::string key =
       vm_internal::ConvProblemKey({1, 4, 9, 9}, {8, 4, 3, 3}, {1, 8, 5, 5}, {1, 1, 1, 1}, {2, 2}, {1, 1}, 1, true, true, 2, false);
   key.resize(key.size() - std::string("|tf320").size());
-  EXPECT_NE(src->find("ConvFinishPlan(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
+  EXPECT_NE(src->find("ConvPlanKernel(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
   const std::string resolve = FunctionBody(*src, "static void ResolveKernels()");
-  EXPECT_NE(resolve.find("c.act_kind = 2;"), std::string::npos);
-  EXPECT_NE(resolve.find("c.clip_max = 0x1.8p-1;"), std::string::npos);  // 0.75, exact
-  EXPECT_NE(resolve.find("c.y_elems = 200;"), std::string::npos);
-  EXPECT_NE(resolve.find("c.hw = 25;"), std::string::npos);
-  EXPECT_NE(resolve.find("RuntimeKernels();"), std::string::npos);
+  EXPECT_NE(resolve.find("c.p.activation = 2;"), std::string::npos);
+  EXPECT_NE(resolve.find("c.p.clip_max = 0x1.8p-1;"), std::string::npos);  // 0.75, exact
+  EXPECT_NE(resolve.find("c.p.y = {1, 8, 5, 5};"), std::string::npos);
+  EXPECT_NE(resolve.find("c.p.has_residual = true;"), std::string::npos);
+  EXPECT_NE(resolve.find("c.p.type = cl::ElementType::kF32;"), std::string::npos);
   EXPECT_NE(FunctionBody(*src, "static void Run()").find("ConvRun(k0, R[0], R[2], R[3], R[1], R[5]);"),
             std::string::npos);
   if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found: the program is not compiled";
@@ -457,19 +461,16 @@ TEST(CudaHostEmitter, Conv1dAnd3dUseNdDescriptors) {
        {6, 2, 3},
        {1, 6, 5},
        {ser::AttrDesc::Ints("pads", {1, 1}), ser::AttrDesc::Ints("strides", {2}), ser::AttrDesc::Ints("group", {2})},
-       {"ConvTensor(c.x, {1, 4, 1, 10});", "ConvTensor(c.y, {1, 6, 1, 5});", "ConvTensor(c.b, {1, 6, 1, 1});",
-        "ConvFilter(c.w, {6, 2, 1, 3});", "ConvDescriptor(c.conv, {0, 1}, {1, 2}, {1, 1});",
-        "cudnnSetConvolutionGroupCount(c.conv, 2)", "ConvCheckOutput(c, {1, 6, 1, 5}, \"conv_0\");", "c.hw = 5;",
-        "c.y_elems = 30;", "unit height"},
+       {"c.p.x = {1, 4, 1, 10};", "c.p.y = {1, 6, 1, 5};", "c.p.w = {6, 2, 1, 3};", "c.p.pads = {0, 1};",
+        "c.p.strides = {1, 2};", "c.p.dilations = {1, 1};", "c.p.group = 2;", "unit height"},
        vm_internal::ConvProblemKey({1, 4, 10}, {6, 2, 3}, {1, 6, 5}, {1, 1}, {2}, {1}, 2, false, false, 0, false)},
       {{1, 3, 8, 16, 16},
        {8, 3, 3, 7, 7},
        {1, 8, 8, 8, 8},
        {ser::AttrDesc::Ints("pads", {1, 3, 3, 1, 3, 3}), ser::AttrDesc::Ints("strides", {1, 2, 2}),
         ser::AttrDesc::Str("activation", "relu")},
-       {"ConvTensor(c.x, {1, 3, 8, 16, 16});", "ConvTensor(c.b, {1, 8, 1, 1, 1});", "ConvFilter(c.w, {8, 3, 3, 7, 7});",
-        "ConvDescriptor(c.conv, {1, 3, 3}, {1, 2, 2}, {1, 1, 1});", "ConvCheckOutput(c, {1, 8, 8, 8, 8}, \"conv_0\");",
-        "c.hw = 512;", "c.channels = 8;", "c.act_kind = 1;"},
+       {"c.p.x = {1, 3, 8, 16, 16};", "c.p.w = {8, 3, 3, 7, 7};", "c.p.y = {1, 8, 8, 8, 8};",
+        "c.p.pads = {1, 3, 3};", "c.p.strides = {1, 2, 2};", "c.p.dilations = {1, 1, 1};", "c.p.activation = 1;"},
        vm_internal::ConvProblemKey({1, 3, 8, 16, 16}, {8, 3, 3, 7, 7}, {1, 8, 8, 8, 8}, {1, 3, 3, 1, 3, 3}, {1, 2, 2},
                                    {1, 1, 1}, 1, false, false, 1, false)},
   };
@@ -484,7 +485,7 @@ TEST(CudaHostEmitter, Conv1dAnd3dUseNdDescriptors) {
     for (const std::string& line : c.lines) EXPECT_NE(resolve.find(line), std::string::npos) << line;
     std::string key = c.key;
     key.resize(key.size() - std::string("|tf320").size());
-    EXPECT_NE(resolve.find("ConvFinishPlan(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
+    EXPECT_NE(resolve.find("ConvPlanKernel(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
     if (!HaveNvcc()) continue;
     const fs::path cu = dir.path() / ("conv_nd" + std::to_string(n) + ".cu");
     std::ofstream(cu) << *src;
@@ -493,6 +494,178 @@ TEST(CudaHostEmitter, Conv1dAnd3dUseNdDescriptors) {
   }
 }
 #endif
+
+// The VM's library calls are pasted verbatim (less the lines that include one
+// another), and the program states none of their calls itself: each cuBLASLt /
+// cuDNN set-up or launch call appears as often as in the shared files.
+TEST(CudaHostEmitter, EmbedsTheVmLibraryCallsVerbatim) {
+  const fs::path dir = fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "vm" / "cuda";
+  if (!fs::exists(dir / "library_calls.h")) GTEST_SKIP() << "source tree not found at " << dir;
+  const Image img(TinyExecutable(false));
+  auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  std::string shared;
+  for (const char* name : {"library_calls.h", "library_calls_cublaslt.h", "library_calls_cudnn.h"}) {
+    std::ifstream in(dir / name, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text = std::regex_replace(text, std::regex("#include \"vm/cuda/library_calls[a-z_]*\\.h\""), "// (included above)");
+    ASSERT_GT(text.size(), 1000u) << name;
+    EXPECT_EQ(Count(*src, text), 1u) << name << " is not embedded verbatim";
+    shared += text;
+  }
+  // A call is `name(` (direct) or `name,` (through the shared files' checking macros).
+  auto uses = [](const std::string& text, const std::string& name) {
+    return Count(text, name + "(") + Count(text, name + ",");
+  };
+  for (const char* call : {"cublasLtMatmulDescCreate", "cublasLtMatmulDescSetAttribute", "cublasLtMatrixLayoutCreate",
+                           "cublasLtMatmulAlgoGetHeuristic", "cublasLtMatmul", "cudnnSetTensorNdDescriptor",
+                           "cudnnSetFilterNdDescriptor", "cudnnSetConvolutionNdDescriptor",
+                           "cudnnSetConvolutionMathType", "cudnnGetConvolutionForwardAlgorithm_v7",
+                           "cudnnConvolutionBiasActivationForward", "cudnnConvolutionForward",
+                           "cudnnSetTensor4dDescriptor", "cudnnSetPooling2dDescriptor", "cudnnPoolingForward"}) {
+    EXPECT_GT(uses(shared, call), 0u) << call;
+    EXPECT_EQ(uses(*src, call), uses(shared, call)) << call << " is restated outside the shared calls";
+  }
+  EXPECT_EQ(Count(*src, "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"),
+            Count(shared, "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"));
+}
+
+// An f16 or bf16 executable: conv (+bias, relu) -> max pool, and a gemm with a row
+// bias, every tensor in `t` (as keelc --precision fp16|bf16 makes them).
+std::vector<uint8_t> HalfExecutable(ser::DType t) {
+  using ser::DeviceKind;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  const std::vector<uint8_t> zeros(8 * 4 * 3 * 3 * 2, 0);
+  auto bytes = [&](size_t elems) { return std::span<const uint8_t>(zeros.data(), elems * 2); };
+  const uint32_t cw = w.AddConstant("W", t, {8, 4, 3, 3}, DeviceKind::kCuda, bytes(8 * 4 * 3 * 3));
+  const uint32_t cb = w.AddConstant("b", t, {8}, DeviceKind::kCuda, bytes(8));
+  const uint32_t cg = w.AddConstant("G", t, {16, 4}, DeviceKind::kCuda, bytes(16 * 4));
+  const uint32_t cgb = w.AddConstant("gb", t, {4}, DeviceKind::kCuda, bytes(4));
+  auto library = [&](const char* name, const char* op, std::vector<ser::KernelArgDesc> args,
+                     std::vector<ser::AttrDesc> attrs) {
+    ser::KernelDesc k;
+    k.name = name;
+    k.kind = ser::KernelKind::kLibrary;
+    k.device = DeviceKind::kCuda;
+    k.library_op = op;
+    k.args = std::move(args);
+    k.attrs = std::move(attrs);
+    return w.AddKernel(k);
+  };
+  using ser::ArgAccess;
+  const uint32_t kc = library("conv_0", lo::kCudnnConv2d,
+                              {{t, {1, 4, 8, 8}, ArgAccess::kRead}, {t, {8, 4, 3, 3}, ArgAccess::kRead},
+                               {t, {8}, ArgAccess::kRead}, {t, {1, 8, 8, 8}, ArgAccess::kWrite}},
+                              {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("has_bias", {1}),
+                               ser::AttrDesc::Str("activation", "relu")});
+  const uint32_t kp = library("pool_1", lo::kCudnnPool2d,
+                              {{t, {1, 8, 8, 8}, ArgAccess::kRead}, {t, {1, 8, 4, 4}, ArgAccess::kWrite}},
+                              {ser::AttrDesc::Str("mode", "max"), ser::AttrDesc::Ints("kernel", {2, 2}),
+                               ser::AttrDesc::Ints("strides", {2, 2})});
+  const uint32_t kg = library("gemm_2", lo::kCublasGemm,
+                              {{t, {8, 16}, ArgAccess::kRead}, {t, {16, 4}, ArgAccess::kRead},
+                               {t, {4}, ArgAccess::kRead}, {t, {8, 4}, ArgAccess::kWrite}},
+                              {ser::AttrDesc::Ints("m", {8}), ser::AttrDesc::Ints("n", {4}),
+                               ser::AttrDesc::Ints("k", {16}), ser::AttrDesc::Ints("has_bias", {1}),
+                               ser::AttrDesc::Str("epilogue", "relu")});
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "greedy-size";
+  plan.storages = {{1024, 256, DeviceKind::kCuda, 0, 0},
+                   {256, 256, DeviceKind::kCuda, 0, 1024},
+                   {256, 256, DeviceKind::kCuda, 0, 1280}};
+  plan.arenas = {{DeviceKind::kCuda, 1536, 256}};
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", {1, 4, 8, 8}, t, DeviceKind::kCuda}, {"a", {8, 16}, t, DeviceKind::kCuda}},
+                          {{"pooled", {1, 8, 4, 4}, t, DeviceKind::kCuda}, {"y", {8, 4}, t, DeviceKind::kCuda}}, 12);
+  f.LoadConst(2, cw).LoadConst(3, cb).LoadConst(4, cg).LoadConst(5, cgb);
+  f.AllocStorage(6, 0).AllocStorage(7, 1).AllocStorage(8, 2);
+  f.AllocTensor(9, 6, 0, {1, 8, 8, 8}, t).Invoke(kc, {0, 2, 3, 9}, "conv");
+  f.AllocTensor(10, 7, 0, {1, 8, 4, 4}, t).Invoke(kp, {9, 10}, "pool");
+  f.AllocTensor(11, 8, 0, {8, 4}, t).Invoke(kg, {1, 4, 5, 11}, "gemm");
+  f.Ret({10, 11});
+  auto out = w.Finish();
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return out.ok() ? *out : std::vector<uint8_t>();
+}
+
+#ifdef KEEL_TEST_WITH_VM_CUDA
+// Half library kernels: the shared calls get the element type, the tuning keys are
+// the VM's half keys, and the program compiles (keel_bias_act_f16/bf16 included).
+TEST(CudaHostEmitter, HalfLibraryKernels) {
+  TempDir dir;
+  for (const ser::DType t : {ser::DType::kF16, ser::DType::kBF16}) {
+    const std::string name = ser::DTypeName(t);
+    SCOPED_TRACE(name);
+    const Image img(HalfExecutable(t));
+    auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+    ASSERT_TRUE(src.ok()) << src.status().ToString();
+    const std::string resolve = FunctionBody(*src, "static void ResolveKernels()");
+    const std::string type = t == ser::DType::kF16 ? "cl::ElementType::kF16" : "cl::ElementType::kBF16";
+    EXPECT_EQ(Count(resolve, "p.type = " + type + ";"), 2u);  // the gemm's and the conv's
+    EXPECT_NE(resolve.find("cl::CreatePoolDescriptors(x, y, CUDNN_POOLING_MAX, window, pads, strides, " + type),
+              std::string::npos);
+    std::string conv_key =
+        vm_internal::ConvProblemKey({1, 4, 8, 8}, {8, 4, 3, 3}, {1, 8, 8, 8}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, true,
+                                    false, 1, false, t);
+    conv_key.resize(conv_key.size() - std::string("|tf320").size());
+    EXPECT_NE(resolve.find("ConvPlanKernel(c, \"conv_0\", \"" + conv_key + "\");"), std::string::npos) << conv_key;
+    std::string gemm_key =
+        vm_internal::GemmProblemKey(8, 4, 16, 1, 0, 0, 128, 64, "row", true, "relu", 1.0, 1.0, false, t);
+    gemm_key.resize(gemm_key.size() - std::string("|tf320").size());
+    EXPECT_NE(resolve.find("GemmPlanKernel(g, p, \"gemm_2\", \"" + gemm_key + "\");"), std::string::npos) << gemm_key;
+    if (!HaveNvcc()) continue;
+    const fs::path cu = dir.path() / ("half_" + name + ".cu");
+    std::ofstream(cu) << *src;
+    const std::string err = CompileWithNvcc(cu, dir.path() / ("half_" + name));
+    EXPECT_TRUE(err.empty()) << err;
+  }
+}
+#endif
+
+// Library kernels outside the shared element types, or mixing types, are refused
+// by name, as the VM refuses them at load.
+TEST(CudaHostEmitter, RefusesOtherLibraryTypes) {
+  auto with_arg_type = [](size_t arg, ser::DType t) {
+    // One f16 pool whose argument `arg` is of type `t`.
+    using ser::DeviceKind;
+    ser::ExecutableWriter w;
+    w.AddTarget(DeviceKind::kCuda, "sm_90");
+    ser::KernelDesc k;
+    k.name = "pool_0";
+    k.kind = ser::KernelKind::kLibrary;
+    k.device = DeviceKind::kCuda;
+    k.library_op = lo::kCudnnPool2d;
+    k.args = {{ser::DType::kF16, {1, 8, 8, 8}, ser::ArgAccess::kRead},
+              {ser::DType::kF16, {1, 8, 4, 4}, ser::ArgAccess::kWrite}};
+    k.args[arg].dtype = t;
+    k.attrs = {ser::AttrDesc::Str("mode", "max"), ser::AttrDesc::Ints("kernel", {2, 2}),
+               ser::AttrDesc::Ints("strides", {2, 2})};
+    const uint32_t kp = w.AddKernel(k);
+    ser::MemoryPlanDesc plan;
+    plan.strategy = "greedy-size";
+    plan.storages = {{1024, 256, DeviceKind::kCuda, 0, 0}};
+    plan.arenas = {{DeviceKind::kCuda, 1024, 256}};
+    w.SetMemoryPlan(plan);
+    auto& f = w.AddFunction("main", {{"x", {1, 8, 8, 8}, k.args[0].dtype, DeviceKind::kCuda}},
+                            {{"y", {1, 8, 4, 4}, k.args[1].dtype, DeviceKind::kCuda}}, 3);
+    f.AllocStorage(1, 0).AllocTensor(2, 1, 0, {1, 8, 4, 4}, k.args[1].dtype).Invoke(kp, {0, 2}).Ret({2});
+    auto out = w.Finish();
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    return out.ok() ? *out : std::vector<uint8_t>();
+  };
+  const Image f64_img(with_arg_type(0, ser::DType::kF64));
+  auto f64 = EmitCudaHostSource(f64_img.span(), CudaHostOptions{});
+  ASSERT_FALSE(f64.ok());
+  EXPECT_EQ(f64.status().code(), StatusCode::kUnsupported) << f64.status().ToString();
+  EXPECT_NE(f64.status().message().find("pool_0 (cudnn.pool2d) takes f64"), std::string::npos)
+      << f64.status().ToString();
+  const Image mixed_img(with_arg_type(1, ser::DType::kBF16));
+  auto mixed = EmitCudaHostSource(mixed_img.span(), CudaHostOptions{});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.status().code(), StatusCode::kUnsupported) << mixed.status().ToString();
+  EXPECT_NE(mixed.status().message().find("mixes f16 and bf16"), std::string::npos) << mixed.status().ToString();
+}
 
 // A conv the VM would refuse is refused here too, with the VM's words
 // (common/conv_geometry.h): 3-D with a 2-D pads attribute, 3-D with asymmetric
@@ -573,7 +746,7 @@ TEST_P(CudaHostZoo, Squeezenet) {
   const std::string run = FunctionBody(s, "static void Run()");
   EXPECT_EQ(Count(run, "\n  // #"), insts->size());
   EXPECT_EQ(Count(run, "LaunchGenerated(k"), generated);
-  EXPECT_EQ(Count(run, "cublasLtMatmul(g_lt"), gemm);
+  EXPECT_EQ(Count(run, "GemmRun(k"), gemm);
   EXPECT_EQ(Count(run, "ConvRun(k"), conv);
   // Every conv and gemm kernel is planned with its tuning-file key, once.
   size_t lib_kernels = 0;
@@ -582,9 +755,9 @@ TEST_P(CudaHostZoo, Squeezenet) {
     lib_kernels += lib == lo::kCublasGemm || lib == lo::kCudnnConv2d ? 1 : 0;
   }
   const std::string resolve = FunctionBody(s, "static void ResolveKernels()");
-  EXPECT_EQ(Count(resolve, "ConvFinishPlan(c, ") + Count(resolve, "GemmChooseAlgorithms(g, "), lib_kernels);
-  EXPECT_EQ(Count(resolve, ", \"conv|["), Count(resolve, "ConvFinishPlan(c, "));
-  EXPECT_EQ(Count(run, "cudnnPoolingForward(g_cudnn"), pool);
+  EXPECT_EQ(Count(resolve, "ConvPlanKernel(c, ") + Count(resolve, "GemmPlanKernel(g, p, "), lib_kernels);
+  EXPECT_EQ(Count(resolve, ", \"conv|["), Count(resolve, "ConvPlanKernel(c, "));
+  EXPECT_EQ(Count(run, "cl::PoolForward(g_cudnn"), pool);
   EXPECT_GT(conv, 0u);
   EXPECT_EQ(Count(run, "Malloc("), dyn_alloc);
   EXPECT_EQ(Count(run, "g_arena["), slices);
@@ -607,6 +780,40 @@ TEST_P(CudaHostZoo, Squeezenet) {
   }
   if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found (" << KEEL_NVCC << "): the generated program is not compiled";
   const std::string err = CompileWithNvcc(cu, dir.path() / "squeezenet_host");
+  EXPECT_TRUE(err.empty()) << err;
+}
+
+// squeezenet1_1 compiled with --precision fp16: its convolutions and pools are f16
+// library kernels; the program plans each with its half type and compiles.
+TEST(CudaHostZooHalf, SqueezenetFp16) {
+  const fs::path model = ModelsDir() / "squeezenet1_1.onnx";
+  if (!fs::exists(model)) GTEST_SKIP() << "shared models not found at " << ModelsDir() << " (KEEL_SHARED_DIR)";
+  TempDir dir;
+  CompileOptions options;
+  options.model_path = model.string();
+  options.output_path = (dir.path() / "squeezenet_fp16.keel").string();
+  options.target = "cuda";
+  options.memory_plan = "greedy-size";
+  options.planner_time_limit_seconds = 2;
+  options.pipeline.mixed_precision.precision = passes::Precision::kFp16;
+  auto summary = CompileModel(options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  CudaHostOptions host;
+  host.keel_path = options.output_path;
+  host.library_path = options.output_path + ".so";
+  const fs::path cu = dir.path() / "squeezenet_fp16_host.cu";
+  Status st = WriteCudaHostProgram(host, cu.string());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::ifstream in(cu);
+  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string resolve = FunctionBody(s, "static void ResolveKernels()");
+  const size_t convs = Count(resolve, "ConvPlanKernel(c, ");
+  EXPECT_GT(convs, 0u);
+  EXPECT_EQ(Count(resolve, "c.p.type = cl::ElementType::kF16;"), convs);
+  EXPECT_EQ(Count(resolve, "c.p.type = cl::ElementType::kF32;"), 0u);
+  EXPECT_EQ(Count(resolve, "|f16\");"), convs + Count(resolve, "GemmPlanKernel(g, p, "));
+  if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found (" << KEEL_NVCC << "): the generated program is not compiled";
+  const std::string err = CompileWithNvcc(cu, dir.path() / "squeezenet_fp16_host");
   EXPECT_TRUE(err.empty()) << err;
 }
 
