@@ -6,9 +6,9 @@
 #   (device) bash .gpu/hostsync/run.sh                      # there: run both, compare
 #
 # For every MODEL:PLAN (default squeezenet1_1:greedy-size,squeezenet1_1:naive,
-# squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic; PRECISION, when given, is
-# keelc --precision's: fp16 / bf16 cases check the half library kernels, e.g.
-# squeezenet1_1:greedy-size:fp16) run.sh runs
+# squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic, squeezenet1_1:greedy-size:fp16,
+# tiny_bert:greedy-size:bf16; PRECISION, when given, is keelc --precision's: the fp16 / bf16
+# cases check the half library kernels: cuDNN convolutions and pools, cuBLASLt GEMMs) run.sh runs
 # keel-run --device cuda --no-cuda-graph --trace and the generated host program --trace
 # on the model's bundled input, in three modes:
 #   tuned    keel-run --tuning-file T first tunes (times cuDNN/cuBLASLt candidates) and
@@ -36,7 +36,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN[:PRECISION],...]"; exit 2; }
-cases=${2:-squeezenet1_1:greedy-size,squeezenet1_1:naive,squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic}
+cases=${2:-squeezenet1_1:greedy-size,squeezenet1_1:naive,squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic,squeezenet1_1:greedy-size:fp16,tiny_bert:greedy-size:bf16}
 build=${KEEL_BUILD_DIR:-build}
 shared=${KEEL_SHARED_DIR:-../shared}
 stage=.gpu/hostsync

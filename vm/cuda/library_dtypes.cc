@@ -3,10 +3,6 @@
 
 #include <string>
 
-#ifdef KEEL_HAVE_CUDNN
-#include "vm/cuda/library_calls_cudnn.h"
-#endif
-
 namespace keel::vm_internal {
 
 Result<LibraryDType> LibraryDTypeOf(DataType t) {
@@ -41,9 +37,5 @@ Status RequireDType(const KernelEntry& k, size_t arg, const char* what, const Li
   }
   return Status::Ok();
 }
-
-#ifdef KEEL_HAVE_CUDNN
-cudnnDataType_t CudnnDataTypeOf(const LibraryDType& t) { return cuda_lib::CudnnDataTypeOf(t.element); }
-#endif
 
 }  // namespace keel::vm_internal

@@ -24,10 +24,6 @@
 #include "vm/cuda/library_calls.h"
 #include "vm/executable.h"
 
-#ifdef KEEL_HAVE_CUDNN
-#include <cudnn.h>
-#endif
-
 namespace keel::vm_internal {
 
 struct LibraryDType {
@@ -49,10 +45,5 @@ Result<LibraryDType> LibraryDTypeOfArg(const KernelEntry& k, size_t arg, const c
 // kUnsupported unless argument `arg` of `k` has exactly dtype `t` (library
 // kernels take every tensor in one type: no mixed I/O).
 Status RequireDType(const KernelEntry& k, size_t arg, const char* what, const LibraryDType& t);
-
-#ifdef KEEL_HAVE_CUDNN
-// cuDNN's name for a library dtype (derived from LibraryDType::cuda).
-cudnnDataType_t CudnnDataTypeOf(const LibraryDType& t);
-#endif
 
 }  // namespace keel::vm_internal
