@@ -5,8 +5,8 @@
 // cublas.gemm / cudnn.conv2d / cudnn.pool2d kernels, with the same attributes
 // and shapes, as in the fp32 compile of the same model; only their argument
 // dtypes differ (f16/bf16, serialized with the kernel). The fp32 compile keeps
-// f32 arguments, and the CUDA host-program emitter refuses a half library
-// kernel by name and dtype. Compile-only (no GPU): running the half kernels is
+// f32 arguments, and the CUDA host-program emitter plans each half library
+// kernel with its element type. Compile-only (no GPU): running the half kernels is
 // tests/vm/cuda/cuda_half_library_kernels_test's job.
 #include <gtest/gtest.h>
 #include <unistd.h>
