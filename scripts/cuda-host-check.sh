@@ -2,11 +2,13 @@
 # keelc --emit=cuda-host against keel-run, in two halves (the GPU machine has no LLVM,
 # so models and host programs are compiled here and shipped):
 #
-#   scripts/cuda-host-check.sh prepare [MODEL:PLAN,...]   # here: build, keelc --emit=cuda-host, nvcc, stage
+#   scripts/cuda-host-check.sh prepare [MODEL:PLAN[:PRECISION],...]   # here: build, keelc --emit=cuda-host, nvcc, stage
 #   (device) bash .gpu/hostsync/run.sh                      # there: run both, compare
 #
 # For every MODEL:PLAN (default squeezenet1_1:greedy-size,squeezenet1_1:naive,
-# squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic) run.sh runs
+# squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic, squeezenet1_1:greedy-size:fp16,
+# tiny_bert:greedy-size:bf16; PRECISION, when given, is keelc --precision's: the fp16 / bf16
+# cases check the half library kernels: cuDNN convolutions and pools, cuBLASLt GEMMs) run.sh runs
 # keel-run --device cuda --no-cuda-graph --trace and the generated host program --trace
 # on the model's bundled input, in three modes:
 #   tuned    keel-run --tuning-file T first tunes (times cuDNN/cuBLASLt candidates) and
@@ -25,16 +27,16 @@
 # In tuned mode the tuning run's trace must also equal the reading run's (same choices).
 # Results go to $OUT/cuda-host-results.txt (one line per check) and $OUT/cuda-host-logs.tar.gz.
 # Env: KEEL_BUILD_DIR (default build), KEEL_SHARED_DIR (default ../shared), KEEL_RUN (a keel-run
-# binary to compare with; default: the build dir's). KEEL_CUDNN_ENGINES must stay unset (the
-# experimental backend-API conv path is not mirrored).
+# binary to compare with; default: the build dir's). keel-run runs with KEEL_CUDNN_ENGINES=0 (the
+# backend-API conv path, which the VM tries by default for grouped half convolutions, is not mirrored).
 # The host programs are built with the VM's runtime-kernel flags (vm/cuda/CMakeLists.txt: sm_90
 # code + compute_80 PTX), so the runtime kernels wait for their predecessor exactly where the
 # VM's do. Their arithmetic (adds, min/max) is exactly rounded, so the epilogue's results do not
 # depend on the SASS either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN,...]"; exit 2; }
-cases=${2:-squeezenet1_1:greedy-size,squeezenet1_1:naive,squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic}
+[ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN[:PRECISION],...]"; exit 2; }
+cases=${2:-squeezenet1_1:greedy-size,squeezenet1_1:naive,squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic,squeezenet1_1:greedy-size:fp16,tiny_bert:greedy-size:bf16}
 build=${KEEL_BUILD_DIR:-build}
 shared=${KEEL_SHARED_DIR:-../shared}
 stage=.gpu/hostsync
@@ -55,10 +57,12 @@ rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/models"
 cp "${KEEL_RUN:-$build/bin/keel-run}" "$stage/bin/keel-run"
 : >"$stage/cases.txt"
 for c in ${cases//,/ }; do
-  m=${c%%:*}; plan=${c#*:}; tag="$m.$plan"
+  m=${c%%:*}; rest=${c#*:}; plan=${rest%%:*}; precision=fp32; tag="$m.$plan"
+  if [ "$rest" != "$plan" ]; then precision=${rest#*:}; tag="$tag.$precision"; fi
   cp -n "$shared/models/$m.input.bin" "$stage/models/" 2>/dev/null || true
   input=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['inputs'][0]['name'])" "$shared/models/$m.json")
-  "$build/bin/keelc" --emit=cuda-host "$shared/models/$m.onnx" -o "$stage/models/$tag.cu" --memory-plan "$plan" -q
+  "$build/bin/keelc" --emit=cuda-host "$shared/models/$m.onnx" -o "$stage/models/$tag.cu" --memory-plan "$plan" \
+    --precision "$precision" -q
   "$nvcc" -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80 \
     "$stage/models/$tag.cu" -o "$stage/bin/$tag.host" -L"$cudnn_dir" \
     -L/usr/local/cuda/lib64/stubs -lcublasLt -lcudnn -lcuda -ldl
@@ -72,7 +76,8 @@ cat >"$stage/run.sh" <<'RUN'
 set -uo pipefail
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-unset KEEL_CUDNN_ENGINES KEEL_CUDA_AUTOTUNE KEEL_CUDA_PDL
+unset KEEL_CUDA_AUTOTUNE KEEL_CUDA_PDL
+export KEEL_CUDNN_ENGINES=0  # the program mirrors the legacy cuDNN calls (kAuto would try engines for grouped half convs)
 out=${OUT:-/tmp/cuda-host-out}
 mkdir -p "$out" logs
 results="$out/cuda-host-results.txt"

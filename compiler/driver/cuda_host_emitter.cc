@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <vector>
 
 #include "common/constant_block.h"
@@ -93,18 +94,26 @@ Status Emitter::Check() {
                            " is a CPU kernel: --emit=cuda-host needs an executable compiled for --target cuda");
       }
       if (k->kind() == fb::KernelKind::cuda_generated) needs_library_ = true;
-      // The program restates the VM's f32 library set-up only: a library kernel
-      // whose tensors are f16/bf16 (keelc --precision fp16|bf16 on --target cuda;
-      // the VM runs it through vm/cuda/library_dtypes.h) is refused by name and
-      // dtype rather than emitted with f32 descriptors. u8 is the workspace.
+      // Library kernels take every tensor in one of the shared calls' element types
+      // (vm/cuda/library_calls.h: f32, f16, bf16; keelc --precision fp16|bf16 makes the
+      // half ones); u8 is the workspace. Anything else is refused by name and dtype
+      // here, as the VM refuses it at load (vm/cuda/library_dtypes.h).
       if (k->kind() == fb::KernelKind::library && k->args() != nullptr) {
+        std::optional<ser::DType> data;
         for (const fb::KernelArg* a : *k->args()) {
           const ser::DType t = a != nullptr ? ser::FromFb(a->dtype()) : ser::DType::kF32;
-          if (t != ser::DType::kF32 && t != ser::DType::kU8) {
+          if (t == ser::DType::kU8) continue;
+          if (t != ser::DType::kF32 && t != ser::DType::kF16 && t != ser::DType::kBF16) {
             return Unsupported("kernel " + Str(k->name()) + " (" + Str(k->library_op()) + ") takes " +
                                ser::DTypeName(t) +
-                               " tensors; --emit=cuda-host emits f32 library calls only (run it with the VM)");
+                               " tensors; --emit=cuda-host emits f32, f16 and bf16 library calls only");
           }
+          if (data && *data != t) {
+            return Unsupported("kernel " + Str(k->name()) + " (" + Str(k->library_op()) + ") mixes " +
+                               ser::DTypeName(*data) + " and " + ser::DTypeName(t) +
+                               " tensors (library kernels take every tensor in one type)");
+          }
+          data = t;
         }
       }
     }
@@ -249,19 +258,14 @@ void Emitter::EmitOutputsAndMain() {
     const KernelPlan& p = plans_[i];
     if (p.kind == fb::KernelKind::cuda_generated) continue;
     const std::string k = "k" + std::to_string(i);
+    // The shared calls' own destructors (vm/cuda/library_calls_*.h), as the VM's classes.
     if (p.op == lo::kCublasGemm) {
-      o_ << "  cublasLtMatmulPreferenceDestroy(" << k << ".pref);\n";
-      for (const char* l : {"a", "b", "c", "d"}) o_ << "  cublasLtMatrixLayoutDestroy(" << k << "." << l << ");\n";
-      o_ << "  cublasLtMatmulDescDestroy(" << k << ".desc);\n";
+      o_ << "  cl::DestroyGemmDescriptors(" << k << ".d);\n";
     } else if (p.op == lo::kCudnnConv2d) {
-      o_ << "  cudnnDestroyTensorDescriptor(" << k << ".x);\n  cudnnDestroyTensorDescriptor(" << k << ".y);\n"
-         << "  cudnnDestroyTensorDescriptor(" << k << ".b);\n  cudnnDestroyFilterDescriptor(" << k << ".w);\n"
-         << "  cudnnDestroyConvolutionDescriptor(" << k << ".conv);\n"
-         << "  if (" << k << ".act) cudnnDestroyActivationDescriptor(" << k << ".act);\n"
+      o_ << "  cl::DestroyConvDescriptors(" << k << ".d);\n"
          << "  if (" << k << ".zero_bias) DeviceFree(" << k << ".zero_bias);\n";
     } else {
-      o_ << "  cudnnDestroyTensorDescriptor(" << k << ".x);\n  cudnnDestroyTensorDescriptor(" << k << ".y);\n"
-         << "  cudnnDestroyPoolingDescriptor(" << k << ".p);\n";
+      o_ << "  cl::DestroyPoolDescriptors(" << k << ".d);\n";
     }
   }
   (void)kernels;
@@ -340,6 +344,10 @@ Result<std::string> Emitter::Emit() {
      << CudaHostPrelude() << "\n"
      << "// ================= the VM's runtime kernels (vm/cuda/runtime_kernels.cu, verbatim) =================\n"
      << CudaHostRuntimeKernelsSource() << "\n"
+     << "// ================= the VM's library calls (vm/cuda/library_calls*.h, verbatim) =================\n"
+     << CudaHostLibraryCallsSource() << "\n"
+     << CudaHostCublasLtCallsSource() << "\n"
+     << CudaHostCudnnCallsSource() << "\n"
      << CudaHostLibraryPrelude() << "\n"
      << "// ================= model-specific part =================\n\n"
      << "[[maybe_unused]] static const char kLibraryId[] = " << Lit(id) << ";\n\n"

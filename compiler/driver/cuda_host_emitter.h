@@ -8,9 +8,11 @@
 //   * load, in the VM's order (vm/interpreter.cc Init): device and stream
 //     (CudaDevice::Init); every kernel of the kernel table — generated kernels from
 //     the library's embedded cubin (PTX fallback) with cuModuleLoadData /
-//     cuModuleGetFunction, library kernels with the same cuBLASLt / cuDNN
-//     descriptors, literal attributes, heuristic queries, math modes and
-//     workspace growth as vm/cuda/cublas_kernels.cc and cudnn_kernels.cc; one
+//     cuModuleGetFunction, library kernels through the VM's own cuBLASLt / cuDNN
+//     calls (vm/cuda/library_calls*.h: descriptors, heuristic queries, math
+//     modes, launches; compiled into the VM and pasted verbatim into the
+//     program) with literal attributes, in f32, f16 or bf16 as the executable
+//     says (keelc --precision fp16|bf16), and the VM's workspace growth; one
 //     allocation per arena; one cudaMalloc + cudaMemcpyAsync per device constant,
 //     read from the mapped model.keel at offsets baked in as literals (no
 //     FlatBuffers dependency); the input buffers; page-locking of host blocks;
@@ -25,7 +27,7 @@
 //     instruction, without times and addresses, so the two can be diffed.
 //   * the library kernels as the VM runs them now: cudnn.conv2d as cuDNN's fused
 //     call or cudnnConvolutionForward + the VM's own epilogue kernel
-//     (keel_bias_act_f32[x4]: vm/cuda/runtime_kernels.cu, pasted verbatim into the
+//     (keel_bias_act_f32[x4] / _f16 / _bf16: vm/cuda/runtime_kernels.cu, pasted verbatim into the
 //     program and compiled by nvcc), cuBLASLt with the VM's algorithm; generated
 //     and runtime kernels launched as programmatic dependents (cuLaunchKernelEx)
 //     exactly where the VM does (sm_90+, the library's keel_cuda_grid_dependency,
@@ -48,7 +50,8 @@
 // The implementation is split by concept: cuda_host_emitter_internal.h lists the files.
 // Errors: kInvalidExecutable (via ReadExecutable) for a malformed file or library
 // attributes the VM would refuse; kUnsupported for executables the program cannot
-// mirror (CPU-generated kernels: CPU-target executables; unknown library ops).
+// mirror (CPU-generated kernels: CPU-target executables; unknown library ops;
+// library kernels on types other than f32/f16/bf16 or mixing types).
 // Output is deterministic (a function of the executable bytes and the options).
 // Thread-safety: reentrant; no shared state.
 #pragma once

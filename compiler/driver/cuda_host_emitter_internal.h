@@ -11,9 +11,10 @@
 //   cuda_host_emitter_run.cc      the instruction stream of `main`
 // and the program's fixed text in two preludes (cuda_host_emitter_prelude.cc:
 // process, memory, trace, files, command line; cuda_host_emitter_prelude_library.cc:
-// the library kernels' planning and launches, the tuning file, programmatic
-// launch) plus the VM's runtime kernels' source (vm/cuda/runtime_kernels.cu,
-// embedded at build time by cuda_host_emitter_embed.cmake).
+// the glue that plans and launches library kernels, the tuning file,
+// programmatic launch) plus the VM's own sources, embedded verbatim at build
+// time by cuda_host_emitter_embed.cmake: its runtime kernels
+// (vm/cuda/runtime_kernels.cu) and its library calls (vm/cuda/library_calls*.h).
 //
 // Thread-safety: an Emitter is used by one thread; the helpers are pure.
 #pragma once
@@ -47,9 +48,13 @@ uint64_t ByteSize(const std::vector<int64_t>& shape, fb::DType dtype);
 Result<std::string> FloatLit(double v, bool single);
 std::string U64(uint64_t v);
 
-// The VM's runtime kernels (vm/cuda/runtime_kernels.cu) as text; generated at
-// build time from that file (cuda_host_emitter_embed.cmake).
+// The VM's runtime kernels (vm/cuda/runtime_kernels.cu) and library calls
+// (vm/cuda/library_calls.h, library_calls_cublaslt.h, library_calls_cudnn.h) as
+// text; generated at build time from those files (cuda_host_emitter_embed.cmake).
 const char* CudaHostRuntimeKernelsSource();
+const char* CudaHostLibraryCallsSource();
+const char* CudaHostCublasLtCallsSource();
+const char* CudaHostCudnnCallsSource();
 // The library-kernel part of the prelude (cuda_host_emitter_prelude_library.cc).
 const char* CudaHostLibraryPrelude();
 

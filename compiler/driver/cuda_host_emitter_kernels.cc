@@ -70,6 +70,26 @@ class Attrs {
 };
 
 
+// The element type of a library kernel's data (its first argument; the VM
+// checks the others match) as the program's cl::ElementType, from the shared
+// table's names (vm/cuda/library_calls.h: f32, f16, bf16). Other types were
+// refused by Emitter::Check.
+Result<std::string> LibraryElementType(const fb::Kernel& k, const std::string& name) {
+  const ser::DType t = k.args() != nullptr && k.args()->size() > 0 ? ser::FromFb(k.args()->Get(0)->dtype())
+                                                                   : ser::DType::kF32;
+  if (t == ser::DType::kF32) return std::string("cl::ElementType::kF32");
+  if (t == ser::DType::kF16) return std::string("cl::ElementType::kF16");
+  if (t == ser::DType::kBF16) return std::string("cl::ElementType::kBF16");
+  return Unsupported("kernel " + name + " (" + Str(k.library_op()) + ") takes " + ser::DTypeName(t) + " tensors");
+}
+
+// vm/cuda/autotune.h DTypeSegment: "" for f32 (the keys from before half support), else "|<dtype>".
+std::string DTypeKeySegment(const fb::Kernel& k) {
+  const ser::DType t = k.args() != nullptr && k.args()->size() > 0 ? ser::FromFb(k.args()->Get(0)->dtype())
+                                                                   : ser::DType::kF32;
+  return t == ser::DType::kF32 ? std::string() : std::string("|") + ser::DTypeName(t);
+}
+
 }  // namespace
 
 // ---- kernels (vm/cuda/cuda_device.cc ResolveKernel, in kernel-table order) ----
@@ -169,52 +189,38 @@ Status Emitter::EmitGemm(size_t i, const fb::Kernel& k, KernelPlan& p) {
   if (NumArgs(k) != static_cast<size_t>(p.y_arg + 1) + (k.workspace_bytes() > 0 ? 1 : 0)) {
     return InvalidExecutable("kernel " + p.name + " (cublas.gemm): wrong argument count");
   }
-  const bool row_bias = p.has_bias && !p.full_bias;
-  const char* epilogue = "CUBLASLT_EPILOGUE_DEFAULT";
-  if (epi == lo::value::kEpilogueRelu) epilogue = row_bias ? "CUBLASLT_EPILOGUE_RELU_BIAS" : "CUBLASLT_EPILOGUE_RELU";
-  else if (epi == lo::value::kEpilogueGeluTanh) epilogue = row_bias ? "CUBLASLT_EPILOGUE_GELU_BIAS" : "CUBLASLT_EPILOGUE_GELU";
-  else if (!epi.empty()) return InvalidExecutable("kernel " + p.name + " (cublas.gemm): unknown epilogue " + epi);
-  else if (row_bias) epilogue = "CUBLASLT_EPILOGUE_BIAS";
+  if (!epi.empty() && epi != lo::value::kEpilogueRelu && epi != lo::value::kEpilogueGeluTanh) {
+    return InvalidExecutable("kernel " + p.name + " (cublas.gemm): unknown epilogue " + epi);
+  }
+  const char* activation = epi == lo::value::kEpilogueRelu       ? "cl::GemmActivation::kRelu"
+                           : epi == lo::value::kEpilogueGeluTanh ? "cl::GemmActivation::kGeluTanh"
+                                                                 : "cl::GemmActivation::kNone";
+  KEEL_ASSIGN_OR_RETURN(const std::string type, LibraryElementType(k, p.name));
   // vm/cuda/autotune.h GemmProblemKey less "|tf32<0|1>" (the program adds it: --allow-tf32).
   const std::string problem = "gemm|" + std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(kk) + "," +
                               std::to_string(batch) + "," + std::to_string(ta) + std::to_string(tb) + "," +
                               std::to_string(sa) + "," + std::to_string(sb) + "|" + bias_mode +
                               std::to_string(p.has_bias ? 1 : 0) + "|" + epi + "|" + std::to_string(alpha) + "," +
-                              std::to_string(beta);
+                              std::to_string(beta) + DTypeKeySegment(k);
   ++tuned_problems_;
   KEEL_ASSIGN_OR_RETURN(const std::string alpha_lit, FloatLit(alpha, true));
   KEEL_ASSIGN_OR_RETURN(const std::string beta_lit, FloatLit(p.full_bias ? beta : 0.0, true));
 
+  // The descriptors are vm/cuda/library_calls_cublaslt.h's (CreateGemmDescriptors):
+  // only the problem is written here.
   o_ << "  // kernel " << i << ": " << Com(p.name) << " (cublas.gemm) m=" << m << " n=" << n << " k=" << kk
      << " batch=" << batch << " trans_a=" << ta << " trans_b=" << tb << " bias=" << (p.has_bias ? bias_mode : "none")
      << " epilogue=\"" << Com(epi) << "\"\n"
-     << "  // Row-major Y = opA(A) opB(B) is column-major Y^T = opB(B)^T opA(A)^T: operands swapped, each\n"
-     << "  // keeping its transpose flag (serialization/library_ops.h).\n"
-     << "  {\n    GemmKernel& g = k" << i << ";\n    LtHandle();\n"
-     << "    CUBLAS_CHECK(cublasLtMatmulDescCreate(&g.desc, g_allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : "
-        "CUBLAS_COMPUTE_32F, CUDA_R_32F));\n"
-     << "    const cublasOperation_t op_a = " << (tb ? "CUBLAS_OP_T" : "CUBLAS_OP_N") << ";  // on B\n"
-     << "    const cublasOperation_t op_b = " << (ta ? "CUBLAS_OP_T" : "CUBLAS_OP_N") << ";  // on A\n"
-     << "    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));\n"
-     << "    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));\n"
-     << "    const cublasLtEpilogue_t epilogue = " << epilogue << ";\n"
-     << "    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof "
-        "epilogue));\n";
-  if (row_bias) {
-    o_ << "    const cudaDataType_t bias_type = CUDA_R_32F;\n"
-       << "    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, "
-          "sizeof bias_type));\n";
-  }
-  auto layout = [&](const char* l, int64_t rows, int64_t cols, int64_t stride, const char* what) {
-    o_ << "    GemmLayout(&g." << l << ", " << rows << ", " << cols << ", " << rows << ", " << batch << ", " << stride
-       << ");  // " << what << "\n";
-  };
-  layout("a", tb ? kk : n, tb ? n : kk, sb, "operand 1 is B");
-  layout("b", ta ? m : kk, ta ? kk : m, sa, "operand 2 is A");
-  layout("d", n, m, m * n, "D is Y");
-  layout("c", n, m, p.full_bias ? 0 : m * n, p.full_bias ? "C is the \"full\" bias, the same for every batch" : "C is Y");
-  o_ << "    g.alpha = " << alpha_lit << ";\n    g.beta = " << beta_lit << ";\n"
-     << "    GemmChooseAlgorithms(g, " << Lit(p.name) << ", " << Lit(problem) << ");\n  }\n";
+     << "  {\n    GemmKernel& g = k" << i << ";\n    LtHandle();\n    cl::GemmProblem p;\n"
+     << "    p.m = " << m << ";\n    p.n = " << n << ";\n    p.k = " << kk << ";\n    p.batch = " << batch << ";\n"
+     << "    p.trans_a = " << (ta ? "true" : "false") << ";\n    p.trans_b = " << (tb ? "true" : "false") << ";\n"
+     << "    p.stride_a = " << sa << ";\n    p.stride_b = " << sb << ";\n"
+     << "    p.has_bias = g.has_bias = " << (p.has_bias ? "true" : "false") << ";\n"
+     << "    p.full_bias = g.full_bias = " << (p.full_bias ? "true" : "false") << ";\n"
+     << "    p.activation = " << activation << ";\n    p.type = " << type << ";\n"
+     << "    p.allow_tf32 = g_allow_tf32;\n"
+     << "    g.alpha = " << alpha_lit << ";\n    g.beta = " << beta_lit << ";\n"
+     << "    GemmPlanKernel(g, p, " << Lit(p.name) << ", " << Lit(problem) << ");\n  }\n";
   return Status::Ok();
 }
 
@@ -225,12 +231,13 @@ static std::string List(const std::vector<int64_t>& v) {
   return r;
 }
 
-// The program restates channels-first library kernels only (layout "nchw").
-Status RequireChannelsFirst(const Attrs& at, const std::string& name, const char* op) {
+// The library attribute "layout": true for "nhwc" (serialization/library_ops.h).
+Result<bool> ChannelsLast(const Attrs& at, const std::string& name, const char* op) {
   KEEL_ASSIGN_OR_RETURN(const std::string layout, at.Text(lo::attr::kLayout, lo::value::kLayoutNchw));
-  if (layout == lo::value::kLayoutNchw) return Status::Ok();
-  return Unsupported("kernel " + name + " (" + op + "): layout " + layout +
-                     " is not emitted in host programs yet; compile with --layout nchw");
+  if (layout != lo::value::kLayoutNchw && layout != lo::value::kLayoutNhwc) {
+    return InvalidExecutable("kernel " + name + " (" + op + "): unknown layout " + layout);
+  }
+  return layout == lo::value::kLayoutNhwc;
 }
 
 Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
@@ -253,7 +260,10 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0));
   KEEL_ASSIGN_OR_RETURN(const std::string act, at.Text(lo::attr::kActivation, ""));
   KEEL_ASSIGN_OR_RETURN(const double clip_max, at.Float(lo::attr::kClipMax, 6.0));
-  KEEL_RETURN_IF_ERROR(RequireChannelsFirst(at, p.name, "cudnn.conv2d"));
+  KEEL_ASSIGN_OR_RETURN(const bool nhwc, ChannelsLast(at, p.name, "cudnn.conv2d"));
+  if (nhwc && spatial != 2) {
+    return Unsupported("kernel " + p.name + " (cudnn.conv2d): layout nhwc needs 2 spatial dims");
+  }
   const bool clip = act == lo::value::kActivationClip;
   if (!act.empty() && act != lo::value::kActivationRelu && !clip) {
     return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): unknown activation " + act);
@@ -268,51 +278,46 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
     return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): wrong argument count");
   }
   const std::vector<int64_t> xs = x_shape, ws = ArgShape(k, 1), ys = ArgShape(k, static_cast<size_t>(p.y_arg));
-  // The VM's own check and cuDNN view (common/conv_geometry.h): 1-D lifted to 2-D.
-  Result<common::CudnnConvGeometry> geometry = common::MakeCudnnConvGeometry(xs, ws, ys, pads, strides, dil, group);
+  // The VM's own check and cuDNN view (common/conv_geometry.h, on channels-first
+  // shapes): 1-D lifted to 2-D.
+  auto first = [nhwc](const std::vector<int64_t>& s) { return nhwc ? common::ChannelsFirstShape(s) : s; };
+  Result<common::CudnnConvGeometry> geometry =
+      common::MakeCudnnConvGeometry(first(xs), first(ws), first(ys), pads, strides, dil, group);
   if (!geometry.ok()) return geometry.status().WithContext("kernel " + p.name + " (cudnn.conv2d)");
   const common::CudnnConvGeometry& g = *geometry;
   const int act_kind = act == lo::value::kActivationRelu ? 1 : clip ? 2 : 0;
+  KEEL_ASSIGN_OR_RETURN(const std::string type, LibraryElementType(k, p.name));
   // vm/cuda/autotune.h ConvProblemKey less "|tf32<0|1>" (the program adds it: --allow-tf32).
   const std::string problem = "conv|" + ShapeText(xs) + ShapeText(ws) + ShapeText(ys) + ShapeText(pads) +
                               ShapeText(strides) + ShapeText(dil) + "|g" + std::to_string(group) + "|b" +
                               std::to_string(p.has_bias ? 1 : 0) + "|r" + std::to_string(p.has_residual ? 1 : 0) +
-                              "|a" + std::to_string(act_kind);
+                              "|a" + std::to_string(act_kind) + (nhwc ? "|nhwc" : "") + DTypeKeySegment(k);
   ++tuned_problems_;
   KEEL_ASSIGN_OR_RETURN(const std::string clip_lit, FloatLit(clip_max, false));
-  std::vector<int64_t> bias_dims(g.x.size(), 1);
-  bias_dims[1] = g.channels();
   o_ << "  // kernel " << i << ": " << Com(p.name) << " (cudnn.conv2d, " << spatial << "-D) X" << ShapeText(xs)
      << " W" << ShapeText(ws) << " Y" << ShapeText(ys) << " pads " << ShapeText(pads) << " strides "
      << ShapeText(strides) << " dilations " << ShapeText(dil) << " group " << group
      << (p.has_bias ? " +bias" : "") << (p.has_residual ? " +residual" : "") << " activation \"" << Com(act)
      << "\"\n";
   if (spatial == 1) o_ << "  // cuDNN convolves 2-D and 3-D problems: this 1-D one runs with a unit height.\n";
+  // The descriptors are vm/cuda/library_calls_cudnn.h's (CreateConvDescriptors) over
+  // the VM's cuDNN view of the problem (common/conv_geometry.h): only the view is written here.
   o_ << "  {\n    ConvKernel& c = k" << i << ";\n    CudnnHandle();\n"
-     << "    RuntimeKernels();  // keel_bias_act_f32[x4], the VM's epilogue\n"
-     << "    CUDNN_CHECK(cudnnCreateTensorDescriptor(&c.x));\n"
-     << "    CUDNN_CHECK(cudnnCreateTensorDescriptor(&c.y));\n"
-     << "    CUDNN_CHECK(cudnnCreateTensorDescriptor(&c.b));\n"
-     << "    CUDNN_CHECK(cudnnCreateFilterDescriptor(&c.w));\n"
-     << "    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c.conv));\n"
-     << "    ConvTensor(c.x, {" << List(g.x) << "});\n"
-     << "    ConvTensor(c.y, {" << List(g.y) << "});\n"
-     << "    ConvTensor(c.b, {" << List(bias_dims) << "});\n"
-     << "    ConvFilter(c.w, {" << List(g.w) << "});\n"
-     << "    ConvDescriptor(c.conv, {" << List(g.pads) << "}, {" << List(g.strides) << "}, {" << List(g.dilations)
-     << "});  // pads, strides, dilations\n"
-     << "    CUDNN_CHECK(cudnnSetConvolutionGroupCount(c.conv, " << group << "));\n"
-     << "    CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv, g_allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));\n"
-     << "    ConvCheckOutput(c, {" << List(g.y) << "}, " << Lit(p.name) << ");\n";
-  o_ << "    c.has_bias = " << (p.has_bias ? "true" : "false") << ";\n"
-     << "    c.has_residual = " << (p.has_residual ? "true" : "false") << ";\n"
-     << "    c.act_kind = " << act_kind << ";  // " << (act.empty() ? "none" : Com(act)) << "\n"
-     << "    c.clip_max = " << clip_lit << ";\n"
-     << "    c.y_elems = " << g.y_elements() << ";\n    c.channels = " << g.channels() << ";\n    c.hw = "
-     << g.spatial_size() << ";\n"
-     << "    c.zero_bias_bytes = " << 4 * static_cast<uint64_t>(g.channels()) << ";\n"
-     << "    ConvFinishPlan(c, " << Lit(p.name) << ", " << Lit(problem) << ");\n";
-  o_ << "  }\n";
+     << "    c.p.x = {" << List(g.x) << "};\n"
+     << "    c.p.w = {" << List(g.w) << "};\n"
+     << "    c.p.y = {" << List(g.y) << "};\n"
+     << "    c.p.pads = {" << List(g.pads) << "};\n"
+     << "    c.p.strides = {" << List(g.strides) << "};\n"
+     << "    c.p.dilations = {" << List(g.dilations) << "};\n"
+     << "    c.p.group = " << group << ";\n"
+     << "    c.p.has_bias = " << (p.has_bias ? "true" : "false") << ";\n"
+     << "    c.p.has_residual = " << (p.has_residual ? "true" : "false") << ";\n"
+     << "    c.p.activation = " << act_kind << ";  // " << (act.empty() ? "none" : Com(act)) << "\n"
+     << "    c.p.clip_max = " << clip_lit << ";\n"
+     << "    c.p.type = " << type << ";\n"
+     << "    c.p.allow_tf32 = g_allow_tf32;\n"
+     << (nhwc ? "    c.p.nhwc = true;  // layout nhwc: X, residual, Y channels-last, W KRSC\n" : "")
+     << "    ConvPlanKernel(c, " << Lit(p.name) << ", " << Lit(problem) << ");\n  }\n";
   return Status::Ok();
 }
 
@@ -322,7 +327,7 @@ Status Emitter::EmitPool(size_t i, const fb::Kernel& k, KernelPlan& p) {
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> kernel, at.Ints(lo::attr::kKernel, 2, {}));
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> pads, at.Ints(lo::attr::kPads, 4, {0, 0, 0, 0}));
   KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides, at.Ints(lo::attr::kStrides, 2, {1, 1}));
-  KEEL_RETURN_IF_ERROR(RequireChannelsFirst(at, p.name, "cudnn.pool2d"));
+  KEEL_ASSIGN_OR_RETURN(const bool nhwc, ChannelsLast(at, p.name, "cudnn.pool2d"));
   const char* m = mode == lo::value::kPoolMax               ? "CUDNN_POOLING_MAX"
                   : mode == lo::value::kPoolAvg             ? "CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING"
                   : mode == lo::value::kPoolAvgExcludePad ? "CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING"
@@ -332,24 +337,24 @@ Status Emitter::EmitPool(size_t i, const fb::Kernel& k, KernelPlan& p) {
   if (NumArgs(k) != 2 || xs.size() != 4 || ys.size() != 4) {
     return InvalidExecutable("kernel " + p.name + " (cudnn.pool2d): expected X, Y in NCHW");
   }
+  if (pads[0] != pads[2] || pads[1] != pads[3]) {
+    return Unsupported("kernel " + p.name + " (cudnn.pool2d): asymmetric pads " + ShapeText(pads));
+  }
+  KEEL_ASSIGN_OR_RETURN(const std::string type, LibraryElementType(k, p.name));
   o_ << "  // kernel " << i << ": " << Com(p.name) << " (cudnn.pool2d) " << Com(mode) << " X" << ShapeText(xs)
      << " Y" << ShapeText(ys) << " kernel " << ShapeText(kernel) << " pads " << ShapeText(pads) << " strides "
      << ShapeText(strides) << "\n"
      << "  {\n    PoolKernel& p = k" << i << ";\n    CudnnHandle();\n"
-     << "    CUDNN_CHECK(cudnnCreateTensorDescriptor(&p.x));\n"
-     << "    CUDNN_CHECK(cudnnCreateTensorDescriptor(&p.y));\n"
-     << "    CUDNN_CHECK(cudnnCreatePoolingDescriptor(&p.p));\n"
-     << "    CUDNN_CHECK(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, " << xs[0] << ", "
-     << xs[1] << ", " << xs[2] << ", " << xs[3] << "));\n"
-     << "    CUDNN_CHECK(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, " << ys[0] << ", "
-     << ys[1] << ", " << ys[2] << ", " << ys[3] << "));\n"
-     << "    CUDNN_CHECK(cudnnSetPooling2dDescriptor(p.p, " << m << ", CUDNN_PROPAGATE_NAN, " << kernel[0] << ", "
-     << kernel[1] << ", " << pads[0] << ", " << pads[1] << ", " << strides[0] << ", " << strides[1] << "));\n"
-     << "    int n = 0, c = 0, h = 0, w = 0;\n"
-     << "    CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(p.p, p.x, &n, &c, &h, &w));\n"
-     << "    if (n != " << ys[0] << " || c != " << ys[1] << " || h != " << ys[2] << " || w != " << ys[3]
-     << ") Die(\"kernel \" " << Lit(p.name) << " \": Y does not match the pooling\");\n"
-     << "    p.call = " << Lit("cudnnPoolingForward mode=" + mode) << ";\n  }\n";
+     << "    const int x[4] = {" << List(nhwc ? common::ChannelsFirstShape(xs) : xs) << "}, y[4] = {"
+     << List(nhwc ? common::ChannelsFirstShape(ys) : ys) << "};  // channels-first dims\n"
+     << "    const int window[2] = {" << List(kernel) << "}, pads[2] = {" << pads[0] << ", " << pads[1]
+     << "}, strides[2] = {" << List(strides) << "};\n"
+     << "    int out[4] = {0, 0, 0, 0};\n"
+     << "    LIB_CHECK(cl::CreatePoolDescriptors(x, y, " << m << ", window, pads, strides, " << type << ", "
+     << (nhwc ? "true" : "false") << ", &p.d, out));\n"
+     << "    if (out[0] != y[0] || out[1] != y[1] || out[2] != y[2] || out[3] != y[3]) Die(\"kernel \" " << Lit(p.name)
+     << " \": Y does not match the pooling\");\n"
+     << "    p.call = " << Lit("cudnnPoolingForward mode=" + mode + (nhwc ? " layout=nhwc" : "")) << ";\n  }\n";
   return Status::Ok();
 }
 

@@ -1,31 +1,47 @@
-// compiler/driver/cuda_host_emitter_prelude_library.cc — the library-kernel part
-// of the fixed text of every keelc --emit=cuda-host program (see
-// cuda_host_emitter.h): how the VM's cuBLASLt and cuDNN kernels are planned and
-// launched, the tuning file they read, and the launch modes of kernels.
+// compiler/driver/cuda_host_emitter_prelude_library.cc — the library-kernel
+// glue of every keelc --emit=cuda-host program (see cuda_host_emitter.h): how
+// the program plans and launches the VM's cuBLASLt and cuDNN kernels with the
+// VM's own calls, the tuning file it reads, and the launch modes of kernels.
 //
-// It mirrors, call for call, vm/cuda/cublas_kernels.cc (CublasGemm::Plan/Tune/
-// Launch), vm/cuda/cudnn_kernels.cc (CudnnConv::Plan/Choose/Launch, the
-// fused-or-conv+epilogue modes; CudnnPool), vm/cuda/autotune.h (the tuning file's
-// format, read-only here) and vm/cuda/cuda_device.cc (programmatic dependent
-// launch of generated and runtime kernels, KEEL_CUDA_PDL). The program never
-// times anything: a choice comes from --tuning-file when the file records it for
-// this GPU and library versions, else from the libraries' heuristics, exactly as
-// the VM chooses with KEEL_CUDA_AUTOTUNE=0. Keep it in step with vm/cuda/: the
-// program must make the VM's calls with the VM's arguments, or its outputs stop
-// being bit-identical. It follows the VM's runtime kernels' source
-// (keel_bias_act_f32[x4], embedded before it), which it launches as the VM does.
+// The calls themselves are not restated here: vm/cuda/library_calls.h,
+// library_calls_cublaslt.h and library_calls_cudnn.h, which the VM compiles,
+// are pasted verbatim before this text (cuda_host_emitter_embed.cmake), and
+// this glue calls them as vm/cuda/cublas_kernels.cc (CublasGemm), cudnn_kernels.cc
+// (CudnnConv, CudnnPool) and cuda_device.cc (programmatic dependent launch,
+// KEEL_CUDA_PDL) do, less what the program never does: time candidates. A
+// choice comes from --tuning-file when the file records it for this GPU and
+// library versions (vm/cuda/autotune.h's format, read-only here), else from the
+// libraries' heuristics, exactly as the VM chooses with KEEL_CUDA_AUTOTUNE=0.
+// What remains VM-shaped here (the orchestration: handles, workspace, zero
+// biases, trace names, tuning look-ups) must stay in step with those classes.
 namespace keel::driver::cuda_host {
 
 const char* CudaHostLibraryPrelude() {
   return R"KEELPRELUDE(
-// ================= library kernels (vm/cuda/cublas_kernels.cc, cudnn_kernels.cc) =================
+// ================= library kernels: glue around the shared calls above =================
+namespace cl = keel::cuda_lib;
+
+// A failed shared call (cl::CallStatus): its name and the library's error string.
+#define LIB_CHECK(expr) CheckLibraryCall((expr), __FILE__, __LINE__)
+[[maybe_unused]] static void CheckLibraryCall(const cl::CallStatus& c, const char* file, int line) {
+  if (c.ok()) return;
+  const char* what = "?";
+  if (c.library == cl::CallStatus::kCublas) what = cublasLtGetStatusString(static_cast<cublasStatus_t>(c.code));
+  if (c.library == cl::CallStatus::kCudnn) what = cudnnGetErrorString(static_cast<cudnnStatus_t>(c.code));
+  if (c.library == cl::CallStatus::kCuda) cuGetErrorString(static_cast<CUresult>(c.code), &what);
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, c.call, what ? what : "?");
+  std::exit(1);
+}
 
 // ---- launch modes (vm/cuda/cuda_device.cc) ----
 [[maybe_unused]] static bool g_pdl_env = true;        // KEEL_CUDA_PDL != "0"
 [[maybe_unused]] static bool g_pdl_generated = false;  // generated kernels launched as programmatic dependents
 
-// ProgrammaticLaunchAvailable: the switch, an sm_90+ GPU (cuLaunchKernelEx is linked in).
-[[maybe_unused]] static bool ProgrammaticLaunchAvailable() { return g_pdl_env && g_cc >= 90; }
+// The program links cuLaunchKernelEx: available on sm_90+ with the switch on.
+[[maybe_unused]] static bool ProgrammaticLaunchAvailable() {
+  return cl::ProgrammaticLaunchAvailable(g_pdl_env, g_cc, true);
+}
 
 // UseProgrammaticLaunch: the library's generated kernels wait for their predecessor
 // (it exports keel_cuda_grid_dependency = 1) and the launch is available.
@@ -42,43 +58,45 @@ const char* CudaHostLibraryPrelude() {
 [[maybe_unused]] static void LaunchGenerated(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                              unsigned by, unsigned bz, unsigned shared, void** params) {
   if (g_pdl_generated) {
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = gx;
-    cfg.gridDimY = gy;
-    cfg.gridDimZ = gz;
-    cfg.blockDimX = bx;
-    cfg.blockDimY = by;
-    cfg.blockDimZ = bz;
-    cfg.sharedMemBytes = shared;
-    cfg.hStream = reinterpret_cast<CUstream>(g_stream);
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    CU_CHECK(cuLaunchKernelEx(&cfg, fn, params, nullptr));
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    cl::ProgrammaticLaunch pl(grid, block, shared, reinterpret_cast<CUstream>(g_stream));
+    CU_CHECK(cuLaunchKernelEx(&pl.cfg, fn, params, nullptr));
   } else {
     CU_CHECK(cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shared, reinterpret_cast<CUstream>(g_stream), params, nullptr));
   }
 }
 
-// The VM's runtime kernels (their source is above): CudaDevice::RuntimeFunction. The VM
-// launches them as programmatic dependents only when its sm_90 cubin loaded (code built
-// for compute_90+, which waits with griddepcontrol.wait); here: when the code that runs
-// was built for compute_90+ (build with -gencode arch=compute_90,code=sm_90
-// -gencode arch=compute_80,code=compute_80, the VM's embedding).
-[[maybe_unused]] static CUfunction g_epi = nullptr, g_epi4 = nullptr;
-[[maybe_unused]] static bool g_runtime_waits = false;
-[[maybe_unused]] static void RuntimeKernels() {
-  if (g_epi != nullptr) return;
+// The VM's runtime kernels (their source is above): CudaDevice::RuntimeFunction, the
+// epilogue of each element type fetched at its first convolution, as the VM resolves
+// them by name. The VM launches them as programmatic dependents only when its sm_90
+// cubin loaded (code built for compute_90+, which waits with griddepcontrol.wait);
+// here: when the code that runs was built for compute_90+ (build with -gencode
+// arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80, the VM's embedding).
+[[maybe_unused]] static cl::BiasActKernels g_epilogue[3];  // by cl::ElementType
+[[maybe_unused]] static bool g_runtime_waits = false, g_runtime_checked = false;
+[[maybe_unused]] static CUfunction RuntimeFunction(const void* symbol) {
   cudaFunction_t f = nullptr;
-  CUDA_CHECK(cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(&keel_bias_act_f32)));
-  g_epi = reinterpret_cast<CUfunction>(f);
-  CUDA_CHECK(cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(&keel_bias_act_f32x4)));
-  g_epi4 = reinterpret_cast<CUfunction>(f);
-  cudaFuncAttributes a{};
-  CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(&keel_bias_act_f32)));
-  g_runtime_waits = a.ptxVersion >= 90;
+  CUDA_CHECK(cudaGetFuncBySymbol(&f, symbol));
+  return reinterpret_cast<CUfunction>(f);
+}
+[[maybe_unused]] static const cl::BiasActKernels& RuntimeKernels(cl::ElementType t) {
+  cl::BiasActKernels& k = g_epilogue[static_cast<int>(t)];
+  if (k.scalar != nullptr) return k;
+  switch (t) {
+    case cl::ElementType::kF32:
+      k.scalar = RuntimeFunction(reinterpret_cast<const void*>(&keel_bias_act_f32));
+      k.vec4 = RuntimeFunction(reinterpret_cast<const void*>(&keel_bias_act_f32x4));
+      break;
+    case cl::ElementType::kF16: k.scalar = RuntimeFunction(reinterpret_cast<const void*>(&keel_bias_act_f16)); break;
+    case cl::ElementType::kBF16: k.scalar = RuntimeFunction(reinterpret_cast<const void*>(&keel_bias_act_bf16)); break;
+  }
+  if (!g_runtime_checked) {  // one module: every runtime kernel was built for the same code
+    cudaFuncAttributes a{};
+    CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(&keel_bias_act_f32)));
+    g_runtime_waits = a.ptxVersion >= 90;
+    g_runtime_checked = true;
+  }
+  return k;
 }
 
 // CudaDevice::LaunchRuntimeKernel.
@@ -87,18 +105,9 @@ const char* CudaHostLibraryPrelude() {
   if (!g_runtime_waits || !ProgrammaticLaunchAvailable()) {
     return cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, s, params, nullptr);
   }
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig cfg{};
-  cfg.gridDimX = grid;
-  cfg.gridDimY = cfg.gridDimZ = 1;
-  cfg.blockDimX = block;
-  cfg.blockDimY = cfg.blockDimZ = 1;
-  cfg.hStream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cuLaunchKernelEx(&cfg, fn, params, nullptr);
+  const unsigned grid3[3] = {grid, 1, 1}, block3[3] = {block, 1, 1};
+  cl::ProgrammaticLaunch pl(grid3, block3, 0, s);
+  return cuLaunchKernelEx(&pl.cfg, fn, params, nullptr);
 }
 
 // ---- the tuning file (vm/cuda/autotune.h), read-only ----
@@ -184,267 +193,95 @@ const char* CudaHostLibraryPrelude() {
 }
 [[maybe_unused]] static const char* Tf32Suffix() { return g_allow_tf32 ? "|tf321" : "|tf320"; }
 
-// ---- cublas.gemm ----
-struct GemmKernel {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  cublasLtMatmulAlgo_t algo16{}, algo4{};
-  bool has16 = false;
-  uint64_t ws16 = 0, ws4 = 0;
-  float alpha = 1.f, beta = 0.f;
-  std::string call16, call4;
-};
-static_assert(sizeof(cublasLtMatmulAlgo_t) == 64, "tuning entries hold 8 words");
+// ---- cublas.gemm (CublasGemm::Plan, Tune less the timing) ----
+using GemmKernel = cl::GemmPlan;
 
-// CublasGemm::Heuristics: up to `count` algorithms for operands aligned to `alignment` bytes.
-[[maybe_unused]] static std::vector<cublasLtMatmulHeuristicResult_t> GemmHeuristics(GemmKernel& g, uint32_t alignment,
-                                                                                   int count) {
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(g.pref, attr, &alignment, sizeof alignment));
-  }
-  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(count));
-  int returned = 0;
-  const cublasStatus_t s =
-      cublasLtMatmulAlgoGetHeuristic(g_lt, g.desc, g.a, g.b, g.c, g.d, g.pref, count, results.data(), &returned);
-  if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(s);
-  std::vector<cublasLtMatmulHeuristicResult_t> out;
-  if (s != CUBLAS_STATUS_SUCCESS) return out;
-  for (int i = 0; i < returned; ++i) {
-    if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS) out.push_back(results[static_cast<size_t>(i)]);
-  }
-  return out;
-}
-
-[[maybe_unused]] static std::string GemmDescribe(const cublasLtMatmulAlgo_t& a, uint64_t ws) {
-  int id = -1, tile = -1;
-  size_t written = 0;
-  (void)cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
-  (void)cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
-  return "cublasLtMatmul algo=" + std::to_string(id) + " tile=" + std::to_string(tile) +
-         " workspace=" + std::to_string(ws);
-}
-
-// The end of CublasGemm::Plan: the 16-byte-aligned algorithm (CublasGemm::Tune: the tuning
-// file's, else the heuristics' first of 8), the 4-byte-aligned one (heuristics), the
-// workspace, the trace names. `problem` is GemmProblemKey less its TF32 suffix.
-[[maybe_unused]] static void GemmChooseAlgorithms(GemmKernel& g, const char* name, const std::string& problem) {
-  const uint64_t max_ws = 32ull << 20;  // kMaxGemmWorkspace
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&g.pref));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(g.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
-                                                    sizeof max_ws));
+// After the descriptors: the 16-byte-aligned algorithm (the tuning file's, else the
+// heuristics' first of 8), the fallback, the workspace, the trace names. `problem`
+// is GemmProblemKey less its TF32 suffix.
+[[maybe_unused]] static void GemmPlanKernel(GemmKernel& g, const cl::GemmProblem& p, const char* name,
+                                            const std::string& problem) {
+  LIB_CHECK(cl::CreateGemmDescriptors(p, &g.d));
   if (const std::vector<int64_t>* t = FindTuning(g_lt_tag + problem + Tf32Suffix()); t != nullptr) {
-    if (t->size() == 9) {
-      g.ws16 = static_cast<uint64_t>((*t)[0]);
-      std::memcpy(&g.algo16, t->data() + 1, sizeof g.algo16);
-      g.has16 = true;
-    }
+    g.aligned16 = cl::GemmAlgorithmFromTuning(*t);
   } else {
-    const std::vector<cublasLtMatmulHeuristicResult_t> cands = GemmHeuristics(g, 16, 8);
-    if (!cands.empty()) {
-      g.algo16 = cands[0].algo;
-      g.ws16 = cands[0].workspaceSize;
-      g.has16 = true;
-    }
+    std::vector<cublasLtMatmulHeuristicResult_t> cands;
+    LIB_CHECK(cl::GemmHeuristics(g_lt, g.d, 16, 8, &cands));
+    if (!cands.empty()) g.aligned16 = cl::GemmAlgorithmOf(cands[0]);
   }
-  const std::vector<cublasLtMatmulHeuristicResult_t> four = GemmHeuristics(g, 4, 1);
-  if (four.empty()) Die(std::string("kernel ") + name + ": cuBLASLt has no algorithm");
-  g.algo4 = four[0].algo;
-  g.ws4 = four[0].workspaceSize;
-  ReserveWorkspace(g.ws16 > g.ws4 ? g.ws16 : g.ws4);
-  g.call16 = g.has16 ? GemmDescribe(g.algo16, g.ws16) : std::string();
-  g.call4 = GemmDescribe(g.algo4, g.ws4) + " (4-byte aligned)";
+  LIB_CHECK(cl::GemmFinishPlan(g_lt, p.type, &g));
+  if (!g.aligned1.found) Die(std::string("kernel ") + name + ": cuBLASLt has no algorithm");
+  ReserveWorkspace(cl::GemmWorkspaceBytes(g));
 }
 
-[[maybe_unused]] static void GemmLayout(cublasLtMatrixLayout_t* l, uint64_t rows, uint64_t cols, int64_t ld,
-                                        int32_t batch, int64_t stride) {
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, rows, cols, ld));
-  if (batch > 1) {
-    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
-    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                  sizeof stride));
-  }
+// CublasGemm::Launch; returns the call's trace name.
+[[maybe_unused]] static const std::string& GemmRun(GemmKernel& g, const void* a, const void* b, const void* bias,
+                                                  void* y) {
+  const std::string* call = nullptr;
+  LIB_CHECK(cl::GemmLaunch(g_lt, g, a, b, bias, y, g_workspace, g_stream, &call));
+  return *call;
 }
 
-// ---- cudnn.conv2d ----
+// ---- cudnn.conv2d (CudnnConv::Plan, Choose less the timing, Launch) ----
 struct ConvKernel {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnActivationDescriptor_t act = nullptr;  // relu, clipped relu or identity (fused call)
-  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  uint64_t ws = 0;
-  int mode = 1;  // 0: fused call, 1: conv + keel_bias_act (ConvMode)
-  bool has_bias = false, has_residual = false;
-  int act_kind = 0;  // 0 none, 1 relu, 2 clip (runtime_kernels.cu numbering)
-  double clip_max = 0;
-  long long y_elems = 0, channels = 0, hw = 0;
-  uint64_t zero_bias_bytes = 0;
+  cl::ConvProblem p;
+  cl::ConvDescriptors d;
+  cl::ConvCandidate choice;
+  const cl::BiasActKernels* epilogue = nullptr;
   void* zero_bias = nullptr;
   std::string call_fused, call_conv;
 };
 
-[[maybe_unused]] static const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "?";
-  }
-}
-
-// The N-d descriptors of CudnnConv::Plan (rank 4 or 5; a 1-D convolution comes
-// lifted to a unit height: common/conv_geometry.h). SetTensorNd: dense f32.
-[[maybe_unused]] static void ConvTensor(cudnnTensorDescriptor_t d, const std::vector<int>& dims) {
-  std::vector<int> stride(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i > 0; --i) stride[i - 1] = stride[i] * dims[i];
-  CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(dims.size()), dims.data(),
-                                         stride.data()));
-}
-[[maybe_unused]] static void ConvFilter(cudnnFilterDescriptor_t d, const std::vector<int>& dims) {
-  CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(dims.size()),
-                                         dims.data()));
-}
-[[maybe_unused]] static void ConvDescriptor(cudnnConvolutionDescriptor_t d, const std::vector<int>& pads,
-                                            const std::vector<int>& strides, const std::vector<int>& dilations) {
-  CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(d, static_cast<int>(pads.size()), pads.data(), strides.data(),
-                                              dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-}
-// Y's shape must be cuDNN's output shape.
-[[maybe_unused]] static void ConvCheckOutput(const ConvKernel& c, const std::vector<int>& y, const char* name) {
-  std::vector<int> out(y.size(), 0);
-  CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(c.conv, c.x, c.w, static_cast<int>(out.size()), out.data()));
-  if (out != y) Die(std::string("kernel ") + name + ": Y does not match the convolution");
-}
-
-// CudnnConv::FusedAllowed: relu (any algorithm), or identity with bias/residual
-// (IMPLICIT_PRECOMP_GEMM only); clipped ReLU never.
-[[maybe_unused]] static bool ConvFusedAllowed(const ConvKernel& c, cudnnConvolutionFwdAlgo_t algo) {
-  if (c.act_kind == 1) return true;
-  return c.act_kind == 0 && (c.has_bias || c.has_residual) && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-}
-
-// CudnnConv::Choose: the tuning file's choice, else the heuristics' first candidate
-// (KEEL_CUDA_AUTOTUNE=0): candidates in cudnnGetConvolutionForwardAlgorithm_v7 order,
-// FMA or default math unless TF32, workspace <= 256 MiB, each algorithm once, the
-// fused call first where allowed.
-[[maybe_unused]] static void ConvChoose(ConvKernel& c, const char* name, const std::string& problem) {
-  if (const std::vector<int64_t>* t = FindTuning(g_cudnn_tag + problem + Tf32Suffix()); t != nullptr && t->size() == 3) {
-    c.algo = static_cast<cudnnConvolutionFwdAlgo_t>((*t)[0]);
-    c.mode = static_cast<int>((*t)[1]);
-    c.ws = static_cast<uint64_t>((*t)[2]);
-    return;
-  }
-  int max_algos = 0;
-  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(g_cudnn, &max_algos));
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos > 1 ? max_algos : 1));
-  int got = 0;
-  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(g_cudnn, c.x, c.w, c.conv, c.y, static_cast<int>(perf.size()),
-                                                     &got, perf.data()));
-  for (int i = 0; i < got; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    if (!g_allow_tf32 && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH) continue;
-    size_t bytes = 0;
-    if (cudnnGetConvolutionForwardWorkspaceSize(g_cudnn, c.x, c.w, c.conv, c.y, perf[i].algo, &bytes) !=
-        CUDNN_STATUS_SUCCESS) {
-      continue;
-    }
-    if (bytes > (size_t{256} << 20)) continue;  // kMaxConvWorkspace
-    c.algo = perf[i].algo;
-    c.mode = ConvFusedAllowed(c, perf[i].algo) ? 0 : 1;
-    c.ws = bytes;
-    return;
-  }
-  Die(std::string("kernel ") + name + ": cuDNN offers no algorithm");
-}
-
-// The end of CudnnConv::Plan, after the descriptors: the activation descriptor, zeros
-// for the fused call's bias, the choice, the workspace, the trace names.
-[[maybe_unused]] static void ConvFinishPlan(ConvKernel& c, const char* name, const std::string& problem) {
-  CUDNN_CHECK(cudnnCreateActivationDescriptor(&c.act));
-  CUDNN_CHECK(cudnnSetActivationDescriptor(c.act,
-                                           c.act_kind == 1   ? CUDNN_ACTIVATION_RELU
-                                           : c.act_kind == 2 ? CUDNN_ACTIVATION_CLIPPED_RELU
-                                                             : CUDNN_ACTIVATION_IDENTITY,
-                                           CUDNN_PROPAGATE_NAN, c.act_kind == 2 ? c.clip_max : 0.0));
-  if (!c.has_bias) {
+// The descriptors, Y's check, the activation, zeros for the fused call's bias, the
+// choice (the tuning file's, else the candidates' first), the workspace, the trace names.
+[[maybe_unused]] static void ConvPlanKernel(ConvKernel& c, const char* name, const std::string& problem) {
+  c.epilogue = &RuntimeKernels(c.p.type);
+  std::vector<int> out;
+  LIB_CHECK(cl::CreateConvDescriptors(c.p, &c.d, &out));
+  if (out != c.p.y) Die(std::string("kernel ") + name + ": Y does not match the convolution");
+  LIB_CHECK(cl::CreateConvActivation(c.p, &c.d));
+  if (!c.p.has_bias) {
     // The fused call always adds a bias: give it zeros. CudaDevice::Allocate: traced as set-up.
+    const uint64_t bytes = cl::InfoOf(c.p.type).bytes * static_cast<uint64_t>(c.p.y[1]);
     MallocCount* saved = g_count;
     g_count = &g_load;
-    c.zero_bias = DeviceMalloc(c.zero_bias_bytes, 256);
+    c.zero_bias = DeviceMalloc(bytes, 256);
     g_count = saved;
-    TraceSetup((std::string("kernel ") + name).c_str(),
-               " allocate cudaMalloc " + std::to_string(c.zero_bias_bytes) + " bytes");
-    CUDA_CHECK(cudaMemsetAsync(c.zero_bias, 0, c.zero_bias_bytes, g_stream));
+    TraceSetup((std::string("kernel ") + name).c_str(), " allocate cudaMalloc " + std::to_string(bytes) + " bytes");
+    CUDA_CHECK(cudaMemsetAsync(c.zero_bias, 0, bytes, g_stream));
     CUDA_CHECK(cudaStreamSynchronize(g_stream));
   }
-  ConvChoose(c, name, problem);
-  ReserveWorkspace(c.ws);
-  const std::string algo = std::string(" algo=") + ConvAlgoName(c.algo) + " workspace=" + std::to_string(c.ws);
-  c.call_fused = "cudnnConvolutionBiasActivationForward" + algo;
-  c.call_conv = "cudnnConvolutionForward" + algo + (c.has_bias || c.has_residual || c.act_kind ? " + keel_bias_act" : "");
-}
-
-// CudnnConv::Fused.
-[[maybe_unused]] static cudnnStatus_t ConvFused(ConvKernel& c, const void* x, const void* w, const void* bias,
-                                                const void* res, void* y) {
-  const float one = 1.f, alpha2 = res ? 1.f : 0.f;
-  return cudnnConvolutionBiasActivationForward(g_cudnn, &one, c.x, x, c.w, w, c.conv, c.algo, g_workspace, c.ws,
-                                               &alpha2, c.y, res ? res : y, c.b, bias ? bias : c.zero_bias, c.act,
-                                               c.y, y);
-}
-
-// CudnnConv::ConvThenEpilogue: the convolution, then keel_bias_act in place on Y.
-[[maybe_unused]] static void ConvThenEpilogue(ConvKernel& c, const void* x, const void* w, const void* bias,
-                                              const void* res, void* y) {
-  const float one = 1.f;
-  float beta = 0.f;
-  if (res == y) {  // residual already in Y (same register): accumulate into it
-    beta = 1.f;
-    res = nullptr;
+  const std::vector<int64_t>* t = FindTuning(g_cudnn_tag + problem + Tf32Suffix());
+  if (t == nullptr || !cl::ConvCandidateFromTuning(*t, &c.choice)) {
+    std::vector<cl::ConvCandidate> cands;
+    LIB_CHECK(cl::ConvCandidates(g_cudnn, c.p, c.d, &cands));
+    if (cands.empty()) Die(std::string("kernel ") + name + ": cuDNN offers no algorithm");
+    c.choice = cands[0];
   }
-  CUDNN_CHECK(cudnnConvolutionForward(g_cudnn, &one, c.x, x, c.w, w, c.conv, c.algo, g_workspace, c.ws, &beta, c.y, y));
-  if (!bias && !res && c.act_kind == 0) return;
-  const bool vec = c.hw % 4 == 0 && ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) & 15u) == 0;
-  long long total = vec ? c.y_elems / 4 : c.y_elems;
-  long long hw = vec ? c.hw / 4 : c.hw;
-  int channels = static_cast<int>(c.channels);
-  int act = c.act_kind;
-  float clip = static_cast<float>(c.clip_max);
-  void* yp = y;
-  const void* bp = bias;
-  const void* rp = res;
-  void* params[] = {&yp, &bp, &rp, &total, &hw, &channels, &act, &clip};
-  long long blocks = (total + 255) / 256;
-  if (blocks > static_cast<long long>(g_num_sms) * 8) blocks = static_cast<long long>(g_num_sms) * 8;
-  if (blocks < 1) blocks = 1;
-  CU_CHECK(LaunchRuntimeKernel(vec ? g_epi4 : g_epi, static_cast<unsigned>(blocks), 256, params));
+  ReserveWorkspace(c.choice.workspace);
+  c.call_fused = cl::ConvFusedCallName(c.p, c.choice);
+  c.call_conv = cl::ConvEpilogueCallName(c.p, c.choice);
 }
 
 // CudnnConv::Launch: the chosen mode (a fused call cuDNN refuses falls back to the
 // sequence for good); returns the call's trace name.
 [[maybe_unused]] static const std::string& ConvRun(ConvKernel& c, const void* x, const void* w, const void* bias,
                                                   const void* res, void* y) {
-  if (c.mode == 0) {
-    const cudnnStatus_t s = ConvFused(c, x, w, bias, res, y);
+  if (c.choice.mode == cl::ConvMode::kFused) {
+    const cudnnStatus_t s = cl::ConvFused(g_cudnn, c.d, x, w, bias ? bias : c.zero_bias, res, y, c.choice.algo,
+                                          g_workspace, c.choice.workspace);
     if (s == CUDNN_STATUS_SUCCESS) return c.call_fused;
     if (s != CUDNN_STATUS_NOT_SUPPORTED) CUDNN_CHECK(s);
-    c.mode = 1;
+    c.choice.mode = cl::ConvMode::kConvEpilogue;
   }
-  ConvThenEpilogue(c, x, w, bias, res, y);
+  LIB_CHECK(cl::ConvThenEpilogue(g_cudnn, c.p, c.d, *c.epilogue, g_num_sms, x, w, bias, res, y, c.choice.algo,
+                                 g_workspace, c.choice.workspace, LaunchRuntimeKernel));
   return c.call_conv;
 }
 
-// ---- cudnn.pool2d ----
+// ---- cudnn.pool2d (CudnnPool) ----
 struct PoolKernel {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnPoolingDescriptor_t p = nullptr;
+  cl::PoolDescriptors d;
   std::string call;
 };
 )KEELPRELUDE";

@@ -43,24 +43,13 @@ Status Emitter::EmitInvoke(uint32_t pc, const std::string& dbg, const fb::Invoke
     KEEL_ASSIGN_OR_RETURN(const std::string A, arg(0));
     KEEL_ASSIGN_OR_RETURN(const std::string B, arg(1));
     KEEL_ASSIGN_OR_RETURN(const std::string Y, arg(p.y_arg));
-    o_ << "  {\n    GemmKernel& g = " << k << ";\n"
-       << "    const void* A = " << A << ";\n    const void* B = " << B << ";\n    void* Y = " << Y << ";\n";
-    if (p.has_bias) {
-      KEEL_ASSIGN_OR_RETURN(const std::string bias, arg(p.bias_arg));
-      o_ << "    const void* bias = " << bias << ";\n";
-    }
-    o_ << "    const void* C = " << (p.full_bias ? "bias" : "Y") << ";\n"
-       << "    // The 16-byte-aligned algorithm when every operand allows it (CublasGemm::Launch).\n"
-       << "    const bool use16 = g.has16 && ((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) |\n"
-       << "                                    reinterpret_cast<uintptr_t>(C) | reinterpret_cast<uintptr_t>(Y)) & 15u) == 0;\n";
-    if (p.has_bias && !p.full_bias) {
-      o_ << "    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof "
-            "bias));\n";
-    }
-    o_ << "    CUBLAS_CHECK(cublasLtMatmul(g_lt, g.desc, &g.alpha, B, g.a, A, g.b, &g.beta, C, g.c, Y, g.d,\n"
-       << "                                use16 ? &g.algo16 : &g.algo4, g_workspace, use16 ? g.ws16 : g.ws4, "
-          "g_stream));\n"
-       << "  " << tr << "\" launch \" + (use16 ? g.call16 : g.call4) + " << kname << ");\n  }\n";
+    std::string bias = "nullptr";
+    if (p.has_bias) { KEEL_ASSIGN_OR_RETURN(bias, arg(p.bias_arg)); }
+    // CublasGemm::Launch (vm/cuda/library_calls_cublaslt.h GemmLaunch): the 16-byte-aligned
+    // algorithm when every operand allows it.
+    o_ << "  {\n    const std::string& call = GemmRun(" << k << ", " << A << ", " << B << ", " << bias << ", " << Y
+       << ");\n"
+       << "  " << tr << "\" launch \" + call + " << kname << ");\n  }\n";
     return Status::Ok();
   }
   if (p.op == lo::kCudnnConv2d) {
@@ -78,9 +67,7 @@ Status Emitter::EmitInvoke(uint32_t pc, const std::string& dbg, const fb::Invoke
   }
   KEEL_ASSIGN_OR_RETURN(const std::string X, arg(0));
   KEEL_ASSIGN_OR_RETURN(const std::string Y, arg(1));
-  o_ << "  {\n    const float one = 1.f, zero = 0.f;\n"
-     << "    CUDNN_CHECK(cudnnPoolingForward(g_cudnn, " << k << ".p, &one, " << k << ".x, " << X << ", &zero, " << k
-     << ".y, " << Y << "));\n  }\n"
+  o_ << "  LIB_CHECK(cl::PoolForward(g_cudnn, " << k << ".d, " << X << ", " << Y << "));\n"
      << tr << "\" launch \" + " << k << ".call + " << kname << ");\n";
   return Status::Ok();
 }

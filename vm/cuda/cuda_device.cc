@@ -48,21 +48,9 @@ class GeneratedKernel final : public CudaLaunchState {
     dev_.BeginOp();
     CUresult r;
     if (dependent_) {
-      CUlaunchAttribute attr{};
-      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      attr.value.programmaticStreamSerializationAllowed = 1;
-      CUlaunchConfig cfg{};
-      cfg.gridDimX = grid_[0];
-      cfg.gridDimY = grid_[1];
-      cfg.gridDimZ = grid_[2];
-      cfg.blockDimX = block_[0];
-      cfg.blockDimY = block_[1];
-      cfg.blockDimZ = block_[2];
-      cfg.sharedMemBytes = shared_;
-      cfg.hStream = reinterpret_cast<CUstream>(dev_.stream());
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      r = Driver().LaunchKernelEx(&cfg, fn_, params_.data(), nullptr);
+      // The configuration is the one the emitted host programs use (vm/cuda/library_calls.h).
+      cuda_lib::ProgrammaticLaunch pl(grid_, block_, shared_, reinterpret_cast<CUstream>(dev_.stream()));
+      r = Driver().LaunchKernelEx(&pl.cfg, fn_, params_.data(), nullptr);
     } else {
       r = Driver().LaunchKernel(fn_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2], shared_,
                                 reinterpret_cast<CUstream>(dev_.stream()), params_.data(), nullptr);
@@ -88,7 +76,7 @@ class GeneratedKernel final : public CudaLaunchState {
 // driver support it, and VmOptions::cuda_pdl is on (a diagnostic switch;
 // KEEL_CUDA_PDL=0 for the tools).
 bool ProgrammaticLaunchAvailable(bool enabled, int cc) {
-  return enabled && cc >= 90 && Driver().LaunchKernelEx != nullptr;
+  return cuda_lib::ProgrammaticLaunchAvailable(enabled, cc, Driver().LaunchKernelEx != nullptr);
 }
 
 bool UseProgrammaticLaunch(bool enabled, const KernelLibrary* library, int cc) {
@@ -462,18 +450,9 @@ CUresult CudaDevice::LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned 
   if (!runtime_cubin_ || !ProgrammaticLaunchAvailable(options_.pdl, compute_capability())) {
     return Driver().LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, s, params, nullptr);
   }
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig cfg{};
-  cfg.gridDimX = grid;
-  cfg.gridDimY = cfg.gridDimZ = 1;
-  cfg.blockDimX = block;
-  cfg.blockDimY = cfg.blockDimZ = 1;
-  cfg.hStream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return Driver().LaunchKernelEx(&cfg, fn, params, nullptr);
+  const unsigned grid3[3] = {grid, 1, 1}, block3[3] = {block, 1, 1};
+  cuda_lib::ProgrammaticLaunch pl(grid3, block3, 0, s);
+  return Driver().LaunchKernelEx(&pl.cfg, fn, params, nullptr);
 }
 
 Result<CUfunction> CudaDevice::RuntimeFunction(const char* name) {

@@ -15,6 +15,7 @@
 
 #include "keel/status.h"
 #include "vm/cuda/cuda_driver.h"
+#include "vm/cuda/library_calls.h"
 
 #ifdef KEEL_HAVE_CUDNN
 #include <cudnn.h>
@@ -56,6 +57,21 @@ inline Status CudnnStatus(cudnnStatus_t e, const char* call) {
   return DeviceError(std::move(m));
 }
 #endif
+
+// A shared library call's outcome (vm/cuda/library_calls.h) as the Status the
+// VM's own calls give for the same failure.
+inline Status LibraryCallStatus(const cuda_lib::CallStatus& c) {
+  switch (c.library) {
+    case cuda_lib::CallStatus::kOk: return Status::Ok();
+    case cuda_lib::CallStatus::kCublas: return CublasStatus(static_cast<cublasStatus_t>(c.code), c.call);
+#ifdef KEEL_HAVE_CUDNN
+    case cuda_lib::CallStatus::kCudnn: return CudnnStatus(static_cast<cudnnStatus_t>(c.code), c.call);
+#endif
+    case cuda_lib::CallStatus::kCuda: return CuStatus(static_cast<CUresult>(c.code), c.call);
+    default: break;
+  }
+  return DeviceError(std::string(c.call) + " failed (library code " + std::to_string(c.code) + ")");
+}
 
 }  // namespace keel::vm_internal
 

@@ -13,6 +13,7 @@
 #include "vm/cuda/cuda_driver.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/library_attrs.h"
+#include "vm/cuda/library_calls_cudnn.h"
 #include "vm/cuda/library_dtypes.h"
 
 namespace keel::vm_internal {
@@ -31,6 +32,7 @@ Result<std::unique_ptr<CudaLaunchState>> MakeCudnnPool2d(CudaDevice&, const Kern
 namespace {
 
 namespace lo = ser::library_ops;
+namespace cl = cuda_lib;
 
 Status ShapeError(const KernelEntry& k, const std::string& what) {
   return InvalidExecutable("kernel " + k.name + " (" + k.library_op + "): " + what);
@@ -52,13 +54,6 @@ Status CheckRank4(const KernelEntry& k, size_t arg, const char* what, const Libr
   return Status::Ok();
 }
 
-// `s` is channels-first [N,C,H,W] whatever the storage order (`nhwc`).
-Status SetTensor4d(cudnnTensorDescriptor_t d, const std::vector<int64_t>& s, const LibraryDType& t, bool nhwc) {
-  KEEL_CUDNN_RETURN(cudnnSetTensor4dDescriptor, d, nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, CudnnDataTypeOf(t),
-                    static_cast<int>(s[0]), static_cast<int>(s[1]), static_cast<int>(s[2]), static_cast<int>(s[3]));
-  return Status::Ok();
-}
-
 // The library attribute "layout" (serialization/library_ops.h): true for "nhwc".
 Result<bool> ReadLayout(AttrReader& at) {
   KEEL_ASSIGN_OR_RETURN(const std::string layout,
@@ -69,25 +64,6 @@ Result<bool> ReadLayout(AttrReader& at) {
 // Values the geometry check bounded to int32 (common/conv_geometry.h).
 std::vector<int> Int32s(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
 
-// A dense tensor of any rank in type `t`: `dims` channels-first, stored
-// row-major in that order or, `nhwc`, with the channels last (fewer than 2^31
-// elements: MakeCudnnConvGeometry checked).
-Status SetTensorNd(cudnnTensorDescriptor_t d, const std::vector<int64_t>& dims, const LibraryDType& t, bool nhwc) {
-  std::vector<int64_t> order(dims.size());  // storage order of the axes, outermost first
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
-  if (nhwc) std::rotate(order.begin() + 1, order.begin() + 2, order.end());  // N, spatial..., C
-  std::vector<int64_t> packed(dims.size(), 1);
-  int64_t step = 1;
-  for (size_t i = order.size(); i-- > 0;) {
-    packed[static_cast<size_t>(order[i])] = step;
-    step *= dims[static_cast<size_t>(order[i])];
-  }
-  const std::vector<int> n = Int32s(dims), stride = Int32s(packed);
-  KEEL_CUDNN_RETURN(cudnnSetTensorNdDescriptor, d, CudnnDataTypeOf(t), static_cast<int>(n.size()), n.data(),
-                    stride.data());
-  return Status::Ok();
-}
-
 // The backend API's pads (ONNX order, begins then ends) for the cuDNN view.
 std::vector<int64_t> LiftedPads(const common::CudnnConvGeometry& g) {
   std::vector<int64_t> p = g.pads;
@@ -95,59 +71,44 @@ std::vector<int64_t> LiftedPads(const common::CudnnConvGeometry& g) {
   return p;
 }
 
-const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "?";
-  }
-}
-
 // ---- conv2d --------------------------------------------------------------------
 
-// How a conv2d runs: cuDNN's fused conv+bias+activation call, or the plain
-// convolution followed (when there is anything to add or clamp) by the VM's
-// one-pass bias/residual/activation kernel (vm/cuda/runtime_kernels.cu).
-enum class ConvMode : int64_t { kFused = 0, kConvEpilogue = 1 };
-
-// Largest workspace a candidate algorithm may ask for (the VM keeps the largest
-// chosen one for its lifetime).
-constexpr size_t kMaxConvWorkspace = size_t{256} << 20;
-
+// Descriptor set-up, the candidates, the fused call and conv + keel_bias_act are
+// the calls shared with keelc --emit=cuda-host programs
+// (vm/cuda/library_calls_cudnn.h); this class adds the executable's validation,
+// timing, the backend-API engines and the device's bookkeeping.
 class CudnnConv final : public CudaLaunchState {
  public:
   CudnnConv(CudaDevice& dev, std::string name) : dev_(dev), name_(std::move(name)) {}
   ~CudnnConv() override {
-    if (x_) (void)cudnnDestroyTensorDescriptor(x_);
-    if (y_) (void)cudnnDestroyTensorDescriptor(y_);
-    if (b_) (void)cudnnDestroyTensorDescriptor(b_);
-    if (w_) (void)cudnnDestroyFilterDescriptor(w_);
-    if (conv_) (void)cudnnDestroyConvolutionDescriptor(conv_);
-    if (act_) (void)cudnnDestroyActivationDescriptor(act_);
+    cl::DestroyConvDescriptors(d_);
     if (zero_bias_) dev_.Free(zero_bias_);
   }
   Status Plan(const KernelEntry& k);
   Status Launch(void* const* args) override;
 
  private:
-  // The fused call can run: relu (any algorithm), or identity with bias/residual
-  // (IMPLICIT_PRECOMP_GEMM only); clipped ReLU never.
-  bool FusedAllowed(cudnnConvolutionFwdAlgo_t algo) const {
-    if (act_kind_ == 1) return true;
-    return act_kind_ == 0 && (has_bias_ || has_residual_) && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-  }
+  // The shared calls launch the epilogue through the device (programmatic where it may).
+  struct Launcher {
+    CudaDevice& dev;
+    CUresult operator()(CUfunction fn, unsigned grid, unsigned block, void** params) const {
+      return dev.LaunchRuntimeKernel(fn, grid, block, params);
+    }
+  };
+  Launcher RuntimeLauncher() { return Launcher{dev_}; }
   cudnnStatus_t Fused(const void* x, const void* w, const void* bias, const void* res, void* y,
-                      cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes);
-  Status ConvThenEpilogue(const void* x, const void* w, const void* bias, const void* res, void* y,
-                          cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes, bool* refused);
+                      cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes) {
+    return cl::ConvFused(h_, d_, x, w, bias ? bias : zero_bias_, res, y, algo, ws, ws_bytes);
+  }
+  cl::CallStatus ConvThenEpilogue(const void* x, const void* w, const void* bias, const void* res, void* y,
+                                  cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes) {
+    return cl::ConvThenEpilogue(h_, problem_, d_, epi_, dev_.num_sms(), x, w, bias, res, y, algo, ws, ws_bytes,
+                                RuntimeLauncher());
+  }
   // The VM's bias/residual/activation pass in place on Y (nothing to do: no launch).
-  Status Epilogue(void* y, const void* bias, const void* res);
+  cl::CallStatus Epilogue(void* y, const void* bias, const void* res) {
+    return cl::BiasActivation(problem_, epi_, dev_.num_sms(), y, bias, res, RuntimeLauncher());
+  }
   Status Choose(const KernelEntry& k, const std::string& key);
   // Zeroed scratch X, W, Y, workspace (and bias/residual when the kernel has them)
   // for timing candidates at load; owned by `scratch`.
@@ -155,6 +116,13 @@ class CudnnConv final : public CudaLaunchState {
     void *x, *w, *y, *ws, *bias = nullptr, *res = nullptr;
   };
   Result<TimingArgs> AllocateTimingArgs(ScratchBuffers& scratch, uint64_t ws_bytes) const;
+  // One timed run of a candidate (false: cuDNN refused it).
+  bool RunCandidate(const TimingArgs& a, const cl::ConvCandidate& c) {
+    if (c.mode == cl::ConvMode::kFused) {
+      return Fused(a.x, a.w, a.bias, a.res, a.y, c.algo, a.ws, c.workspace) == CUDNN_STATUS_SUCCESS;
+    }
+    return ConvThenEpilogue(a.x, a.w, a.bias, a.res, a.y, c.algo, a.ws, c.workspace).ok();
+  }
   // VmOptions::cudnn_engines (cudnn_engine_conv.h): backend-API engines timed against
   // the legacy choice; engine_ is set when one is kept.
   Status ChooseEngine(const std::string& key, const EngineConvProblem& problem);
@@ -166,52 +134,17 @@ class CudnnConv final : public CudaLaunchState {
   CudaDevice& dev_;
   std::string name_;
   cudnnHandle_t h_ = nullptr;
-  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
-  cudnnFilterDescriptor_t w_ = nullptr;
-  cudnnConvolutionDescriptor_t conv_ = nullptr;
-  cudnnActivationDescriptor_t act_ = nullptr;  // relu, clipped relu or identity (fused call)
-  cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  uint64_t ws_ = 0;
-  ConvMode mode_ = ConvMode::kConvEpilogue;
-  bool has_bias_ = false, has_residual_ = false;
-  bool nhwc_ = false;  // layout "nhwc": X, residual, Y channels-last, W [K,R,S,C/g]
-  int act_kind_ = 0;  // 0 none, 1 relu, 2 clip (runtime_kernels.cu numbering)
-  float clip_max_ = 0.f;
+  cl::ConvProblem problem_;
+  cl::ConvDescriptors d_;
+  cl::ConvCandidate choice_;  // algorithm, mode, workspace
   int bias_arg_ = -1, res_arg_ = -1, y_arg_ = 2;
   uint64_t y_bytes_ = 0, x_bytes_ = 0, w_bytes_ = 0;
-  int64_t y_elems_ = 0, channels_ = 0, hw_ = 0;  // hw_: consecutive elements of one channel
   LibraryDType dtype_;  // X, W, bias, residual and Y alike
-  CUfunction epi_ = nullptr, epi4_ = nullptr;  // epi4_: f32 only (float4 moves)
+  cl::BiasActKernels epi_;  // vec4: f32 only (float4 moves)
   void* zero_bias_ = nullptr;
   std::string call_fused_, call_conv_, call_engine_;
   std::unique_ptr<CudnnEngineConv> engine_;
 };
-
-cudnnStatus_t CudnnConv::Fused(const void* x, const void* w, const void* bias, const void* res, void* y,
-                               cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes) {
-  const float one = 1.f, alpha2 = res ? 1.f : 0.f;
-  return cudnnConvolutionBiasActivationForward(h_, &one, x_, x, w_, w, conv_, algo, ws, ws_bytes, &alpha2, y_,
-                                               res ? res : y, b_, bias ? bias : zero_bias_, act_, y_, y);
-}
-
-Status CudnnConv::ConvThenEpilogue(const void* x, const void* w, const void* bias, const void* res, void* y,
-                                   cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes, bool* refused) {
-  const float one = 1.f;
-  float beta = 0.f;
-  if (res == y) {  // residual already in Y (same register): accumulate into it
-    beta = 1.f;
-    res = nullptr;
-  }
-  const cudnnStatus_t s = cudnnConvolutionForward(h_, &one, x_, x, w_, w, conv_, algo, ws, ws_bytes, &beta, y_, y);
-  if (s != CUDNN_STATUS_SUCCESS) {
-    if (refused != nullptr) {
-      *refused = true;
-      return Status::Ok();
-    }
-    return CudnnStatus(s, "cudnnConvolutionForward").WithContext("kernel " + name_);
-  }
-  return Epilogue(y, bias, res);
-}
 
 Result<CudnnConv::TimingArgs> CudnnConv::AllocateTimingArgs(ScratchBuffers& scratch, uint64_t ws_bytes) const {
   TimingArgs a;
@@ -219,32 +152,11 @@ Result<CudnnConv::TimingArgs> CudnnConv::AllocateTimingArgs(ScratchBuffers& scra
   KEEL_ASSIGN_OR_RETURN(a.w, scratch.Get(w_bytes_));
   KEEL_ASSIGN_OR_RETURN(a.y, scratch.Get(y_bytes_));
   KEEL_ASSIGN_OR_RETURN(a.ws, scratch.Get(ws_bytes));
-  if (has_bias_) { KEEL_ASSIGN_OR_RETURN(a.bias, scratch.Get(dtype_.bytes * static_cast<uint64_t>(channels_))); }
-  if (has_residual_) { KEEL_ASSIGN_OR_RETURN(a.res, scratch.Get(y_bytes_)); }
-  return a;
-}
-
-Status CudnnConv::Epilogue(void* y, const void* bias, const void* res) {
-  if (!bias && !res && act_kind_ == 0) return Status::Ok();
-  const bool vec = epi4_ != nullptr && hw_ % 4 == 0 &&
-                   ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) & 15u) == 0;
-  long long total = vec ? y_elems_ / 4 : y_elems_;
-  long long hw = vec ? hw_ / 4 : hw_;
-  int channels = static_cast<int>(channels_);
-  int act = act_kind_;
-  float clip = clip_max_;
-  void* yp = y;
-  const void* bp = bias;
-  const void* rp = res;
-  void* params[] = {&yp, &bp, &rp, &total, &hw, &channels, &act, &clip};
-  const long long blocks = std::min<long long>((total + 255) / 256, static_cast<long long>(dev_.num_sms()) * 8);
-  const CUresult r =
-      dev_.LaunchRuntimeKernel(vec ? epi4_ : epi_, static_cast<unsigned>(std::max(1LL, blocks)), 256, params);
-  if (r != CUDA_SUCCESS) {
-    const std::string call = std::string("cuLaunchKernel(keel_bias_act_") + dtype_.name + ")";
-    return CuStatus(r, call.c_str()).WithContext("kernel " + name_);
+  if (problem_.has_bias) {
+    KEEL_ASSIGN_OR_RETURN(a.bias, scratch.Get(dtype_.bytes * static_cast<uint64_t>(problem_.y[1])));
   }
-  return Status::Ok();
+  if (problem_.has_residual) { KEEL_ASSIGN_OR_RETURN(a.res, scratch.Get(y_bytes_)); }
+  return a;
 }
 
 Status CudnnConv::Plan(const KernelEntry& k) {
@@ -270,18 +182,19 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   const bool clip = act == lo::value::kActivationClip;
   KEEL_ASSIGN_OR_RETURN(const double clip_min, at.Float(lo::attr::kClipMin, 0.0));
   KEEL_ASSIGN_OR_RETURN(const double clip_max, at.Float(lo::attr::kClipMax, 6.0));
-  KEEL_ASSIGN_OR_RETURN(nhwc_, ReadLayout(at));
+  cl::ConvProblem& p = problem_;
+  KEEL_ASSIGN_OR_RETURN(p.nhwc, ReadLayout(at));
   KEEL_RETURN_IF_ERROR(at.Finish());
-  if (nhwc_ && spatial != 2) {
+  if (p.nhwc && spatial != 2) {
     return Unsupported("kernel " + k.name + " (cudnn.conv2d): layout nhwc needs 2 spatial dims, got " +
                        std::to_string(spatial));
   }
 
-  has_bias_ = has_bias != 0;
-  has_residual_ = has_res != 0;
+  p.has_bias = has_bias != 0;
+  p.has_residual = has_res != 0;
   int next = 2;
-  bias_arg_ = has_bias_ ? next++ : -1;
-  res_arg_ = has_residual_ ? next++ : -1;
+  bias_arg_ = p.has_bias ? next++ : -1;
+  res_arg_ = p.has_residual ? next++ : -1;
   y_arg_ = next++;
   const size_t nargs = static_cast<size_t>(next) + (k.workspace_bytes > 0 ? 1 : 0);
   if (k.args.size() != nargs) {
@@ -294,7 +207,7 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   const auto& xs = k.args[0].shape;
   const auto& ws = k.args[1].shape;
   const auto& ys = k.args[y_arg_].shape;
-  auto first = [this](const std::vector<int64_t>& s) { return nhwc_ ? common::ChannelsFirstShape(s) : s; };
+  auto first = [&p](const std::vector<int64_t>& s) { return p.nhwc ? common::ChannelsFirstShape(s) : s; };
   // Ranks, channels, groups, Y's shape and pad symmetry: one check shared with
   // the compiler and the host-program emitter (common/conv_geometry.h), on the
   // channels-first shapes.
@@ -305,65 +218,43 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   y_bytes_ = k.args[y_arg_].bytes;
   x_bytes_ = k.args[0].bytes;
   w_bytes_ = k.args[1].bytes;
-  y_elems_ = g.y_elements();
-  channels_ = g.channels();
-  hw_ = nhwc_ ? 1 : g.spatial_size();  // NHWC: the channel changes with every element
-  if (has_bias_ && (k.args[bias_arg_].dtype != dtype_.dtype ||
-                    k.args[bias_arg_].bytes != dtype_.bytes * static_cast<uint64_t>(ws[0]))) {
+  if (p.has_bias && (k.args[bias_arg_].dtype != dtype_.dtype ||
+                     k.args[bias_arg_].bytes != dtype_.bytes * static_cast<uint64_t>(ws[0]))) {
     return ShapeError(k, std::string("bias must be ") + dtype_.name + " [" + std::to_string(ws[0]) + "]");
   }
-  if (has_residual_ && (k.args[res_arg_].dtype != dtype_.dtype || k.args[res_arg_].shape != ys)) {
+  if (p.has_residual && (k.args[res_arg_].dtype != dtype_.dtype || k.args[res_arg_].shape != ys)) {
     return ShapeError(k, std::string("residual must be ") + dtype_.name + " " + ShapeString(ys));
   }
   if (clip && clip_min != 0.0) {
     return Unsupported("kernel " + k.name + " (cudnn.conv2d): clip_min " + std::to_string(clip_min) +
                        " (only clip_min 0 maps onto cuDNN's clipped ReLU)");
   }
-  act_kind_ = act == lo::value::kActivationRelu ? 1 : clip ? 2 : 0;
-  clip_max_ = static_cast<float>(clip_max);
+  p.activation = act == lo::value::kActivationRelu ? cl::kActRelu : clip ? cl::kActClip : cl::kActNone;
+  p.clip_max = clip_max;
+  // The geometry check bounded every value to int32 (common/conv_geometry.h).
+  p.x = Int32s(g.x);
+  p.w = Int32s(g.w);
+  p.y = Int32s(g.y);
+  p.pads = Int32s(g.pads);
+  p.strides = Int32s(g.strides);
+  p.dilations = Int32s(g.dilations);
+  p.group = static_cast<int>(group);
+  p.type = dtype_.element;
+  p.allow_tf32 = dev_.allow_tf32();
 
   KEEL_ASSIGN_OR_RETURN(h_, dev_.CudnnHandle());
   // The VM's epilogue kernel of this type (vm/cuda/runtime_kernels.cu).
   const std::string epilogue_kernel = std::string("keel_bias_act_") + dtype_.name;
-  KEEL_ASSIGN_OR_RETURN(epi_, dev_.RuntimeFunction(epilogue_kernel.c_str()));
-  if (!dtype_.half) { KEEL_ASSIGN_OR_RETURN(epi4_, dev_.RuntimeFunction("keel_bias_act_f32x4")); }
-  KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &x_);
-  KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &y_);
-  KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &b_);
-  KEEL_CUDNN_RETURN(cudnnCreateFilterDescriptor, &w_);
-  KEEL_CUDNN_RETURN(cudnnCreateConvolutionDescriptor, &conv_);
-  // N-d descriptors (rank 4 or 5: 1-D problems arrive lifted to a unit height).
-  std::vector<int64_t> bias_dims(g.x.size(), 1);
-  bias_dims[1] = g.channels();
-  KEEL_RETURN_IF_ERROR(SetTensorNd(x_, g.x, dtype_, nhwc_));
-  KEEL_RETURN_IF_ERROR(SetTensorNd(y_, g.y, dtype_, nhwc_));
-  KEEL_RETURN_IF_ERROR(SetTensorNd(b_, bias_dims, dtype_, false));
-  const std::vector<int> wd = Int32s(g.w), pd = Int32s(g.pads), sd = Int32s(g.strides), dd = Int32s(g.dilations);
-  KEEL_CUDNN_RETURN(cudnnSetFilterNdDescriptor, w_, CudnnDataTypeOf(dtype_), nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-                    g.rank(), wd.data());
-  // Compute type FLOAT for every data type: f32 accumulation (for half data this
-  // is cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configuration).
-  KEEL_CUDNN_RETURN(cudnnSetConvolutionNdDescriptor, conv_, g.rank() - 2, pd.data(), sd.data(), dd.data(),
-                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
-  KEEL_CUDNN_RETURN(cudnnSetConvolutionGroupCount, conv_, static_cast<int>(group));
-  // Half data: tensor-op math (the tensor cores, f32 accumulation). f32 data:
-  // FMA math unless TF32 is allowed (tensor ops on f32 would be TF32).
-  const cudnnMathType_t math = dtype_.half         ? CUDNN_TENSOR_OP_MATH
-                               : dev_.allow_tf32() ? CUDNN_DEFAULT_MATH
-                                                   : CUDNN_FMA_MATH;
-  KEEL_CUDNN_RETURN(cudnnSetConvolutionMathType, conv_, math);
-  std::vector<int> out(g.y.size(), 0);
-  KEEL_CUDNN_RETURN(cudnnGetConvolutionNdForwardOutputDim, conv_, x_, w_, g.rank(), out.data());
+  KEEL_ASSIGN_OR_RETURN(epi_.scalar, dev_.RuntimeFunction(epilogue_kernel.c_str()));
+  if (!dtype_.half) { KEEL_ASSIGN_OR_RETURN(epi_.vec4, dev_.RuntimeFunction("keel_bias_act_f32x4")); }
+  std::vector<int> out;
+  KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::CreateConvDescriptors(p, &d_, &out)));
   if (std::vector<int64_t>(out.begin(), out.end()) != g.y) {
     return ShapeError(k, "Y is " + ShapeString(ys) + " but cuDNN's convolution gives " +
                              ShapeString(std::vector<int64_t>(out.begin(), out.end())));
   }
-  KEEL_CUDNN_RETURN(cudnnCreateActivationDescriptor, &act_);
-  KEEL_CUDNN_RETURN(cudnnSetActivationDescriptor, act_,
-                    act_kind_ == 1 ? CUDNN_ACTIVATION_RELU : act_kind_ == 2 ? CUDNN_ACTIVATION_CLIPPED_RELU
-                                                                            : CUDNN_ACTIVATION_IDENTITY,
-                    CUDNN_PROPAGATE_NAN, act_kind_ == 2 ? clip_max : 0.0);
-  if (!has_bias_) {
+  KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::CreateConvActivation(p, &d_)));
+  if (!p.has_bias) {
     // The fused call always adds a bias: give it zeros.
     const uint64_t bytes = dtype_.bytes * static_cast<uint64_t>(ws[0]);
     KEEL_ASSIGN_OR_RETURN(zero_bias_, dev_.Allocate(bytes, 256));
@@ -373,8 +264,8 @@ Status CudnnConv::Plan(const KernelEntry& k) {
 
   // The tuning-file key (autotune.h): one format shared with the tests and the
   // generated host code, so a tuning file serves every path.
-  const std::string key = ConvProblemKey(xs, ws, ys, pads, strides, dil, group, has_bias_, has_residual_, act_kind_,
-                                         dev_.allow_tf32(), dtype_.dtype, nhwc_);
+  const std::string key = ConvProblemKey(xs, ws, ys, pads, strides, dil, group, p.has_bias, p.has_residual,
+                                         p.activation, dev_.allow_tf32(), dtype_.dtype, p.nhwc);
   KEEL_RETURN_IF_ERROR(Choose(k, key));
   // The backend-API engines (cudnn_engine_conv.h): on request, and by default
   // (kAuto) for grouped half or channels-last problems, where the legacy API
@@ -383,58 +274,26 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   // timings favoured engines that made ResNet-50 slower end to end.
   const VmOptions::CudnnEngines engines = dev_.cudnn_engines();
   if (engines == VmOptions::CudnnEngines::kCompete || engines == VmOptions::CudnnEngines::kForce ||
-      (engines == VmOptions::CudnnEngines::kAuto && (dtype_.half || nhwc_) && group > 1)) {
+      (engines == VmOptions::CudnnEngines::kAuto && (dtype_.half || p.nhwc) && group > 1)) {
     EngineConvProblem problem{g.x, g.w, g.y, LiftedPads(g), g.strides, g.dilations, group};
-    problem.dtype = CudnnDataTypeOf(dtype_);
-    problem.nhwc = nhwc_;
+    problem.dtype = cl::CudnnDataTypeOf(dtype_.element);
+    problem.nhwc = p.nhwc;
     KEEL_RETURN_IF_ERROR(ChooseEngine(key, problem));
   }
-  KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max<uint64_t>(ws_, engine_ ? engine_->workspace(0) : 0)));
-  const std::string algo = std::string(" algo=") + ConvAlgoName(algo_) + " workspace=" + std::to_string(ws_) +
-                           (nhwc_ ? " layout=nhwc" : "");
-  call_fused_ = "cudnnConvolutionBiasActivationForward" + algo;
-  call_conv_ = "cudnnConvolutionForward" + algo + (has_bias_ || has_residual_ || act_kind_ ? " + keel_bias_act" : "");
+  KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max<uint64_t>(choice_.workspace, engine_ ? engine_->workspace(0) : 0)));
+  call_fused_ = cl::ConvFusedCallName(p, choice_);
+  call_conv_ = cl::ConvEpilogueCallName(p, choice_);
   return Status::Ok();
 }
 
 // Picks algorithm and mode: from the per-VM cache, else by timing every
 // candidate the heuristics offer (cuda_autotune off: the first usable one).
 Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
-  if (const std::vector<int64_t>* t = dev_.FindTuning(key); t != nullptr && t->size() == 3) {
-    algo_ = static_cast<cudnnConvolutionFwdAlgo_t>((*t)[0]);
-    mode_ = static_cast<ConvMode>((*t)[1]);
-    ws_ = static_cast<uint64_t>((*t)[2]);
+  if (const std::vector<int64_t>* t = dev_.FindTuning(key); t != nullptr && cl::ConvCandidateFromTuning(*t, &choice_)) {
     return Status::Ok();
   }
-  int max_algos = 0;
-  KEEL_CUDNN_RETURN(cudnnGetConvolutionForwardAlgorithmMaxCount, h_, &max_algos);
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(1, max_algos)));
-  int got = 0;
-  KEEL_CUDNN_RETURN(cudnnGetConvolutionForwardAlgorithm_v7, h_, x_, w_, conv_, y_, static_cast<int>(perf.size()), &got,
-                    perf.data());
-  struct Candidate {
-    cudnnConvolutionFwdAlgo_t algo;
-    ConvMode mode;
-    size_t ws;
-  };
-  std::vector<Candidate> cands;
-  for (int i = 0; i < got; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    // f32 without TF32: only FMA (or default, non-tensor-op) math: tensor-op math
-    // on f32 would be TF32. Half data: any math (tensor ops are the point).
-    if (!dtype_.half && !dev_.allow_tf32() && perf[i].mathType != CUDNN_FMA_MATH &&
-        perf[i].mathType != CUDNN_DEFAULT_MATH)
-      continue;
-    size_t bytes = 0;
-    if (cudnnGetConvolutionForwardWorkspaceSize(h_, x_, w_, conv_, y_, perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
-      continue;
-    if (bytes > kMaxConvWorkspace) continue;
-    bool dup = false;
-    for (const Candidate& c : cands) dup = dup || c.algo == perf[i].algo;
-    if (dup) continue;
-    if (FusedAllowed(perf[i].algo)) cands.push_back({perf[i].algo, ConvMode::kFused, bytes});
-    cands.push_back({perf[i].algo, ConvMode::kConvEpilogue, bytes});
-  }
+  std::vector<cl::ConvCandidate> cands;
+  KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::ConvCandidates(h_, problem_, d_, &cands)));
   if (cands.empty()) {
     return Unsupported("kernel " + k.name + " (cudnn.conv2d): cuDNN offers no algorithm for X " +
                        ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape) + " in " + dtype_.name);
@@ -443,23 +302,17 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
   if (dev_.autotune() && cands.size() > 1) {
     ScratchBuffers scratch(dev_.device_allocator());
     size_t max_ws = 0;
-    for (const Candidate& c : cands) max_ws = std::max(max_ws, c.ws);
+    for (const cl::ConvCandidate& c : cands) max_ws = std::max(max_ws, c.workspace);
     KEEL_ASSIGN_OR_RETURN(const TimingArgs args, AllocateTimingArgs(scratch, max_ws));
-    void *x = args.x, *w = args.w, *y = args.y, *wsp = args.ws, *bias = args.bias, *res = args.res;
     KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
     std::vector<double> us;
-    for (const Candidate& c : cands) {
-      Result<double> t = TimeOnStream(dev_.stream(), spin, 5, [&]() {
-        if (c.mode == ConvMode::kFused) return Fused(x, w, bias, res, y, c.algo, wsp, c.ws) == CUDNN_STATUS_SUCCESS;
-        bool refused = false;
-        Status s = ConvThenEpilogue(x, w, bias, res, y, c.algo, wsp, c.ws, &refused);
-        return s.ok() && !refused;
-      });
+    for (const cl::ConvCandidate& c : cands) {
+      Result<double> t = TimeOnStream(dev_.stream(), spin, 5, [&]() { return RunCandidate(args, c); });
       if (!t.ok()) return t.status();
       us.push_back(*t);
       if (dev_.autotune_log()) {
-        std::fprintf(stderr, "keel autotune %s %s %s ws=%zu: %.2f us\n", name_.c_str(), ConvAlgoName(c.algo),
-                     c.mode == ConvMode::kFused ? "fused" : "conv+epilogue", c.ws, *t);
+        std::fprintf(stderr, "keel autotune %s %s %s ws=%zu: %.2f us\n", name_.c_str(), cl::ConvAlgoName(c.algo),
+                     c.mode == cl::ConvMode::kFused ? "fused" : "conv+epilogue", c.workspace, *t);
       }
     }
     pick = PickFastest(us);
@@ -468,10 +321,9 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
                          ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape));
     }
   }
-  algo_ = cands[static_cast<size_t>(pick)].algo;
-  mode_ = cands[static_cast<size_t>(pick)].mode;
-  ws_ = cands[static_cast<size_t>(pick)].ws;
-  dev_.StoreTuning(key, {static_cast<int64_t>(algo_), static_cast<int64_t>(mode_), static_cast<int64_t>(ws_)});
+  choice_ = cands[static_cast<size_t>(pick)];
+  dev_.StoreTuning(key, {static_cast<int64_t>(choice_.algo), static_cast<int64_t>(choice_.mode),
+                         static_cast<int64_t>(choice_.workspace)});
   return Status::Ok();
 }
 
@@ -488,7 +340,7 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
   const std::vector<int64_t>* cached = dev_.FindTuning(ekey);
   if (cached != nullptr && (cached->empty() || (*cached)[0] < 0)) return Status::Ok();
   Result<std::unique_ptr<CudnnEngineConv>> made =
-      CudnnEngineConv::Create(h_, problem, dev_.allow_tf32(), kMaxConvWorkspace, dev_.engine_search());
+      CudnnEngineConv::Create(h_, problem, dev_.allow_tf32(), cl::kMaxConvWorkspace, dev_.engine_search());
   if (!made.ok()) {
     if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s: %s\n", name_.c_str(), made.status().ToString().c_str());
     dev_.StoreTuning(ekey, {-1});
@@ -500,34 +352,29 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
     pick = (*cached)[0] < static_cast<int64_t>(e->size()) ? (*cached)[0] : -1;
   } else {
     ScratchBuffers scratch(dev_.device_allocator());
-    uint64_t max_ws = ws_;
+    uint64_t max_ws = choice_.workspace;
     for (size_t i = 0; i < e->size(); ++i) max_ws = std::max(max_ws, e->workspace(i));
     KEEL_ASSIGN_OR_RETURN(const TimingArgs args, AllocateTimingArgs(scratch, max_ws));
-    void *x = args.x, *w = args.w, *y = args.y, *wsp = args.ws, *bias = args.bias, *res = args.res;
     KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
     std::vector<double> us;
     for (size_t i = 0; i < e->size(); ++i) {
       KEEL_ASSIGN_OR_RETURN(const double t, TimeOnStream(dev_.stream(), spin, 5, [&]() {
-        return e->Run(i, x, w, y, wsp) == CUDNN_STATUS_SUCCESS && Epilogue(y, bias, res).ok();
+        return e->Run(i, args.x, args.w, args.y, args.ws) == CUDNN_STATUS_SUCCESS &&
+               Epilogue(args.y, args.bias, args.res).ok();
       }));
       us.push_back(t);
       if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s %s: %.2f us\n", name_.c_str(), e->describe(i).c_str(), t);
     }
     double legacy = -1;
     if (mode != VmOptions::CudnnEngines::kForce) {
-      KEEL_ASSIGN_OR_RETURN(legacy, TimeOnStream(dev_.stream(), spin, 5, [&]() {
-        if (mode_ == ConvMode::kFused) return Fused(x, w, bias, res, y, algo_, wsp, ws_) == CUDNN_STATUS_SUCCESS;
-        bool refused = false;
-        Status s = ConvThenEpilogue(x, w, bias, res, y, algo_, wsp, ws_, &refused);
-        return s.ok() && !refused;
-      }));
+      KEEL_ASSIGN_OR_RETURN(legacy, TimeOnStream(dev_.stream(), spin, 5, [&]() { return RunCandidate(args, choice_); }));
     }
     const int best = PickFastest(us);
     if (best >= 0 && (legacy < 0 || us[static_cast<size_t>(best)] < 0.97 * legacy)) pick = best;
     if (dev_.autotune_log()) {
-      std::fprintf(stderr, "keel engines %s: legacy %s %.2f us -> %s (%s)\n", name_.c_str(), ConvAlgoName(algo_),
-                   legacy, pick >= 0 ? e->describe(static_cast<size_t>(pick)).c_str() : "legacy",
-                   e->summary().c_str());
+      std::fprintf(stderr, "keel engines %s: legacy %s %.2f us -> %s (%s)\n", name_.c_str(),
+                   cl::ConvAlgoName(choice_.algo), legacy,
+                   pick >= 0 ? e->describe(static_cast<size_t>(pick)).c_str() : "legacy", e->summary().c_str());
     }
     dev_.StoreTuning(ekey, {pick});
   }
@@ -535,25 +382,25 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
   e->Keep(static_cast<size_t>(pick));
   engine_ = std::move(e);
   call_engine_ = "cudnnBackendExecute " + engine_->describe(0) +
-                 (has_bias_ || has_residual_ || act_kind_ ? " + keel_bias_act" : "");
+                 (problem_.has_bias || problem_.has_residual || problem_.activation ? " + keel_bias_act" : "");
   return Status::Ok();
 }
 
 Status CudnnConv::Launch(void* const* args) {
   dev_.Bind();
-  const void* bias = has_bias_ ? args[bias_arg_] : nullptr;
-  const void* res = has_residual_ ? args[res_arg_] : nullptr;
+  const void* bias = problem_.has_bias ? args[bias_arg_] : nullptr;
+  const void* res = problem_.has_residual ? args[res_arg_] : nullptr;
   void* y = args[y_arg_];
   dev_.BeginOp();
   if (EngineUsable(args[0], args[1], res, y)) {
     const cudnnStatus_t s = engine_->Run(0, args[0], args[1], y, dev_.workspace());
     if (s != CUDNN_STATUS_SUCCESS) return CudnnStatus(s, "cudnnBackendExecute").WithContext("kernel " + name_);
-    KEEL_RETURN_IF_ERROR(Epilogue(y, bias, res));
+    KEEL_RETURN_IF_ERROR(LibraryCallStatus(Epilogue(y, bias, res)).WithContext("kernel " + name_));
     dev_.EndLaunch(call_engine_, name_);
     return Status::Ok();
   }
-  if (mode_ == ConvMode::kFused) {
-    const cudnnStatus_t s = Fused(args[0], args[1], bias, res, y, algo_, dev_.workspace(), ws_);
+  if (choice_.mode == cl::ConvMode::kFused) {
+    const cudnnStatus_t s = Fused(args[0], args[1], bias, res, y, choice_.algo, dev_.workspace(), choice_.workspace);
     if (s == CUDNN_STATUS_SUCCESS) {
       dev_.EndLaunch(call_fused_, name_);
       return Status::Ok();
@@ -561,9 +408,11 @@ Status CudnnConv::Launch(void* const* args) {
     if (s != CUDNN_STATUS_NOT_SUPPORTED) {
       return CudnnStatus(s, "cudnnConvolutionBiasActivationForward").WithContext("kernel " + name_);
     }
-    mode_ = ConvMode::kConvEpilogue;  // no fused kernel after all: the sequence from now on
+    choice_.mode = cl::ConvMode::kConvEpilogue;  // no fused kernel after all: the sequence from now on
   }
-  KEEL_RETURN_IF_ERROR(ConvThenEpilogue(args[0], args[1], bias, res, y, algo_, dev_.workspace(), ws_, nullptr));
+  KEEL_RETURN_IF_ERROR(LibraryCallStatus(ConvThenEpilogue(args[0], args[1], bias, res, y, choice_.algo,
+                                                          dev_.workspace(), choice_.workspace))
+                           .WithContext("kernel " + name_));
   dev_.EndLaunch(call_conv_, name_);
   return Status::Ok();
 }
@@ -573,18 +422,12 @@ Status CudnnConv::Launch(void* const* args) {
 class CudnnPool final : public CudaLaunchState {
  public:
   CudnnPool(CudaDevice& dev, std::string name) : dev_(dev), name_(std::move(name)) {}
-  ~CudnnPool() override {
-    if (x_) (void)cudnnDestroyTensorDescriptor(x_);
-    if (y_) (void)cudnnDestroyTensorDescriptor(y_);
-    if (p_) (void)cudnnDestroyPoolingDescriptor(p_);
-  }
+  ~CudnnPool() override { cl::DestroyPoolDescriptors(d_); }
   Status Plan(const KernelEntry& k);
   Status Launch(void* const* args) override {
-    const float one = 1.f, zero = 0.f;
     dev_.Bind();
     dev_.BeginOp();
-    const cudnnStatus_t s = cudnnPoolingForward(h_, p_, &one, x_, args[0], &zero, y_, args[1]);
-    if (s != CUDNN_STATUS_SUCCESS) return CudnnStatus(s, "cudnnPoolingForward").WithContext("kernel " + name_);
+    KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::PoolForward(h_, d_, args[0], args[1])).WithContext("kernel " + name_));
     dev_.EndLaunch(call_, name_);
     return Status::Ok();
   }
@@ -593,8 +436,7 @@ class CudnnPool final : public CudaLaunchState {
   CudaDevice& dev_;
   std::string name_;
   cudnnHandle_t h_ = nullptr;
-  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
-  cudnnPoolingDescriptor_t p_ = nullptr;
+  cl::PoolDescriptors d_;
   std::string call_;
 };
 
@@ -620,20 +462,21 @@ Status CudnnPool::Plan(const KernelEntry& k) {
                                : mode == lo::value::kPoolAvg ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                                              : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
   KEEL_ASSIGN_OR_RETURN(h_, dev_.CudnnHandle());
-  KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &x_);
-  KEEL_CUDNN_RETURN(cudnnCreateTensorDescriptor, &y_);
-  KEEL_CUDNN_RETURN(cudnnCreatePoolingDescriptor, &p_);
+  // Channels-first dims whatever the storage order.
   const auto xs = nhwc ? common::ChannelsFirstShape(k.args[0].shape) : k.args[0].shape;
   const auto ys = nhwc ? common::ChannelsFirstShape(k.args[1].shape) : k.args[1].shape;
-  KEEL_RETURN_IF_ERROR(SetTensor4d(x_, xs, dtype, nhwc));
-  KEEL_RETURN_IF_ERROR(SetTensor4d(y_, ys, dtype, nhwc));
-  KEEL_CUDNN_RETURN(cudnnSetPooling2dDescriptor, p_, m, CUDNN_PROPAGATE_NAN, static_cast<int>(kernel[0]),
-                    static_cast<int>(kernel[1]), static_cast<int>(pads[0]), static_cast<int>(pads[1]),
-                    static_cast<int>(strides[0]), static_cast<int>(strides[1]));
-  int n = 0, c = 0, h = 0, w = 0;
-  KEEL_CUDNN_RETURN(cudnnGetPooling2dForwardOutputDim, p_, x_, &n, &c, &h, &w);
-  if (n != ys[0] || c != ys[1] || h != ys[2] || w != ys[3]) {
-    return ShapeError(k, "Y is " + ShapeString(ys) + " but the pooling gives " + ShapeString({n, c, h, w}));
+  // CheckRank4 bounded every dimension to int32, the attributes' reader the rest.
+  const int x[4] = {static_cast<int>(xs[0]), static_cast<int>(xs[1]), static_cast<int>(xs[2]), static_cast<int>(xs[3])};
+  const int y[4] = {static_cast<int>(ys[0]), static_cast<int>(ys[1]), static_cast<int>(ys[2]), static_cast<int>(ys[3])};
+  const int window[2] = {static_cast<int>(kernel[0]), static_cast<int>(kernel[1])};
+  const int begin_pads[2] = {static_cast<int>(pads[0]), static_cast<int>(pads[1])};
+  const int step[2] = {static_cast<int>(strides[0]), static_cast<int>(strides[1])};
+  int out[4] = {0, 0, 0, 0};
+  KEEL_RETURN_IF_ERROR(
+      LibraryCallStatus(cl::CreatePoolDescriptors(x, y, m, window, begin_pads, step, dtype.element, nhwc, &d_, out)));
+  if (out[0] != ys[0] || out[1] != ys[1] || out[2] != ys[2] || out[3] != ys[3]) {
+    return ShapeError(k, "Y is " + ShapeString(ys) + " but the pooling gives " +
+                             ShapeString({out[0], out[1], out[2], out[3]}));
   }
   call_ = "cudnnPoolingForward mode=" + mode + (nhwc ? " layout=nhwc" : "");
   return Status::Ok();

@@ -6,13 +6,12 @@
 namespace keel::vm_internal {
 
 Result<LibraryDType> LibraryDTypeOf(DataType t) {
-  switch (t) {
-    case DataType::kF32: return LibraryDType{t, CUDA_R_32F, 4, false, DataTypeName(t)};
-    case DataType::kF16: return LibraryDType{t, CUDA_R_16F, 2, true, DataTypeName(t)};
-    case DataType::kBF16: return LibraryDType{t, CUDA_R_16BF, 2, true, DataTypeName(t)};
-    default:
-      return Unsupported(std::string("the CUDA library kernels take f32, f16 or bf16, not ") + DataTypeName(t));
+  cuda_lib::ElementType e;
+  if (!cuda_lib::ElementTypeNamed(DataTypeName(t), &e)) {
+    return Unsupported(std::string("the CUDA library kernels take f32, f16 or bf16, not ") + DataTypeName(t));
   }
+  const cuda_lib::ElementTypeInfo& info = cuda_lib::InfoOf(e);
+  return LibraryDType{t, e, info.cuda, info.bytes, info.half, DataTypeName(t)};
 }
 
 Result<LibraryDType> LibraryDTypeOfArg(const KernelEntry& k, size_t arg, const char* what) {
@@ -38,15 +37,5 @@ Status RequireDType(const KernelEntry& k, size_t arg, const char* what, const Li
   }
   return Status::Ok();
 }
-
-#ifdef KEEL_HAVE_CUDNN
-cudnnDataType_t CudnnDataTypeOf(const LibraryDType& t) {
-  switch (t.cuda) {
-    case CUDA_R_16F: return CUDNN_DATA_HALF;
-    case CUDA_R_16BF: return CUDNN_DATA_BFLOAT16;
-    default: return CUDNN_DATA_FLOAT;  // LibraryDTypeOf makes no other type
-  }
-}
-#endif
 
 }  // namespace keel::vm_internal

@@ -5,8 +5,8 @@
 // cublas.gemm / cudnn.conv2d / cudnn.pool2d kernels, with the same attributes
 // and shapes, as in the fp32 compile of the same model; only their argument
 // dtypes differ (f16/bf16, serialized with the kernel). The fp32 compile keeps
-// f32 arguments, and the CUDA host-program emitter refuses a half library
-// kernel by name and dtype. Compile-only (no GPU): running the half kernels is
+// f32 arguments, and the CUDA host-program emitter plans each half library
+// kernel with its element type. Compile-only (no GPU): running the half kernels is
 // tests/vm/cuda/cuda_half_library_kernels_test's job.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -203,13 +203,21 @@ TEST(CudaHalfSelect, GemmMatMulAndPoolAreLibraryKernels) {
                                       k.attrs.find("has_bias=1,") != std::string::npos);
   EXPECT_TRUE(saw_relu_bias);
 
-  // The host-program emitter restates the VM's f32 library set-up only: it
-  // refuses the half executable, naming the kernel and the dtype.
+  // The host program runs the half library kernels with the VM's own calls
+  // (vm/cuda/library_calls*.h): each is planned with its f16 element type.
   Result<std::string> src = EmitCudaHostSource(half.file, CudaHostOptions{});
-  ASSERT_FALSE(src.ok());
-  EXPECT_EQ(src.status().code(), StatusCode::kUnsupported) << src.status().ToString();
-  EXPECT_NE(src.status().message().find("f16"), std::string::npos) << src.status().ToString();
-  EXPECT_NE(src.status().message().find(half.library[0].name), std::string::npos) << src.status().ToString();
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  const size_t begin = src->find("static void ResolveKernels()");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string resolve = src->substr(begin, src->find("\n}\n", begin) - begin);
+  size_t f16_plans = 0;
+  for (size_t p = resolve.find("cl::ElementType::kF16"); p != std::string::npos;
+       p = resolve.find("cl::ElementType::kF16", p + 1)) {
+    ++f16_plans;
+  }
+  EXPECT_EQ(f16_plans, half.library.size());  // one per library kernel: the pool and both GEMMs
+  EXPECT_EQ(resolve.find("cl::ElementType::kF32"), std::string::npos);
+  for (const LibraryKernelSeen& k : half.library) EXPECT_NE(resolve.find("\"" + k.name + "\""), std::string::npos) << k.name;
 }
 
 }  // namespace

@@ -2,29 +2,29 @@
 //
 // Hand-written executables pin down what the generated program contains for each
 // instruction and library kernel, and the errors; the model zoo (squeezenet1_1,
-// greedy-size / naive / dynamic plans) checks the program against its executable,
-// read back with the reader, instruction by instruction. Every program is compiled
+// greedy-size / naive / dynamic plans, and fp16) checks the program against its
+// executable, read back with the reader, instruction by instruction (the library
+// calls and half kernels: cuda_host_library_test.cc). Every program is compiled
 // with nvcc when the toolkit is present (skipped with a message otherwise). Running
 // it needs a GPU: scripts/cuda-host-check.sh does that on the GPU machine and
 // compares its outputs and trace with keel-run's.
 #include <gtest/gtest.h>
-
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "compiler/driver/compile.h"
 #include "compiler/driver/cuda_host_emitter.h"
+#include "compiler/passes/mixed_precision.h"
 #include "serialization/executable_reader.h"
 #include "serialization/executable_writer.h"
 #include "serialization/library_ops.h"
+#include "tests/compiler/driver/cuda_host_test_util.h"
 #ifdef KEEL_TEST_WITH_VM_CUDA
 #include "vm/cuda/autotune.h"
 #endif
@@ -35,56 +35,13 @@ namespace {
 namespace fs = std::filesystem;
 namespace lo = ser::library_ops;
 namespace fb = keel::fb;
+using test_util::CompileWithNvcc;
+using test_util::Count;
+using test_util::FunctionBody;
+using test_util::HaveNvcc;
+using test_util::Image;
+using test_util::TempDir;
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
-  return n;
-}
-
-// The text of function `name` in the generated program (from its signature to the next "\n}\n").
-std::string FunctionBody(const std::string& text, const std::string& signature) {
-  const size_t begin = text.find(signature);
-  if (begin == std::string::npos) return {};
-  const size_t end = text.find("\n}\n", begin);
-  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-}
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("keel_cuda_host_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
-
-// nvcc on the generated source; "" on success, else the reason (the compiler's output).
-std::string CompileWithNvcc(const fs::path& source, const fs::path& binary) {
-  const fs::path log = binary.string() + ".log";
-  // The runtime kernels' flags of the VM build (vm/cuda/CMakeLists.txt): sm_90 code + compute_80 PTX.
-  std::string cmd = std::string(KEEL_NVCC) +
-                    " -std=c++17 -O1 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80 '" +
-                    source.string() + "' -o '" + binary.string() +
-                    "' -L'" + KEEL_CUDNN_LIBDIR + "' -L'" + KEEL_CUDA_STUBS + "' -lcublasLt -lcudnn -lcuda -ldl > '" +
-                    log.string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  if (rc == 0 && fs::exists(binary)) return {};
-  std::ifstream in(log);
-  return "nvcc failed (" + std::to_string(rc) + "): " + cmd + "\n" +
-         std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-bool HaveNvcc() { return std::string(KEEL_NVCC).size() > 0 && fs::exists(KEEL_NVCC); }
 
 // A small CUDA executable: host input -> device copy -> gemm (row bias) -> generated relu -> host output,
 // with a hostile debug name (quotes, backslash, newline) to exercise literal escaping.
@@ -158,15 +115,6 @@ std::vector<uint8_t> TinyExecutable(bool dynamic, const std::string& gemm_drop_a
   return bytes.ok() ? *bytes : std::vector<uint8_t>();
 }
 
-// An 8-byte aligned copy, as ReadExecutable needs.
-struct Image {
-  explicit Image(const std::vector<uint8_t>& b) : words((b.size() + 7) / 8), size(b.size()) {
-    if (!b.empty()) std::memcpy(words.data(), b.data(), b.size());
-  }
-  std::span<const uint8_t> span() const { return {reinterpret_cast<const uint8_t*>(words.data()), size}; }
-  std::vector<uint64_t> words;
-  size_t size;
-};
 
 TEST(CudaHostEmitter, TinyProgramMirrorsEveryInstruction) {
   const Image img(TinyExecutable(false));
@@ -200,8 +148,11 @@ TEST(CudaHostEmitter, TinyProgramMirrorsEveryInstruction) {
   // Its trace name gains " programmatic" exactly when the VM's would (decided at run time).
   EXPECT_NE(run.find("std::string(\" launch cuLaunchKernel grid=(3,1,1) block=(128,1,1)\") + GeneratedLaunchSuffix()"),
             std::string::npos);
-  EXPECT_EQ(Count(run, "cublasLtMatmul(g_lt"), 1u);
-  EXPECT_NE(s.find("CUBLASLT_EPILOGUE_BIAS;"), std::string::npos);
+  EXPECT_EQ(Count(run, "GemmRun(k0, "), 1u);
+  // The gemm's problem: a row bias (cuBLASLt's bias epilogue, chosen by the shared calls).
+  EXPECT_NE(s.find("p.has_bias = g.has_bias = true;"), std::string::npos);
+  EXPECT_NE(s.find("p.full_bias = g.full_bias = false;"), std::string::npos);
+  EXPECT_NE(s.find("p.activation = cl::GemmActivation::kNone;"), std::string::npos);
   EXPECT_NE(s.find("g.alpha = 0x1p-1f;"), std::string::npos);  // alpha 0.5, exact
   EXPECT_EQ(Count(run, "cudaMemcpyHostToDevice"), 1u);
   EXPECT_EQ(Count(run, "cudaMemcpyDeviceToHost"), 1u);
@@ -244,7 +195,7 @@ TEST(CudaHostEmitter, DynamicPlanAllocatesAndFreesWhereTheBytecodeSays) {
   EXPECT_EQ(Count(run, "DeviceFree("), 3u);
   EXPECT_EQ(Count(FunctionBody(*src, "static void AllocateArenas()"), "Malloc("), 0u);
   // The free comes right after the gemm that last reads storage 0, before the relu.
-  const size_t gemm = run.find("cublasLtMatmul(g_lt"), free0 = run.find("DeviceFree(R[1]"),
+  const size_t gemm = run.find("GemmRun(k0"), free0 = run.find("DeviceFree(R[1]"),
                relu = run.find("LaunchGenerated(k1");
   ASSERT_NE(free0, std::string::npos);
   EXPECT_LT(gemm, free0);
@@ -377,7 +328,7 @@ TEST(CudaHostEmitter, TuningKeysAreTheVmKeys) {
   const std::string suffix = "|tf320";
   ASSERT_EQ(key.substr(key.size() - suffix.size()), suffix);
   key.resize(key.size() - suffix.size());
-  EXPECT_NE(src->find("GemmChooseAlgorithms(g, \"gemm_0\", \"" + key + "\");"), std::string::npos) << key;
+  EXPECT_NE(src->find("GemmPlanKernel(g, p, \"gemm_0\", \"" + key + "\");"), std::string::npos) << key;
   EXPECT_NE(src->find("g_allow_tf32 ? \"|tf321\" : \"|tf320\""), std::string::npos);
 }
 
@@ -425,13 +376,13 @@ TEST(CudaHostEmitter, ConvKeyAndEpilogueState) {
   std::string key =
       vm_internal::ConvProblemKey({1, 4, 9, 9}, {8, 4, 3, 3}, {1, 8, 5, 5}, {1, 1, 1, 1}, {2, 2}, {1, 1}, 1, true, true, 2, false);
   key.resize(key.size() - std::string("|tf320").size());
-  EXPECT_NE(src->find("ConvFinishPlan(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
+  EXPECT_NE(src->find("ConvPlanKernel(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
   const std::string resolve = FunctionBody(*src, "static void ResolveKernels()");
-  EXPECT_NE(resolve.find("c.act_kind = 2;"), std::string::npos);
-  EXPECT_NE(resolve.find("c.clip_max = 0x1.8p-1;"), std::string::npos);  // 0.75, exact
-  EXPECT_NE(resolve.find("c.y_elems = 200;"), std::string::npos);
-  EXPECT_NE(resolve.find("c.hw = 25;"), std::string::npos);
-  EXPECT_NE(resolve.find("RuntimeKernels();"), std::string::npos);
+  EXPECT_NE(resolve.find("c.p.activation = 2;"), std::string::npos);
+  EXPECT_NE(resolve.find("c.p.clip_max = 0x1.8p-1;"), std::string::npos);  // 0.75, exact
+  EXPECT_NE(resolve.find("c.p.y = {1, 8, 5, 5};"), std::string::npos);
+  EXPECT_NE(resolve.find("c.p.has_residual = true;"), std::string::npos);
+  EXPECT_NE(resolve.find("c.p.type = cl::ElementType::kF32;"), std::string::npos);
   EXPECT_NE(FunctionBody(*src, "static void Run()").find("ConvRun(k0, R[0], R[2], R[3], R[1], R[5]);"),
             std::string::npos);
   if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found: the program is not compiled";
@@ -457,19 +408,16 @@ TEST(CudaHostEmitter, Conv1dAnd3dUseNdDescriptors) {
        {6, 2, 3},
        {1, 6, 5},
        {ser::AttrDesc::Ints("pads", {1, 1}), ser::AttrDesc::Ints("strides", {2}), ser::AttrDesc::Ints("group", {2})},
-       {"ConvTensor(c.x, {1, 4, 1, 10});", "ConvTensor(c.y, {1, 6, 1, 5});", "ConvTensor(c.b, {1, 6, 1, 1});",
-        "ConvFilter(c.w, {6, 2, 1, 3});", "ConvDescriptor(c.conv, {0, 1}, {1, 2}, {1, 1});",
-        "cudnnSetConvolutionGroupCount(c.conv, 2)", "ConvCheckOutput(c, {1, 6, 1, 5}, \"conv_0\");", "c.hw = 5;",
-        "c.y_elems = 30;", "unit height"},
+       {"c.p.x = {1, 4, 1, 10};", "c.p.y = {1, 6, 1, 5};", "c.p.w = {6, 2, 1, 3};", "c.p.pads = {0, 1};",
+        "c.p.strides = {1, 2};", "c.p.dilations = {1, 1};", "c.p.group = 2;", "unit height"},
        vm_internal::ConvProblemKey({1, 4, 10}, {6, 2, 3}, {1, 6, 5}, {1, 1}, {2}, {1}, 2, false, false, 0, false)},
       {{1, 3, 8, 16, 16},
        {8, 3, 3, 7, 7},
        {1, 8, 8, 8, 8},
        {ser::AttrDesc::Ints("pads", {1, 3, 3, 1, 3, 3}), ser::AttrDesc::Ints("strides", {1, 2, 2}),
         ser::AttrDesc::Str("activation", "relu")},
-       {"ConvTensor(c.x, {1, 3, 8, 16, 16});", "ConvTensor(c.b, {1, 8, 1, 1, 1});", "ConvFilter(c.w, {8, 3, 3, 7, 7});",
-        "ConvDescriptor(c.conv, {1, 3, 3}, {1, 2, 2}, {1, 1, 1});", "ConvCheckOutput(c, {1, 8, 8, 8, 8}, \"conv_0\");",
-        "c.hw = 512;", "c.channels = 8;", "c.act_kind = 1;"},
+       {"c.p.x = {1, 3, 8, 16, 16};", "c.p.w = {8, 3, 3, 7, 7};", "c.p.y = {1, 8, 8, 8, 8};",
+        "c.p.pads = {1, 3, 3};", "c.p.strides = {1, 2, 2};", "c.p.dilations = {1, 1, 1};", "c.p.activation = 1;"},
        vm_internal::ConvProblemKey({1, 3, 8, 16, 16}, {8, 3, 3, 7, 7}, {1, 8, 8, 8, 8}, {1, 3, 3, 1, 3, 3}, {1, 2, 2},
                                    {1, 1, 1}, 1, false, false, 1, false)},
   };
@@ -484,7 +432,7 @@ TEST(CudaHostEmitter, Conv1dAnd3dUseNdDescriptors) {
     for (const std::string& line : c.lines) EXPECT_NE(resolve.find(line), std::string::npos) << line;
     std::string key = c.key;
     key.resize(key.size() - std::string("|tf320").size());
-    EXPECT_NE(resolve.find("ConvFinishPlan(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
+    EXPECT_NE(resolve.find("ConvPlanKernel(c, \"conv_0\", \"" + key + "\");"), std::string::npos) << key;
     if (!HaveNvcc()) continue;
     const fs::path cu = dir.path() / ("conv_nd" + std::to_string(n) + ".cu");
     std::ofstream(cu) << *src;
@@ -573,7 +521,7 @@ TEST_P(CudaHostZoo, Squeezenet) {
   const std::string run = FunctionBody(s, "static void Run()");
   EXPECT_EQ(Count(run, "\n  // #"), insts->size());
   EXPECT_EQ(Count(run, "LaunchGenerated(k"), generated);
-  EXPECT_EQ(Count(run, "cublasLtMatmul(g_lt"), gemm);
+  EXPECT_EQ(Count(run, "GemmRun(k"), gemm);
   EXPECT_EQ(Count(run, "ConvRun(k"), conv);
   // Every conv and gemm kernel is planned with its tuning-file key, once.
   size_t lib_kernels = 0;
@@ -582,9 +530,9 @@ TEST_P(CudaHostZoo, Squeezenet) {
     lib_kernels += lib == lo::kCublasGemm || lib == lo::kCudnnConv2d ? 1 : 0;
   }
   const std::string resolve = FunctionBody(s, "static void ResolveKernels()");
-  EXPECT_EQ(Count(resolve, "ConvFinishPlan(c, ") + Count(resolve, "GemmChooseAlgorithms(g, "), lib_kernels);
-  EXPECT_EQ(Count(resolve, ", \"conv|["), Count(resolve, "ConvFinishPlan(c, "));
-  EXPECT_EQ(Count(run, "cudnnPoolingForward(g_cudnn"), pool);
+  EXPECT_EQ(Count(resolve, "ConvPlanKernel(c, ") + Count(resolve, "GemmPlanKernel(g, p, "), lib_kernels);
+  EXPECT_EQ(Count(resolve, ", \"conv|["), Count(resolve, "ConvPlanKernel(c, "));
+  EXPECT_EQ(Count(run, "cl::PoolForward(g_cudnn"), pool);
   EXPECT_GT(conv, 0u);
   EXPECT_EQ(Count(run, "Malloc("), dyn_alloc);
   EXPECT_EQ(Count(run, "g_arena["), slices);
@@ -607,6 +555,40 @@ TEST_P(CudaHostZoo, Squeezenet) {
   }
   if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found (" << KEEL_NVCC << "): the generated program is not compiled";
   const std::string err = CompileWithNvcc(cu, dir.path() / "squeezenet_host");
+  EXPECT_TRUE(err.empty()) << err;
+}
+
+// squeezenet1_1 compiled with --precision fp16: its convolutions and pools are f16
+// library kernels; the program plans each with its half type and compiles.
+TEST(CudaHostZooHalf, SqueezenetFp16) {
+  const fs::path model = ModelsDir() / "squeezenet1_1.onnx";
+  if (!fs::exists(model)) GTEST_SKIP() << "shared models not found at " << ModelsDir() << " (KEEL_SHARED_DIR)";
+  TempDir dir;
+  CompileOptions options;
+  options.model_path = model.string();
+  options.output_path = (dir.path() / "squeezenet_fp16.keel").string();
+  options.target = "cuda";
+  options.memory_plan = "greedy-size";
+  options.planner_time_limit_seconds = 2;
+  options.pipeline.mixed_precision.precision = passes::Precision::kFp16;
+  auto summary = CompileModel(options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  CudaHostOptions host;
+  host.keel_path = options.output_path;
+  host.library_path = options.output_path + ".so";
+  const fs::path cu = dir.path() / "squeezenet_fp16_host.cu";
+  Status st = WriteCudaHostProgram(host, cu.string());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::ifstream in(cu);
+  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string resolve = FunctionBody(s, "static void ResolveKernels()");
+  const size_t convs = Count(resolve, "ConvPlanKernel(c, ");
+  EXPECT_GT(convs, 0u);
+  EXPECT_EQ(Count(resolve, "c.p.type = cl::ElementType::kF16;"), convs);
+  EXPECT_EQ(Count(resolve, "c.p.type = cl::ElementType::kF32;"), 0u);
+  EXPECT_EQ(Count(resolve, "|f16\");"), convs + Count(resolve, "GemmPlanKernel(g, p, "));
+  if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found (" << KEEL_NVCC << "): the generated program is not compiled";
+  const std::string err = CompileWithNvcc(cu, dir.path() / "squeezenet_fp16_host");
   EXPECT_TRUE(err.empty()) << err;
 }
 

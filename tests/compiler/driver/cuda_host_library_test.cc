@@ -1,0 +1,209 @@
+// Tests of keelc --emit=cuda-host's library kernels (compiler/driver/cuda_host_emitter.h):
+// the VM's library calls (vm/cuda/library_calls*.h) pasted verbatim and not restated,
+// half (f16/bf16) cuBLASLt / cuDNN kernels planned with their element type and the
+// VM's half tuning keys, and the types the program refuses. Programs are compiled
+// with nvcc when the toolkit is present; running them needs a GPU
+// (scripts/cuda-host-check.sh).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "compiler/driver/cuda_host_emitter.h"
+#include "serialization/executable_writer.h"
+#include "serialization/library_ops.h"
+#include "tests/compiler/driver/cuda_host_test_util.h"
+#ifdef KEEL_TEST_WITH_VM_CUDA
+#include "vm/cuda/autotune.h"
+#endif
+
+namespace keel::driver {
+namespace {
+
+namespace fs = std::filesystem;
+namespace lo = ser::library_ops;
+using test_util::CompileWithNvcc;
+using test_util::Count;
+using test_util::FunctionBody;
+using test_util::HaveNvcc;
+using test_util::Image;
+using test_util::TempDir;
+
+// An f16 or bf16 executable: conv (+bias, relu) -> max pool, and a gemm with a row
+// bias, every tensor in `t` (as keelc --precision fp16|bf16 makes them).
+std::vector<uint8_t> HalfExecutable(ser::DType t) {
+  using ser::DeviceKind;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  const std::vector<uint8_t> zeros(8 * 4 * 3 * 3 * 2, 0);
+  auto bytes = [&](size_t elems) { return std::span<const uint8_t>(zeros.data(), elems * 2); };
+  const uint32_t cw = w.AddConstant("W", t, {8, 4, 3, 3}, DeviceKind::kCuda, bytes(8 * 4 * 3 * 3));
+  const uint32_t cb = w.AddConstant("b", t, {8}, DeviceKind::kCuda, bytes(8));
+  const uint32_t cg = w.AddConstant("G", t, {16, 4}, DeviceKind::kCuda, bytes(16 * 4));
+  const uint32_t cgb = w.AddConstant("gb", t, {4}, DeviceKind::kCuda, bytes(4));
+  auto library = [&](const char* name, const char* op, std::vector<ser::KernelArgDesc> args,
+                     std::vector<ser::AttrDesc> attrs) {
+    ser::KernelDesc k;
+    k.name = name;
+    k.kind = ser::KernelKind::kLibrary;
+    k.device = DeviceKind::kCuda;
+    k.library_op = op;
+    k.args = std::move(args);
+    k.attrs = std::move(attrs);
+    return w.AddKernel(k);
+  };
+  using ser::ArgAccess;
+  const uint32_t kc = library("conv_0", lo::kCudnnConv2d,
+                              {{t, {1, 4, 8, 8}, ArgAccess::kRead}, {t, {8, 4, 3, 3}, ArgAccess::kRead},
+                               {t, {8}, ArgAccess::kRead}, {t, {1, 8, 8, 8}, ArgAccess::kWrite}},
+                              {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("has_bias", {1}),
+                               ser::AttrDesc::Str("activation", "relu")});
+  const uint32_t kp = library("pool_1", lo::kCudnnPool2d,
+                              {{t, {1, 8, 8, 8}, ArgAccess::kRead}, {t, {1, 8, 4, 4}, ArgAccess::kWrite}},
+                              {ser::AttrDesc::Str("mode", "max"), ser::AttrDesc::Ints("kernel", {2, 2}),
+                               ser::AttrDesc::Ints("strides", {2, 2})});
+  const uint32_t kg = library("gemm_2", lo::kCublasGemm,
+                              {{t, {8, 16}, ArgAccess::kRead}, {t, {16, 4}, ArgAccess::kRead},
+                               {t, {4}, ArgAccess::kRead}, {t, {8, 4}, ArgAccess::kWrite}},
+                              {ser::AttrDesc::Ints("m", {8}), ser::AttrDesc::Ints("n", {4}),
+                               ser::AttrDesc::Ints("k", {16}), ser::AttrDesc::Ints("has_bias", {1}),
+                               ser::AttrDesc::Str("epilogue", "relu")});
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "greedy-size";
+  plan.storages = {{1024, 256, DeviceKind::kCuda, 0, 0},
+                   {256, 256, DeviceKind::kCuda, 0, 1024},
+                   {256, 256, DeviceKind::kCuda, 0, 1280}};
+  plan.arenas = {{DeviceKind::kCuda, 1536, 256}};
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", {1, 4, 8, 8}, t, DeviceKind::kCuda}, {"a", {8, 16}, t, DeviceKind::kCuda}},
+                          {{"pooled", {1, 8, 4, 4}, t, DeviceKind::kCuda}, {"y", {8, 4}, t, DeviceKind::kCuda}}, 12);
+  f.LoadConst(2, cw).LoadConst(3, cb).LoadConst(4, cg).LoadConst(5, cgb);
+  f.AllocStorage(6, 0).AllocStorage(7, 1).AllocStorage(8, 2);
+  f.AllocTensor(9, 6, 0, {1, 8, 8, 8}, t).Invoke(kc, {0, 2, 3, 9}, "conv");
+  f.AllocTensor(10, 7, 0, {1, 8, 4, 4}, t).Invoke(kp, {9, 10}, "pool");
+  f.AllocTensor(11, 8, 0, {8, 4}, t).Invoke(kg, {1, 4, 5, 11}, "gemm");
+  f.Ret({10, 11});
+  auto out = w.Finish();
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return out.ok() ? *out : std::vector<uint8_t>();
+}
+
+// The VM's library calls are pasted verbatim (less the lines that include one
+// another), and the program states none of their calls itself: each cuBLASLt /
+// cuDNN set-up or launch call appears as often as in the shared files.
+TEST(CudaHostEmitter, EmbedsTheVmLibraryCallsVerbatim) {
+  const fs::path dir = fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "vm" / "cuda";
+  if (!fs::exists(dir / "library_calls.h")) GTEST_SKIP() << "source tree not found at " << dir;
+  const Image img(HalfExecutable(ser::DType::kF16));  // a gemm, a conv and a pool
+  auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  std::string shared;
+  for (const char* name : {"library_calls.h", "library_calls_cublaslt.h", "library_calls_cudnn.h"}) {
+    std::ifstream in(dir / name, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text = std::regex_replace(text, std::regex("#include \"vm/cuda/library_calls[a-z_]*\\.h\""), "// (included above)");
+    ASSERT_GT(text.size(), 1000u) << name;
+    EXPECT_EQ(Count(*src, text), 1u) << name << " is not embedded verbatim";
+    shared += text;
+  }
+  // A call is `name(` (direct) or `name,` (through the shared files' checking macros).
+  auto uses = [](const std::string& text, const std::string& name) {
+    return Count(text, name + "(") + Count(text, name + ",");
+  };
+  for (const char* call : {"cublasLtMatmulDescCreate", "cublasLtMatmulDescSetAttribute", "cublasLtMatrixLayoutCreate",
+                           "cublasLtMatmulAlgoGetHeuristic", "cublasLtMatmul", "cudnnSetTensorNdDescriptor",
+                           "cudnnSetFilterNdDescriptor", "cudnnSetConvolutionNdDescriptor",
+                           "cudnnSetConvolutionMathType", "cudnnGetConvolutionForwardAlgorithm_v7",
+                           "cudnnConvolutionBiasActivationForward", "cudnnConvolutionForward",
+                           "cudnnSetTensor4dDescriptor", "cudnnSetPooling2dDescriptor", "cudnnPoolingForward"}) {
+    EXPECT_GT(uses(shared, call), 0u) << call;
+    EXPECT_EQ(uses(*src, call), uses(shared, call)) << call << " is restated outside the shared calls";
+  }
+  EXPECT_EQ(Count(*src, "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"),
+            Count(shared, "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"));
+}
+
+#ifdef KEEL_TEST_WITH_VM_CUDA
+// Half library kernels: the shared calls get the element type, the tuning keys are
+// the VM's half keys, and the program compiles (keel_bias_act_f16/bf16 included).
+TEST(CudaHostEmitter, HalfLibraryKernels) {
+  TempDir dir;
+  for (const ser::DType t : {ser::DType::kF16, ser::DType::kBF16}) {
+    const std::string name = ser::DTypeName(t);
+    SCOPED_TRACE(name);
+    const Image img(HalfExecutable(t));
+    auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+    ASSERT_TRUE(src.ok()) << src.status().ToString();
+    const std::string resolve = FunctionBody(*src, "static void ResolveKernels()");
+    const std::string type = t == ser::DType::kF16 ? "cl::ElementType::kF16" : "cl::ElementType::kBF16";
+    EXPECT_EQ(Count(resolve, "p.type = " + type + ";"), 2u);  // the gemm's and the conv's
+    EXPECT_NE(resolve.find("cl::CreatePoolDescriptors(x, y, CUDNN_POOLING_MAX, window, pads, strides, " + type),
+              std::string::npos);
+    std::string conv_key =
+        vm_internal::ConvProblemKey({1, 4, 8, 8}, {8, 4, 3, 3}, {1, 8, 8, 8}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, true,
+                                    false, 1, false, t);
+    conv_key.resize(conv_key.size() - std::string("|tf320").size());
+    EXPECT_NE(resolve.find("ConvPlanKernel(c, \"conv_0\", \"" + conv_key + "\");"), std::string::npos) << conv_key;
+    std::string gemm_key =
+        vm_internal::GemmProblemKey(8, 4, 16, 1, 0, 0, 128, 64, "row", true, "relu", 1.0, 1.0, false, t);
+    gemm_key.resize(gemm_key.size() - std::string("|tf320").size());
+    EXPECT_NE(resolve.find("GemmPlanKernel(g, p, \"gemm_2\", \"" + gemm_key + "\");"), std::string::npos) << gemm_key;
+    if (!HaveNvcc()) continue;
+    const fs::path cu = dir.path() / ("half_" + name + ".cu");
+    std::ofstream(cu) << *src;
+    const std::string err = CompileWithNvcc(cu, dir.path() / ("half_" + name));
+    EXPECT_TRUE(err.empty()) << err;
+  }
+}
+#endif
+
+// Library kernels outside the shared element types, or mixing types, are refused
+// by name, as the VM refuses them at load.
+TEST(CudaHostEmitter, RefusesOtherLibraryTypes) {
+  auto with_arg_type = [](size_t arg, ser::DType t) {
+    // One f16 pool whose argument `arg` is of type `t`.
+    using ser::DeviceKind;
+    ser::ExecutableWriter w;
+    w.AddTarget(DeviceKind::kCuda, "sm_90");
+    ser::KernelDesc k;
+    k.name = "pool_0";
+    k.kind = ser::KernelKind::kLibrary;
+    k.device = DeviceKind::kCuda;
+    k.library_op = lo::kCudnnPool2d;
+    k.args = {{ser::DType::kF16, {1, 8, 8, 8}, ser::ArgAccess::kRead},
+              {ser::DType::kF16, {1, 8, 4, 4}, ser::ArgAccess::kWrite}};
+    k.args[arg].dtype = t;
+    k.attrs = {ser::AttrDesc::Str("mode", "max"), ser::AttrDesc::Ints("kernel", {2, 2}),
+               ser::AttrDesc::Ints("strides", {2, 2})};
+    const uint32_t kp = w.AddKernel(k);
+    ser::MemoryPlanDesc plan;
+    plan.strategy = "greedy-size";
+    plan.storages = {{1024, 256, DeviceKind::kCuda, 0, 0}};
+    plan.arenas = {{DeviceKind::kCuda, 1024, 256}};
+    w.SetMemoryPlan(plan);
+    auto& f = w.AddFunction("main", {{"x", {1, 8, 8, 8}, k.args[0].dtype, DeviceKind::kCuda}},
+                            {{"y", {1, 8, 4, 4}, k.args[1].dtype, DeviceKind::kCuda}}, 3);
+    f.AllocStorage(1, 0).AllocTensor(2, 1, 0, {1, 8, 4, 4}, k.args[1].dtype).Invoke(kp, {0, 2}).Ret({2});
+    auto out = w.Finish();
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    return out.ok() ? *out : std::vector<uint8_t>();
+  };
+  const Image f64_img(with_arg_type(0, ser::DType::kF64));
+  auto f64 = EmitCudaHostSource(f64_img.span(), CudaHostOptions{});
+  ASSERT_FALSE(f64.ok());
+  EXPECT_EQ(f64.status().code(), StatusCode::kUnsupported) << f64.status().ToString();
+  EXPECT_NE(f64.status().message().find("pool_0 (cudnn.pool2d) takes f64"), std::string::npos)
+      << f64.status().ToString();
+  const Image mixed_img(with_arg_type(1, ser::DType::kBF16));
+  auto mixed = EmitCudaHostSource(mixed_img.span(), CudaHostOptions{});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.status().code(), StatusCode::kUnsupported) << mixed.status().ToString();
+  EXPECT_NE(mixed.status().message().find("mixes f16 and bf16"), std::string::npos) << mixed.status().ToString();
+}
+
+}  // namespace
+}  // namespace keel::driver
