@@ -18,7 +18,15 @@ constexpr size_t kMaxGrowth = 4;
 // Search nodes per removed buffer for one run, and runs per neighbourhood
 // (the first in the static order, the others perturbed).
 constexpr uint64_t kNodesPerBuffer = 32;
+// The first target: this fraction of the gap to the bound below the top.
+constexpr uint64_t kFirstStepDivisor = 1;
 constexpr uint64_t kMinRunNodes = 512;
+// Shaking (when no target can be repaired): one neighbourhood of
+// kShakeNeighbourhood buffers per kShakeBuffersPerMove buffers.
+constexpr int32_t kShakeNeighbourhood = 64;
+constexpr int32_t kShakeBuffersPerMove = 16;
+// Shakes before giving up (so that the search ends without limits too).
+constexpr int kMaxShakes = 64;
 constexpr uint32_t kRunsPerNeighbourhood = 3;
 
 uint64_t TopOf(const std::vector<PackingItem>& items, const std::vector<uint64_t>& offsets) {
@@ -59,6 +67,10 @@ std::vector<uint64_t> PlaceInOrder(const std::vector<PackingItem>& items, const 
 
 uint32_t Seed(uint64_t k) { return static_cast<uint32_t>((k + 1) * 2654435761u) | 1u; }
 
+// Neighbourhood shapes around a buffer v (see the header), tried in the order
+// line, window, column, band.
+enum class Shape : uint8_t { kWindow, kColumn, kBand, kLine };
+
 class Repairer {
  public:
   Repairer(const std::vector<PackingItem>& items, const OverlapGraph& graph, std::vector<uint64_t> offsets,
@@ -72,15 +84,22 @@ class Repairer {
 
   LnsResult Run(uint64_t lower_bound) {
     uint64_t top = TopOf(items_, result_.offsets);
-    uint64_t step = top > lower_bound ? top - lower_bound : 0;
+    uint64_t step = top > lower_bound ? (top - lower_bound) / kFirstStepDivisor : 0;
+    int shakes = 0;
     while (top > lower_bound && !Spent()) {
       step = std::max<uint64_t>(1, std::min(step, top - lower_bound));
       if (RepairTo(top - step)) {
         top = TopOf(items_, result_.offsets);
         step *= 2;
-      } else {
-        if (step == 1) break;
+      } else if (step > 1) {
         step /= 2;
+      } else if (shakes++ < kMaxShakes) {
+        // Stuck: re-place random neighbourhoods under the current top (each
+        // comes back fallen, as low as the search can put it), then tighten again.
+        Shake(top);
+        step = std::max<uint64_t>(1, (top - lower_bound) / 16);
+      } else {
+        break;
       }
     }
     result_.top = TopOf(items_, result_.offsets);
@@ -97,9 +116,25 @@ class Repairer {
     return false;
   }
 
+  void Shake(uint64_t top) {
+    const int32_t moves = std::max<int32_t>(1, n_ / kShakeBuffersPerMove);
+    for (int32_t k = 0; k < moves && !Spent(); ++k) {
+      const int32_t v = static_cast<int32_t>(NextRandom() % static_cast<uint32_t>(n_));
+      const Shape shape = static_cast<Shape>(NextRandom() % 4);
+      RepairAround(v, top, kShakeNeighbourhood, shape);
+    }
+  }
+  uint32_t NextRandom() {
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 17;
+    rng_ ^= rng_ << 5;
+    return rng_;
+  }
+
   uint64_t End(int32_t i) const { return result_.offsets[i] + items_[i].size; }
 
-  // Repairs violators of `capacity` until none is left (true) or one resists.
+  // Repairs violators of `capacity`, highest first, until none is left (true)
+  // or one resists every neighbourhood (false).
   bool RepairTo(uint64_t capacity) {
     while (true) {
       int32_t v = -1;
@@ -109,9 +144,9 @@ class Repairer {
       if (v < 0) return true;
       bool repaired = false;
       for (int level = 0; level < kLevels && !repaired; ++level) {
-        for (bool band : {false, true}) {
+        for (Shape shape : {Shape::kLine, Shape::kWindow, Shape::kColumn, Shape::kBand}) {
           if (Spent()) return false;
-          if (RepairAround(v, capacity, kFirstNeighbourhood << level, band)) {
+          if (RepairAround(v, capacity, kFirstNeighbourhood << level, shape)) {
             repaired = true;
             break;
           }
@@ -122,14 +157,20 @@ class Repairer {
   }
 
   // The `size` buffers nearest to v (see the header's two shapes) into set_.
-  void SelectNeighbourhood(int32_t v, int32_t size, bool band) {
+  void SelectNeighbourhood(int32_t v, int32_t size, Shape shape) {
     const PackingItem& iv = items_[v];
     const int64_t length = iv.end - iv.begin;
     candidates_.clear();
     for (int32_t i = 0; i < n_; ++i) {
-      const int64_t distance = std::max<int64_t>({0, items_[i].begin - iv.end + 1, iv.begin - items_[i].end + 1});
-      if (band && distance > length) continue;
-      key_[i] = band ? 0 : distance;
+      const PackingItem& it = items_[i];
+      const int64_t distance = std::max<int64_t>({0, it.begin - iv.end + 1, iv.begin - it.end + 1});
+      if (shape == Shape::kBand && distance > length) continue;
+      switch (shape) {
+        case Shape::kWindow: key_[i] = std::max<int64_t>({0, iv.begin - it.begin, it.end - iv.end}); break;
+        case Shape::kColumn: key_[i] = distance; break;
+        case Shape::kBand: key_[i] = 0; break;
+        case Shape::kLine: key_[i] = -static_cast<int64_t>(result_.offsets[i]); break;
+      }
       candidates_.push_back(i);
     }
     auto nearer = [&](int32_t a, int32_t b) {
@@ -194,8 +235,8 @@ class Repairer {
     }
   }
 
-  bool RepairAround(int32_t v, uint64_t capacity, int32_t size, bool band) {
-    SelectNeighbourhood(v, size, band);
+  bool RepairAround(int32_t v, uint64_t capacity, int32_t size, Shape shape) {
+    SelectNeighbourhood(v, size, shape);
     SectionedItems form;
     SectionBounds bounds;
     const bool closed = CloseAndBound(capacity, kMaxGrowth * static_cast<size_t>(size), &form, &bounds);
@@ -235,6 +276,7 @@ class Repairer {
   std::vector<int32_t> candidates_, set_;
   std::vector<PackingItem> sub_;
   uint64_t runs_ = 0;
+  uint32_t rng_ = 2463534242u;
 };
 
 }  // namespace

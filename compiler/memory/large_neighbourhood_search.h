@@ -11,30 +11,43 @@
 // Each order wins on some problems; all eight cost O(Σ overlaps log overlaps).
 //
 // Improvement (ImproveLayout): "tighten the capacity and repair". With the
-// current top T and the peak-live bound L, pick a target C < T (a step below T
-// that doubles after a success and halves after a failure, as in a bisection)
-// and repair every violator (a buffer ending above C), highest first:
+// current top T and the peak-live bound L, pick a target C < T (first L
+// itself; the step T - C doubles after a success and halves after a failure,
+// as in a bisection) and repair every violator (a buffer ending above
+// C), highest first:
 //
-//   neighbourhood  the violator and the buffers nearest to it: by time distance
-//                  to its lifetime, ties by height (highest first) — a column
-//                  that grows downwards from the top — or, the second shape,
-//                  the highest buffers within one lifetime's length of it (a
-//                  wide, shallow band). Sizes 16, 32, ... 1024 buffers, tried
-//                  in that order until one repair works;
+//   neighbourhood  the violator v and, in four shapes tried in turn, the
+//                  buffers nearest to it: line — the highest-placed buffers
+//                  (everything above a horizontal line); window — the buffers
+//                  reaching least outside v's lifetime; column — by time
+//                  distance to v's lifetime, ties by height (highest first);
+//                  band — the highest buffers within one lifetime's length of
+//                  v. Sizes 16, 32, ... 1024 buffers, in that order, until one
+//                  repair works;
 //   sandwiches     a fixed buffer lying between two removed ones in some time
-//                  section is removed too (repeat until none), so that in every
-//                  section the fixed buffers lie below or above the free bytes;
+//                  section is removed too (repeat until none; a set that grows
+//                  past 4x is skipped), so that in every section the fixed
+//                  buffers lie below or above the free bytes;
 //   re-solving     the removed buffers go back by the complete skyline search
 //                  between each section's fixed floor and its ceiling (the
 //                  lowest fixed buffer above, or C) — PackBetweenBounds in
-//                  skyline_search.h — within a node budget per repair (a few
-//                  runs with perturbed orders: the search is heavy-tailed).
+//                  skyline_search.h — within a node budget (32 per buffer, a
+//                  static run and two perturbed ones: the search is
+//                  heavy-tailed; a proof of infeasibility ends them).
 //
 // A repair changes only removed buffers and keeps them below C, so violators
 // only disappear; a target whose violator cannot be repaired is given up (the
 // partial progress stays: the layout is valid and no higher) and a nearer one
-// is tried. The search stops at L (optimal), when the step falls to nothing, or
-// when the limits are spent.
+// is tried. When even T - 1 fails, the search shakes the layout — random
+// neighbourhoods re-solved under T, each coming back fallen (the skyline
+// search builds bottom-up) — and tightens again (at most 64 shakes). It stops
+// at L (optimal) or when the limits are spent.
+//
+// What it does not reach: on generated problems whose optimum is a perfect
+// packing (bench/memory/perfect_packing.h) it finds the optimum up to a few
+// hundred buffers; from about 1,000 on, a greedy layout's waste lies at every
+// height, and lowering the top needs moves wider than these neighbourhoods
+// (docs/memory-planning.md has the measurements).
 //
 // Determinism: choices depend only on the input and the node budget; the
 // deadline is an outer stop (LnsResult::stopped_by_deadline says when it,
