@@ -12,7 +12,7 @@ namespace {
 constexpr uint64_t kNone = UINT64_MAX;
 // Neighbourhood sizes: kFirstNeighbourhood << level buffers, level < kLevels.
 constexpr int32_t kFirstNeighbourhood = 16;
-constexpr int kLevels = 7;
+constexpr int kLevels = 6;
 // A neighbourhood that grows past this factor by its sandwiches is skipped.
 constexpr size_t kMaxGrowth = 4;
 // Search nodes per removed buffer for one run, and runs per neighbourhood
@@ -144,6 +144,8 @@ class Repairer {
       if (v < 0) return true;
       bool repaired = false;
       for (int level = 0; level < kLevels && !repaired; ++level) {
+        // A neighbourhood of every buffer is tried once (larger sizes repeat it).
+        if (level > 0 && (kFirstNeighbourhood << (level - 1)) >= n_) break;
         for (Shape shape : {Shape::kLine, Shape::kWindow, Shape::kColumn, Shape::kBand}) {
           if (Spent()) return false;
           if (RepairAround(v, capacity, kFirstNeighbourhood << level, shape)) {
