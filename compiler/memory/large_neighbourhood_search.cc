@@ -144,8 +144,6 @@ class Repairer {
       if (v < 0) return true;
       bool repaired = false;
       for (int level = 0; level < kLevels && !repaired; ++level) {
-        // A neighbourhood of every buffer is tried once (larger sizes repeat it).
-        if (level > 0 && (kFirstNeighbourhood << (level - 1)) >= n_) break;
         for (Shape shape : {Shape::kLine, Shape::kWindow, Shape::kColumn, Shape::kBand}) {
           if (Spent()) return false;
           if (RepairAround(v, capacity, kFirstNeighbourhood << level, shape)) {

@@ -22,9 +22,9 @@
 //                  reaching least outside v's lifetime; column — by time
 //                  distance to v's lifetime, ties by height (highest first);
 //                  band — the highest buffers within one lifetime's length of
-//                  v. Sizes 16, 32, ... 512 buffers (stopping at the whole
-//                  problem), in that order, until one
-//                  repair works;
+//                  v. Sizes 16, 32, ... 512 buffers, in that order, until one
+//                  repair works (on small problems the larger sizes take every
+//                  buffer: the repeats run with other perturbed orders);
 //   sandwiches     a fixed buffer lying between two removed ones in some time
 //                  section is removed too (repeat until none; a set that grows
 //                  past 4x is skipped), so that in every section the fixed
