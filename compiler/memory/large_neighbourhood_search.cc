@@ -156,7 +156,7 @@ class Repairer {
     }
   }
 
-  // The `size` buffers nearest to v (see the header's two shapes) into set_.
+  // The `size` buffers nearest to v in `shape` (see the header) into set_; v first.
   void SelectNeighbourhood(int32_t v, int32_t size, Shape shape) {
     const PackingItem& iv = items_[v];
     const int64_t length = iv.end - iv.begin;
