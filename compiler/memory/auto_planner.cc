@@ -1,12 +1,11 @@
-// compiler/memory/auto_planner.cc — greedy-size, then exact and lns within small
-// budgets when greedy-size is above the peak-live bound (see auto_planner.h).
+// compiler/memory/auto_planner.cc — greedy-size, then exact within a small budget
+// when greedy-size is above the peak-live bound (see auto_planner.h).
 #include "compiler/memory/auto_planner.h"
 
 #include <algorithm>
 
 #include "compiler/memory/exact_planner.h"
 #include "compiler/memory/greedy_size_planner.h"
-#include "compiler/memory/lns_planner.h"
 
 namespace keel::memory {
 
@@ -23,15 +22,9 @@ Result<Plan> AutoPlanner::MakePlan(const std::vector<TensorLifetime>& tensors, c
   budgeted.time_limit_seconds = std::min(options.time_limit_seconds, kSafetySeconds);
   budgeted.node_budget = kNodeBudget;
   KEEL_ASSIGN_OR_RETURN(Plan exact, ExactPlanner().MakePlan(tensors, budgeted));
-  Plan* chosen = exact.TotalBytes() < greedy.TotalBytes() ? &exact : &greedy;
-  Plan lns;
-  if (!exact.optimal) {
-    budgeted.node_budget = kLnsNodeBudget;
-    KEEL_ASSIGN_OR_RETURN(lns, LnsPlanner().MakePlan(tensors, budgeted));
-    if (lns.TotalBytes() < chosen->TotalBytes()) chosen = &lns;
-  }
-  chosen->strategy = "auto(" + chosen->strategy + ")";
-  return std::move(*chosen);
+  Plan& chosen = exact.TotalBytes() < greedy.TotalBytes() ? exact : greedy;
+  chosen.strategy = "auto(" + chosen.strategy + ")";
+  return std::move(chosen);
 }
 
 }  // namespace keel::memory

@@ -9,12 +9,9 @@
 //      guards against slow machines): its incumbent is the better of
 //      greedy-size's two gap rules, and its first probe is at the peak-live
 //      bound, which it usually reaches within a few thousand nodes on real
-//      graphs;
-//   3. when exact did not prove its plan optimal, `lns` (lns_planner.h) with a
-//      budget of kLnsNodeBudget nodes (same safety time), kept only when
-//      strictly smaller — so the plan is exact's or better, never worse.
-// The plan is named "auto(greedy-size)", "auto(exact)" or "auto(lns)" after the
-// step that produced it; optimal/lower_bound are that step's.
+//      graphs.
+// The plan is named "auto(greedy-size)" or "auto(exact)" after the step that
+// produced it; optimal/lower_bound are that step's.
 //
 // Thread-safety: stateless. Errors: InvalidArgument for invalid lifetimes.
 #pragma once
@@ -26,7 +23,6 @@ namespace keel::memory {
 class AutoPlanner final : public Planner {
  public:
   static constexpr uint64_t kNodeBudget = 20000;
-  static constexpr uint64_t kLnsNodeBudget = 20000;
   static constexpr double kSafetySeconds = 1.0;
 
   std::string name() const override { return "auto"; }
