@@ -108,7 +108,7 @@ challenging() {
 
 generated() {
   "$build/bin/keel_perfect_packing_table" --sizes "${SIZES:-100,300,1000,3000,10000}" --seeds "${SEEDS:-3}" \
-    --time-limit 10 --strategies greedy-size,greedy-size-search,exact
+    --time-limit 10 --strategies greedy-size,greedy-size-search,exact,lns
 }
 
 models() {

@@ -2,10 +2,13 @@
 // optimum is known (bench/memory/perfect_packing.h): bytes / optimum and time.
 //
 //   keel_perfect_packing_table [--sizes 100,300,1000,3000,10000] [--seeds 3]
-//                              [--time-limit 10] [--strategies greedy-size,exact]
+//                              [--time-limit 10] [--node-budget 0]
+//                              [--strategies greedy-size,exact,lns]
 //
 // Prints one row per (buffers, seed, strategy): bytes, ratio to the optimum,
-// whether the plan was proven optimal, planning time; every plan is checked.
+// whether the plan was proven optimal, planning time, and "time" when the time
+// limit rather than the node budget ended a search (`lns`: the plan then
+// depends on the machine); every plan is checked.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,22 +32,25 @@ std::vector<std::string> Split(const std::string& text) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> sizes = Split("100,300,1000,3000,10000");
-  std::vector<std::string> strategies = Split("greedy-size,greedy-size-search,exact");
+  std::vector<std::string> strategies = Split("greedy-size,greedy-size-search,exact,lns");
   int seeds = 3;
   double time_limit = 10;
+  unsigned long long node_budget = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--sizes") sizes = Split(value);
     else if (flag == "--seeds") seeds = std::atoi(value.c_str());
     else if (flag == "--time-limit") time_limit = std::atof(value.c_str());
     else if (flag == "--strategies") strategies = Split(value);
+    else if (flag == "--node-budget") node_budget = std::strtoull(value.c_str(), nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: %s [--sizes N,..] [--seeds K] [--time-limit SEC] [--strategies A,B]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--sizes N,..] [--seeds K] [--time-limit SEC] [--node-budget N] [--strategies A,B]\n", argv[0]);
       return 2;
     }
   }
   const uint64_t optimum = uint64_t{1} << 20;
-  std::printf("%-8s %-5s %-20s %12s %9s %8s %9s\n", "buffers", "seed", "strategy", "bytes", "/optimum", "proven", "seconds");
+  std::printf("%-8s %-5s %-20s %12s %9s %8s %9s %s\n", "buffers", "seed", "strategy", "bytes", "/optimum", "proven",
+              "seconds", "stop");
   int failures = 0;
   for (const std::string& size_text : sizes) {
     const int n = std::atoi(size_text.c_str());
@@ -58,6 +64,7 @@ int main(int argc, char** argv) {
         }
         keel::memory::PlanOptions options;
         options.time_limit_seconds = time_limit;
+        options.node_budget = node_budget;
         const auto start = std::chrono::steady_clock::now();
         auto plan = (*planner)->MakePlan(ts, options);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -66,10 +73,10 @@ int main(int argc, char** argv) {
           ++failures;
           continue;
         }
-        std::printf("%-8d %-5d %-20s %12llu %9.4f %8s %9.3f\n", n, seed, name.c_str(),
+        std::printf("%-8d %-5d %-20s %12llu %9.4f %8s %9.3f %s\n", n, seed, name.c_str(),
                     static_cast<unsigned long long>(plan->TotalBytes()),
                     static_cast<double>(plan->TotalBytes()) / static_cast<double>(optimum),
-                    plan->optimal ? "yes" : "no", seconds);
+                    plan->optimal ? "yes" : "no", seconds, plan->stopped_by_time_limit ? "time" : "");
         std::fflush(stdout);
       }
     }

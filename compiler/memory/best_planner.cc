@@ -5,6 +5,7 @@
 #include "compiler/memory/greedy_breadth_planner.h"
 #include "compiler/memory/greedy_size_objects_planner.h"
 #include "compiler/memory/greedy_size_planner.h"
+#include "compiler/memory/lns_planner.h"
 #include "compiler/memory/min_cost_flow_planner.h"
 #include "compiler/memory/lower_bounds.h"
 #include "compiler/memory/naive_planner.h"
@@ -28,6 +29,7 @@ Result<Plan> BestPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
   candidates.push_back(std::make_unique<GreedySizeObjectsPlanner>());
   candidates.push_back(std::make_unique<MinCostFlowPlanner>());
   candidates.push_back(std::make_unique<ExactPlanner>());
+  candidates.push_back(std::make_unique<LnsPlanner>());
 
   bool have = false;
   Plan best;

@@ -9,6 +9,7 @@
 #include "compiler/memory/greedy_breadth_planner.h"
 #include "compiler/memory/greedy_size_objects_planner.h"
 #include "compiler/memory/greedy_size_planner.h"
+#include "compiler/memory/lns_planner.h"
 #include "compiler/memory/min_cost_flow_planner.h"
 #include "compiler/memory/naive_planner.h"
 #include "compiler/memory/offset_search_planner.h"
@@ -29,7 +30,7 @@ std::vector<std::string> PlannerNames() {
   return {"naive",          "dynamic",        "tvm",
           "tvm-packed",     "greedy-size",    "greedy-size-first-fit",
           "greedy-size-search", "greedy-breadth", "greedy-size-objects", "min-cost-flow",
-          "exact",          "best",           "auto"};
+          "exact",          "lns",            "best",           "auto"};
 }
 
 Result<std::unique_ptr<Planner>> CreatePlanner(const std::string& name) {
@@ -45,6 +46,7 @@ Result<std::unique_ptr<Planner>> CreatePlanner(const std::string& name) {
   else if (name == "greedy-size-objects") p = std::make_unique<GreedySizeObjectsPlanner>();
   else if (name == "min-cost-flow") p = std::make_unique<MinCostFlowPlanner>();
   else if (name == "exact") p = std::make_unique<ExactPlanner>();
+  else if (name == "lns") p = std::make_unique<LnsPlanner>();
   else if (name == "best") p = std::make_unique<BestPlanner>();
   else if (name == "auto") p = std::make_unique<AutoPlanner>();
   if (!p) {

@@ -75,6 +75,9 @@ struct Plan {
   // bound; the other planners set PeakLiveLowerBound (offset form) or
   // PositionalMaxLowerBound (shared-object form).
   uint64_t lower_bound = 0;
+  // `lns`: the time limit, not the node budget or convergence, ended the search
+  // (the plan then depends on the machine's speed).
+  bool stopped_by_time_limit = false;
   uint64_t TotalBytes() const;     // sum of arena sizes + dynamic storages' sizes
 };
 
@@ -84,7 +87,7 @@ struct PlanOptions {
   // (on inputs with one device) stops at the first plan within it or proves that
   // none exists (Plan::lower_bound > capacity). Other strategies ignore it.
   uint64_t capacity = 0;
-  // Non-zero: `exact` also stops after this many search nodes (all probes and
+  // Non-zero: `exact` (and `lns`) also stop after this many search nodes (all probes and
   // devices together). A node budget, unlike a time limit, gives the same plan on
   // every machine: keelc's default plan (`auto`) relies on it.
   uint64_t node_budget = 0;

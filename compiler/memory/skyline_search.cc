@@ -84,10 +84,21 @@ class SegmentTree {
 
 class Search {
  public:
-  Search(const std::vector<PackingItem>& items, uint64_t capacity, const PackingLimits& limits)
-      : n_(static_cast<int32_t>(items.size())), capacity_(capacity), limits_(limits), rng_(limits.seed) {
+  // `bounds` (may be null: floors 0, ceilings `capacity`) gives each section of
+  // ToSections(items) its fixed floor and ceiling.
+  Search(const std::vector<PackingItem>& items, uint64_t capacity, const SectionBounds* bounds,
+         const PackingLimits& limits)
+      : n_(static_cast<int32_t>(items.size())), limits_(limits), rng_(limits.seed) {
     SectionedItems form = ToSections(items);
     sections_ = form.sections;
+    base_floor_.assign(sections_, 0);
+    cap_.assign(sections_, capacity);
+    if (bounds != nullptr) {
+      for (int32_t s = 0; s < sections_; ++s) {
+        base_floor_[s] = bounds->floor[s];
+        cap_[s] = bounds->ceiling[s];
+      }
+    }
     size_ = std::move(form.size);
     align_ = std::move(form.align);
     first_ = std::move(form.first);
@@ -114,7 +125,11 @@ class Search {
     for (int32_t i : order) {
       for (int32_t s = first_[i]; s < end_[i]; ++s) cover_[fill[s]++] = i;
     }
-    floor_.assign(sections_, 0);
+    floor_ = base_floor_;
+    item_cap_.assign(n_, kNone);
+    for (int32_t i = 0; i < n_; ++i) {
+      for (int32_t s = first_[i]; s < end_[i]; ++s) item_cap_[i] = std::min(item_cap_[i], cap_[s]);
+    }
     count_.assign(sections_, 0);
     rem_.assign(sections_, 0);
     top_.assign(sections_, -1);
@@ -130,9 +145,9 @@ class Search {
     support_.Init(sections_, true);
     low_.Init(sections_, false);
     for (int32_t s = 0; s < sections_; ++s) {
-      high_.Set(s, 0);
-      support_.Set(s, 0);
-      low_.Set(s, count_[s] > 0 ? 0 : kNone);
+      high_.Set(s, floor_[s]);
+      support_.Set(s, floor_[s]);  // a fixed floor holds buffers up
+      low_.Set(s, count_[s] > 0 ? floor_[s] : kNone);
     }
     placed_.assign(n_, 0);
     offset_.assign(n_, 0);
@@ -141,8 +156,8 @@ class Search {
   PackingResult Run() {
     PackingResult result;
     bool fits = true;
-    for (int32_t i = 0; i < n_ && fits; ++i) fits = size_[i] <= capacity_;
-    for (int32_t s = 0; s < sections_ && fits; ++s) fits = rem_[s] <= capacity_;
+    for (int32_t i = 0; i < n_ && fits; ++i) fits = size_[i] <= item_cap_[i];
+    for (int32_t s = 0; s < sections_ && fits; ++s) fits = floor_[s] + rem_[s] <= cap_[s];
     const bool found = fits && Solve(0, sections_);
     result.nodes = nodes_;
     if (found) {
@@ -199,7 +214,7 @@ class Search {
     for (int32_t s = end_[x] - 1; s >= first_[x]; --s) {
       top_[s] = tops_trail_.back();
       tops_trail_.pop_back();
-      support_.Set(s, top_[s] >= 0 ? offset_[top_[s]] + size_[top_[s]] : 0);
+      support_.Set(s, top_[s] >= 0 ? offset_[top_[s]] + size_[top_[s]] : base_floor_[s]);
       ++count_[s];
       rem_[s] += size_[x];
       SetFloor(s, offset_[x]);  // every section of x was at x's offset when it was placed
@@ -257,7 +272,7 @@ class Search {
       const int32_t x = cover_[k];
       if (placed_[x]) continue;
       const uint64_t off = CanonicalOffset(x);
-      if (off + size_[x] > capacity_) {
+      if (off + size_[x] > item_cap_[x]) {
         o.dead = true;
         return o;
       }
@@ -268,7 +283,7 @@ class Search {
         // All its sections are at h but nothing placed holds it there (the floors
         // were raised): in a canonical layout it rests on a buffer still to come.
         const uint64_t bound = RestLowerBound(x, s, h, false);
-        if (bound == kNone || bound + size_[x] > capacity_) {
+        if (bound == kNone || bound + size_[x] > item_cap_[x]) {
           o.dead = true;
           return o;
         }
@@ -278,7 +293,7 @@ class Search {
       }
     }
     const uint64_t cheapest_raise = std::min(o.noncandidate_raise, h + min_size_);
-    o.waste_possible = cheapest_raise + rem_[s] <= capacity_;
+    o.waste_possible = cheapest_raise + rem_[s] <= cap_[s];
     return o;
   }
 
@@ -313,7 +328,7 @@ class Search {
       if (bound == kNone) return kNone;  // nothing can hold it up: it must sit at h
       raise = std::min(raise, bound);
     }
-    if (raise == kNone || raise + rem_[s] > capacity_) return kNone;
+    if (raise == kNone || raise + rem_[s] > cap_[s]) return kNone;
     return raise;
   }
 
@@ -454,7 +469,8 @@ class Search {
 
   int32_t n_ = 0;
   int32_t sections_ = 0;
-  uint64_t capacity_;
+  std::vector<uint64_t> base_floor_, cap_;  // per section: fixed floor and ceiling
+  std::vector<uint64_t> item_cap_;          // per buffer: lowest ceiling over its sections
   PackingLimits limits_;
   uint32_t rng_;
   uint64_t min_size_ = 0;
@@ -487,7 +503,18 @@ PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t
     r.outcome = PackingOutcome::kFound;
     return r;
   }
-  Search search(items, capacity, limits);
+  Search search(items, capacity, nullptr, limits);
+  return search.Run();
+}
+
+PackingResult PackBetweenBounds(const std::vector<PackingItem>& items, const SectionBounds& bounds,
+                                const PackingLimits& limits) {
+  if (items.empty()) {
+    PackingResult r;
+    r.outcome = PackingOutcome::kFound;
+    return r;
+  }
+  Search search(items, 0, &bounds, limits);
   return search.Run();
 }
 
@@ -509,6 +536,7 @@ SectionedItems ToSections(const std::vector<PackingItem>& items) {
     out.first.push_back(at(it.begin));
     out.end.push_back(at(it.end));
   }
+  out.points = std::move(points);
   return out;
 }
 

@@ -83,6 +83,7 @@ struct SectionedItems {
   std::vector<uint64_t> size;
   std::vector<uint32_t> align;
   std::vector<int32_t> first, end;
+  std::vector<int64_t> points;  // the distinct times: section k is [points[k], points[k + 1])
 };
 SectionedItems ToSections(const std::vector<PackingItem>& items);
 
@@ -117,6 +118,19 @@ struct PackingLimits {
 
 PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
                                  const PackingLimits& limits);
+
+// The same search inside fixed surroundings: section s of ToSections(items)
+// offers the bytes [floor[s], ceiling[s]) (other buffers, fixed, lie below the
+// floor and above the ceiling). A floor holds buffers up like a placed buffer
+// (a canonical buffer may rest on it), and the capacity rules use each
+// section's ceiling, so the search stays complete for this problem. Used by the
+// large-neighbourhood repair of lns_planner.h. `bounds` must have one floor and
+// one ceiling per section.
+struct SectionBounds {
+  std::vector<uint64_t> floor, ceiling;
+};
+PackingResult PackBetweenBounds(const std::vector<PackingItem>& items, const SectionBounds& bounds,
+                                const PackingLimits& limits);
 
 // PackWithinCapacity with restarts, over both engines: a first run of the
 // skyline search in its static order (64 nodes per buffer, at least 16384),
