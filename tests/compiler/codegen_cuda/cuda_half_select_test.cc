@@ -59,13 +59,14 @@ struct Compiled {
   size_t generated = 0;
 };
 
-Result<Compiled> CompileForCuda(const onnx::ModelProto& m, Precision precision) {
+Result<Compiled> CompileForCuda(const onnx::ModelProto& m, Precision precision, Layout layout = Layout::kAuto) {
   Dir dir;
   CompileOptions o;
   o.model_path = WriteModel(m, dir.path.string(), "model.onnx");
   o.output_path = (dir.path / "model.keel").string();
   o.target = "cuda";
   o.pipeline.mixed_precision.precision = precision;
+  o.backend.layout = layout;
   // Half model I/O: the tests look at the anchors themselves, not at the casts
   // an f32 model edge would add.
   o.pipeline.mixed_precision.half_io = precision == Precision::kFp16 || precision == Precision::kBf16;
@@ -105,7 +106,8 @@ Result<Compiled> CompileForCuda(const onnx::ModelProto& m, Precision precision) 
 
 std::vector<float> Filled(size_t n, float v) { return std::vector<float>(n, v); }
 
-// Compiles `m` in fp32, fp16 and bf16: the half compiles pick exactly the fp32
+// Compiles `m` in fp32, and in fp16 and bf16 with the model's NCHW layout
+// (--layout nchw; the default, channels-last, is ChannelsLastByDefault's): the half compiles pick exactly the fp32
 // compile's library kernels (names, ops, attributes, shapes), every argument in
 // the half type; the fp32 one keeps f32. Returns the fp16 compile.
 Compiled ExpectSamePicks(const onnx::ModelProto& m, const std::vector<std::string>& ops) {
@@ -122,7 +124,7 @@ Compiled ExpectSamePicks(const onnx::ModelProto& m, const std::vector<std::strin
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
     SCOPED_TRACE(passes::PrecisionName(p));
     const ser::DType want = p == Precision::kFp16 ? ser::DType::kF16 : ser::DType::kBF16;
-    auto half = CompileForCuda(m, p);
+    auto half = CompileForCuda(m, p, Layout::kChannelsFirst);  // the fp32 compile's layout
     EXPECT_TRUE(half.ok()) << half.status().ToString();
     if (!half.ok()) continue;
     EXPECT_EQ(half->generated, f32->generated);
@@ -218,6 +220,44 @@ TEST(CudaHalfSelect, GemmMatMulAndPoolAreLibraryKernels) {
   EXPECT_EQ(f16_plans, half.library.size());  // one per library kernel: the pool and both GEMMs
   EXPECT_EQ(resolve.find("cl::ElementType::kF32"), std::string::npos);
   for (const LibraryKernelSeen& k : half.library) EXPECT_NE(resolve.find("\"" + k.name + "\""), std::string::npos) << k.name;
+}
+
+// The default layout at half precision (--layout auto): a conv-relu-conv-residual
+// block runs as NHWC cudnn.conv2d kernels (layout attribute, channels-last
+// shapes), the residual and relu still fused into the second call; the only
+// generated kernels are the two transposes where NCHW data enters and leaves.
+TEST(CudaHalfSelect, ChannelsLastByDefault) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {1, 8, 10, 10});
+  AddInitF32(m, "w1", {8, 8, 3, 3}, Filled(8 * 8 * 9, 0.01f));
+  AddInitF32(m, "w2", {8, 8, 3, 3}, Filled(8 * 8 * 9, 0.02f));
+  onnx::NodeProto* c1 = AddNode(m, "Conv", {"x", "w1"}, {"c1"});
+  AttrInts(c1, "pads", {1, 1, 1, 1});
+  AddNode(m, "Relu", {"c1"}, {"r1"});
+  onnx::NodeProto* c2 = AddNode(m, "Conv", {"r1", "w2"}, {"c2"});
+  AttrInts(c2, "pads", {1, 1, 1, 1});
+  AddNode(m, "Add", {"c2", "r1"}, {"s"});
+  AddNode(m, "Relu", {"s"}, {"y"});
+  AddOutput(m, "y");
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(passes::PrecisionName(p));
+    auto c = CompileForCuda(m, p);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->generated, 2u);
+    ASSERT_EQ(c->library.size(), 2u);
+    for (const LibraryKernelSeen& k : c->library) {
+      EXPECT_EQ(k.op, lo::kCudnnConv2d);
+      EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.attrs;
+      EXPECT_EQ(k.shapes[0], (std::vector<int64_t>{1, 10, 10, 8})) << k.name;
+      EXPECT_EQ(k.shapes[1], (std::vector<int64_t>{8, 3, 3, 8})) << k.name;
+    }
+    EXPECT_NE(c->library[1].attrs.find("has_residual=1"), std::string::npos) << c->library[1].attrs;
+    EXPECT_NE(c->library[1].attrs.find("activation=relu"), std::string::npos) << c->library[1].attrs;
+    // --layout nchw keeps the model's layout: no transposes.
+    auto nchw = CompileForCuda(m, p, Layout::kChannelsFirst);
+    ASSERT_TRUE(nchw.ok());
+    EXPECT_EQ(nchw->generated, 0u);
+  }
 }
 
 }  // namespace

@@ -28,8 +28,8 @@ TEST(PassManagerTest, ListsRegisteredPasses) {
     names.push_back(p.name);
     EXPECT_FALSE(p.description.empty());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"batchnorm-folding", "constant-folding", "cse", "dce", "fusion",
-                                             "mixed-precision", "shape-inference", "simplify", "verify"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"batchnorm-folding", "channels-last", "constant-folding", "cse", "dce",
+                                             "fusion", "mixed-precision", "shape-inference", "simplify", "verify"}));
   EXPECT_FALSE(CreatePass("no-such-pass").ok());
 }
 
@@ -47,7 +47,7 @@ TEST(PassManagerTest, DefaultPipelineOrderAndDump) {
   for (const auto& p : pm->List()) order.push_back(p.name);
   EXPECT_EQ(order, (std::vector<std::string>{"simplify", "shape-inference", "constant-folding", "dce", "cse",
                                              "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
-                                             "fusion", "dce", "verify"}));
+                                             "channels-last", "fusion", "dce", "verify"}));
   auto g = SmallGraph();
   Status s = pm->Run(*g);
   ASSERT_TRUE(s.ok()) << s.ToString();
