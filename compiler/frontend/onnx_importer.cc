@@ -449,6 +449,11 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
   std::vector<Sub> subgraphs;
   for (const auto& a : n.attribute()) {
     if (!a.ref_attr_name().empty()) return Unsupported(where + ": attribute references are not supported");
+    // keel.* attributes mark Keel's internal forms (a channels-last Conv, a
+    // clamped Slice...): a model may not set them.
+    if (a.name().rfind("keel.", 0) == 0) {
+      return InvalidArgument(where + ": attribute '" + a.name() + "' is reserved for Keel's internal forms");
+    }
     if (a.type() == onnx::AttributeProto::GRAPH) {
       Sub sub{a.name(), nullptr, {}};
       KEEL_ASSIGN_OR_RETURN(sub.graph, ImportSubgraph(a.g(), where, sub.captured));

@@ -64,6 +64,18 @@ TEST(OnnxImporterTest, ImportsConvRelu) {
   EXPECT_TRUE(graph.Verify(false).ok());
 }
 
+// Keel's internal attributes (keel.channels_last, ...) cannot come from a model.
+TEST(OnnxImporterTest, ReservedAttributesAreRefused) {
+  onnx::ModelProto m = ConvReluModel();
+  for (auto& n : *m.mutable_graph()->mutable_node()) {
+    if (n.op_type() == "Conv") AttrInt(&n, "keel.channels_last", 1);
+  }
+  auto g = ImportOnnx(WriteModel(m, TempDir("reserved"), "m.onnx"), {});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(g.status().message().find("'keel.channels_last' is reserved"), std::string::npos) << g.status().ToString();
+}
+
 TEST(OnnxImporterTest, ConstantsInitializerInputsAndIdentity) {
   auto m = NewModel(13);
   AddInput(m, "x", {2, 3});
