@@ -16,6 +16,15 @@ struct ConvCase {
 
 class ConvTest : public ::testing::TestWithParam<ConvCase> {};
 
+ir::Attributes ConvAttrs(const ConvCase& p) {
+  ir::Attributes a;
+  a.Set("strides", std::vector<int64_t>{p.stride, p.stride});
+  a.Set("pads", std::vector<int64_t>{p.pad, p.pad, p.pad, p.pad});
+  a.Set("dilations", std::vector<int64_t>{p.dil, p.dil});
+  a.Set("group", p.group);
+  return a;
+}
+
 TEST_P(ConvTest, MatchesReference) {
   const ConvCase p = GetParam();
   GraphBuilder b;
@@ -23,11 +32,7 @@ TEST_P(ConvTest, MatchesReference) {
   ir::Value* w = b.Input("w", {p.co, p.c / p.group, p.kh, p.kw});
   std::vector<ir::Value*> ins = {x, w};
   if (p.bias) ins.push_back(b.Input("bias", {p.co}));
-  ir::Attributes a;
-  a.Set("strides", std::vector<int64_t>{p.stride, p.stride});
-  a.Set("pads", std::vector<int64_t>{p.pad, p.pad, p.pad, p.pad});
-  a.Set("dilations", std::vector<int64_t>{p.dil, p.dil});
-  a.Set("group", p.group);
+  ir::Attributes a = ConvAttrs(p);
   ir::Node* n = b.Op("Conv", ins, a);
   ASSERT_NE(n, nullptr);
   CheckNodeAgainstReference(*n, 31);
@@ -45,11 +50,7 @@ TEST_P(ConvTest, ChannelsLastMatchesReference) {
   ir::Value* w = b.Input("w", {p.co, p.kh, p.kw, p.c / p.group});
   std::vector<ir::Value*> ins = {x, w};
   if (p.bias) ins.push_back(b.Input("bias", {p.co}));
-  ir::Attributes a;
-  a.Set("strides", std::vector<int64_t>{p.stride, p.stride});
-  a.Set("pads", std::vector<int64_t>{p.pad, p.pad, p.pad, p.pad});
-  a.Set("dilations", std::vector<int64_t>{p.dil, p.dil});
-  a.Set("group", p.group);
+  ir::Attributes a = ConvAttrs(p);
   a.Set("keel.channels_last", int64_t{1});
   ir::Node* n = b.Op("Conv", ins, a);
   ASSERT_NE(n, nullptr);

@@ -204,30 +204,45 @@ const PoolRef kPools[] = {PoolRef{2, 8, 16, 16, 3, 3, 1, 1, 2, 2, "max"}, PoolRe
                           PoolRef{1, 4, 10, 10, 3, 3, 1, 1, 2, 2, "avg_exclude_pad"},
                           PoolRef{2, 16, 7, 7, 7, 7, 0, 0, 1, 1, "avg_exclude_pad"}};
 
-class HalfPool : public ::testing::TestWithParam<std::tuple<DataType, PoolRef>> {};
-
-TEST_P(HalfPool, MatchesReference) {
-  KEEL_SKIP_WITHOUT_GPU();
-  const DataType dt = std::get<0>(GetParam());
-  const PoolRef& r = std::get<1>(GetParam());
+// A one-pool program in f32 (InDType converts it), its random input (rounded to
+// `dt`) and the CPU reference output.
+struct PoolProgram {
+  ProgramSpec spec;
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> want;
+};
+PoolProgram MakePoolProgram(const PoolRef& r, uint32_t seed, DataType dt) {
   const std::vector<int64_t> xs = {r.n, r.c, r.h, r.w}, ys = {r.n, r.c, r.out_h(), r.out_w()};
-  const auto x = RoundedTo(Random(static_cast<size_t>(r.n * r.c * r.h * r.w), 31), dt);
-  ProgramSpec p;
+  PoolProgram pp;
+  pp.inputs = {RoundedTo(Random(static_cast<size_t>(r.n * r.c * r.h * r.w), seed), dt)};
+  pp.want = ReferencePool(r, pp.inputs[0]);
+  ProgramSpec& p = pp.spec;
   p.tensors = {{xs, Role::kInput, {}}, {ys, Role::kOutput, {}}};
   p.kernels.push_back(LibraryKernel("pool", "cudnn.pool2d", {xs, ys},
                                     {AttrDesc::Str("mode", r.mode), AttrDesc::Ints("kernel", {r.kh, r.kw}),
                                      AttrDesc::Ints("pads", {r.pad_h, r.pad_w, r.pad_h, r.pad_w}),
                                      AttrDesc::Ints("strides", {r.stride_h, r.stride_w})}));
   p.ops = {{0, {0, 1}, "pool"}};
-  ExpectMatches(InDType(std::move(p), dt), {x}, ReferencePool(r, x));
+  return pp;
+}
+
+std::string PoolCaseName(const ::testing::TestParamInfo<std::tuple<DataType, PoolRef>>& i) {
+  const PoolRef& p = std::get<1>(i.param);
+  return TypeName(std::get<0>(i.param)) + "_" + p.mode + "_" + std::to_string(p.h) + "_k" + std::to_string(p.kh) +
+         "_s" + std::to_string(p.stride_h);
+}
+
+class HalfPool : public ::testing::TestWithParam<std::tuple<DataType, PoolRef>> {};
+
+TEST_P(HalfPool, MatchesReference) {
+  KEEL_SKIP_WITHOUT_GPU();
+  const DataType dt = std::get<0>(GetParam());
+  PoolProgram pp = MakePoolProgram(std::get<1>(GetParam()), 31, dt);
+  ExpectMatches(InDType(std::move(pp.spec), dt), pp.inputs, pp.want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, HalfPool, ::testing::Combine(::testing::ValuesIn(kHalfTypes), ::testing::ValuesIn(kPools)),
-                         [](const auto& i) {
-                           const PoolRef& p = std::get<1>(i.param);
-                           return TypeName(std::get<0>(i.param)) + "_" + p.mode + "_" + std::to_string(p.h) + "_k" +
-                                  std::to_string(p.kh) + "_s" + std::to_string(p.stride_h);
-                         });
+                         PoolCaseName);
 
 // ---- channels-last (layout "nhwc") ----------------------------------------------
 
@@ -284,28 +299,13 @@ class ChannelsLastPool : public ::testing::TestWithParam<std::tuple<DataType, Po
 TEST_P(ChannelsLastPool, MatchesReference) {
   KEEL_SKIP_WITHOUT_GPU();
   const DataType dt = std::get<0>(GetParam());
-  const PoolRef& r = std::get<1>(GetParam());
-  const std::vector<int64_t> xs = {r.n, r.c, r.h, r.w}, ys = {r.n, r.c, r.out_h(), r.out_w()};
-  std::vector<std::vector<float>> inputs = {RoundedTo(Random(static_cast<size_t>(r.n * r.c * r.h * r.w), 33), dt)};
-  std::vector<float> want = ReferencePool(r, inputs[0]);
-  ProgramSpec p;
-  p.tensors = {{xs, Role::kInput, {}}, {ys, Role::kOutput, {}}};
-  p.kernels.push_back(LibraryKernel("pool", "cudnn.pool2d", {xs, ys},
-                                    {AttrDesc::Str("mode", r.mode), AttrDesc::Ints("kernel", {r.kh, r.kw}),
-                                     AttrDesc::Ints("pads", {r.pad_h, r.pad_w, r.pad_h, r.pad_w}),
-                                     AttrDesc::Ints("strides", {r.stride_h, r.stride_w})}));
-  p.ops = {{0, {0, 1}, "pool"}};
-  MoveToChannelsLast(p, inputs, want);
-  ExpectMatches(InDType(std::move(p), dt), inputs, want);
+  PoolProgram pp = MakePoolProgram(std::get<1>(GetParam()), 33, dt);
+  MoveToChannelsLast(pp.spec, pp.inputs, pp.want);
+  ExpectMatches(InDType(std::move(pp.spec), dt), pp.inputs, pp.want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ChannelsLastPool,
-                         ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kPools)),
-                         [](const auto& i) {
-                           const PoolRef& p = std::get<1>(i.param);
-                           return TypeName(std::get<0>(i.param)) + "_" + p.mode + "_" + std::to_string(p.h) + "_k" +
-                                  std::to_string(p.kh) + "_s" + std::to_string(p.stride_h);
-                         });
+                         ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kPools)), PoolCaseName);
 
 // The VM refuses a channels-last 3-D convolution by name (the layout is 2-D only).
 TEST(ChannelsLast, ThreeDimensionalConvIsRefused) {
