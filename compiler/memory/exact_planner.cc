@@ -322,10 +322,7 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
     } else {
       std::vector<internal::PackingItem> items;
       items.reserve(ids.size());
-      for (int32_t id : ids) {
-        const TensorLifetime& t = tensors[id];
-        items.push_back({t.size, t.alignment, t.first_use, int64_t{t.last_use} + 1});
-      }
+      for (int32_t id : ids) items.push_back(internal::ItemOf(tensors[id]));
       const uint64_t target = groups.size() == 1 ? options.capacity : 0;
       outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, deadline, &nodes_left, options);
     }

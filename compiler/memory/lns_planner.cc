@@ -37,7 +37,7 @@ Result<Plan> LnsPlanner::MakePlan(const std::vector<TensorLifetime>& tensors, co
       const TensorLifetime& t = tensors[group[i]];
       if (t.size == 0) continue;
       nonempty.push_back(static_cast<int32_t>(i));
-      items.push_back({t.size, t.alignment, t.first_use, int64_t{t.last_use} + 1});
+      items.push_back(internal::ItemOf(t));
       has_alias_pairs = has_alias_pairs || t.may_alias_with >= 0;
     }
     internal::OverlapGraph graph;

@@ -76,6 +76,11 @@ struct PackingItem {
   int64_t end = 0;
 };
 
+// A tensor's packing item: live from its first use through its last.
+inline PackingItem ItemOf(const TensorLifetime& t) {
+  return {t.size, t.alignment, t.first_use, int64_t{t.last_use} + 1};
+}
+
 // The problem as both searches see it: the distinct time points split time into
 // `sections`; buffer i lives in sections [first[i], end[i]).
 struct SectionedItems {

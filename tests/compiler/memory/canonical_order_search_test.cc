@@ -15,11 +15,6 @@
 namespace keel::memory {
 namespace {
 
-std::vector<internal::PackingItem> ItemsOf(const std::vector<TensorLifetime>& ts) {
-  std::vector<internal::PackingItem> items;
-  for (const TensorLifetime& t : ts) items.push_back({t.size, t.alignment, t.first_use, int64_t{t.last_use} + 1});
-  return items;
-}
 
 bool Fits(const std::vector<internal::PackingItem>& items, const std::vector<uint64_t>& off, uint64_t capacity) {
   if (off.size() != items.size()) return false;
@@ -42,7 +37,7 @@ TEST(CanonicalOrderSearch, DecidesExactlyOnSmallRandomSets) {
     const int n = 2 + static_cast<int>(seed % 7);  // 2..8 tensors
     const std::vector<TensorLifetime> ts = testing::RandomLifetimes(seed, n, 6, 40, seed % 3 == 0);
     const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
-    const std::vector<internal::PackingItem> items = ItemsOf(ts);
+    const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
     for (internal::CandidateOrder order : kOrders) {
       for (uint32_t variant = 0; variant < 3; ++variant) {
         internal::PackingLimits limits;
@@ -70,14 +65,14 @@ TEST(CanonicalOrderSearch, NodeBudgetGivesUnknown) {
   internal::PackingLimits limits;
   limits.max_nodes = 3;
   // The peak-live bound is tight enough that 3 nodes cannot settle it.
-  EXPECT_EQ(internal::PackInCanonicalOrder(ItemsOf(ts), PeakLiveLowerBound(ts), limits).outcome,
+  EXPECT_EQ(internal::PackInCanonicalOrder(testing::ItemsOf(ts), PeakLiveLowerBound(ts), limits).outcome,
             internal::PackingOutcome::kUnknown);
 }
 
 std::vector<internal::PackingItem> Challenging(const std::string& name) {
   Result<std::vector<TensorLifetime>> ts = ReadBufferCsv(std::string(KEEL_MEMPLAN_INSTANCES) + "/" + name);
   EXPECT_TRUE(ts.ok()) << ts.status().ToString();
-  return ts.ok() ? ItemsOf(*ts) : std::vector<internal::PackingItem>{};
+  return ts.ok() ? testing::ItemsOf(*ts) : std::vector<internal::PackingItem>{};
 }
 
 // J and F: the skyline search's static order does not place them within

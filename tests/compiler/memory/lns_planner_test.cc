@@ -17,11 +17,6 @@
 namespace keel::memory {
 namespace {
 
-std::vector<internal::PackingItem> ItemsOf(const std::vector<TensorLifetime>& ts) {
-  std::vector<internal::PackingItem> items;
-  for (const TensorLifetime& t : ts) items.push_back({t.size, t.alignment, t.first_use, int64_t{t.last_use} + 1});
-  return items;
-}
 
 bool Overlap(const internal::PackingItem& a, uint64_t oa, const internal::PackingItem& b, uint64_t ob) {
   return a.begin < b.end && b.begin < a.end && oa < ob + b.size && ob < oa + a.size;
@@ -75,7 +70,7 @@ TEST(PackBetweenBounds, AgreesWithBruteForce) {
   for (uint32_t seed = 1; seed <= 300; ++seed) {
     std::mt19937 rng(seed);
     const std::vector<internal::PackingItem> items =
-        ItemsOf(testing::RandomLifetimes(seed, 3 + static_cast<int>(seed % 4), 6, 20, seed % 2 == 0));
+        testing::ItemsOf(testing::RandomLifetimes(seed, 3 + static_cast<int>(seed % 4), 6, 20, seed % 2 == 0));
     const internal::SectionedItems form = internal::ToSections(items);
     internal::SectionBounds bounds;
     for (int32_t s = 0; s < form.sections; ++s) {
@@ -164,7 +159,7 @@ TEST(LnsPlanner, SameInputSameOffsets) {
 }
 
 TEST(LargeNeighbourhoodSearch, RespectsTheNodeBudget) {
-  const std::vector<internal::PackingItem> items = ItemsOf(bench::PerfectPacking(500, 2));
+  const std::vector<internal::PackingItem> items = testing::ItemsOf(bench::PerfectPacking(500, 2));
   internal::OverlapGraph graph;
   ASSERT_TRUE(internal::BuildOverlapGraph(items, &graph));
   const std::vector<uint64_t> start = internal::ConstructLayout(items, graph);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "compiler/memory/planner.h"
+#include "compiler/memory/skyline_search.h"
 
 namespace keel::memory::testing {
 
@@ -33,6 +34,13 @@ inline TensorLifetime T(uint64_t size, int32_t first, int32_t last, uint32_t ali
   t.alignment = alignment;
   t.device = device;
   return t;
+}
+
+// The problem as the exact searches see it (one item per tensor).
+inline std::vector<internal::PackingItem> ItemsOf(const std::vector<TensorLifetime>& ts) {
+  std::vector<internal::PackingItem> items;
+  for (const TensorLifetime& t : ts) items.push_back(internal::ItemOf(t));
+  return items;
 }
 
 inline bool Meets(const TensorLifetime& a, const TensorLifetime& b) {

@@ -12,11 +12,6 @@
 namespace keel::memory {
 namespace {
 
-std::vector<internal::PackingItem> ItemsOf(const std::vector<TensorLifetime>& ts) {
-  std::vector<internal::PackingItem> items;
-  for (const TensorLifetime& t : ts) items.push_back({t.size, t.alignment, t.first_use, int64_t{t.last_use} + 1});
-  return items;
-}
 
 bool Disjoint(const std::vector<TensorLifetime>& ts, const std::vector<uint64_t>& off, uint64_t capacity) {
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -33,7 +28,7 @@ TEST(SkylineSearch, DecidesExactlyOnSmallRandomSets) {
     const int n = 2 + static_cast<int>(seed % 6);  // 2..7 tensors
     const std::vector<TensorLifetime> ts = testing::RandomLifetimes(seed, n, 6, 40, seed % 3 == 0);
     const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
-    const std::vector<internal::PackingItem> items = ItemsOf(ts);
+    const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
     internal::PackingResult fit = internal::PackWithinCapacity(items, opt, {});
     ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
     EXPECT_TRUE(Disjoint(ts, fit.offsets, opt)) << "seed " << seed;
@@ -51,7 +46,7 @@ TEST(SkylineSearch, NodeBudgetGivesUnknown) {
   const std::vector<TensorLifetime> ts = bench::PerfectPacking(300, 7);
   internal::PackingLimits limits;
   limits.max_nodes = 3;
-  EXPECT_EQ(internal::PackWithinCapacity(ItemsOf(ts), uint64_t{1} << 20, limits).outcome,
+  EXPECT_EQ(internal::PackWithinCapacity(testing::ItemsOf(ts), uint64_t{1} << 20, limits).outcome,
             internal::PackingOutcome::kUnknown);
 }
 
