@@ -480,7 +480,8 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
   for (const std::string& out : n.output()) any_output = any_output || !out.empty();
   if (!any_output) return InvalidArgument(where + ": has no output");
 
-  if (def->identity_like && n.op_type() == "Identity" && !options_.keep_identity && !inputs.empty() && inputs[0] &&
+  // A pure copy (identity-like with a kernel of its own: Identity) aliases its input.
+  if (def->identity_like && def->fusion != ops::FusionClass::kNone && !options_.keep_identity && !inputs.empty() && inputs[0] &&
       !n.output(0).empty()) {
     values_[n.output(0)] = inputs[0];  // aliased; graph outputs are fixed up in Run()
     return Status::Ok();

@@ -15,7 +15,7 @@ bool IsViewOp(const ops::OpDef* def) { return def && def->reshape_like && def->d
 // Removes a pass-through node (output == input 0). Returns false when it must stay.
 // Its other outputs (Dropout's mask) do not depend on the input's values: they
 // become constants, evaluated on a zero input of the input's type.
-Result<bool> Bypass(ir::Graph& graph, ir::Node* n) {
+Result<bool> Bypass(ir::Graph& graph, ir::Node* n, const ops::OpDef& def) {
   ir::Value* in = n->input(0);
   ir::Value* out = n->output(0);
   bool secondary_used = false;
@@ -34,8 +34,9 @@ Result<bool> Bypass(ir::Graph& graph, ir::Node* n) {
   if (graph.IsGraphOutput(out)) {
     bool input_is_plain = in->producer() != nullptr && !graph.IsGraphOutput(in);
     if (!input_is_plain) {
-      // A copy is needed: an Identity (which has a kernel) does it, whatever op this was.
-      if (n->op_type() == "Identity") return false;
+      // A copy is needed: an Identity (which has a kernel) does it, whatever op
+      // this was; an identity-like op with a kernel of its own is that copy.
+      if (def.fusion != ops::FusionClass::kNone) return false;
       ir::Node* copy = graph.InsertNodeBefore(n, "Identity", n->name(), {in}, 1);
       if (out->has_type()) copy->output(0)->set_type(out->type());
       const std::string name = out->name();
@@ -66,7 +67,7 @@ Status SimplifyPass::Run(ir::Graph& graph) {
         if (!typed) continue;
         KEEL_RETURN_IF_ERROR(ops::CanonicalizeNode(*n));
       }
-      KEEL_ASSIGN_OR_RETURN(bool removed, Bypass(graph, n));
+      KEEL_ASSIGN_OR_RETURN(bool removed, Bypass(graph, n, *def));
       (void)removed;
       continue;
     }
