@@ -323,21 +323,7 @@ TEST(ChannelsLast, ThreeDimensionalConvIsRefused) {
 
 // ---- validation -----------------------------------------------------------------
 
-Status CreateWith(const ser::KernelDesc& k, const ProgramSpec& base) {
-  ProgramSpec p = base;
-  p.kernels = {k};
-  std::vector<uint32_t> args;
-  for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
-  p.ops = {{0, args, "k"}};
-  auto bytes = BuildProgram(p);
-  if (!bytes.ok()) return bytes.status();
-  auto exe = Executable::LoadMemory(*bytes);
-  if (!exe.ok()) return exe.status();
-  VmOptions o;
-  o.device = "cuda";
-  auto vm = VirtualMachine::Create(*exe, o);
-  return vm.ok() ? Status::Ok() : vm.status();
-}
+Status CreateWith(const ser::KernelDesc& k, const ProgramSpec& base) { return CreateOneKernelVm(k, base); }
 
 // Library kernels take every tensor in one type: a mixed kernel is refused at
 // VM creation by name, argument and dtype; an f64 one too.

@@ -254,18 +254,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, Pool,
 Status CreateWith(const ser::KernelDesc& k, const std::vector<TensorSpec>& tensors) {
   ProgramSpec p;
   p.tensors = tensors;
-  p.kernels.push_back(k);
-  std::vector<uint32_t> args;
-  for (uint32_t t = 0; t < tensors.size(); ++t) args.push_back(t);
-  p.ops = {{0, args, "k"}};
-  auto bytes = BuildProgram(p);
-  if (!bytes.ok()) return bytes.status();
-  auto exe = Executable::LoadMemory(*bytes);
-  if (!exe.ok()) return exe.status();
-  VmOptions o;
-  o.device = "cuda";
-  auto vm = VirtualMachine::Create(*exe, o);
-  return vm.ok() ? Status::Ok() : vm.status();
+  return CreateOneKernelVm(k, p);
 }
 
 TEST(LibraryKernels, BadAttributesFailAtCreation) {

@@ -454,4 +454,19 @@ ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint
   return result;
 }
 
+Status CreateOneKernelVm(const ser::KernelDesc& k, ProgramSpec base) {
+  base.kernels = {k};
+  std::vector<uint32_t> args;
+  for (uint32_t t = 0; t < base.tensors.size(); ++t) args.push_back(t);
+  base.ops = {{0, args, "k"}};
+  auto bytes = BuildProgram(base);
+  if (!bytes.ok()) return bytes.status();
+  auto exe = Executable::LoadMemory(*bytes);
+  if (!exe.ok()) return exe.status();
+  VmOptions o;
+  o.device = "cuda";
+  auto vm = VirtualMachine::Create(*exe, o);
+  return vm.ok() ? Status::Ok() : vm.status();
+}
+
 }  // namespace keel::cudatest

@@ -82,6 +82,10 @@ struct RunResult {
   Status status;
   std::vector<std::vector<float>> outputs;
 };
+// Creates a CUDA VM for `base`'s tensors with `k` as its one kernel, invoked on
+// every tensor in order: the VM creation's status (load-time validation tests).
+Status CreateOneKernelVm(const ser::KernelDesc& k, ProgramSpec base);
+
 RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
                   const std::vector<std::vector<float>>& inputs, const VmOptions& options);
 
