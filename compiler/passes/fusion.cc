@@ -22,7 +22,7 @@ OpClass ClassifyOp(const ir::Node& node) {
 namespace {
 
 // Builds the fused node for `chain` (in order) and removes the originals.
-Status FuseChain(ir::Graph& g, const std::vector<ir::Node*>& chain, const std::string& pattern) {
+Status FuseChain(ir::Graph& g, const std::vector<ir::Node*>& chain, const ir::Node* lead, const std::string& pattern) {
   auto body = std::make_unique<ir::Graph>();
   body->set_name(chain.front()->name());
   std::unordered_set<const ir::Node*> members(chain.begin(), chain.end());
@@ -65,7 +65,7 @@ Status FuseChain(ir::Graph& g, const std::vector<ir::Node*>& chain, const std::s
   }
   ir::Node* fused = g.InsertNodeBefore(chain.back(), "keel.Fused", name, outer_inputs, 1);
   fused->attrs().Set("keel.pattern", pattern);
-  fused->attrs().Set("keel.anchor", chain.front()->op_type());
+  fused->attrs().Set("keel.anchor", lead->op_type());
   fused->attrs().Set("keel.ops", ops);
   fused->output(0)->set_type(last->type());
   std::string out_name = last->name();
@@ -76,23 +76,53 @@ Status FuseChain(ir::Graph& g, const std::vector<ir::Node*>& chain, const std::s
   return Status::Ok();
 }
 
+// An anchor whose kernel is generated (no vendor-library candidate): it may
+// take prologues and change the element type in its epilogue.
+bool GeneratedAnchor(const ir::Node& n) {
+  const ops::OpDef* def = ops::FindOp(n);
+  return def && def->fusion == ops::FusionClass::kAnchor && def->library == ops::LibraryCall::kNone;
+}
+
+// The prologues of each generated anchor (rule 0 in fusion.h): one-input
+// elementwise nodes whose only use is that anchor.
+std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Graph& graph) {
+  std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
+  for (ir::Node* n : graph.nodes()) {
+    if (n->body() || ClassifyOp(*n) != OpClass::kElementwise) continue;
+    size_t operands = 0;
+    for (const ir::Value* in : n->inputs()) operands += in != nullptr;
+    ir::Value* out = n->output(0);
+    if (operands != 1 || out->uses().size() != 1 || graph.IsGraphOutput(out)) continue;
+    ir::Node* user = out->uses()[0].node;
+    if (!user->body() && GeneratedAnchor(*user)) prologues[user].push_back(n);
+  }
+  return prologues;
+}
+
 }  // namespace
 
 Status FusionPass::Run(ir::Graph& graph) {
   std::unordered_set<const ir::Node*> grouped;
   std::vector<std::pair<std::vector<ir::Node*>, std::string>> groups;
+  std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
+  if (fuse_anchors_) prologues = FindPrologues(graph);
+  std::unordered_set<const ir::Node*> in_prologue;
+  for (const auto& [anchor, nodes] : prologues) in_prologue.insert(nodes.begin(), nodes.end());
+  std::vector<const ir::Node*> leads;
   for (ir::Node* n : graph.nodes()) {
-    if (grouped.count(n) || n->body()) continue;
+    if (grouped.count(n) || in_prologue.count(n) || n->body()) continue;
     OpClass cls = ClassifyOp(*n);
     if (cls == OpClass::kOpaque) continue;
-    std::vector<ir::Node*> chain = {n};
-    grouped.insert(n);
+    std::vector<ir::Node*> chain;
+    if (auto it = prologues.find(n); it != prologues.end()) chain = it->second;
+    chain.push_back(n);
+    grouped.insert(chain.begin(), chain.end());
     bool extend = cls != OpClass::kAnchor || fuse_anchors_;
     while (extend && chain.size() < kMaxGroupNodes) {
       ir::Value* out = chain.back()->output(0);
       if (out->uses().size() != 1 || graph.IsGraphOutput(out)) break;
       ir::Node* user = out->uses()[0].node;
-      if (grouped.count(user) || ClassifyOp(*user) != OpClass::kElementwise) break;
+      if (grouped.count(user) || in_prologue.count(user) || ClassifyOp(*user) != OpClass::kElementwise) break;
       // An anchor's epilogue is applied where the anchor stores each element: it
       // must keep the anchor's output shape (a broadcast that grows it, e.g. an
       // SE block's [N,C,1,1] gate times [N,C,H,W], starts a new group instead).
@@ -101,7 +131,9 @@ Status FusionPass::Run(ir::Graph& graph) {
       // result widened for a Softmax, a LayerNorm or an f32 model output) starts a new
       // group, so the anchor stays a cuBLASLt/cuDNN candidate (they write their own
       // type in place) and the cast is a cheap elementwise kernel of its own.
-      if (cls == OpClass::kAnchor && user->output(0)->type().dtype != n->output(0)->type().dtype) break;
+      // A generated anchor converts at its store like any kernel.
+      if (cls == OpClass::kAnchor && !GeneratedAnchor(*n) && user->output(0)->type().dtype != n->output(0)->type().dtype)
+        break;
       chain.push_back(user);
       grouped.insert(user);
     }
@@ -109,8 +141,9 @@ Status FusionPass::Run(ir::Graph& graph) {
                           : cls == OpClass::kInjective ? "injective"
                                                        : "elementwise";
     groups.emplace_back(std::move(chain), pattern);
+    leads.push_back(n);
   }
-  for (const auto& [chain, pattern] : groups) KEEL_RETURN_IF_ERROR(FuseChain(graph, chain, pattern));
+  for (size_t i = 0; i < groups.size(); ++i) KEEL_RETURN_IF_ERROR(FuseChain(graph, groups[i].first, leads[i], groups[i].second));
   // The fused node sits where the chain ended; external inputs of later chain
   // members may be defined after the chain's start, which is fine there, but
   // re-sort to be safe (stable: valid orders are kept).

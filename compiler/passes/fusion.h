@@ -10,7 +10,13 @@
 // ...), anchor (Conv, Gemm, MatMul, pools, reductions, Softmax, LayerNorm ...).
 //
 // Grouping (nodes visited in topological order; a node joins at most one group):
-//   1. An anchor starts a group. While the group's last output has exactly one
+//   0. Prologues: a one-input elementwise node whose only use is an anchor with
+//      a generated kernel (no vendor-library candidate: Softmax, LayerNorm,
+//      reductions, ...) joins that anchor's group ahead of it, and the anchor's
+//      kernel reads through it (mixed precision's widening Cast in front of an
+//      f32 Softmax or LayerNorm: the kernel reads the half data itself). A
+//      prologue is not also an epilogue of the chain before it.
+//   1. An anchor starts a group (after its prologues). While the group's last output has exactly one
 //      use, is not a graph output, and that user is an ungrouped elementwise
 //      node, the user joins (a linear epilogue chain: bias add, relu, clip,
 //      residual add, ...). Pattern "anchor+epilogue" when something joined,
@@ -22,9 +28,11 @@
 // An anchor's epilogue keeps the anchor's output shape (it is applied at the
 // anchor's store); elementwise and injective chains may broadcast to larger
 // shapes (their loop nest runs over the chain's output).
-// Hence a body is a chain: [anchor | injective | elementwise] followed by zero
-// or more elementwise nodes, each consuming the previous node's output (as any
-// of its inputs) plus values from outside the group. A chain holds at most
+// A generated anchor's epilogue may change the element type (the narrowing Cast
+// after an f32 Softmax or LayerNorm); a library candidate's may not (below).
+// Hence a body is a chain: [prologues + anchor | injective | elementwise]
+// followed by zero or more elementwise nodes, each consuming the previous node's
+// output (as any of its inputs) plus values from outside the group. A chain holds at most
 // kMaxGroupNodes nodes (a longer one continues in a new group): a kernel's
 // expressions, and the compile time and stack depth spent on them, stay
 // bounded however long the model's chains are.
@@ -37,8 +45,8 @@
 //   body     a Graph with clones of the chain's nodes (same op_type, name,
 //            canonical attributes, types set on every value).
 //   attrs    "keel.pattern" = "anchor" | "anchor+epilogue" | "elementwise" | "injective"
-//            "keel.anchor"  = the first node's op_type (anchor/injective op,
-//                             or the first elementwise op)
+//            "keel.anchor"  = the anchor's op_type (or the injective op, or the
+//                             first elementwise op)
 //            "keel.ops"     = the body's op_types in order (strings)
 // Requires typed values (run after shape-inference). Name: "<first node name>+<n>"
 // for groups of n > 1 nodes, else the node's name.

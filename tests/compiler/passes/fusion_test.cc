@@ -188,5 +188,57 @@ TEST(FusionTest, TypeChangingCastEndsAnAnchorEpilogue) {
   EXPECT_EQ(Ops(g.nodes()[1]), (std::vector<std::string>{"Cast", "Relu"}));
 }
 
+// Mixed precision's casts around an f32 Softmax join it: the widening Cast as a
+// prologue (the kernel reads the half data), the narrowing one as its epilogue (a
+// generated anchor converts at its store). Values are unchanged.
+TEST(FusionTest, CastsAroundAGeneratedAnchorJoinIt) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({3, 17}));
+    ir::Node* half = g->AddNode("Cast", "half", {x}, 1);
+    half->attrs().Set("to", std::string("f16"));
+    ir::Node* widen = g->AddNode("Cast", "widen", {half->output(0)}, 1);
+    widen->attrs().Set("to", std::string("f32"));
+    ir::Node* softmax = g->AddNode("Softmax", "softmax", {widen->output(0)}, 1);
+    ir::Node* narrow = g->AddNode("Cast", "narrow", {softmax->output(0)}, 1);
+    narrow->attrs().Set("to", std::string("f16"));
+    ir::Node* out = g->AddNode("Cast", "out", {narrow->output(0)}, 1, {"y"});
+    out->attrs().Set("to", std::string("f32"));
+    g->AddOutput(out->output(0));
+    return g;
+  };
+  ir::Graph* fused = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_EQ(CompareAfter(build, FusePipeline, {Random({3, 17}, 5)}, &fused, &keep), 0.0);
+  ASSERT_EQ(fused->num_nodes(), 2u);
+  EXPECT_EQ(Ops(fused->nodes()[0]), (std::vector<std::string>{"Cast"}));
+  ir::Node* f = fused->nodes()[1];
+  EXPECT_EQ(Ops(f), (std::vector<std::string>{"Cast", "Softmax", "Cast", "Cast"}));
+  EXPECT_EQ(Pattern(f), "anchor+epilogue");
+  EXPECT_EQ(*f->attrs().GetString("keel.anchor", ""), "Softmax");
+  EXPECT_EQ(f->input(0)->type().dtype, ir::DType::kF16);
+}
+
+// A node that could end one chain or open a generated anchor's group goes to the
+// anchor (never to both): Conv -> Relu -> GlobalAveragePool.
+TEST(FusionTest, APrologueIsNotAlsoAnEpilogue) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({1, 2, 5, 5}));
+    ir::Node* conv = g->AddNode("Conv", "conv", {x, Const(*g, "w", {3, 2, 3, 3}, 1)}, 1);
+    ir::Node* relu = g->AddNode("Relu", "relu", {conv->output(0)}, 1);
+    ir::Node* pool = g->AddNode("GlobalAveragePool", "pool", {relu->output(0)}, 1, {"y"});
+    g->AddOutput(pool->output(0));
+    return g;
+  };
+  ir::Graph* fused = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, FusePipeline, {Random({1, 2, 5, 5}, 3)}, &fused, &keep), 1e-6);
+  ASSERT_EQ(fused->num_nodes(), 2u);
+  EXPECT_EQ(Ops(fused->nodes()[0]), (std::vector<std::string>{"Conv"}));
+  EXPECT_EQ(Ops(fused->nodes()[1]), (std::vector<std::string>{"Relu", "GlobalAveragePool"}));
+  EXPECT_EQ(*fused->nodes()[1]->attrs().GetString("keel.anchor", ""), "GlobalAveragePool");
+}
+
 }  // namespace
 }  // namespace keel::passes
