@@ -71,7 +71,10 @@ Result<Stmt> LowerAnchor(LowerContext& ctx, const ops::OpDef& def, const ir::Nod
   std::vector<StoreFn> moved = stores;
   const StoreFn store0 = stores[0];
   moved[0] = [store0, to_last](const std::vector<Expr>& idx, Expr value) { return store0(to_last(idx), value); };
-  return def.kernel(ctx, *twin.twin, moved);
+  ctx.set_channels_last_output(true);
+  Result<Stmt> body = def.kernel(ctx, *twin.twin, moved);
+  ctx.set_channels_last_output(false);
+  return body;
 }
 
 std::string Lower(std::string s) {
@@ -97,6 +100,13 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     o.gemm_mr = 4;
     o.gemm_nr = 8;
   }
+  return o;
+}
+
+LowerOptions LowerOptionsForCuda() {
+  LowerOptions o;
+  o.min_parallel_elements = 1;  // a grid is never too small to launch
+  o.gpu_direct_conv = true;
   return o;
 }
 

@@ -43,6 +43,12 @@ struct LowerOptions {
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;
+  // Lowering for a GPU grid: convolutions with one input channel per group
+  // (depthwise) give each parallel iteration a short run of outputs along the
+  // last dim, iterations in the order the output is laid out, so a warp's loads
+  // and stores are contiguous. (The CPU form gives each iteration a whole output
+  // row as vector chunks: on a GPU that leaves a warp's loads one row apart.)
+  bool gpu_direct_conv = false;
 };
 
 // Lowering options tuned for a CPU target, given its LLVM feature string
@@ -51,6 +57,10 @@ struct LowerOptions {
 // without AVX for 16 xmm registers.
 // Pure function; the same features give the same options.
 LowerOptions LowerOptionsForCpuFeatures(const std::string& features);
+
+// Lowering options of the CUDA back end (compiler/driver/cuda_backend.cc): every
+// loop nest parallel, depthwise convolutions in their GPU form.
+LowerOptions LowerOptionsForCuda();
 
 // "k<index>_<op>_<op>..." — lowercase op types (fused body order), sanitized,
 // at most ~48 characters. Unique as long as `index` is.

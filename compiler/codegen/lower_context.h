@@ -49,6 +49,13 @@ class LowerContext {
   // The reader of a node input; InvalidArgument when missing.
   Result<const TensorFn*> Input(const ir::Node& node, size_t i) const;
 
+  // Set while lowering the channels-first twin of a channels-last node
+  // (lower.cc LowerAnchor): the twin's output index (N, C, spatial...) is
+  // stored at (N, spatial..., C), so loops that want contiguous stores run C
+  // innermost.
+  void set_channels_last_output(bool on) { channels_last_output_ = on; }
+  bool channels_last_output() const { return channels_last_output_; }
+
   // Placeholder for the anchor's value at the store point.
   void set_acc(Expr acc) { acc_ = std::move(acc); }
   const Expr& acc() const { return acc_; }
@@ -58,6 +65,7 @@ class LowerContext {
   const LowerOptions& options_;
   std::unordered_map<const ir::Value*, TensorFn> fns_;
   int64_t num_constants_ = 0;
+  bool channels_last_output_ = false;
   Expr acc_;
 };
 

@@ -7,6 +7,9 @@
 //     as a whole outside the input; the interior columns of the last dim (no
 //     padding reads) run as vector chunks (kLanes) accumulating all taps in
 //     registers, the border columns as scalar code with guarded reads;
+//     on a GPU (LowerOptions::gpu_direct_conv) a parallel iteration is a short
+//     run of outputs in one row, flat over the output in its memory order
+//     (channels innermost for a channels-last node);
 //   * otherwise: implicit GEMM per (image, group): M = output channels of the
 //     group, N = prod(output spatial), K = Cin/group * prod(kernel), with im2col
 //     done while packing B (see lower_gemm.cc) from a zero-padded copy of the
@@ -151,6 +154,94 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
   }
   bool par = rows > 1 && rows * OW * NumElements(c.k) >= ctx.options().min_parallel_elements;
   return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
+}
+
+// The GPU form (LowerOptions::gpu_direct_conv): each parallel iteration computes
+// a run of V neighbouring outputs along the last dim for one (image, channel,
+// leading output coords), so each input row it reads is loaded once into
+// registers (V * stride + taps - 1 values) and feeds V * taps FMAs (one output
+// per thread would spend most of its instructions on addressing). The flat
+// iteration index follows the output's memory order: run-of-columns innermost
+// for NCHW (a warp's threads read neighbouring columns), channels innermost
+// for a channels-last node (neighbouring channels). The window's leading dims
+// are serial loops skipped as a whole outside the input; columns outside the
+// input read clamped and select zero; the last run stores only columns < OW.
+Stmt GpuDirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
+                   const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  const size_t sp = c.sp(), last = sp - 1;
+  const int64_t W = c.in[last], OW = c.out[last], KW = c.k[last], sw = c.s[last], dw = c.d[last], pl = c.pb[last];
+  const int64_t V = std::min<int64_t>(OW, sw == 1 ? 8 : 4);
+  const int64_t runs = (OW + V - 1) / V;
+  const int64_t T = (V - 1) * sw + (KW - 1) * dw + 1;  // input columns one run reads
+  // Iteration dims (N, C, leading output coords, run) and the order they are laid out in.
+  std::vector<int64_t> dims{c.B, c.Co};
+  dims.insert(dims.end(), c.out.begin(), c.out.end() - 1);
+  dims.push_back(runs);
+  std::vector<size_t> order(dims.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (ctx.channels_last_output()) {
+    order.erase(order.begin() + 1);
+    order.push_back(1);
+  }
+  std::vector<int64_t> laid_out;
+  for (size_t a : order) laid_out.push_back(dims[a]);
+  Expr it = k.NewVar("it");
+  const std::vector<Expr> flat = Delinearize(laid_out, it);
+  std::vector<Expr> ix(dims.size());
+  for (size_t i = 0; i < order.size(); ++i) ix[order[i]] = flat[i];
+  Expr b = ix[0], co = ix[1], ow0 = ix.back() * V;
+  Expr ci = c.Mg == 1 ? co : co / c.Mg;
+  const int acc = k.AddLocal("dw_acc", DType::kF32, {V});
+  const int row = k.AddLocal("dw_row", DType::kF32, {T});
+  std::vector<Stmt> body;
+  Expr init = bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0);
+  {
+    Expr j = k.NewVar("j");
+    body.push_back(For(j, 0, V, LoopKind::kUnroll, k.Store(acc, {j}, init)));
+  }
+  std::vector<Expr> kvars;
+  Expr lead_ok;
+  std::vector<Expr> xi{b, ci}, wi{co, Expr(0)};
+  for (size_t d = 0; d < last; ++d) {
+    kvars.push_back(k.NewVar("k" + std::to_string(d)));
+    Expr id = ix[2 + d] * c.s[d] - c.pb[d] + kvars[d] * c.d[d];
+    lead_ok = And(lead_ok, (id >= 0) && (id < c.in[d]));
+    xi.push_back(id);
+    wi.push_back(kvars[d]);
+  }
+  std::vector<Stmt> taps;
+  {  // The input row this run reads, zero outside [0, W).
+    Expr t = k.NewVar("t");
+    Expr iw = ow0 * sw - pl + t;
+    std::vector<Expr> xt = xi;
+    xt.push_back(Clamp(iw, 0, W - 1));
+    Expr inside = (iw >= 0) && (iw < W);
+    taps.push_back(For(t, 0, T, LoopKind::kUnroll,
+                       k.Store(row, {t}, Select(inside, Cast(X.at(xt), DType::kF32), FloatConst(0)))));
+  }
+  {
+    Expr kw = k.NewVar("kw"), j = k.NewVar("j");
+    std::vector<Expr> wk = wi;
+    wk.push_back(kw);
+    Expr w = Cast(Wt.at(wk), DType::kF32);
+    Stmt fma = k.Store(acc, {j}, k.Load(acc, {j}) + k.Load(row, {j * sw + kw * dw}) * w);
+    taps.push_back(For(kw, 0, KW, LoopKind::kUnroll, For(j, 0, V, LoopKind::kUnroll, fma)));
+  }
+  Stmt window = Block(std::move(taps));
+  if (!lead_ok.is_null()) window = If(lead_ok, window);
+  for (size_t d = last; d-- > 0;) window = For(kvars[d], 0, c.k[d], LoopKind::kSerial, window);
+  body.push_back(window);
+  {
+    Expr j = k.NewVar("j");
+    std::vector<Expr> oi{b, co};
+    for (size_t d = 0; d < last; ++d) oi.push_back(ix[2 + d]);
+    oi.push_back(ow0 + j);
+    Stmt st = store(oi, k.Load(acc, {j}));
+    if (OW % V != 0) st = If(ow0 + j < OW, st);
+    body.push_back(For(j, 0, V, LoopKind::kUnroll, st));
+  }
+  return For(it, 0, NumElements(dims), LoopKind::kParallel, Block(std::move(body)));
 }
 
 // The implicit GEMM of a convolution over an "image": per (image bi, group
@@ -371,7 +462,10 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   if (c.C % c.groups != 0 || c.Co % c.groups != 0 || ws[1] != c.Cg || os[1] != c.Co)
     return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
 
-  if (c.Cg == 1) return DirectConv(ctx, c, X, Wt, bias, store);
+  if (c.Cg == 1) {
+    return ctx.options().gpu_direct_conv ? GpuDirectConv(ctx, c, X, Wt, bias, store)
+                                         : DirectConv(ctx, c, X, Wt, bias, store);
+  }
 
   ImageConv ic;
   ic.c = c;

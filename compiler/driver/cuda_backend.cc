@@ -260,6 +260,22 @@ bool SymmetricPads(const std::vector<int64_t>& pads) {
   return pads.size() == 4 && pads[0] == pads[2] && pads[1] == pads[3];
 }
 
+// Depthwise convolutions (one input channel per group) are generated kernels
+// (codegen's GPU direct form), never cuDNN: measured on an H200 in fp16, cuDNN's
+// took 0.1-0.45 ms per ConvNeXt-T 7x7 layer at batch 32 and made the model 2.1x
+// slower end to end (5.35 vs 2.58 ms), MobileNetV2's 3x3 at batch 32 2.07 vs
+// 1.01 ms; the generated form reads either layout, so it runs channels-last
+// where the model does (no transposes around it). fp32 too: 2.46 vs 1.95 ms
+// (MobileNetV2, batch 32), 12.5 vs 10.6 ms (ConvNeXt-T).
+bool GeneratedDepthwise(const ir::Node& conv) {
+  const ir::Value* w = conv.input(1);
+  auto group = conv.attrs().GetInt("group", 1);
+  if (!w || !w->has_type() || !group.ok() || *group <= 1) return false;
+  const std::vector<int64_t>& ws = w->type().shape;  // OIHW, or OHWI channels-last
+  if (ws.size() < 3) return false;
+  return ws[ops::IsChannelsLast(conv) ? ws.size() - 1 : 1] == 1;
+}
+
 std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   const ir::Node& a = *c.nodes[0];
   const ir::Value* X = a.input(0);
@@ -281,6 +297,7 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   auto dil = a.attrs().GetInts("dilations", std::vector<int64_t>(spatial, 1));
   auto group = a.attrs().GetInt("group", 1);
   if (!pads.ok() || !strides.ok() || !dil.ok() || !group.ok()) return std::nullopt;
+  if (GeneratedDepthwise(a)) return std::nullopt;
   // Exactly what the VM accepts at load (1-3 spatial dims, symmetric pads, int32
   // sizes): anything else stays a generated kernel.
   if (!common::MakeCudnnConvGeometry(first(X), first(W), first(Y), *pads, *strides, *dil, *group).ok()) {
@@ -415,7 +432,7 @@ std::string DescribeLibrary(const ser::KernelDesc& k) {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(const BackendOptions&) { lower_options_.min_parallel_elements = 1; }
+  explicit CudaBackend(const BackendOptions&) : lower_options_(codegen::LowerOptionsForCuda()) {}
 
   std::string name() const override { return "cuda"; }
 
@@ -456,17 +473,19 @@ class CudaBackend final : public Backend {
     if (def == nullptr || def->channels_last_operands.empty()) return false;
     const Chain chain(node);
     switch (def->library) {
-      case ops::LibraryCall::kConv: return !SlowChannelsLast(node) && PickConv(chain, 0).has_value();
+      case ops::LibraryCall::kConv:
+        if (GeneratedDepthwise(node)) return true;  // the generated form takes either layout
+        return !SlowChannelsLast(node) && PickConv(chain, 0).has_value();
       case ops::LibraryCall::kMaxPool: return PickPool(chain, 0, true).has_value();
       case ops::LibraryCall::kAveragePool: return PickPool(chain, 0, false).has_value();
       case ops::LibraryCall::kNone: return true;
       default: return false;
     }
   }
-  // Grouped convolutions cuDNN runs slower in NHWC than in NCHW (measured on an
-  // H200, backend-API engines included): kernels beyond 3x3 (ConvNeXt's 7x7
-  // depthwise: 5.8 -> 9.5 ms at batch 32 in fp16) and bf16 (MobileNetV2's
-  // depthwise 3x3: 2.0 -> 4.7 ms).
+  // Grouped convolutions (not depthwise: those are generated) cuDNN runs slower in
+  // NHWC than in NCHW, as its depthwise ones measured on an H200 (backend-API
+  // engines included): kernels beyond 3x3 (ConvNeXt's 7x7: 5.8 -> 9.5 ms at batch
+  // 32 in fp16) and bf16 (MobileNetV2's 3x3: 2.0 -> 4.7 ms).
   static bool SlowChannelsLast(const ir::Node& conv) {
     const ir::Value* w = conv.input(1);
     auto group = conv.attrs().GetInt("group", 1);

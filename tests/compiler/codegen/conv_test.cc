@@ -1,7 +1,7 @@
 // Conv2d: implicit GEMM (groups, strides, pads, dilations, 1x1 pointwise, batch > 1,
 // odd sizes; default and AVX-512 register tiles; padded-image im2col with
 // contiguous and gathered panels) and the direct depthwise kernel (channel
-// multiplier 1 and 2).
+// multiplier 1 and 2; its CPU row form and its GPU run-of-outputs form).
 #include <gtest/gtest.h>
 
 #include "tests/compiler/codegen/codegen_test_util.h"
@@ -15,6 +15,12 @@ struct ConvCase {
 };
 
 class ConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+LowerOptions GpuDirectConv() {
+  LowerOptions o;
+  o.gpu_direct_conv = true;
+  return o;
+}
 
 ir::Attributes ConvAttrs(const ConvCase& p) {
   ir::Attributes a;
@@ -38,6 +44,9 @@ TEST_P(ConvTest, MatchesReference) {
   CheckNodeAgainstReference(*n, 31);
   // The AVX-512 lowering: 12- or 8-row x 32-column register tiles, tail row tiles.
   CheckNodeAgainstReference(*n, 31, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
+  // The GPU form of depthwise convolutions (a run of outputs per iteration): the kernel
+  // IR is device-neutral, so the CPU back end checks it too.
+  if (p.c / p.group == 1) CheckNodeAgainstReference(*n, 31, 1e-5, 4, GpuDirectConv());
 }
 
 // The channels-last form (compiler/ops/channels_last.h): X [N,H,W,C], W [Co,kh,kw,C/g],
@@ -58,6 +67,8 @@ TEST_P(ConvTest, ChannelsLastMatchesReference) {
   const int64_t ow = (p.w + 2 * p.pad - p.dil * (p.kw - 1) - 1) / p.stride + 1;
   EXPECT_EQ(n->output(0)->type().shape, (std::vector<int64_t>{p.n, oh, ow, p.co}));
   CheckNodeAgainstReference(*n, 37);
+  // Channels innermost in the GPU form's iteration order.
+  if (p.c / p.group == 1) CheckNodeAgainstReference(*n, 37, 1e-5, 4, GpuDirectConv());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -77,6 +88,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{1, 4, 9, 9, 8, 5, 5, 1, 2, 1, 4, false},      // depthwise multiplier 2
                       ConvCase{1, 8, 20, 70, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise wide rows, stride 2
                       ConvCase{1, 8, 12, 40, 8, 3, 3, 1, 2, 2, 8, false},    // depthwise dilation 2
+                      ConvCase{2, 12, 9, 11, 12, 7, 7, 1, 3, 1, 12, true},   // depthwise 7x7 (ConvNeXt's)
                       // Row-offset table with image and group folded in: direct gathers (stride 5,
                       // no padding) over 2 images x 2 groups, and K = 7 * 5 * 5 = 175 rows of odd taps.
                       ConvCase{2, 14, 17, 17, 6, 5, 5, 5, 0, 1, 2, true},

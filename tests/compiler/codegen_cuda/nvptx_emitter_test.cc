@@ -23,11 +23,7 @@ using ir::Attributes;
 
 bool HavePtxas() { return access(NvptxTargetOptions().ptxas.c_str(), X_OK) == 0; }
 
-LowerOptions CudaLowering() {
-  LowerOptions o;
-  o.min_parallel_elements = 1;
-  return o;
-}
+LowerOptions CudaLowering() { return LowerOptionsForCuda(); }
 
 // A zoo of single-op and fused kernels covering every lowering family.
 struct Zoo {
@@ -74,6 +70,10 @@ struct Zoo {
           return at; }()));
     Add("conv_depthwise", b.Op("Conv", {img, dw}, [] {
           Attributes at; at.Set("group", int64_t{16}); at.Set("kernel_shape", std::vector<int64_t>{3, 3});
+          return at; }()));
+    ir::Value* dw7 = b.ConstF32("dw7", {16, 1, 7, 7}, std::vector<float>(16 * 49, 0.125f));
+    Add("conv_depthwise_7x7", b.Op("Conv", {img, dw7}, [] {  // borders and a partial run of columns
+          Attributes at; at.Set("group", int64_t{16}); at.Set("pads", std::vector<int64_t>{3, 3, 3, 3});
           return at; }()));
     Attributes pool;
     pool.Set("kernel_shape", std::vector<int64_t>{3, 3});
