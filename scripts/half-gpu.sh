@@ -19,6 +19,9 @@
 # graph less its input/output copies) against PyTorch's CUDA-graph replay with the input already
 # on the GPU (../shared/anchors/torch_latency.py, its own random weights, cudnn.benchmark on).
 # TF32: the fp32 executable timed with --allow-tf32. Writes $OUT/results.txt, $OUT/half.json.
+# KEEL_HALF_KERNELS=P (a precision of LIST): also keel-cuda-time --kernels for P's executables,
+# the device time of every kernel (logs.tar.gz: kernels_MODEL.P.bBATCH.txt). KEEL_HALF_TORCH=0
+# skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -53,8 +56,10 @@ run() {
   work=$(mktemp -d /tmp/keel-half.XXXXXX); out=$(mktemp -d /tmp/keel-half-logs.XXXXXX)
   mkdir -p "$final"
   trap 'cp "$out/results.txt" "$out/half.json" "$final/" 2>/dev/null; tar -czf "$final/logs.tar.gz" -C "$out" . 2>/dev/null' EXIT
-  if [ ! -x "$kdir/keelc/keelc" ]; then
-    mkdir -p "$kdir" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
+  # Unpacked once per bundle: a warm machine keeps the last one, a new bundle replaces it.
+  local sum; sum=$(md5sum <"$stage/common/keelc-bundle.tar.xz")
+  if [ ! -x "$kdir/keelc/keelc" ] || [ "$(cat "$kdir/bundle.md5" 2>/dev/null)" != "$sum" ]; then
+    rm -rf "$kdir" && mkdir -p "$kdir" && echo "$sum" >"$kdir/bundle.md5" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
       "$stage/common/keelc-bundle.tar.xz" "$kdir"
   fi
   local bin=$stage/common/bin
@@ -95,12 +100,17 @@ run() {
     fi
     timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
       >"$out/time_$tag.json" 2>"$out/time_$tag.err" || true
+    if [ "$p" = "${KEEL_HALF_KERNELS:-}" ]; then  # where the time goes: one line per kernel
+      timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 5 --input "input=$work/$m.b$b.input.bin" \
+        --kernels >"$out/kernels_$tag.txt" 2>&1 || true
+    fi
     if [ "$p" = fp32 ]; then
       timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" \
         --name "$m.tf32.b$b" --allow-tf32 >"$out/time_$m.tf32.b$b.json" 2>>"$out/time_$tag.err" || true
     fi
   done <"$work/jobs.txt"
   # 3. PyTorch fp16: NCHW and (image models) channels-last, CUDA-graph replay; torch.compile on request.
+  [ "${KEEL_HALF_TORCH:-1}" = 0 ] && : >"$work/batches.txt"  # Keel only (its columns still print)
   while read -r m big; do
     for b in 1 $big; do
       for form in nchw $([ "$big" = 32 ] && echo cl); do

@@ -140,11 +140,12 @@ PY
   done
 }
 
-# Compiles a model staged as NAME.onnx.xz with the carried keelc (unpacked once per machine).
+# Compiles a model staged as NAME.onnx.xz with the carried keelc (unpacked once per bundle).
 compile_here() {
   local m=$1 work=$2 out=$3 kdir=/tmp/keel-zoo-keelc
-  if [ ! -x "$kdir/keelc/keelc" ]; then
-    mkdir -p "$kdir" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
+  local sum; sum=$(md5sum <"$stage/common/keelc-bundle.tar.xz")
+  if [ ! -x "$kdir/keelc/keelc" ] || [ "$(cat "$kdir/bundle.md5" 2>/dev/null)" != "$sum" ]; then
+    rm -rf "$kdir" && mkdir -p "$kdir" && echo "$sum" >"$kdir/bundle.md5" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
       "$stage/common/keelc-bundle.tar.xz" "$kdir" || { echo "$m: cannot unpack keelc" >>"$out/results.txt"; return; }
   fi
   python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'), 1<<24)" \

@@ -223,6 +223,13 @@ class Encoder(nn.Module):
         layer = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, activation="gelu", batch_first=True)
         self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d)
+        # TransformerEncoder deep-copies one layer, so every layer starts with the same weights;
+        # a compiler merges identical constants, and 12 identical layers would time a model whose
+        # weights fit the GPU's L2 cache. A trained model's layers differ: draw each layer's own.
+        with torch.no_grad():
+            for p in self.enc.parameters():
+                if p.dim() > 1:
+                    nn.init.xavier_uniform_(p)
 
     def forward(self, x):
         return self.norm(self.enc(x))
