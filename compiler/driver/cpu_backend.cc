@@ -16,6 +16,7 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options) {
     target_options_.cpu = options.cpu;
+    winograd_ = options.winograd;
     // Register tiles etc. follow the resolved target's ISA (an unresolvable CPU fails later, in EmitLibrary).
     auto resolved = codegen::ResolveCpuTarget(target_options_);
     if (resolved.ok()) lower_options_ = codegen::LowerOptionsForCpuFeatures(resolved->features);
@@ -63,7 +64,23 @@ class CpuBackend final : public Backend {
 
   std::string Fingerprint() const override { return fingerprint_; }
 
+  // The rule (measured: docs/MEASUREMENTS.md, issue 11): F(4,3) where both
+  // channel counts are large enough for the n² GEMMs to outweigh the input and
+  // output transforms.
+  int64_t WinogradTile(const ir::Node& conv) const override {
+    switch (winograd_) {
+      case WinogradMode::kOff: return 0;
+      case WinogradMode::kF2: return 2;
+      case WinogradMode::kF4: return 4;
+      case WinogradMode::kAuto: break;
+    }
+    const std::vector<int64_t>& w = conv.input(1)->type().shape;  // [Co, Ci, 3, 3]
+    return w[0] >= kWinogradMinChannels && w[1] >= kWinogradMinChannels ? 4 : 0;
+  }
+
  private:
+  static constexpr int64_t kWinogradMinChannels = 32;
+  WinogradMode winograd_ = WinogradMode::kAuto;
   codegen::CpuTargetOptions target_options_;
   codegen::LowerOptions lower_options_;
   codegen::CpuTargetInfo info_;
@@ -91,6 +108,19 @@ passes::ChannelsLastPredicate ChannelsLastPredicateFor(const Backend& backend, L
                   (layout == Layout::kAuto && backend.ChannelsLastByDefault(precision));
   if (!on) return {};
   return [&backend](const ir::Node& node) { return backend.PrefersChannelsLast(node); };
+}
+
+Result<WinogradMode> ParseWinogradMode(const std::string& text) {
+  if (text == "auto") return WinogradMode::kAuto;
+  if (text == "off") return WinogradMode::kOff;
+  if (text == "f2") return WinogradMode::kF2;
+  if (text == "f4") return WinogradMode::kF4;
+  return InvalidArgument("unknown Winograd mode '" + text + "' (expected auto, off, f2 or f4)");
+}
+
+passes::WinogradPredicate WinogradPredicateFor(const Backend& backend) {
+  if (backend.name() != "cpu") return {};
+  return [&backend](const ir::Node& conv) { return backend.WinogradTile(conv); };
 }
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options) {
