@@ -56,8 +56,8 @@ options:
                            transposes only where NCHW data enters or leaves
   --winograd W             3x3 stride-1 convolutions on the CPU as Winograd F(m,3)
                            with weights transformed at compile time: auto (default:
-                           F(4,3) where both channel counts are >= 32), off, f2 or
-                           f4 (every such convolution with that tile)
+                           per convolution, F(4,3), F(2,3) or none by estimated cost),
+                           off, f2 or f4 (every such convolution with that tile)
   --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v4 when the build
                            host has AVX-512, x86-64-v3 with AVX2+FMA, else x86-64),
                            native, x86-64, x86-64-v3, ... The VM refuses to load
