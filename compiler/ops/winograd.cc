@@ -13,6 +13,7 @@
 namespace keel::ops {
 
 int64_t WinogradTile(const ir::Node& node) {
+  if (node.op_type() != "Conv") return 0;  // only Conv has the form (models cannot set keel.* attributes)
   auto v = node.attrs().GetInt(kWinogradAttr, 0);
   return v.ok() ? *v : 0;
 }

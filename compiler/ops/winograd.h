@@ -28,7 +28,7 @@ struct OpDef;
 // The attribute that marks the form; its value is the output tile side m.
 inline constexpr const char* kWinogradAttr = "keel.winograd";
 
-// m of a node in Winograd form, 0 for any other node.
+// m of a Conv in Winograd form, 0 for any other node.
 int64_t WinogradTile(const ir::Node& node);
 
 // Whether a plain (canonical, typed) Conv node has the geometry the form
