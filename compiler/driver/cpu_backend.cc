@@ -80,6 +80,10 @@ class CpuBackend final : public Backend {
     int64_t best = 0;
     double best_cost = 0.9 * plain;
     for (int64_t m : {4, 2}) {
+      // The kernel keeps every tile's transformed input and output (lower_winograd.cc): no more
+      // than kWinogradMaxWorkspace of them (a large image keeps the implicit GEMM).
+      const int64_t tiles = y[0] * ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
+      if ((m + 2) * (m + 2) * tiles * (w[0] + w[1]) * 4 > kWinogradMaxWorkspace) continue;
       const double c = WinogradCost(m, w[0], w[1], y[0], y[2], y[3]);
       if (c < best_cost) { best = m; best_cost = c; }
     }
@@ -87,6 +91,8 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  static constexpr int64_t kWinogradMaxWorkspace = 32 << 20;  // bytes
+
   // Estimated time of a 3x3 convolution (m = 0: the implicit GEMM; m = 2, 4: F(m,3)), in units of
   // Co * Ci multiply-adds. Per GEMM "position" (9 kernel taps, or n² = (m+2)² Winograd points): the
   // N columns rounded up to the register tile's width, plus 22 columns' worth for streaming the
