@@ -55,6 +55,7 @@ options:
   --precision P            plan keelc --precision P's buffers: fp32 (default), tf32,
                            fp16, bf16 (half buffers take half the bytes)
   --layout L               plan keelc --layout L's buffers: auto (default), nchw, nhwc
+  --winograd W             plan keelc --winograd W's buffers: auto (default), off, f2, f4
   --strategies LIST        all (default) or a comma-separated list of:
                            %s
   --time-limit SEC         time limit of search strategies (exact, best; default 10)
@@ -155,6 +156,10 @@ static int RunMain(int argc, char** argv) {
       auto l = keel::driver::ParseLayout(v);
       if (!l.ok()) return UsageError("--layout: " + l.status().message());
       options.backend.layout = *l;
+    } else if (args.Value("--winograd", v)) {
+      auto w = keel::driver::ParseWinogradMode(v);
+      if (!w.ok()) return UsageError("--winograd: " + w.status().message());
+      options.backend.winograd = *w;
     } else if (args.Value("--strategies", v)) {
       strategies_text = v;
     } else if (args.Value("--buffers", v)) {

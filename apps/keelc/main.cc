@@ -54,6 +54,10 @@ options:
                            cores want it; channels-first otherwise), nchw, or nhwc
                            (channels-last wherever the target's library takes it);
                            transposes only where NCHW data enters or leaves
+  --winograd W             3x3 stride-1 convolutions on the CPU as Winograd F(m,3)
+                           with weights transformed at compile time: auto (default:
+                           per convolution, F(4,3), F(2,3) or none by estimated cost),
+                           off, f2 or f4 (every such convolution with that tile)
   --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v4 when the build
                            host has AVX-512, x86-64-v3 with AVX2+FMA, else x86-64),
                            native, x86-64, x86-64-v3, ... The VM refuses to load
@@ -145,6 +149,10 @@ static int RunMain(int argc, char** argv) {
       auto l = keel::driver::ParseLayout(v);
       if (!l.ok()) return UsageError("--layout: " + l.status().message());
       options.backend.layout = *l;
+    } else if (args.Value("--winograd", v)) {
+      auto w = keel::driver::ParseWinogradMode(v);
+      if (!w.ok()) return UsageError("--winograd: " + w.status().message());
+      options.backend.winograd = *w;
     } else if (args.Value("--cpu", v)) {
       options.backend.cpu = v;
     } else if (args.Value("--disable-pass", v)) {

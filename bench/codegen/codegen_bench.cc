@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -135,6 +136,36 @@ Library& Lib() {
       if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
       l->cases.push_back({c.name, *spec, 2.0 * c.co * oh * oh * (c.c / c.group) * c.k * c.k});
       l->graphs.push_back(std::move(g));
+    }
+    // 3x3 stride-1 convolutions of ResNet-18 and SqueezeNet 1.1: the implicit
+    // GEMM ("_plain") beside Winograd F(4,3) and F(2,3) (compiler/ops/winograd.h;
+    // the transformed weight is an input here, its values do not matter for
+    // time); GFLOP/s counts the direct convolution's flops for all three, so
+    // they compare as speed. This is what the CPU back end's Winograd rule is
+    // measured with (docs/MEASUREMENTS.md, issue 11).
+    struct Conv3 { const char* name; int64_t c, h, co; };
+    for (Conv3 c : {Conv3{"r18_l1_64x56_64", 64, 56, 64}, Conv3{"r18_l2_128x28_128", 128, 28, 128},
+                    Conv3{"r18_l3_256x14_256", 256, 14, 256}, Conv3{"r18_l4_512x7_512", 512, 7, 512},
+                    Conv3{"sq_fire2_16x55_64", 16, 55, 64}, Conv3{"sq_fire4_32x27_128", 32, 27, 128},
+                    Conv3{"sq_fire6_48x13_192", 48, 13, 192}, Conv3{"sq_fire8_64x13_256", 64, 13, 256}}) {
+      for (int64_t m : {0, 4, 2}) {
+        auto g = std::make_unique<ir::Graph>();
+        ir::Value* x = g->AddInput("x", {ir::DType::kF32, {1, c.c, c.h, c.h}});
+        std::vector<int64_t> ws = m == 0 ? std::vector<int64_t>{c.co, c.c, 3, 3}
+                                         : std::vector<int64_t>{(m + 2) * (m + 2), c.co, c.c};
+        ir::Value* w = g->AddInput("w", {ir::DType::kF32, ws});
+        ir::Node* n = AddOp(*g, "Conv", {x, w}, {ir::DType::kF32, {1, c.co, c.h, c.h}});
+        n->attrs().Set("strides", std::vector<int64_t>{1, 1});
+        n->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+        n->attrs().Set("dilations", std::vector<int64_t>{1, 1});
+        n->attrs().Set("group", int64_t{1});
+        if (m != 0) n->attrs().Set("keel.winograd", m);
+        auto spec = LowerNodeToKernel(*n, index++, options);
+        if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
+        const std::string suffix = m == 0 ? "_plain" : m == 4 ? "_wino4" : "_wino2";
+        l->cases.push_back({c.name + suffix, *spec, 2.0 * c.co * c.h * c.h * c.c * 9});
+        l->graphs.push_back(std::move(g));
+      }
     }
     std::vector<KernelSpec> specs;
     for (const Case& c : l->cases) specs.push_back(c.spec);

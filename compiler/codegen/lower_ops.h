@@ -38,6 +38,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
 Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// A Conv in Winograd form (compiler/ops/winograd.h) with output tile side `tile`
+// (2 or 4): lower_winograd.cc.
+Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t tile, const StoreFn& store);
 Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerDeformConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // Window pools (any spatial rank); stores[1], when present, receives MaxPool's Indices.

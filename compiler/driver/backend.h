@@ -18,6 +18,7 @@
 #include "compiler/lower/lower_program.h"
 #include "compiler/passes/channels_last.h"
 #include "compiler/passes/mixed_precision.h"
+#include "compiler/passes/winograd.h"
 #include "keel/status.h"
 #include "serialization/executable_writer.h"
 
@@ -48,6 +49,9 @@ class Backend {
   // keelc --layout auto means channels-last for graphs stored in `precision`.
   virtual bool PrefersChannelsLast(const ir::Node& /*node*/) const { return false; }
   virtual bool ChannelsLastByDefault(passes::Precision /*precision*/) const { return false; }
+  // Winograd (passes/winograd.h): the output tile side m (2 or 4) this target
+  // runs a candidate 3x3 convolution with, 0 to keep the plain convolution.
+  virtual int64_t WinogradTile(const ir::Node& /*conv*/) const { return 0; }
 };
 
 // keelc --layout: auto (the target's default for the precision), nchw (keep the
@@ -55,15 +59,25 @@ class Backend {
 enum class Layout { kAuto, kChannelsFirst, kChannelsLast };
 Result<Layout> ParseLayout(const std::string& text);
 
+// keelc --winograd: auto (the target's rule), off, f2 / f4 (every candidate
+// 3x3 convolution as F(2,3) / F(4,3); for measuring the rule).
+enum class WinogradMode { kAuto, kOff, kF2, kF4 };
+Result<WinogradMode> ParseWinogradMode(const std::string& text);
+
 struct BackendOptions {
   std::string cpu = "auto";  // LLVM CPU name for the CPU target
   Layout layout = Layout::kAuto;
+  WinogradMode winograd = WinogradMode::kAuto;
 };
 
 // The channels-last pass's predicate for `backend` (empty: the pass is off).
 // `backend` must outlive the pipeline run that uses it.
 passes::ChannelsLastPredicate ChannelsLastPredicateFor(const Backend& backend, Layout layout,
                                                         passes::Precision precision);
+
+// The Winograd pass's predicate for `backend` (empty: the pass is off);
+// `backend` must outlive the pipeline run that uses it.
+passes::WinogradPredicate WinogradPredicateFor(const Backend& backend);
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options);
 

@@ -44,6 +44,7 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   summary.precision.precision = pipeline.mixed_precision.precision;
   pipeline.channels_last =
       ChannelsLastPredicateFor(*backend, options.backend.layout, pipeline.mixed_precision.precision);
+  pipeline.winograd = WinogradPredicateFor(*backend);
   KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, pipeline));
   summary.graph_nodes = graph->num_nodes();
 

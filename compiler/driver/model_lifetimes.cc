@@ -71,6 +71,7 @@ Status Compute(const LifetimeOptions& options, ModelLifetimes& out) {
   passes::PipelineOptions pipeline = options.pipeline;
   pipeline.channels_last =
       ChannelsLastPredicateFor(**backend, options.backend.layout, pipeline.mixed_precision.precision);
+  pipeline.winograd = WinogradPredicateFor(**backend);
   KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, pipeline));
   SetPhase("kernel selection");
   KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, **backend, nullptr));

@@ -8,6 +8,7 @@
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
+#include "compiler/ops/winograd.h"
 
 namespace keel::ops {
 
@@ -32,6 +33,7 @@ Status CanonicalizeNode(ir::Node& node) {
   // (found by fuzz/onnx_importer_fuzzer: Flatten with no input).
   if (def->canonicalize && !node.input(0)) return NodeError(node, "input 0 is missing");
   if (IsChannelsLast(node)) return CanonicalizeChannelsLast(*def, node);
+  if (WinogradTile(node) != 0) return CanonicalizeWinograd(*def, node);
   if (def->canonicalize) return def->canonicalize(node);
   return Status::Ok();
 }
@@ -46,6 +48,8 @@ Result<std::vector<ir::TensorType>> InferNodeTypes(const ir::Node& node) {
   std::vector<ir::TensorType> types;
   if (IsChannelsLast(node)) {
     KEEL_ASSIGN_OR_RETURN(types, InferChannelsLast(*def, node));
+  } else if (WinogradTile(node) != 0) {
+    KEEL_ASSIGN_OR_RETURN(types, InferWinograd(*def, node));
   } else {
     KEEL_ASSIGN_OR_RETURN(types, def->infer(node));
   }
@@ -65,6 +69,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateNode(const ir::Node& node, const 
                     std::to_string(node.inputs().size()));
   }
   if (IsChannelsLast(node)) return EvaluateChannelsLast(*def, node, inputs);
+  if (WinogradTile(node) != 0) return EvaluateWinograd(*def, node, inputs);
   // Evaluate a typed, canonical copy whose operands are the given values as
   // constants: the node itself may be untyped (hand-built graphs, bodies) and
   // its operands need not be constants in its own graph.

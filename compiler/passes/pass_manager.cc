@@ -15,6 +15,7 @@
 #include "compiler/passes/shape_inference.h"
 #include "compiler/passes/simplify.h"
 #include "compiler/passes/verify.h"
+#include "compiler/passes/winograd.h"
 
 namespace keel::passes {
 
@@ -57,7 +58,7 @@ std::vector<PassInfo> PassManager::List() const {
 namespace {
 const std::vector<std::string>& RegisteredNames() {
   static const std::vector<std::string> names = {"batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion",
-                                                 "mixed-precision", "shape-inference", "simplify", "verify"};
+                                                 "mixed-precision", "shape-inference", "simplify", "verify", "winograd"};
   return names;
 }
 }  // namespace
@@ -74,6 +75,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "mixed-precision") {
     return std::unique_ptr<Pass>(new MixedPrecisionPass(options.mixed_precision, options.mixed_precision_report));
   }
+  if (name == "winograd") return std::unique_ptr<Pass>(new WinogradPass(options.winograd));
   if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
   return NotFound("unknown pass '" + name + "'");
 }
@@ -90,7 +92,7 @@ std::vector<PassInfo> ListPasses() {
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse",
                                  "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
-                                 "channels-last", "fusion", "dce", "verify"};
+                                 "channels-last", "winograd", "fusion", "dce", "verify"};
   for (const std::string& d : options.disabled) {
     bool known = false;
     for (const std::string& n : RegisteredNames()) known = known || n == d;

@@ -9,13 +9,14 @@
 //
 // Registry names (keelc --passes lists them with ListPasses()):
 //   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
-//   mixed-precision, channels-last, fusion, verify.
+//   mixed-precision, channels-last, winograd, fusion, verify.
 //
 // Default pipeline (RunDefaultPipeline):
 //   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
 //   shape-inference, simplify (second run: Reshape-like ops become keel.Reshape
 //   views once every shape is static), mixed-precision (a no-op at fp32),
-//   channels-last (a no-op without the target's predicate), fusion, dce, verify.
+//   channels-last (a no-op without the target's predicate), winograd (likewise),
+//   fusion, dce, verify.
 //
 // Errors: Run stops at the first failing pass and returns its Status with the pass
 // name as context ("pass shape-inference: Add 'n1': shapes ... do not broadcast").
@@ -32,6 +33,7 @@
 #include "compiler/passes/channels_last.h"
 #include "compiler/passes/mixed_precision.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/winograd.h"
 
 namespace keel::passes {
 
@@ -85,6 +87,9 @@ struct PipelineOptions {
   // channels-last: the target's preference (driver/backend.h, keelc --layout);
   // empty: the pass changes nothing.
   ChannelsLastPredicate channels_last;
+  // winograd: the target's choice of Winograd tile per 3x3 convolution
+  // (driver/backend.h, keelc --winograd); empty: the pass changes nothing.
+  WinogradPredicate winograd;
 };
 
 // All registered passes (name order).

@@ -25,10 +25,12 @@ std::vector<memory::TensorLifetime> LoweredLifetimes(const std::string& path) {
   auto graph = frontend::ImportOnnx(path, frontend::ImportOptions{});
   EXPECT_TRUE(graph.ok()) << graph.status().ToString();
   if (!graph.ok()) return {};
-  EXPECT_TRUE(passes::RunDefaultPipeline(**graph, passes::PipelineOptions{}).ok());
   auto backend = CreateBackend("cpu", BackendOptions{});
   EXPECT_TRUE(backend.ok());
   if (!backend.ok()) return {};
+  passes::PipelineOptions pipeline;  // as keelc's: the CPU target's Winograd choice
+  pipeline.winograd = WinogradPredicateFor(**backend);
+  EXPECT_TRUE(passes::RunDefaultPipeline(**graph, pipeline).ok());
   auto steps = SelectStepKernels(**graph, **backend, nullptr);
   EXPECT_TRUE(steps.ok()) << steps.status().ToString();
   if (!steps.ok()) return {};

@@ -1,0 +1,204 @@
+// compiler/codegen/lower_winograd.cc — a Conv in Winograd form
+// (compiler/ops/winograd.h: 3x3, stride 1, dilation 1, group 1, any pads; the
+// weight already transformed at compile time to U [(m+2)^2, Co, Ci]) as
+// Winograd's F(m, 3) (winograd_matrices.h). With n = m + 2 and the output cut
+// into T = B * ceil(OH/m) * ceil(OW/m) tiles of m x m:
+//   1. input transform: V[ξ, c, t] = (B^T d B)[ξ] for each input channel c and
+//      tile t (d: the n x n input patch of the tile, zeros outside the image),
+//      lanes over tiles, parallel over channels;
+//   2. n² GEMMs M[ξ] (Co x T) = U[ξ] (Co x Ci) · V[ξ] (Ci x T) through the
+//      shared blocked GEMM (lower_gemm.cc: the same packing and MR x NR
+//      micro-kernel as every other GEMM, so AVX2 / AVX-512 tiles follow --cpu);
+//   3. output transform: Y = A^T M A per (output channel, tile), plus the bias,
+//      through `store` (the fused epilogue), lanes over tiles, parallel over
+//      output channels.
+// Tiles are numbered with the full ones (inside the output) first: those run
+// in lanes with unguarded stores (the last chunk overlaps the previous one,
+// storing some tiles twice, so the output must not alias an input — in-place
+// reuse is only granted to elementwise groups), the partial ones at the right
+// and bottom edges one at a time with guarded stores. Baked i32 tables give a
+// tile's image and origin, so lanes need no divisions. Workspace: V and M,
+// n² * T * (Ci + Co) floats, plus the GEMM's packing.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "compiler/codegen/lower_ops.h"
+#include "compiler/codegen/winograd_matrices.h"
+
+namespace keel::codegen {
+namespace {
+
+// sum_k coef[k] * term(k), skipping zero coefficients (the transforms are sparse).
+Expr Combine(const double* coef, int64_t count, const std::function<Expr(int64_t)>& term) {
+  Expr sum;
+  for (int64_t k = 0; k < count; ++k) {
+    const double c = coef[k];
+    if (c == 0) continue;
+    Expr t = term(k);
+    if (c == -1) {
+      sum = sum.is_null() ? -t : sum - t;
+      continue;
+    }
+    if (c != 1) t = t * FloatConst(c);
+    sum = sum.is_null() ? t : sum + t;
+  }
+  return sum.is_null() ? FloatConst(0) : sum;
+}
+
+void Put32(std::vector<uint8_t>& v, int64_t i, int64_t x) {
+  const int32_t x32 = static_cast<int32_t>(x);
+  std::memcpy(&v[static_cast<size_t>(i) * 4], &x32, 4);
+}
+
+}  // namespace
+
+Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t tile, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  const WinogradMatrices mx = WinogradFor(tile);
+  if (mx.m == 0) return InvalidArgument(NodeLabel(node) + ": Winograd tile must be 2 or 4");
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* xp, ctx.Input(node, 0));
+  KEEL_ASSIGN_OR_RETURN(const TensorFn* up, ctx.Input(node, 1));
+  const TensorFn* bias = nullptr;
+  if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2)); }
+  const TensorFn X = *xp, U = *up;
+  const std::vector<int64_t>& xs = X.type.shape;
+  const std::vector<int64_t>& us = U.type.shape;
+  const std::vector<int64_t>& os = node.output(0)->type().shape;
+  const int64_t m = mx.m, n = mx.n, nn = n * n;
+  if (xs.size() != 4 || os.size() != 4 || us.size() != 3 || us[0] != nn || us[2] != xs[1] || us[1] != os[1] ||
+      X.type.dtype != DType::kF32 || U.type.dtype != DType::kF32)
+    return InvalidArgument(NodeLabel(node) + ": Winograd convolution needs f32 X [N,C,H,W] and U [n*n, Co, C]");
+  KEEL_ASSIGN_OR_RETURN(std::vector<int64_t> pads, node.attrs().GetInts("pads", std::vector<int64_t>(4, 0)));
+  if (pads.size() != 4) return InvalidArgument(NodeLabel(node) + ": malformed pads");
+  const int64_t B = xs[0], C = xs[1], H = xs[2], W = xs[3], Co = os[1], OH = os[2], OW = os[3];
+  const int64_t pt = pads[0], pl = pads[1];
+  const int64_t TH = (OH + m - 1) / m, TW = (OW + m - 1) / m, T = B * TH * TW;
+  if (T <= 0 || Co <= 0) return Block({});
+  if (B * C * H * W > INT32_MAX) return Unsupported(NodeLabel(node) + ": Winograd convolution of a > 2^31-element input");
+
+  // Tile tables, full tiles first: image, origin row, origin column.
+  std::vector<uint8_t> tb(static_cast<size_t>(T) * 4), th0(static_cast<size_t>(T) * 4), tw0(static_cast<size_t>(T) * 4);
+  int64_t Tf = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    int64_t t = pass == 0 ? 0 : Tf;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t th = 0; th < TH; ++th)
+        for (int64_t tw = 0; tw < TW; ++tw) {
+          const bool full = (th + 1) * m <= OH && (tw + 1) * m <= OW;
+          if (full != (pass == 0)) continue;
+          Put32(tb, t, b);
+          Put32(th0, t, th * m);
+          Put32(tw0, t, tw * m);
+          ++t;
+        }
+    if (pass == 0) Tf = t;
+  }
+  const int tab_b = k.AddConstant("wino_tile_img", DType::kI32, {T}, std::move(tb));
+  const int tab_h = k.AddConstant("wino_tile_row", DType::kI32, {T}, std::move(th0));
+  const int tab_w = k.AddConstant("wino_tile_col", DType::kI32, {T}, std::move(tw0));
+  auto tab = [&k](int buf, Expr t) { return Cast(k.Load(buf, {std::move(t)}), DType::kI64); };
+
+  const int V = k.AddWorkspace("wino_v", DType::kF32, {nn, C, T});
+  const int Mo = k.AddWorkspace("wino_m", DType::kF32, {nn, Co, T});
+  // Lanes of the transforms: half the GEMM's panel width (8 floats for AVX2, 16 for AVX-512).
+  const int64_t L = std::max<int64_t>(4, ctx.options().gemm_nr / 2);
+  const int64_t min_par = ctx.options().min_parallel_elements;
+
+  // 1. Input transform.
+  Stmt input_transform;
+  {
+    const int64_t lanes = std::min(L, T), Q = (T + lanes - 1) / lanes;
+    const int d = k.AddLocal("wino_d", DType::kF32, {nn * lanes});
+    const int tmp = k.AddLocal("wino_bd", DType::kF32, {nn * lanes});
+    Expr c = k.NewVar("c"), q = k.NewVar("q"), j = k.NewVar("j");
+    Expr t = Min(q * lanes, T - lanes) + j;
+    Expr b = tab(tab_b, t), h0 = tab(tab_h, t) - pt, w0 = tab(tab_w, t) - pl;
+    auto at = [&](const int buf, int64_t r, int64_t s) { return k.Load(buf, {(r * n + s) * lanes + j}); };
+    std::vector<Stmt> body;
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t s = 0; s < n; ++s) {
+        Expr h = h0 + r, w = w0 + s;
+        Expr inside = (h >= 0) && (h < H) && (w >= 0) && (w < W);
+        Expr x = X.at({b, c, Clamp(h, 0, H - 1), Clamp(w, 0, W - 1)});
+        body.push_back(k.Store(d, {(r * n + s) * lanes + j}, Select(inside, x, FloatConst(0))));
+      }
+    for (int64_t r = 0; r < n; ++r)  // B^T d
+      for (int64_t s = 0; s < n; ++s)
+        body.push_back(k.Store(tmp, {(r * n + s) * lanes + j},
+                               Combine(mx.bt + r * n, n, [&](int64_t a) { return at(d, a, s); })));
+    for (int64_t r = 0; r < n; ++r)  // (B^T d) B
+      for (int64_t s = 0; s < n; ++s)
+        body.push_back(k.Store(V, {Expr(r * n + s), c, t},
+                               Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
+    Stmt chunk = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
+    const bool par = C > 1 && C * T * nn >= min_par;
+    input_transform = For(c, 0, C, par ? LoopKind::kParallel : LoopKind::kSerial, For(q, 0, Q, LoopKind::kSerial, chunk));
+  }
+
+  // 2. The n² GEMMs.
+  Stmt gemms;
+  {
+    Expr xi = k.NewVar("xi");
+    KernelFunc* kp = &k;
+    IndexFn u_at = U.at;
+    GemmOperands g;
+    g.m = Co; g.n = T; g.k = C;
+    g.a = [u_at, xi](Expr row, Expr kk) { return u_at({xi, row, kk}); };
+    g.b = [kp, V, xi](Expr kk, Expr col) { return kp->Load(V, {xi, kk, col}); };
+    g.store = [kp, Mo, xi](Expr row, Expr col, Expr acc) { return kp->Store(Mo, {xi, row, col}, acc); };
+    KEEL_ASSIGN_OR_RETURN(Stmt one, BuildBlockedGemm(ctx, g, "wino"));
+    gemms = For(xi, 0, nn, LoopKind::kSerial, one);
+  }
+
+  // 3. Output transform: `lanes` tiles from t0 at once; guarded stores for partial tiles.
+  auto output_tiles = [&](Expr co, Expr t0, int64_t lanes, bool guarded) {
+    const int mm = k.AddLocal("wino_mm", DType::kF32, {nn * lanes});
+    const int am = k.AddLocal("wino_am", DType::kF32, {m * n * lanes});
+    Expr j = k.NewVar("j");
+    Expr t = t0 + j;
+    std::vector<Stmt> body;
+    for (int64_t x = 0; x < nn; ++x) body.push_back(k.Store(mm, {x * lanes + j}, k.Load(Mo, {Expr(x), co, t})));
+    for (int64_t r = 0; r < m; ++r)  // A^T M
+      for (int64_t s = 0; s < n; ++s)
+        body.push_back(k.Store(am, {(r * n + s) * lanes + j}, Combine(mx.at + r * n, n, [&](int64_t a) {
+                                 return k.Load(mm, {(a * n + s) * lanes + j});
+                               })));
+    std::vector<Stmt> stores;
+    Expr b = tab(tab_b, t), oh0 = tab(tab_h, t), ow0 = tab(tab_w, t);
+    for (int64_t r = 0; r < m; ++r)  // (A^T M) A + bias
+      for (int64_t s = 0; s < m; ++s) {
+        Expr y = Combine(mx.at + s * n, n, [&](int64_t a) { return k.Load(am, {(r * n + a) * lanes + j}); });
+        if (bias) y = y + Cast(bias->at({co}), DType::kF32);
+        Stmt st = store({b, co, oh0 + r, ow0 + s}, y);
+        stores.push_back(guarded ? If((oh0 + r < OH) && (ow0 + s < OW), st) : st);
+      }
+    if (!guarded) {
+      for (Stmt& s : stores) body.push_back(std::move(s));
+      return For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
+    }
+    // One tile (lanes == 1): a one-iteration serial loop, the guards plain branches around the stores.
+    body.insert(body.end(), stores.begin(), stores.end());
+    return For(j, 0, 1, LoopKind::kSerial, Block(std::move(body)));
+  };
+  Stmt output_transform;
+  {
+    Expr co = k.NewVar("co");
+    std::vector<Stmt> per_channel;
+    int64_t scalar_from = 0;
+    if (Tf >= L) {
+      Expr q = k.NewVar("q");
+      per_channel.push_back(For(q, 0, (Tf + L - 1) / L, LoopKind::kSerial, output_tiles(co, Min(q * L, Tf - L), L, false)));
+      scalar_from = Tf;
+    }
+    if (scalar_from < T) {
+      Expr t = k.NewVar("t");
+      per_channel.push_back(For(t, scalar_from, T, LoopKind::kSerial, output_tiles(co, t, 1, true)));
+    }
+    const bool par = Co > 1 && Co * T * nn >= min_par;
+    output_transform = For(co, 0, Co, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(per_channel)));
+  }
+  return Block({input_transform, gemms, output_transform});
+}
+
+}  // namespace keel::codegen

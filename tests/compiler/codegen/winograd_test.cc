@@ -1,0 +1,112 @@
+// Conv in Winograd form (compiler/ops/winograd.h, lower_winograd.cc) against
+// the reference evaluator (the plain convolution with the weight taken back):
+// F(2,3) and F(4,3), output sizes not multiples of the tile (partial tiles at
+// the right and bottom), padding 0/1/2 and asymmetric, channel counts that are
+// not multiples of the vector width, batch 2, fewer tiles than lanes, K
+// blocking, bias, and fused relu / clip / residual epilogues; default (AVX2)
+// and AVX-512 register tiles; a deterministic lowering.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "compiler/codegen/lower_ops.h"
+#include "compiler/ops/reference.h"
+#include "compiler/ops/winograd.h"
+#include "tests/compiler/codegen/codegen_test_util.h"
+
+namespace keel::codegen::testing {
+namespace {
+
+// A random [co, ci, 3, 3] filter transformed for F(m,3), as a constant of b's graph.
+ir::Value* WinogradWeightConst(GraphBuilder& b, int64_t co, int64_t ci, int64_t m, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> g(static_cast<size_t>(co * ci * 9));
+  for (float& v : g) v = dist(rng);
+  auto u = ops::WinogradWeight(*ops::MakeTensorF32({co, ci, 3, 3}, g), m);
+  EXPECT_TRUE(u.ok()) << u.status().ToString();
+  return b.graph().AddConstant("u", *u);
+}
+
+ir::Attributes WinogradAttrs(int64_t m, std::vector<int64_t> pads) {
+  ir::Attributes a;
+  a.Set("pads", std::move(pads));
+  a.Set(ops::kWinogradAttr, m);
+  return a;
+}
+
+struct WinogradCase {
+  int64_t n, c, h, w, co, m;
+  std::vector<int64_t> pads;
+  bool bias;
+};
+
+class WinogradConvTest : public ::testing::TestWithParam<WinogradCase> {};
+
+TEST_P(WinogradConvTest, MatchesReference) {
+  const WinogradCase p = GetParam();
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {p.n, p.c, p.h, p.w}), WinogradWeightConst(b, p.co, p.c, p.m, 7)};
+  if (p.bias) ins.push_back(b.Input("bias", {p.co}));
+  ir::Node* n = b.Op("Conv", ins, WinogradAttrs(p.m, p.pads));
+  ASSERT_NE(n, nullptr);
+  const int64_t oh = p.h + p.pads[0] + p.pads[2] - 2, ow = p.w + p.pads[1] + p.pads[3] - 2;
+  EXPECT_EQ(n->output(0)->type().shape, (std::vector<int64_t>{p.n, p.co, oh, ow}));
+  CheckNodeAgainstReference(*n, 61, 1e-5);
+  CheckNodeAgainstReference(*n, 62, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, WinogradConvTest,
+    ::testing::Values(WinogradCase{2, 5, 9, 11, 7, 4, {1, 1, 1, 1}, true},      // batch 2, odd sizes, partial tiles
+                      WinogradCase{1, 19, 13, 10, 17, 4, {0, 0, 0, 0}, true},   // no padding
+                      WinogradCase{1, 8, 7, 7, 12, 4, {2, 2, 2, 2}, false},     // padding 2
+                      WinogradCase{1, 6, 10, 9, 5, 4, {2, 0, 1, 2}, true},      // asymmetric padding
+                      WinogradCase{1, 32, 14, 14, 40, 4, {1, 1, 1, 1}, true},   // full tiles in lanes + M tail
+                      WinogradCase{1, 24, 30, 34, 16, 4, {1, 1, 1, 1}, false},  // many tiles, overlapped last chunk
+                      WinogradCase{1, 3, 3, 3, 4, 4, {0, 0, 0, 0}, false},      // one 1x1 output: one partial tile
+                      WinogradCase{2, 16, 6, 5, 9, 2, {1, 1, 1, 1}, true},      // F(2,3)
+                      WinogradCase{1, 9, 17, 21, 11, 2, {0, 1, 2, 0}, false},   // F(2,3), asymmetric
+                      WinogradCase{1, 333, 6, 6, 8, 2, {1, 1, 1, 1}, true}));   // K = 333 > 320: K blocking
+
+TEST(WinogradConv, FusedReluAndResidual) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {2, 12, 11, 13}), WinogradWeightConst(b, 10, 12, 4, 8),
+                                 b.Input("bias", {10}), b.Input("res", {2, 10, 11, 13})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, WinogradAttrs(4, {1, 1, 1, 1}));
+    ir::Node* add = g.Op("Add", {conv->output(0), v[3]});
+    ir::Node* relu = g.Op("Relu", {add->output(0)});
+    return std::vector<ir::Value*>{relu->output(0)};
+  });
+  CheckNodeAgainstReference(*f, 63, 1e-5);
+  CheckNodeAgainstReference(*f, 64, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
+}
+
+TEST(WinogradConv, FusedClip) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {1, 9, 10, 7}), WinogradWeightConst(b, 6, 9, 4, 9), b.Input("bias", {6})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, WinogradAttrs(4, {1, 1, 1, 1}));
+    ir::Attributes c;
+    c.Set("min", 0.0);
+    c.Set("max", 0.5);
+    ir::Node* clip = g.Op("Clip", {conv->output(0)}, c);
+    return std::vector<ir::Value*>{clip->output(0)};
+  });
+  CheckNodeAgainstReference(*f, 65, 1e-5);
+}
+
+TEST(WinogradConv, DeterministicLowering) {
+  GraphBuilder b;
+  ir::Node* n = b.Op("Conv", {b.Input("x", {1, 8, 9, 9}), WinogradWeightConst(b, 8, 8, 4, 10)},
+                     WinogradAttrs(4, {1, 1, 1, 1}));
+  ASSERT_NE(n, nullptr);
+  auto first = LowerNodeToKernel(*n, 0, {});
+  auto second = LowerNodeToKernel(*n, 0, {});
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->kernel->ToString(), second->kernel->ToString());
+}
+
+}  // namespace
+}  // namespace keel::codegen::testing
