@@ -84,7 +84,8 @@ bool GeneratedAnchor(const ir::Node& n) {
 }
 
 // The prologues of each generated anchor (rule 0 in fusion.h): one-input
-// elementwise nodes whose only use is that anchor.
+// elementwise nodes that change the element type and whose only use is that
+// anchor.
 std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Graph& graph) {
   std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
   for (ir::Node* n : graph.nodes()) {
@@ -93,6 +94,9 @@ std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Gr
     for (const ir::Value* in : n->inputs()) operands += in != nullptr;
     ir::Value* out = n->output(0);
     if (operands != 1 || out->uses().size() != 1 || graph.IsGraphOutput(out)) continue;
+    const ir::Value* in = n->inputs()[0] ? n->inputs()[0] : nullptr;
+    for (const ir::Value* v : n->inputs()) in = v ? v : in;
+    if (!in->has_type() || !out->has_type() || in->type().dtype == out->type().dtype) continue;
     ir::Node* user = out->uses()[0].node;
     if (!user->body() && GeneratedAnchor(*user)) prologues[user].push_back(n);
   }

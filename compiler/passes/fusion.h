@@ -10,12 +10,15 @@
 // ...), anchor (Conv, Gemm, MatMul, pools, reductions, Softmax, LayerNorm ...).
 //
 // Grouping (nodes visited in topological order; a node joins at most one group):
-//   0. Prologues: a one-input elementwise node whose only use is an anchor with
-//      a generated kernel (no vendor-library candidate: Softmax, LayerNorm,
-//      reductions, ...) joins that anchor's group ahead of it, and the anchor's
-//      kernel reads through it (mixed precision's widening Cast in front of an
-//      f32 Softmax or LayerNorm: the kernel reads the half data itself). A
-//      prologue is not also an epilogue of the chain before it.
+//   0. Prologues: a one-input elementwise node that changes the element type
+//      and whose only use is an anchor with a generated kernel (no
+//      vendor-library candidate: Softmax, LayerNorm, reductions, ...) joins that
+//      anchor's group ahead of it, and the anchor's kernel reads through it
+//      (mixed precision's widening Cast in front of an f32 Softmax or LayerNorm:
+//      the kernel reads the half data itself). Other producers stay kernels of
+//      their own: an anchor may read its input several times, and a plain
+//      buffer read keeps its kernel's fast paths. A prologue is not also an
+//      epilogue of the chain before it.
 //   1. An anchor starts a group (after its prologues). While the group's last output has exactly one
 //      use, is not a graph output, and that user is an ungrouped elementwise
 //      node, the user joins (a linear epilogue chain: bias add, relu, clip,
