@@ -8,7 +8,6 @@
 #include "compiler/memory/large_neighbourhood_search.h"
 #include "compiler/memory/lower_bounds.h"
 #include "compiler/memory/planning_support.h"
-#include "compiler/memory/time_sweep_search.h"
 
 namespace keel::memory {
 
@@ -44,20 +43,7 @@ Result<Plan> LnsPlanner::MakePlan(const std::vector<TensorLifetime>& tensors, co
     internal::OverlapGraph graph;
     internal::OffsetAssignment chosen = std::move(greedy);
     uint64_t chosen_top = greedy_top;
-    const internal::SearchClock::time_point deadline =
-        internal::GroupDeadline(start, options.time_limit_seconds, g, groups.size());
-    if (!items.empty() && greedy_top > bound) {
-      // The start-time sweep at the peak-live bound: a layout there is optimal.
-      const uint64_t sweep_budget = std::min(nodes_left / kSweepBudgetDivisor, kMaxSweepNodes);
-      internal::PackingResult swept = internal::SweepWithRestarts(items, bound, deadline, sweep_budget);
-      nodes_left -= std::min(nodes_left, swept.nodes);
-      if (swept.outcome == internal::PackingOutcome::kFound) {
-        chosen.offsets.assign(group.size(), 0);
-        for (size_t k = 0; k < nonempty.size(); ++k) chosen.offsets[nonempty[k]] = swept.offsets[k];
-        chosen_top = bound;
-      }
-    }
-    if (!items.empty() && chosen_top > bound && internal::BuildOverlapGraph(items, &graph)) {
+    if (!items.empty() && greedy_top > bound && internal::BuildOverlapGraph(items, &graph)) {
       std::vector<uint64_t> layout = internal::ConstructLayout(items, graph);
       uint64_t layout_top = 0;
       for (size_t k = 0; k < items.size(); ++k) layout_top = std::max(layout_top, layout[k] + items[k].size);
@@ -65,7 +51,7 @@ Result<Plan> LnsPlanner::MakePlan(const std::vector<TensorLifetime>& tensors, co
         for (size_t k = 0; k < items.size(); ++k) layout[k] = chosen.offsets[nonempty[k]];
       }
       internal::LnsLimits limits;
-      limits.deadline = deadline;
+      limits.deadline = internal::GroupDeadline(start, options.time_limit_seconds, g, groups.size());
       limits.max_nodes = nodes_left;
       internal::LnsResult improved = internal::ImproveLayout(items, graph, std::move(layout), bound, limits);
       nodes_left -= std::min(nodes_left, improved.nodes);

@@ -29,9 +29,6 @@ namespace keel::memory {
 class LnsPlanner final : public Planner {
  public:
   static constexpr uint64_t kDefaultNodeBudget = 50000000;
-  // The sweep first gets budget / kSweepBudgetDivisor nodes, at most kMaxSweepNodes.
-  static constexpr uint64_t kSweepBudgetDivisor = 4;
-  static constexpr uint64_t kMaxSweepNodes = 10000000;
 
   std::string name() const override { return "lns"; }
   Result<Plan> MakePlan(const std::vector<TensorLifetime>& tensors,
