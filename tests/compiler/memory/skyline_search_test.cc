@@ -4,6 +4,8 @@
 // answers capacity questions.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "bench/memory/perfect_packing.h"
 #include "compiler/memory/planner.h"
 #include "compiler/memory/skyline_search.h"
@@ -39,6 +41,36 @@ TEST(SkylineSearch, DecidesExactlyOnSmallRandomSets) {
     perturbed.seed = seed;
     EXPECT_EQ(internal::PackWithinCapacity(items, opt, perturbed).outcome, internal::PackingOutcome::kFound);
     EXPECT_EQ(internal::PackWithinCapacity(items, opt - 1, perturbed).outcome, internal::PackingOutcome::kInfeasible);
+  }
+}
+
+// Long buffers across everything hold the time blocks of short buffers
+// together until they are placed; then the blocks become independent parts in
+// the middle of the search (the decomposition rescans only after such a split
+// can have happened). Decided exactly against brute force, in every order.
+TEST(SkylineSearch, DecidesExactlyWhenPartsSplitDuringTheSearch) {
+  for (uint32_t seed = 1; seed <= 150; ++seed) {
+    std::mt19937 rng(seed);
+    std::vector<TensorLifetime> ts;
+    const int longs = 1 + static_cast<int>(seed % 2);
+    for (int i = 0; i < longs; ++i) ts.push_back(testing::T(20 + rng() % 40, 0, 11));
+    for (int block = 0; block < 3; ++block) {  // steps [4 * block, 4 * block + 3]
+      for (int k = 0; k < 2; ++k) {
+        const int first = 4 * block + static_cast<int>(rng() % 3);
+        ts.push_back(testing::T(1 + rng() % 30, first, first + static_cast<int>(rng() % 2)));
+      }
+    }
+    const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
+    const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
+    for (uint32_t order : {0u, seed}) {
+      internal::PackingLimits limits;
+      limits.seed = order;
+      internal::PackingResult fit = internal::PackWithinCapacity(items, opt, limits);
+      ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
+      EXPECT_TRUE(Disjoint(ts, fit.offsets, opt)) << "seed " << seed;
+      EXPECT_EQ(internal::PackWithinCapacity(items, opt - 1, limits).outcome, internal::PackingOutcome::kInfeasible)
+          << "seed " << seed;
+    }
   }
 }
 
