@@ -382,7 +382,8 @@ class Search {
     std::vector<std::pair<int32_t, int32_t>> parts;
     // The part splits only where a boundary loses its last crossing buffer
     // (Place counts those events), so between such events the scan is skipped:
-    // [a, b) is then still one part, done when no section has unplaced buffers.
+    // [a, b) is then still one part, done when no section has unplaced buffers
+    // (its lowest floor among those is kNone).
     uint64_t scanned_at = UINT64_MAX;
     while (true) {
       if (Tick()) return fail();
@@ -390,21 +391,20 @@ class Search {
         scanned_at = cut_events_;
         Components(a, b, &parts);
         if (parts.empty()) return true;
-      } else if (low_.Query(a, b) == kNone) {
-        return true;
-      }
-      if (parts.size() > 1) {
-        for (const auto& [pa, pb] : parts) {
-          if (!Solve(pa, pb)) return fail();
+        if (parts.size() > 1) {
+          for (const auto& [pa, pb] : parts) {
+            if (!Solve(pa, pb)) return fail();
+          }
+          return true;
         }
-        return true;
+        a = parts[0].first;
+        b = parts[0].second;
       }
-      a = parts[0].first;
-      b = parts[0].second;
 
       // The section to branch on: among the leftmost sections at the lowest
       // floor, the one with the fewest branches.
       const uint64_t h = low_.Query(a, b);
+      if (h == kNone) return true;
       const size_t base = cand_.size();
       int32_t best_section = -1;
       Options best;

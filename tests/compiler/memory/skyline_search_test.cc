@@ -4,8 +4,6 @@
 // answers capacity questions.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "bench/memory/perfect_packing.h"
 #include "compiler/memory/planner.h"
 #include "compiler/memory/skyline_search.h"
@@ -44,22 +42,11 @@ TEST(SkylineSearch, DecidesExactlyOnSmallRandomSets) {
   }
 }
 
-// Long buffers across everything hold the time blocks of short buffers
-// together until they are placed; then the blocks become independent parts in
-// the middle of the search (the decomposition rescans only after such a split
-// can have happened). Decided exactly against brute force, in every order.
+// Parts that split in the middle of the search (the decomposition rescans only
+// after such a split can have happened; memory_test_util.h). Decided exactly against brute force, in every order.
 TEST(SkylineSearch, DecidesExactlyWhenPartsSplitDuringTheSearch) {
   for (uint32_t seed = 1; seed <= 150; ++seed) {
-    std::mt19937 rng(seed);
-    std::vector<TensorLifetime> ts;
-    const int longs = 1 + static_cast<int>(seed % 2);
-    for (int i = 0; i < longs; ++i) ts.push_back(testing::T(20 + rng() % 40, 0, 11));
-    for (int block = 0; block < 3; ++block) {  // steps [4 * block, 4 * block + 3]
-      for (int k = 0; k < 2; ++k) {
-        const int first = 4 * block + static_cast<int>(rng() % 3);
-        ts.push_back(testing::T(1 + rng() % 30, first, first + static_cast<int>(rng() % 2)));
-      }
-    }
+    const std::vector<TensorLifetime> ts = testing::BlocksHeldByLongBuffers(seed);
     const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
     const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
     for (uint32_t order : {0u, seed}) {
