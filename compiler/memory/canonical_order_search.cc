@@ -18,6 +18,8 @@ namespace keel::memory::internal {
 namespace {
 
 constexpr uint64_t kNone = UINT64_MAX;
+// Solve's scanned_at before any scan.
+constexpr uint64_t kNeverScanned = UINT64_MAX;
 // A search deeper than this gives up (kUnknown) rather than risk the stack.
 constexpr int kMaxRecursion = 50000;
 // How far a perturbed order (limits.seed != 0) moves a buffer at most.
@@ -91,7 +93,7 @@ class CanonicalSearch {
     bool fits = true;
     for (int32_t i = 0; i < n_ && fits; ++i) fits = size_[i] <= capacity_;
     for (int32_t s = 0; s < sections_ && fits; ++s) fits = rem_[s] <= capacity_;
-    const bool found = fits && Solve(0, sections_, 0, -1);
+    const bool found = fits && Solve(0, sections_, 0, -1, kNeverScanned);
     result.nodes = nodes_;
     if (found) {
       result.outcome = PackingOutcome::kFound;
@@ -199,7 +201,9 @@ class CanonicalSearch {
       rem_[s] -= size_[x];
       if (low_rest_[s] == rest_[x]) LeaveLowest(s);
     }
-    for (int32_t b = first_[x] + 1; b < end_[x]; ++b) --cross_[b];
+    for (int32_t b = first_[x] + 1; b < end_[x]; ++b) {
+      if (--cross_[b] == 0) ++cut_events_;
+    }
     bool hatless = true;
     for (int64_t k = overlap_start_[x]; k < overlap_start_[x + 1]; ++k) {
       const int32_t y = overlap_[k];
@@ -298,8 +302,11 @@ class CanonicalSearch {
 
   // Places every buffer still to come of sections [a, b) (none crosses a or b),
   // each after (last_offset, last_rank) in canonical order. On failure,
-  // everything it changed is undone.
-  bool Solve(int32_t a, int32_t b, uint64_t last_offset, int32_t last_rank) {
+  // everything it changed is undone. `scanned_at`: the cut_events_ count at
+  // which [a, b) was last found to be one part (a part splits only where a
+  // boundary loses its last crossing buffer, and Place counts those events),
+  // so while no event has happened since, the decomposition scan is skipped.
+  bool Solve(int32_t a, int32_t b, uint64_t last_offset, int32_t last_rank, uint64_t scanned_at) {
     const size_t mark = trail_.size();
     if (Tick()) return false;
     if (++depth_ > kMaxRecursion) aborted_ = true;
@@ -308,16 +315,18 @@ class CanonicalSearch {
       ~DepthGuard() { --*depth; }
     } guard{&depth_};
     if (aborted_) return false;
+    const bool rescan = scanned_at != cut_events_;
     std::vector<std::pair<int32_t, int32_t>> parts;
-    Components(a, b, &parts);
-    if (parts.empty()) return true;
-    if (parts.size() > 1 || parts[0] != std::make_pair(a, b)) {
+    if (rescan) Components(a, b, &parts);
+    scanned_at = cut_events_;
+    if (rescan && parts.empty()) return true;
+    if (rescan && (parts.size() > 1 || parts[0] != std::make_pair(a, b))) {
       // Cut off: each part is its own problem (the placed buffers are fixed
       // obstacles), searched in its own canonical order from the bottom, with
       // ranks by its own crowds.
       for (const auto& [pa, pb] : parts) {
         if (limits_.rerank_parts) Rerank(pa, pb);
-        if (!Solve(pa, pb, 0, -1)) {
+        if (!Solve(pa, pb, 0, -1, scanned_at)) {
           UndoTo(mark);
           return false;
         }
@@ -327,9 +336,13 @@ class CanonicalSearch {
 
     // Capacity per section: what is still to come is stacked above
     // max(last offset, top).
+    bool any_to_come = false;
     for (int32_t s = a; s < b; ++s) {
-      if (count_[s] > 0 && std::max(last_offset, low_rest_[s]) + rem_[s] > capacity_) return false;
+      if (count_[s] == 0) continue;
+      any_to_come = true;
+      if (std::max(last_offset, low_rest_[s]) + rem_[s] > capacity_) return false;
     }
+    if (!any_to_come) return true;  // (a scan skipped above would have found no part)
     // The buffers still to come of this part, their lowest end, the candidates.
     const size_t base = cand_.size();
     uint64_t lowest_end = kNone;
@@ -361,7 +374,7 @@ class CanonicalSearch {
       const uint64_t o = rest_[x];
       const size_t before = trail_.size();
       const bool hatless = Place(x, o);
-      if (Solve(a, b, o, rank_[x])) {
+      if (Solve(a, b, o, rank_[x], scanned_at)) {
         cand_.resize(base);
         return true;
       }
@@ -404,6 +417,7 @@ class CanonicalSearch {
   std::vector<TrailEntry> trail_;
   std::vector<int32_t> cand_;  // candidate lists of the open choices, stacked
   uint64_t nodes_ = 0;
+  uint64_t cut_events_ = 0;  // boundaries whose crossing count fell to 0, ever
   int depth_ = 0;
   bool aborted_ = false;
 };

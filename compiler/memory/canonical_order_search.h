@@ -44,7 +44,9 @@
 // (incremental rests and per-section lowest rests on one undo trail).
 //
 // Cost: O(n log n + overlapping pairs) to set up; per node O(buffers of the
-// current part + sections of the part + the placed buffer's overlaps).
+// current part + sections of the part + the placed buffer's overlaps); the
+// decomposition scan runs only after a placement that left a boundary with no
+// crossing buffer.
 // Memory O(n + overlapping pairs + Σ sections per buffer).
 // Thread-safety: each call has its own state. Errors: none (the caller validates:
 // sizes > 0, begin < end, alignments powers of two).

@@ -205,7 +205,9 @@ class Search {
       SetFloor(s, h + size_[x]);
       support_.Set(s, h + size_[x]);
     }
-    for (int32_t b = first_[x] + 1; b < end_[x]; ++b) --cross_[b];
+    for (int32_t b = first_[x] + 1; b < end_[x]; ++b) {
+      if (--cross_[b] == 0) ++cut_events_;
+    }
   }
 
   void Unplace(int32_t x) {
@@ -378,22 +380,31 @@ class Search {
       ~DepthGuard() { --*depth; }
     } guard{&depth_};
     std::vector<std::pair<int32_t, int32_t>> parts;
+    // The part splits only where a boundary loses its last crossing buffer
+    // (Place counts those events), so between such events the scan is skipped:
+    // [a, b) is then still one part, done when no section has unplaced buffers
+    // (its lowest floor among those is kNone).
+    uint64_t scanned_at = UINT64_MAX;
     while (true) {
       if (Tick()) return fail();
-      Components(a, b, &parts);
-      if (parts.empty()) return true;
-      if (parts.size() > 1) {
-        for (const auto& [pa, pb] : parts) {
-          if (!Solve(pa, pb)) return fail();
+      if (scanned_at != cut_events_) {
+        scanned_at = cut_events_;
+        Components(a, b, &parts);
+        if (parts.empty()) return true;
+        if (parts.size() > 1) {
+          for (const auto& [pa, pb] : parts) {
+            if (!Solve(pa, pb)) return fail();
+          }
+          return true;
         }
-        return true;
+        a = parts[0].first;
+        b = parts[0].second;
       }
-      a = parts[0].first;
-      b = parts[0].second;
 
       // The section to branch on: among the leftmost sections at the lowest
       // floor, the one with the fewest branches.
       const uint64_t h = low_.Query(a, b);
+      if (h == kNone) return true;
       const size_t base = cand_.size();
       int32_t best_section = -1;
       Options best;
@@ -487,6 +498,7 @@ class Search {
   std::vector<int32_t> tops_trail_;
   std::vector<int32_t> cand_;  // candidate lists of the open choices, stacked
   uint64_t nodes_ = 0;
+  uint64_t cut_events_ = 0;  // boundaries whose crossing count fell to 0, ever
   int depth_ = 0;
   bool aborted_ = false;
 };

@@ -56,8 +56,9 @@
 // perturbs the order in which candidates are tried (for restarts).
 //
 // Cost: O(n log n + Σ sections per buffer) to set up; per node about O(k log S) for
-// k buffers at the branching section plus the decomposition scan of the current
-// part. Memory O(n + Σ sections per buffer).
+// k buffers at the branching section, plus the decomposition scan of the current
+// part after a placement that left a boundary with no crossing buffer (only
+// then can the part split). Memory O(n + Σ sections per buffer).
 // Thread-safety: each call has its own state. Errors: none (the caller validates:
 // sizes > 0, begin < end, alignments powers of two).
 #pragma once

@@ -60,6 +60,31 @@ TEST(CanonicalOrderSearch, DecidesExactlyOnSmallRandomSets) {
   }
 }
 
+// Parts that split in the middle of the search (the decomposition scan is
+// skipped while no split can have happened; memory_test_util.h), in every
+// order, perturbed and re-ranked.
+TEST(CanonicalOrderSearch, DecidesExactlyWhenPartsSplitDuringTheSearch) {
+  for (uint32_t seed = 1; seed <= 150; ++seed) {
+    const std::vector<TensorLifetime> ts = testing::BlocksHeldByLongBuffers(seed);
+    const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
+    const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
+    for (internal::CandidateOrder order : kOrders) {
+      for (uint32_t variant = 0; variant < 3; ++variant) {
+        internal::PackingLimits limits;
+        limits.order = order;
+        limits.seed = variant == 1 ? seed : 0;
+        limits.rerank_parts = variant == 2;
+        const internal::PackingResult fit = internal::PackInCanonicalOrder(items, opt, limits);
+        ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
+        EXPECT_TRUE(Fits(items, fit.offsets, opt)) << "seed " << seed;
+        EXPECT_EQ(internal::PackInCanonicalOrder(items, opt - 1, limits).outcome,
+                  internal::PackingOutcome::kInfeasible)
+            << "seed " << seed;
+      }
+    }
+  }
+}
+
 TEST(CanonicalOrderSearch, NodeBudgetGivesUnknown) {
   const std::vector<TensorLifetime> ts = testing::RandomLifetimes(5, 200, 60, 1000, false);
   internal::PackingLimits limits;

@@ -137,6 +137,24 @@ inline std::vector<TensorLifetime> RandomLifetimes(uint32_t seed, int n, int ste
   return ts;
 }
 
+// At most 8 tensors (brute-force size): one or two long buffers across steps
+// [0, 11] and two short ones in each of three time blocks (steps 4k..4k+3).
+// Until the long buffers are placed they hold the blocks together; then the
+// blocks are independent parts, split in the middle of a search.
+inline std::vector<TensorLifetime> BlocksHeldByLongBuffers(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<TensorLifetime> ts;
+  const int longs = 1 + static_cast<int>(seed % 2);
+  for (int i = 0; i < longs; ++i) ts.push_back(T(20 + rng() % 40, 0, 11));
+  for (int block = 0; block < 3; ++block) {
+    for (int k = 0; k < 2; ++k) {
+      const int first = 4 * block + static_cast<int>(rng() % 3);
+      ts.push_back(T(1 + rng() % 30, first, first + static_cast<int>(rng() % 2)));
+    }
+  }
+  return ts;
+}
+
 // Planners whose plans are in shared-object form (tensors at offset 0 of objects).
 inline bool IsSharedObjectStrategy(const std::string& name) {
   return name == "tvm" || name == "tvm-packed" || name == "greedy-breadth" ||

@@ -42,6 +42,25 @@ TEST(SkylineSearch, DecidesExactlyOnSmallRandomSets) {
   }
 }
 
+// Parts that split in the middle of the search (the decomposition rescans only
+// after such a split can have happened; memory_test_util.h). Decided exactly against brute force, in every order.
+TEST(SkylineSearch, DecidesExactlyWhenPartsSplitDuringTheSearch) {
+  for (uint32_t seed = 1; seed <= 150; ++seed) {
+    const std::vector<TensorLifetime> ts = testing::BlocksHeldByLongBuffers(seed);
+    const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
+    const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
+    for (uint32_t order : {0u, seed}) {
+      internal::PackingLimits limits;
+      limits.seed = order;
+      internal::PackingResult fit = internal::PackWithinCapacity(items, opt, limits);
+      ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
+      EXPECT_TRUE(Disjoint(ts, fit.offsets, opt)) << "seed " << seed;
+      EXPECT_EQ(internal::PackWithinCapacity(items, opt - 1, limits).outcome, internal::PackingOutcome::kInfeasible)
+          << "seed " << seed;
+    }
+  }
+}
+
 TEST(SkylineSearch, NodeBudgetGivesUnknown) {
   const std::vector<TensorLifetime> ts = bench::PerfectPacking(300, 7);
   internal::PackingLimits limits;
