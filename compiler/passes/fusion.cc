@@ -91,11 +91,14 @@ std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Gr
   for (ir::Node* n : graph.nodes()) {
     if (n->body() || ClassifyOp(*n) != OpClass::kElementwise) continue;
     size_t operands = 0;
-    for (const ir::Value* in : n->inputs()) operands += in != nullptr;
+    const ir::Value* in = nullptr;
+    for (const ir::Value* v : n->inputs()) {
+      if (!v) continue;
+      ++operands;
+      in = v;
+    }
     ir::Value* out = n->output(0);
     if (operands != 1 || out->uses().size() != 1 || graph.IsGraphOutput(out)) continue;
-    const ir::Value* in = n->inputs()[0] ? n->inputs()[0] : nullptr;
-    for (const ir::Value* v : n->inputs()) in = v ? v : in;
     if (!in->has_type() || !out->has_type() || in->type().dtype == out->type().dtype) continue;
     ir::Node* user = out->uses()[0].node;
     if (!user->body() && GeneratedAnchor(*user)) prologues[user].push_back(n);
@@ -106,13 +109,17 @@ std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Gr
 }  // namespace
 
 Status FusionPass::Run(ir::Graph& graph) {
+  struct Group {
+    std::vector<ir::Node*> chain;
+    const ir::Node* lead;  // the anchor, injective or first elementwise node
+    std::string pattern;
+  };
   std::unordered_set<const ir::Node*> grouped;
-  std::vector<std::pair<std::vector<ir::Node*>, std::string>> groups;
+  std::vector<Group> groups;
   std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
   if (fuse_anchors_) prologues = FindPrologues(graph);
   std::unordered_set<const ir::Node*> in_prologue;
   for (const auto& [anchor, nodes] : prologues) in_prologue.insert(nodes.begin(), nodes.end());
-  std::vector<const ir::Node*> leads;
   for (ir::Node* n : graph.nodes()) {
     if (grouped.count(n) || in_prologue.count(n) || n->body()) continue;
     OpClass cls = ClassifyOp(*n);
@@ -144,10 +151,9 @@ Status FusionPass::Run(ir::Graph& graph) {
     std::string pattern = cls == OpClass::kAnchor      ? (chain.size() > 1 ? "anchor+epilogue" : "anchor")
                           : cls == OpClass::kInjective ? "injective"
                                                        : "elementwise";
-    groups.emplace_back(std::move(chain), pattern);
-    leads.push_back(n);
+    groups.push_back({std::move(chain), n, pattern});
   }
-  for (size_t i = 0; i < groups.size(); ++i) KEEL_RETURN_IF_ERROR(FuseChain(graph, groups[i].first, leads[i], groups[i].second));
+  for (const Group& gr : groups) KEEL_RETURN_IF_ERROR(FuseChain(graph, gr.chain, gr.lead, gr.pattern));
   // The fused node sits where the chain ended; external inputs of later chain
   // members may be defined after the chain's start, which is fine there, but
   // re-sort to be safe (stable: valid orders are kept).
