@@ -463,7 +463,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, size_t index) {
     KEEL_ASSIGN_OR_RETURN(ir::AttrValue v, ConvertAttribute(a, where));
     attrs.Set(a.name(), std::move(v));
   }
-  if (n.op_type() == "Constant") return ImportConstant(n, attrs, where);
+  if (def->imported_as_constant) return ImportConstant(n, attrs, where);
 
   std::vector<ir::Value*> inputs;
   for (const std::string& in : n.input()) {

@@ -27,17 +27,19 @@ Status RequireSubgraphs(const ir::Node& node, const std::vector<std::string>& at
   return Status::Ok();
 }
 
-OpDef ControlFlowOp(const std::string& name, std::vector<int> versions, std::vector<std::string> graphs) {
+OpDef ControlFlowOp(const std::string& name, ControlFlow kind, std::vector<int> versions,
+                    std::vector<std::string> graphs) {
   OpDef def;
   def.name = name;
+  def.control_flow = kind;
   def.versions = std::move(versions);
   def.fusion = FusionClass::kNone;
   def.removed_by = "shape-inference (control flow)";
-  def.normalize = [graphs](ir::Node& node, int version) -> Status {
+  def.normalize = [graphs, kind](ir::Node& node, int version) -> Status {
     KEEL_RETURN_IF_ERROR(RequireSubgraphs(node, graphs));
     // Scan-8: a batch axis 0 on every input and output, the sequence axis 1, and
     // an optional leading sequence_lens input.
-    if (node.op_type() == "Scan" && version == 8) node.attrs().Set("batched", int64_t{1});
+    if (kind == ControlFlow::kScan && version == 8) node.attrs().Set("batched", int64_t{1});
     return Status::Ok();
   };
   def.canonicalize = [](ir::Node& node) -> Status { return NotInlined(node); };
@@ -48,9 +50,9 @@ OpDef ControlFlowOp(const std::string& name, std::vector<int> versions, std::vec
 }  // namespace
 
 void RegisterControlFlowOps(Registry& r) {
-  r.Add(ControlFlowOp("If", {1, 11, 13, 16, 19, 21, 23, 24, 25}, {"then_branch", "else_branch"}));
-  r.Add(ControlFlowOp("Loop", {1, 11, 13, 16, 19, 21, 23, 24, 25}, {"body"}));
-  r.Add(ControlFlowOp("Scan", {8, 9, 11, 16, 19, 21, 23, 24, 25}, {"body"}));
+  r.Add(ControlFlowOp("If", ControlFlow::kIf, {1, 11, 13, 16, 19, 21, 23, 24, 25}, {"then_branch", "else_branch"}));
+  r.Add(ControlFlowOp("Loop", ControlFlow::kLoop, {1, 11, 13, 16, 19, 21, 23, 24, 25}, {"body"}));
+  r.Add(ControlFlowOp("Scan", ControlFlow::kScan, {8, 9, 11, 16, 19, 21, 23, 24, 25}, {"body"}));
 }
 
 }  // namespace keel::ops

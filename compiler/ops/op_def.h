@@ -70,6 +70,10 @@ enum class LibraryCall : uint8_t { kNone, kGemm, kMatMul, kConv, kMaxPool, kAver
 // bounds; kAdd x + other; kMul x * other; kDiv x / other.
 enum class EpilogueRole : uint8_t { kNone, kRelu, kClip, kAdd, kMul, kDiv };
 
+// Ops whose semantics is a subgraph, each made static its own way by the
+// control-flow lowering (passes/control_flow.h).
+enum class ControlFlow : uint8_t { kNone, kIf, kLoop, kScan };
+
 // What the mixed-precision pass (passes/mixed_precision.h, keelc --precision
 // fp16|bf16) may do with the op's f32 operands and results. Kernels compute in
 // f32 whatever they store; the policy decides what is rounded to half between
@@ -172,6 +176,9 @@ struct OpDef {
   bool value_independent = false;
   // The pass that removes/rewrites a kNone op (for the error when one survives).
   std::string removed_by;
+  ControlFlow control_flow = ControlFlow::kNone;
+  // The importer turns the node into a constant value (its attribute holds the tensor).
+  bool imported_as_constant = false;
   // Mixed precision (see HalfPolicy; ResolveHalfPolicy resolves kAuto).
   HalfPolicy half = HalfPolicy::kAuto;
   std::string keep_f32_reason;

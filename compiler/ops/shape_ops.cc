@@ -353,6 +353,7 @@ void RegisterShapeOps(Registry& r) {
     def.name = "Constant";
     def.versions = {1, 9, 11, 12, 13, 19, 21, 23, 24, 25};
     def.removed_by = "the importer";
+    def.imported_as_constant = true;
     r.Add(std::move(def));
   }
 }

@@ -9,6 +9,7 @@
 #include "compiler/ops/expansion.h"
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::passes {
 namespace {
@@ -46,13 +47,17 @@ class Lowering {
       : graph_(graph), node_(node), step_(step), b_(graph, *node), prefix_(node->name() + "/") {}
 
   Status Run() {
-    const std::string& op = node_->op_type();
     KEEL_ASSIGN_OR_RETURN(int64_t formal, node_->attrs().GetInt("formal_inputs", -1));
     if (formal < 0 || formal > static_cast<int64_t>(node_->inputs().size())) {
       return ops::NodeError(*node_, "the formal inputs are not marked (not imported from ONNX?)");
     }
     formal_ = static_cast<size_t>(formal);
-    Result<std::vector<Value*>> outs = op == "If" ? If() : op == "Loop" ? Loop() : Scan();
+    const ops::OpDef* def = ops::FindOp(*node_);
+    const ops::ControlFlow kind = def ? def->control_flow : ops::ControlFlow::kNone;
+    if (kind == ops::ControlFlow::kNone) return ops::NodeError(*node_, "a subgraph on an op that is not control flow");
+    Result<std::vector<Value*>> outs = kind == ops::ControlFlow::kIf     ? If()
+                                       : kind == ops::ControlFlow::kLoop ? Loop()
+                                                                          : Scan();
     if (!outs.ok()) return outs.status();
     return Replace(*outs);
   }
