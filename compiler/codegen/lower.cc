@@ -41,7 +41,7 @@ GroupView ViewOf(const ir::Node& node) {
 // one kernel lowering serves both layouts (no buffer fast paths: the reads are
 // index functions).
 Result<Stmt> LowerAnchor(LowerContext& ctx, const ops::OpDef& def, const ir::Node& anchor,
-                         const std::vector<StoreFn>& stores, ops::ChannelsFirstTwin& twin) {
+                         const std::vector<StoreFn>& stores, ops::OpTwin& twin) {
   if (!ops::IsChannelsLast(anchor)) return def.kernel(ctx, anchor, stores);
   KEEL_ASSIGN_OR_RETURN(twin, ops::MakeChannelsFirstTwin(def, anchor));
   for (size_t i = 0; i < anchor.outputs().size(); ++i) {
@@ -227,7 +227,7 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
         return Block(std::move(s));
       });
     }
-    ops::ChannelsFirstTwin twin;  // outlives the kernel's construction
+    ops::OpTwin twin;  // outlives the kernel's construction
     KEEL_ASSIGN_OR_RETURN(Stmt body, LowerAnchor(ctx, *anchor_def, *anchor, stores, twin));
     stmts.push_back(body);
   } else {

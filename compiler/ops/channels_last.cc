@@ -68,38 +68,22 @@ bool Listed(const OpDef& def, size_t i) {
 
 }  // namespace
 
-Result<ChannelsFirstTwin> MakeChannelsFirstTwin(const OpDef& def, const ir::Node& node) {
+Result<OpTwin> MakeChannelsFirstTwin(const OpDef& def, const ir::Node& node) {
   if (def.channels_last_operands.empty()) {
     return Internal(ir::NodeDescription(node) + ": op " + def.name + " has no channels-last form");
   }
-  ChannelsFirstTwin t;
-  t.graph = std::make_unique<ir::Graph>();
-  std::vector<ir::Value*> inputs;
-  for (size_t i = 0; i < node.inputs().size(); ++i) {
-    const ir::Value* in = node.input(i);
-    if (!in) {
-      inputs.push_back(nullptr);
-      continue;
-    }
-    if (!in->has_type()) return Internal(ir::NodeDescription(node) + ": input " + std::to_string(i) + " has no type");
+  return MakeOpTwin(node, kChannelsLastAttr, [&def](ir::Graph& g, size_t i, const ir::Value& in) -> Result<ir::Value*> {
     const bool moved = Listed(def, i);
-    const std::vector<int64_t> back = ToChannelsFirstPerm(in->type().shape.size());
-    if (in->is_constant()) {
-      inputs.push_back(t.graph->AddConstant(in->name(), moved ? PermuteTensor(*in->constant(), back) : in->constant()));
-    } else {
-      ir::TensorType type = in->type();
-      if (moved) type.shape = PermuteShape(type.shape, back);
-      inputs.push_back(t.graph->AddInput(in->name(), type));
-    }
-  }
-  t.twin = t.graph->AddNode(node.op_type(), node.name(), inputs, node.outputs().size());
-  t.twin->attrs() = node.attrs();
-  t.twin->attrs().Erase(kChannelsLastAttr);
-  return t;
+    const std::vector<int64_t> back = ToChannelsFirstPerm(in.type().shape.size());
+    if (in.is_constant()) return g.AddConstant(in.name(), moved ? PermuteTensor(*in.constant(), back) : in.constant());
+    ir::TensorType type = in.type();
+    if (moved) type.shape = PermuteShape(type.shape, back);
+    return g.AddInput(in.name(), type);
+  });
 }
 
 Status CanonicalizeChannelsLast(const OpDef& def, ir::Node& node) {
-  KEEL_ASSIGN_OR_RETURN(ChannelsFirstTwin t, MakeChannelsFirstTwin(def, node));
+  KEEL_ASSIGN_OR_RETURN(OpTwin t, MakeChannelsFirstTwin(def, node));
   KEEL_RETURN_IF_ERROR(CanonicalizeNode(*t.twin));
   if (t.twin->inputs().size() != node.inputs().size()) {
     return Internal(ir::NodeDescription(node) + ": canonicalizing the channels-last form changed its operands");
@@ -110,7 +94,7 @@ Status CanonicalizeChannelsLast(const OpDef& def, ir::Node& node) {
 }
 
 Result<std::vector<ir::TensorType>> InferChannelsLast(const OpDef& def, const ir::Node& node) {
-  KEEL_ASSIGN_OR_RETURN(ChannelsFirstTwin t, MakeChannelsFirstTwin(def, node));
+  KEEL_ASSIGN_OR_RETURN(OpTwin t, MakeChannelsFirstTwin(def, node));
   KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, InferNodeTypes(*t.twin));
   types[0].shape = PermuteShape(types[0].shape, ToChannelsLastPerm(types[0].shape.size()));
   return types;
@@ -118,7 +102,7 @@ Result<std::vector<ir::TensorType>> InferChannelsLast(const OpDef& def, const ir
 
 Result<std::vector<ir::TensorDataPtr>> EvaluateChannelsLast(const OpDef& def, const ir::Node& node,
                                                             const std::vector<ir::TensorDataPtr>& inputs) {
-  KEEL_ASSIGN_OR_RETURN(ChannelsFirstTwin t, MakeChannelsFirstTwin(def, node));
+  KEEL_ASSIGN_OR_RETURN(OpTwin t, MakeChannelsFirstTwin(def, node));
   std::vector<ir::TensorDataPtr> args = inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] && Listed(def, i)) args[i] = PermuteTensor(*args[i], ToChannelsFirstPerm(args[i]->type.shape.size()));

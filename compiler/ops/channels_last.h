@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/ops/op_twin.h"
 #include "keel/status.h"
 
 namespace keel::ops {
@@ -43,12 +44,8 @@ ir::TensorDataPtr PermuteTensor(const ir::TensorData& data, const std::vector<in
 // The channels-first twin of a channels-last node: a new graph holding one
 // node with the same op and attributes (less the mark) whose inputs are typed
 // values (listed operands in channels-first shape; constants stay constants,
-// moved back). `twin` points at that node; the graph owns it.
-struct ChannelsFirstTwin {
-  std::unique_ptr<ir::Graph> graph;
-  ir::Node* twin = nullptr;
-};
-Result<ChannelsFirstTwin> MakeChannelsFirstTwin(const OpDef& def, const ir::Node& node);
+// moved back); op_twin.h.
+Result<OpTwin> MakeChannelsFirstTwin(const OpDef& def, const ir::Node& node);
 
 // CanonicalizeNode for a channels-last node: the twin's canonical attributes
 // (the mark kept); the op must keep its operands (Conv and the pools do).

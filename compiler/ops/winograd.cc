@@ -80,13 +80,8 @@ void RecoverTile(const codegen::WinogradMatrices& mx, const double* u, double* g
 }
 
 // The plain Conv twin of a Winograd-form node: one node in a new graph whose
-// operands are typed values, the weight typed [Co, Ci, 3, 3].
-struct ConvTwin {
-  std::unique_ptr<ir::Graph> graph;
-  ir::Node* twin = nullptr;
-};
-
-Result<ConvTwin> MakeConvTwin(const ir::Node& node) {
+// operands are typed values, the weight typed [Co, Ci, 3, 3] (op_twin.h).
+Result<OpTwin> MakeConvTwin(const ir::Node& node) {
   const int64_t m = WinogradTile(node);
   const codegen::WinogradMatrices mx = codegen::WinogradFor(m);
   if (mx.m == 0) return InvalidArgument(ir::NodeDescription(node) + ": keel.winograd must be 2 or 4, got " + std::to_string(m));
@@ -98,24 +93,11 @@ Result<ConvTwin> MakeConvTwin(const ir::Node& node) {
     return InvalidArgument(ir::NodeDescription(node) + ": Winograd F(" + std::to_string(m) +
                            ",3) weight must be f32 [" + std::to_string(mx.n * mx.n) + ", Co, Ci], got " + u.ToString());
   }
-  ConvTwin t;
-  t.graph = std::make_unique<ir::Graph>();
-  std::vector<ir::Value*> inputs;
-  for (size_t i = 0; i < node.inputs().size(); ++i) {
-    const ir::Value* in = node.input(i);
-    if (!in) {
-      inputs.push_back(nullptr);
-      continue;
-    }
-    if (!in->has_type()) return Internal(ir::NodeDescription(node) + ": input " + std::to_string(i) + " has no type");
-    ir::TensorType type = in->type();
+  return MakeOpTwin(node, kWinogradAttr, [&u](ir::Graph& g, size_t i, const ir::Value& in) -> Result<ir::Value*> {
+    ir::TensorType type = in.type();
     if (i == 1) type.shape = {u.shape[1], u.shape[2], 3, 3};
-    inputs.push_back(t.graph->AddInput(in->name(), type));
-  }
-  t.twin = t.graph->AddNode(node.op_type(), node.name(), inputs, node.outputs().size());
-  t.twin->attrs() = node.attrs();
-  t.twin->attrs().Erase(kWinogradAttr);
-  return t;
+    return g.AddInput(in.name(), type);
+  });
 }
 
 }  // namespace
@@ -159,7 +141,7 @@ Result<ir::TensorDataPtr> WeightFromWinograd(const ir::TensorData& u, int64_t m)
 }
 
 Status CanonicalizeWinograd(const OpDef& /*def*/, ir::Node& node) {
-  KEEL_ASSIGN_OR_RETURN(ConvTwin t, MakeConvTwin(node));
+  KEEL_ASSIGN_OR_RETURN(OpTwin t, MakeConvTwin(node));
   KEEL_RETURN_IF_ERROR(CanonicalizeNode(*t.twin));
   const int64_t m = WinogradTile(node);
   node.attrs() = t.twin->attrs();
@@ -168,13 +150,13 @@ Status CanonicalizeWinograd(const OpDef& /*def*/, ir::Node& node) {
 }
 
 Result<std::vector<ir::TensorType>> InferWinograd(const OpDef& /*def*/, const ir::Node& node) {
-  KEEL_ASSIGN_OR_RETURN(ConvTwin t, MakeConvTwin(node));
+  KEEL_ASSIGN_OR_RETURN(OpTwin t, MakeConvTwin(node));
   return InferNodeTypes(*t.twin);
 }
 
 Result<std::vector<ir::TensorDataPtr>> EvaluateWinograd(const OpDef& /*def*/, const ir::Node& node,
                                                         const std::vector<ir::TensorDataPtr>& inputs) {
-  KEEL_ASSIGN_OR_RETURN(ConvTwin t, MakeConvTwin(node));
+  KEEL_ASSIGN_OR_RETURN(OpTwin t, MakeConvTwin(node));
   std::vector<ir::TensorDataPtr> args = inputs;
   if (args.size() < 2 || !args[1]) return NodeError(node, "missing value for the Winograd weight");
   KEEL_ASSIGN_OR_RETURN(args[1], WeightFromWinograd(*args[1], WinogradTile(node)));
