@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "apps/common/cli.h"
+#include "apps/common/pipeline_flags.h"
 #include "compiler/driver/phase.h"
 #include "compiler/driver/model_lifetimes.h"
 #include "compiler/memory/buffer_csv.h"
@@ -148,18 +149,8 @@ static int RunMain(int argc, char** argv) {
     } else if (args.Value("--target", v)) {
       if (v != "cpu" && v != "cuda") return UsageError("--target expects cpu or cuda (got '" + v + "')");
       options.target = v;
-    } else if (args.Value("--precision", v)) {
-      auto p = keel::passes::ParsePrecision(v);
-      if (!p.ok()) return UsageError("--precision: " + p.status().message());
-      options.pipeline.mixed_precision.precision = *p;
-    } else if (args.Value("--layout", v)) {
-      auto l = keel::driver::ParseLayout(v);
-      if (!l.ok()) return UsageError("--layout: " + l.status().message());
-      options.backend.layout = *l;
-    } else if (args.Value("--winograd", v)) {
-      auto w = keel::driver::ParseWinogradMode(v);
-      if (!w.ok()) return UsageError("--winograd: " + w.status().message());
-      options.backend.winograd = *w;
+    } else if (std::string error; keel::cli::PipelineFlag(args, options, error)) {
+      if (!error.empty()) return UsageError(error);
     } else if (args.Value("--strategies", v)) {
       strategies_text = v;
     } else if (args.Value("--buffers", v)) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "apps/common/cli.h"
+#include "apps/common/pipeline_flags.h"
 #include "compiler/driver/phase.h"
 #include "compiler/driver/compile.h"
 #include "compiler/driver/cuda_host_emitter.h"
@@ -138,21 +139,11 @@ static int RunMain(int argc, char** argv) {
       emit = v;
     } else if (args.Value("--memory-plan", v)) {
       options.memory_plan = v;
-    } else if (args.Value("--precision", v)) {
-      auto p = keel::passes::ParsePrecision(v);
-      if (!p.ok()) return UsageError("--precision: " + p.status().message());
-      options.pipeline.mixed_precision.precision = *p;
+    } else if (std::string error; keel::cli::PipelineFlag(args, options, error)) {
+      if (!error.empty()) return UsageError(error);
     } else if (args.Value("--precision-io", v)) {
       if (v != "f32" && v != "half") return UsageError("--precision-io expects f32 or half (got '" + v + "')");
       options.pipeline.mixed_precision.half_io = v == "half";
-    } else if (args.Value("--layout", v)) {
-      auto l = keel::driver::ParseLayout(v);
-      if (!l.ok()) return UsageError("--layout: " + l.status().message());
-      options.backend.layout = *l;
-    } else if (args.Value("--winograd", v)) {
-      auto w = keel::driver::ParseWinogradMode(v);
-      if (!w.ok()) return UsageError("--winograd: " + w.status().message());
-      options.backend.winograd = *w;
     } else if (args.Value("--cpu", v)) {
       options.backend.cpu = v;
     } else if (args.Value("--disable-pass", v)) {
