@@ -32,26 +32,31 @@ constexpr internal::CandidateOrder kOrders[] = {internal::CandidateOrder::kCrowd
                                                 internal::CandidateOrder::kLengthAreaCrowd,
                                                 internal::CandidateOrder::kCrowdLengthArea};
 
+// In every candidate order, static, perturbed and re-ranked: a layout within
+// `opt` is found and fits, and `opt - 1` is proven infeasible.
+void ExpectDecidedInEveryOrder(const std::vector<internal::PackingItem>& items, uint64_t opt, uint32_t seed) {
+  for (internal::CandidateOrder order : kOrders) {
+    for (uint32_t variant = 0; variant < 3; ++variant) {
+      internal::PackingLimits limits;
+      limits.order = order;
+      limits.seed = variant == 1 ? seed : 0;  // perturbed ranks
+      limits.rerank_parts = variant == 2;     // parts re-ranked by their own crowds
+      const internal::PackingResult fit = internal::PackInCanonicalOrder(items, opt, limits);
+      ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
+      EXPECT_TRUE(Fits(items, fit.offsets, opt)) << "seed " << seed;
+      EXPECT_EQ(internal::PackInCanonicalOrder(items, opt - 1, limits).outcome, internal::PackingOutcome::kInfeasible)
+          << "seed " << seed;
+    }
+  }
+}
+
 TEST(CanonicalOrderSearch, DecidesExactlyOnSmallRandomSets) {
   for (uint32_t seed = 1; seed <= 300; ++seed) {
     const int n = 2 + static_cast<int>(seed % 7);  // 2..8 tensors
     const std::vector<TensorLifetime> ts = testing::RandomLifetimes(seed, n, 6, 40, seed % 3 == 0);
     const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
     const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
-    for (internal::CandidateOrder order : kOrders) {
-      for (uint32_t variant = 0; variant < 3; ++variant) {
-        internal::PackingLimits limits;
-        limits.order = order;
-        limits.seed = variant == 1 ? seed : 0;  // perturbed ranks
-        limits.rerank_parts = variant == 2;     // parts re-ranked by their own crowds
-        const internal::PackingResult fit = internal::PackInCanonicalOrder(items, opt, limits);
-        ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
-        EXPECT_TRUE(Fits(items, fit.offsets, opt)) << "seed " << seed;
-        EXPECT_EQ(internal::PackInCanonicalOrder(items, opt - 1, limits).outcome,
-                  internal::PackingOutcome::kInfeasible)
-            << "seed " << seed;
-      }
-    }
+    ExpectDecidedInEveryOrder(items, opt, seed);
     const internal::PackingResult restarts = internal::PackWithRestarts(items, opt, internal::SearchClock::time_point::max());
     ASSERT_EQ(restarts.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
     EXPECT_TRUE(Fits(items, restarts.offsets, opt));
@@ -68,20 +73,7 @@ TEST(CanonicalOrderSearch, DecidesExactlyWhenPartsSplitDuringTheSearch) {
     const std::vector<TensorLifetime> ts = testing::BlocksHeldByLongBuffers(seed);
     const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
     const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
-    for (internal::CandidateOrder order : kOrders) {
-      for (uint32_t variant = 0; variant < 3; ++variant) {
-        internal::PackingLimits limits;
-        limits.order = order;
-        limits.seed = variant == 1 ? seed : 0;
-        limits.rerank_parts = variant == 2;
-        const internal::PackingResult fit = internal::PackInCanonicalOrder(items, opt, limits);
-        ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
-        EXPECT_TRUE(Fits(items, fit.offsets, opt)) << "seed " << seed;
-        EXPECT_EQ(internal::PackInCanonicalOrder(items, opt - 1, limits).outcome,
-                  internal::PackingOutcome::kInfeasible)
-            << "seed " << seed;
-      }
-    }
+    ExpectDecidedInEveryOrder(items, opt, seed);
   }
 }
 
