@@ -42,7 +42,8 @@ namespace keel::ser::library_ops {
 // ============================================================================
 // "cublas.gemm" — batched matrix product with optional bias and epilogue.
 //
-//   args:  A, B, [bias], Y          (bias present iff attr has_bias == 1)
+//   args:  A, B, [bias], [residual], Y
+//          (bias present iff attr has_bias == 1, residual iff has_residual == 1)
 //   attrs (ints unless said):
 //     "m", "n", "k"       required, >= 1
 //     "batch"             default 1, >= 1
@@ -62,16 +63,21 @@ namespace keel::ser::library_ops {
 //                                  batch, scaled by beta
 //                         other ONNX broadcasts ([M,1], scalar) must be
 //                         materialized by the compiler as "full".
+//     "has_residual"      default 0; 1: the residual has batch*m*n elements (dense,
+//                         Y's layout; it may be Y's own register) and is added
+//                         before the epilogue with factor 1 (cuBLASLt's C
+//                         matrix); not with a "full" bias (which is C)
 //     "alpha"             floats, default 1.0
 //     "beta"              floats, default 1.0 when has_bias else ignored
 //     "epilogue"          str, default "": "" | "relu" | "gelu_tanh"
 //                         (gelu_tanh = 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))),
 //                         cuBLASLt's GELU; ONNX erf-Gelu is NOT this op's job)
 //   semantics, for b in [0, batch), i in [0,m), j in [0,n):
-//     Y[b][i][j] = epi( alpha * sum_p opA(b)[i][p] * opB(b)[p][j] + beta * bias(i,j) )
+//     Y[b][i][j] = epi( alpha * sum_p opA(b)[i][p] * opB(b)[p][j] + beta * bias(i,j)
+//                       + residual[b][i][j] )
 //     with opA(b) = A[b*stride_a ...] viewed [m,k] (or the transpose of the [k,m]
 //     block when trans_a), same for B, bias(i,j) = bias[j] ("row") or
-//     bias[i*n+j] ("full"), 0 without bias.
+//     bias[i*n+j] ("full"), 0 without bias; residual 0 without it.
 //   shapes: A, B and Y must hold at least the elements the strides address; Y's
 //     element count must equal batch*m*n. The compiler typically writes
 //     A=[batch,m,k] (or [m,k] with stride_a 0), Y=[batch,m,n] or [m,n].

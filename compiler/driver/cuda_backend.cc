@@ -4,7 +4,8 @@
 // Selection per node (plain or keel.Fused chain "anchor, epilogue..."):
 //   Gemm / MatMul        → "cublas.gemm"; the epilogue absorbs, in chain order,
 //                          a scalar Mul/Div (into alpha, before any bias), a row
-//                          bias Add ([n] / [1,n], or Gemm's C) and a Relu.
+//                          bias Add ([n] / [1,n], or Gemm's C), a residual Add
+//                          (Y's shape: cuBLASLt's C) and a Relu.
 //   Conv (1-D, 2-D or 3-D, symmetric pads) → "cudnn.conv2d" (any spatial
 //                          rank, despite the name) with Conv's bias, one
 //                          residual Add (same shape as the output), then Relu
@@ -201,6 +202,7 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
     }
   }
   std::string epilogue;
+  const ir::Value* residual = nullptr;
   const ir::Value* prev = Y;
   size_t i = 1;
   for (; i < c.nodes.size(); ++i) {
@@ -211,17 +213,23 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
     const ir::Value* other = OtherOperand(e, prev);
     if (!other || e.output(0)->type() != prev->type()) break;
     const bool is_div = role == ops::EpilogueRole::kDiv;
-    if ((role == ops::EpilogueRole::kMul || (is_div && e.input(0) == prev)) && !bias) {
+    if ((role == ops::EpilogueRole::kMul || (is_div && e.input(0) == prev)) && !bias && !residual) {
       std::optional<double> s = ScalarF32(c.ConstantOf(other));
       if (!s || (is_div && *s == 0.0)) break;
       alpha *= is_div ? 1.0 / *s : *s;
       prev = e.output(0);
       continue;
     }
-    if (role == ops::EpilogueRole::kAdd && !bias && c.InputIndex(other) >= 0 && other->type().dtype == Y->type().dtype) {
+    if (role == ops::EpilogueRole::kAdd && c.InputIndex(other) >= 0 && other->type().dtype == Y->type().dtype) {
+      // Y's own shape: a residual (cuBLASLt's C, factor 1), beside a row bias.
+      if (!residual && broadcast != lib::value::kBiasFull && other->type() == prev->type()) {
+        residual = other;
+        prev = e.output(0);
+        continue;
+      }
       const auto& os = other->type().shape;
       bool row = other->type().NumElements() == n && !os.empty() && os.back() == n;
-      if (!row) break;
+      if (!row || bias) break;
       bias = other;
       beta = 1.0;
       prev = e.output(0);
@@ -231,9 +239,10 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
   }
   p.consumed = i;
   p.value = prev;
-  if (bias) {
-    p.args.push_back(In(c.InputIndex(bias)));
-    p.kernel.args.push_back(ArgOf(bias, ser::ArgAccess::kRead));
+  for (const ir::Value* v : {bias, residual}) {
+    if (!v) continue;
+    p.args.push_back(In(c.InputIndex(v)));
+    p.kernel.args.push_back(ArgOf(v, ser::ArgAccess::kRead));
   }
   p.args.push_back(Out());
   p.kernel.args.push_back(ArgOf(prev, ser::ArgAccess::kWrite));
@@ -247,6 +256,7 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
   if (stride_a >= 0) at.push_back(ser::AttrDesc::Ints(lib::attr::kStrideA, {stride_a}));
   if (stride_b >= 0 && batch > 1) at.push_back(ser::AttrDesc::Ints(lib::attr::kStrideB, {stride_b}));
   at.push_back(ser::AttrDesc::Ints(lib::attr::kHasBias, {bias ? 1 : 0}));
+  if (residual) at.push_back(ser::AttrDesc::Ints(lib::attr::kHasResidual, {1}));
   if (bias) {
     at.push_back(ser::AttrDesc::Str(lib::attr::kBiasBroadcast, broadcast));
     at.push_back(ser::AttrDesc::Floats(lib::attr::kBeta, {beta}));

@@ -175,6 +175,7 @@ Status Emitter::EmitGemm(size_t i, const fb::Kernel& k, KernelPlan& p) {
   KEEL_ASSIGN_OR_RETURN(const int64_t sa, at.Int(lo::attr::kStrideA, m * kk));
   KEEL_ASSIGN_OR_RETURN(const int64_t sb, at.Int(lo::attr::kStrideB, kk * n));
   KEEL_ASSIGN_OR_RETURN(const int64_t has_bias, at.Int(lo::attr::kHasBias, 0));
+  KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0));
   KEEL_ASSIGN_OR_RETURN(const std::string bias_mode, at.Text(lo::attr::kBiasBroadcast, lo::value::kBiasRow));
   KEEL_ASSIGN_OR_RETURN(const double alpha, at.Float(lo::attr::kAlpha, 1.0));
   KEEL_ASSIGN_OR_RETURN(const double beta, at.Float(lo::attr::kBeta, 1.0));
@@ -184,8 +185,13 @@ Status Emitter::EmitGemm(size_t i, const fb::Kernel& k, KernelPlan& p) {
   }
   p.has_bias = has_bias != 0;
   p.full_bias = p.has_bias && bias_mode == lo::value::kBiasFull;
+  p.has_residual = has_res != 0;
+  if (p.full_bias && p.has_residual) {
+    return InvalidExecutable("kernel " + p.name + " (cublas.gemm): a residual cannot go with a full bias");
+  }
   p.bias_arg = p.has_bias ? 2 : -1;
-  p.y_arg = p.has_bias ? 3 : 2;
+  p.res_arg = p.has_residual ? 2 + (p.has_bias ? 1 : 0) : -1;
+  p.y_arg = 2 + (p.has_bias ? 1 : 0) + (p.has_residual ? 1 : 0);
   if (NumArgs(k) != static_cast<size_t>(p.y_arg + 1) + (k.workspace_bytes() > 0 ? 1 : 0)) {
     return InvalidExecutable("kernel " + p.name + " (cublas.gemm): wrong argument count");
   }
@@ -200,23 +206,25 @@ Status Emitter::EmitGemm(size_t i, const fb::Kernel& k, KernelPlan& p) {
   const std::string problem = "gemm|" + std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(kk) + "," +
                               std::to_string(batch) + "," + std::to_string(ta) + std::to_string(tb) + "," +
                               std::to_string(sa) + "," + std::to_string(sb) + "|" + bias_mode +
-                              std::to_string(p.has_bias ? 1 : 0) + "|" + epi + "|" + std::to_string(alpha) + "," +
+                              std::to_string(p.has_bias ? 1 : 0) + (p.has_residual ? "+res" : "") + "|" + epi +
+                              "|" + std::to_string(alpha) + "," +
                               std::to_string(beta) + DTypeKeySegment(k);
   ++tuned_problems_;
   KEEL_ASSIGN_OR_RETURN(const std::string alpha_lit, FloatLit(alpha, true));
-  KEEL_ASSIGN_OR_RETURN(const std::string beta_lit, FloatLit(p.full_bias ? beta : 0.0, true));
+  KEEL_ASSIGN_OR_RETURN(const std::string beta_lit, FloatLit(p.full_bias ? beta : p.has_residual ? 1.0 : 0.0, true));
 
   // The descriptors are vm/cuda/library_calls_cublaslt.h's (CreateGemmDescriptors):
   // only the problem is written here.
   o_ << "  // kernel " << i << ": " << Com(p.name) << " (cublas.gemm) m=" << m << " n=" << n << " k=" << kk
      << " batch=" << batch << " trans_a=" << ta << " trans_b=" << tb << " bias=" << (p.has_bias ? bias_mode : "none")
-     << " epilogue=\"" << Com(epi) << "\"\n"
+     << (p.has_residual ? " +residual" : "") << " epilogue=\"" << Com(epi) << "\"\n"
      << "  {\n    GemmKernel& g = k" << i << ";\n    LtHandle();\n    cl::GemmProblem p;\n"
      << "    p.m = " << m << ";\n    p.n = " << n << ";\n    p.k = " << kk << ";\n    p.batch = " << batch << ";\n"
      << "    p.trans_a = " << (ta ? "true" : "false") << ";\n    p.trans_b = " << (tb ? "true" : "false") << ";\n"
      << "    p.stride_a = " << sa << ";\n    p.stride_b = " << sb << ";\n"
      << "    p.has_bias = g.has_bias = " << (p.has_bias ? "true" : "false") << ";\n"
      << "    p.full_bias = g.full_bias = " << (p.full_bias ? "true" : "false") << ";\n"
+     << "    p.has_residual = g.has_residual = " << (p.has_residual ? "true" : "false") << ";\n"
      << "    p.activation = " << activation << ";\n    p.type = " << type << ";\n"
      << "    p.allow_tf32 = g_allow_tf32;\n"
      << "    g.alpha = " << alpha_lit << ";\n    g.beta = " << beta_lit << ";\n"

@@ -216,9 +216,9 @@ using GemmKernel = cl::GemmPlan;
 
 // CublasGemm::Launch; returns the call's trace name.
 [[maybe_unused]] static const std::string& GemmRun(GemmKernel& g, const void* a, const void* b, const void* bias,
-                                                  void* y) {
+                                                  const void* residual, void* y) {
   const std::string* call = nullptr;
-  LIB_CHECK(cl::GemmLaunch(g_lt, g, a, b, bias, y, g_workspace, g_stream, &call));
+  LIB_CHECK(cl::GemmLaunch(g_lt, g, a, b, bias, residual, y, g_workspace, g_stream, &call));
   return *call;
 }
 

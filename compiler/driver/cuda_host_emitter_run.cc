@@ -43,12 +43,13 @@ Status Emitter::EmitInvoke(uint32_t pc, const std::string& dbg, const fb::Invoke
     KEEL_ASSIGN_OR_RETURN(const std::string A, arg(0));
     KEEL_ASSIGN_OR_RETURN(const std::string B, arg(1));
     KEEL_ASSIGN_OR_RETURN(const std::string Y, arg(p.y_arg));
-    std::string bias = "nullptr";
+    std::string bias = "nullptr", res = "nullptr";
     if (p.has_bias) { KEEL_ASSIGN_OR_RETURN(bias, arg(p.bias_arg)); }
+    if (p.has_residual) { KEEL_ASSIGN_OR_RETURN(res, arg(p.res_arg)); }
     // CublasGemm::Launch (vm/cuda/library_calls_cublaslt.h GemmLaunch): the 16-byte-aligned
     // algorithm when every operand allows it.
-    o_ << "  {\n    const std::string& call = GemmRun(" << k << ", " << A << ", " << B << ", " << bias << ", " << Y
-       << ");\n"
+    o_ << "  {\n    const std::string& call = GemmRun(" << k << ", " << A << ", " << B << ", " << bias << ", " << res
+       << ", " << Y << ");\n"
        << "  " << tr << "\" launch \" + call + " << kname << ");\n  }\n";
     return Status::Ok();
   }

@@ -105,7 +105,8 @@ std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int6
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
                            int act_kind, bool tf32, DataType dtype = DataType::kF32, bool nhwc = false);
 // cublas.gemm problem, e.g. "gemm|1,1000,512,1,01,512,512000|row1||1.000000,1.000000|tf320":
-// m,n,k,batch,trans_a trans_b,stride_a,stride_b | bias mode, has_bias | epilogue |
+// m,n,k,batch,trans_a trans_b,stride_a,stride_b | bias mode, has_bias[, "+res" with
+// a residual: keys without one are unchanged] | epilogue |
 // alpha,beta (std::to_string) | TF32 mode.
 // Both keys name the problem's element type (vm/cuda/library_dtypes.h) as a
 // segment before the TF32 mode when it is not f32, e.g. "...|a1|f16|tf320" or
@@ -115,7 +116,7 @@ std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int6
 // emitter relies on).
 std::string GemmProblemKey(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t trans_a, int64_t trans_b,
                            int64_t stride_a, int64_t stride_b, const std::string& bias_mode, bool has_bias,
-                           const std::string& epilogue, double alpha, double beta, bool tf32,
+                           bool has_residual, const std::string& epilogue, double alpha, double beta, bool tf32,
                            DataType dtype = DataType::kF32);
 // "<device> <problem>": the key of a tuning entry. `library` is "cudnn" or "cublasLt".
 std::string TuningKey(int compute_capability, const char* library, uint64_t library_version,

@@ -49,7 +49,7 @@ class CublasGemm final : public CudaLaunchState {
   cublasLtHandle_t lt_ = nullptr;
   cl::GemmPlan plan_;
   LibraryDType dtype_;
-  int bias_arg_ = -1, y_arg_ = 2;
+  int bias_arg_ = -1, res_arg_ = -1, y_arg_ = 2;
 };
 
 // The 16-byte algorithm (plan_.aligned16): the tuning file's, else the
@@ -121,6 +121,7 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   KEEL_ASSIGN_OR_RETURN(const int64_t sb, at.Int(lo::attr::kStrideB, kk * n, 0, kMax));
   KEEL_ASSIGN_OR_RETURN(const int64_t sy, at.Int(lo::attr::kStrideY, m * n, 0, kMax));
   KEEL_ASSIGN_OR_RETURN(const int64_t has_bias, at.Int(lo::attr::kHasBias, 0, 0, 1));
+  KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0, 0, 1));
   KEEL_ASSIGN_OR_RETURN(const std::string bias_mode,
                         at.Str(lo::attr::kBiasBroadcast, lo::value::kBiasRow, {lo::value::kBiasRow, lo::value::kBiasFull}));
   KEEL_ASSIGN_OR_RETURN(const double alpha, at.Float(lo::attr::kAlpha, 1.0));
@@ -132,20 +133,26 @@ Status CublasGemm::Plan(const KernelEntry& k) {
 
   plan_.has_bias = has_bias != 0;
   plan_.full_bias = plan_.has_bias && bias_mode == lo::value::kBiasFull;
-  const bool has_b = plan_.has_bias, full_bias = plan_.full_bias;
-  const size_t nargs = 3 + (has_b ? 1 : 0) + (k.workspace_bytes > 0 ? 1 : 0);
+  plan_.has_residual = has_res != 0;
+  const bool has_b = plan_.has_bias, full_bias = plan_.full_bias, has_r = plan_.has_residual;
+  if (full_bias && has_r) {
+    return InvalidExecutable("kernel " + k.name + " (cublas.gemm): a residual cannot go with a \"full\" bias");
+  }
+  const size_t nargs = 3 + (has_b ? 1 : 0) + (has_r ? 1 : 0) + (k.workspace_bytes > 0 ? 1 : 0);
   if (k.args.size() != nargs) {
     return InvalidExecutable("kernel " + k.name + " (cublas.gemm): expected " + std::to_string(nargs) +
-                             " arguments (A, B" + (has_b ? ", bias" : "") + ", Y" +
+                             " arguments (A, B" + (has_b ? ", bias" : "") + (has_r ? ", residual" : "") + ", Y" +
                              (k.workspace_bytes ? ", workspace" : "") + "), got " + std::to_string(k.args.size()));
   }
   bias_arg_ = has_b ? 2 : -1;
-  y_arg_ = has_b ? 3 : 2;
+  res_arg_ = has_r ? 2 + (has_b ? 1 : 0) : -1;
+  y_arg_ = 2 + (has_b ? 1 : 0) + (has_r ? 1 : 0);
   // A, B, the bias (row vector or C matrix) and Y all in one type: f32, f16 or
   // bf16 (no mixed I/O; cuBLASLt takes a half bias vector of D's type).
   KEEL_ASSIGN_OR_RETURN(dtype_, LibraryDTypeOfArg(k, 0, "A"));
   KEEL_RETURN_IF_ERROR(RequireDType(k, 1, "B", dtype_));
   if (has_b) KEEL_RETURN_IF_ERROR(RequireDType(k, 2, "the bias", dtype_));
+  if (has_r) KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(res_arg_), "the residual", dtype_));
   KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(y_arg_), "Y", dtype_));
   auto need = [&](int arg, int64_t stride, int64_t block, const char* what) -> Status {
     const int64_t needed = (batch - 1) * stride + block;
@@ -162,6 +169,10 @@ Status CublasGemm::Plan(const KernelEntry& k) {
     return InvalidExecutable("kernel " + k.name + " (cublas.gemm): Y must be dense with batch*m*n = " +
                              std::to_string(batch * m * n) + " elements");
   }
+  if (has_r && Elements(k.args[res_arg_], dtype_) != batch * m * n) {
+    return InvalidExecutable("kernel " + k.name + " (cublas.gemm): the residual must have batch*m*n = " +
+                             std::to_string(batch * m * n) + " elements");
+  }
   if (has_b) {
     const int64_t want = full_bias ? m * n : n;
     if (Elements(k.args[2], dtype_) != want) {
@@ -173,7 +184,7 @@ Status CublasGemm::Plan(const KernelEntry& k) {
     }
   }
   plan_.alpha = static_cast<float>(alpha);
-  plan_.beta = full_bias ? static_cast<float>(beta) : 0.f;
+  plan_.beta = full_bias ? static_cast<float>(beta) : has_r ? 1.f : 0.f;
 
   KEEL_ASSIGN_OR_RETURN(lt_, dev_.LtHandle());
   cl::GemmProblem problem;
@@ -187,6 +198,7 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   problem.stride_b = sb;
   problem.has_bias = has_b;
   problem.full_bias = full_bias;
+  problem.has_residual = has_r;
   problem.activation = epi == lo::value::kEpilogueRelu       ? cl::GemmActivation::kRelu
                        : epi == lo::value::kEpilogueGeluTanh ? cl::GemmActivation::kGeluTanh
                                                              : cl::GemmActivation::kNone;
@@ -194,8 +206,8 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   problem.allow_tf32 = dev_.allow_tf32();
   KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::CreateGemmDescriptors(problem, &plan_.d)));
   {
-    const std::string key = GemmProblemKey(m, n, kk, batch, ta, tb, sa, sb, bias_mode, has_bias != 0, epi, alpha, beta,
-                                           dev_.allow_tf32(), dtype_.dtype);
+    const std::string key = GemmProblemKey(m, n, kk, batch, ta, tb, sa, sb, bias_mode, has_bias != 0, has_r, epi,
+                                           alpha, beta, dev_.allow_tf32(), dtype_.dtype);
     KEEL_RETURN_IF_ERROR(Tune(key, k.args[0].bytes, k.args[1].bytes, has_b ? k.args[2].bytes : 0,
                               k.args[y_arg_].bytes));
   }
@@ -210,10 +222,11 @@ Status CublasGemm::Plan(const KernelEntry& k) {
 
 Status CublasGemm::Launch(void* const* args) {
   const void* bias = plan_.has_bias ? args[bias_arg_] : nullptr;
+  const void* residual = plan_.has_residual ? args[res_arg_] : nullptr;
   dev_.Bind();
   dev_.BeginOp();
   const std::string* call = nullptr;
-  KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::GemmLaunch(lt_, plan_, args[0], args[1], bias, args[y_arg_],
+  KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::GemmLaunch(lt_, plan_, args[0], args[1], bias, residual, args[y_arg_],
                                                         dev_.workspace(), dev_.stream(), &call))
                            .WithContext("kernel " + name_));
   dev_.EndLaunch(*call, name_);

@@ -44,6 +44,7 @@ struct GemmProblem {
   bool trans_a = false, trans_b = false;
   int64_t stride_a = 0, stride_b = 0;  // elements between batches of A and B
   bool has_bias = false, full_bias = false;
+  bool has_residual = false;  // C is a residual matrix added with factor 1 (never with a full bias)
   GemmActivation activation = GemmActivation::kNone;
   ElementType type = ElementType::kF32;
   bool allow_tf32 = false;
@@ -105,7 +106,8 @@ inline CallStatus CreateGemmDescriptors(const GemmProblem& p, GemmDescriptors* g
   // Operand 2 is A: [k,m] (ld k), or [m,k] (ld m) when transposed.
   KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->b, t.cuda, p.trans_a ? m : kk, p.trans_a ? kk : m, p.batch, p.stride_a));
   KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->d, t.cuda, n, m, p.batch, m * n));
-  // C is Y, or the "full" bias: the same matrix for every batch (stride 0).
+  // C is Y, the residual (Y's layout), or the "full" bias: the same matrix for
+  // every batch (stride 0).
   KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->c, t.cuda, n, m, p.batch, p.full_bias ? 0 : m * n));
   KEEL_LIB_CUBLAS(cublasLtMatmulPreferenceCreate, &g->pref);
   const uint64_t max_ws = kMaxGemmWorkspace;
@@ -180,8 +182,8 @@ inline std::string GemmDescribe(const GemmAlgorithm& a) {
 struct GemmPlan {
   GemmDescriptors d;
   GemmAlgorithm aligned16, aligned1;  // 16-byte aligned operands; one element's alignment
-  float alpha = 1.f, beta = 0.f;
-  bool has_bias = false, full_bias = false;
+  float alpha = 1.f, beta = 0.f;  // beta: the full bias's, 1 with a residual, else 0
+  bool has_bias = false, full_bias = false, has_residual = false;
   std::string call16, call1;
 };
 
@@ -204,9 +206,10 @@ inline uint64_t GemmWorkspaceBytes(const GemmPlan& p) {
 
 // One launch on `stream`: the 16-byte algorithm when every operand allows it.
 // Sets *call to the trace name of the algorithm used.
-inline CallStatus GemmLaunch(cublasLtHandle_t lt, GemmPlan& p, const void* a, const void* b, const void* bias, void* y,
-                             void* workspace, cudaStream_t stream, const std::string** call) {
-  const void* c = p.full_bias ? bias : y;
+inline CallStatus GemmLaunch(cublasLtHandle_t lt, GemmPlan& p, const void* a, const void* b, const void* bias,
+                             const void* residual, void* y, void* workspace, cudaStream_t stream,
+                             const std::string** call) {
+  const void* c = p.full_bias ? bias : p.has_residual ? residual : y;
   const uintptr_t misalign = (reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                               reinterpret_cast<uintptr_t>(c) | reinterpret_cast<uintptr_t>(y)) & 15u;
   const bool use16 = p.aligned16.found && misalign == 0;

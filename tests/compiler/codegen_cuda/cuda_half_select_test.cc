@@ -222,6 +222,27 @@ TEST(CudaHalfSelect, GemmMatMulAndPoolAreLibraryKernels) {
   for (const LibraryKernelSeen& k : half.library) EXPECT_NE(resolve.find("\"" + k.name + "\""), std::string::npos) << k.name;
 }
 
+// A residual Add after a GEMM's bias is cuBLASLt's C matrix: MatMul + row bias +
+// residual + Relu is one cublas.gemm in every precision, no generated kernel.
+TEST(CudaHalfSelect, GemmResidualIsTheCMatrix) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2, 16, 32});
+  AddInput(m, "r", {2, 16, 24});
+  AddInitF32(m, "w", {32, 24}, Filled(32 * 24, 0.01f));
+  AddInitF32(m, "bias", {24}, Filled(24, 0.25f));
+  AddNode(m, "MatMul", {"x", "w"}, {"xw"});
+  AddNode(m, "Add", {"xw", "bias"}, {"b"});
+  AddNode(m, "Add", {"r", "b"}, {"s"});
+  AddNode(m, "Relu", {"s"}, {"y"});
+  AddOutput(m, "y");
+  Compiled half = ExpectSamePicks(m, {lo::kCublasGemm});
+  ASSERT_EQ(half.library.size(), 1u);
+  EXPECT_EQ(half.generated, 0u);
+  EXPECT_NE(half.library[0].attrs.find("has_residual=1,"), std::string::npos) << half.library[0].attrs;
+  EXPECT_NE(half.library[0].attrs.find("epilogue=relu"), std::string::npos) << half.library[0].attrs;
+  EXPECT_EQ(half.library[0].shapes.size(), 5u);  // A, B, bias, residual, Y
+}
+
 // The default layout at half precision (--layout auto): a conv-relu-conv-residual
 // block runs as NHWC cudnn.conv2d kernels (layout attribute, channels-last
 // shapes), the residual and relu still fused into the second call; the only

@@ -149,7 +149,7 @@ TEST(CudaHostEmitter, HalfLibraryKernels) {
     conv_key.resize(conv_key.size() - std::string("|tf320").size());
     EXPECT_NE(resolve.find("ConvPlanKernel(c, \"conv_0\", \"" + conv_key + "\");"), std::string::npos) << conv_key;
     std::string gemm_key =
-        vm_internal::GemmProblemKey(8, 4, 16, 1, 0, 0, 128, 64, "row", true, "relu", 1.0, 1.0, false, t);
+        vm_internal::GemmProblemKey(8, 4, 16, 1, 0, 0, 128, 64, "row", true, false, "relu", 1.0, 1.0, false, t);
     gemm_key.resize(gemm_key.size() - std::string("|tf320").size());
     EXPECT_NE(resolve.find("GemmPlanKernel(g, p, \"gemm_2\", \"" + gemm_key + "\");"), std::string::npos) << gemm_key;
     if (!HaveNvcc()) continue;

@@ -324,7 +324,7 @@ TEST(CudaHostEmitter, TuningKeysAreTheVmKeys) {
   const Image img(TinyExecutable(false));
   auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
   ASSERT_TRUE(src.ok()) << src.status().ToString();
-  std::string key = vm_internal::GemmProblemKey(2, 4, 3, 1, 0, 0, 6, 12, "row", true, "", 0.5, 1.0, false);
+  std::string key = vm_internal::GemmProblemKey(2, 4, 3, 1, 0, 0, 6, 12, "row", true, false, "", 0.5, 1.0, false);
   const std::string suffix = "|tf320";
   ASSERT_EQ(key.substr(key.size() - suffix.size()), suffix);
   key.resize(key.size() - suffix.size());

@@ -78,6 +78,8 @@ const GemmCase kGemmCases[] = {
     {"row_bias", G(5, 1000, 64, [](GemmRef& g) { g.bias = 1; })},
     {"row_bias_gelu_tanh", G(32, 64, 16, [](GemmRef& g) { g.bias = 1; g.epilogue = "gelu_tanh"; })},
     {"full_bias_beta", G(12, 18, 30, [](GemmRef& g) { g.bias = 2; g.beta = 0.25f; })},
+    {"row_bias_residual_relu", G(33, 48, 40, [](GemmRef& g) { g.bias = 1; g.residual = true; g.epilogue = "relu"; })},
+    {"batched_residual", G(16, 24, 32, [](GemmRef& g) { g.batch = 3; g.residual = true; })},
     {"gelu_tanh", G(32, 64, 16, [](GemmRef& g) { g.epilogue = "gelu_tanh"; })},
     {"gemv_like_k2048", G(1, 1000, 2048, kPlain)},
     // Odd sizes: rows of 2-byte elements not 16-byte multiples (the
@@ -114,13 +116,19 @@ TEST_P(HalfGemm, MatchesReference) {
     shapes.push_back({bias_elems});
     p.tensors.push_back({{bias_elems}, Role::kConst, bias});
   }
+  const auto residual = RoundedTo(Random(static_cast<size_t>(g.batch * g.m * g.n), 14), dt);
+  if (g.residual) {
+    attrs.push_back(AttrDesc::Ints("has_residual", {1}));
+    shapes.push_back({g.batch, g.m, g.n});
+    p.tensors.push_back({{g.batch, g.m, g.n}, Role::kConst, residual});
+  }
   shapes.push_back({g.batch, g.m, g.n});
   p.tensors.push_back({{g.batch, g.m, g.n}, Role::kOutput, {}});
   p.kernels.push_back(LibraryKernel("gemm", "cublas.gemm", shapes, attrs));
   std::vector<uint32_t> args;
   for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
   p.ops = {{0, args, "gemm"}};
-  ExpectMatches(InDType(std::move(p), dt), {a, b}, ReferenceGemm(g, a, b, bias));
+  ExpectMatches(InDType(std::move(p), dt), {a, b}, ReferenceGemm(g, a, b, bias, residual));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, HalfGemm, ::testing::Combine(::testing::ValuesIn(kHalfTypes), ::testing::ValuesIn(kGemmCases)),

@@ -276,7 +276,7 @@ double RelL2(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 std::vector<float> ReferenceGemm(const GemmRef& g, const std::vector<float>& a, const std::vector<float>& b,
-                                 const std::vector<float>& bias) {
+                                 const std::vector<float>& bias, const std::vector<float>& residual) {
   const int64_t sa = g.stride_a >= 0 ? g.stride_a : g.m * g.k;
   const int64_t sb = g.stride_b >= 0 ? g.stride_b : g.k * g.n;
   std::vector<float> y(static_cast<size_t>(g.batch * g.m * g.n));
@@ -292,6 +292,7 @@ std::vector<float> ReferenceGemm(const GemmRef& g, const std::vector<float>& a, 
         double v = g.alpha * acc;
         if (g.bias == 1) v += bias[j];
         if (g.bias == 2) v += g.beta * bias[i * g.n + j];
+        if (g.residual) v += residual[(bt * g.m + i) * g.n + j];
         if (g.epilogue == "relu") v = std::max(v, 0.0);
         if (g.epilogue == "gelu_tanh") v = 0.5 * v * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
         y[(bt * g.m + i) * g.n + j] = static_cast<float>(v);

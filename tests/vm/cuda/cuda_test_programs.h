@@ -100,10 +100,11 @@ struct GemmRef {
   int64_t stride_a = -1, stride_b = -1;  // -1: dense
   float alpha = 1.f, beta = 1.f;
   int bias = 0;  // 0 none, 1 row [n], 2 full [m,n]
+  bool residual = false;  // a [batch,m,n] residual added before the epilogue
   std::string epilogue;
 };
 std::vector<float> ReferenceGemm(const GemmRef& g, const std::vector<float>& a, const std::vector<float>& b,
-                                 const std::vector<float>& bias);
+                                 const std::vector<float>& bias, const std::vector<float>& residual = {});
 struct ConvRef {
   int64_t n = 1, c = 1, h = 1, w = 1, k = 1, r = 1, s = 1;
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, group = 1;

@@ -61,7 +61,7 @@ TEST(TuningFile, RoundTripKeepsEveryEntry) {
   const std::string conv = vm_internal::ConvProblemKey({1, 3, 8, 8}, {4, 3, 3, 3}, {1, 4, 6, 6}, {0, 0, 0, 0}, {1, 1},
                                                        {1, 1}, 1, true, false, 1, false);
   const std::string gemm =
-      vm_internal::GemmProblemKey(1, 1000, 512, 1, 0, 1, 512, 512000, "row", true, "", 1.0, 1.0, false);
+      vm_internal::GemmProblemKey(1, 1000, 512, 1, 0, 1, 512, 512000, "row", true, false, "", 1.0, 1.0, false);
   TuningTable t;
   t[vm_internal::TuningKey(90, "cudnn", 91400, conv)] = {1, 0, 4096};
   t[vm_internal::TuningKey(80, "cudnn", 90100, conv)] = {7, 1, 0};  // another GPU: kept as is
@@ -133,7 +133,7 @@ TEST(TuningFile, KeysSeparateEveryChoiceInput) {
   EXPECT_NE(conv(false, 0, 1), conv(false, 1, 1));
   EXPECT_NE(conv(false, 0, 1), conv(false, 0, 2));
   auto gemm = [](double alpha, const std::string& epi, int64_t tb) {
-    return vm_internal::GemmProblemKey(4, 8, 16, 1, 0, tb, 64, 128, "row", false, epi, alpha, 1.0, false);
+    return vm_internal::GemmProblemKey(4, 8, 16, 1, 0, tb, 64, 128, "row", false, false, epi, alpha, 1.0, false);
   };
   EXPECT_NE(gemm(1.0, "", 0), gemm(0.5, "", 0));
   EXPECT_NE(gemm(1.0, "", 0), gemm(1.0, "relu", 0));
@@ -176,7 +176,7 @@ TEST(TuningFile, KeysSeparateElementTypes) {
                                        false, 1, false, t);
   };
   auto gemm = [](DataType t) {
-    return vm_internal::GemmProblemKey(4, 8, 16, 1, 0, 1, 64, 128, "row", true, "relu", 1.0, 1.0, false, t);
+    return vm_internal::GemmProblemKey(4, 8, 16, 1, 0, 1, 64, 128, "row", true, false, "relu", 1.0, 1.0, false, t);
   };
   EXPECT_EQ(conv(DataType::kF32), "conv|[1,8,8,8][8,8,3,3][1,8,6,6][0,0,0,0][1,1][1,1]|g1|b1|r0|a1|tf320");
   EXPECT_EQ(gemm(DataType::kF32), "gemm|4,8,16,1,01,64,128|row1|relu|1.000000,1.000000|tf320");
