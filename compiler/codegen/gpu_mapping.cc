@@ -5,6 +5,7 @@
 #include "compiler/codegen/gpu_mapping.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@ struct Access {
   std::set<int> locals_read, locals_written;
   bool has_parallel = false;
   bool has_if = false;
+  size_t widest_element = 0;  // bytes, of the arguments and workspace read or written
 };
 
 std::string MemKey(const Buffer& b) {
@@ -34,7 +36,10 @@ void CollectExpr(const KernelFunc& k, const Expr& e, Access& a) {
     const Buffer& b = k.buffer(e->buffer);
     if (b.scope == BufferScope::kLocal) a.locals_read.insert(b.id);
     std::string key = MemKey(b);
-    if (!key.empty()) a.reads.insert(key);
+    if (!key.empty()) {
+      a.reads.insert(key);
+      a.widest_element = std::max(a.widest_element, keel::DataTypeSize(b.dtype));
+    }
   }
   for (const Expr& o : e->operands) CollectExpr(k, o, a);
 }
@@ -46,7 +51,10 @@ void Collect(const KernelFunc& k, const StmtNode& s, Access& a) {
     const Buffer& b = k.buffer(s.buffer);
     if (b.scope == BufferScope::kLocal) a.locals_written.insert(b.id);
     std::string key = MemKey(b);
-    if (!key.empty()) a.writes.insert(key);
+    if (!key.empty()) {
+      a.writes.insert(key);
+      a.widest_element = std::max(a.widest_element, keel::DataTypeSize(b.dtype));
+    }
   }
   for (const Expr& i : s.indices) CollectExpr(k, i, a);
   CollectExpr(k, s.value, a);
@@ -318,9 +326,16 @@ Result<GpuMapping> MapKernelToGpu(const KernelFunc& kernel, const GpuMappingOpti
       p.kind = GpuPhaseKind::kFlat;
       p.inner = inner;
       // Contiguous elements per thread let the load/store vectorizer emit
-      // 128-bit accesses; only for local-free bodies (kept small).
+      // 128-bit accesses (4 f32 or 8 half elements); only for local-free
+      // bodies (kept small).
       bool small_body = a.locals_read.empty() && a.locals_written.empty();
-      p.vector_width = (small_body && inner % 4 == 0 && p.rows * inner >= 4 * tpb) ? 4 : 1;
+      for (int64_t v : {int64_t{8}, int64_t{4}}) {
+        if (v == 8 && a.widest_element > 2) continue;
+        if (small_body && inner % v == 0 && p.rows * inner >= v * tpb) {
+          p.vector_width = v;
+          break;
+        }
+      }
     }
     max_items = std::max(max_items, p.Items());
     m.phases.push_back(p);

@@ -21,7 +21,7 @@
 // kLanes SIMD code and the CPU's math lowering.
 #include "compiler/codegen/llvm_cpu_kernel.h"
 
-#include "compiler/codegen/llvm_cpu_math.h"
+#include "compiler/codegen/llvm_math.h"
 #include "compiler/codegen/llvm_kernel_builder.h"
 
 #include <llvm/IR/BasicBlock.h>
@@ -322,7 +322,11 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
       case UnaryOp::kLog: return Intrinsic1(llvm::Intrinsic::log, a);
       case UnaryOp::kRsqrt:
         return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), Intrinsic1(llvm::Intrinsic::sqrt, a));
-      case UnaryOp::kErf: return a->getType()->getScalarType()->isFloatTy() ? EmitErfF32(b_, m_, a) : LibCall("erff", "erf", a);
+      case UnaryOp::kErf:
+        if (!a->getType()->getScalarType()->isFloatTy()) return LibCall("erff", "erf", a);
+        return EmitErfF32(b_, m_, a, [this](llvm::Value* v) {
+          return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::exp, {v->getType()}), {v});
+        });
       case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:
         if (const char* name = LibmName(op)) return LibCall(std::string(name) + "f", name, a);

@@ -22,6 +22,7 @@
 #include "compiler/codegen/llvm_nvptx_kernel.h"
 
 #include "compiler/codegen/llvm_kernel_builder.h"
+#include "compiler/codegen/llvm_math.h"
 
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/Constants.h>
@@ -398,7 +399,9 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
       case UnaryOp::kExp: return Libdevice("exp", {a});
       case UnaryOp::kLog: return Libdevice("log", {a});
       case UnaryOp::kRsqrt: return Libdevice("rsqrt", {a});
-      case UnaryOp::kErf: return Libdevice("erf", {a});
+      case UnaryOp::kErf:  // straight-line for f32 (llvm_math.h: libdevice's erff branches)
+        if (!a->getType()->isFloatTy()) return Libdevice("erf", {a});
+        return EmitErfF32(b_, m_, a, [this](llvm::Value* v) { return Libdevice("exp", {v}); });
       // Ties to even (cvt.rni): libdevice's rint came out as roundf (ties away).
       case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:
