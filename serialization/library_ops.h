@@ -149,6 +149,40 @@ inline constexpr char kCudnnConv2d[] = "cudnn.conv2d";
 //     Max pooling ignores padded positions (-inf), like ONNX.
 inline constexpr char kCudnnPool2d[] = "cudnn.pool2d";
 
+// ============================================================================
+// "keel.attention" — scaled dot-product attention over strided views, Keel's
+// own kernel (vm/cuda/runtime_kernels.cu; set-up in
+// vm/cuda/library_calls_attention.h). The compiler's keel.Attention
+// (compiler/ops/fused_attention.h) with the same attributes.
+//
+//   args:  Q, K, V, [mask], Y      (mask present iff attribute "mask_view" is)
+//          Q, K, V, Y all f16 or all bf16; the mask f32 or that type. Each is
+//          any tensor holding the elements its view addresses.
+//   attrs:
+//     "batch"      ints, the batch's mixed-radix digits (outer first), at most
+//                  kAttentionMaxBatchDigits values, each >= 1 (may be empty)
+//     "dims"       ints [sq, sk, d, dv]: queries, keys, Q/K width, V/Y width;
+//                  1 <= d, dv <= kAttentionMaxHeadWidth
+//     "scale"      floats [scale]
+//     "q_view", "k_view", "v_view", "y_view", ["mask_view"]
+//                  ints [offset, one stride per batch digit, row, col] in
+//                  elements: element (b, r, c) of the operand is element
+//                  offset + sum_t digit_t(b) * stride_t + r * row + c * col of
+//                  its argument. Rows/columns: Q (query, channel), K (key,
+//                  channel), V (key, channel), Y (query, channel), mask
+//                  (query, key). Strides may be 0 or negative; every addressed
+//                  element must lie inside the argument (else
+//                  kInvalidExecutable). Y's view should address each element
+//                  once (the compiler guarantees it).
+//   semantics, per flat batch index b, query i, key j, channel e:
+//     s[j] = scale * sum_c Q(b,i,c) K(b,j,c) + mask(b,i,j)      (f32)
+//     Y(b,i,e) = sum_j exp(s[j] - max s) V(b,j,e) / sum_j exp(s[j] - max s)
+//     products on the tensor cores with f32 accumulation; the probabilities
+//     are rounded to the data type before the product with V.
+inline constexpr char kKeelAttention[] = "keel.attention";
+inline constexpr int kAttentionMaxBatchDigits = 6;
+inline constexpr int kAttentionMaxHeadWidth = 128;
+
 // Attribute keys (shared spellings).
 namespace attr {
 inline constexpr char kM[] = "m";
@@ -176,6 +210,13 @@ inline constexpr char kClipMax[] = "clip_max";
 inline constexpr char kMode[] = "mode";
 inline constexpr char kKernel[] = "kernel";
 inline constexpr char kLayout[] = "layout";
+inline constexpr char kDims[] = "dims";
+inline constexpr char kScale[] = "scale";
+inline constexpr char kQView[] = "q_view";
+inline constexpr char kKView[] = "k_view";
+inline constexpr char kVView[] = "v_view";
+inline constexpr char kYView[] = "y_view";
+inline constexpr char kMaskView[] = "mask_view";
 }  // namespace attr
 
 // String attribute values.

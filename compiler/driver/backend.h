@@ -16,8 +16,10 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/lower/lower_program.h"
+#include "compiler/passes/attention_fusion.h"
 #include "compiler/passes/channels_last.h"
 #include "compiler/passes/mixed_precision.h"
+#include "compiler/passes/pass_manager.h"
 #include "compiler/passes/winograd.h"
 #include "keel/status.h"
 #include "serialization/executable_writer.h"
@@ -52,6 +54,11 @@ class Backend {
   // Winograd (passes/winograd.h): the output tile side m (2 or 4) this target
   // runs a candidate 3x3 convolution with, 0 to keep the plain convolution.
   virtual int64_t WinogradTile(const ir::Node& /*conv*/) const { return 0; }
+  // Attention (passes/attention_fusion.h): whether this target runs the
+  // keel.Attention problem `a` on Q/K/V of type `t` with a mask of type `mask`.
+  virtual bool RunsAttention(const ops::FusedAttention& /*a*/, ir::DType /*t*/, ir::DType /*mask*/) const {
+    return false;
+  }
 };
 
 // keelc --layout: auto (the target's default for the precision), nchw (keep the
@@ -78,6 +85,12 @@ passes::ChannelsLastPredicate ChannelsLastPredicateFor(const Backend& backend, L
 // The Winograd pass's predicate for `backend` (empty: the pass is off);
 // `backend` must outlive the pipeline run that uses it.
 passes::WinogradPredicate WinogradPredicateFor(const Backend& backend);
+
+// Sets every target-dependent rule of `pipeline` from `backend`: the layout
+// (ChannelsLastPredicateFor with `layout` and the pipeline's precision), the
+// Winograd tiles and the attention kernel's reach. `backend` must outlive the
+// pipeline run.
+void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptions* pipeline);
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options);
 

@@ -42,9 +42,7 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
   passes::PipelineOptions pipeline = options.pipeline;
   pipeline.mixed_precision_report = &summary.precision;
   summary.precision.precision = pipeline.mixed_precision.precision;
-  pipeline.channels_last =
-      ChannelsLastPredicateFor(*backend, options.backend.layout, pipeline.mixed_precision.precision);
-  pipeline.winograd = WinogradPredicateFor(*backend);
+  SetTargetRules(*backend, options.backend.layout, &pipeline);
   KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, pipeline));
   summary.graph_nodes = graph->num_nodes();
 

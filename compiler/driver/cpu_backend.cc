@@ -158,6 +158,14 @@ passes::WinogradPredicate WinogradPredicateFor(const Backend& backend) {
   return [&backend](const ir::Node& conv) { return backend.WinogradTile(conv); };
 }
 
+void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptions* pipeline) {
+  pipeline->channels_last = ChannelsLastPredicateFor(backend, layout, pipeline->mixed_precision.precision);
+  pipeline->winograd = WinogradPredicateFor(backend);
+  pipeline->attention = [&backend](const ops::FusedAttention& a, ir::DType t, ir::DType mask) {
+    return backend.RunsAttention(a, t, mask);
+  };
+}
+
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options) {
   if (target == "cpu") return std::unique_ptr<Backend>(new CpuBackend(options));
   if (target == "cuda") return MakeCudaBackend(options);

@@ -13,6 +13,9 @@
 //   MaxPool/AveragePool (2-D, no dilation, symmetric pads, no Indices
 //                          output; ceil_mode 0, or 1 when it does not change
 //                          the output shape) → "cudnn.pool2d".
+//   keel.Attention       → "keel.attention", the VM's own attention kernel
+//                          (formed by passes/attention_fusion.h where
+//                          RunsAttention says: half data, widths <= 128).
 //   everything else      → a generated kernel (compiler/codegen → NVPTX).
 // Library kernels take every tensor in one type, f32, f16 or bf16 (LibraryDType:
 // the types vm/cuda/library_dtypes.h maps onto cuBLASLt/cuDNN, which compute
@@ -31,12 +34,14 @@
 #include <sstream>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 
 #include "common/conv_geometry.h"
 #include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_nvptx_emitter.h"
 #include "compiler/codegen/lower.h"
 #include "compiler/ops/channels_last.h"
+#include "compiler/ops/fused_attention.h"
 #include "compiler/ops/registry.h"
 #include "compiler/driver/backend.h"
 #include "serialization/library_ops.h"
@@ -425,6 +430,39 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
   return p;
 }
 
+// keel.Attention (ops/fused_attention.h) as the VM's "keel.attention" kernel:
+// the node's attributes are the kernel's.
+std::optional<LibraryPick> PickAttention(const Chain& c, int64_t index) {
+  const ir::Node& a = *c.nodes[0];
+  Result<ops::FusedAttention> fa = ops::ReadFusedAttention(a);
+  if (!fa.ok()) return std::nullopt;
+  LibraryPick p;
+  p.kernel.kind = ser::KernelKind::kLibrary;
+  p.kernel.device = ser::DeviceKind::kCuda;
+  p.kernel.library_op = lib::kKeelAttention;
+  p.kernel.name = codegen::IndexedName("k", index) + "_attention";
+  for (const ir::Value* in : a.inputs()) {
+    if (!in || c.InputIndex(in) < 0) return std::nullopt;
+    p.args.push_back(In(c.InputIndex(in)));
+    p.kernel.args.push_back(ArgOf(in, ser::ArgAccess::kRead));
+  }
+  p.args.push_back(Out());
+  p.kernel.args.push_back(ArgOf(a.output(0), ser::ArgAccess::kWrite));
+  for (const auto& [key, value] : a.attrs().all()) {
+    if (key == "shape") continue;  // the output's, not the kernel's
+    if (const auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+      p.kernel.attrs.push_back(ser::AttrDesc::Ints(key, *ints));
+    } else if (const auto* f = std::get_if<double>(&value)) {
+      p.kernel.attrs.push_back(ser::AttrDesc::Floats(key, {*f}));
+    } else {
+      return std::nullopt;
+    }
+  }
+  p.consumed = 1;
+  p.value = a.output(0);
+  return p;
+}
+
 std::string DescribeLibrary(const ser::KernelDesc& k) {
   std::ostringstream os;
   os << k.name << "|" << k.library_op;
@@ -457,6 +495,7 @@ class CudaBackend final : public Backend {
       else if (call == LibraryCall::kConv) pick = PickConv(chain, index);
       else if (call == LibraryCall::kMaxPool || call == LibraryCall::kAveragePool)
         pick = PickPool(chain, index, call == LibraryCall::kMaxPool);
+      else if (call == LibraryCall::kAttention) pick = PickAttention(chain, index);
       if (pick) {
         Result<std::optional<lower::StepKernel>> step = WithEpilogue(node, chain, *pick, index);
         if (!step.ok()) return step.status();
@@ -471,6 +510,15 @@ class CudaBackend final : public Backend {
   }
 
   TargetInfo target() const override { return {ser::DeviceKind::kCuda, target_options_.arch, "", 256}; }
+
+  // The VM's attention kernel (serialization/library_ops.h "keel.attention")
+  // runs half data on the tensor cores; f32 attention keeps its GEMMs.
+  bool RunsAttention(const ops::FusedAttention& a, ir::DType t, ir::DType mask) const override {
+    const bool half = t == ir::DType::kF16 || t == ir::DType::kBF16;
+    return half && (!a.has_mask || mask == t || mask == ir::DType::kF32) &&
+           a.batch.size() <= static_cast<size_t>(lib::kAttentionMaxBatchDigits) &&
+           a.d <= lib::kAttentionMaxHeadWidth && a.dv <= lib::kAttentionMaxHeadWidth;
+  }
 
   std::string Fingerprint() const override { return fingerprint_; }
 

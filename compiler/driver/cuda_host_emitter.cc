@@ -100,9 +100,12 @@ Status Emitter::Check() {
       // here, as the VM refuses it at load (vm/cuda/library_dtypes.h).
       if (k->kind() == fb::KernelKind::library && k->args() != nullptr) {
         std::optional<ser::DType> data;
-        for (const fb::KernelArg* a : *k->args()) {
+        // keel.attention's mask (argument 3 of 5) may be f32 beside half data.
+        const bool f32_mask = Str(k->library_op()) == lo::kKeelAttention && k->args()->size() == 5;
+        for (uint32_t ai = 0; ai < k->args()->size(); ++ai) {
+          const fb::KernelArg* a = k->args()->Get(ai);
           const ser::DType t = a != nullptr ? ser::FromFb(a->dtype()) : ser::DType::kF32;
-          if (t == ser::DType::kU8) continue;
+          if (t == ser::DType::kU8 || (f32_mask && ai == 3 && t == ser::DType::kF32)) continue;
           if (t != ser::DType::kF32 && t != ser::DType::kF16 && t != ser::DType::kBF16) {
             return Unsupported("kernel " + Str(k->name()) + " (" + Str(k->library_op()) + ") takes " +
                                ser::DTypeName(t) +
@@ -264,7 +267,7 @@ void Emitter::EmitOutputsAndMain() {
     } else if (p.op == lo::kCudnnConv2d) {
       o_ << "  cl::DestroyConvDescriptors(" << k << ".d);\n"
          << "  if (" << k << ".zero_bias) DeviceFree(" << k << ".zero_bias);\n";
-    } else {
+    } else if (p.op == lo::kCudnnPool2d) {
       o_ << "  cl::DestroyPoolDescriptors(" << k << ".d);\n";
     }
   }
@@ -348,6 +351,9 @@ Result<std::string> Emitter::Emit() {
      << CudaHostLibraryCallsSource() << "\n"
      << CudaHostCublasLtCallsSource() << "\n"
      << CudaHostCudnnCallsSource() << "\n"
+     << CudaHostAttentionCallsSource() << "\n"
+     << "// ================= the VM's attention kernel (vm/cuda/attention_kernel.cuh, verbatim) =================\n"
+     << CudaHostAttentionKernelSource() << "\n"
      << CudaHostLibraryPrelude() << "\n"
      << "// ================= model-specific part =================\n\n"
      << "[[maybe_unused]] static const char kLibraryId[] = " << Lit(id) << ";\n\n"

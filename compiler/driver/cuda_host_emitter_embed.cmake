@@ -5,15 +5,15 @@
 # (the epilogue kernels) and vm/cuda/library_calls*.h (the cuBLASLt/cuDNN calls):
 #   cmake -DIN=<file> -DOUT=<file.cc> -DFUNC=<C++ function name> -P cuda_host_emitter_embed.cmake
 # The text goes in verbatim but for the lines that include another
-# vm/cuda/library_calls*.h (the program holds those files already, in order: a
-# project path would not resolve there). It goes into a raw string literal; a
+# vm/cuda/library_calls*.h or vm/cuda/*.cuh (the program holds those files
+# already, in order: a project path would not resolve there). It goes into a raw string literal; a
 # source containing the delimiter is refused.
 file(READ "${IN}" text)
 string(FIND "${text}" ")KEELRK\"" clash)
 if(NOT clash EQUAL -1)
   message(FATAL_ERROR "${IN} contains the raw-string delimiter )KEELRK\"")
 endif()
-string(REGEX REPLACE "#include \"vm/cuda/library_calls[a-z_]*\\.h\"" "// (included above)" text "${text}")
+string(REGEX REPLACE "#include \"vm/cuda/(library_calls[a-z_]*\\.h|[a-z_]+\\.cuh)\"" "// (held elsewhere in the program)" text "${text}")
 string(REGEX MATCH "(^|\n)#include \"" project_include "${text}")
 if(project_include)
   message(FATAL_ERROR "${IN} includes a project header: the emitted program could not compile it")

@@ -55,6 +55,8 @@ const char* CudaHostRuntimeKernelsSource();
 const char* CudaHostLibraryCallsSource();
 const char* CudaHostCublasLtCallsSource();
 const char* CudaHostCudnnCallsSource();
+const char* CudaHostAttentionCallsSource();
+const char* CudaHostAttentionKernelSource();
 // The library-kernel part of the prelude (cuda_host_emitter_prelude_library.cc).
 const char* CudaHostLibraryPrelude();
 
@@ -63,7 +65,7 @@ struct KernelPlan {
   std::string name, op;
   fb::KernelKind kind = fb::KernelKind::cuda_generated;
   // library kernels: argument positions
-  bool has_bias = false, full_bias = false, has_residual = false;
+  bool has_bias = false, full_bias = false, has_residual = false, has_mask = false;
   int bias_arg = -1, y_arg = 2, res_arg = -1;
   // generated
   std::string launch_call;
@@ -82,6 +84,7 @@ class Emitter {
   Status EmitGemm(size_t index, const fb::Kernel& k, KernelPlan& p);
   Status EmitConv(size_t index, const fb::Kernel& k, KernelPlan& p);
   Status EmitPool(size_t index, const fb::Kernel& k, KernelPlan& p);
+  Status EmitAttention(size_t index, const fb::Kernel& k, KernelPlan& p);
   // cuda_host_emitter.cc
   void EmitLoad();
   void EmitOutputsAndMain();

@@ -106,6 +106,7 @@ Status Emitter::EmitKernels() {
                        : op == lo::kCublasGemm                    ? "GemmKernel"
                        : op == lo::kCudnnConv2d                   ? "ConvKernel"
                        : op == lo::kCudnnPool2d                   ? "PoolKernel"
+                       : op == lo::kKeelAttention                 ? "AttentionKernel"
                                                                   : nullptr;
     if (type == nullptr) return Unsupported("kernel " + Str(k.name()) + ": unknown library op \"" + op + "\"");
     o_ << "static " << type << " k" << i << (k.kind() == fb::KernelKind::cuda_generated ? " = nullptr" : "")
@@ -150,6 +151,8 @@ Status Emitter::EmitKernels() {
       KEEL_RETURN_IF_ERROR(EmitGemm(i, k, p));
     } else if (p.op == lo::kCudnnConv2d) {
       KEEL_RETURN_IF_ERROR(EmitConv(i, k, p));
+    } else if (p.op == lo::kKeelAttention) {
+      KEEL_RETURN_IF_ERROR(EmitAttention(i, k, p));
     } else {
       KEEL_RETURN_IF_ERROR(EmitPool(i, k, p));
     }
@@ -363,6 +366,53 @@ Status Emitter::EmitPool(size_t i, const fb::Kernel& k, KernelPlan& p) {
      << "    if (out[0] != y[0] || out[1] != y[1] || out[2] != y[2] || out[3] != y[3]) Die(\"kernel \" " << Lit(p.name)
      << " \": Y does not match the pooling\");\n"
      << "    p.call = " << Lit("cudnnPoolingForward mode=" + mode + (nhwc ? " layout=nhwc" : "")) << ";\n  }\n";
+  return Status::Ok();
+}
+
+// vm/cuda/attention_kernel.cc KeelAttention::Plan: the argument block from the
+// attributes (the VM checked the views against the arguments when it loaded
+// this executable; the program runs only the executable it came from).
+Status Emitter::EmitAttention(size_t i, const fb::Kernel& k, KernelPlan& p) {
+  Attrs at(k);
+  const fb::Attr* batch_attr = at.Find(lo::attr::kBatch);
+  const std::vector<int64_t> radix = batch_attr && batch_attr->ints()
+                                         ? std::vector<int64_t>(batch_attr->ints()->begin(), batch_attr->ints()->end())
+                                         : std::vector<int64_t>();
+  if (radix.size() > static_cast<size_t>(lo::kAttentionMaxBatchDigits)) {
+    return InvalidExecutable("kernel " + p.name + " (keel.attention): too many batch digits");
+  }
+  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> dims, at.Ints(lo::attr::kDims, 4, {}));
+  KEEL_ASSIGN_OR_RETURN(const double scale, at.Float(lo::attr::kScale, 1.0));
+  p.has_mask = at.Find(lo::attr::kMaskView) != nullptr;
+  p.y_arg = p.has_mask ? 4 : 3;
+  if (NumArgs(k) != static_cast<size_t>(p.y_arg + 1)) {
+    return InvalidExecutable("kernel " + p.name + " (keel.attention): wrong argument count");
+  }
+  KEEL_ASSIGN_OR_RETURN(const std::string type, LibraryElementType(k, p.name));
+  KEEL_ASSIGN_OR_RETURN(const std::string scale_lit, FloatLit(scale, true));
+  o_ << "  // kernel " << i << ": " << Com(p.name) << " (keel.attention) batch " << ShapeText(radix) << " dims "
+     << ShapeText(dims) << (p.has_mask ? " +mask" : "") << "\n"
+     << "  {\n    AttentionKernel& a = k" << i << ";\n"
+     << "    a.args.digits = " << radix.size() << ";\n";
+  for (size_t t = 0; t < radix.size(); ++t) o_ << "    a.args.radix[" << t << "] = " << radix[t] << ";\n";
+  o_ << "    a.args.sq = " << dims[0] << ";\n    a.args.sk = " << dims[1] << ";\n    a.args.d = " << dims[2]
+     << ";\n    a.args.dv = " << dims[3] << ";\n    a.args.scale = " << scale_lit << ";\n";
+  const std::pair<const char*, const char*> views[] = {{lo::attr::kQView, "qv"}, {lo::attr::kKView, "kv"},
+                                                       {lo::attr::kVView, "vv"}, {lo::attr::kYView, "yv"},
+                                                       {lo::attr::kMaskView, "mv"}};
+  for (const auto& [key, field] : views) {
+    if (at.Find(key) == nullptr && std::string(key) == lo::attr::kMaskView) continue;
+    KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> v, at.Ints(key, radix.size() + 3, {}));
+    o_ << "    a.args." << field << ".offset = " << v[0] << ";\n";
+    for (size_t t = 0; t < radix.size(); ++t) o_ << "    a.args." << field << ".batch[" << t << "] = " << v[1 + t] << ";\n";
+    o_ << "    a.args." << field << ".row = " << v[radix.size() + 1] << ";\n    a.args." << field
+       << ".col = " << v[radix.size() + 2] << ";\n";
+  }
+  if (p.has_mask) {
+    const bool f32 = ser::FromFb(k.args()->Get(3)->dtype()) == ser::DType::kF32;
+    o_ << "    a.args.mask_f32 = " << (f32 ? 1 : 0) << ";\n";
+  }
+  o_ << "    AttentionPlanKernel(a, " << type << ");\n  }\n";
   return Status::Ok();
 }
 

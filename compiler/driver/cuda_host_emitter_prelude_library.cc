@@ -4,10 +4,12 @@
 // VM's own calls, the tuning file it reads, and the launch modes of kernels.
 //
 // The calls themselves are not restated here: vm/cuda/library_calls.h,
-// library_calls_cublaslt.h and library_calls_cudnn.h, which the VM compiles,
+// library_calls_cublaslt.h, library_calls_cudnn.h and library_calls_attention.h,
+// which the VM compiles,
 // are pasted verbatim before this text (cuda_host_emitter_embed.cmake), and
 // this glue calls them as vm/cuda/cublas_kernels.cc (CublasGemm), cudnn_kernels.cc
-// (CudnnConv, CudnnPool) and cuda_device.cc (programmatic dependent launch,
+// (CudnnConv, CudnnPool), attention_kernel.cc (KeelAttention) and
+// cuda_device.cc (programmatic dependent launch,
 // KEEL_CUDA_PDL) do, less what the program never does: time candidates. A
 // choice comes from --tuning-file when the file records it for this GPU and
 // library versions (vm/cuda/autotune.h's format, read-only here), else from the
@@ -99,15 +101,48 @@ namespace cl = keel::cuda_lib;
   return k;
 }
 
-// CudaDevice::LaunchRuntimeKernel.
-[[maybe_unused]] static CUresult LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params) {
+// CudaDevice::LaunchRuntimeKernel (with `shared` bytes of dynamic shared memory).
+[[maybe_unused]] static CUresult LaunchRuntimeKernelShared(CUfunction fn, unsigned grid, unsigned block,
+                                                           void** params, unsigned shared) {
   const CUstream s = reinterpret_cast<CUstream>(g_stream);
   if (!g_runtime_waits || !ProgrammaticLaunchAvailable()) {
-    return cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, s, params, nullptr);
+    return cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, s, params, nullptr);
   }
   const unsigned grid3[3] = {grid, 1, 1}, block3[3] = {block, 1, 1};
-  cl::ProgrammaticLaunch pl(grid3, block3, 0, s);
+  cl::ProgrammaticLaunch pl(grid3, block3, shared, s);
   return cuLaunchKernelEx(&pl.cfg, fn, params, nullptr);
+}
+// The epilogues' form (vm/cuda/library_calls_cudnn.h takes it as a callable).
+[[maybe_unused]] static CUresult LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params) {
+  return LaunchRuntimeKernelShared(fn, grid, block, params, 0);
+}
+
+// ---- keel.attention: vm/cuda/attention_kernel.cc (KeelAttention) ----
+struct AttentionKernel {
+  cl::AttentionArgs args;  // the attributes' part; the tensors are set per launch
+  CUfunction fn = nullptr;
+  unsigned blocks = 0, shared = 0;
+  std::string call;
+};
+[[maybe_unused]] static void AttentionPlanKernel(AttentionKernel& a, cl::ElementType t) {
+  (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
+  a.fn = RuntimeFunction(t == cl::ElementType::kF16 ? reinterpret_cast<const void*>(&keel_attention_f16)
+                                                    : reinterpret_cast<const void*>(&keel_attention_bf16));
+  a.blocks = static_cast<unsigned>(cl::AttentionBlocks(a.args));
+  a.shared = cl::AttentionSharedBytes(a.args.d, a.args.dv);
+  CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(a.shared)));
+  a.call = cl::AttentionCallName(t, a.args);
+}
+[[maybe_unused]] static const std::string& AttentionRun(AttentionKernel& a, const void* q, const void* k,
+                                                        const void* v, const void* mask, void* y) {
+  a.args.q = q;
+  a.args.k = k;
+  a.args.v = v;
+  a.args.mask = mask;
+  a.args.y = y;
+  void* params[] = {&a.args};
+  CU_CHECK(LaunchRuntimeKernelShared(a.fn, a.blocks, cl::kAttentionThreads, params, a.shared));
+  return a.call;
 }
 
 // ---- the tuning file (vm/cuda/autotune.h), read-only ----

@@ -66,6 +66,21 @@ Status Emitter::EmitInvoke(uint32_t pc, const std::string& dbg, const fb::Invoke
        << "  " << tr << "\" launch \" + call + " << kname << ");\n  }\n";
     return Status::Ok();
   }
+  if (p.op == lo::kKeelAttention) {
+    std::vector<std::string> t;
+    for (int j = 0; j < 3; ++j) {
+      KEEL_ASSIGN_OR_RETURN(std::string r, arg(j));
+      t.push_back(r);
+    }
+    std::string mask = "nullptr";
+    if (p.has_mask) { KEEL_ASSIGN_OR_RETURN(mask, arg(3)); }
+    KEEL_ASSIGN_OR_RETURN(const std::string Y, arg(p.y_arg));
+    // KeelAttention::Launch.
+    o_ << "  {\n    const std::string& call = AttentionRun(" << k << ", " << t[0] << ", " << t[1] << ", " << t[2]
+       << ", " << mask << ", " << Y << ");\n"
+       << "  " << tr << "\" launch \" + call + " << kname << ");\n  }\n";
+    return Status::Ok();
+  }
   KEEL_ASSIGN_OR_RETURN(const std::string X, arg(0));
   KEEL_ASSIGN_OR_RETURN(const std::string Y, arg(1));
   o_ << "  LIB_CHECK(cl::PoolForward(g_cudnn, " << k << ".d, " << X << ", " << Y << "));\n"

@@ -69,9 +69,7 @@ Status Compute(const LifetimeOptions& options, ModelLifetimes& out) {
   if (!backend.ok()) return backend.status();
   SetPhase("passes");
   passes::PipelineOptions pipeline = options.pipeline;
-  pipeline.channels_last =
-      ChannelsLastPredicateFor(**backend, options.backend.layout, pipeline.mixed_precision.precision);
-  pipeline.winograd = WinogradPredicateFor(**backend);
+  SetTargetRules(**backend, options.backend.layout, &pipeline);
   KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, pipeline));
   SetPhase("kernel selection");
   KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, **backend, nullptr));

@@ -17,6 +17,7 @@ void RegisterAllOps(Registry& r) {
   RegisterReduceOps(r);
   RegisterNormalizationOps(r);
   RegisterAttentionOps(r);
+  RegisterFusedAttentionOps(r);
   RegisterSoftmaxOps(r);
   RegisterScanOps(r);
   RegisterMovementPadTileOps(r);

@@ -22,6 +22,7 @@ void RegisterPoolOps(Registry& r);
 void RegisterReduceOps(Registry& r);
 void RegisterNormalizationOps(Registry& r);
 void RegisterAttentionOps(Registry& r);
+void RegisterFusedAttentionOps(Registry& r);
 void RegisterSoftmaxOps(Registry& r);
 void RegisterScanOps(Registry& r);
 void RegisterMovementPadTileOps(Registry& r);

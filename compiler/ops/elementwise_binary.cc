@@ -269,6 +269,7 @@ void RegisterElementwiseBinaryOps(Registry& r) {
     OpDef def;
     def.name = "Cast";
     def.half = HalfPolicy::kUntouched;  // its result type is its attribute
+    def.pattern_role = PatternRole::kConvert;
     def.versions = {1, 6, 9, 13, 19, 21, 23, 24, 25, 28};
     def.fusion = FusionClass::kElementwise;
     def.normalize = [](ir::Node& node, int) -> Status {

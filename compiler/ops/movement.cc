@@ -125,6 +125,23 @@ Result<std::vector<ir::TensorType>> InferSlice(const ir::Node& node) {
   return One({x.dtype, out});
 }
 
+// A canonical Slice as a view: each sliced axis keeps its output length of
+// elements start, start+step, ...
+std::optional<StridedView> SliceAsView(const ir::Node& node, const StridedView& in) {
+  const ir::Attributes& a = node.attrs();
+  auto starts = a.GetInts("starts", {});
+  auto axes = a.GetInts("axes", {});
+  auto steps = a.GetInts("steps", {});
+  if (!starts.ok() || !axes.ok() || !steps.ok() || !node.output(0)->has_type()) return std::nullopt;
+  const std::vector<int64_t>& out = node.output(0)->type().shape;
+  std::optional<StridedView> v = in;
+  for (size_t i = 0; i < axes->size() && v; ++i) {
+    const int64_t axis = (*axes)[i];
+    v = SliceView(*v, axis, (*starts)[i], out[static_cast<size_t>(axis)], (*steps)[i]);
+  }
+  return v;
+}
+
 Status DefineSlice(codegen::LowerContext& ctx, const ir::Node& node) {
   KEEL_ASSIGN_OR_RETURN(const TensorFn* in, ctx.Input(node, 0));
   const ir::Attributes& a = node.attrs();
@@ -275,6 +292,11 @@ void RegisterMovementOps(Registry& r) {
     def.infer = InferTranspose;
     def.injective = DefineTranspose;
     def.permutes_axes = true;
+    def.strided_view = [](const ir::Node& node, const StridedView& in) -> std::optional<StridedView> {
+      auto perm = node.attrs().GetInts("perm", {});
+      if (!perm.ok()) return std::nullopt;
+      return PermuteView(in, *perm);
+    };
     r.Add(std::move(def));
   }
   {
@@ -282,6 +304,7 @@ void RegisterMovementOps(Registry& r) {
     def.canonicalize = CanonicalizeSlice;
     def.infer = InferSlice;
     def.injective = DefineSlice;
+    def.strided_view = SliceAsView;
     r.Add(std::move(def));
   }
   {

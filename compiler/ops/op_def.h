@@ -53,6 +53,7 @@
 
 #include "compiler/codegen/lower_context.h"
 #include "compiler/ir/graph.h"
+#include "compiler/ops/strided_view.h"
 #include "keel/status.h"
 
 namespace keel::ops {
@@ -63,12 +64,19 @@ const char* FusionClassName(FusionClass c);
 // A vendor-library candidate on CUDA (compiler/driver/cuda_backend.cc decides
 // whether the node's shapes and attributes fit; otherwise it is generated).
 // kGemm: ONNX Gemm (transA/transB/alpha/beta, bias C); kMatMul: batched A x B.
-enum class LibraryCall : uint8_t { kNone, kGemm, kMatMul, kConv, kMaxPool, kAveragePool };
+// kAttention: keel.Attention (ops/attention_fused.h), a Keel kernel of the VM.
+enum class LibraryCall : uint8_t { kNone, kGemm, kMatMul, kConv, kMaxPool, kAveragePool, kAttention };
 
 // How a library call may absorb this elementwise op after it as its epilogue
 // (cuda_backend.cc checks operands and shapes): kRelu max(x, 0); kClip min/max
 // bounds; kAdd x + other; kMul x * other; kDiv x / other.
 enum class EpilogueRole : uint8_t { kNone, kRelu, kClip, kAdd, kMul, kDiv };
+
+// What a pattern-matching pass may take the op for, beyond its fusion class and
+// epilogue role (passes/attention_fusion.h): kConvert, the value of input 0 in
+// the output's element type (Cast); kSoftmax, exponentials normalized along
+// attribute `axis` (Softmax).
+enum class PatternRole : uint8_t { kNone, kConvert, kSoftmax };
 
 // Ops whose semantics is a subgraph, each made static its own way by the
 // control-flow lowering (passes/control_flow.h).
@@ -152,6 +160,12 @@ struct ScaleShift {
 };
 using AsScaleShiftFn = std::function<Result<std::optional<ScaleShift>>(const ir::Node& node)>;
 
+// Data movement that reads input 0 through an affine map (strided_view.h):
+// output 0 as a view of the elements `input` (input 0's own view) reads, or
+// nullopt when the composition is not a strided view. Transpose, Slice and the
+// reshape-like ops have it.
+using StridedViewFn = std::function<std::optional<StridedView>(const ir::Node& node, const StridedView& input)>;
+
 // ---- the definition -------------------------------------------------------------------
 
 struct OpDef {
@@ -177,6 +191,7 @@ struct OpDef {
   // The pass that removes/rewrites a kNone op (for the error when one survives).
   std::string removed_by;
   ControlFlow control_flow = ControlFlow::kNone;
+  PatternRole pattern_role = PatternRole::kNone;
   // The importer turns the node into a constant value (its attribute holds the tensor).
   bool imported_as_constant = false;
   // Mixed precision (see HalfPolicy; ResolveHalfPolicy resolves kAuto).
@@ -204,6 +219,7 @@ struct OpDef {
   ExpandFn expand;
   FoldScaleShiftFn fold_scale_shift;
   AsScaleShiftFn as_scale_shift;
+  StridedViewFn strided_view;
 
   bool SupportsVersion(int version) const;
 };

@@ -91,6 +91,9 @@ OpDef ReshapeLike(const std::string& name, std::vector<int> versions) {
   def.fusion = FusionClass::kView;
   def.reshape_like = true;
   def.injective = DefineReshape;
+  def.strided_view = [](const ir::Node& node, const StridedView& in) {
+    return ReshapeView(in, node.output(0)->type().shape);
+  };
   return def;
 }
 

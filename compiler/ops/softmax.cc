@@ -85,6 +85,7 @@ void RegisterSoftmaxOps(Registry& r) {
     } else {
       KeepF32(def, "exponentials normalized over a row");
     }
+    if (kind == SoftmaxKind::kSoftmax) def.pattern_role = PatternRole::kSoftmax;
     def.normalize = [](ir::Node& node, int version) -> Status {
       if (version < 13) node.attrs().Set("keel.legacy_flatten", int64_t{1});
       return Status::Ok();

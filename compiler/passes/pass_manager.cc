@@ -6,6 +6,7 @@
 #include <map>
 
 #include "compiler/ir/printer.h"
+#include "compiler/passes/attention_fusion.h"
 #include "compiler/passes/batchnorm_folding.h"
 #include "compiler/passes/channels_last.h"
 #include "compiler/passes/constant_folding.h"
@@ -57,7 +58,7 @@ std::vector<PassInfo> PassManager::List() const {
 
 namespace {
 const std::vector<std::string>& RegisteredNames() {
-  static const std::vector<std::string> names = {"batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion",
+  static const std::vector<std::string> names = {"attention-fusion", "batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion",
                                                  "mixed-precision", "shape-inference", "simplify", "verify", "winograd"};
   return names;
 }
@@ -75,6 +76,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "mixed-precision") {
     return std::unique_ptr<Pass>(new MixedPrecisionPass(options.mixed_precision, options.mixed_precision_report));
   }
+  if (name == "attention-fusion") return std::unique_ptr<Pass>(new AttentionFusionPass(options.attention));
   if (name == "winograd") return std::unique_ptr<Pass>(new WinogradPass(options.winograd));
   if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
   return NotFound("unknown pass '" + name + "'");
@@ -92,7 +94,7 @@ std::vector<PassInfo> ListPasses() {
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse",
                                  "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
-                                 "channels-last", "winograd", "fusion", "dce", "verify"};
+                                 "attention-fusion", "channels-last", "winograd", "fusion", "dce", "verify"};
   for (const std::string& d : options.disabled) {
     bool known = false;
     for (const std::string& n : RegisteredNames()) known = known || n == d;

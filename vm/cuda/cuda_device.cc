@@ -7,6 +7,7 @@
 #include "serialization/format.h"
 #include "vm/cuda/autotune.h"
 #include "serialization/library_ops.h"
+#include "vm/cuda/attention_kernel.h"
 #include "vm/cuda/cublas_kernels.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/cudnn_kernels.h"
@@ -429,6 +430,8 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
       KEEL_ASSIGN_OR_RETURN(state, MakeCudnnConv2d(*this, k));
     } else if (k.library_op == lo::kCudnnPool2d) {
       KEEL_ASSIGN_OR_RETURN(state, MakeCudnnPool2d(*this, k));
+    } else if (k.library_op == lo::kKeelAttention) {
+      KEEL_ASSIGN_OR_RETURN(state, MakeKeelAttention(*this, k));
     } else {
       return Unsupported("kernel " + k.name + ": unknown library op \"" + k.library_op + "\" on " + name_);
     }
@@ -443,15 +446,16 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
   return c;
 }
 
-CUresult CudaDevice::LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params) {
+CUresult CudaDevice::LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params,
+                                         unsigned shared) {
   const CUstream s = reinterpret_cast<CUstream>(stream_);
   // Only the sm_90 cubin's kernels wait for their predecessor (the compute_80
   // PTX fallback cannot): programmatic launch needs the cubin.
   if (!runtime_cubin_ || !ProgrammaticLaunchAvailable(options_.pdl, compute_capability())) {
-    return Driver().LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, s, params, nullptr);
+    return Driver().LaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, s, params, nullptr);
   }
   const unsigned grid3[3] = {grid, 1, 1}, block3[3] = {block, 1, 1};
-  cuda_lib::ProgrammaticLaunch pl(grid3, block3, 0, s);
+  cuda_lib::ProgrammaticLaunch pl(grid3, block3, shared, s);
   return Driver().LaunchKernelEx(&pl.cfg, fn, params, nullptr);
 }
 

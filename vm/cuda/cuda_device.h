@@ -143,7 +143,7 @@ class CudaDevice final : public Device {
   // Launches a runtime kernel on the stream; as a programmatic dependent of the
   // previous operation when the GPU supports it (sm_90+, cuLaunchKernelEx; the
   // runtime kernels wait for their predecessor first) and VmOptions::cuda_pdl is on.
-  CUresult LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params);
+  CUresult LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params, unsigned shared = 0);
   // Load-time autotuning results shared by the VM's library kernels: identical
   // problems (same key) are measured once per VM. Keys are built by the kernels:
   // "conv|..." and "gemm|..." problems (vm/cuda/autotune.h ConvProblemKey,

@@ -44,6 +44,21 @@ Result<std::vector<int64_t>> AttrReader::Ints(std::string_view key, size_t n, st
   return a->ints;
 }
 
+Result<std::vector<int64_t>> AttrReader::IntList(std::string_view key, size_t max_n, int64_t min, int64_t max) {
+  const AttrEntry* a = Find(key);
+  if (a == nullptr) return std::vector<int64_t>{};
+  if (a->ints.size() > max_n || !a->floats.empty() || !a->str.empty()) {
+    return Error(key, "must be a list of at most " + std::to_string(max_n) + " integers");
+  }
+  return Ints(key, a->ints.size(), {}, min, max);
+}
+
+bool AttrReader::Has(std::string_view key) const {
+  for (const AttrEntry& a : k_.attrs)
+    if (a.key == key) return true;
+  return false;
+}
+
 Result<double> AttrReader::Float(std::string_view key, double def) {
   const AttrEntry* a = Find(key);
   if (a == nullptr) return def;

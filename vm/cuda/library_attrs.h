@@ -30,6 +30,9 @@ class AttrReader {
   // An ints list of exactly `n` values, each in [min, max]; `def` when absent.
   Result<std::vector<int64_t>> Ints(std::string_view key, size_t n, std::vector<int64_t> def, int64_t min,
                                     int64_t max);
+  // An ints list of at most `max_n` values, each in [min, max]; empty when absent.
+  Result<std::vector<int64_t>> IntList(std::string_view key, size_t max_n, int64_t min, int64_t max);
+  bool Has(std::string_view key) const;
   Result<double> Float(std::string_view key, double def);
   // A string from `allowed`; `def` when absent (required when def is null).
   Result<std::string> Str(std::string_view key, const char* def, std::vector<std::string_view> allowed);

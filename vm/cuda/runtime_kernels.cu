@@ -115,3 +115,6 @@ extern "C" __global__ void keel_spin(unsigned long long ns) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   } while (now - start < ns);
 }
+
+// keel_attention_f16 / keel_attention_bf16 ("keel.attention", serialization/library_ops.h).
+#include "vm/cuda/attention_kernel.cuh"

@@ -28,8 +28,8 @@ std::vector<memory::TensorLifetime> LoweredLifetimes(const std::string& path) {
   auto backend = CreateBackend("cpu", BackendOptions{});
   EXPECT_TRUE(backend.ok());
   if (!backend.ok()) return {};
-  passes::PipelineOptions pipeline;  // as keelc's: the CPU target's Winograd choice
-  pipeline.winograd = WinogradPredicateFor(**backend);
+  passes::PipelineOptions pipeline;  // as keelc's: the CPU target's rules
+  SetTargetRules(**backend, Layout::kAuto, &pipeline);
   EXPECT_TRUE(passes::RunDefaultPipeline(**graph, pipeline).ok());
   auto steps = SelectStepKernels(**graph, **backend, nullptr);
   EXPECT_TRUE(steps.ok()) << steps.status().ToString();

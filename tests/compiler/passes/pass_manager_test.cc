@@ -28,7 +28,8 @@ TEST(PassManagerTest, ListsRegisteredPasses) {
     names.push_back(p.name);
     EXPECT_FALSE(p.description.empty());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"batchnorm-folding", "channels-last", "constant-folding", "cse", "dce",
+  EXPECT_EQ(names, (std::vector<std::string>{"attention-fusion", "batchnorm-folding", "channels-last",
+                                             "constant-folding", "cse", "dce",
                                              "fusion", "mixed-precision", "shape-inference", "simplify", "verify",
                                              "winograd"}));
   EXPECT_FALSE(CreatePass("no-such-pass").ok());
@@ -48,7 +49,8 @@ TEST(PassManagerTest, DefaultPipelineOrderAndDump) {
   for (const auto& p : pm->List()) order.push_back(p.name);
   EXPECT_EQ(order, (std::vector<std::string>{"simplify", "shape-inference", "constant-folding", "dce", "cse",
                                              "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
-                                             "channels-last", "winograd", "fusion", "dce", "verify"}));
+                                             "attention-fusion", "channels-last", "winograd", "fusion", "dce",
+                                             "verify"}));
   auto g = SmallGraph();
   Status s = pm->Run(*g);
   ASSERT_TRUE(s.ok()) << s.ToString();

@@ -1,0 +1,336 @@
+// compiler/passes/attention_fusion.cc — the attention pass (see attention_fusion.h).
+#include "compiler/passes/attention_fusion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <set>
+
+#include "compiler/ops/op_util.h"
+#include "compiler/ops/reference.h"
+#include "compiler/ops/registry.h"
+#include "compiler/ops/semantics.h"
+#include "compiler/ops/strided_view.h"
+#include "compiler/passes/dce.h"
+
+namespace keel::passes {
+namespace {
+
+using ir::Node;
+using ir::Value;
+using ops::StridedView;
+
+const ops::OpDef* Def(const Node* n) { return n ? ops::FindOp(*n) : nullptr; }
+
+// The node producing `v` when `v` is used only there (by one input) and is not
+// a graph output: a value the fused node may swallow.
+Node* SoleProducer(const ir::Graph& g, const Value* v) {
+  if (!v || !v->producer() || g.IsGraphOutput(v) || v->producer()->outputs().size() != 1) return nullptr;
+  return v->producer();
+}
+bool SoleUse(const ir::Graph& g, const Value* v) { return v->uses().size() == 1 && !g.IsGraphOutput(v); }
+
+// A constant scalar operand's value.
+std::optional<double> ConstScalar(const Value* v) {
+  if (!v || !v->is_constant() || v->constant()->type.NumElements() != 1) return std::nullopt;
+  const ir::TensorData& t = *v->constant();
+  if (!IsFloatType(t.type.dtype)) return std::nullopt;
+  const double s = ops::ElementAsDouble(t, 0);  // any float type (f16 after mixed precision)
+  if (!std::isfinite(s)) return std::nullopt;
+  return s;
+}
+
+ops::EpilogueRole Role(const Node* n) {
+  const ops::OpDef* d = Def(n);
+  return d ? d->epilogue : ops::EpilogueRole::kNone;
+}
+ops::PatternRole Pattern(const Node* n) {
+  const ops::OpDef* d = Def(n);
+  return d ? d->pattern_role : ops::PatternRole::kNone;
+}
+bool IsMatMul(const Node* n) {
+  const ops::OpDef* d = Def(n);
+  return d && d->library == ops::LibraryCall::kMatMul && n->inputs().size() == 2 && n->outputs().size() == 1;
+}
+
+// `n` = x * c, c * x or x / c with c a nonzero constant scalar: x and the factor.
+std::optional<std::pair<Value*, double>> ScalarScale(const Node* n) {
+  if (!n || n->inputs().size() != 2 || n->outputs().size() != 1) return std::nullopt;
+  const ir::TensorType& out = n->output(0)->type();
+  auto operand = [&](size_t i) -> Value* {
+    Value* x = n->input(i);
+    return x && x->has_type() && x->type() == out ? x : nullptr;
+  };
+  if (Role(n) == ops::EpilogueRole::kMul) {
+    for (size_t side = 0; side < 2; ++side) {
+      std::optional<double> c = ConstScalar(n->input(1 - side));
+      if (Value* x = operand(side); x && c) return std::make_pair(x, *c);
+    }
+  }
+  if (Role(n) == ops::EpilogueRole::kDiv) {
+    std::optional<double> c = ConstScalar(n->input(1));
+    if (Value* x = operand(0); x && c && *c != 0.0) return std::make_pair(x, 1.0 / *c);
+  }
+  return std::nullopt;
+}
+
+// An operand followed back through strided views (and, when `scales`, scalar
+// factors): the tensor it reads, the view of it, the factor.
+struct Traced {
+  Value* base = nullptr;
+  StridedView view;
+  double scale = 1.0;
+};
+
+Traced Trace(Value* v, bool scales) {
+  // The chain from v back, then the longest suffix (from the deepest tensor
+  // forward) whose views compose.
+  std::vector<Node*> chain;
+  std::vector<double> factor;
+  Value* cur = v;
+  while (Node* p = cur->producer()) {
+    const ops::OpDef* def = Def(p);
+    if (!def || p->outputs().size() != 1 || !p->input(0) || !p->input(0)->has_type()) break;
+    if (def->strided_view && p->input(0)->type().dtype == cur->type().dtype) {
+      chain.push_back(p);
+      factor.push_back(1.0);
+      cur = p->input(0);
+      continue;
+    }
+    if (std::optional<std::pair<Value*, double>> s = scales ? ScalarScale(p) : std::nullopt) {
+      chain.push_back(p);
+      factor.push_back(s->second);
+      cur = s->first;
+      continue;
+    }
+    break;
+  }
+  for (size_t start = chain.size(); start > 0; --start) {  // chain[start-1] reads the deepest tensor
+    Value* base = start == chain.size() ? cur : chain[start]->output(0);
+    std::optional<StridedView> view = ops::DenseView(base->type().shape);
+    double scale = 1.0;
+    for (size_t i = start; i-- > 0 && view;) {
+      scale *= factor[i];
+      const ops::OpDef* def = Def(chain[i]);
+      if (def->strided_view) view = def->strided_view(*chain[i], *view);
+    }
+    if (view) return {base, *view, scale};
+  }
+  return {v, ops::DenseView(v->type().shape), 1.0};
+}
+
+// Row and column strides of a view's last two dims (each one factor).
+std::optional<std::pair<int64_t, int64_t>> RowCol(const StridedView& v) {
+  std::pair<int64_t, int64_t> rc;
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t stride = 0, n = 0;
+    for (const ops::ViewFactor& f : v.dims[v.dims.size() - 2 + k]) {
+      if (f.extent == 1) continue;
+      stride = f.stride;
+      ++n;
+    }
+    if (n > 1) return std::nullopt;
+    (k == 0 ? rc.first : rc.second) = stride;
+  }
+  return rc;
+}
+
+// The matched chain around one Softmax.
+struct Match {
+  Node* scores = nullptr;  // MatMul(Q', K')
+  Node* context = nullptr; // MatMul(P, V')
+  Value* mask = nullptr;
+  double scale = 1.0;
+  Value* out = nullptr;    // O, or O' when a transpose is absorbed
+  std::vector<int64_t> out_perm;  // O' = Transpose(O, out_perm); empty: none
+};
+
+std::optional<Match> MatchAround(const ir::Graph& g, Node* softmax) {
+  Match m;
+  Value* s = softmax->input(0);
+  if (!s || !s->has_type() || s->type().shape.size() < 2) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(s->type().shape.size());
+  auto axis = softmax->attrs().GetInt("axis", -1);
+  if (!axis.ok() || (*axis != rank - 1 && *axis != -1)) return std::nullopt;
+  // Upwards to the scores' MatMul: conversions anywhere, then (nearest the
+  // Softmax first) at most one mask Add and at most one scalar scale, the
+  // scale before the mask. False when `x` does not lead there that way.
+  std::function<bool(Value*, bool, bool)> walk = [&](Value* x, bool may_add, bool may_scale) -> bool {
+    Node* p = SoleProducer(g, x);
+    if (!p || !SoleUse(g, x)) return false;
+    if (Pattern(p) == ops::PatternRole::kConvert && p->input(0) && p->input(0)->has_type() &&
+        IsFloatType(p->input(0)->type().dtype)) {
+      return walk(p->input(0), may_add, may_scale);
+    }
+    if (IsMatMul(p)) {
+      m.scores = p;
+      return true;
+    }
+    if (std::optional<std::pair<Value*, double>> sc = may_scale ? ScalarScale(p) : std::nullopt) {
+      if (!walk(sc->first, false, false)) return false;
+      m.scale = sc->second;
+      return true;
+    }
+    if (may_add && Role(p) == ops::EpilogueRole::kAdd && p->inputs().size() == 2) {
+      for (size_t side = 0; side < 2; ++side) {
+        Value* a = p->input(side);
+        if (a && a->has_type() && a->type().shape == x->type().shape && walk(a, false, true)) {
+          m.mask = p->input(1 - side);
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  if (!walk(s, true, true)) return std::nullopt;
+  // Downwards: [Cast] -> MatMul(P, V) -> [Transpose].
+  Value* prob = softmax->output(0);
+  if (!SoleUse(g, prob)) return std::nullopt;
+  Node* u = prob->uses()[0].node;
+  if (Pattern(u) == ops::PatternRole::kConvert && u->outputs().size() == 1) {
+    prob = u->output(0);
+    if (!SoleUse(g, prob)) return std::nullopt;
+    u = prob->uses()[0].node;
+  }
+  if (!IsMatMul(u) || prob->uses()[0].input_index != 0) return std::nullopt;
+  m.context = u;
+  m.out = u->output(0);
+  if (SoleUse(g, m.out)) {
+    Node* t = m.out->uses()[0].node;
+    if (Def(t) && Def(t)->permutes_axes && t->outputs().size() == 1) {
+      auto perm = t->attrs().GetInts("perm", {});
+      if (perm.ok()) {
+        m.out_perm = *perm;
+        m.out = t->output(0);
+      }
+    }
+  }
+  return m;
+}
+
+// The keel.Attention problem of a match, or nullopt when its operands are
+// not views the op takes.
+std::optional<ops::FusedAttention> Problem(const Match& m, Traced* q, Traced* k, Traced* v, Traced* mask) {
+  const std::vector<int64_t>& o_shape = m.context->output(0)->type().shape;
+  const std::vector<int64_t>& s_shape = m.scores->output(0)->type().shape;
+  if (o_shape.size() < 2 || s_shape.size() != o_shape.size()) return std::nullopt;
+  const size_t nb = o_shape.size() - 2;
+  ops::FusedAttention a;
+  a.sq = s_shape[nb];
+  a.sk = s_shape[nb + 1];
+  a.dv = o_shape[nb + 1];
+  a.d = m.scores->input(0)->type().shape.back();
+  std::vector<int64_t> batch(o_shape.begin(), o_shape.begin() + static_cast<std::ptrdiff_t>(nb));
+  auto with = [&](std::vector<int64_t> tail) {
+    std::vector<int64_t> s = batch;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  };
+  *q = Trace(m.scores->input(0), true);
+  *k = Trace(m.scores->input(1), true);
+  *v = Trace(m.context->input(1), false);
+  std::optional<StridedView> qv = ops::BroadcastView(q->view, with({a.sq, a.d}));
+  std::optional<StridedView> kv = ops::BroadcastView(k->view, with({a.d, a.sk}));
+  std::optional<StridedView> vv = ops::BroadcastView(v->view, with({a.sk, a.dv}));
+  std::optional<StridedView> mv;
+  if (m.mask) {
+    *mask = Trace(m.mask, false);
+    mv = ops::BroadcastView(mask->view, with({a.sq, a.sk}));
+    if (!mv) return std::nullopt;
+  }
+  // Y: O's index in the (transposed) output's dense layout.
+  std::optional<StridedView> yv = ops::DenseView(m.out->type().shape);
+  if (!m.out_perm.empty()) {
+    std::vector<int64_t> inverse(m.out_perm.size());
+    for (size_t i = 0; i < m.out_perm.size(); ++i) inverse[static_cast<size_t>(m.out_perm[i])] = static_cast<int64_t>(i);
+    yv = ops::PermuteView(*yv, inverse);
+  }
+  if (!qv || !kv || !vv || !yv) return std::nullopt;
+  std::vector<StridedView*> views = {&*qv, &*kv, &*vv, &*yv};
+  if (mv) views.push_back(&*mv);
+  // K's rows are its last dim (keys), its columns the one before.
+  for (auto* x : views) {
+    if (!RowCol(*x)) return std::nullopt;
+  }
+  // Batch digits: per batch dim, the common refinement of every view's factors.
+  std::vector<std::vector<int64_t>> strides(views.size());
+  for (size_t d = 0; d < nb; ++d) {
+    std::vector<std::vector<int64_t>> fz;
+    for (auto* x : views) {
+      std::vector<int64_t> e;
+      for (const ops::ViewFactor& f : x->dims[d])
+        if (f.extent != 1) e.push_back(f.extent);
+      if (e.empty()) e.push_back(1);
+      fz.push_back(e);
+    }
+    std::optional<std::vector<int64_t>> ext = ops::CommonRefinement(fz);
+    if (!ext) return std::nullopt;
+    if (ext->size() == 1 && (*ext)[0] == 1) continue;
+    for (size_t i = 0; i < views.size(); ++i) {
+      std::optional<std::vector<ops::ViewFactor>> r = ops::RefineFactors(views[i]->dims[d], *ext);
+      if (!r) return std::nullopt;
+      for (const ops::ViewFactor& f : *r) strides[i].push_back(f.stride);
+    }
+    a.batch.insert(a.batch.end(), ext->begin(), ext->end());
+  }
+  auto operand = [&](size_t i, bool swap) {
+    ops::AttentionOperand x;
+    x.offset = views[i]->offset;
+    x.batch_strides = strides[i];
+    auto [r, c] = *RowCol(*views[i]);
+    x.row = swap ? c : r;
+    x.col = swap ? r : c;
+    return x;
+  };
+  a.q = operand(0, false);
+  a.k = operand(1, true);
+  a.v = operand(2, false);
+  a.y = operand(3, false);
+  if (mv) {
+    a.has_mask = true;
+    a.mask = operand(4, false);
+  }
+  a.scale = m.scale * q->scale * k->scale;
+  a.out_shape = m.out->type().shape;
+  return a;
+}
+
+}  // namespace
+
+Status AttentionFusionPass::Run(ir::Graph& graph) {
+  if (!accepts_) return Status::Ok();
+  bool changed = false;
+  for (Node* n : graph.nodes()) {
+    const ops::OpDef* def = Def(n);
+    if (!def || def->pattern_role != ops::PatternRole::kSoftmax || n->graph() != &graph) continue;
+    std::optional<Match> m = MatchAround(graph, n);
+    if (!m) continue;
+    Traced q, k, v, mask;
+    std::optional<ops::FusedAttention> a = Problem(*m, &q, &k, &v, &mask);
+    const ir::DType t = m->out->type().dtype;
+    if (!a || q.base->type().dtype != t || k.base->type().dtype != t || v.base->type().dtype != t) continue;
+    const ir::DType mt = a->has_mask ? mask.base->type().dtype : t;
+    if (!accepts_(*a, t, mt)) continue;
+    std::vector<Value*> inputs = {q.base, k.base, v.base};
+    if (a->has_mask) inputs.push_back(mask.base);
+    Node* fused = graph.InsertNodeBefore(m->out->producer(), ops::kFusedAttentionOp, m->scores->name() + "/attention",
+                                         inputs, 1);
+    ops::SetFusedAttentionAttrs(*fused, *a);
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*fused));
+    if (!(types[0] == m->out->type())) {
+      return Internal(ir::NodeDescription(*fused) + ": type " + types[0].ToString() + ", expected " +
+                      m->out->type().ToString());
+    }
+    Value* y = fused->output(0);
+    y->set_type(types[0]);
+    const std::string name = m->out->name();
+    m->out->set_name(name + "/unfused");
+    y->set_name(name);
+    graph.ReplaceAllUsesWith(m->out, y);
+    changed = true;
+  }
+  return changed ? EliminateDeadCode(graph) : Status::Ok();
+}
+
+}  // namespace keel::passes

@@ -1,0 +1,222 @@
+// tests/vm/cuda/cuda_attention_test.cc — the "keel.attention" library kernel
+// (serialization/library_ops.h; vm/cuda/attention_kernel.cuh) in f16 and bf16
+// against a double-precision reference fed the same rounded inputs: heads read
+// in place from one [S, B, 3E] projection (PyTorch's layout, 16-byte loads),
+// odd sizes on the element-wise load path (query and key counts not multiples
+// of the 64-row tiles, widths not multiples of 16), K stored transposed, a
+// broadcast mask with large negative entries, head width 128, a single query;
+// each with and without CUDA graphs. Load-time validation: views outside their
+// arguments and widths above the limit are refused. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/vm/cuda/cuda_test_programs.h"
+
+namespace keel::cudatest {
+namespace {
+
+using ser::AttrDesc;
+
+struct View {
+  int64_t offset = 0;
+  std::vector<int64_t> batch;  // one stride per digit
+  int64_t row = 0, col = 0;
+  std::vector<int64_t> Encode() const {
+    std::vector<int64_t> v{offset};
+    v.insert(v.end(), batch.begin(), batch.end());
+    v.push_back(row);
+    v.push_back(col);
+    return v;
+  }
+  int64_t At(const std::vector<int64_t>& digits, int64_t r, int64_t c) const {
+    int64_t o = offset + r * row + c * col;
+    for (size_t t = 0; t < digits.size(); ++t) o += digits[t] * batch[t];
+    return o;
+  }
+};
+
+struct Case {
+  const char* name;
+  std::vector<int64_t> radix;
+  int64_t sq, sk, d, dv;
+  float scale;
+  // Tensor sizes in elements: Q, K, V (0: the same tensor as Q), mask (0: none), Y.
+  int64_t q_elems, k_elems, v_elems, mask_elems, y_elems;
+  View q, k, v, mask, y;
+};
+
+// PyTorch's MultiheadAttention layout: [S, B, 3E] projection, Y [S, B*H*D].
+Case TorchHeads(int64_t S, int64_t B, int64_t H, int64_t D) {
+  const int64_t E = H * D;
+  Case c{"torch_heads", {B, H}, S, S, D, D, 1.f / std::sqrt(static_cast<float>(D)), S * B * 3 * E, 0, 0, 0, S * B * E,
+         {}, {}, {}, {}, {}};
+  c.q = {0, {3 * E, D}, B * 3 * E, 1};
+  c.k = {E, {3 * E, D}, B * 3 * E, 1};
+  c.v = {2 * E, {3 * E, D}, B * 3 * E, 1};
+  c.y = {0, {E, D}, B * E, 1};
+  return c;
+}
+
+// Dense [batch, rows, cols] operands; K transposed ([batch, d, sk]) when asked;
+// mask [sq, sk] shared by every batch entry when asked.
+Case Dense(const char* name, int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_transposed,
+           bool mask) {
+  Case c{name, {batch}, sq, sk, d, dv, 0.3f, batch * sq * d, batch * sk * d, batch * sk * dv, mask ? sq * sk : 0,
+         batch * sq * dv, {}, {}, {}, {}, {}};
+  c.q = {0, {sq * d}, d, 1};
+  c.k = k_transposed ? View{0, {sk * d}, 1, sk} : View{0, {sk * d}, d, 1};
+  c.v = {0, {sk * dv}, dv, 1};
+  if (mask) c.mask = {0, {0}, sk, 1};
+  c.y = {0, {sq * dv}, dv, 1};
+  return c;
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> cs;
+  cs.push_back(TorchHeads(37, 2, 3, 64));
+  cs.push_back(Dense("odd_scalar_loads", 3, 70, 130, 36, 20, false, false));
+  cs.push_back(Dense("k_transposed_mask_width128", 2, 65, 200, 128, 128, true, true));
+  Case one = Dense("single_query", 1, 1, 5, 16, 16, false, false);
+  one.radix.clear();
+  for (View* v : {&one.q, &one.k, &one.v, &one.y}) v->batch.clear();
+  cs.push_back(one);
+  return cs;
+}
+
+std::vector<int64_t> Digits(const std::vector<int64_t>& radix, int64_t b) {
+  std::vector<int64_t> d(radix.size());
+  for (size_t t = radix.size(); t-- > 0;) {
+    d[t] = b % radix[t];
+    b /= radix[t];
+  }
+  return d;
+}
+
+std::vector<float> Reference(const Case& c, const std::vector<float>& q, const std::vector<float>& k,
+                             const std::vector<float>& v, const std::vector<float>& mask) {
+  std::vector<float> y(static_cast<size_t>(c.y_elems), 0.f);
+  int64_t batch = 1;
+  for (int64_t r : c.radix) batch *= r;
+  for (int64_t b = 0; b < batch; ++b) {
+    const std::vector<int64_t> dg = Digits(c.radix, b);
+    for (int64_t i = 0; i < c.sq; ++i) {
+      std::vector<double> s(static_cast<size_t>(c.sk));
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < c.sk; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < c.d; ++e) dot += double(q[size_t(c.q.At(dg, i, e))]) * k[size_t(c.k.At(dg, j, e))];
+        s[size_t(j)] = c.scale * dot + (mask.empty() ? 0.0 : mask[size_t(c.mask.At(dg, i, j))]);
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t e = 0; e < c.dv; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < c.sk; ++j) acc += s[size_t(j)] * v[size_t(c.v.At(dg, j, e))];
+        y[size_t(c.y.At(dg, i, e))] = static_cast<float>(acc / sum);
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<AttrDesc> Attrs(const Case& c) {
+  std::vector<AttrDesc> a = {AttrDesc::Ints("batch", c.radix), AttrDesc::Ints("dims", {c.sq, c.sk, c.d, c.dv}),
+                             AttrDesc::Floats("scale", {c.scale}),  AttrDesc::Ints("q_view", c.q.Encode()),
+                             AttrDesc::Ints("k_view", c.k.Encode()), AttrDesc::Ints("v_view", c.v.Encode()),
+                             AttrDesc::Ints("y_view", c.y.Encode())};
+  if (c.mask_elems) a.push_back(AttrDesc::Ints("mask_view", c.mask.Encode()));
+  return a;
+}
+
+// The program: inputs Q[, K, V][, mask], output Y; the kernel's arguments in order.
+ProgramSpec Program(const Case& c, std::vector<AttrDesc> attrs, DataType t) {
+  ProgramSpec p;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<uint32_t> args;
+  auto input = [&](int64_t n) {
+    p.tensors.push_back({{n}, Role::kInput, {}});
+    return static_cast<uint32_t>(p.tensors.size() - 1);
+  };
+  const uint32_t q = input(c.q_elems);
+  const uint32_t k = c.k_elems ? input(c.k_elems) : q;
+  const uint32_t v = c.v_elems ? input(c.v_elems) : q;
+  args = {q, k, v};
+  if (c.mask_elems) args.push_back(input(c.mask_elems));
+  p.tensors.push_back({{c.y_elems}, Role::kOutput, {}});
+  args.push_back(static_cast<uint32_t>(p.tensors.size() - 1));
+  for (uint32_t a : args) shapes.push_back(p.tensors[a].shape);
+  p.kernels.push_back(LibraryKernel("attention", "keel.attention", shapes, std::move(attrs)));
+  p.ops = {{0, args, "attention"}};
+  return InDType(std::move(p), t);
+}
+
+class Attention : public ::testing::TestWithParam<std::tuple<DataType, Case>> {};
+
+TEST_P(Attention, MatchesReference) {
+  KEEL_SKIP_WITHOUT_GPU();
+  const DataType t = std::get<0>(GetParam());
+  const Case& c = std::get<1>(GetParam());
+  std::vector<std::vector<float>> inputs;
+  inputs.push_back(RoundedTo(Random(size_t(c.q_elems), 31), t));
+  if (c.k_elems) inputs.push_back(RoundedTo(Random(size_t(c.k_elems), 32), t));
+  if (c.v_elems) inputs.push_back(RoundedTo(Random(size_t(c.v_elems), 33), t));
+  std::vector<float> mask;
+  if (c.mask_elems) {
+    mask = RoundedTo(Random(size_t(c.mask_elems), 34, -2.f, 2.f), t);
+    for (size_t i = 0; i < mask.size(); i += 7) mask[i] = -10000.f;  // masked-out keys
+    mask = RoundedTo(mask, t);
+    inputs.push_back(mask);
+  }
+  const std::vector<float>& q = inputs[0];
+  const std::vector<float>& k = c.k_elems ? inputs[1] : q;
+  const std::vector<float>& v = c.v_elems ? inputs[c.k_elems ? 2 : 1] : q;
+  const std::vector<float> want = Reference(c, q, k, v, mask);
+  auto bytes = BuildProgram(Program(c, Attrs(c), t));
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  for (bool graph : {true, false}) {
+    SCOPED_TRACE(graph ? "cuda graph" : "no graph");
+    VmOptions o;
+    o.device = "cuda";
+    o.cuda_graph = graph;
+    RunResult r = RunOnce(*bytes, "", inputs, o);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_EQ(r.outputs.size(), 1u);
+    EXPECT_LE(RelL2(r.outputs[0], want), t == DataType::kF16 ? 3e-3 : 2e-2) << DataTypeName(t);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Attention,
+                         ::testing::Combine(::testing::Values(DataType::kF16, DataType::kBF16),
+                                            ::testing::ValuesIn(Cases())),
+                         [](const auto& i) {
+                           return std::string(DataTypeName(std::get<0>(i.param))) + "_" + std::get<1>(i.param).name;
+                         });
+
+TEST(AttentionLoad, RefusesBadViewsAndWidths) {
+  KEEL_SKIP_WITHOUT_GPU();
+  const Case c = Dense("d", 2, 8, 8, 16, 16, false, false);
+  auto expect_refused = [&](Case bad, const char* what) {
+    SCOPED_TRACE(what);
+    ProgramSpec p = Program(bad, Attrs(bad), DataType::kF16);
+    Status s = CreateOneKernelVm(p.kernels[0], p);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidExecutable) << s.ToString();
+  };
+  Case past_end = c;
+  past_end.k.row = 17;
+  expect_refused(past_end, "K reads past its argument");
+  Case negative = c;
+  negative.v.offset = -1;
+  expect_refused(negative, "V starts before its argument");
+  Case wide = Dense("w", 1, 4, 4, 136, 8, false, false);
+  expect_refused(wide, "head width 136");
+  Case f32 = c;
+  ProgramSpec p = Program(f32, Attrs(f32), DataType::kF32);
+  EXPECT_EQ(CreateOneKernelVm(p.kernels[0], p).code(), StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace keel::cudatest

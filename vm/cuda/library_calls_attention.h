@@ -1,0 +1,113 @@
+// vm/cuda/library_calls_attention.h — the "keel.attention" kernel's launch
+// contract (serialization/library_ops.h): the argument block the kernel takes,
+// its launch geometry and its trace name, one source for the kernel
+// (vm/cuda/runtime_kernels.cu includes this), the VM (vm/cuda/attention_kernel.cc)
+// and keelc --emit=cuda-host programs (pasted verbatim, as library_calls.h says).
+//
+// The kernel: one block of kAttentionThreads threads (4 warps) per 64 queries
+// of one batch entry; each warp owns 16 queries. Per step of 64 keys it loads
+// K and V into shared memory, computes the warp's 16x64 scores on the tensor
+// cores (WMMA, f32 accumulation), updates each row's running maximum and sum
+// (online softmax, f32), rounds the probabilities to the data type and adds
+// P V to its f32 output rows in shared memory, rescaled by the change of the
+// maximum. Nothing of size sq x sk is ever stored. Head widths are padded to
+// 16 with zeros in shared memory.
+//
+// Thread-safety: pure functions and plain structs.
+#ifndef KEEL_VM_CUDA_LIBRARY_CALLS_ATTENTION_H_
+#define KEEL_VM_CUDA_LIBRARY_CALLS_ATTENTION_H_
+
+#include "vm/cuda/library_calls.h"
+
+#include <string>
+
+namespace keel::cuda_lib {
+
+[[maybe_unused]] constexpr int kAttentionDigits = 6;      // batch digits (library_ops.h kAttentionMaxBatchDigits)
+[[maybe_unused]] constexpr int kAttentionMaxWidth = 128;  // d, dv (library_ops.h kAttentionMaxHeadWidth)
+[[maybe_unused]] constexpr int kAttentionBlockRows = 64;  // queries per block
+[[maybe_unused]] constexpr int kAttentionBlockKeys = 64;  // keys per step
+[[maybe_unused]] constexpr unsigned kAttentionThreads = 128;
+
+// One operand's view in elements: offset + sum digit_t * batch[t] + r * row + c * col.
+struct AttentionView {
+  long long offset = 0;
+  long long batch[kAttentionDigits] = {};
+  long long row = 0, col = 0;
+};
+
+// The kernel's single parameter (passed by value).
+struct AttentionArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* mask = nullptr;  // null: no mask
+  void* y = nullptr;
+  AttentionView qv, kv, vv, mv, yv;
+  long long radix[kAttentionDigits] = {};  // batch digits, outer first
+  int digits = 0;
+  int sq = 0, sk = 0, d = 0, dv = 0;
+  float scale = 1.f;
+  int mask_f32 = 0;  // the mask is f32 (else the data type)
+};
+
+// Head widths padded to the tensor-core tile (the kernel uses it too).
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline int AttentionPad16(int x) { return (x + 15) & ~15; }
+
+// Dynamic shared memory of one block (the layout runtime_kernels.cu uses):
+// Q (64 rows), K and V (64 keys) tiles in the data type with 8 elements of row
+// padding, and per warp 16 rows of f32 scores, data-type probabilities and f32
+// output.
+inline unsigned AttentionSharedBytes(int d, int dv) {
+  const unsigned dp = static_cast<unsigned>(AttentionPad16(d)), dvp = static_cast<unsigned>(AttentionPad16(dv));
+  const unsigned tiles = 2u * (kAttentionBlockRows * (dp + 8) + kAttentionBlockKeys * (dp + 8) +
+                               kAttentionBlockKeys * (dvp + 8));
+  const unsigned warps = kAttentionThreads / 32;
+  const unsigned per_warp = 16u * (4u * (kAttentionBlockKeys + 4) + 2u * (kAttentionBlockKeys + 8) + 4u * (dvp + 4));
+  return tiles + warps * per_warp;
+}
+
+inline long long AttentionBatchCount(const AttentionArgs& a) {
+  long long n = 1;
+  for (int t = 0; t < a.digits; ++t) n *= a.radix[t];
+  return n;
+}
+
+// Blocks of the one-dimensional grid: every batch entry times its query blocks.
+inline unsigned long long AttentionBlocks(const AttentionArgs& a) {
+  return static_cast<unsigned long long>(AttentionBatchCount(a)) *
+         static_cast<unsigned long long>((a.sq + kAttentionBlockRows - 1) / kAttentionBlockRows);
+}
+
+// The runtime kernel for data type `t` (f16 or bf16), null for another.
+inline const char* AttentionKernelName(ElementType t) {
+  return t == ElementType::kF16 ? "keel_attention_f16" : t == ElementType::kBF16 ? "keel_attention_bf16" : nullptr;
+}
+
+// The trace's name of one launch.
+inline std::string AttentionCallName(ElementType t, const AttentionArgs& a) {
+  return std::string(AttentionKernelName(t)) + " grid=" + std::to_string(AttentionBlocks(a)) +
+         " block=" + std::to_string(kAttentionThreads) + " shared=" + std::to_string(AttentionSharedBytes(a.d, a.dv));
+}
+
+// Whether the view stays inside an argument of `elements` elements for every
+// batch entry, `rows` rows and `cols` columns (in 128-bit arithmetic: the
+// attributes come from a file).
+inline bool AttentionViewInBounds(const AttentionArgs& a, const AttentionView& v, long long rows, long long cols,
+                                  long long elements) {
+  __int128 lo = v.offset, hi = v.offset;
+  auto span = [&](long long extent, long long stride) {
+    (stride < 0 ? lo : hi) += static_cast<__int128>(extent - 1) * stride;
+  };
+  for (int t = 0; t < a.digits; ++t) span(a.radix[t], v.batch[t]);
+  span(rows, v.row);
+  span(cols, v.col);
+  return lo >= 0 && hi < elements;
+}
+
+}  // namespace keel::cuda_lib
+
+#endif  // KEEL_VM_CUDA_LIBRARY_CALLS_ATTENTION_H_
