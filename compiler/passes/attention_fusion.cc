@@ -296,6 +296,86 @@ std::optional<ops::FusedAttention> Problem(const Match& m, Traced* q, Traced* k,
   return a;
 }
 
+// The tensor `x` of a row-wise op `u`: each row (last axis) of u's output comes
+// from the same row of x alone (MatMul by a 2-D right operand; an elementwise op
+// whose other operands vary along the last axis at most). Null otherwise.
+Value* RowWiseInput(Node* u) {
+  if (!u || u->outputs().size() != 1 || !u->output(0)->has_type()) return nullptr;
+  const ir::TensorType& out = u->output(0)->type();
+  if (IsMatMul(u)) {
+    Value* w = u->input(1);
+    return u->input(0) && w && w->has_type() && w->type().shape.size() == 2 ? u->input(0) : nullptr;
+  }
+  const ops::OpDef* def = Def(u);
+  if (!def || def->fusion != ops::FusionClass::kElementwise) return nullptr;
+  Value* x = nullptr;
+  for (Value* in : u->inputs()) {
+    if (!in || !in->has_type()) continue;
+    const std::vector<int64_t>& s = in->type().shape;
+    if (s == out.shape && !x) {
+      x = in;
+      continue;
+    }
+    bool row_vector = s.size() <= out.shape.size();
+    for (size_t i = 0; i + 1 < s.size(); ++i) row_vector = row_vector && s[i] == 1;
+    if (!row_vector) return nullptr;
+  }
+  return x;
+}
+
+// The transpose in front of a projection: `base` = R_k(...R_1(Transpose(x))...)
+// with row-wise ops R and a transpose that keeps the last axis, every value in
+// between used once. The ops are rebuilt on x and the transpose moved after
+// them (a transpose of the rows commutes with a row-wise op), so that the
+// attention reads it as a view: the transpose kernel goes. Returns the moved
+// transpose's output (now in base's place), or null when `base` is not so.
+Result<Value*> SinkTransposeInto(ir::Graph& g, Value* base) {
+  std::vector<Node*> ops;  // R_k first
+  Node* transpose = nullptr;
+  for (Value* v = base; !transpose;) {
+    Node* p = v->producer();
+    if (!p || p->outputs().size() != 1) return nullptr;
+    const ops::OpDef* def = Def(p);
+    if (def && def->permutes_axes && !ops.empty()) {
+      auto perm = p->attrs().GetInts("perm", {});
+      if (!perm.ok() || perm->empty() || perm->back() != static_cast<int64_t>(perm->size()) - 1) return nullptr;
+      transpose = p;
+      break;
+    }
+    Value* x = RowWiseInput(p);
+    if (!x || !SoleUse(g, x)) return nullptr;
+    ops.push_back(p);
+    v = x;
+  }
+  Value* cur = transpose->input(0);
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    Node* old = *it;
+    std::vector<Value*> inputs = old->inputs();
+    for (Value*& in : inputs)
+      if (in == RowWiseInput(old)) in = cur;
+    Node* clone = g.InsertNodeBefore(ops.front(), old->op_type(), old->name(), inputs, 1);
+    clone->attrs() = old->attrs();
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*clone));
+    clone->output(0)->set_type(types[0]);
+    clone->output(0)->set_name(old->output(0)->name() + "/rows");
+    cur = clone->output(0);
+  }
+  Node* moved = g.InsertNodeBefore(ops.front(), transpose->op_type(), transpose->name(), {cur}, 1);
+  moved->attrs() = transpose->attrs();
+  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*moved));
+  if (!(types[0] == base->type())) {
+    return Internal(ir::NodeDescription(*moved) + ": moved transpose has type " + types[0].ToString() +
+                    ", expected " + base->type().ToString());
+  }
+  Value* out = moved->output(0);
+  out->set_type(types[0]);
+  const std::string name = base->name();
+  base->set_name(name + "/unmoved");
+  out->set_name(name);
+  g.ReplaceAllUsesWith(base, out);
+  return out;
+}
+
 }  // namespace
 
 Status AttentionFusionPass::Run(ir::Graph& graph) {
@@ -312,6 +392,20 @@ Status AttentionFusionPass::Run(ir::Graph& graph) {
     if (!a || q.base->type().dtype != t || k.base->type().dtype != t || v.base->type().dtype != t) continue;
     const ir::DType mt = a->has_mask ? mask.base->type().dtype : t;
     if (!accepts_(*a, t, mt)) continue;
+    // A transpose in front of the projection Q, K and V come from moves behind
+    // it (into the views); the problem is then traced again.
+    bool moved = false;
+    std::vector<Value*> bases;
+    for (Value* base : {q.base, k.base, v.base})
+      if (std::find(bases.begin(), bases.end(), base) == bases.end()) bases.push_back(base);
+    for (Value* base : bases) {
+      KEEL_ASSIGN_OR_RETURN(Value* sunk, SinkTransposeInto(graph, base));
+      moved = moved || sunk != nullptr;
+    }
+    if (moved) {
+      a = Problem(*m, &q, &k, &v, &mask);
+      if (!a) return Internal(ir::NodeDescription(*n) + ": attention no longer traced after moving a transpose");
+    }
     std::vector<Value*> inputs = {q.base, k.base, v.base};
     if (a->has_mask) inputs.push_back(mask.base);
     Node* fused = graph.InsertNodeBefore(m->out->producer(), ops::kFusedAttentionOp, m->scores->name() + "/attention",

@@ -18,6 +18,10 @@
 // compose (ops/strided_view.h); the node reads the tensors found there. So the
 // heads' split ([S, B, 3*H*D] -> slices -> [S, B*H, D] -> transposes) and the
 // merge back cost no kernels; those nodes become dead and are removed here.
+// When the tensor Q, K and V come from is a projection of a transposed input
+// (row-wise ops — a MatMul by a 2-D weight, a bias Add, a Cast — over
+// Transpose(x) keeping the last axis, as batch-first PyTorch exports), the
+// projection is rebuilt on x and the transpose moved behind it, into the views.
 //
 // The target's predicate decides (element type, head widths its kernel takes);
 // without one the pass changes nothing (the CPU). Runs after mixed precision

@@ -55,11 +55,16 @@ using Ints = std::vector<int64_t>;
 // PyTorch's nn.MultiheadAttention export: x [S, B, E] -> in-projection
 // [S, B, 3E] -> slices -> [S, B*H, D] -> transposes (K to [B*H, D, S]), Q / sqrt(D),
 // Softmax, P V, transpose back to [S, B*H, D] -> [S*B, E] -> out-projection.
-std::unique_ptr<ir::Graph> TorchMha(int64_t S, int64_t B, int64_t H, int64_t D) {
+// With `batch_first`, x is [B, S, E] and transposed to [S, B, E] first (as
+// nn.TransformerEncoderLayer(batch_first=True) exports), and the projection
+// has a bias.
+std::unique_ptr<ir::Graph> TorchMha(int64_t S, int64_t B, int64_t H, int64_t D, bool batch_first = false) {
   const int64_t E = H * D;
   auto g = std::make_unique<ir::Graph>();
-  ir::Value* x = g->AddInput("x", F32({S, B, E}));
+  ir::Value* x = g->AddInput("x", F32(batch_first ? Ints{B, S, E} : Ints{S, B, E}));
+  if (batch_first) x = Op(*g, "Transpose", "t_in", {x}, A({{"perm", Ints{1, 0, 2}}}));
   ir::Value* qkv = Op(*g, "MatMul", "in_proj", {x, Const(*g, "w_in", {E, 3 * E}, 1)});
+  if (batch_first) qkv = Op(*g, "Add", "in_bias", {qkv, Const(*g, "b_in", {3 * E}, 7)});
   ir::Value* heads[3];
   for (int64_t i = 0; i < 3; ++i) {
     ir::Value* s = Op(*g, "Slice", "slice" + std::to_string(i), {qkv},
@@ -139,6 +144,28 @@ TEST(AttentionFusionTest, TorchMultiHeadBecomesOneOpReadingTheProjection) {
     EXPECT_NEAR(a->scale, 1.0 / std::sqrt(static_cast<double>(D)), 1e-7);
     EXPECT_EQ(a->k.offset, H * D);
     EXPECT_EQ(a->q.row, B * 3 * H * D);
+  }
+}
+
+TEST(AttentionFusionTest, TransposeBeforeTheProjectionMovesIntoTheViews) {
+  const int64_t S = 5, B = 3, H = 2, D = 4;
+  auto x = Random({B, S, H * D}, 18);
+  std::unique_ptr<ir::Graph> kept;
+  ir::Graph* g = nullptr;
+  const double diff = CompareAfter([&] { return TorchMha(S, B, H, D, true); }, Fuse(AcceptAll), {x}, &g, &kept);
+  EXPECT_LT(diff, 1e-5);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(Count(*g, ops::kFusedAttentionOp), 1) << ir::PrintGraph(*g);
+  EXPECT_EQ(Count(*g, "Transpose"), 0) << ir::PrintGraph(*g);
+  EXPECT_EQ(Count(*g, "MatMul"), 2);
+  EXPECT_EQ(Count(*g, "Add"), 1);
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() != ops::kFusedAttentionOp) continue;
+    // Q, K and V are read in the model's batch-first order: the projection
+    // ran on x itself.
+    ASSERT_NE(n->input(0)->producer(), nullptr);
+    EXPECT_EQ(n->input(0)->producer()->op_type(), "Add");
+    EXPECT_EQ(n->input(0)->type().shape, (Ints{B, S, 3 * H * D}));
   }
 }
 
