@@ -243,6 +243,61 @@ TEST(CudaHalfSelect, GemmResidualIsTheCMatrix) {
   EXPECT_EQ(half.library[0].shapes.size(), 5u);  // A, B, bias, residual, Y
 }
 
+// Scaled dot-product attention (PyTorch's multi-head export shape) is one
+// keel.attention kernel in half precision, reading Q, K and V where the
+// projection wrote them; in fp32 its GEMMs stay cuBLASLt calls. The host
+// program launches the same kernel.
+TEST(CudaHalfSelect, AttentionIsOneKernelInHalf) {
+  onnx::ModelProto m = NewModel(17);
+  const int64_t S = 6, B = 2, H = 2, D = 16, E = H * D;
+  AddInput(m, "x", {S, B, E});
+  AddInitF32(m, "w", {E, 3 * E}, Filled(E * 3 * E, 0.02f));
+  AddNode(m, "MatMul", {"x", "w"}, {"qkv"});
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::to_string(i);
+    AddInitI64(m, "st" + n, {1}, {i * E});
+    AddInitI64(m, "en" + n, {1}, {(i + 1) * E});
+    AddInitI64(m, "ax" + n, {1}, {2});
+    AddNode(m, "Slice", {"qkv", "st" + n, "en" + n, "ax" + n}, {"s" + n});
+    AddInitI64(m, "shape" + n, {3}, {S, B * H, D});
+    AddNode(m, "Reshape", {"s" + n, "shape" + n}, {"h" + n});
+  }
+  AttrInts(AddNode(m, "Transpose", {"h0"}, {"q"}), "perm", {1, 0, 2});
+  AttrInts(AddNode(m, "Transpose", {"h1"}, {"kt"}), "perm", {1, 2, 0});
+  AttrInts(AddNode(m, "Transpose", {"h2"}, {"v"}), "perm", {1, 0, 2});
+  AddNode(m, "MatMul", {"q", "kt"}, {"scores"});
+  AddNode(m, "Softmax", {"scores"}, {"p"});
+  AddNode(m, "MatMul", {"p", "v"}, {"o"});
+  AttrInts(AddNode(m, "Transpose", {"o"}, {"y"}), "perm", {1, 0, 2});
+  AddOutput(m, "y");
+  auto count = [](const Compiled& c, const char* op) {
+    size_t n = 0;
+    for (const LibraryKernelSeen& k : c.library) n += k.op == op;
+    return n;
+  };
+  auto f32 = CompileForCuda(m, Precision::kFp32);
+  ASSERT_TRUE(f32.ok()) << f32.status().ToString();
+  EXPECT_EQ(count(*f32, lo::kKeelAttention), 0u);
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(passes::PrecisionName(p));
+    auto half = CompileForCuda(m, p);
+    ASSERT_TRUE(half.ok()) << half.status().ToString();
+    ASSERT_EQ(count(*half, lo::kKeelAttention), 1u);
+    EXPECT_EQ(count(*half, lo::kCublasGemm), 1u);  // the projection only
+    EXPECT_EQ(half->generated, 0u) << "no slice, transpose or softmax kernel is left";
+    for (const LibraryKernelSeen& k : half->library) {
+      if (k.op != lo::kKeelAttention) continue;
+      EXPECT_NE(k.attrs.find("batch=2,2,;"), std::string::npos) << k.attrs;
+      EXPECT_NE(k.attrs.find("dims=6,6,16,16,;"), std::string::npos) << k.attrs;
+      EXPECT_EQ(k.shapes.size(), 4u);  // Q, K, V (all the projection) and Y
+    }
+    Result<std::string> src = EmitCudaHostSource(half->file, CudaHostOptions{});
+    ASSERT_TRUE(src.ok()) << src.status().ToString();
+    EXPECT_NE(src->find("AttentionPlanKernel("), std::string::npos);
+    EXPECT_NE(src->find("AttentionRun("), std::string::npos);
+  }
+}
+
 // The default layout at half precision (--layout auto): a conv-relu-conv-residual
 // block runs as NHWC cudnn.conv2d kernels (layout attribute, channels-last
 // shapes), the residual and relu still fused into the second call; the only

@@ -37,6 +37,7 @@ namespace lo = ser::library_ops;
 namespace fb = keel::fb;
 using test_util::CompileWithNvcc;
 using test_util::Count;
+using test_util::EmbeddedText;
 using test_util::FunctionBody;
 using test_util::HaveNvcc;
 using test_util::Image;
@@ -265,7 +266,7 @@ TEST(CudaHostEmitter, EmbedsTheVmRuntimeKernelsVerbatim) {
   const fs::path cu = fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "vm" / "cuda" / "runtime_kernels.cu";
   if (!fs::exists(cu)) GTEST_SKIP() << "source tree not found at " << cu;
   std::ifstream in(cu, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = EmbeddedText(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
   ASSERT_NE(text.find("keel_bias_act_f32x4"), std::string::npos);
   const Image img(TinyExecutable(false));
   auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +25,13 @@ inline size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
   return n;
+}
+
+// A VM source file as the program holds it (cuda_host_emitter_embed.cmake): the
+// lines that include another shared file, which the program holds already, replaced.
+inline std::string EmbeddedText(const std::string& source) {
+  return std::regex_replace(source, std::regex("#include \"vm/cuda/(library_calls[a-z_]*\\.h|[a-z_]+\\.cuh)\""),
+                            "// (held elsewhere in the program)");
 }
 
 // The text of function `name` in the generated program (from its signature to the next "\n}\n").
