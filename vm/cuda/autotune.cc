@@ -50,16 +50,25 @@ Result<double> TimeOnStream(cudaStream_t stream, CUfunction spin, int reps, cons
     return DeviceError("cudaEventCreate failed while autotuning");
   }
   double us = -1;
+  // The host must have queued every call while the GPU still spun (the start
+  // event not yet reached), else the events measured host time too and the
+  // candidates' order is noise: then the spin is made 4x longer and the run
+  // repeated (a slow or busy host needs longer; at most 4 tries).
   unsigned long long spin_ns = 300000ull + 100000ull * static_cast<unsigned long long>(reps);
-  void* params[] = {&spin_ns};
-  bool ok = Driver().LaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), params, nullptr) ==
-            CUDA_SUCCESS;
-  ok = ok && cudaEventRecord(start, stream) == cudaSuccess;
-  for (int i = 0; i < reps && ok; ++i) ok = enqueue();
-  float ms = 0;
-  if (ok && cudaEventRecord(end, stream) == cudaSuccess && cudaEventSynchronize(end) == cudaSuccess &&
-      cudaEventElapsedTime(&ms, start, end) == cudaSuccess) {
-    us = 1000.0 * ms / reps;
+  for (int attempt = 0; attempt < 4; ++attempt, spin_ns *= 4) {
+    void* params[] = {&spin_ns};
+    bool ok = Driver().LaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), params, nullptr) ==
+              CUDA_SUCCESS;
+    ok = ok && cudaEventRecord(start, stream) == cudaSuccess;
+    for (int i = 0; i < reps && ok; ++i) ok = enqueue();
+    const bool host_kept_up = ok && cudaEventQuery(start) == cudaErrorNotReady;
+    float ms = 0;
+    if (ok && cudaEventRecord(end, stream) == cudaSuccess && cudaEventSynchronize(end) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, start, end) == cudaSuccess) {
+      us = 1000.0 * ms / reps;
+    }
+    (void)cudaGetLastError();  // cudaErrorNotReady from the query is not an error
+    if (!ok || host_kept_up) break;
   }
   clean();
   (void)cudaEventDestroy(start);
