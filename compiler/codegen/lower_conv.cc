@@ -6,7 +6,8 @@
 //     dim but the last); the window's leading dims are serial loops, skipped
 //     as a whole outside the input; the interior columns of the last dim (no
 //     padding reads) run as vector chunks (kLanes) accumulating all taps in
-//     registers, the border columns as scalar code with guarded reads;
+//     registers, the border columns as scalar code (unrolled column by column
+//     over the taps known to be inside, or a guarded loop for wide borders);
 //     on a GPU (LowerOptions::gpu_direct_conv) a parallel iteration is a short
 //     run of outputs in one row, flat over the output in its memory order
 //     (channels innermost for a channels-last node);
@@ -45,7 +46,8 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) 
 // than leaving a scalar tail): per leading window position (positions outside
 // the input skipped as a whole), one vector FMA per kw with unit- or
 // small-stride loads, then the epilogue as vector stores. The few border
-// columns run a scalar loop with guarded (clamped + selected) reads.
+// columns run as unrolled scalar code (border_col), wide borders as a scalar
+// loop with guarded (clamped + selected) reads.
 // The overlapping last chunk stores some columns twice, so the output must not
 // alias an input (in-place buffer reuse is only granted to elementwise groups).
 Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
@@ -146,9 +148,38 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
     return For(ow, from, to, LoopKind::kSerial,
                Block({k.Store(sum, {Expr(0)}, bias_of()), taps, store(out_index(ow), s)}));
   };
+  // One border column beside vector chunks: which of its taps fall inside the
+  // input is known at compile time, so its taps are unrolled with no clamps or
+  // selects (the guarded loop of scalar_cols cost as much as a row's vector
+  // chunks in MobileNet's depthwise layers).
+  auto border_col = [&](int64_t ow) -> Stmt {
+    const Lead l = make_lead();
+    int sum = k.AddLocal("dw_sum", DType::kF32, {1});
+    Expr s = k.Load(sum, {Expr(0)});
+    std::vector<Stmt> taps;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t iw = ow * sw - pl + kw * dw;
+      if (iw < 0 || iw >= W) continue;
+      std::vector<Expr> xi{b, ci}, wi{co, Expr(0)};
+      for (size_t d = 0; d < last; ++d) { xi.push_back(l.coords[d]); wi.push_back(l.vars[d]); }
+      xi.push_back(Expr(iw));
+      wi.push_back(Expr(kw));
+      taps.push_back(k.Store(sum, {Expr(0)}, s + Cast(X.at(xi), DType::kF32) * Cast(Wt.at(wi), DType::kF32)));
+    }
+    Stmt tap_block = l.ok.is_null() ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
+    return Block({k.Store(sum, {Expr(0)}, bias_of()), wrap_lead(l, tap_block), store(out_index(Expr(ow)), s)});
+  };
+  constexpr int64_t kMaxBorderColumns = 4;  // per side; wider borders keep the loop
+  auto borders = [&](int64_t from, int64_t to) {
+    if (to - from > kMaxBorderColumns) {
+      if (Stmt s = scalar_cols(from, to)) body.push_back(s);
+      return;
+    }
+    for (int64_t ow = from; ow < to; ++ow) body.push_back(border_col(ow));
+  };
   if (vec) {
-    if (Stmt s1 = scalar_cols(0, ilo)) body.push_back(s1);
-    if (Stmt s2 = scalar_cols(ihi, OW)) body.push_back(s2);
+    borders(0, ilo);
+    borders(ihi, OW);
   } else {
     body.push_back(scalar_cols(0, OW));
   }

@@ -16,6 +16,10 @@
 //      tiles into shuffles and spills);
 //   3. the last K block applies the epilogue (bias, activation, residual...) and
 //      stores through `store`, with a guarded path for edge tiles.
+// A batch of same-shape products (GemmOperands::batch) shares both parallel
+// regions: the packing runs over (product, panel) pairs and the compute over
+// (product, task) pairs. A caller that can write B's panels itself
+// (GemmOperands::b_packed, e.g. Winograd's input transform) skips step 1.
 #include <algorithm>
 
 #include "compiler/codegen/lower_ops.h"
@@ -31,20 +35,33 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+int64_t GemmPanelWidth(const LowerOptions& o) { return std::max<int64_t>(1, o.gemm_nr); }
+int64_t GemmPanels(const LowerOptions& o, int64_t n) { return CeilDiv(n, GemmPanelWidth(o)); }
+
 Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const std::string& tag) {
   KernelFunc& k = ctx.kernel();
   const LowerOptions& o = ctx.options();
   const int64_t M = g.m, N = g.n, K = g.k;
-  const int64_t NR = std::max<int64_t>(1, o.gemm_nr);
+  const int64_t NR = GemmPanelWidth(o);
+  const int64_t batch = std::max<int64_t>(1, g.batch);
+  const bool batched = batch > 1;
+  if (batched && g.batch_var.is_null()) return InvalidArgument(tag + ": batched GEMM without a batch variable");
+  // The batch index in the packed B and partial-sum buffers' layouts (0 when there is one product).
+  const Expr xi = batched ? g.batch_var : Expr(0);
+  // Binds the batch variable to one value around `body` (a one-iteration loop).
+  auto bind_batch = [&](Expr value, Stmt body) {
+    return batched ? For(g.batch_var, value, value + 1, LoopKind::kSerial, std::move(body)) : body;
+  };
   int64_t MR = std::max<int64_t>(1, o.gemm_mr);
   if (o.gemm_mr_alt > 0 && M % MR != 0 && M % o.gemm_mr_alt == 0) MR = o.gemm_mr_alt;
   if (M <= 0 || N <= 0) return Block({});
   if (K <= 0) {
     // Empty reduction: every output is the epilogue of 0.
     Expr m = k.NewVar("m"), n = k.NewVar("n");
-    return For(m, 0, M, LoopKind::kSerial, For(n, 0, N, LoopKind::kSerial, g.store(m, n, FloatConst(0))));
+    Stmt zeros = For(m, 0, M, LoopKind::kSerial, For(n, 0, N, LoopKind::kSerial, g.store(m, n, FloatConst(0))));
+    return batched ? For(g.batch_var, 0, batch, LoopKind::kSerial, zeros) : zeros;
   }
-  if (M == 1 && g.b_unit_k && K >= NR) {
+  if (M == 1 && g.b_unit_k && !batched && g.b_packed < 0 && K >= NR) {
     // Dot products: NR lanes of partial sums over K, then a horizontal sum.
     const int64_t KB = K / NR;
     int part = k.AddLocal(tag + "_dot", DType::kF32, {NR});
@@ -75,14 +92,18 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const int64_t half_l2_floats = std::max<int64_t>(1024, o.l2_bytes / 8);
   int64_t MCT = std::clamp<int64_t>(half_l2_floats / (KC * MR), 1, Mt);
   int64_t NCP = std::clamp<int64_t>(half_l2_floats / (KC * NR), 1, Np);
-  // Enough tasks to spread over threads.
+  // Enough tasks to spread over threads (per product even in a batch: the
+  // smaller blocks also keep a task's B panels in L1, which measured faster).
   while (CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
     if (NCP >= MCT && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
   }
   const int64_t nMB = CeilDiv(Mt, MCT), nNB = CeilDiv(Np, NCP);
 
-  int bp = k.AddWorkspace(tag + "_bpack", DType::kF32, {Np * K * NR});
-  int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {Mt * MR, Np * NR}) : -1;
+  const bool prepacked = g.b_packed >= 0;
+  int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * Np * K * NR});
+  auto bp_at = [&](Expr p, Expr kk, Expr j) { return ((xi * Np + p) * K + kk) * NR + j; };
+  int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {batch * Mt * MR, Np * NR}) : -1;
+  auto cpart_row = [&](Expr row) { return xi * (Mt * MR) + row; };
   int acc = k.AddLocal(tag + "_acc", DType::kF32, {MR * NR});
 
   // 1. Pack B: full panels read B unguarded (unit-stride B rows become vector
@@ -97,7 +118,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                : !tail ? Cast(g.b(kk, n), DType::kF32)
                        : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
       return For(kk, k_lo, k_hi, LoopKind::kSerial,
-                 For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {(p * K + kk) * NR + j}, v)));
+                 For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {bp_at(p, kk, j)}, v)));
     };
     Stmt full = !g.b_fast     ? panel(false, false)
                 : g.b_fast_ok ? If(g.b_fast_ok(p), panel(false, true), panel(false, false))
@@ -108,16 +129,25 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // With one M block, every task owns its panels: it packs each K block of
   // them right before using it (still in L2), instead of a separate pass over
   // all of B through memory.
-  const bool fused_pack = nMB == 1;
+  const bool fused_pack = nMB == 1 && !prepacked;
   Stmt pack;
-  if (!fused_pack) {
-    bool par = Np > 1 && Np * K * NR >= (1 << 14);
-    pack = pack_panels(0, Np, 0, K, par ? LoopKind::kParallel : LoopKind::kSerial);
+  if (!fused_pack && !prepacked) {
+    bool par = batch * Np > 1 && batch * Np * K * NR >= (1 << 14);
+    LoopKind kind = par ? LoopKind::kParallel : LoopKind::kSerial;
+    if (!batched) {
+      pack = pack_panels(0, Np, 0, K, kind);
+    } else {
+      // One region over (product, panel) pairs.
+      Expr pt = k.NewVar("pt");
+      pack = For(pt, 0, batch * Np, kind, bind_batch(pt / Np, pack_panels(pt % Np, pt % Np + 1, 0, K, LoopKind::kSerial)));
+    }
   }
 
   // 2. Compute.
   Expr t = k.NewVar("t"), kc = k.NewVar("kc"), mt = k.NewVar("mt"), p = k.NewVar("p");
-  Expr mb = t / nNB, nb = t % nNB;
+  const int64_t tasks = nMB * nNB;
+  Expr tt = batched ? t % tasks : t;
+  Expr mb = tt / nNB, nb = tt % nNB;
   Expr m0 = mt * MR, n0 = p * NR;
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
 
@@ -141,7 +171,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     {
       Stmt zero = rows([&](int64_t i, Expr j) { return k.Store(acc, {i * NR + j}, FloatConst(0)); });
       Stmt reload = cpart >= 0 ? rows([&](int64_t i, Expr j) {
-        return k.Store(acc, {i * NR + j}, k.Load(cpart, {m0 + i, n0 + j}));
+        return k.Store(acc, {i * NR + j}, k.Load(cpart, {cpart_row(m0 + i), n0 + j}));
       }) : nullptr;
       tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, 0), zero, reload) : zero);
     }
@@ -150,7 +180,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Expr kk = k.NewVar("kk");
       Stmt body = rows([&](int64_t i, Expr j) {
         Expr a = Cast(g.a(m0 + i, kk), DType::kF32);
-        Expr b = k.Load(bp, {(p * K + kk) * NR + j});
+        Expr b = k.Load(bp, {bp_at(p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
@@ -158,7 +188,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     // store
     {
       Stmt full = rows([&](int64_t i, Expr j) { return g.store(m0 + i, n0 + j, acc_lane(i, j)); });
-      Stmt partial = cpart >= 0 ? rows([&](int64_t i, Expr j) { return k.Store(cpart, {m0 + i, n0 + j}, acc_lane(i, j)); })
+      Stmt partial = cpart >= 0 ? rows([&](int64_t i, Expr j) { return k.Store(cpart, {cpart_row(m0 + i), n0 + j}, acc_lane(i, j)); })
                                 : nullptr;
       Stmt final_store = full;
       if (N % NR != 0) {
@@ -176,7 +206,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Stmt tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
                    For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
   if (fused_pack) tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
-  Stmt compute = For(t, 0, nMB * nNB, LoopKind::kParallel, For(kc, 0, nKC, LoopKind::kSerial, tiles));
+  Stmt compute = For(t, 0, batch * tasks, LoopKind::kParallel,
+                     bind_batch(t / tasks, For(kc, 0, nKC, LoopKind::kSerial, tiles)));
   return pack ? Block({pack, compute}) : compute;
 }
 
@@ -281,8 +312,12 @@ Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn&
     if (!b1) idx.push_back(n);
     return store(idx, acc);
   };
-  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "matmul"));
-  return nb > 1 ? For(bi, 0, nb, LoopKind::kSerial, body) : body;
+  // Batched products (e.g. attention's per-head MatMuls) share the GEMM's parallel regions.
+  if (nb > 1) {
+    g.batch = nb;
+    g.batch_var = bi;
+  }
+  return BuildBlockedGemm(ctx, g, "matmul");
 }
 
 }  // namespace keel::codegen

@@ -32,7 +32,21 @@ struct GemmOperands {
   // (no packing; packing would gather every element).
   bool b_unit_k = false;
   std::function<Expr(Expr k, Expr p, Expr j)> b_fast;
+  // `batch` independent products of the same shape, all in the same parallel
+  // regions (one fork-join for all of them, not one each: what lets a
+  // Winograd convolution's (m+2)^2 small GEMMs gain from a second thread).
+  // a, b and store read `batch_var`, which the GEMM binds to [0, batch).
+  int64_t batch = 1;
+  Expr batch_var;
+  // >= 0: B is already packed, by the caller, in this buffer of the kernel, as
+  // [batch][GemmPanels(n)][k][GemmPanelWidth()] floats (columns past n hold
+  // any finite value: they are computed but never stored); b and b_fast are
+  // then unused and the GEMM has no packing pass or packing workspace.
+  int b_packed = -1;
 };
+// The packed B panels' width (the micro-kernel's NR) and their count for N columns.
+int64_t GemmPanelWidth(const LowerOptions& o);
+int64_t GemmPanels(const LowerOptions& o, int64_t n);
 Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const std::string& tag);
 
 Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& store);

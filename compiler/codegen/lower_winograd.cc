@@ -5,10 +5,14 @@
 // into T = B * ceil(OH/m) * ceil(OW/m) tiles of m x m:
 //   1. input transform: V[ξ, c, t] = (B^T d B)[ξ] for each input channel c and
 //      tile t (d: the n x n input patch of the tile, zeros outside the image),
-//      lanes over tiles, parallel over channels;
+//      lanes over tiles, parallel over channels, written straight in the
+//      GEMM's packed B layout (NR-tile panels, the last one filled with
+//      copies of the last tile), so the GEMMs do no packing of their own;
 //   2. n² GEMMs M[ξ] (Co x T) = U[ξ] (Co x Ci) · V[ξ] (Ci x T) through the
-//      shared blocked GEMM (lower_gemm.cc: the same packing and MR x NR
-//      micro-kernel as every other GEMM, so AVX2 / AVX-512 tiles follow --cpu);
+//      shared blocked GEMM (lower_gemm.cc: the same MR x NR micro-kernel as
+//      every other GEMM, so AVX2 / AVX-512 tiles follow --cpu), as one batch
+//      of n² products in one parallel region (one thread-pool fork-join, not
+//      n² of them);
 //   3. output transform: Y = A^T M A per (output channel, tile), plus the bias,
 //      through `store` (the fused epilogue), lanes over tiles, parallel over
 //      output channels.
@@ -18,7 +22,8 @@
 // reuse is only granted to elementwise groups), the partial ones at the right
 // and bottom edges one at a time with guarded stores. Baked i32 tables give a
 // tile's image and origin, so lanes need no divisions. Workspace: V and M,
-// n² * T * (Ci + Co) floats, plus the GEMM's packing.
+// n² * (Tp * Ci + T * Co) floats (Tp: T rounded up to the panel width).
+// Three parallel regions in all.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -77,8 +82,11 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
   if (T <= 0 || Co <= 0) return Block({});
   if (B * C * H * W > INT32_MAX) return Unsupported(NodeLabel(node) + ": Winograd convolution of a > 2^31-element input");
 
-  // Tile tables, full tiles first: image, origin row, origin column.
-  std::vector<uint8_t> tb(static_cast<size_t>(T) * 4), th0(static_cast<size_t>(T) * 4), tw0(static_cast<size_t>(T) * 4);
+  // V's packed layout: [n²][Np panels][C][NR tiles].
+  const int64_t NR = GemmPanelWidth(ctx.options()), Np = GemmPanels(ctx.options(), T), Tp = Np * NR;
+  // Tile tables, full tiles first: image, origin row, origin column; entries
+  // T..Tp repeat the last tile (the padding columns of V's last panel).
+  std::vector<uint8_t> tb(static_cast<size_t>(Tp) * 4), th0(static_cast<size_t>(Tp) * 4), tw0(static_cast<size_t>(Tp) * 4);
   int64_t Tf = 0;
   for (int pass = 0; pass < 2; ++pass) {
     int64_t t = pass == 0 ? 0 : Tf;
@@ -94,25 +102,30 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         }
     if (pass == 0) Tf = t;
   }
-  const int tab_b = k.AddConstant("wino_tile_img", DType::kI32, {T}, std::move(tb));
-  const int tab_h = k.AddConstant("wino_tile_row", DType::kI32, {T}, std::move(th0));
-  const int tab_w = k.AddConstant("wino_tile_col", DType::kI32, {T}, std::move(tw0));
+  for (int64_t t = T; t < Tp; ++t)
+    for (std::vector<uint8_t>* v : {&tb, &th0, &tw0}) std::memcpy(&(*v)[static_cast<size_t>(t) * 4], &(*v)[static_cast<size_t>(T - 1) * 4], 4);
+  const int tab_b = k.AddConstant("wino_tile_img", DType::kI32, {Tp}, std::move(tb));
+  const int tab_h = k.AddConstant("wino_tile_row", DType::kI32, {Tp}, std::move(th0));
+  const int tab_w = k.AddConstant("wino_tile_col", DType::kI32, {Tp}, std::move(tw0));
   auto tab = [&k](int buf, Expr t) { return Cast(k.Load(buf, {std::move(t)}), DType::kI64); };
 
-  const int V = k.AddWorkspace("wino_v", DType::kF32, {nn, C, T});
+  const int V = k.AddWorkspace("wino_v", DType::kF32, {nn * Np * C * NR});
   const int Mo = k.AddWorkspace("wino_m", DType::kF32, {nn, Co, T});
-  // Lanes of the transforms: half the GEMM's panel width (8 floats for AVX2, 16 for AVX-512).
-  const int64_t L = std::max<int64_t>(4, ctx.options().gemm_nr / 2);
+  // Lanes of the transforms: half the GEMM's panel width (8 floats for AVX2, 16
+  // for AVX-512; more would keep n² * lanes values live); a divisor of NR, so a
+  // chunk of lanes never straddles two panels of V.
+  const int64_t L = NR % 2 == 0 && NR >= 8 ? NR / 2 : NR;
   const int64_t min_par = ctx.options().min_parallel_elements;
 
-  // 1. Input transform.
+  // 1. Input transform, into V's panels: chunk q is lanes [col, col + L) of panel p.
   Stmt input_transform;
   {
-    const int64_t lanes = std::min(L, T), Q = (T + lanes - 1) / lanes;
+    const int64_t lanes = L, Q = Tp / L, chunks_per_panel = NR / L;
     const int d = k.AddLocal("wino_d", DType::kF32, {nn * lanes});
     const int tmp = k.AddLocal("wino_bd", DType::kF32, {nn * lanes});
     Expr c = k.NewVar("c"), q = k.NewVar("q"), j = k.NewVar("j");
-    Expr t = Min(q * lanes, T - lanes) + j;
+    Expr t = q * lanes + j;
+    Expr p = q / chunks_per_panel, col = (q % chunks_per_panel) * lanes + j;
     Expr b = tab(tab_b, t), h0 = tab(tab_h, t) - pt, w0 = tab(tab_w, t) - pl;
     auto at = [&](const int buf, int64_t r, int64_t s) { return k.Load(buf, {(r * n + s) * lanes + j}); };
     std::vector<Stmt> body;
@@ -129,14 +142,14 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
                                Combine(mx.bt + r * n, n, [&](int64_t a) { return at(d, a, s); })));
     for (int64_t r = 0; r < n; ++r)  // (B^T d) B
       for (int64_t s = 0; s < n; ++s)
-        body.push_back(k.Store(V, {Expr(r * n + s), c, t},
+        body.push_back(k.Store(V, {(((r * n + s) * Np + p) * C + c) * NR + col},
                                Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
     Stmt chunk = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
-    const bool par = C > 1 && C * T * nn >= min_par;
+    const bool par = C > 1 && C * Tp * nn >= min_par;
     input_transform = For(c, 0, C, par ? LoopKind::kParallel : LoopKind::kSerial, For(q, 0, Q, LoopKind::kSerial, chunk));
   }
 
-  // 2. The n² GEMMs.
+  // 2. The n² GEMMs, one batch over V's panels.
   Stmt gemms;
   {
     Expr xi = k.NewVar("xi");
@@ -144,11 +157,12 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     IndexFn u_at = U.at;
     GemmOperands g;
     g.m = Co; g.n = T; g.k = C;
+    g.batch = nn;
+    g.batch_var = xi;
+    g.b_packed = V;
     g.a = [u_at, xi](Expr row, Expr kk) { return u_at({xi, row, kk}); };
-    g.b = [kp, V, xi](Expr kk, Expr col) { return kp->Load(V, {xi, kk, col}); };
     g.store = [kp, Mo, xi](Expr row, Expr col, Expr acc) { return kp->Store(Mo, {xi, row, col}, acc); };
-    KEEL_ASSIGN_OR_RETURN(Stmt one, BuildBlockedGemm(ctx, g, "wino"));
-    gemms = For(xi, 0, nn, LoopKind::kSerial, one);
+    KEEL_ASSIGN_OR_RETURN(gemms, BuildBlockedGemm(ctx, g, "wino"));
   }
 
   // 3. Output transform: `lanes` tiles from t0 at once; guarded stores for partial tiles.

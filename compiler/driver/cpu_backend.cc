@@ -101,8 +101,9 @@ class CpuBackend final : public Backend {
   // position's Co x Ci weights (what makes batch-1 7x7 layers weight-bound: F(4,3) reads 4x the
   // weights); Winograd adds its input and output transforms, about 15 multiply-adds per point, tile
   // and channel (Ci + Co). Each parallel region (a fork-join of the thread pool: 2 for the implicit
-  // GEMM, n² + 2 for Winograd) costs about 125k multiply-adds' time (~5 us with 2 threads on a
-  // shared machine): it keeps SqueezeNet's 13x13 layers, whose GEMMs are one 16-column panel, plain.
+  // GEMM, 3 for Winograd, whose n² GEMMs share one) costs about 125k multiply-adds' time (~5 us
+  // with 2 threads on a shared machine): it keeps the smallest layers (SqueezeNet's fire6, 48 -> 192
+  // channels at 13x13) plain.
   double WinogradCost(int64_t m, int64_t co, int64_t ci, int64_t b, int64_t oh, int64_t ow) const {
     const int64_t nr = std::max<int64_t>(1, lower_options_.gemm_nr);
     auto round_up = [nr](int64_t v) { return static_cast<double>((v + nr - 1) / nr * nr); };
@@ -112,7 +113,7 @@ class CpuBackend final : public Backend {
     const int64_t tiles = b * ((oh + m - 1) / m) * ((ow + m - 1) / m), points = (m + 2) * (m + 2);
     const double transforms = kTransformCost * static_cast<double>(points * tiles * (ci + co)) / static_cast<double>(co * ci);
     return static_cast<double>(points) * (round_up(tiles) + kWeightColumns) + transforms +
-           static_cast<double>(points + 2) * region;
+           3 * region;
   }
 
   WinogradMode winograd_ = WinogradMode::kAuto;

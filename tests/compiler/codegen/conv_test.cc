@@ -89,6 +89,11 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{1, 8, 20, 70, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise wide rows, stride 2
                       ConvCase{1, 8, 12, 40, 8, 3, 3, 1, 2, 2, 8, false},    // depthwise dilation 2
                       ConvCase{2, 12, 9, 11, 12, 7, 7, 1, 3, 1, 12, true},   // depthwise 7x7 (ConvNeXt's)
+                      // Depthwise 1x11, pad 5: five border columns a side (the guarded loop, not
+                      // unrolled border columns) and rows whose whole window is padding.
+                      ConvCase{1, 6, 9, 30, 6, 1, 11, 1, 5, 1, 6, true},
+                      // Depthwise stride 2, odd width: a right border column of its own.
+                      ConvCase{1, 5, 7, 16, 5, 3, 3, 2, 1, 1, 5, false},
                       // Row-offset table with image and group folded in: direct gathers (stride 5,
                       // no padding) over 2 images x 2 groups, and K = 7 * 5 * 5 = 175 rows of odd taps.
                       ConvCase{2, 14, 17, 17, 6, 5, 5, 5, 0, 1, 2, true},

@@ -1,6 +1,6 @@
 // Gemm and MatMul through the blocked GEMM: odd sizes (edge tiles in M and N),
 // K blocking (K > 320), transposes, alpha/beta, bias broadcast, batched MatMul
-// with broadcasting and 1-D operands.
+// (one parallel region for the whole batch) with broadcasting and 1-D operands.
 #include <gtest/gtest.h>
 
 #include "tests/compiler/codegen/codegen_test_util.h"
@@ -42,6 +42,24 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
 TEST(MatMul, BatchedWithBroadcast) {
   GraphBuilder b;
   CheckOp(b, "MatMul", {b.Input("a", {2, 3, 5, 7}), b.Input("w", {3, 7, 9})}, {}, 22);
+}
+
+// A batch of products in one parallel region (GemmOperands::batch): every
+// product's own packed panels and partial sums. 300 rows x K 333 make two M
+// blocks (a separate packing pass over (product, panel) pairs) and two K
+// blocks; N 21 an edge panel; the AVX-512 tiles too.
+TEST(MatMul, BatchedOneRegionKBlockedTwoRowBlocks) {
+  GraphBuilder b;
+  ir::Node* n = b.Op("MatMul", {b.Input("a", {3, 300, 333}), b.Input("w", {3, 333, 21})});
+  ASSERT_NE(n, nullptr);
+  KernelSpec spec = CheckNodeAgainstReference(*n, 26, 1e-5);
+  ASSERT_TRUE(spec.kernel);
+  // One region for packing and one for computing, whatever the batch.
+  const std::string text = spec.kernel->ToString();
+  size_t regions = 0;
+  for (size_t at = text.find("parallel for"); at != std::string::npos; at = text.find("parallel for", at + 1)) ++regions;
+  EXPECT_EQ(regions, 2u) << text;
+  CheckNodeAgainstReference(*n, 27, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
 }
 
 TEST(MatMul, SharedWeightFoldsBatchIntoRows) {

@@ -4,7 +4,7 @@
 // the right and bottom), padding 0/1/2 and asymmetric, channel counts that are
 // not multiples of the vector width, batch 2, fewer tiles than lanes, K
 // blocking, bias, and fused relu / clip / residual epilogues; default (AVX2)
-// and AVX-512 register tiles; a deterministic lowering.
+// and AVX-512 register tiles; a deterministic lowering; three parallel regions.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -106,6 +106,25 @@ TEST(WinogradConv, DeterministicLowering) {
   auto second = LowerNodeToKernel(*n, 0, {});
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_EQ(first->kernel->ToString(), second->kernel->ToString());
+}
+
+// The transforms and all n² GEMMs take three parallel regions (thread-pool
+// fork-joins) in all, not one or two per GEMM; the GEMMs read V's panels as
+// the input transform wrote them (no packing workspace).
+TEST(WinogradConv, ThreeParallelRegionsNoPacking) {
+  for (int64_t m : {2, 4}) {
+    GraphBuilder b;
+    ir::Node* n = b.Op("Conv", {b.Input("x", {1, 64, 28, 28}), WinogradWeightConst(b, 64, 64, m, 11)},
+                       WinogradAttrs(m, {1, 1, 1, 1}));
+    ASSERT_NE(n, nullptr);
+    auto spec = LowerNodeToKernel(*n, 0, {});
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    const std::string text = spec->kernel->ToString();
+    size_t regions = 0;
+    for (size_t at = text.find("parallel for"); at != std::string::npos; at = text.find("parallel for", at + 1)) ++regions;
+    EXPECT_EQ(regions, 3u) << "F(" << m << ",3)";
+    EXPECT_EQ(text.find("bpack"), std::string::npos) << "F(" << m << ",3)";
+  }
 }
 
 }  // namespace
