@@ -120,6 +120,13 @@ struct PackingLimits {
   // The canonical-order search: a part cut off during the search gets ranks by
   // its own crowds (else the ranks of the whole problem stay).
   bool rerank_parts = false;
+  // The skyline search, fail-first: branch on the section with the fewest
+  // branches among up to 256 at the lowest floor (else among 8, taking the
+  // leftmost unless one has no choice), and after each placement check that
+  // every section whose buffers it pushed up can still be filled (the bytes
+  // between its floor and the lowest canonical offset of its buffers stay
+  // empty). Costlier nodes, far fewer of them on problems with little slack.
+  bool fail_first = false;
 };
 
 PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
