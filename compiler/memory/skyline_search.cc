@@ -37,6 +37,8 @@ constexpr uint64_t kFirstRunNodes = 16384;
 constexpr uint64_t kFirstRunNodesPerBuffer = 64;
 // Smallest node budget of a restart round (else 2 per buffer).
 constexpr uint64_t kMinRoundNodes = 1024;
+// The fail-first run of a round gets the round's budget divided by this.
+constexpr uint64_t kFailFirstBudgetDivisor = 4;
 // Runs of the skyline search with perturbed orders per round (half budgets).
 constexpr uint32_t kPerturbedRunsPerRound = 4;
 // Buffers examined per rejected candidate when computing the (B) raise; beyond
@@ -617,13 +619,14 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   const uint64_t base = std::max<uint64_t>(2 * items.size(), kMinRoundNodes);
   for (uint32_t round = 0;; ++round) {
     const uint64_t budget = base << std::min<uint32_t>(round, 40);
-    if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, budget, true)) return last;
     for (bool rerank : {false, true}) {
       for (CandidateOrder order : {CandidateOrder::kLengthAreaCrowd, CandidateOrder::kCrowdAreaLength,
                                    CandidateOrder::kCrowdLengthArea}) {
         if (run(true, order, rerank, 0, budget)) return last;
       }
     }
+    // Fail-first: its nodes cost several of the others', so a quarter budget.
+    if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, budget / kFailFirstBudgetDivisor, true)) return last;
     for (uint32_t k = 0; k < kPerturbedRunsPerRound; ++k) {
       if (run(false, CandidateOrder::kCrowdAreaLength, false, Seed(round * kPerturbedRunsPerRound + k), budget / 2)) {
         return last;
