@@ -61,6 +61,49 @@ TEST(SkylineSearch, DecidesExactlyWhenPartsSplitDuringTheSearch) {
   }
 }
 
+// The fail-first runs (PackingLimits::fail_first: another branching section and
+// the check that pushed-up sections still fit) decide exactly too, in both orders,
+// on small random sets and on parts that split during the search.
+TEST(SkylineSearch, FailFirstDecidesExactly) {
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    const std::vector<TensorLifetime> ts = seed <= 150 ? testing::RandomLifetimes(seed, 2 + static_cast<int>(seed % 6), 6, 40, seed % 3 == 0)
+                                                       : testing::BlocksHeldByLongBuffers(seed);
+    const uint64_t opt = testing::BruteForceOffsetOptimum(ts);
+    const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
+    for (uint32_t order : {0u, seed}) {
+      internal::PackingLimits limits;
+      limits.fail_first = true;
+      limits.seed = order;
+      internal::PackingResult fit = internal::PackWithinCapacity(items, opt, limits);
+      ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound) << "seed " << seed;
+      EXPECT_TRUE(Disjoint(ts, fit.offsets, opt)) << "seed " << seed;
+      EXPECT_EQ(internal::PackWithinCapacity(items, opt - 1, limits).outcome, internal::PackingOutcome::kInfeasible)
+          << "seed " << seed;
+    }
+  }
+}
+
+// Where the fail-first runs pay: a 300-buffer perfect packing that the skyline
+// search in its usual form does not place at the optimum within 2 M nodes, in a
+// few hundred nodes (a deterministic budget, so the test does not depend on the
+// machine's speed).
+TEST(SkylineSearch, FailFirstPlacesAPerfectPackingOf300Buffers) {
+  const std::vector<TensorLifetime> ts = bench::PerfectPacking(300, 1);
+  const std::vector<internal::PackingItem> items = testing::ItemsOf(ts);
+  internal::PackingLimits limits;
+  limits.max_nodes = 20000;
+  EXPECT_EQ(internal::PackWithinCapacity(items, uint64_t{1} << 20, limits).outcome, internal::PackingOutcome::kUnknown);
+  limits.fail_first = true;
+  internal::PackingResult fit = internal::PackWithinCapacity(items, uint64_t{1} << 20, limits);
+  ASSERT_EQ(fit.outcome, internal::PackingOutcome::kFound);
+  EXPECT_TRUE(Disjoint(ts, fit.offsets, uint64_t{1} << 20));
+  // PackWithRestarts runs it: the optimum within a budget its first run alone does not reach.
+  internal::PackingResult restarted =
+      internal::PackWithRestarts(items, uint64_t{1} << 20, internal::SearchClock::time_point::max(), 200000);
+  ASSERT_EQ(restarted.outcome, internal::PackingOutcome::kFound);
+  EXPECT_TRUE(Disjoint(ts, restarted.offsets, uint64_t{1} << 20));
+}
+
 TEST(SkylineSearch, NodeBudgetGivesUnknown) {
   const std::vector<TensorLifetime> ts = bench::PerfectPacking(300, 7);
   internal::PackingLimits limits;
@@ -72,7 +115,7 @@ TEST(SkylineSearch, NodeBudgetGivesUnknown) {
 // (Larger perfect packings are measured by bench/memory/perfect_packing_table.cc:
 // the search does not reach the optimum on all of them yet.)
 TEST(ExactPlanner, FindsTheKnownOptimumOfPerfectPackings) {
-  for (int n : {50, 100}) {
+  for (int n : {50, 100, 300}) {
     for (uint32_t seed = 1; seed <= 3; ++seed) {
       const std::vector<TensorLifetime> ts = bench::PerfectPacking(n, seed);
       ASSERT_EQ(PeakLiveLowerBound(ts), uint64_t{1} << 20);
