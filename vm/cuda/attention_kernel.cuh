@@ -50,15 +50,15 @@ __device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, long long
 template <typename T>
 __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   using namespace nvcuda;
-  const int dp = cl::AttentionPad16(a.d), dvp = cl::AttentionPad16(a.dv);
-  const int ldq = dp + 8, ldv = dvp + 8, lds = kKeys + 4, ldp = kKeys + 8, ldo = dvp + 4;
+  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv);
+  const int dp = L.dp, dvp = L.dvp, ldq = L.ldq, ldv = L.ldv, lds = L.lds, ldp = L.ldp, ldo = L.ldo;
   extern __shared__ __align__(128) unsigned char smem[];
   T* qs = reinterpret_cast<T*>(smem);
-  T* ks = qs + kRows * ldq;
-  T* vs = ks + kKeys * ldq;
-  float* scores = reinterpret_cast<float*>(vs + kKeys * ldv);
-  T* probs = reinterpret_cast<T*>(scores + kWarps * 16 * lds);
-  float* outs = reinterpret_cast<float*>(probs + kWarps * 16 * ldp);
+  T* ks = qs + L.k;
+  T* vs = qs + L.v;
+  float* scores = reinterpret_cast<float*>(smem + L.scores);
+  T* probs = reinterpret_cast<T*>(smem + L.probs);
+  float* outs = reinterpret_cast<float*>(smem + L.out);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   float* S = scores + warp * 16 * lds;
   T* P = probs + warp * 16 * ldp;

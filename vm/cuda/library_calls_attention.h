@@ -51,24 +51,46 @@ struct AttentionArgs {
   int mask_f32 = 0;  // the mask is f32 (else the data type)
 };
 
-// Head widths padded to the tensor-core tile (the kernel uses it too).
 #ifdef __CUDACC__
-__host__ __device__
+#define KEEL_ATTENTION_HD __host__ __device__
+#else
+#define KEEL_ATTENTION_HD
 #endif
-inline int AttentionPad16(int x) { return (x + 15) & ~15; }
 
-// Dynamic shared memory of one block (the layout runtime_kernels.cu uses):
-// Q (64 rows), K and V (64 keys) tiles in the data type with 8 elements of row
-// padding, and per warp 16 rows of f32 scores, data-type probabilities and f32
-// output.
-inline unsigned AttentionSharedBytes(int d, int dv) {
-  const unsigned dp = static_cast<unsigned>(AttentionPad16(d)), dvp = static_cast<unsigned>(AttentionPad16(dv));
-  const unsigned tiles = 2u * (kAttentionBlockRows * (dp + 8) + kAttentionBlockKeys * (dp + 8) +
-                               kAttentionBlockKeys * (dvp + 8));
+// One block's dynamic shared memory, the one description the kernel and the
+// launch share: Q (64 rows), K and V (64 keys) tiles in the 2-byte data type,
+// then per warp 16 rows of f32 scores, data-type probabilities and f32 output.
+// Widths are padded to the tensor-core tile (16); rows get 8 (2-byte) or 4
+// (f32) elements more, which keeps every WMMA tile 32-byte aligned and spreads
+// rows over the banks. Offsets and strides in elements of each region's type.
+struct AttentionSmem {
+  int dp = 0, dvp = 0;              // padded widths
+  int ldq = 0, ldv = 0;             // Q and K rows; V rows
+  int lds = 0, ldp = 0, ldo = 0;    // score, probability and output rows
+  unsigned k = 0, v = 0;            // K and V tiles (2-byte elements from Q's start)
+  unsigned scores = 0, probs = 0, out = 0;  // bytes from the start
+  unsigned bytes = 0;
+};
+KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv) {
+  AttentionSmem s;
+  s.dp = (d + 15) & ~15;
+  s.dvp = (dv + 15) & ~15;
+  s.ldq = s.dp + 8;
+  s.ldv = s.dvp + 8;
+  s.lds = kAttentionBlockKeys + 4;
+  s.ldp = kAttentionBlockKeys + 8;
+  s.ldo = s.dvp + 4;
+  s.k = static_cast<unsigned>(kAttentionBlockRows * s.ldq);
+  s.v = s.k + static_cast<unsigned>(kAttentionBlockKeys * s.ldq);
   const unsigned warps = kAttentionThreads / 32;
-  const unsigned per_warp = 16u * (4u * (kAttentionBlockKeys + 4) + 2u * (kAttentionBlockKeys + 8) + 4u * (dvp + 4));
-  return tiles + warps * per_warp;
+  s.scores = 2u * (s.v + static_cast<unsigned>(kAttentionBlockKeys * s.ldv));
+  s.probs = s.scores + 4u * warps * 16u * static_cast<unsigned>(s.lds);
+  s.out = s.probs + 2u * warps * 16u * static_cast<unsigned>(s.ldp);
+  s.bytes = s.out + 4u * warps * 16u * static_cast<unsigned>(s.ldo);
+  return s;
 }
+
+inline unsigned AttentionSharedBytes(int d, int dv) { return AttentionLayout(d, dv).bytes; }
 
 inline long long AttentionBatchCount(const AttentionArgs& a) {
   long long n = 1;
