@@ -175,18 +175,7 @@ TEST_P(Attention, MatchesReference) {
   const std::vector<float>& k = c.k_elems ? inputs[1] : q;
   const std::vector<float>& v = c.v_elems ? inputs[c.k_elems ? 2 : 1] : q;
   const std::vector<float> want = Reference(c, q, k, v, mask);
-  auto bytes = BuildProgram(Program(c, Attrs(c), t));
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  for (bool graph : {true, false}) {
-    SCOPED_TRACE(graph ? "cuda graph" : "no graph");
-    VmOptions o;
-    o.device = "cuda";
-    o.cuda_graph = graph;
-    RunResult r = RunOnce(*bytes, "", inputs, o);
-    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-    ASSERT_EQ(r.outputs.size(), 1u);
-    EXPECT_LE(RelL2(r.outputs[0], want), t == DataType::kF16 ? 3e-3 : 2e-2) << DataTypeName(t);
-  }
+  ExpectMatchesWithAndWithoutGraphs(Program(c, Attrs(c), t), inputs, want, t == DataType::kF16 ? 3e-3 : 2e-2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Attention,

@@ -31,19 +31,8 @@ double Tolerance(DataType t) { return t == DataType::kF32 ? 1e-5 : t == DataType
 // Runs `p` (every tensor in p.dtype) with and without graphs; both must match `want`.
 void ExpectMatches(const ProgramSpec& p, const std::vector<std::vector<float>>& inputs,
                    const std::vector<float>& want) {
-  auto bytes = BuildProgram(p);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  for (bool graph : {true, false}) {
-    SCOPED_TRACE(graph ? "cuda graph" : "no graph");
-    VmOptions o;
-    o.device = "cuda";
-    o.cuda_graph = graph;
-    RunResult r = RunOnce(*bytes, "", inputs, o);
-    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-    ASSERT_EQ(r.outputs.size(), 1u);
-    const double err = RelL2(r.outputs[0], want);
-    EXPECT_LE(err, Tolerance(p.dtype)) << DataTypeName(p.dtype);
-  }
+  SCOPED_TRACE(DataTypeName(p.dtype));
+  ExpectMatchesWithAndWithoutGraphs(p, inputs, want, Tolerance(p.dtype));
 }
 
 const DataType kHalfTypes[] = {DataType::kF16, DataType::kBF16};

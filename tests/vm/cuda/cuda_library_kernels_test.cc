@@ -14,18 +14,7 @@ using ser::AttrDesc;
 // Runs `p` (inputs in order) with and without graphs; both must match `want`.
 void ExpectMatches(const ProgramSpec& p, const std::vector<std::vector<float>>& inputs,
                    const std::vector<float>& want) {
-  auto bytes = BuildProgram(p);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  for (bool graph : {true, false}) {
-    SCOPED_TRACE(graph ? "cuda graph" : "no graph");
-    VmOptions o;
-    o.device = "cuda";
-    o.cuda_graph = graph;
-    RunResult r = RunOnce(*bytes, "", inputs, o);
-    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-    ASSERT_EQ(r.outputs.size(), 1u);
-    EXPECT_LE(RelL2(r.outputs[0], want), 1e-5);
-  }
+  ExpectMatchesWithAndWithoutGraphs(p, inputs, want, 1e-5);
 }
 
 // ---- cublas.gemm ----------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -254,6 +255,22 @@ RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
     r.outputs.push_back(DecodeFrom(out.data(), info.byte_size / DataTypeSize(info.dtype), info.dtype));
   }
   return r;
+}
+
+void ExpectMatchesWithAndWithoutGraphs(const ProgramSpec& p, const std::vector<std::vector<float>>& inputs,
+                                       const std::vector<float>& want, double tolerance) {
+  auto bytes = BuildProgram(p);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  for (bool graph : {true, false}) {
+    SCOPED_TRACE(graph ? "cuda graph" : "no graph");
+    VmOptions o;
+    o.device = "cuda";
+    o.cuda_graph = graph;
+    RunResult r = RunOnce(*bytes, "", inputs, o);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_EQ(r.outputs.size(), 1u);
+    EXPECT_LE(RelL2(r.outputs[0], want), tolerance);
+  }
 }
 
 std::vector<float> Random(size_t n, uint32_t seed, float lo, float hi) {

@@ -89,6 +89,12 @@ Status CreateOneKernelVm(const ser::KernelDesc& k, ProgramSpec base);
 RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
                   const std::vector<std::vector<float>>& inputs, const VmOptions& options);
 
+// Builds `p` and runs it on the CUDA device with and without CUDA graphs; each
+// run's one output must be within relative L2 `tolerance` of `want` (gtest
+// expectations, in the calling test).
+void ExpectMatchesWithAndWithoutGraphs(const ProgramSpec& p, const std::vector<std::vector<float>>& inputs,
+                                       const std::vector<float>& want, double tolerance);
+
 std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f);
 // sqrt(sum (a-b)^2 / sum b^2); infinity when sizes differ.
 double RelL2(const std::vector<float>& a, const std::vector<float>& b);
