@@ -1,7 +1,7 @@
 // vm/cuda/library_calls_attention.h — the "keel.attention" kernel's launch
 // contract (serialization/library_ops.h): the argument block the kernel takes,
 // its launch geometry and its trace name, one source for the kernel
-// (vm/cuda/runtime_kernels.cu includes this), the VM (vm/cuda/attention_kernel.cc)
+// (vm/cuda/attention_kernel.cuh includes this), the VM (vm/cuda/attention_kernel.cc)
 // and keelc --emit=cuda-host programs (pasted verbatim, as library_calls.h says).
 //
 // The kernel: one block of kAttentionThreads threads (4 warps) per 64 queries
