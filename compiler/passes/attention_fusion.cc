@@ -5,7 +5,6 @@
 #include <cmath>
 #include <functional>
 #include <optional>
-#include <set>
 
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
