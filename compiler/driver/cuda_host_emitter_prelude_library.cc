@@ -121,17 +121,17 @@ namespace cl = keel::cuda_lib;
 struct AttentionKernel {
   cl::AttentionArgs args;  // the attributes' part; the tensors are set per launch
   CUfunction fn = nullptr;
-  unsigned blocks = 0, shared = 0;
+  cl::AttentionLaunch launch;
   std::string call;
 };
 [[maybe_unused]] static void AttentionPlanKernel(AttentionKernel& a, cl::ElementType t) {
   (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
   a.fn = RuntimeFunction(t == cl::ElementType::kF16 ? reinterpret_cast<const void*>(&keel_attention_f16)
                                                     : reinterpret_cast<const void*>(&keel_attention_bf16));
-  a.blocks = static_cast<unsigned>(cl::AttentionBlocks(a.args));
-  a.shared = cl::AttentionSharedBytes(a.args.d, a.args.dv);
-  CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(a.shared)));
-  a.call = cl::AttentionCallName(t, a.args);
+  a.launch = cl::AttentionLaunchOf(a.args);
+  CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              static_cast<int>(a.launch.shared)));
+  a.call = cl::AttentionCallName(t, a.launch);
 }
 [[maybe_unused]] static const std::string& AttentionRun(AttentionKernel& a, const void* q, const void* k,
                                                         const void* v, const void* mask, void* y) {
@@ -141,7 +141,8 @@ struct AttentionKernel {
   a.args.mask = mask;
   a.args.y = y;
   void* params[] = {&a.args};
-  CU_CHECK(LaunchRuntimeKernelShared(a.fn, a.blocks, cl::kAttentionThreads, params, a.shared));
+  CU_CHECK(LaunchRuntimeKernelShared(a.fn, static_cast<unsigned>(a.launch.blocks), a.launch.threads, params,
+                                     a.launch.shared));
   return a.call;
 }
 

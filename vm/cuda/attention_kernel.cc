@@ -34,7 +34,7 @@ class KeelAttention final : public CudaLaunchState {
   std::string name_, call_;
   CUfunction fn_ = nullptr;
   cl::AttentionArgs args_;
-  unsigned blocks_ = 0, shared_ = 0;
+  cl::AttentionLaunch launch_;
   int mask_arg_ = -1, y_arg_ = 3;
 };
 
@@ -72,9 +72,8 @@ Status KeelAttention::Plan(const KernelEntry& k) {
   if (args_.d > cl::kAttentionMaxWidth || args_.dv > cl::kAttentionMaxWidth) {
     return at.Error(lo::attr::kDims, "has a head width above " + std::to_string(cl::kAttentionMaxWidth));
   }
-  const unsigned long long blocks = cl::AttentionBlocks(args_);
-  if (blocks > INT32_MAX) return at.Error(lo::attr::kBatch, "makes more than 2^31 blocks");
-  blocks_ = static_cast<unsigned>(blocks);
+  launch_ = cl::AttentionLaunchOf(args_);
+  if (launch_.blocks > INT32_MAX) return at.Error(lo::attr::kBatch, "makes more than 2^31 blocks");
 
   const size_t nargs = has_mask ? 5 : 4;
   if (k.args.size() != nargs) {
@@ -118,12 +117,11 @@ Status KeelAttention::Plan(const KernelEntry& k) {
     }
   }
   KEEL_ASSIGN_OR_RETURN(fn_, dev_.RuntimeFunction(kernel));
-  shared_ = cl::AttentionSharedBytes(args_.d, args_.dv);
   KEEL_RETURN_IF_ERROR(CuStatus(Driver().FuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                          static_cast<int>(shared_)),
+                                                          static_cast<int>(launch_.shared)),
                                 "cuFuncSetAttribute")
                            .WithContext("kernel " + k.name));
-  call_ = cl::AttentionCallName(t.element, args_);
+  call_ = cl::AttentionCallName(t.element, launch_);
   return Status::Ok();
 }
 
@@ -136,7 +134,8 @@ Status KeelAttention::Launch(void* const* args) {
   void* params[] = {&args_};
   dev_.Bind();
   dev_.BeginOp();
-  const CUresult r = dev_.LaunchRuntimeKernel(fn_, blocks_, cl::kAttentionThreads, params, shared_);
+  const CUresult r =
+      dev_.LaunchRuntimeKernel(fn_, static_cast<unsigned>(launch_.blocks), launch_.threads, params, launch_.shared);
   if (r != CUDA_SUCCESS) return CuStatus(r, "cuLaunchKernel").WithContext("kernel " + name_);
   dev_.EndLaunch(call_, name_);
   return Status::Ok();

@@ -1,40 +1,111 @@
 // vm/cuda/attention_kernel.cuh — the "keel.attention" runtime kernels
 // (keel_attention_f16, keel_attention_bf16): scaled dot-product attention over
-// strided views with an online softmax, on the tensor cores through WMMA. The
-// algorithm, launch geometry and shared-memory layout are described in
+// strided views with an online softmax, on the tensor cores through mma.sync.
+// The algorithm, launch geometry and shared-memory layout are described in
 // vm/cuda/library_calls_attention.h (AttentionArgs is the one parameter).
 //
 // Part of the VM's runtime module: vm/cuda/runtime_kernels.cu includes it (and
 // keelc --emit=cuda-host programs hold it verbatim before that file). Needs
-// sm_80+ (bf16 WMMA); keel_wait_for_previous_grid and the keel_to_f32 /
-// keel_from_f32 conversions come from runtime_kernels.cu.
-#include <mma.h>
-
+// sm_80+ (cp.async, ldmatrix, bf16 mma); keel_wait_for_previous_grid and the
+// keel_to_f32 / keel_from_f32 conversions come from runtime_kernels.cu.
+//
+// Register fragments follow PTX's mma.m16n8k16 layouts: in a 16 x 8 f32 tile
+// lane l holds rows l/4 and l/4 + 8, columns 2(l%4) and 2(l%4) + 1, which is
+// also where the A operand of the next MMA wants them, so the probabilities
+// go from the score accumulators to P V's operand without shared memory.
 #include "vm/cuda/library_calls_attention.h"
 
 namespace keel_attention {
 
 namespace cl = keel::cuda_lib;
-constexpr int kRows = cl::kAttentionBlockRows;
 constexpr int kKeys = cl::kAttentionBlockKeys;
-constexpr int kWarps = cl::kAttentionThreads / 32;
-static_assert(kRows == 16 * kWarps, "each warp owns 16 query rows");
+constexpr float kLog2e = 1.4426950408889634f;
 
-// rows x cols_pad elements of an operand into shared memory (row stride ld),
-// zeros beyond rows_valid / cols_valid. 16-byte moves when the rows are
-// contiguous and aligned (the usual head layout), else one element at a time.
+__device__ __forceinline__ unsigned SharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared without the registers; zeros where !valid (no read).
+__device__ __forceinline__ void CopyAsync16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SharedAddress(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::); }
+// Every committed group but the newest one has landed.
+__device__ __forceinline__ void WaitAllButNewestCopies() { asm volatile("cp.async.wait_group 1;\n" ::); }
+
+// Four 8x8 matrices of 2-byte elements; lane l gives the address of row l%8 of matrix l/8.
+__device__ __forceinline__ void LoadMatrices(unsigned r[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SharedAddress(row)));
+}
+__device__ __forceinline__ void LoadMatricesTransposed(unsigned r[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SharedAddress(row)));
+}
+
+// c (16x8, f32) += a (16x16) b (16x8).
 template <typename T>
-__device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, long long off, long long rs, long long cs,
+__device__ __forceinline__ void Mma(float c[4], const unsigned a[4], unsigned b0, unsigned b1);
+template <>
+__device__ __forceinline__ void Mma<__half>(float c[4], const unsigned a[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void Mma<__nv_bfloat16>(float c[4], const unsigned a[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two values rounded to T in one register (the first in the low half), and
+// what they round to, back in f32 (the sum must count what P V multiplies).
+__device__ __forceinline__ unsigned Bits(__half x) { return __half_as_ushort(x); }
+__device__ __forceinline__ unsigned Bits(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
+template <typename T>
+__device__ __forceinline__ unsigned PackRounded(float x, float y, float* rx, float* ry) {
+  T lo, hi;
+  keel_from_f32(x, &lo);
+  keel_from_f32(y, &hi);
+  *rx = keel_to_f32(lo);
+  *ry = keel_to_f32(hi);
+  return Bits(lo) | (Bits(hi) << 16);
+}
+
+// One operand's view with this block's batch offset folded in.
+struct Operand {
+  long long offset, row, col;
+  bool vec;  // whole 16-byte runs along a row: cp.async
+};
+
+__device__ __forceinline__ Operand OperandOf(const void* base, long long offset, const cl::AttentionView& v,
+                                             int width) {
+  const bool vec = v.col == 1 && width % 8 == 0 && v.row % 8 == 0 && offset % 8 == 0 &&
+                   (reinterpret_cast<unsigned long long>(base) & 15u) == 0;
+  return {offset, v.row, v.col, vec};
+}
+
+// rows x cols_pad elements into shared memory (row stride ld), zeros beyond
+// rows_valid / cols_valid: asynchronous 16-byte copies where the operand
+// allows, else element by element (visible after the next __syncthreads).
+template <typename T>
+__device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, const Operand& o, int first_row,
                                          int rows_valid, int rows, int cols_valid, int cols_pad) {
-  const bool vec = cs == 1 && cols_valid % 8 == 0 && rs % 8 == 0 && off % 8 == 0 &&
-                   (reinterpret_cast<unsigned long long>(src) & 15u) == 0;
-  if (vec) {
+  const long long off = o.offset + first_row * o.row;
+  if (o.vec) {
     const int per_row = cols_pad / 8;
     for (int idx = threadIdx.x; idx < rows * per_row; idx += blockDim.x) {
       const int r = idx / per_row, c = (idx % per_row) * 8;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (r < rows_valid && c < cols_valid) v = *reinterpret_cast<const uint4*>(src + off + r * rs + c);
-      *reinterpret_cast<uint4*>(dst + r * ld + c) = v;
+      const bool valid = r < rows_valid && c < cols_valid;
+      CopyAsync16(dst + r * ld + c, valid ? src + off + r * o.row + c : src, valid);
     }
     return;
   }
@@ -42,32 +113,25 @@ __device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, long long
     const int r = idx / cols_pad, c = idx % cols_pad;
     T v;
     keel_from_f32(0.f, &v);
-    if (r < rows_valid && c < cols_valid) v = src[off + r * rs + c * cs];
+    if (r < rows_valid && c < cols_valid) v = src[off + r * o.row + c * o.col];
     dst[r * ld + c] = v;
   }
 }
 
-template <typename T>
+// DMAX (64 or 128) bounds the padded head widths: it sizes the register arrays.
+template <typename T, int DMAX>
 __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
-  using namespace nvcuda;
-  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv);
-  const int dp = L.dp, dvp = L.dvp, ldq = L.ldq, ldv = L.ldv, lds = L.lds, ldp = L.ldp, ldo = L.ldo;
+  const int warps = static_cast<int>(blockDim.x >> 5);
+  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, warps);
   extern __shared__ __align__(128) unsigned char smem[];
   T* qs = reinterpret_cast<T*>(smem);
-  T* ks = qs + L.k;
-  T* vs = qs + L.v;
-  float* scores = reinterpret_cast<float*>(smem + L.scores);
-  T* probs = reinterpret_cast<T*>(smem + L.probs);
-  float* outs = reinterpret_cast<float*>(smem + L.out);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  float* S = scores + warp * 16 * lds;
-  T* P = probs + warp * 16 * ldp;
-  float* O = outs + warp * 16 * ldo;
+  const int rows = 16 * warps;
 
   // This block's batch entry and first query; the operands' offsets for it.
-  const long long qblocks = (a.sq + kRows - 1) / kRows;
+  const long long qblocks = (a.sq + rows - 1) / rows;
   long long b = blockIdx.x / qblocks;
-  const int q0 = static_cast<int>(blockIdx.x % qblocks) * kRows;
+  const int q0 = static_cast<int>(blockIdx.x % qblocks) * rows;
   long long qo = a.qv.offset, ko = a.kv.offset, vo = a.vv.offset, mo = a.mv.offset, yo = a.yv.offset;
   for (int t = a.digits - 1; t >= 0; --t) {
     const long long digit = b % a.radix[t];
@@ -81,98 +145,180 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   const T* q = static_cast<const T*>(a.q);
   const T* k = static_cast<const T*>(a.k);
   const T* v = static_cast<const T*>(a.v);
+  const Operand qop = OperandOf(q, qo, a.qv, a.d), kop = OperandOf(k, ko, a.kv, a.d),
+                vop = OperandOf(v, vo, a.vv, a.dv);
+  auto load_keys = [&](int step) {
+    const int kb = step * kKeys, stage = step & 1;
+    LoadTile(qs + L.k + stage * L.k_stage, L.ldq, k, kop, kb, a.sk - kb, kKeys, a.d, L.dp);
+    LoadTile(qs + L.v + stage * L.v_stage, L.ldv, v, vop, kb, a.sk - kb, kKeys, a.dv, L.dvp);
+  };
   keel_wait_for_previous_grid();
-  LoadTile(qs, ldq, q, qo + q0 * a.qv.row, a.qv.row, a.qv.col, a.sq - q0, kRows, a.d, dp);
-  for (int i = lane; i < 16 * dvp; i += 32) O[(i / dvp) * ldo + i % dvp] = 0.f;
+  LoadTile(qs, L.ldq, q, qop, q0, a.sq - q0, rows, a.d, L.dp);
+  load_keys(0);
+  CommitCopies();
 
-  // Lane pair (2r, 2r+1) owns row r of the warp's 16: columns [32*half, 32*half + 32) of a step.
-  const int row = lane >> 1, half = lane & 1;
-  const int gi = q0 + warp * 16 + row;
-  const float scale = a.scale;
-  float m_run = -INFINITY, l_run = 0.f;
-  for (int kb = 0; kb < a.sk; kb += kKeys) {
-    __syncthreads();  // the previous step is done with ks / vs (and qs is loaded)
-    LoadTile(ks, ldq, k, ko + kb * a.kv.row, a.kv.row, a.kv.col, a.sk - kb, kKeys, a.d, dp);
-    LoadTile(vs, ldv, v, vo + kb * a.vv.row, a.vv.row, a.vv.col, a.sk - kb, kKeys, a.dv, dvp);
-    __syncthreads();
-    // S (16 x 64) = Q_warp (16 x dp) K^T (dp x 64): K's tile read column-major.
-    for (int t = 0; t < kKeys / 16; ++t) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.f);
-      for (int c = 0; c < dp; c += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-        wmma::load_matrix_sync(fa, qs + warp * 16 * ldq + c, ldq);
-        wmma::load_matrix_sync(fb, ks + t * 16 * ldq + c, ldq);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(S + t * 16, acc, lds, wmma::mem_row_major);
-    }
-    __syncwarp();
-    // Online softmax of this step's columns (f32).
-    float s[32];
-    float mx = -INFINITY;
+  // Fragment coordinates: rows g and g + 8 of the warp's 16, columns 2 c4 (+1) of each 8.
+  const int g = lane >> 2, c4 = lane & 3;
+  const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
+  // ldmatrix addressing: lane l points at row l%8 of matrix l/8.
+  const int mat = lane >> 3, mrow = lane & 7;
+  const float scale = a.scale * kLog2e;  // scores in log2 units: exp2 below
+  const float* mask_f32 = static_cast<const float*>(a.mask);
+  const T* mask_t = static_cast<const T*>(a.mask);
+
+  unsigned qf[DMAX / 16][4];
+  float o[DMAX / 8][4];
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int col = half * 32 + j, key = kb + col;
-      float x = -INFINITY;
-      if (key < a.sk) {
-        x = S[row * lds + col] * scale;
-        if (a.mask != nullptr && gi < a.sq) {
-          const long long mi = mo + gi * a.mv.row + key * a.mv.col;
-          x += a.mask_f32 ? static_cast<const float*>(a.mask)[mi] : keel_to_f32(static_cast<const T*>(a.mask)[mi]);
+  for (int n = 0; n < DMAX / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+
+  const int steps = (a.sk + kKeys - 1) / kKeys;
+  for (int step = 0; step < steps; ++step) {
+    if (step + 1 < steps) load_keys(step + 1);
+    CommitCopies();  // possibly empty: the wait below then still means "this step's"
+    WaitAllButNewestCopies();
+    __syncthreads();
+    const T* ks = qs + L.k + (step & 1) * L.k_stage;
+    const T* vs = qs + L.v + (step & 1) * L.v_stage;
+    if (step == 0) {
+      // A fragments of Q: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15).
+#pragma unroll
+      for (int kc = 0; kc < DMAX / 16; ++kc) {
+        if (kc * 16 < L.dp) {
+          LoadMatrices(qf[kc], qs + (warp * 16 + (mat & 1) * 8 + mrow) * L.ldq + kc * 16 + (mat >> 1) * 8);
         }
       }
-      s[j] = x;
-      mx = fmaxf(mx, x);
     }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    const float m_new = fmaxf(m_run, mx);
-    const float corr = m_run == -INFINITY ? 0.f : __expf(m_run - m_new);
-    float sum = 0.f;
+    // S (16 x 64) = Q K^T. K's rows are B's columns: matrices (keys 0-7 | 8-15) x (d 0-7 | 8-15).
+    float s[kKeys / 8][4];
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const float p = s[j] == -INFINITY ? 0.f : __expf(s[j] - m_new);
-      T pt;
-      keel_from_f32(p, &pt);
-      sum += keel_to_f32(pt);  // the rounded value P V uses
-      P[row * ldp + half * 32 + j] = pt;
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    l_run = l_run * corr + sum;
-    m_run = m_new;
-    for (int c = half; c < dvp; c += 2) O[row * ldo + c] *= corr;
-    __syncwarp();
-    // O (16 x dvp) += P (16 x 64) V (64 x dvp).
-    for (int t = 0; t < dvp / 16; ++t) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::load_matrix_sync(acc, O + t * 16, ldo, wmma::mem_row_major);
-      for (int c = 0; c < kKeys; c += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-        wmma::load_matrix_sync(fa, P + c, ldp);
-        wmma::load_matrix_sync(fb, vs + c * ldv + t * 16, ldv);
-        wmma::mma_sync(acc, fa, fb, acc);
+    for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+    for (int kc = 0; kc < DMAX / 16; ++kc) {
+      if (kc * 16 < L.dp) {
+#pragma unroll
+        for (int np = 0; np < kKeys / 16; ++np) {
+          unsigned bk[4];
+          LoadMatrices(bk, ks + (np * 16 + (mat >> 1) * 8 + mrow) * L.ldq + kc * 16 + (mat & 1) * 8);
+          Mma<T>(s[2 * np], qf[kc], bk[0], bk[1]);
+          Mma<T>(s[2 * np + 1], qf[kc], bk[2], bk[3]);
+        }
       }
-      wmma::store_matrix_sync(O + t * 16, acc, ldo, wmma::mem_row_major);
     }
-    __syncwarp();
+    // Scale, mask and the keys past the end; each row's maximum over the quad's lanes.
+    const int kb = step * kKeys;
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = kb + n * 8 + 2 * c4 + (e & 1), row = e < 2 ? row0 : row1;
+        float x = -INFINITY;
+        if (key < a.sk) {
+          x = s[n][e] * scale;
+          if (a.mask != nullptr && row < a.sq) {
+            const long long mi = mo + row * a.mv.row + key * a.mv.col;
+            x += kLog2e * (a.mask_f32 ? mask_f32[mi] : keel_to_f32(mask_t[mi]));
+          }
+        }
+        s[n][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+    }
+    float corr[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      const float m_new = fmaxf(m_run[h], mx[h]);
+      corr[h] = m_run[h] == -INFINITY ? 0.f : exp2f(m_run[h] - m_new);
+      m_run[h] = m_new;
+      l_run[h] *= corr[h];
+    }
+    // Probabilities, rounded to T, as A fragments of P V: keys 16 kc + (0-7 | 8-15).
+    unsigned pf[kKeys / 16][4];
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+      float p[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float m = m_run[e >> 1];
+        p[e] = s[n][e] == -INFINITY ? 0.f : exp2f(s[n][e] - m);
+      }
+      float r[4];
+      pf[n >> 1][(n & 1) * 2] = PackRounded<T>(p[0], p[1], &r[0], &r[1]);
+      pf[n >> 1][(n & 1) * 2 + 1] = PackRounded<T>(p[2], p[3], &r[2], &r[3]);
+      l_run[0] += r[0] + r[1];
+      l_run[1] += r[2] + r[3];
+    }
+#pragma unroll
+    for (int n = 0; n < DMAX / 8; ++n) {
+      o[n][0] *= corr[0];
+      o[n][1] *= corr[0];
+      o[n][2] *= corr[1];
+      o[n][3] *= corr[1];
+    }
+    // O (16 x dv) += P V. V's rows are B's rows: transposed matrices (keys 0-7 | 8-15) x (dv 0-7 | 8-15).
+#pragma unroll
+    for (int kc = 0; kc < kKeys / 16; ++kc) {
+#pragma unroll
+      for (int np = 0; np < DMAX / 16; ++np) {
+        if (np * 16 < L.dvp) {
+          unsigned bv[4];
+          LoadMatricesTransposed(bv, vs + (kc * 16 + (mat & 1) * 8 + mrow) * L.ldv + np * 16 + (mat >> 1) * 8);
+          Mma<T>(o[2 * np], pf[kc], bv[0], bv[1]);
+          Mma<T>(o[2 * np + 1], pf[kc], bv[2], bv[3]);
+        }
+      }
+    }
+    __syncthreads();  // the next step's copy reuses this stage
   }
-  if (gi < a.sq) {
-    T* y = static_cast<T*>(a.y);
-    const float inv = 1.f / l_run;
-    for (int c = half; c < a.dv; c += 2) keel_from_f32(O[row * ldo + c] * inv, y + yo + gi * a.yv.row + c * a.yv.col);
+
+  // Each lane summed its own columns: the row's sum is the quad's.
+  T* y = static_cast<T*>(a.y);
+  const bool pairs = a.yv.col == 1 && (reinterpret_cast<unsigned long long>(y) & 3u) == 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
+    const int row = h == 0 ? row0 : row1;
+    if (row >= a.sq) continue;
+    const float inv = 1.f / l_run[h];
+    const long long base = yo + row * a.yv.row;
+#pragma unroll
+    for (int n = 0; n < DMAX / 8; ++n) {
+      const int c = n * 8 + 2 * c4;
+      if (c >= a.dv) continue;
+      const float y0 = o[n][2 * h] * inv, y1 = o[n][2 * h + 1] * inv;
+      const long long at = base + c * a.yv.col;
+      if (pairs && c + 1 < a.dv && (at & 1) == 0) {
+        float r0, r1;
+        *reinterpret_cast<unsigned*>(y + at) = PackRounded<T>(y0, y1, &r0, &r1);
+      } else {
+        keel_from_f32(y0, y + at);
+        if (c + 1 < a.dv) keel_from_f32(y1, y + at + a.yv.col);
+      }
+    }
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void AttentionForWidth(const cl::AttentionArgs& a) {
+  if (a.d <= 64 && a.dv <= 64) {
+    Attention<T, 64>(a);
+  } else {
+    Attention<T, 128>(a);
   }
 }
 
 }  // namespace keel_attention
 
-extern "C" __global__ void __launch_bounds__(keel::cuda_lib::kAttentionThreads)
+extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionMaxWarps)
     keel_attention_f16(const keel::cuda_lib::AttentionArgs a) {
-  keel_attention::Attention<__half>(a);
+  keel_attention::AttentionForWidth<__half>(a);
 }
 
-extern "C" __global__ void __launch_bounds__(keel::cuda_lib::kAttentionThreads)
+extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionMaxWarps)
     keel_attention_bf16(const keel::cuda_lib::AttentionArgs a) {
-  keel_attention::Attention<__nv_bfloat16>(a);
+  keel_attention::AttentionForWidth<__nv_bfloat16>(a);
 }

@@ -4,14 +4,18 @@
 // (vm/cuda/attention_kernel.cuh includes this), the VM (vm/cuda/attention_kernel.cc)
 // and keelc --emit=cuda-host programs (pasted verbatim, as library_calls.h says).
 //
-// The kernel: one block of kAttentionThreads threads (4 warps) per 64 queries
-// of one batch entry; each warp owns 16 queries. Per step of 64 keys it loads
-// K and V into shared memory, computes the warp's 16x64 scores on the tensor
-// cores (WMMA, f32 accumulation), updates each row's running maximum and sum
-// (online softmax, f32), rounds the probabilities to the data type and adds
-// P V to its f32 output rows in shared memory, rescaled by the change of the
-// maximum. Nothing of size sq x sk is ever stored. Head widths are padded to
-// 16 with zeros in shared memory.
+// The kernel (FlashAttention-2's scheme): one block of 1, 2 or 4 warps per
+// 16 queries per warp of one batch entry (AttentionWarps picks the most warps
+// that still give kAttentionTargetBlocks blocks, so small batches spread over
+// the SMs). Each warp keeps its 16 queries' Q fragments, its 16 x 64 scores
+// and its 16 x dv f32 output in registers; per step of 64 keys the block
+// copies K and V into shared memory (cp.async, two stages: the next step's
+// copy overlaps this step's math), the warp computes its scores on the tensor
+// cores (mma.sync m16n8k16, f32 accumulation), updates each row's running
+// maximum and sum (online softmax, f32), rounds the probabilities to the data
+// type straight into the next MMA's operand registers and adds P V to its
+// output, rescaled by the change of the maximum. Nothing of size sq x sk is
+// ever stored. Head widths are padded to 16 with zeros in shared memory.
 //
 // Thread-safety: pure functions and plain structs.
 #ifndef KEEL_VM_CUDA_LIBRARY_CALLS_ATTENTION_H_
@@ -25,9 +29,9 @@ namespace keel::cuda_lib {
 
 [[maybe_unused]] constexpr int kAttentionDigits = 6;      // batch digits (library_ops.h kAttentionMaxBatchDigits)
 [[maybe_unused]] constexpr int kAttentionMaxWidth = 128;  // d, dv (library_ops.h kAttentionMaxHeadWidth)
-[[maybe_unused]] constexpr int kAttentionBlockRows = 64;  // queries per block
 [[maybe_unused]] constexpr int kAttentionBlockKeys = 64;  // keys per step
-[[maybe_unused]] constexpr unsigned kAttentionThreads = 128;
+[[maybe_unused]] constexpr int kAttentionMaxWarps = 4;     // 16 queries each
+[[maybe_unused]] constexpr long long kAttentionTargetBlocks = 256;
 
 // One operand's view in elements: offset + sum digit_t * batch[t] + r * row + c * col.
 struct AttentionView {
@@ -58,39 +62,31 @@ struct AttentionArgs {
 #endif
 
 // One block's dynamic shared memory, the one description the kernel and the
-// launch share: Q (64 rows), K and V (64 keys) tiles in the 2-byte data type,
-// then per warp 16 rows of f32 scores, data-type probabilities and f32 output.
-// Widths are padded to the tensor-core tile (16); rows get 8 (2-byte) or 4
-// (f32) elements more, which keeps every WMMA tile 32-byte aligned and spreads
-// rows over the banks. Offsets and strides in elements of each region's type.
+// launch share: Q (16 rows per warp), then two stages of K and of V (64 keys
+// each), all in the 2-byte data type. Widths are padded to the tensor-core
+// tile (16) and rows get 8 elements more: rows stay 16-byte aligned for
+// cp.async and ldmatrix, and ldmatrix's eight rows fall in different banks.
+// Offsets and strides in elements.
 struct AttentionSmem {
-  int dp = 0, dvp = 0;              // padded widths
-  int ldq = 0, ldv = 0;             // Q and K rows; V rows
-  int lds = 0, ldp = 0, ldo = 0;    // score, probability and output rows
-  unsigned k = 0, v = 0;            // K and V tiles (2-byte elements from Q's start)
-  unsigned scores = 0, probs = 0, out = 0;  // bytes from the start
+  int dp = 0, dvp = 0;   // padded widths
+  int ldq = 0, ldv = 0;  // Q and K rows; V rows
+  unsigned k = 0, v = 0;  // the first K and V stage (from Q's start)
+  unsigned k_stage = 0, v_stage = 0;  // one stage's size
   unsigned bytes = 0;
 };
-KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv) {
+KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv, int warps) {
   AttentionSmem s;
   s.dp = (d + 15) & ~15;
   s.dvp = (dv + 15) & ~15;
   s.ldq = s.dp + 8;
   s.ldv = s.dvp + 8;
-  s.lds = kAttentionBlockKeys + 4;
-  s.ldp = kAttentionBlockKeys + 8;
-  s.ldo = s.dvp + 4;
-  s.k = static_cast<unsigned>(kAttentionBlockRows * s.ldq);
-  s.v = s.k + static_cast<unsigned>(kAttentionBlockKeys * s.ldq);
-  const unsigned warps = kAttentionThreads / 32;
-  s.scores = 2u * (s.v + static_cast<unsigned>(kAttentionBlockKeys * s.ldv));
-  s.probs = s.scores + 4u * warps * 16u * static_cast<unsigned>(s.lds);
-  s.out = s.probs + 2u * warps * 16u * static_cast<unsigned>(s.ldp);
-  s.bytes = s.out + 4u * warps * 16u * static_cast<unsigned>(s.ldo);
+  s.k_stage = static_cast<unsigned>(kAttentionBlockKeys * s.ldq);
+  s.v_stage = static_cast<unsigned>(kAttentionBlockKeys * s.ldv);
+  s.k = static_cast<unsigned>(16 * warps * s.ldq);
+  s.v = s.k + 2u * s.k_stage;
+  s.bytes = 2u * (s.v + 2u * s.v_stage);
   return s;
 }
-
-inline unsigned AttentionSharedBytes(int d, int dv) { return AttentionLayout(d, dv).bytes; }
 
 inline long long AttentionBatchCount(const AttentionArgs& a) {
   long long n = 1;
@@ -98,10 +94,32 @@ inline long long AttentionBatchCount(const AttentionArgs& a) {
   return n;
 }
 
-// Blocks of the one-dimensional grid: every batch entry times its query blocks.
-inline unsigned long long AttentionBlocks(const AttentionArgs& a) {
-  return static_cast<unsigned long long>(AttentionBatchCount(a)) *
-         static_cast<unsigned long long>((a.sq + kAttentionBlockRows - 1) / kAttentionBlockRows);
+inline long long AttentionBlocksWith(const AttentionArgs& a, int warps) {
+  return AttentionBatchCount(a) * ((a.sq + 16LL * warps - 1) / (16LL * warps));
+}
+
+// Warps per block: the most (up to 4, and no more than the queries need) that
+// still give kAttentionTargetBlocks blocks, else one. A function of the
+// attributes only, so the VM and host programs launch alike on every device.
+inline int AttentionWarps(const AttentionArgs& a) {
+  for (int w = kAttentionMaxWarps; w > 1; w /= 2) {
+    if (16LL * (w / 2) < a.sq && AttentionBlocksWith(a, w) >= kAttentionTargetBlocks) return w;
+  }
+  return 1;
+}
+
+// One launch's geometry, from the attributes.
+struct AttentionLaunch {
+  unsigned long long blocks = 0;
+  unsigned threads = 0, shared = 0;
+};
+inline AttentionLaunch AttentionLaunchOf(const AttentionArgs& a) {
+  const int w = AttentionWarps(a);
+  AttentionLaunch l;
+  l.blocks = static_cast<unsigned long long>(AttentionBlocksWith(a, w));
+  l.threads = 32u * static_cast<unsigned>(w);
+  l.shared = AttentionLayout(a.d, a.dv, w).bytes;
+  return l;
 }
 
 // The runtime kernel for data type `t` (f16 or bf16), null for another.
@@ -110,9 +128,9 @@ inline const char* AttentionKernelName(ElementType t) {
 }
 
 // The trace's name of one launch.
-inline std::string AttentionCallName(ElementType t, const AttentionArgs& a) {
-  return std::string(AttentionKernelName(t)) + " grid=" + std::to_string(AttentionBlocks(a)) +
-         " block=" + std::to_string(kAttentionThreads) + " shared=" + std::to_string(AttentionSharedBytes(a.d, a.dv));
+inline std::string AttentionCallName(ElementType t, const AttentionLaunch& l) {
+  return std::string(AttentionKernelName(t)) + " grid=" + std::to_string(l.blocks) + " block=" +
+         std::to_string(l.threads) + " shared=" + std::to_string(l.shared);
 }
 
 // Whether the view stays inside an argument of `elements` elements for every

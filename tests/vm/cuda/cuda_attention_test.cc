@@ -49,9 +49,9 @@ struct Case {
 };
 
 // PyTorch's MultiheadAttention layout: [S, B, 3E] projection, Y [S, B*H*D].
-Case TorchHeads(int64_t S, int64_t B, int64_t H, int64_t D) {
+Case TorchHeads(const char* name, int64_t S, int64_t B, int64_t H, int64_t D) {
   const int64_t E = H * D;
-  Case c{"torch_heads", {B, H}, S, S, D, D, 1.f / std::sqrt(static_cast<float>(D)), S * B * 3 * E, 0, 0, 0, S * B * E,
+  Case c{name, {B, H}, S, S, D, D, 1.f / std::sqrt(static_cast<float>(D)), S * B * 3 * E, 0, 0, 0, S * B * E,
          {}, {}, {}, {}, {}};
   c.q = {0, {3 * E, D}, B * 3 * E, 1};
   c.k = {E, {3 * E, D}, B * 3 * E, 1};
@@ -76,7 +76,10 @@ Case Dense(const char* name, int64_t batch, int64_t sq, int64_t sk, int64_t d, i
 
 std::vector<Case> Cases() {
   std::vector<Case> cs;
-  cs.push_back(TorchHeads(37, 2, 3, 64));
+  cs.push_back(TorchHeads("torch_heads", 37, 2, 3, 64));
+  cs.push_back(TorchHeads("bert_base_batch8", 128, 8, 12, 64));  // two warps per block
+  cs.push_back(Dense("four_warps_per_block", 260, 64, 80, 32, 24, false, true));
+  cs.push_back(Dense("width72_masked", 3, 40, 70, 72, 72, false, true));
   cs.push_back(Dense("odd_scalar_loads", 3, 70, 130, 36, 20, false, false));
   cs.push_back(Dense("k_transposed_mask_width128", 2, 65, 200, 128, 128, true, true));
   Case one = Dense("single_query", 1, 1, 5, 16, 16, false, false);
