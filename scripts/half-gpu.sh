@@ -22,6 +22,8 @@
 # KEEL_HALF_KERNELS=P (a precision of LIST): also keel-cuda-time --kernels for P's executables,
 # the device time of every kernel (logs.tar.gz: kernels_MODEL.P.bBATCH.txt). KEEL_HALF_TORCH=0
 # skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch).
+# KEEL_HALF_NCU=P: the device time of every kernel from Nsight Compute (ncu_MODEL.P.bBATCH.txt),
+# without the launch overheads that --kernels includes.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -36,6 +38,36 @@ prepare() {
   for g in $(ls -d "$stage"/g* | sort -V); do
     echo "  carry [\"$stage/common\", \"$g\"]  command: bash $stage/common/half-gpu.sh run $(basename "$g")"
   done
+}
+
+# Device time of every kernel of one inference (ncu, clocks and caches as in a run), summed per
+# kernel name: ncu_TAG.txt. KEEL_HALF_NCU_DETAIL=REGEX adds ncu's analysis sections for the first
+# matching kernel of that inference (ncu_detail_TAG.txt).
+ncu_kernels() {
+  local bin=$1 k=$2 input=$3 tag=$4
+  local flags=(--cache-control none --clock-control none)
+  timeout 300 ncu "${flags[@]}" --metrics gpu__time_duration.sum --csv "$bin/keel-cuda-time" "$k" --warmup 0 \
+    --iterations 1 --input "input=$input" >"$out/ncu_$tag.csv" 2>"$out/ncu_$tag.err" || true
+  python3 - "$out/ncu_$tag.csv" >"$out/ncu_$tag.txt" <<'PY'
+import collections, csv, json, re, sys
+lines = open(sys.argv[1]).read().splitlines()
+timing = next(json.loads(l) for l in lines if l.startswith("{"))
+rows = list(csv.DictReader(l for l in lines if l.startswith('"')))
+n = timing["launches"] - 2  # one inference's kernels: the last ones (less the input and output copies)
+agg = collections.defaultdict(lambda: [0, 0.0])
+for r in rows[-n:]:
+    key = re.sub(r"\(.*", "", r["Kernel Name"])[:70] + " grid=" + r["Grid Size"].replace(" ", "")
+    agg[key][0] += 1
+    agg[key][1] += float(r["Metric Value"].replace(",", "")) / 1000
+print(f"{sum(v[1] for v in agg.values()):.1f} us in {n} kernels (compute_ms of keel-cuda-time: {timing['compute_ms']})")
+for key, (count, us) in sorted(agg.items(), key=lambda x: -x[1][1]):
+    print(f"{us:9.1f} us {count:4d} x {us / count:7.2f}  {key}")
+PY
+  if [ -n "${KEEL_HALF_NCU_DETAIL:-}" ]; then
+    timeout 300 ncu "${flags[@]}" -k "regex:$KEEL_HALF_NCU_DETAIL" -c 1 --section SpeedOfLight --section WarpStateStats \
+      --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis --section LaunchStats \
+      "$bin/keel-cuda-time" "$k" --warmup 0 --iterations 1 --input "input=$input" >"$out/ncu_detail_$tag.txt" 2>&1 || true
+  fi
 }
 
 run() {
@@ -103,6 +135,9 @@ run() {
     if [ "$p" = "${KEEL_HALF_KERNELS:-}" ]; then  # where the time goes: one line per kernel
       timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 5 --input "input=$work/$m.b$b.input.bin" \
         --kernels >"$out/kernels_$tag.txt" 2>&1 || true
+    fi
+    if [ "$p" = "${KEEL_HALF_NCU:-}" ]; then  # the same without launch overheads: Nsight Compute
+      ncu_kernels "$bin" "$k" "$work/$m.b$b.input.bin" "$tag"
     fi
     if [ "$p" = fp32 ]; then
       timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" \

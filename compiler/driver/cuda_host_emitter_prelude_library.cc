@@ -128,7 +128,7 @@ struct AttentionKernel {
   (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
   a.fn = RuntimeFunction(t == cl::ElementType::kF16 ? reinterpret_cast<const void*>(&keel_attention_f16)
                                                     : reinterpret_cast<const void*>(&keel_attention_bf16));
-  a.launch = cl::AttentionLaunchOf(a.args);
+  a.launch = cl::AttentionPlan(&a.args);
   CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               static_cast<int>(a.launch.shared)));
   a.call = cl::AttentionCallName(t, a.launch);

@@ -72,7 +72,7 @@ Status KeelAttention::Plan(const KernelEntry& k) {
   if (args_.d > cl::kAttentionMaxWidth || args_.dv > cl::kAttentionMaxWidth) {
     return at.Error(lo::attr::kDims, "has a head width above " + std::to_string(cl::kAttentionMaxWidth));
   }
-  launch_ = cl::AttentionLaunchOf(args_);
+  launch_ = cl::AttentionPlan(&args_);
   if (launch_.blocks > INT32_MAX) return at.Error(lo::attr::kBatch, "makes more than 2^31 blocks");
 
   const size_t nargs = has_mask ? 5 : 4;

@@ -93,49 +93,81 @@ __device__ __forceinline__ Operand OperandOf(const void* base, long long offset,
   return {offset, v.row, v.col, vec};
 }
 
-// rows x cols_pad elements into shared memory (row stride ld), zeros beyond
-// rows_valid / cols_valid: asynchronous 16-byte copies where the operand
-// allows, else element by element (visible after the next __syncthreads).
-template <typename T>
+// rows x cols_pad elements from row first_row on into the warp's shared
+// memory (row stride ld), zeros beyond rows_valid / cols_valid: asynchronous
+// 16-byte copies where the operand allows, else element by element (visible
+// after the next __syncwarp). CHUNKS (DMAX / 8, a power of two <= 16)
+// 16-byte slots per row: each lane keeps one column and walks the rows, so
+// the loop is pointer increments, no divisions.
+template <typename T, int CHUNKS>
 __device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, const Operand& o, int first_row,
-                                         int rows_valid, int rows, int cols_valid, int cols_pad) {
-  const long long off = o.offset + first_row * o.row;
+                                         int rows_valid, int rows, int cols_valid, int cols_pad, int lane) {
+  const T* origin = src + o.offset + first_row * o.row;
   if (o.vec) {
-    const int per_row = cols_pad / 8;
-    for (int idx = threadIdx.x; idx < rows * per_row; idx += blockDim.x) {
-      const int r = idx / per_row, c = (idx % per_row) * 8;
+    constexpr int dr = 32 / CHUNKS;
+    const int c = (lane % CHUNKS) * 8;
+    if (c >= cols_pad) return;
+    int r = lane / CHUNKS;
+    const T* from = origin + r * o.row + c;
+    T* to = dst + r * ld + c;
+    const long long from_step = dr * o.row;
+    for (; r < rows; r += dr, from += from_step, to += dr * ld) {
       const bool valid = r < rows_valid && c < cols_valid;
-      CopyAsync16(dst + r * ld + c, valid ? src + off + r * o.row + c : src, valid);
+      CopyAsync16(to, valid ? from : origin, valid);
     }
     return;
   }
-  for (int idx = threadIdx.x; idx < rows * cols_pad; idx += blockDim.x) {
+  for (int idx = lane; idx < rows * cols_pad; idx += 32) {
     const int r = idx / cols_pad, c = idx % cols_pad;
     T v;
     keel_from_f32(0.f, &v);
-    if (r < rows_valid && c < cols_valid) v = src[off + r * o.row + c * o.col];
+    if (r < rows_valid && c < cols_valid) v = origin[r * o.row + c * o.col];
     dst[r * ld + c] = v;
+  }
+}
+
+// Adds the mask (in log2 units) to a step's scores of rows row0 / row1 (fragment
+// layout).
+template <typename T>
+__device__ __forceinline__ void AddMask(float (&s)[kKeys / 8][4], const cl::AttentionArgs& a, long long mo, int kb,
+                                     int row0, int row1, int c4) {
+  const float* mask_f32 = static_cast<const float*>(a.mask);
+  const T* mask_t = static_cast<const T*>(a.mask);
+#pragma unroll
+  for (int n = 0; n < kKeys / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = kb + n * 8 + 2 * c4 + (e & 1), row = e < 2 ? row0 : row1;
+      if (key < a.sk && row < a.sq) {
+        const long long mi = mo + row * a.mv.row + key * a.mv.col;
+        s[n][e] += kLog2e * (a.mask_f32 ? mask_f32[mi] : keel_to_f32(mask_t[mi]));
+      }
+    }
   }
 }
 
 // DMAX (64 or 128) bounds the padded head widths: it sizes the register arrays.
 template <typename T, int DMAX>
 __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
-  const int warps = static_cast<int>(blockDim.x >> 5);
-  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, warps);
+  const int kw_count = a.key_warps, stages = cl::AttentionStages(a);
+  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, stages);
   extern __shared__ __align__(128) unsigned char smem[];
-  T* qs = reinterpret_cast<T*>(smem);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int rows = 16 * warps;
+  T* qs = reinterpret_cast<T*>(smem) + warp * L.warp;
+  const int tiles_per_block = cl::kAttentionWarps / kw_count;
+  const int tile = warp / kw_count, kw = warp % kw_count;
 
-  // This block's batch entry and first query; the operands' offsets for it.
-  const long long qblocks = (a.sq + rows - 1) / rows;
-  long long b = blockIdx.x / qblocks;
-  const int q0 = static_cast<int>(blockIdx.x % qblocks) * rows;
+  // This block's batch entry and this warp's first query; the operands' offsets.
+  // (32-bit arithmetic: the grid and every radix are below 2^31.)
+  const int rows_per_block = 16 * tiles_per_block;
+  const unsigned qblocks = static_cast<unsigned>((a.sq + rows_per_block - 1) / rows_per_block);
+  unsigned b = blockIdx.x / qblocks;
+  const int q0 = static_cast<int>(blockIdx.x % qblocks) * rows_per_block + tile * 16;
   long long qo = a.qv.offset, ko = a.kv.offset, vo = a.vv.offset, mo = a.mv.offset, yo = a.yv.offset;
   for (int t = a.digits - 1; t >= 0; --t) {
-    const long long digit = b % a.radix[t];
-    b /= a.radix[t];
+    const unsigned radix = static_cast<unsigned>(a.radix[t]);
+    const long long digit = b % radix;
+    b /= radix;
     qo += digit * a.qv.batch[t];
     ko += digit * a.kv.batch[t];
     vo += digit * a.vv.batch[t];
@@ -147,49 +179,51 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   const T* v = static_cast<const T*>(a.v);
   const Operand qop = OperandOf(q, qo, a.qv, a.d), kop = OperandOf(k, ko, a.kv, a.d),
                 vop = OperandOf(v, vo, a.vv, a.dv);
-  auto load_keys = [&](int step) {
-    const int kb = step * kKeys, stage = step & 1;
-    LoadTile(qs + L.k + stage * L.k_stage, L.ldq, k, kop, kb, a.sk - kb, kKeys, a.d, L.dp);
-    LoadTile(qs + L.v + stage * L.v_stage, L.ldv, v, vop, kb, a.sk - kb, kKeys, a.dv, L.dvp);
-  };
-  keel_wait_for_previous_grid();
-  LoadTile(qs, L.ldq, q, qop, q0, a.sq - q0, rows, a.d, L.dp);
-  load_keys(0);
-  CommitCopies();
 
   // Fragment coordinates: rows g and g + 8 of the warp's 16, columns 2 c4 (+1) of each 8.
   const int g = lane >> 2, c4 = lane & 3;
-  const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
+  const int row0 = q0 + g, row1 = row0 + 8;
   // ldmatrix addressing: lane l points at row l%8 of matrix l/8.
   const int mat = lane >> 3, mrow = lane & 7;
   const float scale = a.scale * kLog2e;  // scores in log2 units: exp2 below
-  const float* mask_f32 = static_cast<const float*>(a.mask);
-  const T* mask_t = static_cast<const T*>(a.mask);
 
-  unsigned qf[DMAX / 16][4];
   float o[DMAX / 8][4];
 #pragma unroll
   for (int n = 0; n < DMAX / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
-  const int steps = (a.sk + kKeys - 1) / kKeys;
-  for (int step = 0; step < steps; ++step) {
-    if (step + 1 < steps) load_keys(step + 1);
+  // This warp's steps: kw, kw + KW, ... (none when its tile is past the queries).
+  const int steps = cl::AttentionSteps(a.sk);
+  const int mine = q0 < a.sq ? (steps - kw + kw_count - 1) / kw_count : 0;
+  auto load_keys = [&](int i) {
+    const int kb = (kw + i * kw_count) * kKeys, stage = stages == 2 ? i & 1 : 0;
+    LoadTile<T, DMAX / 8>(qs + L.k + stage * L.k_stage, L.ldq, k, kop, kb, a.sk - kb, kKeys, a.d, L.dp, lane);
+    LoadTile<T, DMAX / 8>(qs + L.v + stage * L.v_stage, L.ldv, v, vop, kb, a.sk - kb, kKeys, a.dv, L.dvp, lane);
+  };
+  keel_wait_for_previous_grid();
+  if (mine > 0) {
+    LoadTile<T, DMAX / 8>(qs, L.ldq, q, qop, q0, a.sq - q0, 16, a.d, L.dp, lane);
+    load_keys(0);
+  }
+  CommitCopies();
+
+  unsigned qf[DMAX / 16][4];
+  for (int i = 0; i < mine; ++i) {
+    if (i + 1 < mine) load_keys(i + 1);
     CommitCopies();  // possibly empty: the wait below then still means "this step's"
     WaitAllButNewestCopies();
-    __syncthreads();
-    const T* ks = qs + L.k + (step & 1) * L.k_stage;
-    const T* vs = qs + L.v + (step & 1) * L.v_stage;
-    if (step == 0) {
+    __syncwarp();
+    const int stage = stages == 2 ? i & 1 : 0;
+    const T* ks = qs + L.k + stage * L.k_stage;
+    const T* vs = qs + L.v + stage * L.v_stage;
+    if (i == 0) {
       // A fragments of Q: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15).
 #pragma unroll
       for (int kc = 0; kc < DMAX / 16; ++kc) {
-        if (kc * 16 < L.dp) {
-          LoadMatrices(qf[kc], qs + (warp * 16 + (mat & 1) * 8 + mrow) * L.ldq + kc * 16 + (mat >> 1) * 8);
-        }
+        if (kc * 16 < L.dp) LoadMatrices(qf[kc], qs + ((mat & 1) * 8 + mrow) * L.ldq + kc * 16 + (mat >> 1) * 8);
       }
     }
-    // S (16 x 64) = Q K^T. K's rows are B's columns: matrices (keys 0-7 | 8-15) x (d 0-7 | 8-15).
+    // S (16 x 32) = Q K^T. K's rows are B's columns: matrices (keys 0-7 | 8-15) x (d 0-7 | 8-15).
     float s[kKeys / 8][4];
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
@@ -205,25 +239,30 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
         }
       }
     }
-    // Scale, mask and the keys past the end; each row's maximum over the quad's lanes.
-    const int kb = step * kKeys;
-    float mx[2] = {-INFINITY, -INFINITY};
+    // Scale, mask and the keys past the end (each in its own loop, skipped as a
+    // whole where it does not apply: the hot path stays short for the
+    // instruction cache); each row's maximum over the quad's lanes.
+    const int kb = (kw + i * kw_count) * kKeys;
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = kb + n * 8 + 2 * c4 + (e & 1), row = e < 2 ? row0 : row1;
-        float x = -INFINITY;
-        if (key < a.sk) {
-          x = s[n][e] * scale;
-          if (a.mask != nullptr && row < a.sq) {
-            const long long mi = mo + row * a.mv.row + key * a.mv.col;
-            x += kLog2e * (a.mask_f32 ? mask_f32[mi] : keel_to_f32(mask_t[mi]));
-          }
+      for (int e = 0; e < 4; ++e) s[n][e] *= scale;
+    }
+    if (a.mask != nullptr) AddMask<T>(s, a, mo, kb, row0, row1, c4);
+    if (kb + kKeys > a.sk) {
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (kb + n * 8 + 2 * c4 + (e & 1) >= a.sk) s[n][e] = -INFINITY;
         }
-        s[n][e] = x;
-        mx[e >> 1] = fmaxf(mx[e >> 1], x);
       }
+    }
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
     }
     float corr[2];
 #pragma unroll
@@ -241,10 +280,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     for (int n = 0; n < kKeys / 8; ++n) {
       float p[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float m = m_run[e >> 1];
-        p[e] = s[n][e] == -INFINITY ? 0.f : exp2f(s[n][e] - m);
-      }
+      for (int e = 0; e < 4; ++e) p[e] = s[n][e] == -INFINITY ? 0.f : exp2f(s[n][e] - m_run[e >> 1]);
       float r[4];
       pf[n >> 1][(n & 1) * 2] = PackRounded<T>(p[0], p[1], &r[0], &r[1]);
       pf[n >> 1][(n & 1) * 2 + 1] = PackRounded<T>(p[2], p[3], &r[2], &r[3]);
@@ -271,34 +307,82 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
         }
       }
     }
-    __syncthreads();  // the next step's copy reuses this stage
+    __syncwarp();  // the copy two steps on reuses this stage
   }
-
   // Each lane summed its own columns: the row's sum is the quad's.
-  T* y = static_cast<T*>(a.y);
-  const bool pairs = a.yv.col == 1 && (reinterpret_cast<unsigned long long>(y) & 3u) == 0;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
-    const int row = h == 0 ? row0 : row1;
-    if (row >= a.sq) continue;
-    const float inv = 1.f / l_run[h];
-    const long long base = yo + row * a.yv.row;
+  }
+  T* y = static_cast<T*>(a.y);
+  const bool pairs = a.yv.col == 1 && (reinterpret_cast<unsigned long long>(y) & 3u) == 0;
+  // Y's two elements (row, c), (row, c + 1) from f32 values already divided by the sum.
+  auto store = [&](int row, int c, float y0, float y1) {
+    const long long at = yo + row * a.yv.row + c * a.yv.col;
+    if (pairs && c + 1 < a.dv && (at & 1) == 0) {
+      float r0, r1;
+      *reinterpret_cast<unsigned*>(y + at) = PackRounded<T>(y0, y1, &r0, &r1);
+    } else {
+      keel_from_f32(y0, y + at);
+      if (c + 1 < a.dv) keel_from_f32(y1, y + at + a.yv.col);
+    }
+  };
+  if (kw_count == 1) {
 #pragma unroll
-    for (int n = 0; n < DMAX / 8; ++n) {
-      const int c = n * 8 + 2 * c4;
-      if (c >= a.dv) continue;
-      const float y0 = o[n][2 * h] * inv, y1 = o[n][2 * h + 1] * inv;
-      const long long at = base + c * a.yv.col;
-      if (pairs && c + 1 < a.dv && (at & 1) == 0) {
-        float r0, r1;
-        *reinterpret_cast<unsigned*>(y + at) = PackRounded<T>(y0, y1, &r0, &r1);
-      } else {
-        keel_from_f32(y0, y + at);
-        if (c + 1 < a.dv) keel_from_f32(y1, y + at + a.yv.col);
+    for (int h = 0; h < 2; ++h) {
+      const int row = h == 0 ? row0 : row1;
+      if (row >= a.sq) continue;
+      const float inv = 1.f / l_run[h];
+#pragma unroll
+      for (int n = 0; n < DMAX / 8; ++n) {
+        const int c = n * 8 + 2 * c4;
+        if (c < a.dv) store(row, c, o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
       }
     }
+    return;
+  }
+  // Merge the tile's key warps: each writes its output, maximum and sum over its own part of
+  // shared memory; then the tile's 32 KW threads combine them, column pairs across lanes.
+  __syncthreads();  // every warp is done with its tiles
+  float* mo_rows = reinterpret_cast<float*>(qs);  // 16 x ldo outputs, then 16 maxima, 16 sums
+  float* m_rows = mo_rows + 16 * L.ldo;
+  float* l_rows = m_rows + 16;
+#pragma unroll
+  for (int n = 0; n < DMAX / 8; ++n) {
+    if (n * 8 < L.dvp) {
+      const int c = n * 8 + 2 * c4;
+      mo_rows[g * L.ldo + c] = o[n][0];
+      mo_rows[g * L.ldo + c + 1] = o[n][1];
+      mo_rows[(g + 8) * L.ldo + c] = o[n][2];
+      mo_rows[(g + 8) * L.ldo + c + 1] = o[n][3];
+    }
+  }
+  if (c4 == 0) {
+    m_rows[g] = m_run[0];
+    m_rows[g + 8] = m_run[1];
+    l_rows[g] = l_run[0];
+    l_rows[g + 8] = l_run[1];
+  }
+  __syncthreads();
+  const int half_width = (a.dv + 1) / 2;
+  const float* first = reinterpret_cast<const float*>(smem) + (tile * kw_count) * L.warp / 2;
+  for (int idx = kw * 32 + lane; idx < 16 * half_width; idx += 32 * kw_count) {
+    const int r = idx / half_width, c = 2 * (idx - r * half_width);
+    if (q0 + r >= a.sq) continue;
+    float m = -INFINITY;
+    for (int w = 0; w < kw_count; ++w) m = fmaxf(m, first[w * L.warp / 2 + 16 * L.ldo + r]);
+    float sum = 0.f, y0 = 0.f, y1 = 0.f;
+    for (int w = 0; w < kw_count; ++w) {
+      const float* part = first + w * L.warp / 2;
+      const float mw = part[16 * L.ldo + r];
+      const float f = mw == -INFINITY ? 0.f : exp2f(mw - m);
+      sum += f * part[16 * L.ldo + 16 + r];
+      y0 += f * part[r * L.ldo + c];
+      y1 += f * part[r * L.ldo + c + 1];
+    }
+    const float inv = 1.f / sum;
+    store(q0 + r, c, y0 * inv, y1 * inv);
   }
 }
 
@@ -313,12 +397,12 @@ __device__ __forceinline__ void AttentionForWidth(const cl::AttentionArgs& a) {
 
 }  // namespace keel_attention
 
-extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionMaxWarps)
+extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionWarps)
     keel_attention_f16(const keel::cuda_lib::AttentionArgs a) {
   keel_attention::AttentionForWidth<__half>(a);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionMaxWarps)
+extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionWarps)
     keel_attention_bf16(const keel::cuda_lib::AttentionArgs a) {
   keel_attention::AttentionForWidth<__nv_bfloat16>(a);
 }

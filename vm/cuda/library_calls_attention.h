@@ -4,13 +4,15 @@
 // (vm/cuda/attention_kernel.cuh includes this), the VM (vm/cuda/attention_kernel.cc)
 // and keelc --emit=cuda-host programs (pasted verbatim, as library_calls.h says).
 //
-// The kernel (FlashAttention-2's scheme): one block of 1, 2 or 4 warps per
-// 16 queries per warp of one batch entry (AttentionWarps picks the most warps
-// that still give kAttentionTargetBlocks blocks, so small batches spread over
-// the SMs). Each warp keeps its 16 queries' Q fragments, its 16 x 64 scores
-// and its 16 x dv f32 output in registers; per step of 64 keys the block
-// copies K and V into shared memory (cp.async, two stages: the next step's
-// copy overlaps this step's math), the warp computes its scores on the tensor
+// The kernel (FlashAttention-2's scheme, warps independent): a block of four
+// warps; each warp owns one tile of 16 queries of one batch entry and a share
+// of its keys: with key_warps = KW > 1 the KW warps of a tile take every KW-th
+// step of 32 keys and merge their results at the end (a small batch then still
+// gives enough warps, and each warp's chain of dependent steps is shorter).
+// A warp keeps its Q fragments, its 16 x 32 scores and its 16 x dv f32 output
+// in registers; per step it copies its K and V rows into its own part of
+// shared memory (cp.async, two stages when it has more than one step, so the
+// next copy overlaps this step's math), computes the scores on the tensor
 // cores (mma.sync m16n8k16, f32 accumulation), updates each row's running
 // maximum and sum (online softmax, f32), rounds the probabilities to the data
 // type straight into the next MMA's operand registers and adds P V to its
@@ -29,9 +31,10 @@ namespace keel::cuda_lib {
 
 [[maybe_unused]] constexpr int kAttentionDigits = 6;      // batch digits (library_ops.h kAttentionMaxBatchDigits)
 [[maybe_unused]] constexpr int kAttentionMaxWidth = 128;  // d, dv (library_ops.h kAttentionMaxHeadWidth)
-[[maybe_unused]] constexpr int kAttentionBlockKeys = 64;  // keys per step
-[[maybe_unused]] constexpr int kAttentionMaxWarps = 4;     // 16 queries each
-[[maybe_unused]] constexpr long long kAttentionTargetBlocks = 256;
+[[maybe_unused]] constexpr int kAttentionBlockKeys = 32;  // keys per step
+[[maybe_unused]] constexpr int kAttentionWarps = 4;       // per block
+[[maybe_unused]] constexpr int kAttentionMaxKeyWarps = 4;
+[[maybe_unused]] constexpr long long kAttentionTargetWarps = 1024;
 
 // One operand's view in elements: offset + sum digit_t * batch[t] + r * row + c * col.
 struct AttentionView {
@@ -52,7 +55,8 @@ struct AttentionArgs {
   int digits = 0;
   int sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.f;
-  int mask_f32 = 0;  // the mask is f32 (else the data type)
+  int mask_f32 = 0;   // the mask is f32 (else the data type)
+  int key_warps = 1;  // warps sharing one query tile's keys (AttentionPlan sets it)
 };
 
 #ifdef __CUDACC__
@@ -61,30 +65,35 @@ struct AttentionArgs {
 #define KEEL_ATTENTION_HD
 #endif
 
-// One block's dynamic shared memory, the one description the kernel and the
-// launch share: Q (16 rows per warp), then two stages of K and of V (64 keys
-// each), all in the 2-byte data type. Widths are padded to the tensor-core
-// tile (16) and rows get 8 elements more: rows stay 16-byte aligned for
-// cp.async and ldmatrix, and ldmatrix's eight rows fall in different banks.
-// Offsets and strides in elements.
+// Each warp's part of the dynamic shared memory, the one description the
+// kernel and the launch share: its 16 Q rows, then `stages` buffers of K and
+// of V rows (32 keys each), in the 2-byte data type; after the last step the
+// same bytes hold the warp's f32 output, maximum and sum for the merge.
+// Widths are padded to the tensor-core tile (16) and rows get 8 elements
+// more: rows stay 16-byte aligned for cp.async and ldmatrix, and ldmatrix's
+// eight rows fall in different banks. Offsets and strides in elements.
 struct AttentionSmem {
   int dp = 0, dvp = 0;   // padded widths
   int ldq = 0, ldv = 0;  // Q and K rows; V rows
-  unsigned k = 0, v = 0;  // the first K and V stage (from Q's start)
+  int ldo = 0;           // f32 output rows of the merge
+  unsigned k = 0, v = 0;              // the first K and V stage (from the warp's start)
   unsigned k_stage = 0, v_stage = 0;  // one stage's size
-  unsigned bytes = 0;
+  unsigned warp = 0;                  // one warp's part
+  unsigned bytes = 0;                 // the block's
 };
-KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv, int warps) {
+KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv, int stages) {
   AttentionSmem s;
   s.dp = (d + 15) & ~15;
   s.dvp = (dv + 15) & ~15;
   s.ldq = s.dp + 8;
   s.ldv = s.dvp + 8;
+  s.ldo = s.dvp + 4;
   s.k_stage = static_cast<unsigned>(kAttentionBlockKeys * s.ldq);
   s.v_stage = static_cast<unsigned>(kAttentionBlockKeys * s.ldv);
-  s.k = static_cast<unsigned>(16 * warps * s.ldq);
-  s.v = s.k + 2u * s.k_stage;
-  s.bytes = 2u * (s.v + 2u * s.v_stage);
+  s.k = static_cast<unsigned>(16 * s.ldq);
+  s.v = s.k + static_cast<unsigned>(stages) * s.k_stage;
+  s.warp = s.v + static_cast<unsigned>(stages) * s.v_stage;  // >= the merge's 16 x (ldo + 2) f32
+  s.bytes = 2u * s.warp * static_cast<unsigned>(kAttentionWarps);
   return s;
 }
 
@@ -94,31 +103,33 @@ inline long long AttentionBatchCount(const AttentionArgs& a) {
   return n;
 }
 
-inline long long AttentionBlocksWith(const AttentionArgs& a, int warps) {
-  return AttentionBatchCount(a) * ((a.sq + 16LL * warps - 1) / (16LL * warps));
+// Steps of 32 keys, and a warp's share of them (the most any warp has).
+KEEL_ATTENTION_HD inline int AttentionSteps(int sk) { return (sk + kAttentionBlockKeys - 1) / kAttentionBlockKeys; }
+KEEL_ATTENTION_HD inline int AttentionStages(const AttentionArgs& a) {
+  return (AttentionSteps(a.sk) + a.key_warps - 1) / a.key_warps > 1 ? 2 : 1;
 }
 
-// Warps per block: the most (up to 4, and no more than the queries need) that
-// still give kAttentionTargetBlocks blocks, else one. A function of the
-// attributes only, so the VM and host programs launch alike on every device.
-inline int AttentionWarps(const AttentionArgs& a) {
-  for (int w = kAttentionMaxWarps; w > 1; w /= 2) {
-    if (16LL * (w / 2) < a.sq && AttentionBlocksWith(a, w) >= kAttentionTargetBlocks) return w;
-  }
-  return 1;
-}
-
-// One launch's geometry, from the attributes.
+// One launch's geometry.
 struct AttentionLaunch {
   unsigned long long blocks = 0;
   unsigned threads = 0, shared = 0;
 };
-inline AttentionLaunch AttentionLaunchOf(const AttentionArgs& a) {
-  const int w = AttentionWarps(a);
+
+// Sets a->key_warps, the most (up to 4, no more than the steps) that keep the
+// warps within kAttentionTargetWarps, and returns the launch: a function of the
+// attributes only, so the VM and host programs launch alike on every device.
+inline AttentionLaunch AttentionPlan(AttentionArgs* a) {
+  const long long tiles = AttentionBatchCount(*a) * ((a->sq + 15) / 16);
+  const int steps = AttentionSteps(a->sk);
+  int kw = 1;
+  while (kw < kAttentionMaxKeyWarps && kw < steps && 2 * kw * tiles <= kAttentionTargetWarps) kw *= 2;
+  a->key_warps = kw;
+  const long long tiles_per_block = kAttentionWarps / kw;
   AttentionLaunch l;
-  l.blocks = static_cast<unsigned long long>(AttentionBlocksWith(a, w));
-  l.threads = 32u * static_cast<unsigned>(w);
-  l.shared = AttentionLayout(a.d, a.dv, w).bytes;
+  l.blocks = static_cast<unsigned long long>(AttentionBatchCount(*a) *
+                                             ((a->sq + 16 * tiles_per_block - 1) / (16 * tiles_per_block)));
+  l.threads = 32u * kAttentionWarps;
+  l.shared = AttentionLayout(a->d, a->dv, AttentionStages(*a)).bytes;
   return l;
 }
 

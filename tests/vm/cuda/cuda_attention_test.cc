@@ -77,8 +77,11 @@ Case Dense(const char* name, int64_t batch, int64_t sq, int64_t sk, int64_t d, i
 std::vector<Case> Cases() {
   std::vector<Case> cs;
   cs.push_back(TorchHeads("torch_heads", 37, 2, 3, 64));
-  cs.push_back(TorchHeads("bert_base_batch8", 128, 8, 12, 64));  // two warps per block
-  cs.push_back(Dense("four_warps_per_block", 260, 64, 80, 32, 24, false, true));
+  // Key warps per query tile (AttentionPlan): 4 and 2 for BERT-base's heads at batch 1 and 8, 1 for
+  // a large batch (four query tiles per block, the last block's partly past the queries).
+  cs.push_back(TorchHeads("bert_base_batch1", 128, 1, 12, 64));
+  cs.push_back(TorchHeads("bert_base_batch8", 128, 8, 12, 64));
+  cs.push_back(Dense("one_key_warp", 260, 70, 80, 32, 24, false, true));
   cs.push_back(Dense("width72_masked", 3, 40, 70, 72, 72, false, true));
   cs.push_back(Dense("odd_scalar_loads", 3, 70, 130, 36, 20, false, false));
   cs.push_back(Dense("k_transposed_mask_width128", 2, 65, 200, 128, 128, true, true));
