@@ -86,29 +86,111 @@ bool GeneratedAnchor(const ir::Node& n) {
 // The prologues of each generated anchor (rule 0 in fusion.h): one-input
 // elementwise nodes that change the element type and whose only use is that
 // anchor.
+// The anchor `n` is a prologue of, or null.
+ir::Node* PrologueOf(const ir::Graph& graph, const ir::Node& n) {
+  if (n.body() || ClassifyOp(n) != OpClass::kElementwise) return nullptr;
+  size_t operands = 0;
+  const ir::Value* in = nullptr;
+  for (const ir::Value* v : n.inputs()) {
+    if (!v) continue;
+    ++operands;
+    in = v;
+  }
+  ir::Value* out = n.output(0);
+  if (operands != 1 || out->uses().size() != 1 || graph.IsGraphOutput(out)) return nullptr;
+  if (!in->has_type() || !out->has_type() || in->type().dtype == out->type().dtype) return nullptr;
+  ir::Node* user = out->uses()[0].node;
+  return !user->body() && GeneratedAnchor(*user) ? user : nullptr;
+}
+
 std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Graph& graph) {
   std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
   for (ir::Node* n : graph.nodes()) {
-    if (n->body() || ClassifyOp(*n) != OpClass::kElementwise) continue;
-    size_t operands = 0;
-    const ir::Value* in = nullptr;
-    for (const ir::Value* v : n->inputs()) {
-      if (!v) continue;
-      ++operands;
-      in = v;
-    }
-    ir::Value* out = n->output(0);
-    if (operands != 1 || out->uses().size() != 1 || graph.IsGraphOutput(out)) continue;
-    if (!in->has_type() || !out->has_type() || in->type().dtype == out->type().dtype) continue;
-    ir::Node* user = out->uses()[0].node;
-    if (!user->body() && GeneratedAnchor(*user)) prologues[user].push_back(n);
+    if (ir::Node* anchor = PrologueOf(graph, *n)) prologues[anchor].push_back(n);
   }
   return prologues;
+}
+
+// A keel.Reshape view between a producer and its elementwise user hides the
+// user from the producer's epilogue chain (a GEMM's residual add behind the
+// reshapes of a batch-first transformer). Moves one such user above the view
+// (rule -1 in fusion.h) when every other operand is a same-shape tensor (read
+// through a view of the producer's shape) or a single element, and is not a
+// prologue (rule 0: a Cast in front of a LayerNorm stays next to it). Returns
+// whether it did.
+Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view) {
+  if (view->op_type() != "keel.Reshape") return false;
+  // A view of a single-use view is one view of the first's input.
+  while (ir::Node* inner = view->input(0) ? view->input(0)->producer() : nullptr) {
+    ir::Value* mid = view->input(0);
+    if (inner->op_type() != "keel.Reshape" || mid->uses().size() != 1 || g.IsGraphOutput(mid)) break;
+    view->SetInput(0, inner->input(0));
+    KEEL_RETURN_IF_ERROR(g.RemoveNode(inner));
+  }
+  ir::Value* x = view->input(0);
+  ir::Value* v = view->output(0);
+  ir::Node* producer = x ? x->producer() : nullptr;
+  if (!producer || producer->body() || x->uses().size() != 1 || g.IsGraphOutput(x) || v->uses().size() != 1 ||
+      g.IsGraphOutput(v) || !x->has_type() || !v->has_type()) {
+    return false;
+  }
+  const OpClass producer_class = ClassifyOp(*producer);
+  if (producer_class != OpClass::kAnchor && producer_class != OpClass::kElementwise) return false;
+  ir::Node* user = v->uses()[0].node;
+  ir::Value* out = user->output(0);
+  if (user->body() || ClassifyOp(*user) != OpClass::kElementwise || PrologueOf(g, *user) || g.IsGraphOutput(out) ||
+      !out->has_type() || out->type().shape != v->type().shape) {
+    return false;
+  }
+  const std::vector<int64_t>& x_shape = x->type().shape;
+  for (ir::Value* in : user->inputs()) {
+    if (!in || in == v) continue;
+    if (!in->has_type()) return false;
+    const bool same_shape = in->type().shape == v->type().shape;
+    const bool single = in->type().NumElements() == 1 && in->type().shape.size() <= x_shape.size();
+    if (!same_shape && !single) return false;
+  }
+  for (size_t i = 0; i < user->inputs().size(); ++i) {
+    ir::Value* in = user->input(i);
+    if (in == v) {
+      user->SetInput(i, x);
+    } else if (in && in->type().shape == v->type().shape) {
+      ir::Node* review = g.InsertNodeBefore(user, "keel.Reshape", view->name(), {in}, 1);
+      review->attrs().Set("shape", x_shape);
+      review->output(0)->set_type({in->type().dtype, x_shape});
+      user->SetInput(i, review->output(0));
+    }
+  }
+  // The user now computes in the producer's shape; a view gives its old shape back.
+  ir::Node* back = g.InsertNodeBefore(user, "keel.Reshape", view->name(), {x}, 1);
+  back->attrs().Set("shape", v->type().shape);
+  back->output(0)->set_type(out->type());
+  const std::string name = out->name();
+  g.ReplaceAllUsesWith(out, back->output(0));
+  back->SetInput(0, out);
+  out->set_type({out->type().dtype, x_shape});
+  out->set_name(name + "/rows");
+  back->output(0)->set_name(name);
+  KEEL_RETURN_IF_ERROR(g.RemoveNode(view));
+  return true;
+}
+
+Status HoistEpiloguesAboveViews(ir::Graph& g) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (ir::Node* n : g.nodes()) {
+      KEEL_ASSIGN_OR_RETURN(const bool hoisted, HoistAboveView(g, n));  // removes only n itself
+      changed = changed || hoisted;
+    }
+  }
+  return g.TopologicalSort();
 }
 
 }  // namespace
 
 Status FusionPass::Run(ir::Graph& graph) {
+  if (fuse_anchors_) KEEL_RETURN_IF_ERROR(HoistEpiloguesAboveViews(graph));
   struct Group {
     std::vector<ir::Node*> chain;
     const ir::Node* lead;  // the anchor, injective or first elementwise node

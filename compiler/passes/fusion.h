@@ -9,6 +9,13 @@
 // (Add, Relu, Clip, Cast, ...), injective (Transpose, Slice, Gather, Concat,
 // ...), anchor (Conv, Gemm, MatMul, pools, reductions, Softmax, LayerNorm ...).
 //
+// First, views out of the way (rule -1): an elementwise node reading a
+// keel.Reshape view (or chain of views) of an anchor's or elementwise node's
+// single-use output is moved above the view (the view then follows it) when
+// its other operands are tensors of the view's shape (read through views of
+// the producer's shape) or single elements, unless it is a prologue (rule 0). A GEMM then takes the residual add behind a batch-first
+// transformer's reshapes as its epilogue.
+//
 // Grouping (nodes visited in topological order; a node joins at most one group):
 //   0. Prologues: a one-input elementwise node that changes the element type
 //      and whose only use is an anchor with a generated kernel (no

@@ -52,6 +52,25 @@ Result<bool> Bypass(ir::Graph& graph, ir::Node* n, const ops::OpDef& def) {
   return true;
 }
 
+// A transpose (OpDef::permutes_axes) that moves only size-1 axes keeps every
+// element at its offset: a reshape. (Batch-first exports transpose [S, 1, E]
+// to [1, S, E] at batch 1.)
+bool MovesOnlyUnitAxes(const ir::Node& n, const ops::OpDef* def) {
+  if (def == nullptr || !def->permutes_axes || !n.input(0) || !n.input(0)->has_type()) return false;
+  auto perm = n.attrs().GetInts("perm", {});
+  if (!perm.ok()) return false;
+  const std::vector<int64_t>& shape = n.input(0)->type().shape;
+  if (perm->size() != shape.size()) return false;
+  int64_t last = -1;
+  for (int64_t p : *perm) {
+    if (p < 0 || p >= static_cast<int64_t>(shape.size())) return false;
+    if (shape[static_cast<size_t>(p)] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 }  // namespace
 
 Status SimplifyPass::Run(ir::Graph& graph) {
@@ -71,7 +90,7 @@ Status SimplifyPass::Run(ir::Graph& graph) {
       (void)removed;
       continue;
     }
-    if (IsViewOp(def) && n->input(0) && n->input(0)->has_type() && n->output(0)->has_type() &&
+    if ((IsViewOp(def) || MovesOnlyUnitAxes(*n, def)) && n->input(0) && n->input(0)->has_type() && n->output(0)->has_type() &&
         !n->input(0)->is_constant()) {
       ir::Value* out = n->output(0);
       ir::Node* view = graph.InsertNodeBefore(n, "keel.Reshape", n->name(), {n->input(0)}, 1);

@@ -8,7 +8,7 @@
 //    whose input and output types are known become "keel.Reshape" {shape = static output shape}: a view of the
 //    input (no kernel; lowering emits alloc_tensor on the input's storage).
 //    Untyped ones are left for a later run (the default pipeline runs simplify
-//    again after shape inference).
+//    again after shape inference). So do transposes that move only size-1 axes.
 #pragma once
 
 #include "compiler/passes/pass.h"

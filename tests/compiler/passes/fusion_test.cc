@@ -115,6 +115,38 @@ TEST(FusionTest, ViewsStayOutside) {
   EXPECT_EQ(h["keel.Fused"], 2);
 }
 
+TEST(FusionTest, ResidualAddBehindViewsJoinsTheAnchor) {
+  // MatMul [4,6] -> views [4,1,6] -> [1,4,6] -> Add(residual r [1,4,6]) -> Mul(scalar) -> Softmax -> y.
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* a = g->AddInput("a", F32({4, 5}));
+    ir::Value* r = g->AddInput("r", F32({1, 4, 6}));
+    ir::Node* mm = g->AddNode("MatMul", "mm", {a, Const(*g, "w", {5, 6}, 1)}, 1);
+    ir::Node* v1 = g->AddNode("keel.Reshape", "v1", {mm->output(0)}, 1);
+    v1->attrs().Set("shape", std::vector<int64_t>{4, 1, 6});
+    ir::Node* v2 = g->AddNode("keel.Reshape", "v2", {v1->output(0)}, 1);
+    v2->attrs().Set("shape", std::vector<int64_t>{1, 4, 6});
+    ir::Node* add = g->AddNode("Add", "add", {r, v2->output(0)}, 1);
+    ir::Node* mul = g->AddNode("Mul", "mul", {add->output(0), Const(*g, "s", {}, 2)}, 1, {"scaled"});
+    ir::Node* sm = g->AddNode("Softmax", "sm", {mul->output(0)}, 1, {"y"});
+    g->AddOutput(sm->output(0));
+    return g;
+  };
+  ir::Graph* fused = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, FusePipeline, {Random({4, 5}, 3), Random({1, 4, 6}, 4)}, &fused, &keep), 1e-6);
+  auto h = Histogram(*fused);
+  EXPECT_EQ(h["keel.Fused"], 2);  // MatMul + Add + Mul, Softmax
+  ir::Node* softmax = fused->outputs()[0]->producer();
+  ir::Value* scaled = softmax->input(0);
+  EXPECT_EQ(scaled->name(), "scaled");
+  EXPECT_EQ(scaled->type().ToString(), "f32[1,4,6]");
+  ASSERT_EQ(scaled->producer()->op_type(), "keel.Reshape");
+  ir::Node* f = scaled->producer()->input(0)->producer();
+  EXPECT_EQ(Ops(f), (std::vector<std::string>{"MatMul", "Add", "Mul"}));
+  EXPECT_EQ(f->output(0)->type().ToString(), "f32[4,6]");
+}
+
 TEST(FusionTest, AnchorsCanBeLeftUnfused) {
   ir::Graph g;
   ir::Value* x = g.AddInput("x", F32({2, 3}));

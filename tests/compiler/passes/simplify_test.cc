@@ -59,5 +59,24 @@ TEST(SimplifyTest, ReshapeLikeOpsBecomeViews) {
   EXPECT_TRUE(InferShapes(g).ok());
 }
 
+TEST(SimplifyTest, TransposeOfUnitAxesBecomesAView) {
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({5, 1, 3}));
+  ir::Node* unit = g.AddNode("Transpose", "unit", {x}, 1);  // [5,1,3] -> [1,5,3]: no element moves
+  unit->attrs().Set("perm", std::vector<int64_t>{1, 0, 2});
+  ir::Node* real = g.AddNode("Transpose", "real", {unit->output(0)}, 1);  // [1,5,3] -> [1,3,5]: a copy
+  real->attrs().Set("perm", std::vector<int64_t>{0, 2, 1});
+  g.AddOutput(real->output(0));
+  ASSERT_TRUE(InferShapes(g).ok());
+  SimplifyPass p;
+  ASSERT_TRUE(p.Run(g).ok());
+  auto h = Histogram(g);
+  EXPECT_EQ(h["keel.Reshape"], 1);
+  EXPECT_EQ(h["Transpose"], 1);
+  ASSERT_EQ(real->input(0)->producer()->op_type(), "keel.Reshape");
+  EXPECT_EQ(real->input(0)->type().ToString(), "f32[1,5,3]");
+  EXPECT_TRUE(g.Verify(true).ok());
+}
+
 }  // namespace
 }  // namespace keel::passes
