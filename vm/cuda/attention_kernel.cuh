@@ -31,9 +31,8 @@ __device__ __forceinline__ void CopyAsync16(void* dst, const void* src, bool val
                "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::); }
-// Every committed group but the newest one has landed; every one has.
+// Every committed group but the newest one has landed.
 __device__ __forceinline__ void WaitAllButNewestCopies() { asm volatile("cp.async.wait_group 1;\n" ::); }
-__device__ __forceinline__ void WaitAllCopies() { asm volatile("cp.async.wait_group 0;\n" ::); }
 
 // Four 8x8 matrices of 2-byte elements; lane l gives the address of row l%8 of matrix l/8.
 __device__ __forceinline__ void LoadMatrices(unsigned r[4], const void* row) {
@@ -210,15 +209,9 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
 
   unsigned qf[DMAX / 16][4];
   for (int i = 0; i < mine; ++i) {
-    if (stages == 2) {  // the next step's copy overlaps this step
-      if (i + 1 < mine) load_keys(i + 1);
-      CommitCopies();  // possibly empty: the wait below then still means "this step's"
-      WaitAllButNewestCopies();
-    } else {  // one buffer: this step's copy starts after the last step's math
-      if (i > 0) load_keys(i);
-      CommitCopies();
-      WaitAllCopies();
-    }
+    if (i + 1 < mine) load_keys(i + 1);
+    CommitCopies();  // possibly empty: the wait below then still means "this step's"
+    WaitAllButNewestCopies();
     __syncwarp();
     const int stage = stages == 2 ? i & 1 : 0;
     const T* ks = qs + L.k + stage * L.k_stage;
@@ -314,7 +307,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
         }
       }
     }
-    __syncwarp();  // a later copy reuses this stage
+    __syncwarp();  // the copy two steps on reuses this stage
   }
   // Each lane summed its own columns: the row's sum is the quad's.
 #pragma unroll

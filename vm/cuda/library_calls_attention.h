@@ -11,7 +11,7 @@
 // gives enough warps, and each warp's chain of dependent steps is shorter).
 // A warp keeps its Q fragments, its 16 x 32 scores and its 16 x dv f32 output
 // in registers; per step it copies its K and V rows into its own part of
-// shared memory (cp.async; two stages when it has more than two steps, so the
+// shared memory (cp.async, two stages when it has more than one step, so the
 // next copy overlaps this step's math), computes the scores on the tensor
 // cores (mma.sync m16n8k16, f32 accumulation), updates each row's running
 // maximum and sum (online softmax, f32), rounds the probabilities to the data
@@ -34,7 +34,7 @@ namespace keel::cuda_lib {
 [[maybe_unused]] constexpr int kAttentionBlockKeys = 32;  // keys per step
 [[maybe_unused]] constexpr int kAttentionWarps = 4;       // per block
 [[maybe_unused]] constexpr int kAttentionMaxKeyWarps = 4;
-[[maybe_unused]] constexpr long long kAttentionTargetWarps = 2048;
+[[maybe_unused]] constexpr long long kAttentionTargetWarps = 1024;
 
 // One operand's view in elements: offset + sum digit_t * batch[t] + r * row + c * col.
 struct AttentionView {
@@ -105,10 +105,8 @@ inline long long AttentionBatchCount(const AttentionArgs& a) {
 
 // Steps of 32 keys, and a warp's share of them (the most any warp has).
 KEEL_ATTENTION_HD inline int AttentionSteps(int sk) { return (sk + kAttentionBlockKeys - 1) / kAttentionBlockKeys; }
-// Two stages only for warps with more than two steps: less shared memory per
-// block keeps more warps resident, which hides short chains' copies as well.
 KEEL_ATTENTION_HD inline int AttentionStages(const AttentionArgs& a) {
-  return (AttentionSteps(a.sk) + a.key_warps - 1) / a.key_warps > 2 ? 2 : 1;
+  return (AttentionSteps(a.sk) + a.key_warps - 1) / a.key_warps > 1 ? 2 : 1;
 }
 
 // One launch's geometry.
