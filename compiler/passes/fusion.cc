@@ -118,12 +118,16 @@ std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Gr
 // through a view of the producer's shape) or a single element, and is not a
 // prologue (rule 0: a Cast in front of a LayerNorm stays next to it). Returns
 // whether it did.
-Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view) {
-  if (view->op_type() != "keel.Reshape") return false;
+Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view, std::unordered_set<const ir::Node*>& operand_views) {
+  // The views this made of other operands stay: hoisting above them would turn back.
+  if (view->op_type() != "keel.Reshape" || operand_views.count(view)) return false;
   // A view of a single-use view is one view of the first's input.
   while (ir::Node* inner = view->input(0) ? view->input(0)->producer() : nullptr) {
     ir::Value* mid = view->input(0);
-    if (inner->op_type() != "keel.Reshape" || mid->uses().size() != 1 || g.IsGraphOutput(mid)) break;
+    if (inner->op_type() != "keel.Reshape" || operand_views.count(inner) || mid->uses().size() != 1 ||
+        g.IsGraphOutput(mid)) {
+      break;
+    }
     view->SetInput(0, inner->input(0));
     KEEL_RETURN_IF_ERROR(g.RemoveNode(inner));
   }
@@ -159,6 +163,7 @@ Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view) {
       review->attrs().Set("shape", x_shape);
       review->output(0)->set_type({in->type().dtype, x_shape});
       user->SetInput(i, review->output(0));
+      operand_views.insert(review);
     }
   }
   // The user now computes in the producer's shape; a view gives its old shape back.
@@ -176,12 +181,13 @@ Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view) {
 }
 
 Status HoistEpiloguesAboveViews(ir::Graph& g) {
+  std::unordered_set<const ir::Node*> operand_views;
   bool changed = true;
   while (changed) {
     changed = false;
     for (ir::Node* n : g.nodes()) {
-      KEEL_ASSIGN_OR_RETURN(const bool hoisted, HoistAboveView(g, n));  // removes only n itself
-      changed = changed || hoisted;
+      KEEL_ASSIGN_OR_RETURN(changed, HoistAboveView(g, n, operand_views));
+      if (changed) break;  // nodes were removed: take a fresh list
     }
   }
   return g.TopologicalSort();
