@@ -8,6 +8,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "compiler/memory/block_merging.h"
 #include "compiler/memory/greedy_size_planner.h"
 #include "compiler/memory/lower_bounds.h"
 #include "compiler/memory/planning_support.h"
@@ -272,6 +273,45 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
   return best;
 }
 
+// The block construction (block_merging.h): the buffers merged into blocks,
+// most boldly first (every same-lifetime group stacked, then only pairs, then
+// chains only), each block problem searched for the smallest top it packs in —
+// the target first (the bound, or the decision form's capacity), then bisecting
+// below the best top found. Returns a layout of `items` (empty when no merge
+// helped). Nodes are its own (`max_nodes`, not charged to the items' search),
+// so the search that follows is the one it was without this stage.
+std::vector<uint64_t> SearchBlocks(const std::vector<internal::PackingItem>& items, uint64_t target, uint64_t top,
+                                   Clock::time_point deadline, uint64_t max_nodes) {
+  std::vector<uint64_t> best;
+  const size_t stacks[] = {SIZE_MAX, 2, 1};
+  size_t previous_blocks = items.size();
+  for (size_t p = 0; p < 3; ++p) {
+    const internal::BlockProblem problem = internal::MergeIntoBlocks(items, stacks[p]);
+    if (problem.blocks.size() >= items.size() || problem.blocks.size() == previous_blocks) continue;
+    previous_blocks = problem.blocks.size();
+    const Clock::time_point policy_deadline = Clock::now() + (deadline - Clock::now()) / static_cast<int>(3 - p);
+    uint64_t nodes_left = max_nodes, floor = target;
+    bool first = true;
+    while (top > floor && Clock::now() < policy_deadline && nodes_left > 0) {
+      const uint64_t capacity = first ? floor : floor + (top - 1 - floor) / 2;
+      first = false;
+      const Clock::time_point now = Clock::now();
+      internal::PackingResult r = internal::PackWithRestarts(
+          problem.blocks, capacity, now + (policy_deadline - now) / 2,
+          nodes_left == UINT64_MAX ? UINT64_MAX : (nodes_left + 1) / 2);
+      nodes_left -= std::min(nodes_left, r.nodes);
+      if (r.outcome == internal::PackingOutcome::kFound) {
+        best = internal::ExpandBlockLayout(problem, r.offsets);
+        top = TopOf(items, best);
+        if (top <= target) return best;
+      } else {
+        floor = capacity + 1;  // the blocks: a "no" says nothing about the buffers
+      }
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
@@ -324,7 +364,32 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
       items.reserve(ids.size());
       for (int32_t id : ids) items.push_back(internal::ItemOf(tensors[id]));
       const uint64_t target = groups.size() == 1 ? options.capacity : 0;
-      outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, deadline, &nodes_left, options);
+      // The block construction first, within half the time and a node budget
+      // of its own; the searches then run as without it, and the lower top wins.
+      std::vector<uint64_t> blocks;
+      const uint64_t block_target = target != 0 ? target : incumbent.proven_bound;
+      if (incumbent.top > block_target && incumbent.proven_bound <= block_target) {
+        const Clock::time_point now = Clock::now();
+        blocks = SearchBlocks(items, block_target, incumbent.top, now + (deadline - now) / 2, nodes_left);
+      }
+      const uint64_t blocks_top = blocks.empty() ? UINT64_MAX : TopOf(items, blocks);
+      if (blocks_top <= incumbent.proven_bound) {  // optimal: nothing left to search
+        outcome = incumbent;
+        outcome.offsets = std::move(blocks);
+        outcome.top = blocks_top;
+      } else if (target != 0 && blocks_top <= target) {  // the decision form's answer
+        outcome = incumbent;
+        outcome.offsets = std::move(blocks);
+        outcome.top = blocks_top;
+      } else {
+        outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, deadline, &nodes_left, options);
+        if (blocks_top < outcome.top) {
+          outcome.offsets = std::move(blocks);
+          outcome.top = blocks_top;
+        }
+      }
+      outcome.optimal = outcome.top <= outcome.proven_bound;
+      if (outcome.optimal) outcome.proven_bound = outcome.top;
     }
     all_optimal = all_optimal && outcome.optimal;
     bound_sum += outcome.proven_bound;
