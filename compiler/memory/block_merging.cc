@@ -3,7 +3,8 @@
 //
 // The merges form a forest: leaves are the input items, an inner node a block
 // with its parts at fixed offsets inside it. Each round stacks every group of
-// same-lifetime roots, then chains same-size roots that meet in time; rounds
+// same-lifetime roots, then chains same-size roots that meet in time (or, with
+// MergeRules::chains_first, chains until nothing chains, then stacks); rounds
 // repeat until one changes nothing.
 #include "compiler/memory/block_merging.h"
 
@@ -24,8 +25,9 @@ struct Node {
 
 class Merger {
  public:
-  Merger(const std::vector<PackingItem>& items, size_t max_stack)
-      : n_(static_cast<int32_t>(items.size())), max_stack_(max_stack) {
+  Merger(const std::vector<PackingItem>& items, const MergeRules& rules)
+      : n_(static_cast<int32_t>(items.size())), max_stack_(std::max<size_t>(rules.max_stack, 1)),
+        chains_first_(rules.chains_first) {
     for (int32_t i = 0; i < n_; ++i) {
       nodes_.push_back({items[i], {}});
       roots_.push_back(i);
@@ -33,7 +35,14 @@ class Merger {
   }
 
   BlockProblem Run() {
-    while (StackSameLifetimes() | ChainSameSizes()) {
+    if (chains_first_) {
+      do {
+        while (ChainSameSizes()) {
+        }
+      } while (StackSameLifetimes());
+    } else {
+      while (StackSameLifetimes() | ChainSameSizes()) {
+      }
     }
     BlockProblem out;
     out.block_of.assign(n_, -1);
@@ -149,14 +158,15 @@ class Merger {
 
   int32_t n_;
   size_t max_stack_;  // larger same-lifetime groups stay apart
+  bool chains_first_;
   std::vector<Node> nodes_;
   std::vector<int32_t> roots_;
 };
 
 }  // namespace
 
-BlockProblem MergeIntoBlocks(const std::vector<PackingItem>& items, size_t max_stack) {
-  return Merger(items, std::max<size_t>(max_stack, 1)).Run();
+BlockProblem MergeIntoBlocks(const std::vector<PackingItem>& items, const MergeRules& rules) {
+  return Merger(items, rules).Run();
 }
 
 std::vector<uint64_t> ExpandBlockLayout(const BlockProblem& problem, const std::vector<uint64_t>& block_offsets) {

@@ -8,7 +8,8 @@
 //     at the same offset, they are a block of that size living over both.
 // MergeIntoBlocks applies both rules until neither applies (all buffers of one
 // lifetime are stacked at once, largest alignment then larger size lowest; time-
-// adjacent blocks of one size are chained left to right). Blocks are buffers like
+// adjacent blocks of one size are chained left to right, and where several
+// could follow, the one ending first does). Blocks are buffers like
 // any other, so the skyline search (skyline_search.h) packs them, and every
 // layout of the blocks expands (ExpandBlockLayout) into a valid layout of the
 // buffers: inside a block its members never share a byte while live together.
@@ -47,12 +48,22 @@ struct BlockProblem {
   std::vector<uint64_t> offset_in_block;
 };
 
-// `max_stack`: a group of more same-lifetime blocks than this is not stacked
-// (1: no stacking, chains only). Where many buffers share a few time points
-// (short lifetimes in a busy stretch), unrelated buffers share a lifetime by
-// chance and stacking them can make the blocks unpackable; the more cautious
-// merges keep more buffers apart (see exact_planner.h for how they are tried).
-BlockProblem MergeIntoBlocks(const std::vector<PackingItem>& items, size_t max_stack = SIZE_MAX);
+// How boldly to merge. Where many buffers share a few time points (short
+// lifetimes in a busy stretch) or a size (a few bytes), unrelated buffers share
+// a lifetime, or meet in time with one size, by chance, and merging them can
+// make the blocks unpackable; which order of the rules avoids that differs
+// from problem to problem, so exact_planner.h tries several.
+struct MergeRules {
+  // A group of more same-lifetime blocks than this is not stacked (1: no
+  // stacking, chains only).
+  size_t max_stack = SIZE_MAX;
+  // Chain until nothing chains, then stack, and again (a part completed by
+  // chaining then joins its own sibling, not a stranger of the same lifetime);
+  // else each round stacks, then chains.
+  bool chains_first = false;
+};
+
+BlockProblem MergeIntoBlocks(const std::vector<PackingItem>& items, const MergeRules& rules = {});
 
 // The items' offsets for `block_offsets` (one per block, a layout of
 // problem.blocks).
