@@ -274,60 +274,75 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
   return best;
 }
 
-// The block construction (block_merging.h), within `deadline` and
-// `max_nodes` (its own: not charged to the items' search, so the search that
-// follows is the one it was without this stage). Returns a layout of `items`
-// (empty when no merge helped).
-//   1. Each way of merging (MergeRules: stack then chain; chains first; pairs
-//      only; chains only) whose blocks differ: the blocks searched at `target`
-//      (the bound, or the decision form's capacity) with an eighth of the time
-//      and nodes; a layout there ends the stage.
-//   2. Otherwise the blocks whose greedy construction (ConstructLayout) is
-//      lowest are improved by the large-neighbourhood search (`lns`'s engine)
-//      for the rest of the time: fewer, larger pieces make its repairs reach
-//      further than on the buffers.
-std::vector<uint64_t> SearchBlocks(const std::vector<internal::PackingItem>& items, uint64_t target,
-                                   Clock::time_point deadline, uint64_t max_nodes) {
-  const internal::MergeRules rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
-  const Clock::time_point start = Clock::now();
-  const auto share = (deadline - start) / 8;
-  uint64_t nodes_left = max_nodes;
-  std::vector<size_t> seen;
-  internal::BlockProblem best_blocks;
-  internal::OverlapGraph best_graph;
-  std::vector<uint64_t> best_layout;
-  uint64_t best_top = UINT64_MAX;
-  for (const internal::MergeRules& r : rules) {
-    internal::BlockProblem problem = internal::MergeIntoBlocks(items, r);
-    if (problem.blocks.size() >= items.size() ||
-        std::find(seen.begin(), seen.end(), problem.blocks.size()) != seen.end()) {
-      continue;
+// The block construction (block_merging.h) for one group. Its nodes are its
+// own (not charged to the items' search, so that search is the one it was
+// without this construction, and keelc's budgeted plans can only improve).
+//   Probe    each way of merging (MergeRules: stack then chain; chains first;
+//            pairs only; chains only) whose blocks differ: the blocks searched
+//            at `target` (the bound, or the decision form's capacity), each
+//            with at most kBlockProbeNodesPerBlock nodes per block and a
+//            sixteenth of the time; a layout there is the answer.
+//   Improve  otherwise, after the items' search: the blocks whose greedy
+//            construction (ConstructLayout) is lowest, improved by the
+//            large-neighbourhood search (`lns`'s engine) — fewer, larger
+//            pieces let its repairs reach further than on the buffers.
+// Layouts are of `items` (empty: no merge helped).
+constexpr uint64_t kBlockProbeNodesPerBlock = 256;
+constexpr uint64_t kBlockProbeMinNodes = 16384;
+constexpr int kBlockProbeTimeDivisor = 16;
+
+class BlockConstruction {
+ public:
+  BlockConstruction(const std::vector<internal::PackingItem>& items, uint64_t target)
+      : items_(items), target_(target) {}
+
+  std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, uint64_t max_nodes) {
+    const internal::MergeRules rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
+    std::vector<size_t> seen;
+    for (const internal::MergeRules& r : rules) {
+      internal::BlockProblem problem = internal::MergeIntoBlocks(items_, r);
+      if (problem.blocks.size() >= items_.size() ||
+          std::find(seen.begin(), seen.end(), problem.blocks.size()) != seen.end()) {
+        continue;
+      }
+      seen.push_back(problem.blocks.size());
+      const uint64_t nodes =
+          std::min(max_nodes, std::max(kBlockProbeMinNodes, kBlockProbeNodesPerBlock * problem.blocks.size()));
+      internal::PackingResult found = internal::PackWithRestarts(
+          problem.blocks, target_, std::min(deadline, Clock::now() + (deadline - start) / kBlockProbeTimeDivisor), nodes);
+      if (found.outcome == internal::PackingOutcome::kFound) return internal::ExpandBlockLayout(problem, found.offsets);
+      internal::OverlapGraph graph;
+      if (!internal::BuildOverlapGraph(problem.blocks, &graph)) continue;
+      std::vector<uint64_t> layout = internal::ConstructLayout(problem.blocks, graph);
+      const uint64_t top = TopOf(problem.blocks, layout);
+      if (top < best_top_) {
+        best_top_ = top;
+        best_ = std::move(problem);
+        graph_ = std::move(graph);
+        layout_ = std::move(layout);
+      }
     }
-    seen.push_back(problem.blocks.size());
-    const uint64_t probe_nodes = nodes_left == UINT64_MAX ? UINT64_MAX : nodes_left / 8;
-    internal::PackingResult found =
-        internal::PackWithRestarts(problem.blocks, target, std::min(deadline, Clock::now() + share), probe_nodes);
-    nodes_left -= std::min(nodes_left, found.nodes);
-    if (found.outcome == internal::PackingOutcome::kFound) return internal::ExpandBlockLayout(problem, found.offsets);
-    internal::OverlapGraph graph;
-    if (!internal::BuildOverlapGraph(problem.blocks, &graph)) continue;
-    std::vector<uint64_t> layout = internal::ConstructLayout(problem.blocks, graph);
-    const uint64_t top = TopOf(problem.blocks, layout);
-    if (top < best_top) {
-      best_top = top;
-      best_blocks = std::move(problem);
-      best_graph = std::move(graph);
-      best_layout = std::move(layout);
-    }
+    return {};
   }
-  if (best_layout.empty()) return {};
-  internal::LnsLimits limits;
-  limits.deadline = deadline;
-  limits.max_nodes = nodes_left;
-  internal::LnsResult improved =
-      internal::ImproveLayout(best_blocks.blocks, best_graph, std::move(best_layout), target, limits);
-  return internal::ExpandBlockLayout(best_blocks, improved.offsets);
-}
+
+  std::vector<uint64_t> Improve(Clock::time_point deadline, uint64_t max_nodes) {
+    if (layout_.empty()) return {};
+    internal::LnsLimits limits;
+    limits.deadline = deadline;
+    limits.max_nodes = max_nodes;
+    internal::LnsResult improved = internal::ImproveLayout(best_.blocks, graph_, std::move(layout_), target_, limits);
+    layout_.clear();
+    return internal::ExpandBlockLayout(best_, improved.offsets);
+  }
+
+ private:
+  const std::vector<internal::PackingItem>& items_;
+  uint64_t target_;
+  internal::BlockProblem best_;  // the blocks of the lowest construction
+  internal::OverlapGraph graph_;
+  std::vector<uint64_t> layout_;
+  uint64_t best_top_ = UINT64_MAX;
+};
 
 }  // namespace
 
@@ -381,28 +396,31 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
       items.reserve(ids.size());
       for (int32_t id : ids) items.push_back(internal::ItemOf(tensors[id]));
       const uint64_t target = groups.size() == 1 ? options.capacity : 0;
-      // The block construction first, within half the time and a node budget
-      // of its own; the searches then run as without it, and the lower top wins.
-      std::vector<uint64_t> blocks;
+      // The block construction's probes first; then the searches as without
+      // it (the optimization form with half the time left), then the
+      // construction's improvement; the lowest top wins.
       const uint64_t block_target = target != 0 ? target : incumbent.proven_bound;
-      if (incumbent.top > block_target && incumbent.proven_bound <= block_target) {
-        const Clock::time_point now = Clock::now();
-        blocks = SearchBlocks(items, block_target, now + (deadline - now) / 2, nodes_left);
-      }
-      const uint64_t blocks_top = blocks.empty() ? UINT64_MAX : TopOf(items, blocks);
-      if (blocks_top <= incumbent.proven_bound) {  // optimal: nothing left to search
-        outcome = incumbent;
-        outcome.offsets = std::move(blocks);
-        outcome.top = blocks_top;
-      } else if (target != 0 && blocks_top <= target) {  // the decision form's answer
-        outcome = incumbent;
-        outcome.offsets = std::move(blocks);
-        outcome.top = blocks_top;
+      const bool try_blocks = incumbent.top > block_target && incumbent.proven_bound <= block_target;
+      BlockConstruction blocks(items, block_target);
+      std::vector<uint64_t> block_layout;
+      if (try_blocks) block_layout = blocks.Probe(Clock::now(), deadline, nodes_left);
+      if (!block_layout.empty()) {
+        outcome = std::move(incumbent);
+        outcome.top = TopOf(items, block_layout);
+        outcome.offsets = std::move(block_layout);
       } else {
-        outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, deadline, &nodes_left, options);
-        if (blocks_top < outcome.top) {
-          outcome.offsets = std::move(blocks);
-          outcome.top = blocks_top;
+        const Clock::time_point now = Clock::now();
+        const Clock::time_point search_deadline = target != 0 || !try_blocks ? deadline : now + (deadline - now) / 2;
+        const uint64_t nodes_before = nodes_left;
+        outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, search_deadline, &nodes_left,
+                                   options);
+        const uint64_t goal = target != 0 ? target : outcome.proven_bound;
+        if (try_blocks && outcome.top > goal && outcome.proven_bound <= goal) {
+          block_layout = blocks.Improve(deadline, nodes_before);
+          if (!block_layout.empty() && TopOf(items, block_layout) < outcome.top) {
+            outcome.top = TopOf(items, block_layout);
+            outcome.offsets = std::move(block_layout);
+          }
         }
       }
       outcome.optimal = outcome.top <= outcome.proven_bound;
