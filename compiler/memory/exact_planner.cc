@@ -279,16 +279,27 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 // without this construction, and keelc's budgeted plans can only improve).
 //   Probe    each way of merging (MergeRules: stack then chain; chains first;
 //            pairs only; chains only) whose blocks differ: the blocks searched
-//            at `target` (the bound, or the decision form's capacity), each
-//            with at most kBlockProbeNodesPerBlock nodes per block and a
-//            sixteenth of the time; a layout there is the answer.
+//            at `target` (the bound, or the decision form's capacity) within a
+//            node budget per block and a sixteenth of the time; a layout there
+//            is the answer. A quick pass (kQuickProbe) comes first; a patient
+//            one (kPatientProbe) before the items' search in the optimization
+//            form, after it (with half the time left) in the decision form,
+//            where the items' search decides MiniMalloc's instances that the
+//            blocks do not (E, F, H) sooner than the patient pass would.
 //   Improve  otherwise, after the items' search: the blocks whose greedy
 //            construction (ConstructLayout) is lowest, improved by the
 //            large-neighbourhood search (`lns`'s engine) — fewer, larger
 //            pieces let its repairs reach further than on the buffers.
 // Layouts are of `items` (empty: no merge helped).
-constexpr uint64_t kBlockProbeNodesPerBlock = 256;
-constexpr uint64_t kBlockProbeMinNodes = 16384;
+struct ProbeBudget {
+  uint64_t nodes_per_block;
+  uint64_t min_nodes;
+};
+// Every probe that decided MiniMalloc's challenging instances or the 300- and
+// 1,000-buffer perfect packings took 2,000 nodes or fewer, except three:
+// 15,000-40,000 (the patient pass).
+constexpr ProbeBudget kQuickProbe{16, 2048};
+constexpr ProbeBudget kPatientProbe{256, 16384};
 constexpr int kBlockProbeTimeDivisor = 16;
 
 class BlockConstruction {
@@ -296,7 +307,8 @@ class BlockConstruction {
   BlockConstruction(const std::vector<internal::PackingItem>& items, uint64_t target)
       : items_(items), target_(target) {}
 
-  std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, uint64_t max_nodes) {
+  std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, uint64_t max_nodes,
+                              ProbeBudget budget) {
     const internal::MergeRules rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
     std::vector<size_t> seen;
     for (const internal::MergeRules& r : rules) {
@@ -307,41 +319,48 @@ class BlockConstruction {
       }
       seen.push_back(problem.blocks.size());
       const uint64_t nodes =
-          std::min(max_nodes, std::max(kBlockProbeMinNodes, kBlockProbeNodesPerBlock * problem.blocks.size()));
+          std::min(max_nodes, std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size()));
       internal::PackingResult found = internal::PackWithRestarts(
           problem.blocks, target_, std::min(deadline, Clock::now() + (deadline - start) / kBlockProbeTimeDivisor), nodes);
       if (found.outcome == internal::PackingOutcome::kFound) return internal::ExpandBlockLayout(problem, found.offsets);
-      internal::OverlapGraph graph;
-      if (!internal::BuildOverlapGraph(problem.blocks, &graph)) continue;
-      std::vector<uint64_t> layout = internal::ConstructLayout(problem.blocks, graph);
-      const uint64_t top = TopOf(problem.blocks, layout);
-      if (top < best_top_) {
-        best_top_ = top;
-        best_ = std::move(problem);
-        graph_ = std::move(graph);
-        layout_ = std::move(layout);
-      }
+      if (!kept_) problems_.push_back(std::move(problem));
     }
+    kept_ = true;
     return {};
   }
 
   std::vector<uint64_t> Improve(Clock::time_point deadline, uint64_t max_nodes) {
-    if (layout_.empty()) return {};
+    // The blocks whose greedy construction is lowest.
+    const internal::BlockProblem* best = nullptr;
+    internal::OverlapGraph best_graph;
+    std::vector<uint64_t> best_layout;
+    uint64_t best_top = UINT64_MAX;
+    for (const internal::BlockProblem& problem : problems_) {
+      internal::OverlapGraph graph;
+      if (!internal::BuildOverlapGraph(problem.blocks, &graph)) continue;
+      std::vector<uint64_t> layout = internal::ConstructLayout(problem.blocks, graph);
+      const uint64_t top = TopOf(problem.blocks, layout);
+      if (top < best_top) {
+        best_top = top;
+        best = &problem;
+        best_graph = std::move(graph);
+        best_layout = std::move(layout);
+      }
+    }
+    if (best == nullptr) return {};
     internal::LnsLimits limits;
     limits.deadline = deadline;
     limits.max_nodes = max_nodes;
-    internal::LnsResult improved = internal::ImproveLayout(best_.blocks, graph_, std::move(layout_), target_, limits);
-    layout_.clear();
-    return internal::ExpandBlockLayout(best_, improved.offsets);
+    internal::LnsResult improved =
+        internal::ImproveLayout(best->blocks, best_graph, std::move(best_layout), target_, limits);
+    return internal::ExpandBlockLayout(*best, improved.offsets);
   }
 
  private:
   const std::vector<internal::PackingItem>& items_;
   uint64_t target_;
-  internal::BlockProblem best_;  // the blocks of the lowest construction
-  internal::OverlapGraph graph_;
-  std::vector<uint64_t> layout_;
-  uint64_t best_top_ = UINT64_MAX;
+  std::vector<internal::BlockProblem> problems_;  // the distinct merges (the first pass's)
+  bool kept_ = false;
 };
 
 }  // namespace
@@ -396,27 +415,35 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
       items.reserve(ids.size());
       for (int32_t id : ids) items.push_back(internal::ItemOf(tensors[id]));
       const uint64_t target = groups.size() == 1 ? options.capacity : 0;
-      // The block construction's probes first; then the searches as without
-      // it (the optimization form with half the time left), then the
-      // construction's improvement; the lowest top wins.
+      // The block construction's probes first (see BlockConstruction); then
+      // the searches as without it (with half the time left), then the
+      // construction's patient probes (decision form) and its improvement;
+      // the lowest top wins.
       const uint64_t block_target = target != 0 ? target : incumbent.proven_bound;
       const bool try_blocks = incumbent.top > block_target && incumbent.proven_bound <= block_target;
       BlockConstruction blocks(items, block_target);
+      const Clock::time_point group_start = Clock::now();
       std::vector<uint64_t> block_layout;
-      if (try_blocks) block_layout = blocks.Probe(Clock::now(), deadline, nodes_left);
+      if (try_blocks) {
+        block_layout = blocks.Probe(group_start, deadline, nodes_left, kQuickProbe);
+        if (block_layout.empty() && target == 0) {
+          block_layout = blocks.Probe(group_start, deadline, nodes_left, kPatientProbe);
+        }
+      }
       if (!block_layout.empty()) {
         outcome = std::move(incumbent);
         outcome.top = TopOf(items, block_layout);
         outcome.offsets = std::move(block_layout);
       } else {
         const Clock::time_point now = Clock::now();
-        const Clock::time_point search_deadline = target != 0 || !try_blocks ? deadline : now + (deadline - now) / 2;
+        const Clock::time_point search_deadline = try_blocks ? now + (deadline - now) / 2 : deadline;
         const uint64_t nodes_before = nodes_left;
         outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, search_deadline, &nodes_left,
                                    options);
         const uint64_t goal = target != 0 ? target : outcome.proven_bound;
         if (try_blocks && outcome.top > goal && outcome.proven_bound <= goal) {
-          block_layout = blocks.Improve(deadline, nodes_before);
+          if (target != 0) block_layout = blocks.Probe(Clock::now(), deadline, nodes_before, kPatientProbe);
+          if (block_layout.empty()) block_layout = blocks.Improve(deadline, nodes_before);
           if (!block_layout.empty() && TopOf(items, block_layout) < outcome.top) {
             outcome.top = TopOf(items, block_layout);
             outcome.offsets = std::move(block_layout);
