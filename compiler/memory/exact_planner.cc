@@ -280,7 +280,8 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //   Probe    each way of merging (MergeRules: stack then chain; chains first;
 //            pairs only; chains only) whose blocks differ: the blocks searched
 //            at `target` (the bound, or the decision form's capacity) within a
-//            node budget per block and an eighth of the time; a layout there
+//            node budget per block and a sixteenth of the time (blocks proven
+//            not to fit are not searched again); a layout there
 //            is the answer. A quick pass (kQuickProbe) comes first; a patient
 //            one (kPatientProbe) before the items' search in the optimization
 //            form, after it (with half the time left) in the decision form,
@@ -304,7 +305,7 @@ struct ProbeBudget {
 // 15,000-40,000 (the patient pass).
 constexpr ProbeBudget kQuickProbe{16, 2048};
 constexpr ProbeBudget kPatientProbe{256, 16384};
-constexpr int kBlockProbeTimeDivisor = 8;
+constexpr int kBlockProbeTimeDivisor = 16;
 
 class BlockConstruction {
  public:
@@ -313,23 +314,31 @@ class BlockConstruction {
 
   std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, uint64_t max_nodes,
                               ProbeBudget budget) {
-    const internal::MergeRules rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
-    std::vector<size_t> seen;
-    for (const internal::MergeRules& r : rules) {
-      internal::BlockProblem problem = internal::MergeIntoBlocks(items_, r);
-      if (problem.blocks.size() >= items_.size() ||
-          std::find(seen.begin(), seen.end(), problem.blocks.size()) != seen.end()) {
-        continue;
+    if (!merged_) {
+      merged_ = true;
+      const internal::MergeRules rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
+      std::vector<size_t> seen;
+      for (const internal::MergeRules& r : rules) {
+        internal::BlockProblem problem = internal::MergeIntoBlocks(items_, r);
+        if (problem.blocks.size() >= items_.size() ||
+            std::find(seen.begin(), seen.end(), problem.blocks.size()) != seen.end()) {
+          continue;
+        }
+        seen.push_back(problem.blocks.size());
+        problems_.push_back(std::move(problem));
       }
-      seen.push_back(problem.blocks.size());
+      refuted_.assign(problems_.size(), 0);
+    }
+    for (size_t p = 0; p < problems_.size(); ++p) {
+      if (refuted_[p]) continue;  // these blocks cannot be packed within the target
+      const internal::BlockProblem& problem = problems_[p];
       const uint64_t nodes =
           std::min(max_nodes, std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size()));
       internal::PackingResult found = internal::PackWithRestarts(
           problem.blocks, target_, std::min(deadline, Clock::now() + (deadline - start) / kBlockProbeTimeDivisor), nodes);
       if (found.outcome == internal::PackingOutcome::kFound) return internal::ExpandBlockLayout(problem, found.offsets);
-      if (!kept_) problems_.push_back(std::move(problem));
+      refuted_[p] = found.outcome == internal::PackingOutcome::kInfeasible;
     }
-    kept_ = true;
     return {};
   }
 
@@ -381,8 +390,9 @@ class BlockConstruction {
  private:
   const std::vector<internal::PackingItem>& items_;
   uint64_t target_;
-  std::vector<internal::BlockProblem> problems_;  // the distinct merges (the first pass's)
-  bool kept_ = false;
+  std::vector<internal::BlockProblem> problems_;  // the distinct merges
+  std::vector<char> refuted_;                    // per problem: proven not to fit the target
+  bool merged_ = false;
 };
 
 }  // namespace
