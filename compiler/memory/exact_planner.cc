@@ -275,8 +275,9 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 }
 
 // The block construction (block_merging.h) for one group. Its nodes are its
-// own (not charged to the items' search, so that search is the one it was
-// without this construction, and keelc's budgeted plans can only improve).
+// own, kBlockNodesPerSearchNode times the items' search's budget (not charged
+// to it, so that search is the one it was without this construction, and
+// keelc's budgeted plans can only improve).
 //   Probe    each way of merging (MergeRules: stack then chain; chains first;
 //            pairs only; chains only) whose blocks differ: the blocks searched
 //            at `target` (the bound, or the decision form's capacity) within a
@@ -306,14 +307,18 @@ struct ProbeBudget {
 constexpr ProbeBudget kQuickProbe{16, 2048};
 constexpr ProbeBudget kPatientProbe{256, 16384};
 constexpr int kBlockProbeTimeDivisor = 16;
+// The construction's node budget, per node of the items' search's (keelc's
+// `auto` gives 20,000): MiniMalloc's instance K is placed by a probe of 16,518
+// nodes after the quick pass's 8,192.
+constexpr uint64_t kBlockNodesPerSearchNode = 4;
 
 class BlockConstruction {
  public:
-  BlockConstruction(const std::vector<internal::PackingItem>& items, uint64_t target)
-      : items_(items), target_(target) {}
+  // `max_nodes`: for all its searches together (UINT64_MAX: no budget).
+  BlockConstruction(const std::vector<internal::PackingItem>& items, uint64_t target, uint64_t max_nodes)
+      : items_(items), target_(target), nodes_left_(max_nodes) {}
 
-  std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, uint64_t max_nodes,
-                              ProbeBudget budget) {
+  std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, ProbeBudget budget) {
     if (!merged_) {
       merged_ = true;
       const internal::MergeRules rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
@@ -331,18 +336,21 @@ class BlockConstruction {
     }
     for (size_t p = 0; p < problems_.size(); ++p) {
       if (refuted_[p]) continue;  // these blocks cannot be packed within the target
+      if (nodes_left_ == 0) break;
       const internal::BlockProblem& problem = problems_[p];
       const uint64_t nodes =
-          std::min(max_nodes, std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size()));
+          std::min(nodes_left_, std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size()));
       internal::PackingResult found = internal::PackWithRestarts(
           problem.blocks, target_, std::min(deadline, Clock::now() + (deadline - start) / kBlockProbeTimeDivisor), nodes);
+      Spend(found.nodes);
       if (found.outcome == internal::PackingOutcome::kFound) return internal::ExpandBlockLayout(problem, found.offsets);
       refuted_[p] = found.outcome == internal::PackingOutcome::kInfeasible;
     }
     return {};
   }
 
-  std::vector<uint64_t> Improve(Clock::time_point deadline, uint64_t max_nodes) {
+  std::vector<uint64_t> Improve(Clock::time_point deadline) {
+    if (nodes_left_ == 0) return {};
     // The blocks whose greedy construction is lowest.
     const internal::BlockProblem* best = nullptr;
     internal::OverlapGraph best_graph;
@@ -366,17 +374,17 @@ class BlockConstruction {
     // bisection between the target and its top by the block search.
     internal::LnsLimits limits;
     limits.deadline = Clock::now() + (deadline - Clock::now()) / 2;
-    limits.max_nodes = max_nodes == UINT64_MAX ? UINT64_MAX : max_nodes / 2;
+    limits.max_nodes = nodes_left_ == UINT64_MAX ? UINT64_MAX : (nodes_left_ + 1) / 2;
     internal::LnsResult improved =
         internal::ImproveLayout(best->blocks, best_graph, std::move(best_layout), target_, limits);
-    uint64_t nodes_left = max_nodes - std::min(max_nodes, improved.nodes);
+    Spend(improved.nodes);
     uint64_t floor = target_;
-    while (improved.top > floor && Clock::now() < deadline && nodes_left > 0) {
+    while (improved.top > floor && Clock::now() < deadline && nodes_left_ > 0) {
       const uint64_t capacity = floor + (improved.top - 1 - floor) / 2;
       const Clock::time_point now = Clock::now();
       internal::PackingResult r = internal::PackWithRestarts(
-          best->blocks, capacity, now + (deadline - now) / 2, nodes_left == UINT64_MAX ? UINT64_MAX : (nodes_left + 1) / 2);
-      nodes_left -= std::min(nodes_left, r.nodes);
+          best->blocks, capacity, now + (deadline - now) / 2, nodes_left_ == UINT64_MAX ? UINT64_MAX : (nodes_left_ + 1) / 2);
+      Spend(r.nodes);
       if (r.outcome == internal::PackingOutcome::kFound) {
         improved.top = TopOf(best->blocks, r.offsets);
         improved.offsets = std::move(r.offsets);
@@ -388,8 +396,13 @@ class BlockConstruction {
   }
 
  private:
+  void Spend(uint64_t nodes) {
+    if (nodes_left_ != UINT64_MAX) nodes_left_ -= std::min(nodes_left_, nodes);
+  }
+
   const std::vector<internal::PackingItem>& items_;
   uint64_t target_;
+  uint64_t nodes_left_;
   std::vector<internal::BlockProblem> problems_;  // the distinct merges
   std::vector<char> refuted_;                    // per problem: proven not to fit the target
   bool merged_ = false;
@@ -455,16 +468,16 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
       //     then patient probes and the improvement (until the capacity).
       const uint64_t block_target = target != 0 ? target : incumbent.proven_bound;
       const bool try_blocks = incumbent.top > block_target && incumbent.proven_bound <= block_target;
-      BlockConstruction blocks(items, block_target);
+      BlockConstruction blocks(items, block_target,
+                               nodes_left == UINT64_MAX ? UINT64_MAX : nodes_left * kBlockNodesPerSearchNode);
       const Clock::time_point group_start = Clock::now();
-      const uint64_t block_nodes = nodes_left;
       std::vector<uint64_t> block_layout;
       auto half_left = [&] { return Clock::now() + (deadline - Clock::now()) / 2; };
       if (try_blocks) {
-        block_layout = blocks.Probe(group_start, deadline, block_nodes, kQuickProbe);
+        block_layout = blocks.Probe(group_start, deadline, kQuickProbe);
         if (block_layout.empty() && target == 0) {
-          block_layout = blocks.Probe(group_start, deadline, block_nodes, kPatientProbe);
-          if (block_layout.empty()) block_layout = blocks.Improve(half_left(), block_nodes);
+          block_layout = blocks.Probe(group_start, deadline, kPatientProbe);
+          if (block_layout.empty()) block_layout = blocks.Improve(half_left());
         }
       }
       const uint64_t block_top = block_layout.empty() ? UINT64_MAX : TopOf(items, block_layout);
@@ -475,8 +488,8 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
         outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, search_deadline, &nodes_left,
                                    options);
         if (try_blocks && target != 0 && outcome.top > target && outcome.proven_bound <= target) {
-          block_layout = blocks.Probe(Clock::now(), deadline, block_nodes, kPatientProbe);
-          if (block_layout.empty()) block_layout = blocks.Improve(deadline, block_nodes);
+          block_layout = blocks.Probe(Clock::now(), deadline, kPatientProbe);
+          if (block_layout.empty()) block_layout = blocks.Improve(deadline);
         }
       }
       if (!block_layout.empty() && TopOf(items, block_layout) < outcome.top) {
