@@ -281,17 +281,18 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //   Probe    each way of merging (MergeRules: stack then chain; chains first;
 //            pairs only; chains only) whose blocks differ: the blocks searched
 //            at `target` (the bound, or the decision form's capacity) within a
-//            node budget per block and a sixteenth of the time (blocks proven
-//            not to fit are not searched again); a layout there
+//            node budget per block and a sixteenth (quick) or an eighth
+//            (patient) of the time (blocks proven not to fit are not searched
+//            again); a layout there
 //            is the answer. A quick pass (kQuickProbe) comes first; a patient
 //            one (kPatientProbe) before the items' search in the optimization
 //            form, after it (with half the time left) in the decision form,
 //            where the items' search decides MiniMalloc's instances that the
 //            blocks do not (E, F, H) sooner than the patient pass would.
-//   Improve  otherwise (optimization form: with half the time left, before the
-//            items' search; decision form: after it, until the capacity): the
-//            blocks whose greedy construction (ConstructLayout) is lowest,
-//            improved by the large-neighbourhood search (`lns`'s engine) —
+//   Improve  otherwise (optimization form: with two thirds of the time left,
+//            before the items' search; decision form: after it, until the capacity): the
+//            blocks whose greedy construction (ConstructLayout) is lowest
+//            (among merges with at most twice the fewest blocks), improved by the large-neighbourhood search (`lns`'s engine) —
 //            fewer, larger pieces let its repairs reach further than on the
 //            buffers (10,000-buffer perfect packings: 1.02-1.05x the optimum,
 //            against 1.2-1.4x from the buffers) — then by bisection of the
@@ -299,14 +300,16 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 // Layouts are of `items` (empty: no merge helped).
 struct ProbeBudget {
   uint64_t nodes_per_block;
-  uint64_t min_nodes;
+  uint64_t min_nodes, max_nodes;
+  int time_divisor;  // each probe: at most this fraction of the group's time
 };
 // Every probe that decided MiniMalloc's challenging instances or the 300- and
 // 1,000-buffer perfect packings took 2,000 nodes or fewer, except three:
-// 15,000-40,000 (the patient pass).
-constexpr ProbeBudget kQuickProbe{16, 2048};
-constexpr ProbeBudget kPatientProbe{256, 16384};
-constexpr int kBlockProbeTimeDivisor = 16;
+// 15,000-40,000 (the patient pass). Larger block problems (10,000 buffers:
+// 600-1,200 blocks) are not decided by probes; their nodes cost more, so the
+// patient pass stops at 65,536 nodes a probe.
+constexpr ProbeBudget kQuickProbe{16, 2048, 2048, 16};
+constexpr ProbeBudget kPatientProbe{256, 16384, 65536, 8};
 // The construction's node budget, per node of the items' search's (keelc's
 // `auto` gives 20,000): MiniMalloc's instance K is placed by a probe of 16,518
 // nodes after the quick pass's 8,192.
@@ -339,9 +342,10 @@ class BlockConstruction {
       if (nodes_left_ == 0) break;
       const internal::BlockProblem& problem = problems_[p];
       const uint64_t nodes =
-          std::min(nodes_left_, std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size()));
+          std::min({nodes_left_, budget.max_nodes,
+                    std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size())});
       internal::PackingResult found = internal::PackWithRestarts(
-          problem.blocks, target_, std::min(deadline, Clock::now() + (deadline - start) / kBlockProbeTimeDivisor), nodes);
+          problem.blocks, target_, std::min(deadline, Clock::now() + (deadline - start) / budget.time_divisor), nodes);
       Spend(found.nodes);
       if (found.outcome == internal::PackingOutcome::kFound) return internal::ExpandBlockLayout(problem, found.offsets);
       refuted_[p] = found.outcome == internal::PackingOutcome::kInfeasible;
@@ -351,13 +355,22 @@ class BlockConstruction {
 
   std::vector<uint64_t> Improve(Clock::time_point deadline) {
     if (nodes_left_ == 0) return {};
-    // The blocks whose greedy construction is lowest.
+    // The blocks whose greedy construction is lowest, among those with at
+    // most twice the fewest blocks (a construction costs O(overlaps log): on
+    // 10,000 buffers, the cautious merges' thousands of long blocks took
+    // seconds to construct and were never the lowest), fewest first.
+    std::vector<const internal::BlockProblem*> order;
+    for (const internal::BlockProblem& problem : problems_) order.push_back(&problem);
+    std::stable_sort(order.begin(), order.end(), [](const auto* x, const auto* y) {
+      return x->blocks.size() < y->blocks.size();
+    });
     const internal::BlockProblem* best = nullptr;
     internal::OverlapGraph best_graph;
     std::vector<uint64_t> best_layout;
     uint64_t best_top = UINT64_MAX;
-    for (const internal::BlockProblem& problem : problems_) {
-      if (best != nullptr && Clock::now() > deadline) break;
+    for (const internal::BlockProblem* candidate : order) {
+      const internal::BlockProblem& problem = *candidate;
+      if (best != nullptr && (Clock::now() > deadline || problem.blocks.size() > 2 * order[0]->blocks.size())) break;
       internal::OverlapGraph graph;
       if (!internal::BuildOverlapGraph(problem.blocks, &graph)) continue;
       std::vector<uint64_t> layout = internal::ConstructLayout(problem.blocks, graph);
@@ -463,7 +476,7 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
       // The block construction (see BlockConstruction) and the searches as
       // they were without it, each with its own nodes; the lowest top wins.
       //   optimization form: quick probes, patient probes, the improvement
-      //     with half the time left, then the searches;
+      //     with two thirds of the time left, then the searches;
       //   decision form: quick probes, the searches with half the time left,
       //     then patient probes and the improvement (until the capacity).
       const uint64_t block_target = target != 0 ? target : incumbent.proven_bound;
@@ -477,7 +490,7 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
         block_layout = blocks.Probe(group_start, deadline, kQuickProbe);
         if (block_layout.empty() && target == 0) {
           block_layout = blocks.Probe(group_start, deadline, kPatientProbe);
-          if (block_layout.empty()) block_layout = blocks.Improve(half_left());
+          if (block_layout.empty()) block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) * 2 / 3);
         }
       }
       const uint64_t block_top = block_layout.empty() ? UINT64_MAX : TopOf(items, block_layout);
