@@ -284,7 +284,8 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //            node budget per block and a sixteenth (quick) or an eighth
 //            (patient) of the time (blocks proven not to fit are not searched
 //            again); a layout there
-//            is the answer. A quick pass (kQuickProbe) comes first; a patient
+//            is the answer. A quick pass (kQuickProbe: the first two merges)
+//            comes first; a patient
 //            one (kPatientProbe) before the items' search in the optimization
 //            form, after it (with half the time left) in the decision form,
 //            where the items' search decides MiniMalloc's instances that the
@@ -302,14 +303,17 @@ struct ProbeBudget {
   uint64_t nodes_per_block;
   uint64_t min_nodes, max_nodes;
   int time_divisor;  // each probe: at most this fraction of the group's time
+  size_t merges;     // the first this many distinct merges are probed
 };
 // Every probe that decided MiniMalloc's challenging instances or the 300- and
 // 1,000-buffer perfect packings took 2,000 nodes or fewer, except three:
-// 15,000-40,000 (the patient pass). Larger block problems (10,000 buffers:
+// 15,000-40,000 (the patient pass), and the quick ones were of the first two
+// merges (the quick pass probes only those: on the instances the blocks do
+// not decide, E-H, J and K, each quick probe costs the items' search time). Larger block problems (10,000 buffers:
 // 600-1,200 blocks) are not decided by probes; their nodes cost more, so the
 // patient pass stops at 65,536 nodes a probe.
-constexpr ProbeBudget kQuickProbe{16, 2048, 2048, 16};
-constexpr ProbeBudget kPatientProbe{256, 16384, 65536, 8};
+constexpr ProbeBudget kQuickProbe{16, 2048, 2048, 16, 2};
+constexpr ProbeBudget kPatientProbe{256, 16384, 65536, 8, SIZE_MAX};
 // The construction's node budget, per node of the items' search's (keelc's
 // `auto` gives 20,000): MiniMalloc's instance K is placed by a probe of 16,518
 // nodes after the quick pass's 8,192.
@@ -337,7 +341,7 @@ class BlockConstruction {
       }
       refuted_.assign(problems_.size(), 0);
     }
-    for (size_t p = 0; p < problems_.size(); ++p) {
+    for (size_t p = 0; p < problems_.size() && p < budget.merges; ++p) {
       if (refuted_[p]) continue;  // these blocks cannot be packed within the target
       if (nodes_left_ == 0) break;
       const internal::BlockProblem& problem = problems_[p];
