@@ -281,19 +281,18 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //   Probe    each way of merging (MergeRules: stack then chain; chains first;
 //            pairs only; chains only) whose blocks differ: the blocks searched
 //            at `target` (the bound, or the decision form's capacity) within a
-//            node budget per block and a sixteenth (quick) or an eighth
-//            (patient) of the time (blocks proven not to fit are not searched
-//            again); a layout there
-//            is the answer. A quick pass (kQuickProbe: the first two merges)
-//            comes first; a patient
-//            one (kPatientProbe) before the items' search in the optimization
+//            node budget and a share of the time (ProbeBudget); blocks proven
+//            not to fit are not searched again; a layout there is the answer.
+//            A quick pass (kQuickProbe) comes first; the patient one
+//            (kPatientProbe) before the items' search in the optimization
 //            form, after it (with half the time left) in the decision form,
 //            where the items' search decides MiniMalloc's instances that the
 //            blocks do not (E, F, H) sooner than the patient pass would.
 //   Improve  otherwise (optimization form: with two thirds of the time left,
-//            before the items' search; decision form: after it, until the capacity): the
-//            blocks whose greedy construction (ConstructLayout) is lowest
-//            (among merges with at most twice the fewest blocks), improved by the large-neighbourhood search (`lns`'s engine) —
+//            before the items' search; decision form: after it, until the
+//            capacity): the blocks whose greedy construction (ConstructLayout)
+//            is lowest, among the merges with at most twice the fewest blocks,
+//            improved by the large-neighbourhood search (`lns`'s engine) —
 //            fewer, larger pieces let its repairs reach further than on the
 //            buffers (10,000-buffer perfect packings: 1.02-1.05x the optimum,
 //            against 1.2-1.4x from the buffers) — then by bisection of the
@@ -306,12 +305,12 @@ struct ProbeBudget {
   size_t merges;     // the first this many distinct merges are probed
 };
 // Every probe that decided MiniMalloc's challenging instances or the 300- and
-// 1,000-buffer perfect packings took 2,000 nodes or fewer, except three:
-// 15,000-40,000 (the patient pass), and the quick ones were of the first two
-// merges (the quick pass probes only those: on the instances the blocks do
-// not decide, E-H, J and K, each quick probe costs the items' search time). Larger block problems (10,000 buffers:
-// 600-1,200 blocks) are not decided by probes; their nodes cost more, so the
-// patient pass stops at 65,536 nodes a probe.
+// 1,000-buffer perfect packings took 2,000 nodes or fewer, and was of one of
+// the first two merges, except three: 15,000-40,000 nodes (the patient pass).
+// The quick pass is that small because on the instances the blocks do not
+// decide (E-H, J, K) each of its probes adds to the items' search's time.
+// Larger block problems (10,000 buffers: 600-1,200 blocks) are not decided by
+// probes and their nodes cost more, so a patient probe stops at 65,536 nodes.
 constexpr ProbeBudget kQuickProbe{16, 2048, 2048, 16, 2};
 constexpr ProbeBudget kPatientProbe{256, 16384, 65536, 8, SIZE_MAX};
 // The construction's node budget, per node of the items' search's (keelc's
