@@ -9,6 +9,7 @@
 #include "compiler/memory/block_merging.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <tuple>
 #include <utility>
 
@@ -130,7 +131,7 @@ class Merger {
       PackingItem block = ItemAt(roots_[k]);
       while (true) {
         // The first unused root of this size beginning where the chain ends.
-        const auto probe = std::make_tuple(block.size, block.end, int64_t{0}, int32_t{-1});
+        const auto probe = std::make_tuple(block.size, block.end, INT64_MIN, INT32_MIN);
         size_t j = static_cast<size_t>(
             std::lower_bound(roots_.begin(), roots_.end(), probe,
                              [&](int32_t x, const auto& p) { return key(x) < p; }) -

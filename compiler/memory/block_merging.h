@@ -20,7 +20,8 @@
 // the same shapes live over the same steps) — is rebuilt bottom-up by exactly
 // these two rules: each cut joins two rectangles that share a lifetime (a cut
 // across bytes) or a size and a time point (a cut across time). A problem of
-// thousands of buffers that no search decides then becomes a few blocks.
+// thousands of buffers that no search decides then becomes tens or hundreds of
+// blocks (MergeRules says why not always one).
 //
 // What it loses. The blocks fix the buffers' relative offsets, so the merged
 // problem may need more bytes than the buffers do (two same-lifetime buffers
