@@ -479,17 +479,21 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
       // The block construction (see BlockConstruction) and the searches as
       // they were without it, each with its own nodes; the lowest top wins.
       //   optimization form: quick probes, patient probes, the improvement
-      //     with two thirds of the time left, then the searches;
+      //     with two thirds of the time left, then the searches — but under a
+      //     node budget (keelc's `auto`) the searches first, with all the time,
+      //     so that their result never depends on how long the blocks took
+      //     (the time limit is only an outer stop there), then the blocks;
       //   decision form: quick probes, the searches with half the time left,
       //     then patient probes and the improvement (until the capacity).
       const uint64_t block_target = target != 0 ? target : incumbent.proven_bound;
       const bool try_blocks = incumbent.top > block_target && incumbent.proven_bound <= block_target;
+      const bool search_first = target == 0 && options.node_budget != 0;
       BlockConstruction blocks(items, block_target,
                                nodes_left == UINT64_MAX ? UINT64_MAX : nodes_left * kBlockNodesPerSearchNode);
       const Clock::time_point group_start = Clock::now();
       std::vector<uint64_t> block_layout;
       auto half_left = [&] { return Clock::now() + (deadline - Clock::now()) / 2; };
-      if (try_blocks) {
+      if (try_blocks && !search_first) {
         block_layout = blocks.Probe(group_start, deadline, kQuickProbe);
         if (block_layout.empty() && target == 0) {
           block_layout = blocks.Probe(group_start, deadline, kPatientProbe);
@@ -503,8 +507,10 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
         const Clock::time_point search_deadline = try_blocks && target != 0 ? half_left() : deadline;
         outcome = SearchCapacities(items, std::move(incumbent), target, !has_alias_pairs, search_deadline, &nodes_left,
                                    options);
-        if (try_blocks && target != 0 && outcome.top > target && outcome.proven_bound <= target) {
-          block_layout = blocks.Probe(Clock::now(), deadline, kPatientProbe);
+        const uint64_t goal = target != 0 ? target : outcome.proven_bound;
+        if (try_blocks && (target != 0 || search_first) && outcome.top > goal && outcome.proven_bound <= goal) {
+          if (search_first) block_layout = blocks.Probe(Clock::now(), deadline, kQuickProbe);
+          if (block_layout.empty()) block_layout = blocks.Probe(Clock::now(), deadline, kPatientProbe);
           if (block_layout.empty()) block_layout = blocks.Improve(deadline);
         }
       }
