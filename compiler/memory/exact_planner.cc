@@ -297,7 +297,8 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //            buffers (10,000-buffer perfect packings: 1.02-1.05x the optimum,
 //            against 1.2-1.4x from the buffers) — then by bisection of the
 //            block search between the target and that top.
-// Layouts are of `items` (empty: no merge helped).
+// Under a node budget (keelc's `auto`) all of it runs after the items' search
+// (MakePlan says why). Layouts are of `items` (empty: no merge helped).
 struct ProbeBudget {
   uint64_t nodes_per_block;
   uint64_t min_nodes, max_nodes;

@@ -22,8 +22,10 @@
 //               else the lowest construction improved by the large-neighbourhood
 //               search and bisection; never a proof, with a node budget of its
 //               own (4x the search's), so the search runs as without it and the
-//               lower top wins (BlockConstruction in exact_planner.cc says in
-//               which order, and how the time is shared).
+//               lower top wins; under a node budget (keelc's `auto`) after the
+//               search, so that keelc's plans never depend on its time
+//               (BlockConstruction in exact_planner.cc says in which order, and
+//               how the time is shared).
 //
 // In-place pairs (may_alias_with): the searches do not share bytes, so on
 // a group with in-place pairs its infeasibility answers prove nothing about plans
