@@ -1,6 +1,7 @@
 // compiler/memory/best_planner.cc — runs every static strategy, keeps the smallest.
 #include "compiler/memory/best_planner.h"
 
+#include "compiler/memory/auto_planner.h"
 #include "compiler/memory/exact_planner.h"
 #include "compiler/memory/greedy_breadth_planner.h"
 #include "compiler/memory/greedy_size_objects_planner.h"
@@ -30,6 +31,7 @@ Result<Plan> BestPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
   candidates.push_back(std::make_unique<MinCostFlowPlanner>());
   candidates.push_back(std::make_unique<ExactPlanner>());
   candidates.push_back(std::make_unique<LnsPlanner>());
+  candidates.push_back(std::make_unique<AutoPlanner>());
 
   bool have = false;
   Plan best;

@@ -6,8 +6,11 @@
 // random restarts and moves within a placement budget; see
 // offset_search_planner.h), greedy-breadth, greedy-size-objects, min-cost-flow, and
 // exact (which returns at once where greedy-size reaches the peak-live bound, and
-// otherwise searches up to the time limit), and lns (the same; it finds plans
-// that exact does not on large problems: lns_planner.h). `dynamic` is
+// otherwise searches up to the time limit), lns (the same; it finds plans
+// that exact does not on large problems: lns_planner.h), and auto (keelc's
+// default: exact under a node budget, whose result does not depend on the
+// machine — a time-limited exact can end above it — so that `best` is never
+// worse than what keelc writes). `dynamic` is
 // not a candidate (it reserves nothing at load time, so its bytes are not
 // comparable). Every candidate plan is run through CheckPlan; one that fails is
 // skipped (a bug in that strategy must not break compilation).

@@ -16,6 +16,16 @@
 //   decision    with PlanOptions::capacity set (and one device group), a single
 //               probe at the capacity: a plan within it, a proof that none
 //               exists (lower_bound > capacity), or neither within the limit.
+//   blocks      beside the search, the block construction (block_merging.h):
+//               the buffers merged into rectangles (same lifetime stacked, same
+//               size chained) in four ways, the blocks probed at the target,
+//               else the lowest construction improved by the large-neighbourhood
+//               search and bisection; never a proof, with a node budget of its
+//               own (4x the search's), so the search runs as without it and the
+//               lower top wins; under a node budget (keelc's `auto`) after the
+//               search, so that keelc's plans never depend on its time
+//               (BlockConstruction in exact_planner.cc says in which order, and
+//               how the time is shared).
 //
 // In-place pairs (may_alias_with): the searches do not share bytes, so on
 // a group with in-place pairs its infeasibility answers prove nothing about plans
