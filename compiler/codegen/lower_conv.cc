@@ -286,6 +286,11 @@ struct ImageConv {
   std::vector<int64_t> P;
   bool direct = false;  // B read straight from X (no padding, P == in)
   std::function<Expr(Expr m, Expr kk, Expr gi)> a;
+  // > 0: the weight is in the row-panel layout (gemm_panels.h), each group's
+  // [Mg, K] matrix packed with this many rows per panel; a_panel(offset, gi)
+  // reads element `offset` of group gi's packed matrix (a is then unused).
+  int64_t a_panel_rows = 0;
+  std::function<Expr(Expr offset, Expr gi)> a_panel;
   std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi)> fill;
 };
 
@@ -300,7 +305,11 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
   GemmOperands g;
   g.m = c.Mg; g.n = N; g.k = Kdim;
   KernelFunc* kp = &k;
-  {
+  if (ic.a_panel_rows > 0) {
+    auto a_panel = ic.a_panel;
+    g.a_panel_rows = ic.a_panel_rows;
+    g.a_panel = [a_panel, gi](Expr offset) { return a_panel(offset, gi); };
+  } else {
     auto a = ic.a;
     g.a = [a, gi](Expr m, Expr kk) { return a(m, kk, gi); };
   }
@@ -473,7 +482,7 @@ Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, c
 
 }  // namespace
 
-Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_rows, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(ConvOperands in, ReadConvOperands(ctx, node, "Conv"));
   TensorFn X = in.x, Wt = in.w;
@@ -494,6 +503,7 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
 
   if (c.Cg == 1) {
+    if (packed_rows > 0) return InvalidArgument(NodeLabel(node) + ": a depthwise convolution's weight cannot be panel-packed");
     return ctx.options().gpu_direct_conv ? GpuDirectConv(ctx, c, X, Wt, bias, store)
                                          : DirectConv(ctx, c, X, Wt, bias, store);
   }
@@ -509,7 +519,21 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     ic.direct = ic.direct && c.pb[d] == 0 && ic.P[d] == c.in[d];
   }
   KernelFunc* kp = &k;
-  if (Wt.buffer >= 0) {
+  if (packed_rows > 0) {
+    // Each group's [Mg, Cg * KK] matrix in row panels: flat offsets into the weight.
+    const int64_t group_elems = c.Mg * c.Cg * KK;
+    ic.a_panel_rows = packed_rows;
+    if (Wt.buffer >= 0) {
+      int wflat = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_panels", {c.Co * c.Cg * KK});
+      ic.a_panel = [kp, wflat, group_elems](Expr offset, Expr gi) { return kp->Load(wflat, {gi * group_elems + offset}); };
+    } else {
+      IndexFn w_at = Wt.at;
+      const std::vector<int64_t> ws_copy = ws;
+      ic.a_panel = [w_at, ws_copy, group_elems](Expr offset, Expr gi) {
+        return w_at(Delinearize(ws_copy, gi * group_elems + offset));
+      };
+    }
+  } else if (Wt.buffer >= 0) {
     int wview = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_rows", {c.Co, c.Cg * KK});
     ic.a = [kp, wview, c](Expr m, Expr kk, Expr gi) { return kp->Load(wview, {gi * c.Mg + m, kk}); };
   } else {
