@@ -2,7 +2,8 @@
 // (MatMul 256..1024), a classifier GEMV, ResNet-like convolutions and
 // MobileNet-like depthwise convolutions, on 1 and 2 threads. Kernels are
 // lowered with the host target's options (KEEL_BENCH_TILE=MRxNR overrides the
-// GEMM register tile, KEEL_BENCH_L2=bytes the cache budget of GEMM blocking).
+// GEMM register tile, KEEL_BENCH_L2=bytes the cache budget of GEMM blocking,
+// KEEL_BENCH_DW_ROWS the output rows per iteration of depthwise kernels).
 //
 // All kernels are lowered and linked into one kernel library in a temp dir at
 // start-up (that compile time is not measured), then each benchmark calls the
@@ -67,6 +68,7 @@ LowerOptions BenchLowerOptions() {
     }
   }
   if (const char* l2 = std::getenv("KEEL_BENCH_L2")) o.l2_bytes = std::atol(l2);
+  if (const char* rows = std::getenv("KEEL_BENCH_DW_ROWS")) o.depthwise_rows = std::atol(rows);
   fprintf(stderr, "GEMM register tile %ldx%ld\n", static_cast<long>(o.gemm_mr), static_cast<long>(o.gemm_nr));
   return o;
 }
