@@ -49,9 +49,9 @@ struct LowerOptions {
   // and stores are contiguous. (The CPU form gives each iteration a whole output
   // row as vector chunks: on a GPU that leaves a warp's loads one row apart.)
   bool gpu_direct_conv = false;
-  // The CPU form of 2-D depthwise convolutions computes this many neighbouring
-  // output rows per parallel iteration, loading each input row once for all
-  // of them (1: a row per iteration).
+  // The CPU form of 2-D stride-1 depthwise convolutions computes this many
+  // neighbouring output rows per parallel iteration, loading each input row
+  // once for all of them (1: a row per iteration).
   int64_t depthwise_rows = 4;
 };
 
