@@ -2,7 +2,8 @@
 // (MatMul 256..1024), a classifier GEMV, ResNet-like convolutions and
 // MobileNet-like depthwise convolutions, on 1 and 2 threads. Kernels are
 // lowered with the host target's options (KEEL_BENCH_TILE=MRxNR overrides the
-// GEMM register tile, KEEL_BENCH_L2=bytes the cache budget of GEMM blocking).
+// GEMM register tile, KEEL_BENCH_L2=bytes the cache budget of GEMM blocking,
+// KEEL_BENCH_DW_ROWS the output rows per iteration of depthwise kernels).
 //
 // All kernels are lowered and linked into one kernel library in a temp dir at
 // start-up (that compile time is not measured), then each benchmark calls the
@@ -25,6 +26,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "compiler/codegen/gemm_panels.h"
 #include "compiler/codegen/llvm_cpu_emitter.h"
 #include "compiler/codegen/lower.h"
 #include "compiler/ir/graph.h"
@@ -66,6 +68,7 @@ LowerOptions BenchLowerOptions() {
     }
   }
   if (const char* l2 = std::getenv("KEEL_BENCH_L2")) o.l2_bytes = std::atol(l2);
+  if (const char* rows = std::getenv("KEEL_BENCH_DW_ROWS")) o.depthwise_rows = std::atol(rows);
   fprintf(stderr, "GEMM register tile %ldx%ld\n", static_cast<long>(o.gemm_mr), static_cast<long>(o.gemm_nr));
   return o;
 }
@@ -142,13 +145,18 @@ Library& Lib() {
     // the transformed weight is an input here, its values do not matter for
     // time); GFLOP/s counts the direct convolution's flops for all three, so
     // they compare as speed. This is what the CPU back end's Winograd rule is
-    // measured with (docs/MEASUREMENTS.md, issue 11).
+    // measured with (docs/MEASUREMENTS.md, issue 11). Each also with its weight in
+    // the GEMM's row panels ("_panels"), as keelc stores constant weights.
     struct Conv3 { const char* name; int64_t c, h, co; };
     for (Conv3 c : {Conv3{"r18_l1_64x56_64", 64, 56, 64}, Conv3{"r18_l2_128x28_128", 128, 28, 128},
                     Conv3{"r18_l3_256x14_256", 256, 14, 256}, Conv3{"r18_l4_512x7_512", 512, 7, 512},
                     Conv3{"sq_fire2_16x55_64", 16, 55, 64}, Conv3{"sq_fire4_32x27_128", 32, 27, 128},
                     Conv3{"sq_fire6_48x13_192", 48, 13, 192}, Conv3{"sq_fire8_64x13_256", 64, 13, 256}}) {
-      for (int64_t m : {0, 4, 2}) {
+      for (int64_t variant = 0; variant < 6; ++variant) {
+        // 0, 1, 2: the weight row-major; 3, 4, 5: in the micro-kernel's row panels
+        // (ops/packed_weight.h, as keelc stores constant weights).
+        const int64_t m = variant % 3 == 0 ? 0 : variant % 3 == 1 ? 4 : 2;
+        const bool panels = variant >= 3;
         auto g = std::make_unique<ir::Graph>();
         ir::Value* x = g->AddInput("x", {ir::DType::kF32, {1, c.c, c.h, c.h}});
         std::vector<int64_t> ws = m == 0 ? std::vector<int64_t>{c.co, c.c, 3, 3}
@@ -160,9 +168,10 @@ Library& Lib() {
         n->attrs().Set("dilations", std::vector<int64_t>{1, 1});
         n->attrs().Set("group", int64_t{1});
         if (m != 0) n->attrs().Set("keel.winograd", m);
+        if (panels) n->attrs().Set("keel.packed_rows", GemmRowTile(options, c.co));
         auto spec = LowerNodeToKernel(*n, index++, options);
         if (!spec.ok()) { fprintf(stderr, "%s\n", spec.status().ToString().c_str()); std::exit(1); }
-        const std::string suffix = m == 0 ? "_plain" : m == 4 ? "_wino4" : "_wino2";
+        const std::string suffix = std::string(m == 0 ? "_plain" : m == 4 ? "_wino4" : "_wino2") + (panels ? "_panels" : "");
         l->cases.push_back({c.name + suffix, *spec, 2.0 * c.co * c.h * c.h * c.c * 9});
         l->graphs.push_back(std::move(g));
       }

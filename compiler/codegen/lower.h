@@ -17,9 +17,12 @@
 // (for Conv: im2col from a zero-padded copy of the input, as runs of vector
 // loads) into NR-wide panels in the workspace, then an MR x NR register-blocked
 // micro-kernel (MR unrolled rows of NR-lane kLanes statements: explicit SIMD,
-// FMA) runs over cache blocks in parallel through ctx->parallel_for. Gemm with
-// M == 1 and transposed weights runs as dot products. Depthwise convolutions
-// use a direct row kernel with vector chunks over interior columns. Tile sizes
+// FMA) runs over cache blocks in parallel through ctx->parallel_for. A Conv
+// whose constant weight the compiler stored in the micro-kernel's MR-row panels
+// (ops/packed_weight.h, gemm_panels.h) reads A as one stream per register tile.
+// Gemm with M == 1 and transposed weights runs as dot products. Depthwise
+// convolutions use a direct row kernel with vector chunks over interior columns
+// (2-D stride 1: blocks of rows sharing each input row's loads). Tile sizes
 // come from LowerOptions (LowerOptionsForCpuFeatures picks them per ISA).
 //
 // Thread-safety: pure function of its arguments. Errors: kUnsupported naming
@@ -49,6 +52,10 @@ struct LowerOptions {
   // and stores are contiguous. (The CPU form gives each iteration a whole output
   // row as vector chunks: on a GPU that leaves a warp's loads one row apart.)
   bool gpu_direct_conv = false;
+  // The CPU form of 2-D stride-1 depthwise convolutions computes this many
+  // neighbouring output rows per parallel iteration, loading each input row
+  // once for all of them (1: a row per iteration).
+  int64_t depthwise_rows = 4;
 };
 
 // Lowering options tuned for a CPU target, given its LLVM feature string

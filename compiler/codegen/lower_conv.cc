@@ -3,7 +3,8 @@
 // pads and dilations, and transposed convolutions.
 //   * one input channel per group (depthwise, channel multiplier >= 1): a direct
 //     kernel, parallel over output rows (image, channel, every output spatial
-//     dim but the last); the window's leading dims are serial loops, skipped
+//     dim but the last; in 2-D, blocks of a few rows sharing each input row's
+//     vector loads); the window's leading dims are serial loops, skipped
 //     as a whole outside the input; the interior columns of the last dim (no
 //     padding reads) run as vector chunks (kLanes) accumulating all taps in
 //     registers, the border columns as scalar code (unrolled column by column
@@ -40,7 +41,9 @@ struct ConvGeom {
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-// One output row (b, co, leading output coords) per parallel iteration. Columns
+// One output row (b, co, leading output coords) per parallel iteration (a
+// 2-D convolution with vector chunks: a block of LowerOptions::depthwise_rows
+// rows, whose chunks share each loaded input row). Columns
 // (last spatial dim) whose whole window is inside the input (for every kw) run
 // as L-lane vector chunks (the last chunk overlaps the previous one rather
 // than leaving a scalar tail): per leading window position (positions outside
@@ -54,15 +57,41 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
                 const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   const size_t sp = c.sp(), last = sp - 1;
+  const int64_t W = c.in[last], OW = c.out[last], KW = c.k[last], sw = c.s[last], dw = c.d[last], pl = c.pb[last];
+  // Interior columns [ilo, ihi): every tap's input column is in [0, W).
+  const int64_t ilo = std::clamp<int64_t>(FloorDiv(pl + sw - 1, sw), 0, OW);
+  const int64_t ihi = std::clamp<int64_t>(FloorDiv(W - 1 + pl - (KW - 1) * dw, sw) + 1, ilo, OW);
+  int64_t L = 16;
+  while (L > 4 && ihi - ilo < L) L /= 2;
+  const bool vec = ihi - ilo >= L;
+  // A 2-D convolution with vector chunks computes R neighbouring output rows
+  // per iteration (the last block overlaps the previous one when R does not
+  // divide the height): each input row is loaded once per chunk for all the
+  // output rows that read it (a 3x3 stride-1 window: (R + 2) row loads instead
+  // of 3R). Stride 1 only: with a row stride of 2 the blocked kernel measured
+  // slower than one row per iteration (MobileNetV2's 96-channel 112 -> 56
+  // layer, bench/codegen: its strided loads and R accumulators outgrow the
+  // registers), while at stride 1 four rows took 0.6x the time of one.
+  const bool blocked = sp == 2 && vec && c.s[0] == 1;
+  const int64_t R = blocked ? std::clamp<int64_t>(ctx.options().depthwise_rows, 1, c.out[0]) : 1;
   std::vector<int64_t> row_dims{c.B, c.Co};
   row_dims.insert(row_dims.end(), c.out.begin(), c.out.end() - 1);
+  if (R > 1) row_dims.back() = (c.out[0] + R - 1) / R;
   const int64_t rows = NumElements(row_dims);
   Expr r = k.NewVar("r");
   const std::vector<Expr> rix = Delinearize(row_dims, r);
   Expr b = rix[0], co = rix[1];
   Expr ci = c.Mg == 1 ? co : co / c.Mg;  // input channel of this output channel
   auto bias_of = [&]() { return bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0); };
-  const int64_t W = c.in[last], OW = c.out[last], KW = c.k[last], sw = c.s[last], dw = c.d[last], pl = c.pb[last];
+  // The leading output coordinates of the row the scalar code computes: with
+  // R > 1, row rr (a serial loop) of the block starting at oh0.
+  Expr oh0, rr;
+  std::vector<Expr> lead_out(rix.begin() + 2, rix.end());
+  if (R > 1) {
+    oh0 = Min(rix[2] * R, c.out[0] - R);
+    rr = k.NewVar("rr");
+    lead_out[0] = oh0 + rr;
+  }
   struct Lead {
     std::vector<Expr> vars, coords;
     Expr ok;
@@ -71,7 +100,7 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
     Lead l;
     for (size_t d = 0; d < last; ++d) {
       Expr kd = k.NewVar("k" + std::to_string(d));
-      Expr id = rix[2 + d] * c.s[d] - c.pb[d] + kd * c.d[d];
+      Expr id = lead_out[d] * c.s[d] - c.pb[d] + kd * c.d[d];
       l.vars.push_back(kd);
       l.coords.push_back(id);
       l.ok = And(l.ok, (id >= 0) && (id < c.in[d]));
@@ -84,18 +113,52 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
   };
   auto out_index = [&](const Expr& ow) {
     std::vector<Expr> idx{b, co};
-    for (size_t d = 0; d < last; ++d) idx.push_back(rix[2 + d]);
+    for (size_t d = 0; d < last; ++d) idx.push_back(lead_out[d]);
     idx.push_back(ow);
     return idx;
   };
-  // Interior columns [ilo, ihi): every tap's input column is in [0, W).
-  const int64_t ilo = std::clamp<int64_t>(FloorDiv(pl + sw - 1, sw), 0, OW);
-  const int64_t ihi = std::clamp<int64_t>(FloorDiv(W - 1 + pl - (KW - 1) * dw, sw) + 1, ilo, OW);
-  int64_t L = 16;
-  while (L > 4 && ihi - ilo < L) L /= 2;
-  const bool vec = ihi - ilo >= L;
   std::vector<Stmt> body;
-  if (vec) {
+  if (vec && R > 1) {
+    // Per chunk: R rows of accumulators; per input row t of the block's
+    // window (skipped as a whole outside the input) and tap column kw, one
+    // vector load feeding an FMA for each output row that reads row t.
+    const int64_t KH = c.k[0], sh = c.s[0], dh = c.d[0], ph = c.pb[0], H = c.in[0];
+    const int64_t Q = (ihi - ilo + L - 1) / L, T = (R - 1) * sh + (KH - 1) * dh + 1;
+    int acc = k.AddLocal("dw_acc", DType::kF32, {R * L});
+    int xl = k.AddLocal("dw_x", DType::kF32, {L});
+    Expr q = k.NewVar("q");
+    Expr ow0 = Min(q * L + ilo, ihi - L);
+    std::vector<Stmt> chunk;
+    for (int64_t i = 0; i < R; ++i) {
+      Expr j = k.NewVar("j");
+      chunk.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {i * L + j}, bias_of())));
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<std::pair<int64_t, int64_t>> uses;  // (output row i, kernel row kh) reading input row t
+      for (int64_t i = 0; i < R; ++i) {
+        const int64_t e = t - i * sh;
+        if (e >= 0 && e % dh == 0 && e / dh < KH) uses.emplace_back(i, e / dh);
+      }
+      if (uses.empty()) continue;
+      Expr ih = oh0 * sh + (t - ph);
+      std::vector<Stmt> taps;
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        Expr j = k.NewVar("j");
+        std::vector<Stmt> lane{k.Store(xl, {j}, Cast(X.at({b, ci, ih, (ow0 + j) * sw + (kw * dw - pl)}), DType::kF32))};
+        for (const auto& [i, kh] : uses) {
+          Expr w = Cast(Wt.at({co, Expr(0), Expr(kh), Expr(kw)}), DType::kF32);
+          lane.push_back(k.Store(acc, {i * L + j}, k.Load(acc, {i * L + j}) + k.Load(xl, {j}) * w));
+        }
+        taps.push_back(For(j, 0, L, LoopKind::kLanes, Block(std::move(lane))));
+      }
+      chunk.push_back(If((ih >= 0) && (ih < H), Block(std::move(taps))));
+    }
+    for (int64_t i = 0; i < R; ++i) {
+      Expr j = k.NewVar("j");
+      chunk.push_back(For(j, 0, L, LoopKind::kLanes, store({b, co, oh0 + i, ow0 + j}, k.Load(acc, {i * L + j}))));
+    }
+    body.push_back(For(q, 0, Q, LoopKind::kSerial, Block(std::move(chunk))));
+  } else if (vec) {
     const Lead l = make_lead();
     const int64_t Q = (ihi - ilo + L - 1) / L;
     int acc = k.AddLocal("dw_acc", DType::kF32, {L});
@@ -177,13 +240,21 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
     }
     for (int64_t ow = from; ow < to; ++ow) body.push_back(border_col(ow));
   };
-  if (vec) {
+  if (vec && R > 1) {
+    // The border columns row by row: the block's rows in a serial loop.
+    std::vector<Stmt> chunks = std::move(body);
+    body.clear();
+    borders(0, ilo);
+    borders(ihi, OW);
+    if (!body.empty()) chunks.push_back(For(rr, 0, R, LoopKind::kSerial, Block(std::move(body))));
+    body = std::move(chunks);
+  } else if (vec) {
     borders(0, ilo);
     borders(ihi, OW);
   } else {
     body.push_back(scalar_cols(0, OW));
   }
-  bool par = rows > 1 && rows * OW * NumElements(c.k) >= ctx.options().min_parallel_elements;
+  bool par = rows > 1 && rows * R * OW * NumElements(c.k) >= ctx.options().min_parallel_elements;
   return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
 }
 
@@ -286,6 +357,11 @@ struct ImageConv {
   std::vector<int64_t> P;
   bool direct = false;  // B read straight from X (no padding, P == in)
   std::function<Expr(Expr m, Expr kk, Expr gi)> a;
+  // > 0: the weight is in the row-panel layout (gemm_panels.h), each group's
+  // [Mg, K] matrix packed with this many rows per panel; a_panel(offset, gi)
+  // reads element `offset` of group gi's packed matrix (a is then unused).
+  int64_t a_panel_rows = 0;
+  std::function<Expr(Expr offset, Expr gi)> a_panel;
   std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi)> fill;
 };
 
@@ -300,7 +376,11 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
   GemmOperands g;
   g.m = c.Mg; g.n = N; g.k = Kdim;
   KernelFunc* kp = &k;
-  {
+  if (ic.a_panel_rows > 0) {
+    auto a_panel = ic.a_panel;
+    g.a_panel_rows = ic.a_panel_rows;
+    g.a_panel = [a_panel, gi](Expr offset) { return a_panel(offset, gi); };
+  } else {
     auto a = ic.a;
     g.a = [a, gi](Expr m, Expr kk) { return a(m, kk, gi); };
   }
@@ -473,7 +553,7 @@ Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, c
 
 }  // namespace
 
-Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_rows, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(ConvOperands in, ReadConvOperands(ctx, node, "Conv"));
   TensorFn X = in.x, Wt = in.w;
@@ -494,6 +574,7 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
 
   if (c.Cg == 1) {
+    if (packed_rows > 0) return InvalidArgument(NodeLabel(node) + ": a depthwise convolution's weight cannot be panel-packed");
     return ctx.options().gpu_direct_conv ? GpuDirectConv(ctx, c, X, Wt, bias, store)
                                          : DirectConv(ctx, c, X, Wt, bias, store);
   }
@@ -509,7 +590,21 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& s
     ic.direct = ic.direct && c.pb[d] == 0 && ic.P[d] == c.in[d];
   }
   KernelFunc* kp = &k;
-  if (Wt.buffer >= 0) {
+  if (packed_rows > 0) {
+    // Each group's [Mg, Cg * KK] matrix in row panels: flat offsets into the weight.
+    const int64_t group_elems = c.Mg * c.Cg * KK;
+    ic.a_panel_rows = packed_rows;
+    if (Wt.buffer >= 0) {
+      int wflat = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_panels", {c.Co * c.Cg * KK});
+      ic.a_panel = [kp, wflat, group_elems](Expr offset, Expr gi) { return kp->Load(wflat, {gi * group_elems + offset}); };
+    } else {
+      IndexFn w_at = Wt.at;
+      const std::vector<int64_t> ws_copy = ws;
+      ic.a_panel = [w_at, ws_copy, group_elems](Expr offset, Expr gi) {
+        return w_at(Delinearize(ws_copy, gi * group_elems + offset));
+      };
+    }
+  } else if (Wt.buffer >= 0) {
     int wview = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_rows", {c.Co, c.Cg * KK});
     ic.a = [kp, wview, c](Expr m, Expr kk, Expr gi) { return kp->Load(wview, {gi * c.Mg + m, kk}); };
   } else {

@@ -19,7 +19,10 @@
 // A batch of same-shape products (GemmOperands::batch) shares both parallel
 // regions: the packing runs over (product, panel) pairs and the compute over
 // (product, task) pairs. A caller that can write B's panels itself
-// (GemmOperands::b_packed, e.g. Winograd's input transform) skips step 1.
+// (GemmOperands::b_packed, e.g. Winograd's input transform) skips step 1. A
+// constant A packed at compile time into MR-row panels (GemmOperands::a_panel,
+// gemm_panels.h) is read as one contiguous stream per register tile instead of
+// MR rows K elements apart.
 #include <algorithm>
 
 #include "compiler/codegen/lower_ops.h"
@@ -52,8 +55,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   auto bind_batch = [&](Expr value, Stmt body) {
     return batched ? For(g.batch_var, value, value + 1, LoopKind::kSerial, std::move(body)) : body;
   };
-  int64_t MR = std::max<int64_t>(1, o.gemm_mr);
-  if (o.gemm_mr_alt > 0 && M % MR != 0 && M % o.gemm_mr_alt == 0) MR = o.gemm_mr_alt;
+  const bool a_panels = g.a_panel_rows > 0;
+  if (a_panels != static_cast<bool>(g.a_panel)) return InvalidArgument(tag + ": A panel rows without a panel reader");
+  const int64_t MR = a_panels ? g.a_panel_rows : GemmRowTile(o, M);
   if (M <= 0 || N <= 0) return Block({});
   if (K <= 0) {
     // Empty reduction: every output is the epilogue of 0.
@@ -61,7 +65,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     Stmt zeros = For(m, 0, M, LoopKind::kSerial, For(n, 0, N, LoopKind::kSerial, g.store(m, n, FloatConst(0))));
     return batched ? For(g.batch_var, 0, batch, LoopKind::kSerial, zeros) : zeros;
   }
-  if (M == 1 && g.b_unit_k && !batched && g.b_packed < 0 && K >= NR) {
+  if (M == 1 && g.b_unit_k && !batched && g.b_packed < 0 && !a_panels && K >= NR) {
     // Dot products: NR lanes of partial sums over K, then a horizontal sum.
     const int64_t KB = K / NR;
     int part = k.AddLocal(tag + "_dot", DType::kF32, {NR});
@@ -179,7 +183,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     {
       Expr kk = k.NewVar("kk");
       Stmt body = rows([&](int64_t i, Expr j) {
-        Expr a = Cast(g.a(m0 + i, kk), DType::kF32);
+        Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a(m0 + i, kk), DType::kF32);
         Expr b = k.Load(bp, {bp_at(p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });

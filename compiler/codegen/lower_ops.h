@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "compiler/codegen/gemm_panels.h"
 #include "compiler/codegen/lower_context.h"
 
 namespace keel::codegen {
@@ -43,6 +44,14 @@ struct GemmOperands {
   // any finite value: they are computed but never stored); b and b_fast are
   // then unused and the GEMM has no packing pass or packing workspace.
   int b_packed = -1;
+  // > 0: A is stored in the row-panel layout (gemm_panels.h) with this many
+  // rows per panel (the GEMM's register tile then has exactly these rows,
+  // whatever the options say), and `a_panel(offset)` reads the element at
+  // `offset` of the packed [M, K] matrix (of product batch_var in a batch);
+  // `a` is then unused. Lets the micro-kernel read the weights of a tile as
+  // one contiguous stream (compile-time packed constants, ops/packed_weight.h).
+  int64_t a_panel_rows = 0;
+  std::function<Expr(Expr offset)> a_panel;
 };
 // The packed B panels' width (the micro-kernel's NR) and their count for N columns.
 int64_t GemmPanelWidth(const LowerOptions& o);
@@ -51,10 +60,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
 
 Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
-Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// packed_rows > 0: the weight (input 1) is stored in the row-panel layout
+// (gemm_panels.h) with that many rows per panel, each group's [Co/group,
+// Cin/group * prod(kernel)] matrix packed on its own (ops/packed_weight.h);
+// only convolutions with more than one input channel per group (the implicit
+// GEMM) take it (InvalidArgument otherwise).
+Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_rows, const StoreFn& store);
 // A Conv in Winograd form (compiler/ops/winograd.h) with output tile side `tile`
-// (2 or 4): lower_winograd.cc.
-Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t tile, const StoreFn& store);
+// (2 or 4): lower_winograd.cc. packed_rows > 0: each of U's (m+2)^2 [Co, Ci]
+// matrices is in the row-panel layout with that many rows per panel.
+Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t tile, int64_t packed_rows,
+                               const StoreFn& store);
 Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerDeformConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // Window pools (any spatial rank); stores[1], when present, receives MaxPool's Indices.

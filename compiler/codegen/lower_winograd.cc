@@ -12,7 +12,8 @@
 //      shared blocked GEMM (lower_gemm.cc: the same MR x NR micro-kernel as
 //      every other GEMM, so AVX2 / AVX-512 tiles follow --cpu), as one batch
 //      of n² products in one parallel region (one thread-pool fork-join, not
-//      n² of them);
+//      n² of them); U is usually in the row-panel layout (packed at compile
+//      time, ops/packed_weight.h), so each register tile reads it as one stream;
 //   3. output transform: Y = A^T M A per (output channel, tile), plus the bias,
 //      through `store` (the fused epilogue), lanes over tiles, parallel over
 //      output channels.
@@ -58,7 +59,8 @@ void Put32(std::vector<uint8_t>& v, int64_t i, int64_t x) {
 
 }  // namespace
 
-Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t tile, const StoreFn& store) {
+Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t tile, int64_t packed_rows,
+                               const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   const WinogradMatrices mx = WinogradFor(tile);
   if (mx.m == 0) return InvalidArgument(NodeLabel(node) + ": Winograd tile must be 2 or 4");
@@ -160,7 +162,20 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     g.batch = nn;
     g.batch_var = xi;
     g.b_packed = V;
-    g.a = [u_at, xi](Expr row, Expr kk) { return u_at({xi, row, kk}); };
+    if (packed_rows > 0) {
+      // U[xi] in row panels (compile-time packed): flat offsets into U.
+      const int64_t plane = Co * C;
+      g.a_panel_rows = packed_rows;
+      if (U.buffer >= 0) {
+        const int uflat = k.AddArgView(k.buffer(U.buffer).arg_index, "u_panels", {nn * plane});
+        g.a_panel = [kp, uflat, xi, plane](Expr offset) { return kp->Load(uflat, {xi * plane + offset}); };
+      } else {
+        const std::vector<int64_t> shape = us;
+        g.a_panel = [u_at, shape, xi, plane](Expr offset) { return u_at(Delinearize(shape, xi * plane + offset)); };
+      }
+    } else {
+      g.a = [u_at, xi](Expr row, Expr kk) { return u_at({xi, row, kk}); };
+    }
     g.store = [kp, Mo, xi](Expr row, Expr col, Expr acc) { return kp->Store(Mo, {xi, row, col}, acc); };
     KEEL_ASSIGN_OR_RETURN(gemms, BuildBlockedGemm(ctx, g, "wino"));
   }

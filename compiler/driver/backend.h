@@ -20,6 +20,7 @@
 #include "compiler/passes/channels_last.h"
 #include "compiler/passes/mixed_precision.h"
 #include "compiler/passes/pass_manager.h"
+#include "compiler/passes/weight_packing.h"
 #include "compiler/passes/winograd.h"
 #include "keel/status.h"
 #include "serialization/executable_writer.h"
@@ -54,6 +55,12 @@ class Backend {
   // Winograd (passes/winograd.h): the output tile side m (2 or 4) this target
   // runs a candidate 3x3 convolution with, 0 to keep the plain convolution.
   virtual int64_t WinogradTile(const ir::Node& /*conv*/) const { return 0; }
+  // Weight packing (passes/weight_packing.h): the rows per panel this target's
+  // GEMM reads a candidate convolution's constant weight `matrices` with, 0 to
+  // keep the weight as it is.
+  virtual int64_t PackedWeightRows(const ir::Node& /*conv*/, const ops::WeightMatrices& /*matrices*/) const {
+    return 0;
+  }
   // Attention (passes/attention_fusion.h): whether this target runs the
   // keel.Attention problem `a` on Q/K/V of type `t` with a mask of type `mask`.
   virtual bool RunsAttention(const ops::FusedAttention& /*a*/, ir::DType /*t*/, ir::DType /*mask*/) const {
@@ -88,7 +95,7 @@ passes::WinogradPredicate WinogradPredicateFor(const Backend& backend);
 
 // Sets every target-dependent rule of `pipeline` from `backend`: the layout
 // (ChannelsLastPredicateFor with `layout` and the pipeline's precision), the
-// Winograd tiles and the attention kernel's reach. `backend` must outlive the
+// Winograd tiles, the weight panels and the attention kernel's reach. `backend` must outlive the
 // pipeline run.
 void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptions* pipeline);
 

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "compiler/codegen/gemm_panels.h"
 #include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_cpu_emitter.h"
 #include "compiler/codegen/lower.h"
@@ -67,6 +68,11 @@ class CpuBackend final : public Backend {
 
   // The rule (fitted to bench/codegen's 3x3 convolutions, docs/MEASUREMENTS.md, issue 11): the
   // tile with the lowest estimated cost, Winograd only when it beats the implicit GEMM by 10%.
+  // Every GEMM convolution's constant weight in the panels of the register tile its GEMM uses.
+  int64_t PackedWeightRows(const ir::Node& /*conv*/, const ops::WeightMatrices& matrices) const override {
+    return codegen::GemmRowTile(lower_options_, matrices.m);
+  }
+
   int64_t WinogradTile(const ir::Node& conv) const override {
     switch (winograd_) {
       case WinogradMode::kOff: return 0;
@@ -162,6 +168,9 @@ passes::WinogradPredicate WinogradPredicateFor(const Backend& backend) {
 void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptions* pipeline) {
   pipeline->channels_last = ChannelsLastPredicateFor(backend, layout, pipeline->mixed_precision.precision);
   pipeline->winograd = WinogradPredicateFor(backend);
+  pipeline->weight_packing = [&backend](const ir::Node& conv, const ops::WeightMatrices& matrices) {
+    return backend.PackedWeightRows(conv, matrices);
+  };
   pipeline->attention = [&backend](const ops::FusedAttention& a, ir::DType t, ir::DType mask) {
     return backend.RunsAttention(a, t, mask);
   };

@@ -9,6 +9,7 @@
 #include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
 #include "compiler/ops/window.h"
+#include "compiler/ops/packed_weight.h"
 #include "compiler/ops/winograd.h"
 
 namespace keel::ops {
@@ -136,8 +137,9 @@ void RegisterConvOps(Registry& r) {
   def.fold_scale_shift = FoldScaleShiftIntoConv;
   def.channels_last_operands = {0, 1};  // X NHWC, W OHWI (channels_last.h)
   def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-    if (const int64_t tile = WinogradTile(node)) return codegen::LowerWinogradConv(ctx, node, tile, stores[0]);
-    return codegen::LowerConv(ctx, node, stores[0]);
+    const int64_t packed_rows = PackedWeightRows(node);
+    if (const int64_t tile = WinogradTile(node)) return codegen::LowerWinogradConv(ctx, node, tile, packed_rows, stores[0]);
+    return codegen::LowerConv(ctx, node, packed_rows, stores[0]);
   };
   r.Add(std::move(def));
 }

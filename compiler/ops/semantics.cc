@@ -6,6 +6,7 @@
 #include "compiler/ops/channels_last.h"
 #include "compiler/ops/expansion.h"
 #include "compiler/ops/op_util.h"
+#include "compiler/ops/packed_weight.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
 #include "compiler/ops/winograd.h"
@@ -68,6 +69,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateNode(const ir::Node& node, const 
     return Internal(NodeDescription(node) + ": evaluator got " + std::to_string(inputs.size()) + " inputs, node has " +
                     std::to_string(node.inputs().size()));
   }
+  if (PackedWeightRows(node) != 0) return EvaluatePackedWeight(node, inputs);
   if (IsChannelsLast(node)) return EvaluateChannelsLast(*def, node, inputs);
   if (WinogradTile(node) != 0) return EvaluateWinograd(*def, node, inputs);
   // Evaluate a typed, canonical copy whose operands are the given values as

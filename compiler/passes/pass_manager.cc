@@ -16,6 +16,7 @@
 #include "compiler/passes/shape_inference.h"
 #include "compiler/passes/simplify.h"
 #include "compiler/passes/verify.h"
+#include "compiler/passes/weight_packing.h"
 #include "compiler/passes/winograd.h"
 
 namespace keel::passes {
@@ -59,7 +60,7 @@ std::vector<PassInfo> PassManager::List() const {
 namespace {
 const std::vector<std::string>& RegisteredNames() {
   static const std::vector<std::string> names = {"attention-fusion", "batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion",
-                                                 "mixed-precision", "shape-inference", "simplify", "verify", "winograd"};
+                                                 "mixed-precision", "shape-inference", "simplify", "verify", "weight-packing", "winograd"};
   return names;
 }
 }  // namespace
@@ -78,6 +79,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   }
   if (name == "attention-fusion") return std::unique_ptr<Pass>(new AttentionFusionPass(options.attention));
   if (name == "winograd") return std::unique_ptr<Pass>(new WinogradPass(options.winograd));
+  if (name == "weight-packing") return std::unique_ptr<Pass>(new WeightPackingPass(options.weight_packing));
   if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
   return NotFound("unknown pass '" + name + "'");
 }
@@ -94,7 +96,8 @@ std::vector<PassInfo> ListPasses() {
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse",
                                  "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
-                                 "attention-fusion", "channels-last", "winograd", "fusion", "dce", "verify"};
+                                 "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
+                                 "verify"};
   for (const std::string& d : options.disabled) {
     bool known = false;
     for (const std::string& n : RegisteredNames()) known = known || n == d;

@@ -9,14 +9,15 @@
 //
 // Registry names (keelc --passes lists them with ListPasses()):
 //   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
-//   mixed-precision, attention-fusion, channels-last, winograd, fusion, verify.
+//   mixed-precision, attention-fusion, channels-last, winograd, weight-packing,
+//   fusion, verify.
 //
 // Default pipeline (RunDefaultPipeline):
 //   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
 //   shape-inference, simplify (second run: Reshape-like ops become keel.Reshape
 //   views once every shape is static), mixed-precision (a no-op at fp32),
 //   attention-fusion (a no-op without the target's predicate), channels-last
-//   (likewise), winograd (likewise),
+//   (likewise), winograd (likewise), weight-packing (likewise),
 //   fusion, dce, verify.
 //
 // Errors: Run stops at the first failing pass and returns its Status with the pass
@@ -35,6 +36,7 @@
 #include "compiler/passes/mixed_precision.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/attention_fusion.h"
+#include "compiler/passes/weight_packing.h"
 #include "compiler/passes/winograd.h"
 
 namespace keel::passes {
@@ -92,6 +94,9 @@ struct PipelineOptions {
   // winograd: the target's choice of Winograd tile per 3x3 convolution
   // (driver/backend.h, keelc --winograd); empty: the pass changes nothing.
   WinogradPredicate winograd;
+  // weight-packing: the rows per panel the target's GEMM reads a convolution's
+  // constant weight with (driver/backend.h); empty: the pass changes nothing.
+  WeightPackingPredicate weight_packing;
   // attention-fusion: whether the target runs a keel.Attention problem
   // (driver/backend.h); empty: the pass changes nothing.
   AttentionPredicate attention;

@@ -1,7 +1,9 @@
 // Conv2d: implicit GEMM (groups, strides, pads, dilations, 1x1 pointwise, batch > 1,
 // odd sizes; default and AVX-512 register tiles; padded-image im2col with
 // contiguous and gathered panels) and the direct depthwise kernel (channel
-// multiplier 1 and 2; its CPU row form and its GPU run-of-outputs form).
+// multiplier 1 and 2; its CPU row form, one row or blocks of rows per
+// iteration, heights not a multiple of the block, and its GPU run-of-outputs
+// form).
 #include <gtest/gtest.h>
 
 #include "tests/compiler/codegen/codegen_test_util.h"
@@ -47,6 +49,13 @@ TEST_P(ConvTest, MatchesReference) {
   // The GPU form of depthwise convolutions (a run of outputs per iteration): the kernel
   // IR is device-neutral, so the CPU back end checks it too.
   if (p.c / p.group == 1) CheckNodeAgainstReference(*n, 31, 1e-5, 4, GpuDirectConv());
+  // The CPU depthwise kernel one row per iteration, and in blocks of 3 rows (the default is 4).
+  for (int64_t rows : {1, 3}) {
+    if (p.c / p.group != 1) break;
+    LowerOptions o;
+    o.depthwise_rows = rows;
+    CheckNodeAgainstReference(*n, 31, 1e-5, 4, o);
+  }
 }
 
 // The channels-last form (compiler/ops/channels_last.h): X [N,H,W,C], W [Co,kh,kw,C/g],
@@ -92,6 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // Depthwise 1x11, pad 5: five border columns a side (the guarded loop, not
                       // unrolled border columns) and rows whose whole window is padding.
                       ConvCase{1, 6, 9, 30, 6, 1, 11, 1, 5, 1, 6, true},
+                      // Depthwise with 3 output rows: fewer than a block of rows (one block of 3).
+                      ConvCase{1, 6, 3, 20, 6, 3, 3, 1, 1, 1, 6, true},
                       // Depthwise stride 2, odd width: a right border column of its own.
                       ConvCase{1, 5, 7, 16, 5, 3, 3, 2, 1, 1, 5, false},
                       // Row-offset table with image and group folded in: direct gathers (stride 5,

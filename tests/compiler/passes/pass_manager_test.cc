@@ -31,7 +31,7 @@ TEST(PassManagerTest, ListsRegisteredPasses) {
   EXPECT_EQ(names, (std::vector<std::string>{"attention-fusion", "batchnorm-folding", "channels-last",
                                              "constant-folding", "cse", "dce",
                                              "fusion", "mixed-precision", "shape-inference", "simplify", "verify",
-                                             "winograd"}));
+                                             "weight-packing", "winograd"}));
   EXPECT_FALSE(CreatePass("no-such-pass").ok());
 }
 
@@ -49,7 +49,7 @@ TEST(PassManagerTest, DefaultPipelineOrderAndDump) {
   for (const auto& p : pm->List()) order.push_back(p.name);
   EXPECT_EQ(order, (std::vector<std::string>{"simplify", "shape-inference", "constant-folding", "dce", "cse",
                                              "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
-                                             "attention-fusion", "channels-last", "winograd", "fusion", "dce",
+                                             "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
                                              "verify"}));
   auto g = SmallGraph();
   Status s = pm->Run(*g);

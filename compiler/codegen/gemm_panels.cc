@@ -1,0 +1,52 @@
+// compiler/codegen/gemm_panels.cc — see gemm_panels.h.
+#include "compiler/codegen/gemm_panels.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace keel::codegen {
+namespace {
+
+// Moves every element between the row-major and the panel layout: `pack`
+// chooses the direction.
+std::vector<uint8_t> Permute(const std::vector<uint8_t>& in, int64_t es, int64_t batch, int64_t m, int64_t k,
+                             int64_t mr, bool pack) {
+  std::vector<uint8_t> out(in.size());
+  const int64_t full = mr > 0 ? m - m % mr : 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t base = b * m * k;
+    for (int64_t row = 0; row < m; ++row) {
+      const int64_t m0 = row < full ? row - row % mr : full;
+      const int64_t rows = row < full ? mr : m - full;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const int64_t plain = base + row * k + kk;
+        const int64_t panel = base + RowPanelOffset(m0, rows, k, kk, row - m0);
+        const int64_t from = pack ? plain : panel, to = pack ? panel : plain;
+        std::memcpy(&out[static_cast<size_t>(to * es)], &in[static_cast<size_t>(from * es)], static_cast<size_t>(es));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t GemmRowTile(const LowerOptions& o, int64_t m) {
+  const int64_t mr = std::max<int64_t>(1, o.gemm_mr);
+  return o.gemm_mr_alt > 0 && m % mr != 0 && m % o.gemm_mr_alt == 0 ? o.gemm_mr_alt : mr;
+}
+
+int64_t RowPanelOffset(int64_t m0, int64_t mr, int64_t k_dim, int64_t k, int64_t i) { return m0 * k_dim + k * mr + i; }
+Expr RowPanelOffset(const Expr& m0, int64_t mr, int64_t k_dim, const Expr& k, int64_t i) { return m0 * k_dim + k * mr + i; }
+
+std::vector<uint8_t> PackRowPanels(const std::vector<uint8_t>& bytes, int64_t elem_size, int64_t batch, int64_t m,
+                                   int64_t k, int64_t mr) {
+  return Permute(bytes, elem_size, batch, m, k, mr, true);
+}
+
+std::vector<uint8_t> UnpackRowPanels(const std::vector<uint8_t>& bytes, int64_t elem_size, int64_t batch, int64_t m,
+                                     int64_t k, int64_t mr) {
+  return Permute(bytes, elem_size, batch, m, k, mr, false);
+}
+
+}  // namespace keel::codegen

@@ -1,0 +1,50 @@
+// compiler/codegen/gemm_panels.h — the row-panel layout of a GEMM's A operand
+// (the weights of a convolution), in which the blocked GEMM's micro-kernel
+// (lower_gemm.cc) reads A as one contiguous stream.
+//
+// The micro-kernel computes an MR x NR register tile: per k step it broadcasts
+// A(m0 + i, k) for its MR rows i. With A row-major [M, K] those are MR streams
+// K floats apart (18 KB for a 512-channel 3x3 convolution), which the hardware
+// prefetchers do not keep up with. In the panel layout the MR values of a step
+// are adjacent and the steps follow each other:
+//   rows [0, M - M % MR): panels of MR rows, panel t = rows [t*MR, t*MR + MR),
+//     stored as [K][MR] at element offset t*MR*K;
+//   the last M % MR rows (if any): one panel stored as [K][M % MR] at offset
+//     (M - M % MR) * K.
+// So the tile at row m0 with mr rows (MR, or M % MR for the last) reads
+// A(m0 + i, k) at m0 * K + k * mr + i, and the layout has exactly M * K
+// elements (no padding): a packed tensor keeps its shape and size. A stack of
+// `batch` such matrices (a grouped convolution's groups, Winograd's (m+2)^2
+// transformed filters) is packed matrix by matrix.
+//
+// The compiler packs constant weights this way once (ops/packed_weight.h); the
+// reference evaluator unpacks them. Pure functions, thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/codegen/kernel_ir.h"
+#include "compiler/codegen/lower.h"
+
+namespace keel::codegen {
+
+// The register tile's row count the blocked GEMM uses for an M-row product:
+// options.gemm_mr, or gemm_mr_alt when that divides M and gemm_mr does not.
+int64_t GemmRowTile(const LowerOptions& options, int64_t m);
+
+// Element offset of A(m0 + i, k) inside one packed [M, K] matrix, for the
+// register tile at row m0 that has `mr` rows (see above).
+// The Expr form is what the micro-kernel's loads use (one definition of the layout).
+int64_t RowPanelOffset(int64_t m0, int64_t mr, int64_t k_dim, int64_t k, int64_t i);
+Expr RowPanelOffset(const Expr& m0, int64_t mr, int64_t k_dim, const Expr& k, int64_t i);
+
+// `batch` row-major [M, K] matrices of `elem_size`-byte elements (bytes.size()
+// must be batch * M * K * elem_size) into the panel layout with `mr` rows per
+// panel, and back. Byte moves only: the values are unchanged.
+std::vector<uint8_t> PackRowPanels(const std::vector<uint8_t>& bytes, int64_t elem_size, int64_t batch, int64_t m,
+                                   int64_t k, int64_t mr);
+std::vector<uint8_t> UnpackRowPanels(const std::vector<uint8_t>& bytes, int64_t elem_size, int64_t batch, int64_t m,
+                                     int64_t k, int64_t mr);
+
+}  // namespace keel::codegen

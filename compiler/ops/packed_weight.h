@@ -1,0 +1,57 @@
+// compiler/ops/packed_weight.h — the packed-weight form of a Conv: its weight
+// (input 1, a constant) was reordered at compile time into the row-panel layout
+// of the blocked GEMM's micro-kernel (compiler/codegen/gemm_panels.h), so the
+// kernel reads each register tile's weights as one contiguous stream with no
+// packing at run time. The CPU back end's pass (passes/weight_packing.h) puts
+// the convolutions its GEMM runs into this form.
+//
+// A node in this form carries attribute keel.packed_rows = MR (the rows per
+// panel, the GEMM's register tile height) and its weight has the same type as
+// before (the layout has no padding): only the order of the elements changed.
+// The weight is a stack of GEMM A matrices, each packed on its own:
+//   * a plain Conv (more than one input channel per group: the implicit GEMM):
+//     `group` matrices [Co/group, Cin/group * prod(kernel)];
+//   * a Conv in Winograd form (ops/winograd.h): (m+2)^2 matrices [Co, Ci].
+// Types and reference values come from the twin with the weight unpacked
+// (op_twin.h), so the reference evaluator checks the kernel against the
+// convolution it stands for. Depthwise convolutions (one input channel per
+// group) have a direct kernel, not a GEMM, and no packed form.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "keel/status.h"
+
+namespace keel::ops {
+
+// The attribute that marks the form; its value is the rows per panel.
+inline constexpr const char* kPackedRowsAttr = "keel.packed_rows";
+
+// MR of a Conv in packed-weight form, 0 for any other node.
+int64_t PackedWeightRows(const ir::Node& node);
+
+// The stack of GEMM A matrices a Conv's weight is (see above).
+struct WeightMatrices {
+  int64_t batch = 0, m = 0, k = 0;
+};
+
+// Whether a (canonical, typed) Conv node can take the form: not yet packed,
+// channels-first, a constant weight, and a GEMM kernel (Winograd form, or
+// more than one input channel per group); `matrices` receives the stack.
+bool PackedWeightApplies(const ir::Node& conv, WeightMatrices* matrices);
+
+// The weight reordered into / back from the panel layout with `mr` rows per
+// panel. InvalidArgument when the size disagrees with `matrices` or mr < 1.
+Result<ir::TensorDataPtr> PackWeight(const ir::TensorData& w, const WeightMatrices& matrices, int64_t mr);
+Result<ir::TensorDataPtr> UnpackWeight(const ir::TensorData& w, const WeightMatrices& matrices, int64_t mr);
+
+// EvaluateNode for a node in packed-weight form (semantics.cc calls it): the
+// value of its twin without the attribute, on the unpacked weight.
+Result<std::vector<ir::TensorDataPtr>> EvaluatePackedWeight(const ir::Node& node,
+                                                            const std::vector<ir::TensorDataPtr>& inputs);
+
+}  // namespace keel::ops

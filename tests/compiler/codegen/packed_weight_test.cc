@@ -1,0 +1,187 @@
+// Convolutions whose constant weight is packed at compile time into the GEMM
+// micro-kernel's row panels (compiler/ops/packed_weight.h, codegen/gemm_panels.h)
+// against the reference evaluator (the plain convolution on the weight unpacked):
+// output channels not a multiple of the panel height (a narrower last panel),
+// fewer channels than one panel, groups, strides, padding, batch 2, K blocking,
+// 1-D and 3-D convolutions, the Winograd form's U, fused epilogues; the
+// default (AVX2, 6 rows) and AVX-512 (12 or 8 rows) register tiles, and a
+// panel height the options would not pick (the GEMM follows the weight). Also
+// the layout itself, the lowered kernel reading one flat stream, and refusals.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "compiler/codegen/gemm_panels.h"
+#include "compiler/ops/packed_weight.h"
+#include "compiler/ops/reference.h"
+#include "compiler/ops/winograd.h"
+#include "tests/compiler/codegen/codegen_test_util.h"
+
+namespace keel::codegen::testing {
+namespace {
+
+const LowerOptions kAvx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
+const LowerOptions kAvx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
+
+std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(GemmPanels, LayoutAndRoundTrip) {
+  // 5 x 2 with 2 rows per panel: panels rows {0,1}, {2,3}, then the last row alone.
+  std::vector<uint8_t> plain(10);
+  for (int i = 0; i < 10; ++i) plain[static_cast<size_t>(i)] = static_cast<uint8_t>(i);  // A(r, k) = 2r + k
+  const std::vector<uint8_t> packed = PackRowPanels(plain, 1, 1, 5, 2, 2);
+  EXPECT_EQ(packed, (std::vector<uint8_t>{0, 2, 1, 3, 4, 6, 5, 7, 8, 9}));
+  EXPECT_EQ(UnpackRowPanels(packed, 1, 1, 5, 2, 2), plain);
+  for (int64_t r = 0; r < 5; ++r)
+    for (int64_t k = 0; k < 2; ++k) {
+      const int64_t m0 = r < 4 ? r - r % 2 : 4, mr = r < 4 ? 2 : 1;
+      EXPECT_EQ(packed[static_cast<size_t>(RowPanelOffset(m0, mr, 2, k, r - m0))], 2 * r + k);
+    }
+  // A stack of 3 matrices of 4-byte elements, 13 rows (two 6-row panels and a 1-row one).
+  std::vector<uint8_t> stack(3 * 13 * 7 * 4);
+  for (size_t i = 0; i < stack.size(); ++i) stack[i] = static_cast<uint8_t>(i * 31 % 251);
+  const std::vector<uint8_t> p = PackRowPanels(stack, 4, 3, 13, 7, 6);
+  EXPECT_NE(p, stack);
+  EXPECT_EQ(UnpackRowPanels(p, 4, 3, 13, 7, 6), stack);
+  EXPECT_EQ(GemmRowTile(kAvx2, 64), 6);
+  EXPECT_EQ(GemmRowTile(kAvx512, 64), 8);
+  EXPECT_EQ(GemmRowTile(kAvx512, 36), 12);
+}
+
+struct PackedCase {
+  std::vector<int64_t> x;  // N, C, spatial...
+  int64_t co;
+  std::vector<int64_t> kernel;
+  int64_t stride, pad, group;
+  bool bias;
+};
+
+// A Conv whose weight (random, seed) is a constant packed with `mr` rows per panel.
+ir::Node* PackedConv(GraphBuilder& b, const PackedCase& p, int64_t mr, uint32_t seed) {
+  const size_t sp = p.x.size() - 2;
+  std::vector<int64_t> ws{p.co, p.x[1] / p.group};
+  ws.insert(ws.end(), p.kernel.begin(), p.kernel.end());
+  int64_t k = ws[1];
+  for (int64_t d : p.kernel) k *= d;
+  auto w = ops::MakeTensorF32(ws, RandomFloats(p.co * k, seed));
+  auto packed = ops::PackWeight(*w, {p.group, p.co / p.group, k}, mr);
+  EXPECT_TRUE(packed.ok()) << packed.status().ToString();
+  std::vector<ir::Value*> ins = {b.Input("x", p.x), b.graph().AddConstant("w_panels", *packed)};
+  if (p.bias) ins.push_back(b.Input("bias", {p.co}));
+  ir::Attributes a;
+  a.Set("strides", std::vector<int64_t>(sp, p.stride));
+  a.Set("pads", std::vector<int64_t>(2 * sp, p.pad));
+  a.Set("group", p.group);
+  a.Set(ops::kPackedRowsAttr, mr);
+  return b.Op("Conv", ins, a);
+}
+
+class PackedConvTest : public ::testing::TestWithParam<PackedCase> {};
+
+TEST_P(PackedConvTest, MatchesReference) {
+  const PackedCase p = GetParam();
+  const int64_t mg = p.co / p.group;
+  struct Variant {
+    int64_t mr;
+    LowerOptions options;
+  };
+  // The tiles each ISA picks, and a panel height no option picks (the GEMM follows the weight).
+  for (const Variant& v : {Variant{GemmRowTile(kAvx2, mg), kAvx2}, Variant{GemmRowTile(kAvx512, mg), kAvx512},
+                           Variant{5, kAvx2}}) {
+    GraphBuilder b;
+    ir::Node* n = PackedConv(b, p, v.mr, 71);
+    ASSERT_NE(n, nullptr);
+    SCOPED_TRACE("rows per panel " + std::to_string(v.mr));
+    const KernelSpec spec = CheckNodeAgainstReference(*n, 72, 1e-5, 4, v.options);
+    ASSERT_NE(spec.kernel, nullptr);
+    const std::string text = spec.kernel->ToString();
+    EXPECT_NE(text.find("w_panels"), std::string::npos);
+    EXPECT_EQ(text.find("w_rows"), std::string::npos);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PackedConvTest,
+    ::testing::Values(PackedCase{{1, 8, 9, 11}, 13, {3, 3}, 1, 1, 1, true},     // 13 rows: a 1-row last panel (AVX2)
+                      PackedCase{{2, 5, 10, 7}, 4, {3, 3}, 2, 1, 1, false},     // fewer rows than a panel, batch 2
+                      PackedCase{{1, 12, 8, 8}, 20, {3, 3}, 1, 1, 2, true},     // 2 groups of 10 rows
+                      PackedCase{{1, 40, 9, 9}, 36, {3, 3}, 1, 1, 1, false},    // K = 360: K blocking; 36 rows
+                      PackedCase{{1, 16, 7, 7}, 64, {1, 1}, 1, 0, 1, true},     // pointwise, 64 rows (AVX-512: 8)
+                      PackedCase{{1, 3, 23, 23}, 10, {7, 7}, 2, 3, 1, true},    // stem-like, K = 147
+                      PackedCase{{1, 6, 30}, 11, {5}, 1, 2, 1, true},           // 1-D
+                      PackedCase{{1, 4, 5, 6, 7}, 9, {3, 3, 3}, 1, 1, 1, false}  // 3-D
+                      ));
+
+TEST(PackedConv, FusedReluAndResidual) {
+  GraphBuilder b;
+  const PackedCase p{{2, 12, 11, 13}, 10, {3, 3}, 1, 1, 1, true};
+  ir::Node* conv = PackedConv(b, p, 6, 81);
+  ASSERT_NE(conv, nullptr);
+  std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {2, 10, 11, 13})};
+  const ir::Attributes attrs = conv->attrs();
+  ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
+    ir::Node* add = g.Op("Add", {c->output(0), v[3]});
+    ir::Node* relu = g.Op("Relu", {add->output(0)});
+    return std::vector<ir::Value*>{relu->output(0)};
+  });
+  CheckNodeAgainstReference(*f, 82, 1e-5, 4, kAvx2);
+}
+
+// Winograd's U [(m+2)^2, Co, Ci] packed matrix by matrix: odd Co (a short last
+// panel), F(2,3) and F(4,3), K blocking, both register tiles.
+TEST(PackedConv, WinogradForm) {
+  struct Case {
+    int64_t n, c, h, w, co, m;
+  };
+  for (const Case& p : {Case{2, 5, 9, 11, 7, 4}, Case{1, 19, 13, 10, 17, 2}, Case{1, 333, 6, 6, 14, 2},
+                        Case{1, 16, 12, 12, 64, 4}}) {
+    for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
+      const int64_t mr = GemmRowTile(*o, p.co), nn = (p.m + 2) * (p.m + 2);
+      GraphBuilder b;
+      auto u = ops::WinogradWeight(*ops::MakeTensorF32({p.co, p.c, 3, 3}, RandomFloats(p.co * p.c * 9, 91)), p.m);
+      ASSERT_TRUE(u.ok());
+      auto packed = ops::PackWeight(**u, {nn, p.co, p.c}, mr);
+      ASSERT_TRUE(packed.ok());
+      ir::Attributes a;
+      a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+      a.Set(ops::kWinogradAttr, p.m);
+      a.Set(ops::kPackedRowsAttr, mr);
+      ir::Node* n = b.Op("Conv", {b.Input("x", {p.n, p.c, p.h, p.w}), b.graph().AddConstant("u", *packed), b.Input("bias", {p.co})}, a);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE("F(" + std::to_string(p.m) + ",3), Co " + std::to_string(p.co) + ", rows " + std::to_string(mr));
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 92, 1e-5, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_NE(spec.kernel->ToString().find("u_panels"), std::string::npos);
+    }
+  }
+}
+
+TEST(PackedConv, DepthwiseAndMalformedAreRefused) {
+  // Depthwise: a direct kernel, no GEMM to read panels.
+  GraphBuilder b;
+  ir::Attributes a;
+  a.Set("group", int64_t{4});
+  a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  a.Set(ops::kPackedRowsAttr, int64_t{6});
+  ir::Node* n = b.Op("Conv", {b.Input("x", {1, 4, 8, 8}), b.Input("w", {4, 1, 3, 3})}, a);
+  ASSERT_NE(n, nullptr);
+  auto spec = LowerNodeToKernel(*n, 0, kAvx2);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("depthwise"), std::string::npos) << spec.status().ToString();
+  // A weight whose size disagrees with the matrices it is said to be.
+  auto w = ops::MakeTensorF32({4, 3}, RandomFloats(12, 1));
+  auto bad = ops::PackWeight(*w, {1, 5, 3}, 6);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("packed weight"), std::string::npos);
+  EXPECT_FALSE(ops::PackWeight(*w, {1, 4, 3}, 0).ok());
+}
+
+}  // namespace
+}  // namespace keel::codegen::testing
