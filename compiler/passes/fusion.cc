@@ -83,10 +83,9 @@ bool GeneratedAnchor(const ir::Node& n) {
   return def && def->fusion == ops::FusionClass::kAnchor && def->library == ops::LibraryCall::kNone;
 }
 
-// The prologues of each generated anchor (rule 0 in fusion.h): one-input
-// elementwise nodes that change the element type and whose only use is that
-// anchor.
-// The anchor `n` is a prologue of, or null.
+// The generated anchor `n` is a prologue of (rule 0 in fusion.h: a one-input
+// elementwise node that changes the element type and whose only use is that
+// anchor), or null.
 ir::Node* PrologueOf(const ir::Graph& graph, const ir::Node& n) {
   if (n.body() || ClassifyOp(n) != OpClass::kElementwise) return nullptr;
   size_t operands = 0;
@@ -103,6 +102,7 @@ ir::Node* PrologueOf(const ir::Graph& graph, const ir::Node& n) {
   return !user->body() && GeneratedAnchor(*user) ? user : nullptr;
 }
 
+// The prologues of each generated anchor.
 std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Graph& graph) {
   std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
   for (ir::Node* n : graph.nodes()) {
