@@ -205,6 +205,7 @@ std::string GpuMapping::Describe() const {
     os << GpuPhaseKindName(p.kind) << "(rows=" << p.rows;
     if (p.kind == GpuPhaseKind::kFlat || p.kind == GpuPhaseKind::kBlockPerRow) os << ",inner=" << p.inner;
     if (p.vector_width > 1) os << ",vec=" << p.vector_width;
+    if (p.kind == GpuPhaseKind::kBlockPerRow) os << ",row_threads=" << p.row_threads;
     os << ") ";
   }
   os << "grid=" << launch.grid << " block=" << launch.block;
@@ -342,10 +343,21 @@ Result<GpuMapping> MapKernelToGpu(const KernelFunc& kernel, const GpuMappingOpti
   }
 
   if (m.phases.size() == 1 && m.phases[0].kind == GpuPhaseKind::kBlockPerRow) {
-    const GpuPhase& p = m.phases[0];
-    // Roughly four row elements per thread, one warp at least, 256 at most.
+    GpuPhase& p = m.phases[0];
+    if (p.inner <= options.max_row_for_warp) {
+      // A warp per row: no block barriers, no shared memory. Up to 8 rows per
+      // block while the grid still covers every SM.
+      const int64_t rows_per_block = std::clamp<int64_t>(p.rows / options.num_sms, 1, std::min<int64_t>(8, tpb / 32));
+      p.row_threads = 32;
+      m.launch.block = static_cast<uint32_t>(32 * rows_per_block);
+      m.launch.grid = Clamp32(std::min((p.rows + rows_per_block - 1) / rows_per_block,
+                                       options.num_sms * (options.max_threads_per_sm / m.launch.block)));
+      return m;
+    }
+    // Longer rows: roughly four row elements per thread, 256 threads at most.
     int64_t threads = 32;
     while (threads < tpb && threads * 4 < p.inner) threads *= 2;
+    p.row_threads = threads;
     m.launch.block = static_cast<uint32_t>(threads);
     m.launch.grid = Clamp32(std::min(p.rows, options.num_sms * (options.max_threads_per_sm / threads)));
     return m;

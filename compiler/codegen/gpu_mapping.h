@@ -14,10 +14,13 @@
 //   * kBlockPerRow — a row reduction (Softmax, LayerNorm, Reduce*, global pools):
 //     the parallel body is a sequence of uniform scalar statements, reduction
 //     loops `acc[c] = acc[c] op f(l)` (op add/max/min on f32) and independent
-//     loops. One block per row (grid-stride over rows); reduction loops are
-//     split over the block's threads and combined with warp shuffles (+ shared
-//     memory across warps), independent loops are split over the threads,
-//     scalar statements run redundantly (stores to memory by thread 0).
+//     loops. `row_threads` threads take one row (grid-stride over rows):
+//     rows of up to 1024 elements get one warp each (several rows per block,
+//     reductions by warp shuffles alone, warp-level barriers), longer rows the
+//     whole block (shuffles plus shared memory across warps, block barriers).
+//     Reduction loops are split over the row's threads, independent loops
+//     too, scalar statements run redundantly (stores to memory by the row's
+//     first thread).
 //   * kThreadPerIter — anything else: one parallel iteration per thread.
 // Several phases run in one launch (each grid-stride) when none reads or
 // writes memory another phase writes (e.g. the outputs of a multi-output
@@ -52,6 +55,7 @@ struct GpuPhase {
   int64_t rows = 0;          // iterations of the outer loop
   int64_t inner = 0;         // kFlat: inner trip count; kBlockPerRow: longest row loop
   int64_t vector_width = 1;  // kFlat: contiguous inner elements per thread item
+  int64_t row_threads = 0;   // kBlockPerRow: threads per row (32, or the block)
   int64_t Items() const;     // thread work items (kFlat: rows * inner / vector_width)
 };
 
@@ -73,6 +77,7 @@ struct GpuMappingOptions {
   int64_t blocks_per_sm = 8;      // grid-stride grids: at most num_sms * blocks_per_sm blocks
   int64_t max_threads_per_sm = 2048;
   int64_t min_row_for_block = 32; // shorter rows run one thread per row
+  int64_t max_row_for_warp = 1024; // rows up to this long run one warp per row
 };
 
 Result<GpuMapping> MapKernelToGpu(const KernelFunc& kernel, const GpuMappingOptions& options = {});

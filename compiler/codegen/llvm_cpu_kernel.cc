@@ -324,9 +324,12 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
         return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), Intrinsic1(llvm::Intrinsic::sqrt, a));
       case UnaryOp::kErf:
         if (!a->getType()->getScalarType()->isFloatTy()) return LibCall("erff", "erf", a);
-        return EmitErfF32(b_, m_, a, [this](llvm::Value* v) {
-          return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::exp, {v->getType()}), {v});
-        });
+        return EmitErfF32(
+            b_, m_, a,
+            [this](llvm::Value* v) {
+              return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::exp, {v->getType()}), {v});
+            },
+            [this](llvm::Value* x, llvm::Value* y) { return EmitFDiv(x, y); });
       case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:
         if (const char* name = LibmName(op)) return LibCall(std::string(name) + "f", name, a);

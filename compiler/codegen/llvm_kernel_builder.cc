@@ -224,7 +224,7 @@ llvm::Value* LlvmKernelBuilder::EmitUnary(KernelRegion& r, const Expr& e) {
     case UnaryOp::kSqrt: return Intrinsic1(llvm::Intrinsic::sqrt, a);
     case UnaryOp::kSigmoid: {
       llvm::Value* one = llvm::ConstantFP::get(a->getType(), 1.0);
-      return b_.CreateFDiv(one, b_.CreateFAdd(one, EmitMath(UnaryOp::kExp, b_.CreateFNeg(a))));
+      return EmitFDiv(one, b_.CreateFAdd(one, EmitMath(UnaryOp::kExp, b_.CreateFNeg(a))));
     }
     case UnaryOp::kFloor: return Intrinsic1(llvm::Intrinsic::floor, a);
     case UnaryOp::kCeil: return Intrinsic1(llvm::Intrinsic::ceil, a);
@@ -249,7 +249,7 @@ llvm::Value* LlvmKernelBuilder::EmitBinary(KernelRegion& r, const Expr& e) {
     case BinaryOp::kAdd: return fl ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, !uns);
     case BinaryOp::kSub: return fl ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, !uns);
     case BinaryOp::kMul: return fl ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, !uns);
-    case BinaryOp::kDiv: return fl ? b_.CreateFDiv(a, b) : (uns ? b_.CreateUDiv(a, b) : b_.CreateSDiv(a, b));
+    case BinaryOp::kDiv: return fl ? EmitFDiv(a, b) : (uns ? b_.CreateUDiv(a, b) : b_.CreateSDiv(a, b));
     case BinaryOp::kMod: return fl ? EmitFloatRem(a, b) : (uns ? b_.CreateURem(a, b) : b_.CreateSRem(a, b));
     case BinaryOp::kMin:
       return b_.CreateSelect(fl ? b_.CreateFCmpOLT(a, b) : (uns ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b)), a, b);

@@ -120,7 +120,12 @@ class LlvmKernelBuilder {
   // `scalar` with the lane count of `like` (a vector type when `like` is wide).
   llvm::Type* LikeShape(llvm::Type* scalar, const llvm::Value* like) const;
   llvm::Value* WidenBF16(llvm::Value* bits);    // bf16 bits (i16) -> f32
-  llvm::Value* NarrowToBF16(llvm::Value* f32);  // f32 -> bf16 bits (i16), round to nearest even
+  // f32 -> bf16 bits (i16), round to nearest even (a target with a conversion
+  // instruction overrides it).
+  virtual llvm::Value* NarrowToBF16(llvm::Value* f32);
+  // Float division a / b (a target may use a faster, less exact form where
+  // the kernel's results allow it).
+  virtual llvm::Value* EmitFDiv(llvm::Value* a, llvm::Value* b) { return b_.CreateFDiv(a, b); }
   llvm::Value* Intrinsic1(llvm::Intrinsic::ID id, llvm::Value* a);
   // Float math: op is one of kExp, kLog, kRsqrt, kTanh, kErf.
   virtual llvm::Value* EmitMath(UnaryOp op, llvm::Value* a) = 0;

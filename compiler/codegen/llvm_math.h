@@ -24,8 +24,11 @@ namespace keel::codegen {
 // erf(x) = sign(x) (1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^{-x^2}),
 // t = 1 / (1 + p |x|); absolute error below 1.5e-7 (f32 rounding level).
 // `exp` emits e^v for the target (the CPU: llvm.exp, vectorized through libmvec
-// where enabled; the GPU: libdevice's expf).
-llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x,
-                        const std::function<llvm::Value*(llvm::Value*)>& exp);
+// where enabled; the GPU: libdevice's expf); `div` emits a / b (t's reciprocal;
+// its denominator is at least 1).
+using EmitFn1 = std::function<llvm::Value*(llvm::Value*)>;
+using EmitFn2 = std::function<llvm::Value*(llvm::Value*, llvm::Value*)>;
+llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, const EmitFn1& exp,
+                        const EmitFn2& div);
 
 }  // namespace keel::codegen

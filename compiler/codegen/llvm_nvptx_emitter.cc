@@ -66,7 +66,7 @@ Result<std::unique_ptr<llvm::Module>> BuildDeviceModule(llvm::LLVMContext& ctx, 
   for (const KernelSpec& spec : kernels) {
     KEEL_RETURN_IF_ERROR(CheckKernelName(spec, {"__nv"}, names));  // __nv*: libdevice
     KEEL_ASSIGN_OR_RETURN(GpuMapping mapping, MapKernelToGpu(*spec.kernel, o.mapping));
-    KEEL_RETURN_IF_ERROR(EmitNvptxKernel(*spec.kernel, mapping, *m, NvptxGridDependency(o.arch)));
+    KEEL_RETURN_IF_ERROR(EmitNvptxKernel(*spec.kernel, mapping, *m, NvptxSmVersion(o.arch)));
   }
 
   bool needs_libdevice = false;
@@ -195,12 +195,14 @@ Result<ObjectBytes> HostObject(const std::string& library_id, const std::string&
 
 }  // namespace
 
-bool NvptxGridDependency(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0) return false;
+int NvptxSmVersion(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return 0;
   int v = 0;
   for (size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) v = v * 10 + (arch[i] - '0');
-  return v >= 90;
+  return v;
 }
+
+bool NvptxGridDependency(const std::string& arch) { return NvptxSmVersion(arch) >= 90; }
 
 Result<GpuMapping> CudaKernelMapping(const KernelSpec& spec, const NvptxTargetOptions& options) {
   if (!spec.kernel) return InvalidArgument("kernel spec " + spec.name + " has no kernel IR");

@@ -56,6 +56,8 @@ struct NvptxLibraryInfo {
 // the kernels then start with griddepcontrol.wait and the library exports
 // keel_cuda_grid_dependency = 1 (see llvm_nvptx_kernel.h).
 bool NvptxGridDependency(const std::string& arch);
+// The number of "sm_XY" (XY; 0 for another form).
+int NvptxSmVersion(const std::string& arch);
 
 // The launch configuration (and mapping) of a kernel on the CUDA target.
 Result<GpuMapping> CudaKernelMapping(const KernelSpec& spec, const NvptxTargetOptions& options);

@@ -8,11 +8,13 @@
 //                   items, V contiguous inner iterations per item (unrolled so
 //                   the load/store vectorizer can form 128-bit accesses);
 //   thread_per_iter grid-stride over the parallel loop's iterations;
-//   block_per_row   block-stride over rows; inside a row, reduction loops are
-//                   split over threads and combined by a butterfly warp
-//                   shuffle plus a shared-memory step across warps, other
-//                   loops are split over threads, scalar code runs on every
-//                   thread (stores to memory by thread 0, then a barrier);
+//   block_per_row   grid-stride over rows, a row per warp (rows up to 1024
+//                   elements) or per block; inside a row, reduction loops are
+//                   split over the row's threads and combined by a butterfly
+//                   warp shuffle (plus a shared-memory step across warps for
+//                   block rows), other loops are split over the row's threads,
+//                   scalar code runs on every thread (stores to memory by the
+//                   row's first thread, then a warp or block barrier);
 //   single_block    one block; parallel loops split over its threads with a
 //                   barrier after each, serial memory stores by thread 0 with a
 //                   barrier after each.
@@ -52,8 +54,12 @@ enum class Mode { kThread, kUniform };
 
 class NvptxKernelEmitter : public LlvmKernelBuilder {
  public:
-  NvptxKernelEmitter(const KernelFunc& k, const GpuMapping& mapping, llvm::Module& m, bool grid_dependency)
-      : LlvmKernelBuilder(k, m, "NVPTX", /*fuse_div_mod=*/false), map_(mapping), grid_dependency_(grid_dependency) {}
+  NvptxKernelEmitter(const KernelFunc& k, const GpuMapping& mapping, llvm::Module& m, int sm_version)
+      : LlvmKernelBuilder(k, m, "NVPTX", /*fuse_div_mod=*/false),
+        map_(mapping),
+        grid_dependency_(sm_version >= 90),
+        bf16_convert_(sm_version >= 80),
+        relaxed_division_(HalfResultsOnly(k)) {}
 
   Status Emit() {
     KEEL_RETURN_IF_ERROR(CheckArgDTypes());
@@ -100,7 +106,7 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
       switch (p.kind) {
         case GpuPhaseKind::kThreadPerIter: KEEL_RETURN_IF_ERROR(EmitThreadPerIter(*p.stmt)); break;
         case GpuPhaseKind::kFlat: KEEL_RETURN_IF_ERROR(EmitFlat(p)); break;
-        case GpuPhaseKind::kBlockPerRow: KEEL_RETURN_IF_ERROR(EmitBlockPerRow(*p.stmt)); break;
+        case GpuPhaseKind::kBlockPerRow: KEEL_RETURN_IF_ERROR(EmitBlockPerRow(p)); break;
         case GpuPhaseKind::kSingleBlock: KEEL_RETURN_IF_ERROR(EmitSingleBlock(*p.stmt)); break;
       }
     }
@@ -121,7 +127,15 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
   llvm::Value* Sreg(llvm::Intrinsic::ID id) {
     return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, id), {});
   }
-  void Barrier() { b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::nvvm_barrier0), {}); }
+  // The threads that share work: the block, or one warp while a row phase runs
+  // a row per warp (bar.warp.sync also orders their memory accesses).
+  void Barrier() {
+    if (warp_rows_) {
+      b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::nvvm_bar_warp_sync), {b_.getInt32(-1)});
+      return;
+    }
+    b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::nvvm_barrier0), {});
+  }
 
   // ---- loops -------------------------------------------------------------------
 
@@ -192,14 +206,14 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
     }
   }
 
-  // Every thread of the block ends with the op-combination of all threads' `v`.
-  llvm::Value* BlockAllReduce(BinaryOp op, llvm::Value* v) {
+  // Every thread of the row ends with the op-combination of all its threads' `v`.
+  llvm::Value* RowAllReduce(BinaryOp op, llvm::Value* v) {
     llvm::Function* shfl = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::nvvm_shfl_sync_bfly_f32);
     for (int lane_mask = 16; lane_mask >= 1; lane_mask /= 2) {
       llvm::Value* other = b_.CreateCall(shfl, {b_.getInt32(0xffffffffu), v, b_.getInt32(lane_mask), b_.getInt32(0x1f)});
       v = Combine(op, v, other);
     }
-    if (map_.launch.block <= 32) return v;
+    if (row_threads_ <= 32) return v;
     const uint32_t warps = map_.launch.block / 32;
     llvm::GlobalVariable* sh = SharedScratch();
     llvm::Type* arr = sh->getValueType();
@@ -220,15 +234,27 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
     return total;
   }
 
-  Status EmitBlockPerRow(const StmtNode& outer) {
-    return Loop(b_.CreateAdd(I64(outer.begin.int_value()), ctaid_), I64(outer.end.int_value()), nctaid_, VarName(outer),
-                [&](llvm::Value* row) {
-                  r_.vars[outer.var->int_value] = row;
-                  for (const Stmt& c : outer.body)
-                    for (const StmtNode* s : FlattenBlock(*c)) KEEL_RETURN_IF_ERROR(EmitRowStatement(*s));
-                  r_.vars.erase(outer.var->int_value);
-                  return status_;
-                });
+  // Rows stride over the grid's row slots: one per block, or one per warp.
+  Status EmitBlockPerRow(const GpuPhase& p) {
+    const StmtNode& outer = *p.stmt;
+    row_threads_ = p.row_threads;
+    const int64_t slots = map_.launch.block / row_threads_;
+    if (row_threads_ != 32 && slots != 1) return Fail("a row phase splits rows over warps or over the whole block");
+    warp_rows_ = row_threads_ == 32;
+    row_tid_ = slots > 1 ? b_.CreateAnd(tid_, I64(31)) : tid_;
+    llvm::Value* first = b_.CreateMul(ctaid_, I64(slots), "", true, true);
+    if (slots > 1) first = b_.CreateAdd(first, b_.CreateLShr(tid_, I64(5)), "", true, true);
+    Status st = Loop(b_.CreateAdd(I64(outer.begin.int_value()), first, "", true, true), I64(outer.end.int_value()),
+                     b_.CreateMul(nctaid_, I64(slots), "", true, true), VarName(outer), [&](llvm::Value* row) {
+                       r_.vars[outer.var->int_value] = row;
+                       for (const Stmt& c : outer.body)
+                         for (const StmtNode* s : FlattenBlock(*c)) KEEL_RETURN_IF_ERROR(EmitRowStatement(*s));
+                       r_.vars.erase(outer.var->int_value);
+                       return status_;
+                     });
+    warp_rows_ = false;
+    row_tid_ = nullptr;
+    return st;
   }
 
   Status EmitRowStatement(const StmtNode& s) {
@@ -254,7 +280,7 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
         b_.CreateStore(Combine(op, b_.CreateLoad(b_.getFloatTy(), partial), x), partial);
         return status_;
       }));
-      llvm::Value* total = BlockAllReduce(op, b_.CreateLoad(b_.getFloatTy(), partial));
+      llvm::Value* total = RowAllReduce(op, b_.CreateLoad(b_.getFloatTy(), partial));
       llvm::Value* addr = Address(r_, buffer, index);
       if (!addr) return Fail("bad reduction target");
       b_.CreateStore(Combine(op, b_.CreateLoad(b_.getFloatTy(), addr), total), addr);
@@ -270,20 +296,20 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
     return status_;
   }
 
-  // A row loop split over the block: thread tid takes l = begin + tid + c*T for
-  // c in [0, ceil(trip/T)), T the launch's block size (a compile-time constant,
-  // see GpuMapping). The constant per-thread trip lets LLVM unroll short rows
+  // A row loop split over the row's threads: thread r (its index in the row)
+  // takes l = begin + r + c*T for c in [0, ceil(trip/T)), T the phase's
+  // row_threads (a compile-time constant, see GpuMapping). The constant per-thread trip lets LLVM unroll short rows
   // fully, keeping the thread's elements in registers: the same loads in a
   // later loop of the row (softmax's max, sum and write passes, layer norm's
   // mean, variance and write passes) are then values already loaded, so the row
   // is read from memory once instead of once per pass.
   Status RowLoop(const StmtNode& s, const std::function<Status(llvm::Value*)>& body) {
-    const int64_t T = map_.launch.block;
+    const int64_t T = row_threads_;
     const int64_t begin = s.begin.int_value(), end = s.end.int_value();
     const int64_t trip = std::max<int64_t>(0, end - begin);
     const int64_t per = (trip + T - 1) / T;
     const bool exact = trip % T == 0;
-    llvm::Value* base = b_.CreateAdd(I64(begin), tid_, "", true, true);
+    llvm::Value* base = b_.CreateAdd(I64(begin), row_tid_, "", true, true);
     if (exact && per <= kMaxUnrolledRowTrip) {
       // Straight-line code: the loads of later passes meet the earlier ones in
       // one block, where CSE/GVN reuse them without relying on loop unrolling.
@@ -341,7 +367,7 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
         }
         llvm::BasicBlock* write = llvm::BasicBlock::Create(ctx_, "t0.store", r_.fn);
         llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "t0.done", r_.fn);
-        b_.CreateCondBr(b_.CreateICmpEQ(tid_, I64(0)), write, done);
+        b_.CreateCondBr(b_.CreateICmpEQ(row_tid_ ? row_tid_ : tid_, I64(0)), write, done);
         b_.SetInsertPoint(write);
         b_.CreateStore(v, addr);
         b_.CreateBr(done);
@@ -401,7 +427,9 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
       case UnaryOp::kRsqrt: return Libdevice("rsqrt", {a});
       case UnaryOp::kErf:  // straight-line for f32 (llvm_math.h: libdevice's erff branches)
         if (!a->getType()->isFloatTy()) return Libdevice("erf", {a});
-        return EmitErfF32(b_, m_, a, [this](llvm::Value* v) { return Libdevice("exp", {v}); });
+        return EmitErfF32(
+            b_, m_, a, [this](llvm::Value* v) { return Libdevice("exp", {v}); },
+            [this](llvm::Value* x, llvm::Value* y) { return EmitFDiv(x, y); });
       // Ties to even (cvt.rni): libdevice's rint came out as roundf (ties away).
       case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:
@@ -411,6 +439,41 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
     }
   }
   llvm::Value* EmitFloatRem(llvm::Value* a, llvm::Value* b) override { return Libdevice("fmod", {a, b}); }
+
+  // True when every argument the kernel writes is f16/bf16: its f32
+  // intermediates then need no more than div.full's 2 ulp.
+  static bool HalfResultsOnly(const KernelFunc& k) {
+    bool any = false;
+    for (const KernelArg& a : k.args()) {
+      if (a.access == ArgAccess::kRead) continue;
+      if (a.dtype != DType::kF16 && a.dtype != DType::kBF16) return false;
+      any = true;
+    }
+    return any;
+  }
+
+  llvm::Value* EmitFDiv(llvm::Value* a, llvm::Value* b) override {
+    if (!relaxed_division_ || !a->getType()->isFloatTy()) return b_.CreateFDiv(a, b);
+    auto* one = llvm::dyn_cast<llvm::ConstantFP>(a);
+    if (one && one->isExactlyValue(1.0)) {
+      return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::nvvm_rcp_approx_ftz_f), {b});
+    }
+    auto* fty = llvm::FunctionType::get(b_.getFloatTy(), {b_.getFloatTy(), b_.getFloatTy()}, false);
+    llvm::CallInst* c = b_.CreateCall(llvm::InlineAsm::get(fty, "div.full.f32 $0, $1, $2;", "=f,f,f", false), {a, b});
+    // Pure: else it would split the load/store vectorizer's runs.
+    c->setDoesNotAccessMemory();
+    c->setDoesNotThrow();
+    c->addFnAttr(llvm::Attribute::WillReturn);
+    return c;
+  }
+
+  // cvt.rn.bf16.f32 (sm_80+): one instruction instead of the integer rounding.
+  llvm::Value* NarrowToBF16(llvm::Value* f) override {
+    if (!bf16_convert_ || !f->getType()->isFloatTy()) return LlvmKernelBuilder::NarrowToBF16(f);
+    llvm::Function* cvt = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::nvvm_f2bf16_rn);
+    llvm::Value* v = b_.CreateCall(cvt, {f});
+    return v->getType()->isIntegerTy(16) ? v : b_.CreateBitCast(v, b_.getInt16Ty());
+  }
   llvm::Value* EmitPow(llvm::Value* a, llvm::Value* b) override { return Libdevice("pow", {a, b}); }
 
   EmitChild Child(Mode mode) {
@@ -418,20 +481,27 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
   }
 
   const GpuMapping& map_;
-  bool grid_dependency_ = false;
+  const bool grid_dependency_;
+  const bool bf16_convert_;
+  const bool relaxed_division_;
   KernelRegion r_;  // the kernel function: one region (no outlining on the GPU)
   llvm::Value *tid_ = nullptr, *ntid_ = nullptr, *ctaid_ = nullptr, *nctaid_ = nullptr;
   llvm::Value *gid_ = nullptr, *gsize_ = nullptr;
   llvm::GlobalVariable* shared_ = nullptr;
+  // Row phases: threads per row, this thread's index in its row, and whether
+  // a row is one warp's (barriers then synchronize the warp only).
+  int64_t row_threads_ = 0;
+  llvm::Value* row_tid_ = nullptr;
+  bool warp_rows_ = false;
 };
 
 }  // namespace
 
 Status EmitNvptxKernel(const KernelFunc& kernel, const GpuMapping& mapping, llvm::Module& module,
-                       bool grid_dependency) {
+                       int sm_version) {
   KEEL_RETURN_IF_ERROR(kernel.Verify());
   if (mapping.phases.empty()) return Internal("NVPTX codegen: kernel " + kernel.name() + " has an empty GPU mapping");
-  return NvptxKernelEmitter(kernel, mapping, module, grid_dependency).Emit();
+  return NvptxKernelEmitter(kernel, mapping, module, sm_version).Emit();
 }
 
 }  // namespace keel::codegen

@@ -29,12 +29,17 @@ class Module;
 
 namespace keel::codegen {
 
-// grid_dependency (sm_90+): the kernel begins with griddepcontrol.launch_dependents
-// (the next kernel's blocks may be scheduled early) and griddepcontrol.wait
-// (nothing is read or written before the previous grid has completed and its
-// memory is visible), so the VM may launch it with programmatic stream
-// serialization and hide launch latency between dependent kernels.
+// sm_version (e.g. 90 for sm_90; 0: no newer features) enables:
+//   90+: the kernel begins with griddepcontrol.launch_dependents (the next
+//        kernel's blocks may be scheduled early) and griddepcontrol.wait
+//        (nothing is read or written before the previous grid has completed
+//        and its memory is visible), so the VM may launch it with programmatic
+//        stream serialization and hide launch latency between dependent kernels;
+//   80+: f32 -> bf16 conversions as one cvt.rn.bf16.f32 instruction.
+// Kernels whose every result is f16/bf16 compute their f32 divisions with
+// div.full.f32 / rcp.approx (within 2 ulp of f32, 2^11 times finer than the
+// half rounding that follows); other kernels divide exactly (div.rn).
 Status EmitNvptxKernel(const KernelFunc& kernel, const GpuMapping& mapping, llvm::Module& module,
-                       bool grid_dependency = false);
+                       int sm_version = 0);
 
 }  // namespace keel::codegen

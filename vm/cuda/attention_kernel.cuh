@@ -126,6 +126,27 @@ __device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, const Ope
   }
 }
 
+// The warp's 16 output rows (row stride ld in shared memory, cols valid
+// columns) to Y from row first_row on, rows below rows_valid only: 16-byte
+// stores where the view allows (CHUNKS as in LoadTile), else element by element.
+template <typename T, int CHUNKS>
+__device__ __forceinline__ void StoreTile(T* y, const Operand& o, int first_row, int rows_valid, const T* src, int ld,
+                                          int cols, int lane) {
+  T* origin = y + o.offset + first_row * o.row;
+  if (o.vec) {
+    constexpr int dr = 32 / CHUNKS;
+    const int c = (lane % CHUNKS) * 8;
+    if (c >= cols) return;
+    for (int r = lane / CHUNKS; r < 16 && r < rows_valid; r += dr)
+      *reinterpret_cast<uint4*>(origin + r * o.row + c) = *reinterpret_cast<const uint4*>(src + r * ld + c);
+    return;
+  }
+  for (int idx = lane; idx < 16 * cols; idx += 32) {
+    const int r = idx / cols, c = idx - r * cols;
+    if (r < rows_valid) origin[r * o.row + c * o.col] = src[r * ld + c];
+  }
+}
+
 // Adds the mask (in log2 units) to a step's scores of rows row0 / row1 (fragment
 // layout).
 template <typename T>
@@ -149,25 +170,25 @@ __device__ __forceinline__ void AddMask(float (&s)[kKeys / 8][4], const cl::Atte
 // DMAX (64 or 128) bounds the padded head widths: it sizes the register arrays.
 template <typename T, int DMAX>
 __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
-  const int kw_count = a.key_warps, stages = cl::AttentionStages(a);
+  const int kw_count = a.key_warps, kw_shift = cl::AttentionKeyWarpShift(a), stages = cl::AttentionStages(a);
   const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, stages);
   extern __shared__ __align__(128) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   T* qs = reinterpret_cast<T*>(smem) + warp * L.warp;
-  const int tiles_per_block = cl::kAttentionWarps / kw_count;
-  const int tile = warp / kw_count, kw = warp % kw_count;
+  const int tiles_per_block = cl::kAttentionWarps >> kw_shift;
+  const int tile = warp >> kw_shift, kw = warp & (kw_count - 1);
 
   // This block's batch entry and this warp's first query; the operands' offsets.
-  // (32-bit arithmetic: the grid and every radix are below 2^31.)
-  const int rows_per_block = 16 * tiles_per_block;
-  const unsigned qblocks = static_cast<unsigned>((a.sq + rows_per_block - 1) / rows_per_block);
-  unsigned b = blockIdx.x / qblocks;
-  const int q0 = static_cast<int>(blockIdx.x % qblocks) * rows_per_block + tile * 16;
+  // (32-bit arithmetic: the grid and every radix are below 2^31; divisions by
+  // AttentionPlan's multipliers.)
+  unsigned b = AttentionDivide(blockIdx.x, a.query_blocks);
+  const int q0 = static_cast<int>(blockIdx.x - b * a.query_blocks.d) * 16 * tiles_per_block + tile * 16;
   long long qo = a.qv.offset, ko = a.kv.offset, vo = a.vv.offset, mo = a.mv.offset, yo = a.yv.offset;
+#pragma unroll 1
   for (int t = a.digits - 1; t >= 0; --t) {
-    const unsigned radix = static_cast<unsigned>(a.radix[t]);
-    const long long digit = b % radix;
-    b /= radix;
+    const unsigned next = AttentionDivide(b, a.radix_divisor[t]);
+    const long long digit = b - next * a.radix_divisor[t].d;
+    b = next;
     qo += digit * a.qv.batch[t];
     ko += digit * a.kv.batch[t];
     vo += digit * a.vv.batch[t];
@@ -194,7 +215,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
 
   // This warp's steps: kw, kw + KW, ... (none when its tile is past the queries).
   const int steps = cl::AttentionSteps(a.sk);
-  const int mine = q0 < a.sq ? (steps - kw + kw_count - 1) / kw_count : 0;
+  const int mine = q0 < a.sq ? (steps - kw + kw_count - 1) >> kw_shift : 0;
   auto load_keys = [&](int i) {
     const int kb = (kw + i * kw_count) * kKeys, stage = stages == 2 ? i & 1 : 0;
     LoadTile<T, DMAX / 8>(qs + L.k + stage * L.k_stage, L.ldq, k, kop, kb, a.sk - kb, kKeys, a.d, L.dp, lane);
@@ -329,17 +350,24 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     }
   };
   if (kw_count == 1) {
+    // The rows, divided by their sums and rounded, go through the warp's own
+    // shared memory (its copies have all landed) and leave in 16-byte runs:
+    // a short epilogue instead of one guarded store per register pair.
+    __syncwarp();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = h == 0 ? row0 : row1;
-      if (row >= a.sq) continue;
       const float inv = 1.f / l_run[h];
 #pragma unroll
       for (int n = 0; n < DMAX / 8; ++n) {
-        const int c = n * 8 + 2 * c4;
-        if (c < a.dv) store(row, c, o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+        if (n * 8 < L.dvp) {
+          float r0, r1;
+          *reinterpret_cast<unsigned*>(qs + (g + 8 * h) * L.ldv + n * 8 + 2 * c4) =
+              PackRounded<T>(o[n][2 * h] * inv, o[n][2 * h + 1] * inv, &r0, &r1);
+        }
       }
     }
+    __syncwarp();
+    StoreTile<T, DMAX / 8>(static_cast<T*>(a.y), OperandOf(a.y, yo, a.yv, a.dv), q0, a.sq - q0, qs, L.ldv, a.dv, lane);
     return;
   }
   // Merge the tile's key warps: each writes its output, maximum and sum over its own part of
@@ -367,8 +395,14 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   __syncthreads();
   const int half_width = (a.dv + 1) / 2;
   const float* first = reinterpret_cast<const float*>(smem) + (tile * kw_count) * L.warp / 2;
-  for (int idx = kw * 32 + lane; idx < 16 * half_width; idx += 32 * kw_count) {
-    const int r = idx / half_width, c = 2 * (idx - r * half_width);
+  // Column pairs (r, c / 2) in row-major order, kw * 32 + lane first, strides of
+  // 32 KW pairs (no division per pair).
+  const int stride = 32 * kw_count;
+  int r = 0, cp = kw * 32 + lane;
+  for (; r < 16; cp += stride) {
+    while (r < 16 && cp >= half_width) cp -= half_width, ++r;
+    if (r >= 16) break;
+    const int c = 2 * cp;
     if (q0 + r >= a.sq) continue;
     float m = -INFINITY;
     for (int w = 0; w < kw_count; ++w) m = fmaxf(m, first[w * L.warp / 2 + 16 * L.ldo + r]);

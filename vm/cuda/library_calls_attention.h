@@ -36,6 +36,29 @@ namespace keel::cuda_lib {
 [[maybe_unused]] constexpr int kAttentionMaxKeyWarps = 4;
 [[maybe_unused]] constexpr long long kAttentionTargetWarps = 1024;
 
+// Division by a divisor known at launch time without the integer divide
+// (a few dozen instructions on the GPU): q = (n * mul) >> (32 + shift) for
+// every n < 2^31, with mul = ceil(2^(31 + l) / d), l = ceil(log2 d) (Granlund
+// and Montgomery's method); mul = 0 means d = 1. AttentionPlan sets them.
+struct AttentionDivisor {
+  unsigned d = 1, mul = 0, shift = 0;
+};
+inline AttentionDivisor MakeAttentionDivisor(unsigned d) {
+  AttentionDivisor v;
+  v.d = d;
+  if (d <= 1) return v;
+  unsigned l = 0;
+  while ((1ull << l) < d) ++l;
+  v.mul = static_cast<unsigned>(((1ull << (31 + l)) + d - 1) / d);
+  v.shift = l - 1;
+  return v;
+}
+#ifdef __CUDACC__
+__device__ __forceinline__ unsigned AttentionDivide(unsigned n, const AttentionDivisor& v) {
+  return v.mul == 0 ? n : __umulhi(n, v.mul) >> v.shift;
+}
+#endif
+
 // One operand's view in elements: offset + sum digit_t * batch[t] + r * row + c * col.
 struct AttentionView {
   long long offset = 0;
@@ -56,7 +79,11 @@ struct AttentionArgs {
   int sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.f;
   int mask_f32 = 0;   // the mask is f32 (else the data type)
-  int key_warps = 1;  // warps sharing one query tile's keys (AttentionPlan sets it)
+  // Set by AttentionPlan: warps sharing one query tile's keys (1, 2 or 4), and
+  // the block index's decomposition: query blocks per batch entry, then the
+  // batch digits.
+  int key_warps = 1;
+  AttentionDivisor query_blocks, radix_divisor[kAttentionDigits];
 };
 
 #ifdef __CUDACC__
@@ -105,8 +132,10 @@ inline long long AttentionBatchCount(const AttentionArgs& a) {
 
 // Steps of 32 keys, and a warp's share of them (the most any warp has).
 KEEL_ATTENTION_HD inline int AttentionSteps(int sk) { return (sk + kAttentionBlockKeys - 1) / kAttentionBlockKeys; }
+// log2 of key_warps (1, 2 or 4): the kernel divides by shifts.
+KEEL_ATTENTION_HD inline int AttentionKeyWarpShift(const AttentionArgs& a) { return a.key_warps >> 1; }
 KEEL_ATTENTION_HD inline int AttentionStages(const AttentionArgs& a) {
-  return (AttentionSteps(a.sk) + a.key_warps - 1) / a.key_warps > 1 ? 2 : 1;
+  return (AttentionSteps(a.sk) + a.key_warps - 1) >> AttentionKeyWarpShift(a) > 1 ? 2 : 1;
 }
 
 // One launch's geometry.
@@ -125,9 +154,11 @@ inline AttentionLaunch AttentionPlan(AttentionArgs* a) {
   while (kw < kAttentionMaxKeyWarps && kw < steps && 2 * kw * tiles <= kAttentionTargetWarps) kw *= 2;
   a->key_warps = kw;
   const long long tiles_per_block = kAttentionWarps / kw;
+  const long long query_blocks = (a->sq + 16 * tiles_per_block - 1) / (16 * tiles_per_block);
+  a->query_blocks = MakeAttentionDivisor(static_cast<unsigned>(query_blocks));
+  for (int t = 0; t < a->digits; ++t) a->radix_divisor[t] = MakeAttentionDivisor(static_cast<unsigned>(a->radix[t]));
   AttentionLaunch l;
-  l.blocks = static_cast<unsigned long long>(AttentionBatchCount(*a) *
-                                             ((a->sq + 16 * tiles_per_block - 1) / (16 * tiles_per_block)));
+  l.blocks = static_cast<unsigned long long>(AttentionBatchCount(*a) * query_blocks);
   l.threads = 32u * kAttentionWarps;
   l.shared = AttentionLayout(a->d, a->dv, AttentionStages(*a)).bytes;
   return l;

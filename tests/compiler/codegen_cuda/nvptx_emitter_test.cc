@@ -235,7 +235,7 @@ size_t Count(const std::string& text, const std::string& what) {
 // elements of the row once (kept in registers), not once per pass.
 TEST(NvptxEmitter, RowReductionsLoadEachRowElementOnce) {
   GraphBuilder b;
-  ir::Value* x = b.Input("x", {8, 1024});  // 256 threads per row, 4 elements each
+  ir::Value* x = b.Input("x", {8, 1024});  // a warp per row, 32 elements each
   ir::Node* sm = b.Op("Softmax", {x}, [] { Attributes at; at.Set("axis", int64_t{-1}); return at; }());
   Result<KernelSpec> spec = LowerNodeToKernel(*sm, 0, CudaLowering());
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
@@ -243,7 +243,8 @@ TEST(NvptxEmitter, RowReductionsLoadEachRowElementOnce) {
   ASSERT_TRUE(mapping.ok());
   ASSERT_EQ(mapping->phases.size(), 1u);
   ASSERT_EQ(mapping->phases[0].kind, GpuPhaseKind::kBlockPerRow);
-  const int64_t per_thread = 1024 / mapping->launch.block;
+  ASSERT_EQ(mapping->phases[0].row_threads, 32);
+  const int64_t per_thread = 1024 / mapping->phases[0].row_threads;
   Result<std::string> ptx = EmitNvptxPtx({*spec}, NvptxTargetOptions());
   ASSERT_TRUE(ptx.ok()) << ptx.status().ToString();
   EXPECT_EQ(Count(*ptx, "ld.global"), static_cast<size_t>(per_thread)) << *ptx;
