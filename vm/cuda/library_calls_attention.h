@@ -54,10 +54,18 @@ inline AttentionDivisor MakeAttentionDivisor(unsigned d) {
   return v;
 }
 #ifdef __CUDACC__
-__device__ __forceinline__ unsigned AttentionDivide(unsigned n, const AttentionDivisor& v) {
-  return v.mul == 0 ? n : __umulhi(n, v.mul) >> v.shift;
-}
+__host__ __device__ __forceinline__
+#else
+inline
 #endif
+unsigned AttentionDivide(unsigned n, const AttentionDivisor& v) {
+#ifdef __CUDA_ARCH__
+  const unsigned hi = __umulhi(n, v.mul);
+#else
+  const unsigned hi = static_cast<unsigned>((static_cast<unsigned long long>(n) * v.mul) >> 32);
+#endif
+  return v.mul == 0 ? n : hi >> v.shift;
+}
 
 // One operand's view in elements: offset + sum digit_t * batch[t] + r * row + c * col.
 struct AttentionView {

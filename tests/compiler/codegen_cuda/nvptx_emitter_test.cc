@@ -251,6 +251,35 @@ TEST(NvptxEmitter, RowReductionsLoadEachRowElementOnce) {
   EXPECT_EQ(Count(*ptx, "st.global"), static_cast<size_t>(per_thread));
 }
 
+// A kernel whose results are all half rounds its f32 math to 11 (8) bits
+// anyway: its divisions are div.full (2 ulp of f32) and its reciprocals
+// rcp.approx. f32 results keep IEEE division. bf16 results narrow with one
+// cvt.rn.bf16.f32 where the target has it (sm_80+), else in integer code.
+TEST(NvptxEmitter, HalfResultsDivideFastAndBf16NarrowsInOneInstruction) {
+  auto ptx_of = [](ir::DType t, const char* op, const std::string& arch) {
+    GraphBuilder b;
+    ir::Value* x = b.Input("x", {4, 64}, t);
+    ir::Value* y = b.Input("y", {4, 64}, t);
+    ir::Node* n = b.Op(op, {x, y});
+    Result<KernelSpec> spec = LowerNodeToKernel(*n, 0, CudaLowering());
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    if (!spec.ok()) return std::string();
+    NvptxTargetOptions o;
+    o.arch = arch;
+    Result<std::string> ptx = EmitNvptxPtx({*spec}, o);
+    EXPECT_TRUE(ptx.ok()) << ptx.status().ToString();
+    return ptx.ok() ? *ptx : std::string();
+  };
+  const std::string f16 = ptx_of(ir::DType::kF16, "Div", "sm_90");
+  EXPECT_NE(f16.find("div.full.f32"), std::string::npos) << f16;
+  EXPECT_EQ(f16.find("div.rn.f32"), std::string::npos);
+  const std::string f32 = ptx_of(ir::DType::kF32, "Div", "sm_90");
+  EXPECT_NE(f32.find("div.rn.f32"), std::string::npos) << f32;
+  EXPECT_EQ(f32.find("div.full"), std::string::npos);
+  EXPECT_NE(ptx_of(ir::DType::kBF16, "Add", "sm_90").find("cvt.rn.bf16.f32"), std::string::npos);
+  EXPECT_EQ(ptx_of(ir::DType::kBF16, "Add", "sm_75").find("cvt.rn.bf16.f32"), std::string::npos);
+}
+
 // sm_90: every kernel waits for its predecessor grid before touching memory, so
 // the VM may launch it as a programmatic dependent; older targets never do.
 TEST(NvptxEmitter, Sm90KernelsWaitForThePreviousGrid) {

@@ -6,7 +6,8 @@
 // of the 64-row tiles, widths not multiples of 16), K stored transposed, a
 // broadcast mask with large negative entries, head width 128, a single query;
 // each with and without CUDA graphs. Load-time validation: views outside their
-// arguments and widths above the limit are refused. Skips without a GPU.
+// arguments and widths above the limit are refused. Skips without a GPU,
+// except the launch plan's divisions, which are checked on the host.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "tests/vm/cuda/cuda_test_programs.h"
+#include "vm/cuda/library_calls_attention.h"
 
 namespace keel::cudatest {
 namespace {
@@ -211,6 +213,37 @@ TEST(AttentionLoad, RefusesBadViewsAndWidths) {
   Case f32 = c;
   ProgramSpec p = Program(f32, Attrs(f32), DataType::kF32);
   EXPECT_EQ(CreateOneKernelVm(p.kernels[0], p).code(), StatusCode::kUnsupported);
+}
+
+// The kernel splits its block index by the multipliers AttentionPlan sets
+// (no integer division on the GPU): exact for every divisor and block index
+// below 2^31, here at the edges of each power of two and at random.
+TEST(AttentionPlan, BlockIndexDivisionsAreExact) {
+  std::vector<unsigned> divisors = {1, 2, 3, 5, 7, 12, 96, 1000, 65535, 65537, 0x7fffffffu};
+  for (unsigned l = 1; l < 31; ++l) {
+    for (long long d : {(1ll << l) - 1, 1ll << l, (1ll << l) + 1}) divisors.push_back(static_cast<unsigned>(d));
+  }
+  uint64_t seed = 88172645463325252ull;
+  auto next = [&] { seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17; return seed; };
+  for (unsigned d : divisors) {
+    const cuda_lib::AttentionDivisor v = cuda_lib::MakeAttentionDivisor(d);
+    std::vector<unsigned> ns = {0, 1, d - 1, d, d + 1, 0x7fffffffu, 0x7ffffffeu};
+    for (int i = 0; i < 200; ++i) ns.push_back(static_cast<unsigned>(next() & 0x7fffffffu));
+    for (unsigned n : ns) {
+      if (n > 0x7fffffffu) continue;
+      ASSERT_EQ(cuda_lib::AttentionDivide(n, v), n / d) << n << " / " << d;
+    }
+  }
+  cuda_lib::AttentionArgs a;
+  a.digits = 2;
+  a.radix[0] = 8;
+  a.radix[1] = 12;
+  a.sq = a.sk = 128;
+  a.d = a.dv = 64;
+  const cuda_lib::AttentionLaunch l = cuda_lib::AttentionPlan(&a);
+  EXPECT_EQ(a.radix_divisor[0].d, 8u);
+  EXPECT_EQ(a.radix_divisor[1].d, 12u);
+  EXPECT_EQ(l.blocks, 96u * a.query_blocks.d);
 }
 
 }  // namespace
