@@ -23,7 +23,8 @@
 # the device time of every kernel (logs.tar.gz: kernels_MODEL.P.bBATCH.txt). KEEL_HALF_TORCH=0
 # skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch).
 # KEEL_HALF_NCU=P: the device time of every kernel from Nsight Compute (ncu_MODEL.P.bBATCH.txt),
-# without the launch overheads that --kernels includes.
+# without the launch overheads that --kernels includes, with the timing run's library choices
+# (its tuning file).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -46,8 +47,10 @@ prepare() {
 ncu_kernels() {
   local bin=$1 k=$2 input=$3 tag=$4
   local flags=(--cache-control none --clock-control none)
+  # The timing run's library choices (timing them under the profiler would pick at random).
+  local tuning=(--tuning-file "$work/$tag.tuning")
   timeout 300 ncu "${flags[@]}" --metrics gpu__time_duration.sum --csv "$bin/keel-cuda-time" "$k" --warmup 0 \
-    --iterations 1 --input "input=$input" >"$out/ncu_$tag.csv" 2>"$out/ncu_$tag.err" || true
+    --iterations 1 --input "input=$input" "${tuning[@]}" >"$out/ncu_$tag.csv" 2>"$out/ncu_$tag.err" || true
   python3 - "$out/ncu_$tag.csv" >"$out/ncu_$tag.txt" <<'PY'
 import collections, csv, json, re, sys
 lines = open(sys.argv[1]).read().splitlines()
@@ -66,7 +69,8 @@ PY
   if [ -n "${KEEL_HALF_NCU_DETAIL:-}" ]; then
     timeout 300 ncu "${flags[@]}" -k "regex:$KEEL_HALF_NCU_DETAIL" -c 1 --section SpeedOfLight --section WarpStateStats \
       --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis --section LaunchStats \
-      "$bin/keel-cuda-time" "$k" --warmup 0 --iterations 1 --input "input=$input" >"$out/ncu_detail_$tag.txt" 2>&1 || true
+      "$bin/keel-cuda-time" "$k" --warmup 0 --iterations 1 --input "input=$input" "${tuning[@]}" \
+      >"$out/ncu_detail_$tag.txt" 2>&1 || true
   fi
 }
 
@@ -131,7 +135,7 @@ run() {
         >"$out/run_$tag.log" 2>&1 || echo "$tag: keel-run failed: $(tail -1 "$out/run_$tag.log")" | tee -a "$out/results.txt"
     fi
     timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
-      >"$out/time_$tag.json" 2>"$out/time_$tag.err" || true
+      --tuning-file "$work/$tag.tuning" >"$out/time_$tag.json" 2>"$out/time_$tag.err" || true
     if [ "$p" = "${KEEL_HALF_KERNELS:-}" ]; then  # where the time goes: one line per kernel
       timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 5 --input "input=$work/$m.b$b.input.bin" \
         --kernels >"$out/kernels_$tag.txt" 2>&1 || true

@@ -2,7 +2,7 @@
 // CUDA time goes, like for like with a framework's CUDA-graph replay.
 //
 //   keel-cuda-time model.keel [--input name=file.bin ...] [--warmup N] [--iterations N]
-//                  [--name NAME] [--kernels] [--allow-tf32]
+//                  [--name NAME] [--kernels] [--allow-tf32] [--tuning-file PATH]
 //
 // Prints one JSON object:
 //   e2e_ms        median wall time of VirtualMachine::Run with CUDA-graph replay:
@@ -17,7 +17,10 @@
 //                 framework's graph replay whose inputs already sit on the GPU;
 //   kernels_ms    sum of the traced kernels' device times (no launch gaps).
 // --kernels also prints one line per traced instruction with its device time,
-// sorted by time (the heaviest first). Uses only the public API.
+// sorted by time (the heaviest first). --tuning-file: VmOptions::tuning_file
+// (records the timed cuDNN/cuBLASLt choices, or reuses them: a profiler that
+// slows every kernel would otherwise distort the timing). Uses only the
+// public API.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -79,7 +82,7 @@ class OpTimes final : public keel::TraceObserver {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model, name;
+  std::string model, name, tuning_file;
   int warmup = 10, iterations = 200;
   bool kernels = false, tf32 = false;
   std::vector<std::pair<std::string, std::string>> inputs;
@@ -89,7 +92,9 @@ int main(int argc, char** argv) {
     const char* v = nullptr;
     if (a == "--kernels") kernels = true;
     else if (a == "--allow-tf32") tf32 = true;
-    else if ((a == "--warmup" || a == "--iterations" || a == "--name" || a == "--input") && (v = next())) {
+    else if ((a == "--warmup" || a == "--iterations" || a == "--name" || a == "--input" || a == "--tuning-file") &&
+             (v = next())) {
+      if (a == "--tuning-file") tuning_file = v;
       if (a == "--warmup") warmup = std::max(0, std::atoi(v));
       if (a == "--iterations") iterations = std::max(1, std::atoi(v));
       if (a == "--name") name = v;
@@ -134,6 +139,7 @@ int main(int argc, char** argv) {
   keel::VmOptions opt;
   opt.device = "cuda";
   opt.allow_tf32 = tf32;
+  opt.tuning_file = tuning_file;
   keel::tools::ApplyEnvironmentOverrides(opt);  // KEEL_CUDA_AUTOTUNE(_LOG), ... (apps/common/vm_env.h)
   auto vm = keel::VirtualMachine::Create(*exe, opt);
   if (!vm.ok()) return Fail(vm.status().ToString());
