@@ -328,9 +328,8 @@ class BlockConstruction {
   std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, ProbeBudget budget) {
     if (!merged_) {
       merged_ = true;
-      const internal::MergeRules rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
       std::vector<size_t> seen;
-      for (const internal::MergeRules& r : rules) {
+      for (const internal::MergeRules& r : internal::kMergeVariants) {
         internal::BlockProblem problem = internal::MergeIntoBlocks(items_, r);
         if (problem.blocks.size() >= items_.size() ||
             std::find(seen.begin(), seen.end(), problem.blocks.size()) != seen.end()) {
