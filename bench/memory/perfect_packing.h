@@ -9,6 +9,9 @@
 // buffers fit in exactly `capacity` bytes, and since every step is fully covered,
 // the peak-live bound is `capacity` too: the optimum is `capacity`, proven.
 //
+// PerfectPackingWithLayout also returns the generator's own layout (each
+// buffer's offset), against which a construction can be checked (block_quality.h).
+//
 // Deterministic: std::mt19937 (sequence fixed by the standard), integers by
 // modulo only. Requires n <= steps * capacity / 4 or so (every cut needs room).
 #pragma once
@@ -23,8 +26,13 @@
 
 namespace keel::memory::bench {
 
-inline std::vector<TensorLifetime> PerfectPacking(int n, uint32_t seed, uint64_t capacity = uint64_t{1} << 20,
-                                                  int32_t steps = 100000) {
+struct PerfectPackingProblem {
+  std::vector<TensorLifetime> tensors;
+  std::vector<uint64_t> offsets;  // the generator's layout: tensors[i] at offsets[i], all within the capacity
+};
+
+inline PerfectPackingProblem PerfectPackingWithLayout(int n, uint32_t seed, uint64_t capacity = uint64_t{1} << 20,
+                                                      int32_t steps = 100000) {
   struct Piece {
     int32_t t0, t1;
     uint64_t b0, b1;
@@ -50,9 +58,11 @@ inline std::vector<TensorLifetime> PerfectPacking(int n, uint32_t seed, uint64_t
     }
   }
   std::shuffle(pieces.begin(), pieces.end(), rng);
-  std::vector<TensorLifetime> tensors;
+  PerfectPackingProblem problem;
+  std::vector<TensorLifetime>& tensors = problem.tensors;
   tensors.reserve(pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) {
+    problem.offsets.push_back(pieces[i].b0);
     TensorLifetime t;
     t.size = pieces[i].b1 - pieces[i].b0;
     t.alignment = 1;
@@ -61,7 +71,12 @@ inline std::vector<TensorLifetime> PerfectPacking(int n, uint32_t seed, uint64_t
     t.name = std::to_string(i);
     tensors.push_back(std::move(t));
   }
-  return tensors;
+  return problem;
+}
+
+inline std::vector<TensorLifetime> PerfectPacking(int n, uint32_t seed, uint64_t capacity = uint64_t{1} << 20,
+                                                  int32_t steps = 100000) {
+  return PerfectPackingWithLayout(n, seed, capacity, steps).tensors;
 }
 
 }  // namespace keel::memory::bench

@@ -64,6 +64,11 @@ struct MergeRules {
   bool chains_first = false;
 };
 
+// The ways of merging that `exact` tries, in its order (exact_planner.cc's
+// BlockConstruction): stack then chain; chains first; stacks of pairs only;
+// chains only.
+inline constexpr MergeRules kMergeVariants[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
+
 BlockProblem MergeIntoBlocks(const std::vector<PackingItem>& items, const MergeRules& rules = {});
 
 // The items' offsets for `block_offsets` (one per block, a layout of

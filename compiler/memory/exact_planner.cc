@@ -224,6 +224,18 @@ uint64_t TopOf(const std::vector<internal::PackingItem>& items, const std::vecto
   return top;
 }
 
+// A search's share of the time left before `deadline`: 1/divisor of it, or,
+// under a node budget (`nodes_decide`), all of it — there each search stops
+// at its share of the nodes, so that the plan depends on the nodes only and
+// the deadline (keelc: AutoPlanner::kSafetySeconds) is an outer stop that a
+// loaded or slow machine does not reach (time shares made keelc's plan of
+// MiniMalloc's instance J change from run to run on a loaded machine).
+Clock::time_point TimeShare(Clock::time_point deadline, int divisor, bool nodes_decide) {
+  if (nodes_decide) return deadline;
+  const Clock::time_point now = Clock::now();
+  return now >= deadline ? deadline : now + (deadline - now) / divisor;
+}
+
 // Drives the packing searches over capacities. `proofs_hold`: an infeasible answer
 // is a lower bound for every plan (false when the group has in-place pairs, which
 // the search does not use: a plan with sharing could still be smaller).
@@ -264,8 +276,8 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
     bool first = true;
     while (best.top > search_floor && Clock::now() < deadline && *nodes_left > 0) {
       const uint64_t capacity = first ? search_floor : search_floor + (best.top - 1 - search_floor) / 2;
-      const Clock::time_point now = Clock::now();
-      probe(capacity, now + (deadline - now) / 2, *nodes_left == UINT64_MAX ? UINT64_MAX : (*nodes_left + 1) / 2);
+      probe(capacity, TimeShare(deadline, 2, *nodes_left != UINT64_MAX),
+            *nodes_left == UINT64_MAX ? UINT64_MAX : (*nodes_left + 1) / 2);
       first = false;
     }
   }
@@ -318,19 +330,23 @@ constexpr ProbeBudget kPatientProbe{256, 16384, 65536, 8, SIZE_MAX};
 // `auto` gives 20,000): MiniMalloc's instance K is placed by a probe of 16,518
 // nodes after the quick pass's 8,192.
 constexpr uint64_t kBlockNodesPerSearchNode = 4;
+// Under a node budget, one probe takes at most this fraction of the
+// construction's nodes, so that probes that end unknown leave nodes to the
+// improvement (as the time shares do without a budget): keelc's `auto`
+// (80,000 nodes) gives a probe up to 20,000, enough for K's 16,518.
+constexpr uint64_t kProbeNodeShare = 8;
 
 class BlockConstruction {
  public:
   // `max_nodes`: for all its searches together (UINT64_MAX: no budget).
   BlockConstruction(const std::vector<internal::PackingItem>& items, uint64_t target, uint64_t max_nodes)
-      : items_(items), target_(target), nodes_left_(max_nodes) {}
+      : items_(items), target_(target), max_nodes_(max_nodes), nodes_left_(max_nodes) {}
 
   std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, ProbeBudget budget) {
     if (!merged_) {
       merged_ = true;
-      const internal::MergeRules rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
       std::vector<size_t> seen;
-      for (const internal::MergeRules& r : rules) {
+      for (const internal::MergeRules& r : internal::kMergeVariants) {
         internal::BlockProblem problem = internal::MergeIntoBlocks(items_, r);
         if (problem.blocks.size() >= items_.size() ||
             std::find(seen.begin(), seen.end(), problem.blocks.size()) != seen.end()) {
@@ -345,11 +361,12 @@ class BlockConstruction {
       if (refuted_[p]) continue;  // these blocks cannot be packed within the target
       if (nodes_left_ == 0) break;
       const internal::BlockProblem& problem = problems_[p];
-      const uint64_t nodes =
-          std::min({nodes_left_, budget.max_nodes,
-                    std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size())});
-      internal::PackingResult found = internal::PackWithRestarts(
-          problem.blocks, target_, std::min(deadline, Clock::now() + (deadline - start) / budget.time_divisor), nodes);
+      uint64_t nodes = std::min({nodes_left_, budget.max_nodes,
+                                 std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size())});
+      if (max_nodes_ != UINT64_MAX) nodes = std::min(nodes, std::max<uint64_t>(1, max_nodes_ / kProbeNodeShare));
+      const Clock::time_point probe_deadline =
+          nodes_left_ != UINT64_MAX ? deadline : std::min(deadline, Clock::now() + (deadline - start) / budget.time_divisor);
+      internal::PackingResult found = internal::PackWithRestarts(problem.blocks, target_, probe_deadline, nodes);
       Spend(found.nodes);
       if (found.outcome == internal::PackingOutcome::kFound) return internal::ExpandBlockLayout(problem, found.offsets);
       refuted_[p] = found.outcome == internal::PackingOutcome::kInfeasible;
@@ -390,7 +407,7 @@ class BlockConstruction {
     // The large-neighbourhood search with half the time and nodes, then
     // bisection between the target and its top by the block search.
     internal::LnsLimits limits;
-    limits.deadline = Clock::now() + (deadline - Clock::now()) / 2;
+    limits.deadline = TimeShare(deadline, 2, nodes_left_ != UINT64_MAX);
     limits.max_nodes = nodes_left_ == UINT64_MAX ? UINT64_MAX : (nodes_left_ + 1) / 2;
     internal::LnsResult improved =
         internal::ImproveLayout(best->blocks, best_graph, std::move(best_layout), target_, limits);
@@ -398,9 +415,9 @@ class BlockConstruction {
     uint64_t floor = target_;
     while (improved.top > floor && Clock::now() < deadline && nodes_left_ > 0) {
       const uint64_t capacity = floor + (improved.top - 1 - floor) / 2;
-      const Clock::time_point now = Clock::now();
-      internal::PackingResult r = internal::PackWithRestarts(
-          best->blocks, capacity, now + (deadline - now) / 2, nodes_left_ == UINT64_MAX ? UINT64_MAX : (nodes_left_ + 1) / 2);
+      internal::PackingResult r =
+          internal::PackWithRestarts(best->blocks, capacity, TimeShare(deadline, 2, nodes_left_ != UINT64_MAX),
+                                     nodes_left_ == UINT64_MAX ? UINT64_MAX : (nodes_left_ + 1) / 2);
       Spend(r.nodes);
       if (r.outcome == internal::PackingOutcome::kFound) {
         improved.top = TopOf(best->blocks, r.offsets);
@@ -419,6 +436,7 @@ class BlockConstruction {
 
   const std::vector<internal::PackingItem>& items_;
   uint64_t target_;
+  uint64_t max_nodes_;  // the construction's budget (UINT64_MAX: none)
   uint64_t nodes_left_;
   std::vector<internal::BlockProblem> problems_;  // the distinct merges
   std::vector<char> refuted_;                    // per problem: proven not to fit the target

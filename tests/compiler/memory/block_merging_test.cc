@@ -5,6 +5,7 @@
 // through the blocks.
 #include <gtest/gtest.h>
 
+#include "bench/memory/block_quality.h"
 #include "bench/memory/perfect_packing.h"
 #include "compiler/memory/block_merging.h"
 #include "compiler/memory/planner.h"
@@ -97,13 +98,67 @@ TEST(BlockMerging, PerfectPackingsOf100BuffersBecomeOneBlock) {
   }
 }
 
+TEST(PerfectPacking, TheGeneratorsLayoutIsValidAndFillsTheCapacity) {
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const bench::PerfectPackingProblem p = bench::PerfectPackingWithLayout(300, seed);
+    ASSERT_EQ(p.offsets.size(), p.tensors.size());
+    const std::vector<PackingItem> items = testing::ItemsOf(p.tensors);
+    EXPECT_TRUE(ValidLayout(items, p.offsets, uint64_t{1} << 20)) << "seed " << seed;
+    // The same problem as PerfectPacking's.
+    const std::vector<TensorLifetime> plain = bench::PerfectPacking(300, seed);
+    ASSERT_EQ(plain.size(), p.tensors.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_EQ(plain[i].size, p.tensors[i].size);
+      EXPECT_EQ(plain[i].first_use, p.tensors[i].first_use);
+      EXPECT_EQ(plain[i].last_use, p.tensors[i].last_use);
+    }
+  }
+}
+
+TEST(BlockQuality, BlocksRebuildingAGuillotineLayoutAreItsRectangles) {
+  // On these problems stacking then chaining rebuilds the whole layout (one
+  // block), and chains alone merge no two buffers of one size by chance;
+  // keel_block_merge_table shows where the other merges do.
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const bench::PerfectPackingProblem p = bench::PerfectPackingWithLayout(100, seed);
+    const std::vector<PackingItem> items = testing::ItemsOf(p.tensors);
+    for (const MergeRules& rules : {MergeRules{SIZE_MAX, false}, MergeRules{1, false}}) {
+      const internal::BlockProblem blocks = MergeIntoBlocks(items, rules);
+      const bench::BlockQuality q = bench::MeasureBlocks(items, p.offsets, blocks);
+      EXPECT_EQ(q.blocks, blocks.blocks.size());
+      EXPECT_GT(q.blocks, 0u);
+      EXPECT_EQ(q.not_rectangles, 0u) << "seed " << seed << " max_stack " << rules.max_stack;
+      EXPECT_EQ(q.not_rectangle_area, 0.0);
+    }
+  }
+}
+
+TEST(BlockQuality, CountsABlockOfBuffersThatAreApartInTheLayout) {
+  // Layout (capacity 3, one step): a at 0, c at 1, b at 2.
+  const std::vector<PackingItem> items = {{1, 1, 0, 1}, {1, 1, 0, 1}, {1, 1, 0, 1}};
+  const std::vector<uint64_t> layout = {0, 2, 1};
+  internal::BlockProblem apart;  // a and b stacked (c lies between them), c alone
+  apart.blocks = {{2, 1, 0, 1}, {1, 1, 0, 1}};
+  apart.block_of = {0, 0, 1};
+  apart.offset_in_block = {0, 1, 0};
+  bench::BlockQuality q = bench::MeasureBlocks(items, layout, apart);
+  EXPECT_EQ(q.blocks, 2u);
+  EXPECT_EQ(q.not_rectangles, 1u);
+  EXPECT_DOUBLE_EQ(q.not_rectangle_area, 2.0 / 3.0);
+  internal::BlockProblem adjacent = apart;  // b and c stacked (in either order), a alone
+  adjacent.block_of = {1, 0, 0};
+  adjacent.offset_in_block = {0, 0, 1};
+  q = bench::MeasureBlocks(items, layout, adjacent);
+  EXPECT_EQ(q.not_rectangles, 0u);
+  EXPECT_EQ(q.not_rectangle_area, 0.0);
+}
+
 TEST(BlockMerging, EveryBlockLayoutExpandsIntoAValidLayout) {
-  const MergeRules all_rules[] = {{SIZE_MAX, false}, {SIZE_MAX, true}, {2, false}, {1, false}};
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     // Few time points and sizes, so that both rules fire often (and by chance).
     const std::vector<TensorLifetime> ts = testing::RandomLifetimes(seed, 40, 8, 6, seed % 2 == 0);
     const std::vector<PackingItem> items = testing::ItemsOf(ts);
-    for (const MergeRules& rules : all_rules) {
+    for (const MergeRules& rules : internal::kMergeVariants) {
       const internal::BlockProblem p = MergeIntoBlocks(items, rules);
       ASSERT_EQ(p.block_of.size(), items.size());
       uint64_t top = 0;
