@@ -164,6 +164,10 @@ llvm::Value* LlvmKernelBuilder::EmitExprUncached(KernelRegion& r, const Expr& e)
       if (e->type == DType::kBool) return b_.getInt1(e->int_value != 0);
       return llvm::ConstantInt::get(RegType(e->type), static_cast<uint64_t>(e->int_value), true);
     case ExprKind::kFloatConst:
+      // bf16 registers hold the bits (an i16): the rounding folds to a constant.
+      if (e->type == DType::kBF16) {
+        return LlvmKernelBuilder::NarrowToBF16(llvm::ConstantFP::get(b_.getFloatTy(), e->float_value));
+      }
       return llvm::ConstantFP::get(RegType(e->type), e->float_value);
     case ExprKind::kVar: {
       auto it = r.vars.find(e->int_value);

@@ -278,6 +278,16 @@ TEST(NvptxEmitter, HalfResultsDivideFastAndBf16NarrowsInOneInstruction) {
   EXPECT_EQ(f32.find("div.full"), std::string::npos);
   EXPECT_NE(ptx_of(ir::DType::kBF16, "Add", "sm_90").find("cvt.rn.bf16.f32"), std::string::npos);
   EXPECT_EQ(ptx_of(ir::DType::kBF16, "Add", "sm_75").find("cvt.rn.bf16.f32"), std::string::npos);
+  // A bf16 constant in a kernel (Pad's zeros) is its bits, folded at compile time.
+  GraphBuilder b;
+  Attributes at;
+  at.Set("pads", std::vector<int64_t>{0, 0, 0, 5});
+  at.Set("mode", std::string("constant"));
+  ir::Node* pad = b.Op("Pad", {b.Input("x", {2, 3}, ir::DType::kBF16)}, at);
+  Result<KernelSpec> spec = LowerNodeToKernel(*pad, 0, CudaLowering());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  Result<std::string> ptx = EmitNvptxPtx({*spec}, NvptxTargetOptions());
+  ASSERT_TRUE(ptx.ok()) << ptx.status().ToString();
 }
 
 // sm_90: every kernel waits for its predecessor grid before touching memory, so
