@@ -3,6 +3,10 @@
 #
 #   scripts/bench-cpu.sh [THREADS] [MODEL...]     (default: 2 threads, the 4 bundled models)
 #
+# MODEL is a bundled model (../shared/models) or one of the extra architectures of
+# scripts/export_cpu_bench_models.py (mnasnet1_0, shufflenet_v2, resnet50, convnext_tiny,
+# bert_base), exported into build/bench-models with /usr/bin/python3 + torch when missing.
+#
 # Builds keelc and keel-bench, compiles each model with keelc (the compile time is reported), then
 # scripts/bench_cpu_compare.py (the test virtualenv's python, onnxruntime) alternates keel-bench and
 # ONNX Runtime's CPU provider (intra-op threads = THREADS, inter-op 1, ORT_ENABLE_ALL) for
@@ -23,8 +27,16 @@ mkdir -p "$out"
 scripts/setup.sh >/dev/null
 KEEL_BUILD_TARGETS="keelc keel-bench" scripts/build.sh
 
+# One models folder for bench_cpu_compare.py: links to the bundled models and the exported ones.
+mkdir -p "$out/models"
 for m in "${models[@]}"; do
-  build/bin/keelc "$shared/models/$m.onnx" -o "$out/$m.keel" >"$out/$m.keelc.txt"
+  src="$shared/models"
+  if [ ! -f "$src/$m.onnx" ]; then
+    src=build/bench-models
+    [ -f "$src/$m.onnx" ] || /usr/bin/python3 scripts/export_cpu_bench_models.py --out "$src" --models "$m"
+  fi
+  for f in "$src/$m".*; do ln -sf "$(realpath "$f")" "$out/models/"; done
+  build/bin/keelc "$out/models/$m.onnx" -o "$out/$m.keel" >"$out/$m.keelc.txt"
 done
 torch_json=""
 if [ "${KEEL_BENCH_TORCH:-1}" != 0 ]; then
@@ -33,9 +45,16 @@ if [ "${KEEL_BENCH_TORCH:-1}" != 0 ]; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-torch python3-torchvision >/dev/null
   fi
-  (IFS=,; /usr/bin/python3 "$shared/anchors/torch_latency.py" --device cpu --threads "$threads" \
-     --models "${models[*]}" --iters 20 --out "$out/torch-t$threads.json" >/dev/null)
-  torch_json="$out/torch-t$threads.json"
+  # Only the models torch_latency.py builds (it has no MnasNet): the others get no PyTorch column.
+  torch_models=()
+  for m in "${models[@]}"; do
+    grep -q "^    \"$m\":" "$shared/anchors/torch_latency.py" && torch_models+=("$m")
+  done
+  if [ ${#torch_models[@]} -gt 0 ]; then
+    (IFS=,; /usr/bin/python3 "$shared/anchors/torch_latency.py" --device cpu --threads "$threads" \
+       --models "${torch_models[*]}" --iters 20 --out "$out/torch-t$threads.json" >/dev/null)
+    torch_json="$out/torch-t$threads.json"
+  fi
 fi
 .venv/bin/python scripts/bench_cpu_compare.py --out "$out" --threads "$threads" --rounds "${KEEL_BENCH_ROUNDS:-5}" \
-  --models-dir "$shared/models" --keel-bench build/bin/keel-bench --torch "$torch_json" "${models[@]}"
+  --models-dir "$out/models" --keel-bench build/bin/keel-bench --torch "$torch_json" "${models[@]}"

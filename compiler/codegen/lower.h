@@ -56,6 +56,9 @@ struct LowerOptions {
   // neighbouring output rows per parallel iteration, loading each input row
   // once for all of them (1: a row per iteration).
   int64_t depthwise_rows = 4;
+  // 2-D depthwise convolutions with an output at most this wide (and strides
+  // 1 or 2) use the plane kernel (lower_depthwise_plane.cc) on the CPU; 0: never.
+  int64_t depthwise_plane_width = 32;
 };
 
 // Lowering options tuned for a CPU target, given its LLVM feature string

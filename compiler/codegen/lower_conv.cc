@@ -9,6 +9,9 @@
 //     padding reads) run as vector chunks (kLanes) accumulating all taps in
 //     registers, the border columns as scalar code (unrolled column by column
 //     over the taps known to be inside, or a guarded loop for wide borders);
+//     2-D ones on small images (output width up to
+//     LowerOptions::depthwise_plane_width) take the plane kernel instead
+//     (lower_depthwise_plane.cc: one padded, stride-phased plane per iteration);
 //     on a GPU (LowerOptions::gpu_direct_conv) a parallel iteration is a short
 //     run of outputs in one row, flat over the output in its memory order
 //     (channels innermost for a channels-last node);
@@ -575,6 +578,13 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
 
   if (c.Cg == 1) {
     if (packed_rows > 0) return InvalidArgument(NodeLabel(node) + ": a depthwise convolution's weight cannot be panel-packed");
+    if (sp == 2) {
+      DepthwiseGeom2D g;
+      g.B = c.B; g.Co = c.Co; g.Mg = c.Mg;
+      g.H = c.in[0]; g.W = c.in[1]; g.OH = c.out[0]; g.OW = c.out[1]; g.KH = c.k[0]; g.KW = c.k[1];
+      g.sh = c.s[0]; g.sw = c.s[1]; g.dh = c.d[0]; g.dw = c.d[1]; g.ph = c.pb[0]; g.pw = c.pb[1];
+      if (DepthwisePlaneApplies(ctx.options(), g)) return LowerDepthwisePlane(ctx, g, X, Wt, bias, store);
+    }
     return ctx.options().gpu_direct_conv ? GpuDirectConv(ctx, c, X, Wt, bias, store)
                                          : DirectConv(ctx, c, X, Wt, bias, store);
   }

@@ -71,6 +71,21 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
 // matrices is in the row-panel layout with that many rows per panel.
 Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t tile, int64_t packed_rows,
                                const StoreFn& store);
+// A 2-D depthwise convolution's geometry (one input channel per group, Mg
+// output channels per input channel), for the plane kernel below.
+struct DepthwiseGeom2D {
+  int64_t B = 1, Co = 1, Mg = 1, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;  // strides, dilations, leading pads
+};
+// lower_depthwise_plane.cc: the CPU kernel for small images (output width at
+// most LowerOptions::depthwise_plane_width, strides 1 or 2, the zero-padded
+// plane within a local buffer): one (image, channel) plane per parallel
+// iteration, copied into padded stride phases so that every tap is a
+// unit-stride vector load over the flattened output. Applies says whether it
+// takes the shape; the lowering returns InvalidArgument when it does not.
+bool DepthwisePlaneApplies(const LowerOptions& options, const DepthwiseGeom2D& g);
+Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, const TensorFn& X, const TensorFn& Wt,
+                                 const TensorFn* bias, const StoreFn& store);
 Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 Result<Stmt> LowerDeformConv(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
 // Window pools (any spatial rank); stores[1], when present, receives MaxPool's Indices.

@@ -6,6 +6,7 @@
 // form).
 #include <gtest/gtest.h>
 
+#include "compiler/codegen/lower_ops.h"
 #include "tests/compiler/codegen/codegen_test_util.h"
 
 namespace keel::codegen::testing {
@@ -49,12 +50,27 @@ TEST_P(ConvTest, MatchesReference) {
   // The GPU form of depthwise convolutions (a run of outputs per iteration): the kernel
   // IR is device-neutral, so the CPU back end checks it too.
   if (p.c / p.group == 1) CheckNodeAgainstReference(*n, 31, 1e-5, 4, GpuDirectConv());
-  // The CPU depthwise kernel one row per iteration, and in blocks of 3 rows (the default is 4).
+  // The CPU depthwise row kernel one row per iteration, and in blocks of 3 rows (the default
+  // is 4), with the plane kernel off (by default it takes outputs up to 32 wide).
   for (int64_t rows : {1, 3}) {
     if (p.c / p.group != 1) break;
     LowerOptions o;
     o.depthwise_rows = rows;
+    o.depthwise_plane_width = 0;
     CheckNodeAgainstReference(*n, 31, 1e-5, 4, o);
+  }
+  // The plane kernel on every depthwise case whose padded plane fits its buffer, also with
+  // the AVX-512 options.
+  if (p.c / p.group == 1) {
+    for (LowerOptions o : {LowerOptions{}, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+      o.depthwise_plane_width = 1 << 20;
+      DepthwiseGeom2D g;
+      g.H = p.h; g.W = p.w; g.KH = p.kh; g.KW = p.kw; g.sh = g.sw = p.stride; g.dh = g.dw = p.dil;
+      g.OH = n->output(0)->type().shape[2];
+      g.OW = n->output(0)->type().shape[3];
+      if (!DepthwisePlaneApplies(o, g)) continue;
+      CheckNodeAgainstReference(*n, 31, 1e-5, 4, o);
+    }
   }
 }
 
@@ -105,6 +121,15 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{1, 6, 3, 20, 6, 3, 3, 1, 1, 1, 6, true},
                       // Depthwise stride 2, odd width: a right border column of its own.
                       ConvCase{1, 5, 7, 16, 5, 3, 3, 2, 1, 1, 5, false},
+                      // MnasNet's last stage: 5x5 pad 2 on 7x7 (a 3-column interior), stride 1
+                      // and stride 2 from an odd 15x15; ConvNeXt's 7x7 pad 3 on 7x7 (1 column).
+                      ConvCase{2, 7, 7, 7, 7, 5, 5, 1, 2, 1, 7, true},
+                      ConvCase{1, 9, 15, 15, 9, 5, 5, 2, 2, 1, 9, true},
+                      ConvCase{1, 5, 7, 7, 5, 7, 7, 1, 3, 1, 5, false},
+                      // Plane kernel with stride 2 and dilation 2 (taps in other phases), and a
+                      // non-square odd plane with multiplier 3.
+                      ConvCase{1, 4, 13, 11, 4, 3, 3, 2, 2, 2, 4, true},
+                      ConvCase{1, 3, 6, 19, 9, 3, 3, 1, 1, 1, 3, true},
                       // Row-offset table with image and group folded in: direct gathers (stride 5,
                       // no padding) over 2 images x 2 groups, and K = 7 * 5 * 5 = 175 rows of odd taps.
                       ConvCase{2, 14, 17, 17, 6, 5, 5, 5, 0, 1, 2, true},

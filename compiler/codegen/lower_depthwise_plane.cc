@@ -1,0 +1,150 @@
+// compiler/codegen/lower_depthwise_plane.cc — the CPU "plane" kernel of 2-D
+// depthwise convolutions on small images (see lower_ops.h).
+//
+// Why: the row kernel (lower_conv.cc, DirectConv) vectorizes along one output
+// row and runs the border columns as scalar code. On the small images of a
+// network's last stages (7x7 and 14x14 with 5x5 or 7x7 windows: MnasNet,
+// ConvNeXt) most columns are border columns, or the interior is narrower than
+// four lanes and the whole row runs as a guarded scalar loop: MnasNet's three
+// 1152-channel 5x5 layers at 7x7 ran at ~1 GFLOP/s, a quarter of the model's time.
+//
+// How: per parallel iteration one (image, channel) plane. The input plane is
+// copied once into a zero-padded local buffer, split into stride phases
+// (sh x sw planes: phase (a, c) holds padded rows a, a + sh, ... and columns
+// c, c + sw, ...), so that every tap reads its phase at unit stride. Output
+// position (oh, ow) is flattened as o = oh * Wq + ow, with Wq the phases'
+// row pitch; tap (kh, kw) then reads phase (kh*dh % sh, kw*dw % sw) at
+// o + (kh*dh / sh) * Wq + kw*dw / sw: one unit-stride vector load per tap for L
+// consecutive positions, whatever the row boundaries. Positions with ow >= OW
+// (the padding columns of the flattened grid) are computed and dropped. G chunks
+// of L positions share each tap's weight broadcast and keep G independent
+// accumulator chains (the FMA latency, not the loads, bounds a single chain).
+// The results go to a local buffer, then through the fused epilogue one output
+// at a time.
+#include <algorithm>
+
+#include "compiler/codegen/lower_ops.h"
+
+namespace keel::codegen {
+namespace {
+
+constexpr int64_t kLanes = 16;         // positions per vector chunk
+constexpr int64_t kChains = 4;         // chunks per group (independent accumulators)
+constexpr int64_t kMaxPlaneFloats = 8192;  // local phase planes, all phases (32 KiB)
+
+int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+int64_t CeilDivPos(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The phase planes' geometry for one convolution.
+struct PlaneLayout {
+  int64_t Hq = 0, Wq = 0;  // rows and row pitch of one phase plane
+  int64_t positions = 0;   // flattened output positions (OH - 1) * Wq + OW
+  int64_t chunks = 0;      // ceil(positions / kLanes)
+  int64_t plane = 0;       // floats per phase plane (reads of the last chunk included)
+};
+
+PlaneLayout Layout(const DepthwiseGeom2D& g) {
+  PlaneLayout p;
+  const int64_t rmax = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh;  // last padded row any tap reads
+  const int64_t cmax = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw;
+  p.Hq = rmax / g.sh + 1;
+  p.Wq = cmax / g.sw + 1;
+  p.positions = (g.OH - 1) * p.Wq + g.OW;
+  p.chunks = CeilDivPos(p.positions, kLanes);
+  const int64_t max_tap = ((g.KH - 1) * g.dh / g.sh) * p.Wq + (g.KW - 1) * g.dw / g.sw;
+  p.plane = RoundUp(std::max(p.Hq * p.Wq, p.chunks * kLanes + max_tap), kLanes);
+  return p;
+}
+
+}  // namespace
+
+bool DepthwisePlaneApplies(const LowerOptions& o, const DepthwiseGeom2D& g) {
+  if (o.gpu_direct_conv || o.depthwise_plane_width <= 0 || g.OW > o.depthwise_plane_width) return false;
+  if (g.sh < 1 || g.sh > 2 || g.sw < 1 || g.sw > 2 || g.OH < 1 || g.OW < 1) return false;
+  return g.sh * g.sw * Layout(g).plane <= kMaxPlaneFloats;
+}
+
+Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, const TensorFn& X, const TensorFn& Wt,
+                                 const TensorFn* bias, const StoreFn& store) {
+  if (!DepthwisePlaneApplies(ctx.options(), g)) return InvalidArgument("depthwise plane kernel: shape not supported");
+  KernelFunc& k = ctx.kernel();
+  const PlaneLayout p = Layout(g);
+  const int64_t phases = g.sh * g.sw;
+  int plane = k.AddLocal("dwp_plane", DType::kF32, {phases * p.plane});
+  int out = k.AddLocal("dwp_out", DType::kF32, {p.chunks * kLanes});
+  int acc = k.AddLocal("dwp_acc", DType::kF32, {kChains * kLanes});
+
+  Expr r = k.NewVar("r");  // (image, output channel)
+  Expr b = r / g.Co, co = r % g.Co;
+  Expr ci = g.Mg == 1 ? co : co / g.Mg;
+  std::vector<Stmt> body;
+  // 1. Zero the phase planes (their padding), then copy the input plane in,
+  // phase by phase: input row ih = rq*sh + a - ph lands in phase row rq.
+  {
+    Expr i = k.NewVar("i"), j = k.NewVar("j");
+    body.push_back(For(i, 0, phases * p.plane / kLanes, LoopKind::kSerial,
+                       For(j, 0, kLanes, LoopKind::kLanes, k.Store(plane, {i * kLanes + j}, FloatConst(0)))));
+  }
+  for (int64_t a = 0; a < g.sh; ++a) {
+    // Phase rows whose input row is inside the image: 0 <= rq*sh + a - ph < H, rq < Hq.
+    const int64_t r_lo = std::max<int64_t>(0, CeilDivPos(std::max<int64_t>(0, g.ph - a), g.sh));
+    const int64_t r_hi = std::min(p.Hq, g.H - 1 + g.ph - a < 0 ? 0 : (g.H - 1 + g.ph - a) / g.sh + 1);
+    for (int64_t c = 0; c < g.sw; ++c) {
+      const int64_t q_lo = std::max<int64_t>(0, CeilDivPos(std::max<int64_t>(0, g.pw - c), g.sw));
+      const int64_t q_hi = std::min(p.Wq, g.W - 1 + g.pw - c < 0 ? 0 : (g.W - 1 + g.pw - c) / g.sw + 1);
+      if (r_lo >= r_hi || q_lo >= q_hi) continue;
+      Expr rq = k.NewVar("rq"), q = k.NewVar("q");
+      const int64_t base = (a * g.sw + c) * p.plane;
+      Expr v = Cast(X.at({b, ci, rq * g.sh + (a - g.ph), q * g.sw + (c - g.pw)}), DType::kF32);
+      body.push_back(For(rq, r_lo, r_hi, LoopKind::kSerial,
+                         For(q, q_lo, q_hi, LoopKind::kSerial, k.Store(plane, {rq * p.Wq + q + base}, v))));
+    }
+  }
+  // 2. Groups of up to kChains chunks: every tap one weight broadcast and one
+  // unit-stride load + FMA per chunk.
+  auto group = [&](Expr first_chunk, int64_t n) {
+    std::vector<Stmt> s;
+    Expr init = bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0);
+    for (int64_t u = 0; u < n; ++u) {
+      Expr j = k.NewVar("j");
+      s.push_back(For(j, 0, kLanes, LoopKind::kLanes, k.Store(acc, {u * kLanes + j}, init)));
+    }
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t rr = kh * g.dh, cc = kw * g.dw;
+        const int64_t off = ((rr % g.sh) * g.sw + cc % g.sw) * p.plane + (rr / g.sh) * p.Wq + cc / g.sw;
+        Expr w = Cast(Wt.at({co, Expr(0), Expr(kh), Expr(kw)}), DType::kF32);
+        Expr j = k.NewVar("j");
+        std::vector<Stmt> lanes;
+        for (int64_t u = 0; u < n; ++u) {
+          Expr x = k.Load(plane, {(first_chunk + u) * kLanes + j + off});
+          lanes.push_back(k.Store(acc, {u * kLanes + j}, k.Load(acc, {u * kLanes + j}) + x * w));
+        }
+        s.push_back(For(j, 0, kLanes, LoopKind::kLanes, Block(std::move(lanes))));
+      }
+    }
+    for (int64_t u = 0; u < n; ++u) {
+      Expr j = k.NewVar("j");
+      s.push_back(For(j, 0, kLanes, LoopKind::kLanes,
+                      k.Store(out, {(first_chunk + u) * kLanes + j}, k.Load(acc, {u * kLanes + j}))));
+    }
+    return Block(std::move(s));
+  };
+  const int64_t full_groups = p.chunks / kChains, rest = p.chunks % kChains;
+  if (full_groups > 0) {
+    Expr gi = k.NewVar("g");
+    body.push_back(For(gi, 0, full_groups, LoopKind::kSerial, group(gi * kChains, kChains)));
+  }
+  if (rest > 0) body.push_back(group(Expr(full_groups * kChains), rest));
+  // 3. The epilogue per valid output.
+  {
+    Expr oh = k.NewVar("oh"), ow = k.NewVar("ow");
+    body.push_back(For(oh, 0, g.OH, LoopKind::kSerial,
+                       For(ow, 0, g.OW, LoopKind::kSerial, store({b, co, oh, ow}, k.Load(out, {oh * p.Wq + ow})))));
+  }
+  const int64_t rows = g.B * g.Co;
+  const bool par = rows > 1 && rows * g.OH * g.OW * g.KH * g.KW >= ctx.options().min_parallel_elements;
+  return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
+}
+
+}  // namespace keel::codegen
