@@ -298,7 +298,8 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
 
   // A row loop split over the row's threads: thread r (its index in the row)
   // takes l = begin + r + c*T for c in [0, ceil(trip/T)), T the phase's
-  // row_threads (a compile-time constant, see GpuMapping). The constant per-thread trip lets LLVM unroll short rows
+  // row_threads (a compile-time constant, see GpuMapping). The constant
+  // per-thread trip lets LLVM unroll short rows
   // fully, keeping the thread's elements in registers: the same loads in a
   // later loop of the row (softmax's max, sum and write passes, layer norm's
   // mean, variance and write passes) are then values already loaded, so the row
