@@ -141,6 +141,7 @@ inline long long AttentionBatchCount(const AttentionArgs& a) {
 // Steps of 32 keys, and a warp's share of them (the most any warp has).
 KEEL_ATTENTION_HD inline int AttentionSteps(int sk) { return (sk + kAttentionBlockKeys - 1) / kAttentionBlockKeys; }
 // log2 of key_warps (1, 2 or 4): the kernel divides by shifts.
+static_assert(kAttentionMaxKeyWarps == 4, "AttentionKeyWarpShift's formula holds for 1, 2 and 4 only");
 KEEL_ATTENTION_HD inline int AttentionKeyWarpShift(const AttentionArgs& a) { return a.key_warps >> 1; }
 KEEL_ATTENTION_HD inline int AttentionStages(const AttentionArgs& a) {
   return (AttentionSteps(a.sk) + a.key_warps - 1) >> AttentionKeyWarpShift(a) > 1 ? 2 : 1;
