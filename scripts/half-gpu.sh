@@ -43,7 +43,8 @@ prepare() {
 
 # Device time of every kernel of one inference (ncu, clocks and caches as in a run), summed per
 # kernel name: ncu_TAG.txt. KEEL_HALF_NCU_DETAIL=REGEX adds ncu's analysis sections for the first
-# matching kernel of that inference (ncu_detail_TAG.txt).
+# matching kernel of that inference (ncu_detail_TAG.txt); KEEL_HALF_NCU_SKIP=N skips the first N
+# matching launches (a warm launch instead of the first).
 ncu_kernels() {
   local bin=$1 k=$2 input=$3 tag=$4
   local flags=(--cache-control none --clock-control none)
@@ -67,8 +68,10 @@ for key, (count, us) in sorted(agg.items(), key=lambda x: -x[1][1]):
     print(f"{us:9.1f} us {count:4d} x {us / count:7.2f}  {key}")
 PY
   if [ -n "${KEEL_HALF_NCU_DETAIL:-}" ]; then
-    timeout 300 ncu "${flags[@]}" -k "regex:$KEEL_HALF_NCU_DETAIL" -c 1 --section SpeedOfLight --section WarpStateStats \
+    timeout 300 ncu "${flags[@]}" -k "regex:$KEEL_HALF_NCU_DETAIL" -s "${KEEL_HALF_NCU_SKIP:-0}" -c 1 \
+      --section SpeedOfLight --section WarpStateStats --section SourceCounters --section InstructionStats \
       --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis --section LaunchStats \
+      --metrics "sm__cycles_active.max,sm__cycles_active.min,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
       "$bin/keel-cuda-time" "$k" --warmup 0 --iterations 1 --input "input=$input" "${tuning[@]}" \
       >"$out/ncu_detail_$tag.txt" 2>&1 || true
   fi

@@ -31,8 +31,17 @@ __device__ __forceinline__ void CopyAsync16(void* dst, const void* src, bool val
                "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::); }
-// Every committed group but the newest one has landed.
-__device__ __forceinline__ void WaitAllButNewestCopies() { asm volatile("cp.async.wait_group 1;\n" ::); }
+// Every committed group has landed (visible to this thread; to the others after a barrier).
+__device__ __forceinline__ void WaitAllCopies() { asm volatile("cp.async.wait_group 0;\n" ::); }
+
+// 2^x in one instruction (ex2.approx, subnormal results flushed to 0: a
+// probability that small is 0 in every 2-byte type but bf16, and negligible
+// there); 2^-inf = 0.
+__device__ __forceinline__ float Exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // Four 8x8 matrices of 2-byte elements; lane l gives the address of row l%8 of matrix l/8.
 __device__ __forceinline__ void LoadMatrices(unsigned r[4], const void* row) {
@@ -93,21 +102,23 @@ __device__ __forceinline__ Operand OperandOf(const void* base, long long offset,
   return {offset, v.row, v.col, vec};
 }
 
-// rows x cols_pad elements from row first_row on into the warp's shared
-// memory (row stride ld), zeros beyond rows_valid / cols_valid: asynchronous
-// 16-byte copies where the operand allows, else element by element (visible
-// after the next __syncwarp). CHUNKS (DMAX / 8, a power of two <= 16)
-// 16-byte slots per row: each lane keeps one column and walks the rows, so
-// the loop is pointer increments, no divisions.
+// rows x cols_pad elements from row first_row on into shared memory (row
+// stride ld), zeros beyond rows_valid / cols_valid, by `threads` threads (a
+// warp or a key group; this one is `thread`): asynchronous 16-byte copies
+// where the operand allows, else element by element (visible after the next
+// barrier). CHUNKS (DMAX / 8, a power of two <= 16) 16-byte slots per row:
+// each thread keeps one column and walks the rows, so the loop is pointer
+// increments, no divisions.
 template <typename T, int CHUNKS>
 __device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, const Operand& o, int first_row,
-                                         int rows_valid, int rows, int cols_valid, int cols_pad, int lane) {
+                                         int rows_valid, int rows, int cols_valid, int cols_pad, int thread,
+                                         int threads) {
   const T* origin = src + o.offset + first_row * o.row;
   if (o.vec) {
-    constexpr int dr = 32 / CHUNKS;
-    const int c = (lane % CHUNKS) * 8;
+    const int dr = threads / CHUNKS;
+    const int c = (thread % CHUNKS) * 8;
     if (c >= cols_pad) return;
-    int r = lane / CHUNKS;
+    int r = thread / CHUNKS;
     const T* from = origin + r * o.row + c;
     T* to = dst + r * ld + c;
     const long long from_step = dr * o.row;
@@ -117,7 +128,7 @@ __device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, const Ope
     }
     return;
   }
-  for (int idx = lane; idx < rows * cols_pad; idx += 32) {
+  for (int idx = thread; idx < rows * cols_pad; idx += threads) {
     const int r = idx / cols_pad, c = idx % cols_pad;
     T v;
     keel_from_f32(0.f, &v);
@@ -167,16 +178,101 @@ __device__ __forceinline__ void AddMask(float (&s)[kKeys / 8][4], const cl::Atte
   }
 }
 
-// DMAX (64 or 128) bounds the padded head widths: it sizes the register arrays.
-template <typename T, int DMAX>
+// The key warps of a tile merge their parts. Each writes its output
+// fragments, maxima and sums to its record (element e of n-tile n of lane l
+// at (4n + e) * 32 + l: coalesced, free of bank conflicts; then the maxima
+// and sums, 32 each per row half); then key warp kw combines the n-tiles kw,
+// kw + KW, ... of its tile from every key warp's record and stores them.
+template <typename T, int DMAX, bool EXACT>
+__device__ __forceinline__ void MergeKeyWarps(const cl::AttentionArgs& a, const cl::AttentionSmem& L,
+                                              const float (&o)[DMAX / 8][4], const float (&m_run)[2],
+                                              const float (&l_run)[2], int tile, int kw, int q0, long long yo,
+                                              int lane) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int kw_count = a.key_warps, tiles = (EXACT ? DMAX : L.dvp) / 8, stats = 4 * 32 * tiles;
+  float* first = reinterpret_cast<float*>(smem) + tile * kw_count * L.merge_warp;
+  __syncthreads();  // every warp is done with the K and V buffers
+  float* mine = first + kw * L.merge_warp;
+#pragma unroll
+  for (int n = 0; n < DMAX / 8; ++n) {
+    if (EXACT || n < tiles) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mine[(4 * n + e) * 32 + lane] = o[n][e];
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mine[stats + 32 * h + lane] = m_run[h];
+    mine[stats + 64 + 32 * h + lane] = l_run[h];
+  }
+  __syncthreads();
+  // Each key warp's weight per row half, and the rows' inverse sums (exp2 of
+  // -inf is 0: a key warp whose keys were all masked drops out).
+  float f[cl::kAttentionMaxKeyWarps][2], inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < cl::kAttentionMaxKeyWarps; ++w) {
+      if (w < kw_count) m = fmaxf(m, first[w * L.merge_warp + stats + 32 * h + lane]);
+    }
+    const float m_use = m == -INFINITY ? 0.f : m;
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < cl::kAttentionMaxKeyWarps; ++w) {
+      f[w][h] = w < kw_count ? Exp2(first[w * L.merge_warp + stats + 32 * h + lane] - m_use) : 0.f;
+      if (w < kw_count) sum += f[w][h] * first[w * L.merge_warp + stats + 64 + 32 * h + lane];
+    }
+    inv[h] = 1.f / sum;
+  }
+  T* y = static_cast<T*>(a.y);
+  const bool pairs = a.yv.col == 1 && (reinterpret_cast<unsigned long long>(y) & 3u) == 0;
+  const int g = lane >> 2, c4 = lane & 3;
+#pragma unroll 1
+  for (int n = kw; n < tiles; n += kw_count) {
+    float out[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int w = 0; w < cl::kAttentionMaxKeyWarps; ++w) {
+      if (w < kw_count) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) out[e] += f[w][e >> 1] * first[w * L.merge_warp + (4 * n + e) * 32 + lane];
+      }
+    }
+    const int c = n * 8 + 2 * c4;
+    if (c >= a.dv) continue;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = q0 + g + 8 * h;
+      if (row >= a.sq) continue;
+      const float y0 = out[2 * h] * inv[h], y1 = out[2 * h + 1] * inv[h];
+      const long long at = yo + row * a.yv.row + c * a.yv.col;
+      if (pairs && c + 1 < a.dv && (at & 1) == 0) {
+        float r0, r1;
+        *reinterpret_cast<unsigned*>(y + at) = PackRounded<T>(y0, y1, &r0, &r1);
+      } else {
+        keel_from_f32(y0, y + at);
+        if (c + 1 < a.dv) keel_from_f32(y1, y + at + a.yv.col);
+      }
+    }
+  }
+}
+
+// DMAX (64 or 128) bounds the padded head widths: it sizes the register
+// arrays. EXACT: d = dv = DMAX, so no tile of the widths is padding (the
+// predicates on the widths fold away).
+template <typename T, int DMAX, bool EXACT>
 __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   const int kw_count = a.key_warps, kw_shift = cl::AttentionKeyWarpShift(a), stages = cl::AttentionStages(a);
-  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, stages);
+  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, stages, kw_count);
+  const int dp = EXACT ? DMAX : L.dp, dvp = EXACT ? DMAX : L.dvp;
   extern __shared__ __align__(128) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  T* qs = reinterpret_cast<T*>(smem) + warp * L.warp;
+  T* qs = reinterpret_cast<T*>(smem) + warp * L.q_warp;
   const int tiles_per_block = cl::kAttentionWarps >> kw_shift;
   const int tile = warp >> kw_shift, kw = warp & (kw_count - 1);
+  // The key group: the tiles' warps with this kw copy its K and V rows together.
+  T* ks0 = reinterpret_cast<T*>(smem) + L.kv + kw * L.group;
+  const int group_thread = tile * 32 + lane, group_threads = 32 * tiles_per_block;
 
   // This block's batch entry and this warp's first query; the operands' offsets.
   // (32-bit arithmetic: the grid and every radix are below 2^31; divisions by
@@ -213,35 +309,50 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   for (int n = 0; n < DMAX / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
-  // This warp's steps: kw, kw + KW, ... (none when its tile is past the queries).
+  // The group's steps: kw, kw + KW, ... (every warp of the group takes them
+  // all, also a tile past the queries: its zero rows are never stored).
   const int steps = cl::AttentionSteps(a.sk);
-  const int mine = q0 < a.sq ? (steps - kw + kw_count - 1) >> kw_shift : 0;
+  const int mine = (steps - kw + kw_count - 1) >> kw_shift;
   auto load_keys = [&](int i) {
     const int kb = (kw + i * kw_count) * kKeys, stage = stages == 2 ? i & 1 : 0;
-    LoadTile<T, DMAX / 8>(qs + L.k + stage * L.k_stage, L.ldq, k, kop, kb, a.sk - kb, kKeys, a.d, L.dp, lane);
-    LoadTile<T, DMAX / 8>(qs + L.v + stage * L.v_stage, L.ldv, v, vop, kb, a.sk - kb, kKeys, a.dv, L.dvp, lane);
+    LoadTile<T, DMAX / 8>(ks0 + stage * L.k_stage, L.ldq, k, kop, kb, a.sk - kb, kKeys, a.d, dp, group_thread,
+                          group_threads);
+    LoadTile<T, DMAX / 8>(ks0 + L.v + stage * L.v_stage, L.ldv, v, vop, kb, a.sk - kb, kKeys, a.dv, dvp, group_thread,
+                          group_threads);
+  };
+  // The group's warps meet: their copies have landed and are visible, and all
+  // are done with the step before (whose buffers the next copy reuses).
+  auto group_sync = [&] {
+    // (Barrier ids 1 and 2 as immediates: with four warps a block, a group of
+    // several warps means at most two key warps.)
+    static_assert(cl::kAttentionWarps == 4, "two key groups at most when a group has several warps");
+    if (tiles_per_block > 1 && kw == 0) {
+      asm volatile("bar.sync 1, %0;\n" ::"r"(group_threads) : "memory");
+    } else if (tiles_per_block > 1) {
+      asm volatile("bar.sync 2, %0;\n" ::"r"(group_threads) : "memory");
+    } else {
+      __syncwarp();
+    }
   };
   keel_wait_for_previous_grid();
-  if (mine > 0) {
-    LoadTile<T, DMAX / 8>(qs, L.ldq, q, qop, q0, a.sq - q0, 16, a.d, L.dp, lane);
-    load_keys(0);
-  }
+  LoadTile<T, DMAX / 8>(qs, L.ldq, q, qop, q0, a.sq - q0, 16, a.d, dp, lane, 32);
+  if (mine > 0) load_keys(0);
   CommitCopies();
 
   unsigned qf[DMAX / 16][4];
   for (int i = 0; i < mine; ++i) {
+    WaitAllCopies();
+    group_sync();
     if (i + 1 < mine) load_keys(i + 1);
-    CommitCopies();  // possibly empty: the wait below then still means "this step's"
-    WaitAllButNewestCopies();
-    __syncwarp();
+    CommitCopies();
     const int stage = stages == 2 ? i & 1 : 0;
-    const T* ks = qs + L.k + stage * L.k_stage;
-    const T* vs = qs + L.v + stage * L.v_stage;
+    const T* ks = ks0 + stage * L.k_stage;
+    const T* vs = ks0 + L.v + stage * L.v_stage;
     if (i == 0) {
       // A fragments of Q: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15).
 #pragma unroll
       for (int kc = 0; kc < DMAX / 16; ++kc) {
-        if (kc * 16 < L.dp) LoadMatrices(qf[kc], qs + ((mat & 1) * 8 + mrow) * L.ldq + kc * 16 + (mat >> 1) * 8);
+        if (EXACT || kc * 16 < dp) LoadMatrices(qf[kc], qs + ((mat & 1) * 8 + mrow) * L.ldq + kc * 16 + (mat >> 1) * 8);
       }
     }
     // S (16 x 32) = Q K^T. K's rows are B's columns: matrices (keys 0-7 | 8-15) x (d 0-7 | 8-15).
@@ -250,7 +361,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
     for (int kc = 0; kc < DMAX / 16; ++kc) {
-      if (kc * 16 < L.dp) {
+      if (EXACT || kc * 16 < dp) {
 #pragma unroll
         for (int np = 0; np < kKeys / 16; ++np) {
           unsigned bk[4];
@@ -285,13 +396,17 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
       mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
       mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
     }
-    float corr[2];
+    // exp2 of -inf is 0: a masked score drops out, and so does the old output
+    // when the maximum was -inf. Only a maximum still -inf (every score so far
+    // masked) is replaced by 0, so that no -inf - -inf makes a NaN.
+    float corr[2], m_use[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
       const float m_new = fmaxf(m_run[h], mx[h]);
-      corr[h] = m_run[h] == -INFINITY ? 0.f : exp2f(m_run[h] - m_new);
+      m_use[h] = m_new == -INFINITY ? 0.f : m_new;
+      corr[h] = Exp2(m_run[h] - m_use[h]);
       m_run[h] = m_new;
       l_run[h] *= corr[h];
     }
@@ -301,7 +416,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     for (int n = 0; n < kKeys / 8; ++n) {
       float p[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) p[e] = s[n][e] == -INFINITY ? 0.f : exp2f(s[n][e] - m_run[e >> 1]);
+      for (int e = 0; e < 4; ++e) p[e] = Exp2(s[n][e] - m_use[e >> 1]);
       float r[4];
       pf[n >> 1][(n & 1) * 2] = PackRounded<T>(p[0], p[1], &r[0], &r[1]);
       pf[n >> 1][(n & 1) * 2 + 1] = PackRounded<T>(p[2], p[3], &r[2], &r[3]);
@@ -320,7 +435,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     for (int kc = 0; kc < kKeys / 16; ++kc) {
 #pragma unroll
       for (int np = 0; np < DMAX / 16; ++np) {
-        if (np * 16 < L.dvp) {
+        if (EXACT || np * 16 < dvp) {
           unsigned bv[4];
           LoadMatricesTransposed(bv, vs + (kc * 16 + (mat & 1) * 8 + mrow) * L.ldv + np * 16 + (mat >> 1) * 8);
           Mma<T>(o[2 * np], pf[kc], bv[0], bv[1]);
@@ -328,7 +443,6 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
         }
       }
     }
-    __syncwarp();  // the copy two steps on reuses this stage
   }
   // Each lane summed its own columns: the row's sum is the quad's.
 #pragma unroll
@@ -336,30 +450,17 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
   }
-  T* y = static_cast<T*>(a.y);
-  const bool pairs = a.yv.col == 1 && (reinterpret_cast<unsigned long long>(y) & 3u) == 0;
-  // Y's two elements (row, c), (row, c + 1) from f32 values already divided by the sum.
-  auto store = [&](int row, int c, float y0, float y1) {
-    const long long at = yo + row * a.yv.row + c * a.yv.col;
-    if (pairs && c + 1 < a.dv && (at & 1) == 0) {
-      float r0, r1;
-      *reinterpret_cast<unsigned*>(y + at) = PackRounded<T>(y0, y1, &r0, &r1);
-    } else {
-      keel_from_f32(y0, y + at);
-      if (c + 1 < a.dv) keel_from_f32(y1, y + at + a.yv.col);
-    }
-  };
   if (kw_count == 1) {
     // The rows, divided by their sums and rounded, go through the warp's own
-    // shared memory (its copies have all landed) and leave in 16-byte runs:
-    // a short epilogue instead of one guarded store per register pair.
+    // Q rows (its copies have all landed) and leave in 16-byte runs: a short
+    // epilogue instead of one guarded store per register pair.
     __syncwarp();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float inv = 1.f / l_run[h];
 #pragma unroll
       for (int n = 0; n < DMAX / 8; ++n) {
-        if (n * 8 < L.dvp) {
+        if (EXACT || n * 8 < dvp) {
           float r0, r1;
           *reinterpret_cast<unsigned*>(qs + (g + 8 * h) * L.ldv + n * 8 + 2 * c4) =
               PackRounded<T>(o[n][2 * h] * inv, o[n][2 * h + 1] * inv, &r0, &r1);
@@ -370,62 +471,17 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     StoreTile<T, DMAX / 8>(static_cast<T*>(a.y), OperandOf(a.y, yo, a.yv, a.dv), q0, a.sq - q0, qs, L.ldv, a.dv, lane);
     return;
   }
-  // Merge the tile's key warps: each writes its output, maximum and sum over its own part of
-  // shared memory; then the tile's 32 KW threads combine them, column pairs across lanes.
-  __syncthreads();  // every warp is done with its tiles
-  float* mo_rows = reinterpret_cast<float*>(qs);  // 16 x ldo outputs, then 16 maxima, 16 sums
-  float* m_rows = mo_rows + 16 * L.ldo;
-  float* l_rows = m_rows + 16;
-#pragma unroll
-  for (int n = 0; n < DMAX / 8; ++n) {
-    if (n * 8 < L.dvp) {
-      const int c = n * 8 + 2 * c4;
-      mo_rows[g * L.ldo + c] = o[n][0];
-      mo_rows[g * L.ldo + c + 1] = o[n][1];
-      mo_rows[(g + 8) * L.ldo + c] = o[n][2];
-      mo_rows[(g + 8) * L.ldo + c + 1] = o[n][3];
-    }
-  }
-  if (c4 == 0) {
-    m_rows[g] = m_run[0];
-    m_rows[g + 8] = m_run[1];
-    l_rows[g] = l_run[0];
-    l_rows[g + 8] = l_run[1];
-  }
-  __syncthreads();
-  const int half_width = (a.dv + 1) / 2;
-  const float* first = reinterpret_cast<const float*>(smem) + (tile * kw_count) * L.warp / 2;
-  // Column pairs (r, c / 2) in row-major order, kw * 32 + lane first, strides of
-  // 32 KW pairs (no division per pair).
-  const int stride = 32 * kw_count;
-  int r = 0, cp = kw * 32 + lane;
-  for (; r < 16; cp += stride) {
-    while (r < 16 && cp >= half_width) cp -= half_width, ++r;
-    if (r >= 16) break;
-    const int c = 2 * cp;
-    if (q0 + r >= a.sq) continue;
-    float m = -INFINITY;
-    for (int w = 0; w < kw_count; ++w) m = fmaxf(m, first[w * L.warp / 2 + 16 * L.ldo + r]);
-    float sum = 0.f, y0 = 0.f, y1 = 0.f;
-    for (int w = 0; w < kw_count; ++w) {
-      const float* part = first + w * L.warp / 2;
-      const float mw = part[16 * L.ldo + r];
-      const float f = mw == -INFINITY ? 0.f : exp2f(mw - m);
-      sum += f * part[16 * L.ldo + 16 + r];
-      y0 += f * part[r * L.ldo + c];
-      y1 += f * part[r * L.ldo + c + 1];
-    }
-    const float inv = 1.f / sum;
-    store(q0 + r, c, y0 * inv, y1 * inv);
-  }
+  MergeKeyWarps<T, DMAX, EXACT>(a, L, o, m_run, l_run, tile, kw, q0, yo, lane);
 }
 
 template <typename T>
 __device__ __forceinline__ void AttentionForWidth(const cl::AttentionArgs& a) {
-  if (a.d <= 64 && a.dv <= 64) {
-    Attention<T, 64>(a);
+  if (a.d == 64 && a.dv == 64) {
+    Attention<T, 64, true>(a);
+  } else if (a.d <= 64 && a.dv <= 64) {
+    Attention<T, 64, false>(a);
   } else {
-    Attention<T, 128>(a);
+    Attention<T, 128, false>(a);
   }
 }
 

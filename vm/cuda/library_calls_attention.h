@@ -4,20 +4,22 @@
 // (vm/cuda/attention_kernel.cuh includes this), the VM (vm/cuda/attention_kernel.cc)
 // and keelc --emit=cuda-host programs (pasted verbatim, as library_calls.h says).
 //
-// The kernel (FlashAttention-2's scheme, warps independent): a block of four
-// warps; each warp owns one tile of 16 queries of one batch entry and a share
-// of its keys: with key_warps = KW > 1 the KW warps of a tile take every KW-th
-// step of 32 keys and merge their results at the end (a small batch then still
-// gives enough warps, and each warp's chain of dependent steps is shorter).
-// A warp keeps its Q fragments, its 16 x 32 scores and its 16 x dv f32 output
-// in registers; per step it copies its K and V rows into its own part of
-// shared memory (cp.async, two stages when it has more than one step, so the
-// next copy overlaps this step's math), computes the scores on the tensor
-// cores (mma.sync m16n8k16, f32 accumulation), updates each row's running
-// maximum and sum (online softmax, f32), rounds the probabilities to the data
-// type straight into the next MMA's operand registers and adds P V to its
-// output, rescaled by the change of the maximum. Nothing of size sq x sk is
-// ever stored. Head widths are padded to 16 with zeros in shared memory.
+// The kernel (FlashAttention-2's scheme): a block of four warps; each warp
+// owns one tile of 16 queries of one batch entry and a share of its keys: with
+// key_warps = KW > 1 the KW warps of a tile take every KW-th step of 32 keys
+// and merge their results at the end (a small batch then still gives enough
+// warps, and each warp's chain of dependent steps is shorter). The warps of
+// the block's tiles that take the same steps (a key group) copy each step's
+// K and V rows into shared memory together (cp.async, two stages when there
+// is more than one step, so the next copy overlaps this step's math) and meet
+// at a named barrier once a step. A warp keeps its Q fragments, its 16 x 32
+// scores and its 16 x dv f32 output in registers, computes the scores on the
+// tensor cores (mma.sync m16n8k16, f32 accumulation), updates each row's
+// running maximum and sum (online softmax, f32), rounds the probabilities to
+// the data type straight into the next MMA's operand registers and adds P V
+// to its output, rescaled by the change of the maximum. Nothing of size
+// sq x sk is ever stored. Head widths are padded to 16 with zeros in shared
+// memory.
 //
 // Thread-safety: pure functions and plain structs.
 #ifndef KEEL_VM_CUDA_LIBRARY_CALLS_ATTENTION_H_
@@ -100,35 +102,43 @@ struct AttentionArgs {
 #define KEEL_ATTENTION_HD
 #endif
 
-// Each warp's part of the dynamic shared memory, the one description the
-// kernel and the launch share: its 16 Q rows, then `stages` buffers of K and
-// of V rows (32 keys each), in the 2-byte data type; after the last step the
-// same bytes hold the warp's f32 output, maximum and sum for the merge.
+// The dynamic shared memory, the one description the kernel and the launch
+// share (offsets and strides in elements of the 2-byte data type): each
+// warp's 16 Q rows (the same rows later stage its output), then per key
+// group (the warps that share key_warps' share of the keys: one per tile of
+// the block) `stages` buffers of 32 K rows, then as many of 32 V rows; the
+// group's warps copy them together. After the last step the bytes hold each
+// warp's f32 output fragments, maxima and sums for the key warps' merge.
 // Widths are padded to the tensor-core tile (16) and rows get 8 elements
 // more: rows stay 16-byte aligned for cp.async and ldmatrix, and ldmatrix's
-// eight rows fall in different banks. Offsets and strides in elements.
+// eight rows fall in different banks.
 struct AttentionSmem {
   int dp = 0, dvp = 0;   // padded widths
   int ldq = 0, ldv = 0;  // Q and K rows; V rows
-  int ldo = 0;           // f32 output rows of the merge
-  unsigned k = 0, v = 0;              // the first K and V stage (from the warp's start)
+  unsigned q_warp = 0;                // one warp's Q rows (16 x max(ldq, ldv): also its staged output)
+  unsigned kv = 0;                    // the first group's K/V buffers (after every warp's Q rows)
   unsigned k_stage = 0, v_stage = 0;  // one stage's size
-  unsigned warp = 0;                  // one warp's part
+  unsigned v = 0;                     // a group's first V stage, from the group's start
+  unsigned group = 0;                 // one group's K/V buffers
+  unsigned merge_warp = 0;            // floats of one warp's merge record: dvp / 2 fragments of 32 lanes, 4 rows of m, l
   unsigned bytes = 0;                 // the block's
 };
-KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv, int stages) {
+KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv, int stages, int key_warps) {
   AttentionSmem s;
   s.dp = (d + 15) & ~15;
   s.dvp = (dv + 15) & ~15;
   s.ldq = s.dp + 8;
   s.ldv = s.dvp + 8;
-  s.ldo = s.dvp + 4;
+  s.q_warp = static_cast<unsigned>(16 * (s.ldq > s.ldv ? s.ldq : s.ldv));
+  s.kv = s.q_warp * static_cast<unsigned>(kAttentionWarps);
   s.k_stage = static_cast<unsigned>(kAttentionBlockKeys * s.ldq);
   s.v_stage = static_cast<unsigned>(kAttentionBlockKeys * s.ldv);
-  s.k = static_cast<unsigned>(16 * s.ldq);
-  s.v = s.k + static_cast<unsigned>(stages) * s.k_stage;
-  s.warp = s.v + static_cast<unsigned>(stages) * s.v_stage;  // >= the merge's 16 x (ldo + 2) f32
-  s.bytes = 2u * s.warp * static_cast<unsigned>(kAttentionWarps);
+  s.v = static_cast<unsigned>(stages) * s.k_stage;
+  s.group = s.v + static_cast<unsigned>(stages) * s.v_stage;
+  s.merge_warp = static_cast<unsigned>(32 * (s.dvp / 2 + 4));
+  const unsigned main = 2u * (s.kv + s.group * static_cast<unsigned>(key_warps));
+  const unsigned merge = key_warps > 1 ? 4u * s.merge_warp * static_cast<unsigned>(kAttentionWarps) : 0u;
+  s.bytes = main > merge ? main : merge;
   return s;
 }
 
@@ -169,7 +179,7 @@ inline AttentionLaunch AttentionPlan(AttentionArgs* a) {
   AttentionLaunch l;
   l.blocks = static_cast<unsigned long long>(AttentionBatchCount(*a) * query_blocks);
   l.threads = 32u * kAttentionWarps;
-  l.shared = AttentionLayout(a->d, a->dv, AttentionStages(*a)).bytes;
+  l.shared = AttentionLayout(a->d, a->dv, AttentionStages(*a), kw).bytes;
   return l;
 }
 
