@@ -132,6 +132,14 @@ const ir::Value* OtherOperand(const ir::Node& n, const ir::Value* prev) {
 }
 
 // The registry's epilogue role of a chain node.
+// Gelu with approximate = "tanh" (a model's own, or a half one, see
+// passes/mixed_precision.h).
+bool IsTanhGelu(const ir::Node& n) {
+  if (n.op_type() != "Gelu" || n.inputs().size() != 1 || n.outputs().size() != 1) return false;
+  const Result<std::string> approx = n.attrs().GetString("approximate", "none");
+  return approx.ok() && *approx == "tanh";
+}
+
 ops::EpilogueRole RoleOf(const ir::Node& n) {
   const ops::OpDef* def = ops::FindOp(n);
   return def ? def->epilogue : ops::EpilogueRole::kNone;
@@ -215,6 +223,11 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
     const ops::EpilogueRole role = RoleOf(e);
     if (!epilogue.empty()) break;
     if (role == ops::EpilogueRole::kRelu) { epilogue = lib::value::kEpilogueRelu; prev = e.output(0); continue; }
+    if (IsTanhGelu(e) && e.input(0) == prev && e.output(0)->type() == prev->type()) {
+      epilogue = lib::value::kEpilogueGeluTanh;  // cuBLASLt's GELU is this form (not the erf one)
+      prev = e.output(0);
+      continue;
+    }
     const ir::Value* other = OtherOperand(e, prev);
     if (!other || e.output(0)->type() != prev->type()) break;
     const bool is_div = role == ops::EpilogueRole::kDiv;

@@ -12,6 +12,7 @@
 #include "compiler/ops/semantics.h"
 #include "compiler/ops/strided_view.h"
 #include "compiler/passes/dce.h"
+#include "compiler/passes/pattern_match.h"
 
 namespace keel::passes {
 namespace {
@@ -20,58 +21,20 @@ using ir::Node;
 using ir::Value;
 using ops::StridedView;
 
-const ops::OpDef* Def(const Node* n) { return n ? ops::FindOp(*n) : nullptr; }
-
 // The node producing `v` when `v` is used only there (by one input) and is not
 // a graph output: a value the fused node may swallow.
 Node* SoleProducer(const ir::Graph& g, const Value* v) {
   if (!v || !v->producer() || g.IsGraphOutput(v) || v->producer()->outputs().size() != 1) return nullptr;
   return v->producer();
 }
-bool SoleUse(const ir::Graph& g, const Value* v) { return v->uses().size() == 1 && !g.IsGraphOutput(v); }
 
-// A constant scalar operand's value.
-std::optional<double> ConstScalar(const Value* v) {
-  if (!v || !v->is_constant() || v->constant()->type.NumElements() != 1) return std::nullopt;
-  const ir::TensorData& t = *v->constant();
-  if (!IsFloatType(t.type.dtype)) return std::nullopt;
-  const double s = ops::ElementAsDouble(t, 0);  // any float type (f16 after mixed precision)
-  if (!std::isfinite(s)) return std::nullopt;
-  return s;
-}
-
-ops::EpilogueRole Role(const Node* n) {
-  const ops::OpDef* d = Def(n);
-  return d ? d->epilogue : ops::EpilogueRole::kNone;
-}
 ops::PatternRole Pattern(const Node* n) {
-  const ops::OpDef* d = Def(n);
+  const ops::OpDef* d = DefOf(n);
   return d ? d->pattern_role : ops::PatternRole::kNone;
 }
 bool IsMatMul(const Node* n) {
-  const ops::OpDef* d = Def(n);
+  const ops::OpDef* d = DefOf(n);
   return d && d->library == ops::LibraryCall::kMatMul && n->inputs().size() == 2 && n->outputs().size() == 1;
-}
-
-// `n` = x * c, c * x or x / c with c a nonzero constant scalar: x and the factor.
-std::optional<std::pair<Value*, double>> ScalarScale(const Node* n) {
-  if (!n || n->inputs().size() != 2 || n->outputs().size() != 1) return std::nullopt;
-  const ir::TensorType& out = n->output(0)->type();
-  auto operand = [&](size_t i) -> Value* {
-    Value* x = n->input(i);
-    return x && x->has_type() && x->type() == out ? x : nullptr;
-  };
-  if (Role(n) == ops::EpilogueRole::kMul) {
-    for (size_t side = 0; side < 2; ++side) {
-      std::optional<double> c = ConstScalar(n->input(1 - side));
-      if (Value* x = operand(side); x && c) return std::make_pair(x, *c);
-    }
-  }
-  if (Role(n) == ops::EpilogueRole::kDiv) {
-    std::optional<double> c = ConstScalar(n->input(1));
-    if (Value* x = operand(0); x && c && *c != 0.0) return std::make_pair(x, 1.0 / *c);
-  }
-  return std::nullopt;
 }
 
 // An operand followed back through strided views (and, when `scales`, scalar
@@ -89,7 +52,7 @@ Traced Trace(Value* v, bool scales) {
   std::vector<double> factor;
   Value* cur = v;
   while (Node* p = cur->producer()) {
-    const ops::OpDef* def = Def(p);
+    const ops::OpDef* def = DefOf(p);
     if (!def || p->outputs().size() != 1 || !p->input(0) || !p->input(0)->has_type()) break;
     if (def->strided_view && p->input(0)->type().dtype == cur->type().dtype) {
       chain.push_back(p);
@@ -111,7 +74,7 @@ Traced Trace(Value* v, bool scales) {
     double scale = 1.0;
     for (size_t i = start; i-- > 0 && view;) {
       scale *= factor[i];
-      const ops::OpDef* def = Def(chain[i]);
+      const ops::OpDef* def = DefOf(chain[i]);
       if (def->strided_view) view = def->strided_view(*chain[i], *view);
     }
     if (view) return {base, *view, scale};
@@ -171,7 +134,7 @@ std::optional<Match> MatchAround(const ir::Graph& g, Node* softmax) {
       m.scale = sc->second;
       return true;
     }
-    if (may_add && Role(p) == ops::EpilogueRole::kAdd && p->inputs().size() == 2) {
+    if (may_add && EpilogueRoleOf(p) == ops::EpilogueRole::kAdd && p->inputs().size() == 2) {
       for (size_t side = 0; side < 2; ++side) {
         Value* a = p->input(side);
         if (a && a->has_type() && a->type().shape == x->type().shape && walk(a, false, true)) {
@@ -197,7 +160,7 @@ std::optional<Match> MatchAround(const ir::Graph& g, Node* softmax) {
   m.out = u->output(0);
   if (SoleUse(g, m.out)) {
     Node* t = m.out->uses()[0].node;
-    if (Def(t) && Def(t)->permutes_axes && t->outputs().size() == 1) {
+    if (DefOf(t) && DefOf(t)->permutes_axes && t->outputs().size() == 1) {
       auto perm = t->attrs().GetInts("perm", {});
       if (perm.ok()) {
         m.out_perm = *perm;
@@ -305,7 +268,7 @@ Value* RowWiseInput(Node* u) {
     Value* w = u->input(1);
     return u->input(0) && w && w->has_type() && w->type().shape.size() == 2 ? u->input(0) : nullptr;
   }
-  const ops::OpDef* def = Def(u);
+  const ops::OpDef* def = DefOf(u);
   if (!def || def->fusion != ops::FusionClass::kElementwise) return nullptr;
   Value* x = nullptr;
   for (Value* in : u->inputs()) {
@@ -334,7 +297,7 @@ Result<Value*> SinkTransposeInto(ir::Graph& g, Value* base) {
   for (Value* v = base; !transpose;) {
     Node* p = v->producer();
     if (!p || p->outputs().size() != 1) return nullptr;
-    const ops::OpDef* def = Def(p);
+    const ops::OpDef* def = DefOf(p);
     if (def && def->permutes_axes && !ops.empty()) {
       auto perm = p->attrs().GetInts("perm", {});
       if (!perm.ok() || perm->empty() || perm->back() != static_cast<int64_t>(perm->size()) - 1) return nullptr;
@@ -381,7 +344,7 @@ Status AttentionFusionPass::Run(ir::Graph& graph) {
   if (!accepts_) return Status::Ok();
   bool changed = false;
   for (Node* n : graph.nodes()) {
-    const ops::OpDef* def = Def(n);
+    const ops::OpDef* def = DefOf(n);
     if (!def || def->pattern_role != ops::PatternRole::kSoftmax || n->graph() != &graph) continue;
     std::optional<Match> m = MatchAround(graph, n);
     if (!m) continue;

@@ -93,7 +93,10 @@ class Rewriter {
     }
     if (policy == ops::HalfPolicy::kHalf) {
       KEEL_ASSIGN_OR_RETURN(bool done, TryHalf(node));
-      if (done) return Status::Ok();
+      if (done) {
+        TanhGelu(node);
+        return Status::Ok();
+      }
       reason = "its type rule refuses half operands";
     } else if (policy == ops::HalfPolicy::kUntouched) {
       // The node keeps its operands; only result types that follow an operand
@@ -110,6 +113,15 @@ class Rewriter {
     }
     Kept(node->op_type(), reason);
     return Status::Ok();
+  }
+
+  // A half Gelu computes its tanh form (see the file comment in the header).
+  void TanhGelu(Node* node) {
+    if (node->op_type() != "Gelu") return;
+    const Result<std::string> approx = node->attrs().GetString("approximate", "none");
+    if (!approx.ok() || *approx != "none") return;
+    node->attrs().Set("approximate", std::string("tanh"));
+    ++report_.tanh_gelu;
   }
 
   void Kept(const std::string& op, const std::string& reason) {

@@ -13,6 +13,7 @@
 #include "compiler/passes/cse.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion.h"
+#include "compiler/passes/gelu_fusion.h"
 #include "compiler/passes/shape_inference.h"
 #include "compiler/passes/simplify.h"
 #include "compiler/passes/verify.h"
@@ -59,7 +60,7 @@ std::vector<PassInfo> PassManager::List() const {
 
 namespace {
 const std::vector<std::string>& RegisteredNames() {
-  static const std::vector<std::string> names = {"attention-fusion", "batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion",
+  static const std::vector<std::string> names = {"attention-fusion", "batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion", "gelu-fusion",
                                                  "mixed-precision", "shape-inference", "simplify", "verify", "weight-packing", "winograd"};
   return names;
 }
@@ -73,6 +74,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "cse") return std::unique_ptr<Pass>(new CsePass());
   if (name == "batchnorm-folding") return std::unique_ptr<Pass>(new BatchNormFoldingPass());
   if (name == "channels-last") return std::unique_ptr<Pass>(new ChannelsLastPass(options.channels_last));
+  if (name == "gelu-fusion") return std::unique_ptr<Pass>(new GeluFusionPass());
   if (name == "fusion") return std::unique_ptr<Pass>(new FusionPass(options.fuse_anchors));
   if (name == "mixed-precision") {
     return std::unique_ptr<Pass>(new MixedPrecisionPass(options.mixed_precision, options.mixed_precision_report));
@@ -94,7 +96,7 @@ std::vector<PassInfo> ListPasses() {
 }
 
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
-  static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse",
+  static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse", "gelu-fusion",
                                  "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
                                  "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
                                  "verify"};

@@ -243,6 +243,38 @@ TEST(CudaHalfSelect, GemmResidualIsTheCMatrix) {
   EXPECT_EQ(half.library[0].shapes.size(), 5u);  // A, B, bias, residual, Y
 }
 
+// The erf form of GELU after a GEMM's bias (as exporters spell it: five nodes)
+// is one cublas.gemm with cuBLASLt's GELU epilogue in half precision (where
+// mixed precision gives Gelu its tanh form); fp32 keeps the erf form, a
+// generated kernel after the GEMM.
+TEST(CudaHalfSelect, ErfGeluAfterBiasIsTheGemmEpilogueInHalf) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2, 16, 32});
+  AddInitF32(m, "w", {32, 24}, Filled(32 * 24, 0.01f));
+  AddInitF32(m, "bias", {24}, Filled(24, 0.25f));
+  AddInitF32(m, "sqrt2", {}, {1.4142135f});
+  AddInitF32(m, "one", {}, {1.f});
+  AddInitF32(m, "half", {}, {0.5f});
+  AddNode(m, "MatMul", {"x", "w"}, {"xw"});
+  AddNode(m, "Add", {"xw", "bias"}, {"b"});
+  AddNode(m, "Div", {"b", "sqrt2"}, {"d"});
+  AddNode(m, "Erf", {"d"}, {"e"});
+  AddNode(m, "Add", {"e", "one"}, {"a"});
+  AddNode(m, "Mul", {"b", "a"}, {"ba"});
+  AddNode(m, "Mul", {"ba", "half"}, {"y"});
+  AddOutput(m, "y");
+  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(passes::PrecisionName(p));
+    auto c = CompileForCuda(m, p);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_EQ(c->library.size(), 1u);
+    const bool half = p != Precision::kFp32;
+    EXPECT_EQ(c->library[0].attrs.find("epilogue=gelu_tanh") != std::string::npos, half) << c->library[0].attrs;
+    EXPECT_NE(c->library[0].attrs.find("has_bias=1,"), std::string::npos) << c->library[0].attrs;
+    EXPECT_EQ(c->generated, half ? 0u : 1u);
+  }
+}
+
 // Scaled dot-product attention (PyTorch's multi-head export shape) is one
 // keel.attention kernel in half precision, reading Q, K and V where the
 // projection wrote them; in fp32 its GEMMs stay cuBLASLt calls. The host

@@ -33,17 +33,6 @@ std::function<Status(ir::Graph&)> Fuse(AttentionPredicate accepts) {
   };
 }
 
-ir::Value* Scalar(ir::Graph& g, const std::string& name, float v) {
-  return g.AddConstant(name, ops::MakeTensorF32({}, {v}));
-}
-
-ir::Value* Op(ir::Graph& g, const std::string& op, const std::string& name, std::vector<ir::Value*> in,
-              ir::Attributes attrs = {}) {
-  ir::Node* n = g.AddNode(op, name, std::move(in), 1);
-  n->attrs() = std::move(attrs);
-  return n->output(0);
-}
-
 ir::Attributes A(std::initializer_list<std::pair<const char*, ir::AttrValue>> kv) {
   ir::Attributes a;
   for (const auto& [k, v] : kv) a.Set(k, v);

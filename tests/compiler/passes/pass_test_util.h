@@ -38,6 +38,18 @@ inline ir::Value* Const(ir::Graph& g, const std::string& name, std::vector<int64
   return g.AddConstant(name, Random(std::move(shape), seed));
 }
 
+inline ir::Value* Scalar(ir::Graph& g, const std::string& name, float v) {
+  return g.AddConstant(name, ops::MakeTensorF32({}, {v}));
+}
+
+// One node `op` with one output; its value.
+inline ir::Value* Op(ir::Graph& g, const std::string& op, const std::string& name, std::vector<ir::Value*> in,
+                     ir::Attributes attrs = {}) {
+  ir::Node* n = g.AddNode(op, name, std::move(in), 1);
+  n->attrs() = std::move(attrs);
+  return n->output(0);
+}
+
 inline std::map<std::string, int> Histogram(const ir::Graph& g) {
   std::map<std::string, int> h;
   for (const ir::Node* n : g.nodes()) h[n->op_type()]++;

@@ -1,0 +1,34 @@
+// compiler/passes/pattern_match.h — small predicates the pattern-rewriting
+// passes (attention-fusion, gelu-fusion) share: an op's registered roles, a
+// constant scalar operand, a value with one use, a multiplication by a
+// constant scalar.
+//
+// Thread-safety: pure functions over a graph the caller does not mutate
+// concurrently.
+#pragma once
+
+#include <optional>
+#include <utility>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ops/op_def.h"
+
+namespace keel::passes {
+
+// The node's registered op (null for an unknown op or a null node).
+const ops::OpDef* DefOf(const ir::Node* n);
+// The node's epilogue role (kNone where it has none or is unknown).
+ops::EpilogueRole EpilogueRoleOf(const ir::Node* n);
+
+// A constant single-element float operand's (finite) value.
+std::optional<double> ConstScalar(const ir::Value* v);
+
+// `v` has one use (one input of one node) and is not a graph output: a pattern
+// may swallow it.
+bool SoleUse(const ir::Graph& g, const ir::Value* v);
+
+// `n` = x * c, c * x or x / c with c a nonzero constant scalar and x of the
+// result's type: x and the factor (1 / c for the division).
+std::optional<std::pair<ir::Value*, double>> ScalarScale(const ir::Node* n);
+
+}  // namespace keel::passes
