@@ -335,8 +335,13 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     }
   };
   keel_wait_for_previous_grid();
-  LoadTile<T, DMAX / 8>(qs, L.ldq, q, qop, q0, a.sq - q0, 16, a.d, dp, lane, 32);
-  if (mine > 0) load_keys(0);
+  // A key warp may have no step (AttentionPlan can give a tile more key warps
+  // than steps; it is then alone in its group): it copies nothing, so no copy
+  // can land in the merge's records after the loop.
+  if (mine > 0) {
+    LoadTile<T, DMAX / 8>(qs, L.ldq, q, qop, q0, a.sq - q0, 16, a.d, dp, lane, 32);
+    load_keys(0);
+  }
   CommitCopies();
 
   unsigned qf[DMAX / 16][4];
