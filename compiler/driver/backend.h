@@ -61,6 +61,10 @@ class Backend {
   virtual int64_t PackedWeightRows(const ir::Node& /*conv*/, const ops::WeightMatrices& /*matrices*/) const {
     return 0;
   }
+  // Space-to-depth (passes/space_to_depth.h): the input channels to run the
+  // candidate convolution `conv` with after space-to-depth when the model is
+  // stored in `precision` (0: keep it as it is).
+  virtual int64_t SpaceToDepthChannels(const ir::Node& /*conv*/, passes::Precision /*precision*/) const { return 0; }
   // Attention (passes/attention_fusion.h): whether this target runs the
   // keel.Attention problem `a` on Q/K/V of type `t` with a mask of type `mask`.
   virtual bool RunsAttention(const ops::FusedAttention& /*a*/, ir::DType /*t*/, ir::DType /*mask*/) const {
@@ -95,7 +99,8 @@ passes::WinogradPredicate WinogradPredicateFor(const Backend& backend);
 
 // Sets every target-dependent rule of `pipeline` from `backend`: the layout
 // (ChannelsLastPredicateFor with `layout` and the pipeline's precision), the
-// Winograd tiles, the weight panels and the attention kernel's reach. `backend` must outlive the
+// Winograd tiles, the weight panels, the space-to-depth convolutions (only
+// with channels-last on) and the attention kernel's reach. `backend` must outlive the
 // pipeline run.
 void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptions* pipeline);
 

@@ -171,6 +171,11 @@ void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptio
   pipeline->weight_packing = [&backend](const ir::Node& conv, const ops::WeightMatrices& matrices) {
     return backend.PackedWeightRows(conv, matrices);
   };
+  if (pipeline->channels_last) {
+    pipeline->space_to_depth = [&backend, precision = pipeline->mixed_precision.precision](const ir::Node& conv) {
+      return backend.SpaceToDepthChannels(conv, precision);
+    };
+  }
   pipeline->attention = [&backend](const ops::FusedAttention& a, ir::DType t, ir::DType mask) {
     return backend.RunsAttention(a, t, mask);
   };

@@ -75,6 +75,9 @@ Result<std::vector<ir::TensorType>> InferPad(const ir::Node& node) {
   KEEL_ASSIGN_OR_RETURN(auto pads, node.attrs().GetInts("pads", {}));
   KEEL_ASSIGN_OR_RETURN(std::string mode, node.attrs().GetString("mode", "constant"));
   const size_t rank = x.shape.size();
+  if (pads.size() != 2 * rank) {
+    return NodeError(node, "pads " + ShapeString(pads) + " must hold 2 x " + std::to_string(rank) + " values");
+  }
   std::vector<int64_t> out(rank);
   for (size_t d = 0; d < rank; ++d) {
     const int64_t p0 = pads[d], p1 = pads[d + rank];

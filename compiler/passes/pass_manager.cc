@@ -16,6 +16,7 @@
 #include "compiler/passes/gelu_fusion.h"
 #include "compiler/passes/shape_inference.h"
 #include "compiler/passes/simplify.h"
+#include "compiler/passes/space_to_depth.h"
 #include "compiler/passes/verify.h"
 #include "compiler/passes/weight_packing.h"
 #include "compiler/passes/winograd.h"
@@ -61,7 +62,7 @@ std::vector<PassInfo> PassManager::List() const {
 namespace {
 const std::vector<std::string>& RegisteredNames() {
   static const std::vector<std::string> names = {"attention-fusion", "batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion", "gelu-fusion",
-                                                 "mixed-precision", "shape-inference", "simplify", "verify", "weight-packing", "winograd"};
+                                                 "mixed-precision", "shape-inference", "simplify", "space-to-depth", "verify", "weight-packing", "winograd"};
   return names;
 }
 }  // namespace
@@ -82,6 +83,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "attention-fusion") return std::unique_ptr<Pass>(new AttentionFusionPass(options.attention));
   if (name == "winograd") return std::unique_ptr<Pass>(new WinogradPass(options.winograd));
   if (name == "weight-packing") return std::unique_ptr<Pass>(new WeightPackingPass(options.weight_packing));
+  if (name == "space-to-depth") return std::unique_ptr<Pass>(new SpaceToDepthPass(options.space_to_depth));
   if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
   return NotFound("unknown pass '" + name + "'");
 }
@@ -97,7 +99,7 @@ std::vector<PassInfo> ListPasses() {
 
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse", "gelu-fusion",
-                                 "batchnorm-folding", "shape-inference", "simplify", "mixed-precision",
+                                 "batchnorm-folding", "shape-inference", "simplify", "space-to-depth", "mixed-precision",
                                  "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
                                  "verify"};
   for (const std::string& d : options.disabled) {

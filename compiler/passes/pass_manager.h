@@ -8,14 +8,15 @@
 // or after every pass ("*").
 //
 // Registry names (keelc --passes lists them with ListPasses()):
-//   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
-//   mixed-precision, attention-fusion, channels-last, winograd, weight-packing,
-//   fusion, verify.
+//   simplify, shape-inference, constant-folding, dce, cse, gelu-fusion,
+//   batchnorm-folding, space-to-depth, mixed-precision, attention-fusion,
+//   channels-last, winograd, weight-packing, fusion, verify.
 //
 // Default pipeline (RunDefaultPipeline):
-//   simplify, shape-inference, constant-folding, dce, cse, batchnorm-folding,
-//   shape-inference, simplify (second run: Reshape-like ops become keel.Reshape
-//   views once every shape is static), mixed-precision (a no-op at fp32),
+//   simplify, shape-inference, constant-folding, dce, cse, gelu-fusion,
+//   batchnorm-folding, shape-inference, simplify (second run: Reshape-like ops
+//   become keel.Reshape views once every shape is static), space-to-depth (a
+//   no-op without the target's predicate), mixed-precision (a no-op at fp32),
 //   attention-fusion (a no-op without the target's predicate), channels-last
 //   (likewise), winograd (likewise), weight-packing (likewise),
 //   fusion, dce, verify.
@@ -37,6 +38,7 @@
 #include "compiler/passes/pass.h"
 #include "compiler/passes/attention_fusion.h"
 #include "compiler/passes/weight_packing.h"
+#include "compiler/passes/space_to_depth.h"
 #include "compiler/passes/winograd.h"
 
 namespace keel::passes {
@@ -97,6 +99,9 @@ struct PipelineOptions {
   // weight-packing: the rows per panel the target's GEMM reads a convolution's
   // constant weight with (driver/backend.h); empty: the pass changes nothing.
   WeightPackingPredicate weight_packing;
+  // space-to-depth: the input channels the target runs a strided convolution
+  // with after space-to-depth (driver/backend.h); empty: the pass changes nothing.
+  SpaceToDepthPredicate space_to_depth;
   // attention-fusion: whether the target runs a keel.Attention problem
   // (driver/backend.h); empty: the pass changes nothing.
   AttentionPredicate attention;

@@ -275,6 +275,31 @@ TEST(CudaHalfSelect, ErfGeluAfterBiasIsTheGemmEpilogueInHalf) {
   }
 }
 
+// A 7x7 stride-2 convolution over 3 channels (ResNet's stem) runs in bf16 as
+// space-to-depth and a 4x4 stride-1 convolution over 16 channels (cuDNN has no
+// fast bf16 kernel for the stem, see cuda_backend.cc); fp16 and fp32 keep it.
+TEST(CudaHalfSelect, Bf16StemRunsAfterSpaceToDepth) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2, 3, 32, 32});
+  AddInitF32(m, "w", {8, 3, 7, 7}, Filled(8 * 3 * 7 * 7, 0.01f));
+  onnx::NodeProto* conv = AddNode(m, "Conv", {"x", "w"}, {"y"});
+  AttrInts(conv, "kernel_shape", {7, 7});
+  AttrInts(conv, "strides", {2, 2});
+  AttrInts(conv, "pads", {3, 3, 3, 3});
+  AddOutput(m, "y");
+  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(passes::PrecisionName(p));
+    auto c = CompileForCuda(m, p);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_EQ(c->library.size(), 1u);
+    ASSERT_EQ(c->library[0].op, lo::kCudnnConv2d);
+    const std::vector<int64_t>& w = c->library[0].shapes[1];  // the weight as the call reads it
+    const bool s2d = p == Precision::kBf16;
+    EXPECT_EQ(w, s2d ? std::vector<int64_t>({8, 4, 4, 16}) : p == Precision::kFp16 ? std::vector<int64_t>({8, 7, 7, 3})
+                                                                                      : std::vector<int64_t>({8, 3, 7, 7}));
+  }
+}
+
 // Scaled dot-product attention (PyTorch's multi-head export shape) is one
 // keel.attention kernel in half precision, reading Q, K and V where the
 // projection wrote them; in fp32 its GEMMs stay cuBLASLt calls. The host
