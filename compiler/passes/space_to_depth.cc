@@ -78,16 +78,24 @@ Status SpaceToDepthPass::Run(ir::Graph& graph) {
     const int64_t right = s * (ys[3] + kw2 - 1) - xs[3] - pads[1];
     if (bottom < 0 || right < 0) continue;  // would crop the input: left as it is
     const std::string base = n->name() + "/space_to_depth";
-    ir::Node* pad = graph.InsertNodeBefore(n, "Pad", base + "/pad", {n->input(0)}, 1);
-    pad->attrs().Set("pads", std::vector<int64_t>{0, 0, pads[0], pads[1], 0, 0, bottom, right});
-    ir::Node* s2d = graph.InsertNodeBefore(n, "SpaceToDepth", base, {pad->output(0)}, 1);
+    std::vector<ir::Node*> added;
+    ir::Value* x = n->input(0);
+    if (pads[0] != 0 || pads[1] != 0 || bottom != 0 || right != 0) {
+      ir::Node* pad = graph.InsertNodeBefore(n, "Pad", base + "/pad", {x}, 1);
+      pad->attrs().Set("pads", std::vector<int64_t>{0, 0, pads[0], pads[1], 0, 0, bottom, right});
+      added.push_back(pad);
+      x = pad->output(0);
+    }
+    ir::Node* s2d = graph.InsertNodeBefore(n, "SpaceToDepth", base, {x}, 1);
     s2d->attrs().Set("blocksize", s);
+    added.push_back(s2d);
     ir::Node* last = s2d;
     if (channels > s * s * xs[1]) {
       last = graph.InsertNodeBefore(n, "Pad", base + "/channels", {s2d->output(0)}, 1);
       last->attrs().Set("pads", std::vector<int64_t>{0, 0, 0, 0, 0, channels - s * s * xs[1], 0, 0});
+      added.push_back(last);
     }
-    for (ir::Node* m : {pad, s2d, last}) {
+    for (ir::Node* m : added) {
       KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*m));
       m->output(0)->set_type(types[0]);
     }
