@@ -61,6 +61,9 @@ class Backend {
   virtual int64_t PackedWeightRows(const ir::Node& /*conv*/, const ops::WeightMatrices& /*matrices*/) const {
     return 0;
   }
+  // The columns per panel this target's GEMM reads a candidate MatMul's or
+  // Gemm's constant B with (the B-panel form), 0 to keep B as it is.
+  virtual int64_t PackedBColumns(const ir::Node& /*product*/, const ops::BMatrix& /*b*/) const { return 0; }
   // Attention (passes/attention_fusion.h): whether this target runs the
   // keel.Attention problem `a` on Q/K/V of type `t` with a mask of type `mask`.
   virtual bool RunsAttention(const ops::FusedAttention& /*a*/, ir::DType /*t*/, ir::DType /*mask*/) const {
