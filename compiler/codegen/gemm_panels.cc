@@ -36,6 +36,8 @@ int64_t GemmRowTile(const LowerOptions& o, int64_t m) {
   return o.gemm_mr_alt > 0 && m % mr != 0 && m % o.gemm_mr_alt == 0 ? o.gemm_mr_alt : mr;
 }
 
+int64_t GemmPanelWidth(const LowerOptions& o) { return std::max<int64_t>(1, o.gemm_nr); }
+
 int64_t RowPanelOffset(int64_t m0, int64_t mr, int64_t k_dim, int64_t k, int64_t i) { return m0 * k_dim + k * mr + i; }
 Expr RowPanelOffset(const Expr& m0, int64_t mr, int64_t k_dim, const Expr& k, int64_t i) { return m0 * k_dim + k * mr + i; }
 
@@ -47,6 +49,42 @@ std::vector<uint8_t> PackRowPanels(const std::vector<uint8_t>& bytes, int64_t el
 std::vector<uint8_t> UnpackRowPanels(const std::vector<uint8_t>& bytes, int64_t elem_size, int64_t batch, int64_t m,
                                      int64_t k, int64_t mr) {
   return Permute(bytes, elem_size, batch, m, k, mr, false);
+}
+
+int64_t ColumnPanelOffset(int64_t batch, int64_t panels, int64_t k_dim, int64_t nr, int64_t p, int64_t k, int64_t j) {
+  return ((batch * panels + p) * k_dim + k) * nr + j;
+}
+Expr ColumnPanelOffset(const Expr& batch, int64_t panels, int64_t k_dim, int64_t nr, const Expr& p, const Expr& k,
+                       const Expr& j) {
+  return ((batch * panels + p) * k_dim + k) * nr + j;
+}
+
+std::vector<uint8_t> PackColumnPanels(const std::vector<uint8_t>& bytes, int64_t es, int64_t k, int64_t n, int64_t nr,
+                                      bool transposed) {
+  const int64_t panels = (n + nr - 1) / nr;
+  std::vector<uint8_t> out(static_cast<size_t>(panels * k * nr * es), 0);  // the padding columns are zeros
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t col = 0; col < n; ++col) {
+      const int64_t from = transposed ? col * k + kk : kk * n + col;
+      const int64_t to = ColumnPanelOffset(0, panels, k, nr, col / nr, kk, col % nr);
+      std::memcpy(&out[static_cast<size_t>(to * es)], &bytes[static_cast<size_t>(from * es)], static_cast<size_t>(es));
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> UnpackColumnPanels(const std::vector<uint8_t>& bytes, int64_t es, int64_t k, int64_t n,
+                                        int64_t nr) {
+  const int64_t panels = (n + nr - 1) / nr;
+  std::vector<uint8_t> out(static_cast<size_t>(k * n * es));
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t col = 0; col < n; ++col) {
+      const int64_t from = ColumnPanelOffset(0, panels, k, nr, col / nr, kk, col % nr);
+      std::memcpy(&out[static_cast<size_t>((kk * n + col) * es)], &bytes[static_cast<size_t>(from * es)],
+                  static_cast<size_t>(es));
+    }
+  }
+  return out;
 }
 
 }  // namespace keel::codegen

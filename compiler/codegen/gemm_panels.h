@@ -1,6 +1,8 @@
-// compiler/codegen/gemm_panels.h — the row-panel layout of a GEMM's A operand
-// (the weights of a convolution), in which the blocked GEMM's micro-kernel
-// (lower_gemm.cc) reads A as one contiguous stream.
+// compiler/codegen/gemm_panels.h — the panel layouts of the blocked GEMM's
+// operands (lower_gemm.cc): the row panels of A (the weights of a convolution),
+// in which the micro-kernel reads A as one contiguous stream, and the column
+// panels of B (the weights of a MatMul or Gemm, and the layout the GEMM packs
+// any other B into at run time).
 //
 // The micro-kernel computes an MR x NR register tile: per k step it broadcasts
 // A(m0 + i, k) for its MR rows i. With A row-major [M, K] those are MR streams
@@ -17,6 +19,13 @@
 // `batch` such matrices (a grouped convolution's groups, Winograd's (m+2)^2
 // transformed filters) is packed matrix by matrix.
 //
+// Column panels of B [K, N] (NR columns per panel, the micro-kernel's width):
+// panel p holds columns [p*NR, p*NR + NR) as [K][NR] at element offset
+// p*K*NR, so a register tile's k step reads its NR values of B as one vector
+// and the steps follow each other; the last panel is zero padded past N, so
+// the layout has ceil(N / NR) * K * NR elements. A batch of such matrices is
+// stored matrix after matrix.
+//
 // The compiler packs constant weights this way once (ops/packed_weight.h); the
 // reference evaluator unpacks them. Pure functions, thread-safe.
 #pragma once
@@ -32,6 +41,8 @@ namespace keel::codegen {
 // The register tile's row count the blocked GEMM uses for an M-row product:
 // options.gemm_mr, or gemm_mr_alt when that divides M and gemm_mr does not.
 int64_t GemmRowTile(const LowerOptions& options, int64_t m);
+// The B column panels' width: the register tile's column count (options.gemm_nr).
+int64_t GemmPanelWidth(const LowerOptions& options);
 
 // Element offset of A(m0 + i, k) inside one packed [M, K] matrix, for the
 // register tile at row m0 that has `mr` rows (see above).
@@ -46,5 +57,23 @@ std::vector<uint8_t> PackRowPanels(const std::vector<uint8_t>& bytes, int64_t el
                                    int64_t k, int64_t mr);
 std::vector<uint8_t> UnpackRowPanels(const std::vector<uint8_t>& bytes, int64_t elem_size, int64_t batch, int64_t m,
                                      int64_t k, int64_t mr);
+
+// Element offset of B(k, p*NR + j) inside the column panels of product `batch`
+// (see above; Np = ceil(N / NR) panels of K x NR). The Expr form is what the
+// GEMM's packing and micro-kernel use (one definition of the layout).
+int64_t ColumnPanelOffset(int64_t batch, int64_t panels, int64_t k_dim, int64_t nr, int64_t p, int64_t k, int64_t j);
+Expr ColumnPanelOffset(const Expr& batch, int64_t panels, int64_t k_dim, int64_t nr, const Expr& p, const Expr& k,
+                       const Expr& j);
+
+// One [K, N] matrix of `elem_size`-byte elements (row-major; `transposed`: the
+// bytes are its transpose, [N, K] row-major, as a Gemm's transB operand) into
+// column panels of `nr` columns, zero padded past N; and column panels back
+// into the row-major [K, N] matrix. Byte moves only: the values are unchanged.
+// bytes.size() must be K * N * elem_size (pack) or ceil(N / nr) * K * nr *
+// elem_size (unpack).
+std::vector<uint8_t> PackColumnPanels(const std::vector<uint8_t>& bytes, int64_t elem_size, int64_t k, int64_t n,
+                                      int64_t nr, bool transposed);
+std::vector<uint8_t> UnpackColumnPanels(const std::vector<uint8_t>& bytes, int64_t elem_size, int64_t k, int64_t n,
+                                        int64_t nr);
 
 }  // namespace keel::codegen

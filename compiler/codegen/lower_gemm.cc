@@ -19,7 +19,9 @@
 // A batch of same-shape products (GemmOperands::batch) shares both parallel
 // regions: the packing runs over (product, panel) pairs and the compute over
 // (product, task) pairs. A caller that can write B's panels itself
-// (GemmOperands::b_packed, e.g. Winograd's input transform) skips step 1. A
+// (GemmOperands::b_packed, e.g. Winograd's input transform) skips step 1, and
+// so does a constant B packed at compile time into the same column panels (a
+// MatMul's or Gemm's weight in B-panel form, ops/packed_weight.h). A
 // constant A packed at compile time into MR-row panels (GemmOperands::a_panel,
 // gemm_panels.h) is read as one contiguous stream per register tile instead of
 // MR rows K elements apart.
@@ -36,9 +38,22 @@ bool IsWidenedFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t 
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A MatMul's or Gemm's B in B-panel form (`n` columns, `k` rows), checked to
+// be the panels this GEMM reads, as a flat view for GemmOperands::b_packed.
+Result<int> PackedBView(LowerContext& ctx, const ir::Node& node, const TensorFn& b, int64_t k, int64_t n) {
+  const int64_t nr = GemmPanelWidth(ctx.options());
+  const std::vector<int64_t> want = {CeilDiv(n, nr), k, nr};
+  if (b.buffer < 0 || b.type.dtype != DType::kF32 || b.type.shape != want) {
+    return InvalidArgument(NodeLabel(node) + ": B in panel form is " + b.type.ToString() + ", expected f32 [" +
+                           std::to_string(want[0]) + ", " + std::to_string(k) + ", " + std::to_string(nr) +
+                           "] (this target's panel width " + std::to_string(nr) + ")");
+  }
+  KernelFunc& kf = ctx.kernel();
+  return kf.AddArgView(kf.buffer(b.buffer).arg_index, "b_panels", {want[0] * k * nr});
+}
+
 }  // namespace
 
-int64_t GemmPanelWidth(const LowerOptions& o) { return std::max<int64_t>(1, o.gemm_nr); }
 int64_t GemmPanels(const LowerOptions& o, int64_t n) { return CeilDiv(n, GemmPanelWidth(o)); }
 
 Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const std::string& tag) {
@@ -105,7 +120,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
 
   const bool prepacked = g.b_packed >= 0;
   int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * Np * K * NR});
-  auto bp_at = [&](Expr p, Expr kk, Expr j) { return ((xi * Np + p) * K + kk) * NR + j; };
+  const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
+  auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, Np, K, NR, p, kk, j); };
   int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {batch * Mt * MR, Np * NR}) : -1;
   auto cpart_row = [&](Expr row) { return xi * (Mt * MR) + row; };
   int acc = k.AddLocal(tag + "_acc", DType::kF32, {MR * NR});
@@ -215,7 +231,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   return pack ? Block({pack, compute}) : compute;
 }
 
-Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, int64_t packed_cols, const StoreFn& store) {
   const ir::Attributes& at = node.attrs();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* A, ctx.Input(node, 0));
   KEEL_ASSIGN_OR_RETURN(const TensorFn* B, ctx.Input(node, 1));
@@ -225,19 +241,25 @@ Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   KEEL_ASSIGN_OR_RETURN(int64_t tb, at.GetInt("transB", 0));
   KEEL_ASSIGN_OR_RETURN(double alpha, at.GetFloat("alpha", 1.0));
   KEEL_ASSIGN_OR_RETURN(double beta, at.GetFloat("beta", 1.0));
-  if (A->type.shape.size() != 2 || B->type.shape.size() != 2)
+  if (A->type.shape.size() != 2 || (packed_cols == 0 && B->type.shape.size() != 2))
     return InvalidArgument(NodeLabel(node) + ": Gemm operands must be 2-D");
   if (!IsWidenedFloat(A->type.dtype) || !IsWidenedFloat(B->type.dtype))
     return Unsupported(NodeLabel(node) + ": Gemm on " + ir::DTypeName(A->type.dtype));
   GemmOperands g;
   g.m = ta ? A->type.shape[1] : A->type.shape[0];
   g.k = ta ? A->type.shape[0] : A->type.shape[1];
-  g.n = tb ? B->type.shape[0] : B->type.shape[1];
-  if ((tb ? B->type.shape[1] : B->type.shape[0]) != g.k) return InvalidArgument(NodeLabel(node) + ": K mismatch");
   IndexFn a_at = A->at, b_at = B->at;
   g.a = [a_at, ta](Expr m, Expr k) { return ta ? a_at({k, m}) : a_at({m, k}); };
-  g.b = [b_at, tb](Expr k, Expr n) { return tb ? b_at({n, k}) : b_at({k, n}); };
-  g.b_unit_k = tb && B->buffer >= 0;
+  if (packed_cols > 0) {
+    if (tb) return InvalidArgument(NodeLabel(node) + ": B in panel form with transB");
+    g.n = packed_cols;
+    KEEL_ASSIGN_OR_RETURN(g.b_packed, PackedBView(ctx, node, *B, g.k, g.n));
+  } else {
+    g.n = tb ? B->type.shape[0] : B->type.shape[1];
+    if ((tb ? B->type.shape[1] : B->type.shape[0]) != g.k) return InvalidArgument(NodeLabel(node) + ": K mismatch");
+    g.b = [b_at, tb](Expr k, Expr n) { return tb ? b_at({n, k}) : b_at({k, n}); };
+    g.b_unit_k = tb && B->buffer >= 0;
+  }
   std::vector<int64_t> out_shape = {g.m, g.n};
   TensorFn cfn = C ? *C : TensorFn{};
   g.store = [store, alpha, beta, cfn, out_shape](Expr m, Expr n, Expr acc) {
@@ -251,15 +273,17 @@ Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& s
   return BuildBlockedGemm(ctx, g, "gemm");
 }
 
-Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
+Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, int64_t packed_cols, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Ap, ctx.Input(node, 0));
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Bp, ctx.Input(node, 1));
   TensorFn A = *Ap, B = *Bp;
   if (!IsWidenedFloat(A.type.dtype) || !IsWidenedFloat(B.type.dtype))
     return Unsupported(NodeLabel(node) + ": MatMul on " + ir::DTypeName(A.type.dtype));
-  const std::vector<int64_t> as = A.type.shape, bs = B.type.shape;
+  const std::vector<int64_t> as = A.type.shape;
   const std::vector<int64_t> os = node.output(0)->type().shape;
+  // B in panel form: the [K, N] matrix it stands for (K from A, N from the form).
+  const std::vector<int64_t> bs = packed_cols > 0 && !as.empty() ? std::vector<int64_t>{as.back(), packed_cols} : B.type.shape;
   if (as.empty() || bs.empty()) return InvalidArgument(NodeLabel(node) + ": scalar MatMul operand");
   const bool a1 = as.size() == 1, b1 = bs.size() == 1;
   const int64_t K = as.back();
@@ -271,18 +295,37 @@ Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn&
   const std::vector<int64_t> batch(os.begin(), os.end() - static_cast<int64_t>(out_mat_dims));
   const std::vector<int64_t> a_batch = a1 ? std::vector<int64_t>{} : std::vector<int64_t>(as.begin(), as.end() - 2);
   const std::vector<int64_t> b_batch = b1 ? std::vector<int64_t>{} : std::vector<int64_t>(bs.begin(), bs.end() - 2);
+  int b_panels = -1;
+  if (packed_cols > 0) {
+    if (a1) return InvalidArgument(NodeLabel(node) + ": B in panel form with a 1-D A");
+    KEEL_ASSIGN_OR_RETURN(b_panels, PackedBView(ctx, node, B, K, N));
+  }
 
-  // B shared by every batch and A a plain buffer: fold A's batch into M (one big GEMM).
-  if (!a1 && b_batch.empty() && A.buffer >= 0 && NumElements(a_batch) > 1) {
+  // B shared by every batch: fold A's batch into M (one big GEMM, B's panels
+  // packed or read once). A plain A buffer is read as rows; any other A (a
+  // fused producer, e.g. BERT's [S, B, E] transpose) through its index, the
+  // row's batch coordinates computed once per row (invariant in the k loop).
+  if (!a1 && b_batch.empty() && NumElements(a_batch) > 1) {
     int64_t MM = NumElements(as) / K;
-    int view = k.AddArgView(k.buffer(A.buffer).arg_index, "a_rows", {MM, K});
     std::vector<int64_t> rows_shape(os.begin(), os.end() - (b1 ? 0 : 1));
     GemmOperands g;
     g.m = MM; g.n = N; g.k = K;
     KernelFunc* kp = &k;
     IndexFn b_at = B.at;
-    g.a = [kp, view](Expr m, Expr kk) { return kp->Load(view, {m, kk}); };
-    g.b = [b_at, b1](Expr kk, Expr n) { return b1 ? b_at({kk}) : b_at({kk, n}); };
+    if (A.buffer >= 0) {
+      int view = k.AddArgView(k.buffer(A.buffer).arg_index, "a_rows", {MM, K});
+      g.a = [kp, view](Expr m, Expr kk) { return kp->Load(view, {m, kk}); };
+    } else {
+      IndexFn a_at = A.at;
+      const std::vector<int64_t> a_rows(as.begin(), as.end() - 1);
+      g.a = [a_at, a_rows](Expr m, Expr kk) {
+        std::vector<Expr> idx = Delinearize(a_rows, m);
+        idx.push_back(kk);
+        return a_at(idx);
+      };
+    }
+    if (b_panels >= 0) g.b_packed = b_panels;
+    else g.b = [b_at, b1](Expr kk, Expr n) { return b1 ? b_at({kk}) : b_at({kk, n}); };
     g.store = [store, rows_shape, b1](Expr m, Expr n, Expr acc) {
       std::vector<Expr> idx = Delinearize(rows_shape, m);
       if (!b1) idx.push_back(n);
@@ -304,12 +347,17 @@ Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn&
     idx.push_back(kk);
     return a_at(idx);
   };
-  g.b = [b_at, bb, b1](Expr kk, Expr n) {
-    std::vector<Expr> idx = bb;
-    idx.push_back(kk);
-    if (!b1) idx.push_back(n);
-    return b_at(idx);
-  };
+  if (b_panels >= 0) {
+    g.b_packed = b_panels;
+    g.b_packed_shared = true;
+  } else {
+    g.b = [b_at, bb, b1](Expr kk, Expr n) {
+      std::vector<Expr> idx = bb;
+      idx.push_back(kk);
+      if (!b1) idx.push_back(n);
+      return b_at(idx);
+    };
+  }
   g.store = [store, bidx, a1, b1](Expr m, Expr n, Expr acc) {
     std::vector<Expr> idx = bidx;
     if (!a1) idx.push_back(m);

@@ -44,6 +44,9 @@ struct GemmOperands {
   // any finite value: they are computed but never stored); b and b_fast are
   // then unused and the GEMM has no packing pass or packing workspace.
   int b_packed = -1;
+  // With b_packed: one packed B shared by every product of the batch (a
+  // MatMul's constant weight under batched A), [GemmPanels(n)][k][NR].
+  bool b_packed_shared = false;
   // > 0: A is stored in the row-panel layout (gemm_panels.h) with this many
   // rows per panel (the GEMM's register tile then has exactly these rows,
   // whatever the options say), and `a_panel(offset)` reads the element at
@@ -53,13 +56,17 @@ struct GemmOperands {
   int64_t a_panel_rows = 0;
   std::function<Expr(Expr offset)> a_panel;
 };
-// The packed B panels' width (the micro-kernel's NR) and their count for N columns.
-int64_t GemmPanelWidth(const LowerOptions& o);
+// The packed B panels' count for N columns (their width: GemmPanelWidth, gemm_panels.h).
 int64_t GemmPanels(const LowerOptions& o, int64_t n);
 Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const std::string& tag);
 
-Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
-Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, const StoreFn& store);
+// packed_cols > 0: B (input 1) is a constant in the column-panel layout
+// (gemm_panels.h, ops/packed_weight.h): [ceil(N / NR), K, NR] with N =
+// packed_cols and NR the GEMM's panel width (InvalidArgument otherwise); the
+// GEMM reads it in place (no packing at run time). A Gemm in that form has
+// transB = 0.
+Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, int64_t packed_cols, const StoreFn& store);
+Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, int64_t packed_cols, const StoreFn& store);
 // packed_rows > 0: the weight (input 1) is stored in the row-panel layout
 // (gemm_panels.h) with that many rows per panel, each group's [Co/group,
 // Cin/group * prod(kernel)] matrix packed on its own (ops/packed_weight.h);

@@ -65,6 +65,9 @@ class Backend {
   // candidate convolution `conv` with after space-to-depth when the model is
   // stored in `precision` (0: keep it as it is).
   virtual int64_t SpaceToDepthChannels(const ir::Node& /*conv*/, passes::Precision /*precision*/) const { return 0; }
+  // The columns per panel this target's GEMM reads a candidate MatMul's or
+  // Gemm's constant B with (the B-panel form), 0 to keep B as it is.
+  virtual int64_t PackedBColumns(const ir::Node& /*product*/, const ops::BMatrix& /*b*/) const { return 0; }
   // Attention (passes/attention_fusion.h): whether this target runs the
   // keel.Attention problem `a` on Q/K/V of type `t` with a mask of type `mask`.
   virtual bool RunsAttention(const ops::FusedAttention& /*a*/, ir::DType /*t*/, ir::DType /*mask*/) const {

@@ -73,6 +73,13 @@ class CpuBackend final : public Backend {
     return codegen::GemmRowTile(lower_options_, matrices.m);
   }
 
+  // Every MatMul/Gemm constant B in the GEMM's column panels (what it would pack at run time), except
+  // a transposed B under a single row: lower_gemm.cc's dot-product path reads those rows in place.
+  int64_t PackedBColumns(const ir::Node& /*product*/, const ops::BMatrix& b) const override {
+    if (b.m == 1 && b.transposed) return 0;
+    return codegen::GemmPanelWidth(lower_options_);
+  }
+
   int64_t WinogradTile(const ir::Node& conv) const override {
     switch (winograd_) {
       case WinogradMode::kOff: return 0;
@@ -176,6 +183,9 @@ void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptio
       return backend.SpaceToDepthChannels(conv, precision);
     };
   }
+  pipeline->weight_packing_columns = [&backend](const ir::Node& product, const ops::BMatrix& b) {
+    return backend.PackedBColumns(product, b);
+  };
   pipeline->attention = [&backend](const ops::FusedAttention& a, ir::DType t, ir::DType mask) {
     return backend.RunsAttention(a, t, mask);
   };

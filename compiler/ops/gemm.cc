@@ -7,6 +7,7 @@
 // loops in double precision.
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/op_util.h"
+#include "compiler/ops/packed_weight.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
 
@@ -189,7 +190,7 @@ void RegisterGemmOps(Registry& r) {
     def.evaluate = EvaluateGemm;
     def.fold_scale_shift = FoldScaleShiftIntoGemm;
     def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-      return codegen::LowerGemm(ctx, node, stores[0]);
+      return codegen::LowerGemm(ctx, node, PackedColumns(node), stores[0]);
     };
     r.Add(std::move(def));
   }
@@ -203,7 +204,7 @@ void RegisterGemmOps(Registry& r) {
     def.infer = InferMatMul;
     def.evaluate = EvaluateMatMul;
     def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
-      return codegen::LowerMatMul(ctx, node, stores[0]);
+      return codegen::LowerMatMul(ctx, node, PackedColumns(node), stores[0]);
     };
     r.Add(std::move(def));
   }

@@ -85,4 +85,108 @@ Result<std::vector<ir::TensorDataPtr>> EvaluatePackedWeight(const ir::Node& node
   return EvaluateNode(*t.twin, args);
 }
 
+// ---- B-panel form ----
+
+int64_t PackedColumns(const ir::Node& node) {
+  // Only MatMul and Gemm have the form (models cannot set keel.* attributes).
+  if (node.op_type() != "MatMul" && node.op_type() != "Gemm") return 0;
+  auto v = node.attrs().GetInt(kPackedColumnsAttr, 0);
+  return v.ok() ? *v : 0;
+}
+
+bool PackedColumnsApplies(const ir::Node& node, BMatrix* matrix) {
+  const bool gemm = node.op_type() == "Gemm";
+  if ((!gemm && node.op_type() != "MatMul") || PackedColumns(node) != 0) return false;
+  if (node.inputs().size() < 2 || node.outputs().size() != 1) return false;
+  const ir::Value* a = node.input(0);
+  const ir::Value* b = node.input(1);
+  if (!a || !b || !a->has_type() || !b->is_constant() || !b->has_type()) return false;
+  const ir::TensorType& at = a->type();
+  const ir::TensorType& bt = b->type();
+  if (bt.dtype != ir::DType::kF32 || at.dtype != ir::DType::kF32 || bt.shape.size() != 2 || at.shape.size() < 2) {
+    return false;
+  }
+  BMatrix mx;
+  if (gemm) {
+    auto ta = node.attrs().GetInt("transA", 0);
+    auto tb = node.attrs().GetInt("transB", 0);
+    if (!ta.ok() || !tb.ok() || at.shape.size() != 2) return false;
+    mx.transposed = *tb != 0;
+    mx.m = *ta ? at.shape[1] : at.shape[0];
+  } else {
+    mx.m = 1;
+    for (size_t d = 0; d + 1 < at.shape.size(); ++d) mx.m *= at.shape[d];
+  }
+  mx.k = mx.transposed ? bt.shape[1] : bt.shape[0];
+  mx.n = mx.transposed ? bt.shape[0] : bt.shape[1];
+  if (mx.k < 1 || mx.n < 1 || mx.m < 1) return false;
+  if (matrix) *matrix = mx;
+  return true;
+}
+
+Result<ir::TensorDataPtr> PackColumns(const ir::TensorData& b, const BMatrix& mx, int64_t nr) {
+  const int64_t es = static_cast<int64_t>(ir::DTypeSize(b.type.dtype));
+  if (nr < 1 || mx.k < 1 || mx.n < 1 || b.type.dtype != ir::DType::kF32 ||
+      static_cast<int64_t>(b.bytes.size()) != mx.k * mx.n * es) {
+    return InvalidArgument("B panels: " + b.type.ToString() + " is not an f32 [" + std::to_string(mx.k) + ", " +
+                           std::to_string(mx.n) + "] matrix to pack in " + std::to_string(nr) + "-column panels");
+  }
+  auto out = std::make_shared<ir::TensorData>();
+  out->type = {b.type.dtype, {(mx.n + nr - 1) / nr, mx.k, nr}};
+  out->bytes = codegen::PackColumnPanels(b.bytes, es, mx.k, mx.n, nr, mx.transposed);
+  return ir::TensorDataPtr(out);
+}
+
+Result<ir::TensorDataPtr> UnpackColumns(const ir::TensorData& panels, int64_t n) {
+  const std::vector<int64_t>& s = panels.type.shape;
+  const int64_t es = static_cast<int64_t>(ir::DTypeSize(panels.type.dtype));
+  if (s.size() != 3 || n < 1 || s[2] < 1 || s[0] != (n + s[2] - 1) / s[2] || es <= 0 ||
+      static_cast<int64_t>(panels.bytes.size()) != s[0] * s[1] * s[2] * es) {
+    return InvalidArgument("B panels: " + panels.type.ToString() + " are not the column panels of a matrix with " +
+                           std::to_string(n) + " columns");
+  }
+  auto out = std::make_shared<ir::TensorData>();
+  out->type = {panels.type.dtype, {s[1], n}};
+  out->bytes = codegen::UnpackColumnPanels(panels.bytes, es, s[1], n, s[2]);
+  return ir::TensorDataPtr(out);
+}
+
+void SetPackedColumns(ir::Node& node, ir::Value* panels, const BMatrix& matrix) {
+  node.SetInput(1, panels);
+  node.attrs().Set(kPackedColumnsAttr, matrix.n);
+  if (node.op_type() == "Gemm") node.attrs().Set("transB", int64_t{0});  // the panels are of the K x N operand
+}
+
+namespace {
+
+// The twin of a node in B-panel form: B an input of the unpacked type [K, N].
+Result<OpTwin> MakePackedColumnsTwin(const ir::Node& node) {
+  const int64_t n = PackedColumns(node);
+  return MakeOpTwin(node, kPackedColumnsAttr, [&node, n](ir::Graph& g, size_t i, const ir::Value& in) -> Result<ir::Value*> {
+    if (i != 1) return g.AddInput(in.name(), in.type());
+    const std::vector<int64_t>& s = in.type().shape;
+    if (s.size() != 3 || s[2] < 1 || s[0] != (n + s[2] - 1) / s[2]) {
+      return NodeError(node, "keel.packed_cols = " + std::to_string(n) + " with B " + in.type().ToString() +
+                                 " (expected [ceil(N / NR), K, NR] panels)");
+    }
+    return g.AddInput(in.name(), ir::TensorType{in.type().dtype, {s[1], n}});
+  });
+}
+
+}  // namespace
+
+Result<std::vector<ir::TensorType>> InferPackedColumns(const ir::Node& node) {
+  KEEL_ASSIGN_OR_RETURN(OpTwin t, MakePackedColumnsTwin(node));
+  return InferNodeTypes(*t.twin);
+}
+
+Result<std::vector<ir::TensorDataPtr>> EvaluatePackedColumns(const ir::Node& node,
+                                                             const std::vector<ir::TensorDataPtr>& inputs) {
+  KEEL_ASSIGN_OR_RETURN(OpTwin t, MakePackedColumnsTwin(node));
+  if (inputs.size() < 2 || !inputs[1]) return NodeError(node, "missing value for the packed B");
+  std::vector<ir::TensorDataPtr> args = inputs;
+  KEEL_ASSIGN_OR_RETURN(args[1], UnpackColumns(*inputs[1], PackedColumns(node)));
+  return EvaluateNode(*t.twin, args);
+}
+
 }  // namespace keel::ops

@@ -17,6 +17,17 @@
 // convolution it stands for. Depthwise convolutions (one input channel per
 // group) have a direct kernel, not a GEMM, and no packed form.
 //
+// The B-panel form of a MatMul or Gemm (the same mechanism for the other GEMM
+// operand): its B (input 1, a constant [K, N] f32 matrix, or [N, K] under
+// transB) was reordered at compile time into the column panels of the blocked
+// GEMM (gemm_panels.h): ceil(N / NR) panels of [K][NR], zero padded past N,
+// stored as a constant of type [ceil(N / NR), K, NR]. The node carries
+// attribute keel.packed_cols = N (the product's column count, which the padded
+// shape no longer tells) and a Gemm has transB = 0 (the panels are of the
+// K x N operand whatever B's stored orientation was). The GEMM then reads its
+// B panels in place, with no packing pass at run time. Types and reference
+// values come from the twin with B unpacked to [K, N].
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -53,5 +64,43 @@ Result<ir::TensorDataPtr> UnpackWeight(const ir::TensorData& w, const WeightMatr
 // value of its twin without the attribute, on the unpacked weight.
 Result<std::vector<ir::TensorDataPtr>> EvaluatePackedWeight(const ir::Node& node,
                                                             const std::vector<ir::TensorDataPtr>& inputs);
+
+// ---- B-panel form (MatMul, Gemm) ----
+
+// The attribute that marks the form; its value is N, the product's columns.
+inline constexpr const char* kPackedColumnsAttr = "keel.packed_cols";
+
+// N of a MatMul or Gemm in B-panel form, 0 for any other node.
+int64_t PackedColumns(const ir::Node& node);
+
+// The constant B operand of a MatMul or Gemm: K x N, `transposed` when stored
+// as [N, K] (a Gemm's transB), `m` the product's rows (A's rows; a MatMul's
+// batch dims folded in).
+struct BMatrix {
+  int64_t k = 0, n = 0, m = 0;
+  bool transposed = false;
+};
+
+// Whether a (canonical, typed) MatMul or Gemm can take the form: not yet in
+// it, one output, B a constant 2-D f32 matrix (a MatMul's A of rank >= 2);
+// `matrix` receives B's shape.
+bool PackedColumnsApplies(const ir::Node& node, BMatrix* matrix);
+
+// B (K x N per `matrix`, f32) into column panels of `nr` columns, typed
+// [ceil(N / nr), K, nr]; and panels back into row-major [K, N] (N = `n`).
+// InvalidArgument when the size disagrees or nr < 1.
+Result<ir::TensorDataPtr> PackColumns(const ir::TensorData& b, const BMatrix& matrix, int64_t nr);
+Result<ir::TensorDataPtr> UnpackColumns(const ir::TensorData& panels, int64_t n);
+
+// Puts `node` (for which PackedColumnsApplies gave `matrix`) into the form:
+// input 1 becomes `panels` (PackColumns of its B), the attribute is set and a
+// Gemm's transB cleared.
+void SetPackedColumns(ir::Node& node, ir::Value* panels, const BMatrix& matrix);
+
+// InferNodeTypes / EvaluateNode for a node in the form (semantics.cc calls
+// them): those of its twin without the attribute, on B unpacked to [K, N].
+Result<std::vector<ir::TensorType>> InferPackedColumns(const ir::Node& node);
+Result<std::vector<ir::TensorDataPtr>> EvaluatePackedColumns(const ir::Node& node,
+                                                             const std::vector<ir::TensorDataPtr>& inputs);
 
 }  // namespace keel::ops

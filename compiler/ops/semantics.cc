@@ -51,6 +51,8 @@ Result<std::vector<ir::TensorType>> InferNodeTypes(const ir::Node& node) {
     KEEL_ASSIGN_OR_RETURN(types, InferChannelsLast(*def, node));
   } else if (WinogradTile(node) != 0) {
     KEEL_ASSIGN_OR_RETURN(types, InferWinograd(*def, node));
+  } else if (PackedColumns(node) != 0) {
+    KEEL_ASSIGN_OR_RETURN(types, InferPackedColumns(node));
   } else {
     KEEL_ASSIGN_OR_RETURN(types, def->infer(node));
   }
@@ -70,6 +72,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateNode(const ir::Node& node, const 
                     std::to_string(node.inputs().size()));
   }
   if (PackedWeightRows(node) != 0) return EvaluatePackedWeight(node, inputs);
+  if (PackedColumns(node) != 0) return EvaluatePackedColumns(node, inputs);
   if (IsChannelsLast(node)) return EvaluateChannelsLast(*def, node, inputs);
   if (WinogradTile(node) != 0) return EvaluateWinograd(*def, node, inputs);
   // Evaluate a typed, canonical copy whose operands are the given values as

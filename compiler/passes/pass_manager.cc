@@ -82,7 +82,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   }
   if (name == "attention-fusion") return std::unique_ptr<Pass>(new AttentionFusionPass(options.attention));
   if (name == "winograd") return std::unique_ptr<Pass>(new WinogradPass(options.winograd));
-  if (name == "weight-packing") return std::unique_ptr<Pass>(new WeightPackingPass(options.weight_packing));
+  if (name == "weight-packing") return std::unique_ptr<Pass>(new WeightPackingPass(options.weight_packing, options.weight_packing_columns));
   if (name == "space-to-depth") return std::unique_ptr<Pass>(new SpaceToDepthPass(options.space_to_depth));
   if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
   return NotFound("unknown pass '" + name + "'");

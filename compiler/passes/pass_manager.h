@@ -97,8 +97,11 @@ struct PipelineOptions {
   // (driver/backend.h, keelc --winograd); empty: the pass changes nothing.
   WinogradPredicate winograd;
   // weight-packing: the rows per panel the target's GEMM reads a convolution's
-  // constant weight with (driver/backend.h); empty: the pass changes nothing.
+  // constant weight with, and the columns per panel it reads a MatMul's or
+  // Gemm's constant B with (driver/backend.h); empty: that part of the pass
+  // changes nothing.
   WeightPackingPredicate weight_packing;
+  BPanelPredicate weight_packing_columns;
   // space-to-depth: the input channels the target runs a strided convolution
   // with after space-to-depth (driver/backend.h); empty: the pass changes nothing.
   SpaceToDepthPredicate space_to_depth;

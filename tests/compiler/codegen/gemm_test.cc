@@ -69,6 +69,28 @@ TEST(MatMul, SharedWeightFoldsBatchIntoRows) {
   EXPECT_NE(spec.kernel->ToString().find("a_rows"), std::string::npos);
 }
 
+// A batched A that is no plain buffer (a fused Transpose: BERT's [S, B, E]
+// layout) with a shared B still folds its batch into rows: one GEMM of 5 x 3
+// rows (B's panels packed once), not 5 products of 3 rows.
+TEST(MatMul, FusedTransposeAFoldsIntoRows) {
+  for (const LowerOptions& o : {LowerOptions{}, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+    GraphBuilder b;
+    ir::Node* f = MakeFused(b.graph(), {b.Input("x", {3, 5, 24}), b.Input("w", {24, 37})},
+                            [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+                              ir::Node* t = g.Op("Transpose", {v[0]}, Attrs({{"perm", std::vector<int64_t>{1, 0, 2}}}));
+                              ir::Node* mm = g.Op("MatMul", {t->output(0), v[1]});
+                              return std::vector<ir::Value*>{mm->output(0)};
+                            });
+    ASSERT_NE(f, nullptr);
+    KernelSpec spec = CheckNodeAgainstReference(*f, 28, 1e-5, 4, o);
+    ASSERT_TRUE(spec.kernel);
+    // One product's packed panels (not 5): ceil(37 / NR) panels of 24 x NR.
+    const int64_t nr = o.gemm_nr, panels = (37 + nr - 1) / nr;
+    const std::string text = spec.kernel->ToString();
+    EXPECT_NE(text.find("matmul_bpack: f32[" + std::to_string(panels * 24 * nr) + "]"), std::string::npos) << text;
+  }
+}
+
 TEST(MatMul, OneDimensionalOperands) {
   GraphBuilder b;
   ir::Value* v = b.Input("v", {7});

@@ -4,7 +4,9 @@
 // packed, depthwise ones and those with a computed weight are not; the
 // rewritten graph evaluates to exactly the same values (a permutation of the
 // weight, no arithmetic); a shared weight is packed once; the weight keeps its
-// type; no predicate changes nothing.
+// type; no predicate changes nothing. MatMul/Gemm with a constant B take the
+// B-panel form the same way (a computed B does not; transB is cleared; shape
+// inference on the rewritten graph gives the same types).
 #include "compiler/passes/weight_packing.h"
 
 #include "compiler/ir/printer.h"
@@ -118,6 +120,74 @@ TEST(WeightPackingFormTest, WeightRoundTrip) {
     ASSERT_TRUE(back.ok());
     EXPECT_EQ((*back)->bytes, w->bytes) << mr;
   }
+}
+
+// m1 and m2 share B (12 x 12); g1 a Gemm with transB, alpha, beta and a bias; m3 reads a computed B.
+std::unique_ptr<ir::Graph> ProductNet() {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* x = g->AddInput("x", F32({2, 5, 12}));
+  ir::Value* y = g->AddInput("y", F32({7, 12}));
+  ir::Value* wdyn = g->AddInput("wdyn", F32({9, 4}));
+  ir::Value* shared = Const(*g, "w_shared", {12, 12}, 41);
+  ir::Node* m1 = g->AddNode("MatMul", "m1", {x, shared}, 1);
+  ir::Node* m2 = g->AddNode("MatMul", "m2", {m1->output(0), shared}, 1);
+  ir::Node* g1 = g->AddNode("Gemm", "g1", {y, Const(*g, "wt", {9, 12}, 42), Const(*g, "c", {9}, 43)}, 1);
+  g1->attrs().Set("transB", int64_t{1});
+  g1->attrs().Set("alpha", 0.5);
+  g1->attrs().Set("beta", 2.0);
+  ir::Node* m3 = g->AddNode("MatMul", "m3", {g1->output(0), wdyn}, 1);
+  m2->output(0)->set_name("z");
+  m3->output(0)->set_name("w");
+  g->AddOutput(m2->output(0));
+  g->AddOutput(m3->output(0));
+  return g;
+}
+
+TEST(WeightPackingPassTest, ProductsTakeBPanels) {
+  const std::vector<ir::TensorDataPtr> in = {Random({2, 5, 12}, 44), Random({7, 12}, 45), Random({9, 4}, 46)};
+  auto columns = [](const ir::Node&, const ops::BMatrix&) { return int64_t{8}; };
+  auto transform = [columns](ir::Graph& g) -> Status {
+    KEEL_RETURN_IF_ERROR(InferShapes(g));
+    WeightPackingPass pass({}, columns);
+    KEEL_RETURN_IF_ERROR(pass.Run(g));
+    return g.Verify(true);
+  };
+  ir::Graph* g = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  // Only B's layout changes: the reference computes the same products in the same order.
+  EXPECT_EQ(CompareAfter(ProductNet, transform, in, &g, &keep), 0.0);
+  ASSERT_NE(g, nullptr);
+  const ir::Value* b1 = nullptr;
+  for (const ir::Node* n : g->nodes()) {
+    if (n->name() == "m3") {
+      EXPECT_EQ(ops::PackedColumns(*n), 0) << "a computed B stays as it is";
+      continue;
+    }
+    if (n->name() == "m1") b1 = n->input(1);
+    if (n->name() == "m2") { EXPECT_EQ(n->input(1), b1) << "a shared B is packed once"; }
+    const int64_t want_n = n->name() == "g1" ? 9 : 12;
+    EXPECT_EQ(ops::PackedColumns(*n), want_n) << n->name();
+    EXPECT_EQ(n->input(1)->type().shape, (std::vector<int64_t>{(want_n + 7) / 8, 12, 8})) << n->name();
+    if (n->name() == "g1") { EXPECT_EQ(*n->attrs().GetInt("transB", 1), 0); }
+  }
+  // The form's type rule gives the types the plain products had.
+  std::vector<ir::TensorType> before;
+  for (const ir::Value* v : g->outputs()) before.push_back(v->type());
+  ASSERT_TRUE(InferShapes(*g).ok());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(g->outputs()[i]->type(), before[i]);
+  // Deterministic: the same graph twice.
+  auto h = ProductNet();
+  ASSERT_TRUE(transform(*h).ok());
+  EXPECT_EQ(ir::PrintGraph(*g), ir::PrintGraph(*h));
+}
+
+TEST(WeightPackingPassTest, ProductsNotPackedWhenThePredicateSaysZero) {
+  auto g = ProductNet();
+  ASSERT_TRUE(InferShapes(*g).ok());
+  WeightPackingPass pass([](const ir::Node&, const ops::WeightMatrices&) { return int64_t{6}; },
+                         [](const ir::Node&, const ops::BMatrix&) { return int64_t{0}; });
+  ASSERT_TRUE(pass.Run(*g).ok());
+  for (const ir::Node* n : g->nodes()) EXPECT_EQ(ops::PackedColumns(*n), 0) << n->name();
 }
 
 }  // namespace
