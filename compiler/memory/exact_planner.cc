@@ -12,6 +12,7 @@
 #include "compiler/memory/greedy_size_planner.h"
 #include "compiler/memory/large_neighbourhood_search.h"
 #include "compiler/memory/lower_bounds.h"
+#include "compiler/memory/overlap_search.h"
 #include "compiler/memory/planning_support.h"
 #include "compiler/memory/skyline_search.h"
 
@@ -335,6 +336,9 @@ constexpr uint64_t kBlockNodesPerSearchNode = 4;
 // improvement (as the time shares do without a budget): keelc's `auto`
 // (80,000 nodes) gives a probe up to 20,000, enough for K's 16,518.
 constexpr uint64_t kProbeNodeShare = 8;
+// The improvement gives overlap minimization 1/kRefineShare of its time (or
+// nodes) first, the large-neighbourhood search and bisection the rest.
+constexpr int kRefineShare = 4;
 
 class BlockConstruction {
  public:
@@ -374,6 +378,21 @@ class BlockConstruction {
     return {};
   }
 
+  // Overlap minimization on the items themselves, from `layout` (a layout of
+  // the items, e.g. Improve's): the blocks' relative offsets, fixed above,
+  // can move apart here. Returns the lower of the two layouts.
+  std::vector<uint64_t> RefineItems(std::vector<uint64_t> layout, Clock::time_point deadline) {
+    if (layout.empty() || nodes_left_ == 0 || TopOf(items_, layout) <= target_) return layout;
+    internal::OverlapGraph graph;
+    if (!internal::BuildOverlapGraph(items_, &graph)) return layout;
+    internal::RefineLimits refine;
+    refine.deadline = deadline;
+    refine.max_moves = nodes_left_;
+    internal::RefineResult refined = internal::MinimizeOverlap(items_, graph, std::move(layout), target_, refine);
+    Spend(refined.moves);
+    return std::move(refined.offsets);
+  }
+
   std::vector<uint64_t> Improve(Clock::time_point deadline) {
     if (nodes_left_ == 0) return {};
     // The blocks whose greedy construction is lowest, among those with at
@@ -404,7 +423,17 @@ class BlockConstruction {
       }
     }
     if (best == nullptr) return {};
-    // The large-neighbourhood search with half the time and nodes, then
+    // Overlap minimization (overlap_search.h) with a quarter of the time and
+    // nodes (a move counts as a node): its moves lower the top where the
+    // exact repairs below find none (10,000-buffer perfect packings).
+    internal::RefineLimits refine;
+    refine.deadline = TimeShare(deadline, kRefineShare, nodes_left_ != UINT64_MAX);
+    refine.max_moves = nodes_left_ == UINT64_MAX ? UINT64_MAX : (nodes_left_ + kRefineShare - 1) / kRefineShare;
+    internal::RefineResult refined =
+        internal::MinimizeOverlap(best->blocks, best_graph, std::move(best_layout), target_, refine);
+    Spend(refined.moves);
+    best_layout = std::move(refined.offsets);
+    // The large-neighbourhood search with half the time and nodes left, then
     // bisection between the target and its top by the block search.
     internal::LnsLimits limits;
     limits.deadline = TimeShare(deadline, 2, nodes_left_ != UINT64_MAX);
@@ -516,7 +545,10 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
         block_layout = blocks.Probe(group_start, deadline, kQuickProbe);
         if (block_layout.empty() && target == 0) {
           block_layout = blocks.Probe(group_start, deadline, kPatientProbe);
-          if (block_layout.empty()) block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) * 2 / 3);
+          if (block_layout.empty()) {
+            block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) * 2 / 3);
+            block_layout = blocks.RefineItems(std::move(block_layout), half_left());
+          }
         }
       }
       const uint64_t block_top = block_layout.empty() ? UINT64_MAX : TopOf(items, block_layout);
