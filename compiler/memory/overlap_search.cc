@@ -4,7 +4,6 @@
 #include "compiler/memory/overlap_search.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "compiler/memory/planning_support.h"
 
@@ -15,6 +14,9 @@ namespace {
 // A capacity is given up after this many moves per item (at least kMinMoves).
 constexpr uint64_t kMovesPerItem = 8;
 constexpr uint64_t kMinMoves = 2048;
+// When even one byte lower is not reached, that budget doubles, up to this
+// many times the first (then the search ends).
+constexpr uint64_t kMaxPatience = 64;
 // The first capacity tried: this fraction of the gap to the bound below the
 // top (small steps succeed in few moves; the step doubles after each).
 constexpr uint64_t kFirstStepDivisor = 16;
@@ -65,8 +67,10 @@ class OverlapMinimizer {
         step *= 2;
       } else if (step > 1) {
         step /= 2;
+      } else if (patience_ < kMaxPatience) {
+        patience_ *= 2;  // not even one byte lower: try longer
       } else {
-        break;  // not even one byte lower within the budget of a capacity
+        break;
       }
     }
     result_.offsets = std::move(best);
@@ -122,7 +126,7 @@ class OverlapMinimizer {
       }
       Track(x);
     }
-    const uint64_t budget = result_.moves + std::max(kMinMoves, kMovesPerItem * static_cast<uint64_t>(n_));
+    const uint64_t budget = result_.moves + patience_ * std::max(kMinMoves, kMovesPerItem * static_cast<uint64_t>(n_));
     while (!overlapping_.empty()) {
       pass_ = overlapping_;
       std::sort(pass_.begin(), pass_.end());
@@ -162,7 +166,7 @@ class OverlapMinimizer {
       events_.push_back(Event{std::max(a, b - size), -c});
       events_.push_back(Event{b, c});
     }
-    std::sort(events_.begin(), events_.end(), [](const Event& p, const Event& q) { return p.at < q.at; });
+    SortEvents();
     const int64_t alignment = it.alignment;
     auto align_up = [&](int64_t v) { return (v + alignment - 1) / alignment * alignment; };
     auto align_down = [&](int64_t v) { return v / alignment * alignment; };
@@ -202,6 +206,28 @@ class OverlapMinimizer {
     return true;
   }
 
+  // events_ by position: a stable LSD radix sort on the positions above the
+  // lowest, one byte per pass, as many passes as the span needs (the sort
+  // was half of a move's time with std::sort).
+  void SortEvents() {
+    int64_t lowest = events_[0].at, highest = events_[0].at;
+    for (const Event& e : events_) {
+      lowest = std::min(lowest, e.at);
+      highest = std::max(highest, e.at);
+    }
+    const uint64_t span = static_cast<uint64_t>(highest) - static_cast<uint64_t>(lowest);
+    sorted_.resize(events_.size());
+    for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 8) {
+      size_t count[257] = {};
+      for (const Event& e : events_) ++count[((static_cast<uint64_t>(e.at) - static_cast<uint64_t>(lowest)) >> shift & 255) + 1];
+      for (int d = 0; d < 256; ++d) count[d + 1] += count[d];
+      for (const Event& e : events_) {
+        sorted_[count[(static_cast<uint64_t>(e.at) - static_cast<uint64_t>(lowest)) >> shift & 255]++] = e;
+      }
+      events_.swap(sorted_);
+    }
+  }
+
   // A local minimum: every pair still overlapping weighs one more.
   void Penalize() {
     for (int32_t x : overlapping_) {
@@ -229,8 +255,9 @@ class OverlapMinimizer {
     int64_t at;
     double slope_change;
   };
-  std::vector<Event> events_;
+  std::vector<Event> events_, sorted_;
   uint64_t capacity_ = 0;
+  uint64_t patience_ = 1;  // the budget of a capacity, in kMovesPerItem units
   RefineResult result_;
 };
 

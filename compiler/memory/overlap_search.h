@@ -35,8 +35,9 @@
 //
 // No overlap left: the layout fits in C, becomes the best, and a lower C is
 // tried. A capacity not reached within kMovesPerItem moves per item (at least
-// kMinMoves) is given up. Every layout returned is overlap-free (the input's
-// when nothing better was found).
+// kMinMoves) is given up; when even T - 1 is given up, that budget doubles
+// (up to kMaxPatience times). Every layout returned is overlap-free (the
+// input's when nothing better was found).
 //
 // Determinism: no randomness; the move budget (RefineLimits::max_moves) and
 // the input decide the result; the deadline is an outer stop
