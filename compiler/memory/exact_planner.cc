@@ -550,7 +550,7 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
           block_layout = blocks.Probe(group_start, deadline, kPatientProbe);
           if (block_layout.empty()) {
             block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) * 2 / 3);
-            block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + (deadline - Clock::now()) * 7 / 8);
+            block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + (deadline - Clock::now()) * 3 / 4);
           }
         }
       }
