@@ -305,11 +305,16 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //            before the items' search; decision form: after it, until the
 //            capacity): the blocks whose greedy construction (ConstructLayout)
 //            is lowest, among the merges with at most twice the fewest blocks,
-//            improved by the large-neighbourhood search (`lns`'s engine) —
+//            improved by overlap minimization (overlap_search.h, a quarter
+//            of the time; not under a node budget), the large-neighbourhood
+//            search (`lns`'s engine) —
 //            fewer, larger pieces let its repairs reach further than on the
 //            buffers (10,000-buffer perfect packings: 1.02-1.05x the optimum,
 //            against 1.2-1.4x from the buffers) — then by bisection of the
 //            block search between the target and that top.
+//   Refine   (optimization form without a node budget) the improvement's
+//            layout, expanded, by overlap minimization on the items: the
+//            blocks' parts can move apart there (RefineItems).
 // Under a node budget (keelc's `auto`) all of it runs after the items' search
 // (MakePlan says why). Layouts are of `items` (empty: no merge helped).
 struct ProbeBudget {

@@ -49,7 +49,7 @@ Start GreedyStart(const std::vector<TensorLifetime>& ts) {
 
 TEST(OverlapSearch, LowersGreedyLayoutsOfPerfectPackings) {
   // The optimum is 1 MiB by construction; the greedy construction is 3-43%
-  // above it on six of these eight. A local search: it reaches the optimum on
+  // above it on all eight. A local search: it reaches the optimum on
   // some, lowers the top on most, and gets stuck (no byte lower within its
   // budget) on a few.
   const uint64_t optimum = uint64_t{1} << 20;
