@@ -305,16 +305,18 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //            before the items' search; decision form: after it, until the
 //            capacity): the blocks whose greedy construction (ConstructLayout)
 //            is lowest, among the merges with at most twice the fewest blocks,
-//            improved by overlap minimization (overlap_search.h, a quarter
-//            of the time; not under a node budget), the large-neighbourhood
-//            search (`lns`'s engine) —
+//            improved by the large-neighbourhood search (`lns`'s engine) —
 //            fewer, larger pieces let its repairs reach further than on the
 //            buffers (10,000-buffer perfect packings: 1.02-1.05x the optimum,
 //            against 1.2-1.4x from the buffers) — then by bisection of the
 //            block search between the target and that top.
 //   Refine   (optimization form without a node budget) the improvement's
-//            layout, expanded, by overlap minimization on the items: the
-//            blocks' parts can move apart there (RefineItems).
+//            layout, expanded, by overlap minimization on the items
+//            (overlap_search.h): its moves lower the top where the exact
+//            repairs find none (10,000-buffer perfect packings), and the
+//            blocks' parts can move apart there (RefineItems). Not under a
+//            node budget (keelc's `auto`): on the blocks there, the nodes it
+//            took from the repairs left MiniMalloc's G 6% higher (J 2% lower).
 // Under a node budget (keelc's `auto`) all of it runs after the items' search
 // (MakePlan says why). Layouts are of `items` (empty: no merge helped).
 struct ProbeBudget {
@@ -341,10 +343,6 @@ constexpr uint64_t kBlockNodesPerSearchNode = 4;
 // improvement (as the time shares do without a budget): keelc's `auto`
 // (80,000 nodes) gives a probe up to 20,000, enough for K's 16,518.
 constexpr uint64_t kProbeNodeShare = 8;
-// Without a node budget, the improvement gives overlap minimization
-// 1/kRefineShare of its time first, the large-neighbourhood search and
-// bisection the rest.
-constexpr int kRefineShare = 4;
 
 class BlockConstruction {
  public:
@@ -429,19 +427,7 @@ class BlockConstruction {
       }
     }
     if (best == nullptr) return {};
-    // Overlap minimization (overlap_search.h) with a quarter of the time:
-    // its moves lower the top where the exact repairs below find none
-    // (10,000-buffer perfect packings). Not under a node budget (keelc's
-    // `auto`): there the nodes it took from the repairs left MiniMalloc's G
-    // 6% higher (and J 2% lower), so keelc's plans stay as they were.
-    if (nodes_left_ == UINT64_MAX) {
-      internal::RefineLimits refine;
-      refine.deadline = TimeShare(deadline, kRefineShare, false);
-      internal::RefineResult refined =
-          internal::MinimizeOverlap(best->blocks, best_graph, std::move(best_layout), target_, refine);
-      best_layout = std::move(refined.offsets);
-    }
-    // The large-neighbourhood search with half the time and nodes left, then
+    // The large-neighbourhood search with half the time and nodes, then
     // bisection between the target and its top by the block search.
     internal::LnsLimits limits;
     limits.deadline = TimeShare(deadline, 2, nodes_left_ != UINT64_MAX);
@@ -554,7 +540,11 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
         if (block_layout.empty() && target == 0) {
           block_layout = blocks.Probe(group_start, deadline, kPatientProbe);
           if (block_layout.empty()) {
-            block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) * 2 / 3);
+            // Half the time left to the blocks' improvement, three quarters
+            // of the rest to the items' overlap minimization, the rest to
+            // the items' search (which has not decided a problem that the
+            // blocks did not reach).
+            block_layout = blocks.Improve(half_left());
             block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + (deadline - Clock::now()) * 3 / 4);
           }
         }

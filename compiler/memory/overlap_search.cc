@@ -29,26 +29,7 @@ class OverlapMinimizer {
                    const RefineLimits& limits)
       : items_(items), graph_(graph), limits_(limits), n_(static_cast<int32_t>(items.size())),
         offsets_(std::move(offsets)) {
-    // Each pair is listed twice (once per item); reverse_[k] is the other
-    // listing. With every list sorted by neighbour, the items below y appear
-    // at the front of y's list in increasing order, the order in which the
-    // loop over x meets them.
-    const size_t edges = graph_.neighbours.size();
-    neighbours_ = graph_.neighbours;
-    for (int32_t x = 0; x < n_; ++x) {
-      std::sort(neighbours_.begin() + graph_.start[x], neighbours_.begin() + graph_.start[x + 1]);
-    }
-    reverse_.assign(edges, 0);
-    std::vector<int64_t> cursor(graph_.start.begin(), graph_.start.end() - 1);
-    for (int32_t x = 0; x < n_; ++x) {
-      for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
-        const int32_t y = neighbours_[k];
-        if (y < x) continue;
-        reverse_[k] = cursor[y];
-        reverse_[cursor[y]++] = k;
-      }
-    }
-    weight_.assign(edges, 1);
+    weight_.assign(graph_.neighbours.size() / 2, 1);  // one per pair
     overlaps_.assign(n_, 0);
     slot_.assign(n_, -1);
   }
@@ -122,7 +103,7 @@ class OverlapMinimizer {
     for (int32_t x = 0; x < n_; ++x) {
       overlaps_[x] = 0;
       for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
-        overlaps_[x] += Share(x, offsets_[x], neighbours_[k]) ? 1 : 0;
+        overlaps_[x] += Share(x, offsets_[x], graph_.neighbours[k]) ? 1 : 0;
       }
       Track(x);
     }
@@ -156,10 +137,10 @@ class OverlapMinimizer {
     events_.push_back(Event{high, 0.0});
     events_.push_back(Event{current, 0.0});
     for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
-      const int32_t y = neighbours_[k];
+      const int32_t y = graph_.neighbours[k];
       const int64_t a = static_cast<int64_t>(offsets_[y]), b = static_cast<int64_t>(End(y));
       if (b <= low || a - size >= high) continue;  // never overlaps inside [low, high + size)
-      const double c = static_cast<double>(weight_[k]) *
+      const double c = static_cast<double>(weight_[graph_.pair_of[k]]) *
                        static_cast<double>(std::min(it.end, items_[y].end) - std::max(it.begin, items_[y].begin));
       events_.push_back(Event{a - size, c});
       events_.push_back(Event{std::min(a, b - size), -c});
@@ -194,7 +175,7 @@ class OverlapMinimizer {
     if (best < 0 || f_best >= f_current) return false;
     const uint64_t old_offset = offsets_[x];
     for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
-      const int32_t y = neighbours_[k];
+      const int32_t y = graph_.neighbours[k];
       const bool before = Share(x, old_offset, y), after = Share(x, static_cast<uint64_t>(best), y);
       if (before == after) continue;
       overlaps_[y] += after ? 1 : -1;
@@ -232,10 +213,9 @@ class OverlapMinimizer {
   void Penalize() {
     for (int32_t x : overlapping_) {
       for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
-        const int32_t y = neighbours_[k];
+        const int32_t y = graph_.neighbours[k];
         if (y > x && Share(x, offsets_[x], y)) {
-          ++weight_[k];
-          ++weight_[reverse_[k]];
+          ++weight_[graph_.pair_of[k]];
         }
       }
     }
@@ -246,8 +226,6 @@ class OverlapMinimizer {
   RefineLimits limits_;
   int32_t n_;
   std::vector<uint64_t> offsets_;
-  std::vector<int32_t> neighbours_;  // graph_.neighbours, each list sorted
-  std::vector<int64_t> reverse_;
   std::vector<uint32_t> weight_;
   std::vector<int64_t> overlaps_;  // per item: neighbours it shares bytes with
   std::vector<int32_t> overlapping_, slot_, pass_;
