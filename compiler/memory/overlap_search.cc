@@ -35,6 +35,7 @@ class OverlapMinimizer {
   }
 
   RefineResult Run(uint64_t lower_bound) {
+    for (const PackingItem& it : items_) lower_bound = std::max(lower_bound, it.size);  // capacities hold every item
     std::vector<uint64_t> best = offsets_;
     uint64_t best_top = TopOf(best);
     uint64_t step = best_top > lower_bound ? std::max<uint64_t>(1, (best_top - lower_bound) / kFirstStepDivisor) : 0;

@@ -95,6 +95,20 @@ TEST(OverlapSearch, ValidAndNoHigherOnRandomLifetimes) {
   }
 }
 
+TEST(OverlapSearch, AZeroLowerBoundIsSafe) {
+  // A caller's bound below the largest item: no capacity below an item's size
+  // is tried (its offset would wrap), and the result is still valid.
+  for (uint32_t seed = 1; seed <= 10; ++seed) {
+    const std::vector<TensorLifetime> ts = testing::RandomLifetimes(seed, 25, 10, 500, true);
+    Start s = GreedyStart(ts);
+    internal::RefineLimits limits;
+    limits.max_moves = 20000;
+    const internal::RefineResult r = internal::MinimizeOverlap(s.items, s.graph, s.layout, 0, limits);
+    ASSERT_TRUE(Valid(s.items, r.offsets)) << "seed " << seed;
+    EXPECT_LE(r.top, Top(s.items, s.layout)) << "seed " << seed;
+  }
+}
+
 TEST(OverlapSearch, SameInputSameLayoutAndTheBudgetHolds) {
   Start s = GreedyStart(bench::PerfectPacking(500, 7));
   internal::RefineLimits limits;
