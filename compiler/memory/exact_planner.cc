@@ -301,7 +301,7 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //            form, after it (with half the time left) in the decision form,
 //            where the items' search decides MiniMalloc's instances that the
 //            blocks do not (E, F, H) sooner than the patient pass would.
-//   Improve  otherwise (optimization form: with two thirds of the time left,
+//   Improve  otherwise (optimization form: with half of the time left,
 //            before the items' search; decision form: after it, until the
 //            capacity): the blocks whose greedy construction (ConstructLayout)
 //            is lowest, among the merges with at most twice the fewest blocks,
@@ -521,7 +521,8 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
       // The block construction (see BlockConstruction) and the searches as
       // they were without it, each with its own nodes; the lowest top wins.
       //   optimization form: quick probes, patient probes, the improvement
-      //     with two thirds of the time left, then the searches — but under a
+      //     with half of the time left, the items' overlap minimization, then
+      //     the searches — but under a
       //     node budget (keelc's `auto`) the searches first, with all the time,
       //     so that their result never depends on how long the blocks took
       //     (the time limit is only an outer stop there), then the blocks;
