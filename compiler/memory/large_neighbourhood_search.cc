@@ -308,8 +308,11 @@ bool BuildOverlapGraph(const std::vector<PackingItem>& items, OverlapGraph* grap
   }
   for (int32_t i = 0; i < n; ++i) graph->start[i + 1] += graph->start[i];
   graph->neighbours.assign(graph->start[n], 0);
+  graph->pair_of.assign(graph->start[n], 0);
   std::vector<int64_t> fill(graph->start.begin(), graph->start.end() - 1);
-  for (const auto& [a, b] : pairs) {
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    const auto [a, b] = pairs[p];
+    graph->pair_of[fill[a]] = graph->pair_of[fill[b]] = static_cast<int32_t>(p);
     graph->neighbours[fill[a]++] = b;
     graph->neighbours[fill[b]++] = a;
   }

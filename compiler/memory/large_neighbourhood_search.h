@@ -74,6 +74,10 @@ inline constexpr uint64_t kMaxOverlapPairs = uint64_t{1} << 24;
 struct OverlapGraph {
   std::vector<int64_t> start;  // n + 1 entries
   std::vector<int32_t> neighbours;
+  // Per entry of `neighbours`: the index of its pair (each pair is listed
+  // twice, once per item; < kMaxOverlapPairs), for per-pair state
+  // (overlap_search.h's weights).
+  std::vector<int32_t> pair_of;
 };
 // False (and `graph` untouched) when there are more than kMaxOverlapPairs pairs.
 bool BuildOverlapGraph(const std::vector<PackingItem>& items, OverlapGraph* graph);

@@ -1,0 +1,250 @@
+// compiler/memory/overlap_search.cc — overlap minimization with guided local
+// search (see the header for the method and why it complements the exact
+// repairs).
+#include "compiler/memory/overlap_search.h"
+
+#include <algorithm>
+
+#include "compiler/memory/planning_support.h"
+
+namespace keel::memory::internal {
+
+namespace {
+
+// A capacity is given up after this many moves per item (at least kMinMoves).
+constexpr uint64_t kMovesPerItem = 8;
+constexpr uint64_t kMinMoves = 2048;
+// When even one byte lower is not reached, that budget doubles, up to this
+// many times the first (then the search ends).
+constexpr uint64_t kMaxPatience = 64;
+// The first capacity tried: this fraction of the gap to the bound below the
+// top (small steps succeed in few moves; the step doubles after each).
+constexpr uint64_t kFirstStepDivisor = 16;
+
+uint64_t AlignDown(uint64_t value, uint32_t alignment) { return value & ~(uint64_t{alignment} - 1); }
+
+class OverlapMinimizer {
+ public:
+  OverlapMinimizer(const std::vector<PackingItem>& items, const OverlapGraph& graph, std::vector<uint64_t> offsets,
+                   const RefineLimits& limits)
+      : items_(items), graph_(graph), limits_(limits), n_(static_cast<int32_t>(items.size())),
+        offsets_(std::move(offsets)) {
+    weight_.assign(graph_.neighbours.size() / 2, 1);  // one per pair
+    overlaps_.assign(n_, 0);
+    slot_.assign(n_, -1);
+  }
+
+  RefineResult Run(uint64_t lower_bound) {
+    for (const PackingItem& it : items_) lower_bound = std::max(lower_bound, it.size);  // capacities hold every item
+    std::vector<uint64_t> best = offsets_;
+    uint64_t best_top = TopOf(best);
+    uint64_t step = best_top > lower_bound ? std::max<uint64_t>(1, (best_top - lower_bound) / kFirstStepDivisor) : 0;
+    while (best_top > lower_bound && !Spent()) {
+      const uint64_t capacity = best_top - std::min(step, best_top - lower_bound);
+      offsets_ = best;
+      if (Reach(capacity)) {
+        best = offsets_;
+        best_top = TopOf(best);
+        ++result_.improvements;
+        step *= 2;
+      } else if (step > 1) {
+        step /= 2;
+      } else if (patience_ < kMaxPatience) {
+        patience_ *= 2;  // not even one byte lower: try longer
+      } else {
+        break;
+      }
+    }
+    result_.offsets = std::move(best);
+    result_.top = best_top;
+    return std::move(result_);
+  }
+
+ private:
+  uint64_t End(int32_t i) const { return offsets_[i] + items_[i].size; }
+  uint64_t TopOf(const std::vector<uint64_t>& offsets) const {
+    uint64_t top = 0;
+    for (int32_t i = 0; i < n_; ++i) top = std::max(top, offsets[i] + items_[i].size);
+    return top;
+  }
+  bool Spent() {
+    if (result_.moves >= limits_.max_moves) return true;
+    if ((result_.moves & 255) == 0 && SearchClock::now() > limits_.deadline) {
+      result_.stopped_by_deadline = true;
+      return true;
+    }
+    return false;
+  }
+  bool Share(int32_t x, uint64_t x_offset, int32_t y) const {
+    return x_offset < End(y) && offsets_[y] < x_offset + items_[x].size;
+  }
+  void Track(int32_t i) {  // keeps i in overlapping_ exactly while it overlaps
+    if (overlaps_[i] > 0 && slot_[i] < 0) {
+      slot_[i] = static_cast<int32_t>(overlapping_.size());
+      overlapping_.push_back(i);
+    } else if (overlaps_[i] == 0 && slot_[i] >= 0) {
+      const int32_t last = overlapping_.back();
+      overlapping_[slot_[i]] = last;
+      slot_[last] = slot_[i];
+      overlapping_.pop_back();
+      slot_[i] = -1;
+    }
+  }
+
+  // From offsets_ (a valid layout): every item pushed under `capacity`, then
+  // moves until nothing overlaps (true: offsets_ fits) or the budget is spent.
+  bool Reach(uint64_t capacity) {
+    capacity_ = capacity;
+    for (int32_t i = 0; i < n_; ++i) {
+      if (End(i) > capacity) offsets_[i] = AlignDown(capacity - items_[i].size, items_[i].alignment);
+    }
+    std::fill(weight_.begin(), weight_.end(), 1);
+    for (int32_t i : overlapping_) slot_[i] = -1;
+    overlapping_.clear();
+    for (int32_t x = 0; x < n_; ++x) {
+      overlaps_[x] = 0;
+      for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
+        overlaps_[x] += Share(x, offsets_[x], graph_.neighbours[k]) ? 1 : 0;
+      }
+      Track(x);
+    }
+    const uint64_t budget = result_.moves + patience_ * std::max(kMinMoves, kMovesPerItem * static_cast<uint64_t>(n_));
+    while (!overlapping_.empty()) {
+      pass_ = overlapping_;
+      std::sort(pass_.begin(), pass_.end());
+      bool moved = false;
+      for (int32_t x : pass_) {
+        if (overlaps_[x] == 0) continue;
+        if (Spent() || result_.moves >= budget) return false;
+        ++result_.moves;
+        moved = Move(x) || moved;
+      }
+      if (!moved) Penalize();
+    }
+    return true;
+  }
+
+  // Moves x to the offset of least weighted overlap, if less than where it is.
+  bool Move(int32_t x) {
+    const PackingItem& it = items_[x];
+    const int64_t size = static_cast<int64_t>(it.size);
+    const int64_t low = 0, high = static_cast<int64_t>(AlignDown(capacity_ - it.size, it.alignment));
+    const int64_t current = static_cast<int64_t>(offsets_[x]);
+    // The weighted overlap as a function of x's offset o is piecewise linear;
+    // per neighbour y (bytes [a, b), weight c) its slope rises by c at a - s,
+    // falls by c at min(a, b - s) and at max(a, b - s), and rises by c at b.
+    events_.clear();
+    events_.push_back(Event{low, 0.0});
+    events_.push_back(Event{high, 0.0});
+    events_.push_back(Event{current, 0.0});
+    for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
+      const int32_t y = graph_.neighbours[k];
+      const int64_t a = static_cast<int64_t>(offsets_[y]), b = static_cast<int64_t>(End(y));
+      if (b <= low || a - size >= high) continue;  // never overlaps inside [low, high + size)
+      const double c = static_cast<double>(weight_[graph_.pair_of[k]]) *
+                       static_cast<double>(std::min(it.end, items_[y].end) - std::max(it.begin, items_[y].begin));
+      events_.push_back(Event{a - size, c});
+      events_.push_back(Event{std::min(a, b - size), -c});
+      events_.push_back(Event{std::max(a, b - size), -c});
+      events_.push_back(Event{b, c});
+    }
+    SortEvents();
+    const int64_t alignment = it.alignment;
+    auto align_up = [&](int64_t v) { return (v + alignment - 1) / alignment * alignment; };
+    auto align_down = [&](int64_t v) { return v / alignment * alignment; };
+    double f = 0, slope = 0, f_current = 0, f_best = 0;
+    int64_t best = -1;
+    auto consider = [&](int64_t o, double value) {
+      if (best < 0 || value < f_best || (value == f_best && o < best)) {
+        best = o;
+        f_best = value;
+      }
+    };
+    for (size_t e = 0; e < events_.size();) {
+      const int64_t p = events_[e].at;
+      while (e < events_.size() && events_[e].at == p) slope += events_[e++].slope_change;
+      if (p == current) f_current = f;
+      // The segment [p, q] to the next event: f + slope * (o - p).
+      const int64_t q = e < events_.size() ? events_[e].at : p;
+      const int64_t lo = align_up(std::max<int64_t>(p, low)), hi = align_down(std::min(q, high));
+      if (lo <= hi) {
+        consider(lo, f + slope * static_cast<double>(lo - p));
+        consider(hi, f + slope * static_cast<double>(hi - p));
+      }
+      f += slope * static_cast<double>(q - p);
+    }
+    if (best < 0 || f_best >= f_current) return false;
+    const uint64_t old_offset = offsets_[x];
+    for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
+      const int32_t y = graph_.neighbours[k];
+      const bool before = Share(x, old_offset, y), after = Share(x, static_cast<uint64_t>(best), y);
+      if (before == after) continue;
+      overlaps_[y] += after ? 1 : -1;
+      overlaps_[x] += after ? 1 : -1;
+      Track(y);
+    }
+    offsets_[x] = static_cast<uint64_t>(best);
+    Track(x);
+    return true;
+  }
+
+  // events_ by position: a stable LSD radix sort on the positions above the
+  // lowest, one byte per pass, as many passes as the span needs (the sort
+  // was half of a move's time with std::sort).
+  void SortEvents() {
+    int64_t lowest = events_[0].at, highest = events_[0].at;
+    for (const Event& e : events_) {
+      lowest = std::min(lowest, e.at);
+      highest = std::max(highest, e.at);
+    }
+    const uint64_t span = static_cast<uint64_t>(highest) - static_cast<uint64_t>(lowest);
+    sorted_.resize(events_.size());
+    for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 8) {
+      size_t count[257] = {};
+      for (const Event& e : events_) ++count[((static_cast<uint64_t>(e.at) - static_cast<uint64_t>(lowest)) >> shift & 255) + 1];
+      for (int d = 0; d < 256; ++d) count[d + 1] += count[d];
+      for (const Event& e : events_) {
+        sorted_[count[(static_cast<uint64_t>(e.at) - static_cast<uint64_t>(lowest)) >> shift & 255]++] = e;
+      }
+      events_.swap(sorted_);
+    }
+  }
+
+  // A local minimum: every pair still overlapping weighs one more.
+  void Penalize() {
+    for (int32_t x : overlapping_) {
+      for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
+        const int32_t y = graph_.neighbours[k];
+        if (y > x && Share(x, offsets_[x], y)) {
+          ++weight_[graph_.pair_of[k]];
+        }
+      }
+    }
+  }
+
+  const std::vector<PackingItem>& items_;
+  const OverlapGraph& graph_;
+  RefineLimits limits_;
+  int32_t n_;
+  std::vector<uint64_t> offsets_;
+  std::vector<uint32_t> weight_;
+  std::vector<int64_t> overlaps_;  // per item: neighbours it shares bytes with
+  std::vector<int32_t> overlapping_, slot_, pass_;
+  struct Event {
+    int64_t at;
+    double slope_change;
+  };
+  std::vector<Event> events_, sorted_;
+  uint64_t capacity_ = 0;
+  uint64_t patience_ = 1;  // the budget of a capacity, in kMovesPerItem units
+  RefineResult result_;
+};
+
+}  // namespace
+
+RefineResult MinimizeOverlap(const std::vector<PackingItem>& items, const OverlapGraph& graph,
+                             std::vector<uint64_t> offsets, uint64_t lower_bound, const RefineLimits& limits) {
+  return OverlapMinimizer(items, graph, std::move(offsets), limits).Run(lower_bound);
+}
+
+}  // namespace keel::memory::internal
