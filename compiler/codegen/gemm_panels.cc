@@ -29,6 +29,24 @@ std::vector<uint8_t> Permute(const std::vector<uint8_t>& in, int64_t es, int64_t
   return out;
 }
 
+// Moves every element of one [K, N] matrix between the row-major layout (its
+// transpose when `transposed`) and the column panels; `pack` chooses the
+// direction. Packing zero-fills the padding columns past N.
+std::vector<uint8_t> PermuteColumns(const std::vector<uint8_t>& in, int64_t es, int64_t k, int64_t n, int64_t nr,
+                                    bool transposed, bool pack) {
+  const int64_t panels = (n + nr - 1) / nr;
+  std::vector<uint8_t> out(static_cast<size_t>((pack ? panels * nr : n) * k * es), 0);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t col = 0; col < n; ++col) {
+      const int64_t plain = transposed ? col * k + kk : kk * n + col;
+      const int64_t panel = ColumnPanelOffset(0, panels, k, nr, col / nr, kk, col % nr);
+      const int64_t from = pack ? plain : panel, to = pack ? panel : plain;
+      std::memcpy(&out[static_cast<size_t>(to * es)], &in[static_cast<size_t>(from * es)], static_cast<size_t>(es));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int64_t GemmRowTile(const LowerOptions& o, int64_t m) {
@@ -61,30 +79,12 @@ Expr ColumnPanelOffset(const Expr& batch, int64_t panels, int64_t k_dim, int64_t
 
 std::vector<uint8_t> PackColumnPanels(const std::vector<uint8_t>& bytes, int64_t es, int64_t k, int64_t n, int64_t nr,
                                       bool transposed) {
-  const int64_t panels = (n + nr - 1) / nr;
-  std::vector<uint8_t> out(static_cast<size_t>(panels * k * nr * es), 0);  // the padding columns are zeros
-  for (int64_t kk = 0; kk < k; ++kk) {
-    for (int64_t col = 0; col < n; ++col) {
-      const int64_t from = transposed ? col * k + kk : kk * n + col;
-      const int64_t to = ColumnPanelOffset(0, panels, k, nr, col / nr, kk, col % nr);
-      std::memcpy(&out[static_cast<size_t>(to * es)], &bytes[static_cast<size_t>(from * es)], static_cast<size_t>(es));
-    }
-  }
-  return out;
+  return PermuteColumns(bytes, es, k, n, nr, transposed, true);
 }
 
 std::vector<uint8_t> UnpackColumnPanels(const std::vector<uint8_t>& bytes, int64_t es, int64_t k, int64_t n,
                                         int64_t nr) {
-  const int64_t panels = (n + nr - 1) / nr;
-  std::vector<uint8_t> out(static_cast<size_t>(k * n * es));
-  for (int64_t kk = 0; kk < k; ++kk) {
-    for (int64_t col = 0; col < n; ++col) {
-      const int64_t from = ColumnPanelOffset(0, panels, k, nr, col / nr, kk, col % nr);
-      std::memcpy(&out[static_cast<size_t>((kk * n + col) * es)], &bytes[static_cast<size_t>(from * es)],
-                  static_cast<size_t>(es));
-    }
-  }
-  return out;
+  return PermuteColumns(bytes, es, k, n, nr, false, false);
 }
 
 }  // namespace keel::codegen
