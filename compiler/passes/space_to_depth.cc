@@ -1,7 +1,9 @@
 // compiler/passes/space_to_depth.cc — the space-to-depth pass (see space_to_depth.h).
 #include "compiler/passes/space_to_depth.h"
 
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compiler/ops/channels_last.h"
@@ -58,6 +60,8 @@ bool SpaceToDepthApplies(const ir::Node& conv) {
 
 Status SpaceToDepthPass::Run(ir::Graph& graph) {
   if (!channels_) return Status::Ok();
+  // A weight shared by several convolutions is rearranged once per (stride, channels).
+  std::map<std::tuple<int64_t, int64_t, int64_t>, ir::Value*> rearranged;
   for (ir::Node* n : graph.nodes()) {
     if (!SpaceToDepthApplies(*n)) continue;
     const int64_t channels = channels_(*n);
@@ -101,8 +105,12 @@ Status SpaceToDepthPass::Run(ir::Graph& graph) {
     }
     const ir::TensorType old_type = n->output(0)->type();
     n->SetInput(0, last->output(0));
-    n->SetInput(1, graph.AddConstant(n->input(1)->name() + "/space_to_depth",
-                                     SpaceToDepthWeight(*n->input(1)->constant(), s, channels)));
+    ir::Value* w = n->input(1);
+    auto [it, inserted] = rearranged.try_emplace({static_cast<int64_t>(w->id()), s, channels}, nullptr);
+    if (inserted) {
+      it->second = graph.AddConstant(w->name() + "/space_to_depth", SpaceToDepthWeight(*w->constant(), s, channels));
+    }
+    n->SetInput(1, it->second);
     n->attrs().Set("strides", std::vector<int64_t>{1, 1});
     n->attrs().Set("pads", std::vector<int64_t>{0, 0, 0, 0});
     n->attrs().Set("kernel_shape", std::vector<int64_t>{kh2, kw2});
