@@ -81,6 +81,34 @@ TEST(SpaceToDepth, StridedConvolutionsKeepTheirValues) {
   }
 }
 
+TEST(SpaceToDepth, SharedWeightIsRearrangedOnce) {
+  // Two stems over two inputs with one weight: one rearranged constant serves both.
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* w = Const(*g, "w", {8, 3, 7, 7}, 3);
+    ir::Attributes a;
+    a.Set("kernel_shape", std::vector<int64_t>{7, 7});
+    a.Set("strides", std::vector<int64_t>{2, 2});
+    a.Set("pads", std::vector<int64_t>{3, 3, 3, 3});
+    for (const char* name : {"x0", "x1"}) {
+      ir::Value* x = g->AddInput(name, F32({1, 3, 16, 16}));
+      g->AddOutput(Op(*g, "Conv", std::string(name) + "_conv", {x, w}, a));
+    }
+    return g;
+  };
+  ir::Graph* g = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, Rewrite(16), {Random({1, 3, 16, 16}, 4), Random({1, 3, 16, 16}, 5)}, &g, &keep),
+            1e-5);
+  ASSERT_NE(g, nullptr);
+  std::vector<const ir::Value*> weights;
+  for (const ir::Node* n : g->nodes())
+    if (n->op_type() == "Conv") weights.push_back(n->input(1));
+  ASSERT_EQ(weights.size(), 2u);
+  EXPECT_EQ(weights[0], weights[1]);
+  EXPECT_EQ(weights[0]->type().shape, (std::vector<int64_t>{8, 16, 4, 4}));
+}
+
 TEST(SpaceToDepth, LeavesWhatItCannotOrNeedNotRewrite) {
   ConvSpec stride1, grouped, dilated, computed, unread_column;
   stride1.s = 1;
