@@ -98,6 +98,12 @@ std::optional<std::pair<int64_t, int64_t>> RowCol(const StridedView& v) {
   return rc;
 }
 
+std::vector<int64_t> Inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inverse;
+}
+
 // The matched chain around one Softmax.
 struct Match {
   Node* scores = nullptr;  // MatMul(Q', K')
@@ -173,7 +179,10 @@ std::optional<Match> MatchAround(const ir::Graph& g, Node* softmax) {
 
 // The keel.Attention problem of a match, or nullopt when its operands are
 // not views the op takes.
-std::optional<ops::FusedAttention> Problem(const Match& m, Traced* q, Traced* k, Traced* v, Traced* mask) {
+// `out_view`: where element [idx] of m.out lives in the tensor the node writes
+// (the dense layout of m.out when the output stays in place).
+std::optional<ops::FusedAttention> Problem(const Match& m, const StridedView& out_view, Traced* q, Traced* k,
+                                           Traced* v, Traced* mask) {
   const std::vector<int64_t>& o_shape = m.context->output(0)->type().shape;
   const std::vector<int64_t>& s_shape = m.scores->output(0)->type().shape;
   if (o_shape.size() < 2 || s_shape.size() != o_shape.size()) return std::nullopt;
@@ -201,13 +210,9 @@ std::optional<ops::FusedAttention> Problem(const Match& m, Traced* q, Traced* k,
     mv = ops::BroadcastView(mask->view, with({a.sq, a.sk}));
     if (!mv) return std::nullopt;
   }
-  // Y: O's index in the (transposed) output's dense layout.
-  std::optional<StridedView> yv = ops::DenseView(m.out->type().shape);
-  if (!m.out_perm.empty()) {
-    std::vector<int64_t> inverse(m.out_perm.size());
-    for (size_t i = 0; i < m.out_perm.size(); ++i) inverse[static_cast<size_t>(m.out_perm[i])] = static_cast<int64_t>(i);
-    yv = ops::PermuteView(*yv, inverse);
-  }
+  // Y: O's index in the written tensor, through the absorbed transpose.
+  std::optional<StridedView> yv = out_view;
+  if (!m.out_perm.empty()) yv = ops::PermuteView(*yv, Inverse(m.out_perm));
   if (!qv || !kv || !vv || !yv) return std::nullopt;
   std::vector<StridedView*> views = {&*qv, &*kv, &*vv, &*yv};
   if (mv) views.push_back(&*mv);
@@ -254,13 +259,23 @@ std::optional<ops::FusedAttention> Problem(const Match& m, Traced* q, Traced* k,
     a.mask = operand(4, false);
   }
   a.scale = m.scale * q->scale * k->scale;
-  a.out_shape = m.out->type().shape;
+  a.out_shape = m.out->type().shape;  // the caller sets another when the output moves
   return a;
 }
 
+// Whether `v` varies along the last axis of a `rank`-D result at most.
+bool RowVector(const Value* v, size_t rank) {
+  if (!v || !v->has_type()) return true;
+  const std::vector<int64_t>& s = v->type().shape;
+  bool row_vector = s.size() <= rank;
+  for (size_t i = 0; i + 1 < s.size(); ++i) row_vector = row_vector && s[i] == 1;
+  return row_vector;
+}
+
 // The tensor `x` of a row-wise op `u`: each row (last axis) of u's output comes
-// from the same row of x alone (MatMul by a 2-D right operand; an elementwise op
-// whose other operands vary along the last axis at most). Null otherwise.
+// from the same row of x alone (MatMul by a 2-D right operand; Gemm with an
+// untransposed A and a row-vector C; an elementwise op whose other operands
+// vary along the last axis at most). Null otherwise.
 Value* RowWiseInput(Node* u) {
   if (!u || u->outputs().size() != 1 || !u->output(0)->has_type()) return nullptr;
   const ir::TensorType& out = u->output(0)->type();
@@ -269,18 +284,20 @@ Value* RowWiseInput(Node* u) {
     return u->input(0) && w && w->has_type() && w->type().shape.size() == 2 ? u->input(0) : nullptr;
   }
   const ops::OpDef* def = DefOf(u);
+  if (def && def->library == ops::LibraryCall::kGemm) {
+    auto trans_a = u->attrs().GetInt("transA", 0);
+    const bool row_c = u->inputs().size() < 3 || RowVector(u->input(2), out.shape.size());
+    return trans_a.ok() && *trans_a == 0 && row_c ? u->input(0) : nullptr;
+  }
   if (!def || def->fusion != ops::FusionClass::kElementwise) return nullptr;
   Value* x = nullptr;
   for (Value* in : u->inputs()) {
     if (!in || !in->has_type()) continue;
-    const std::vector<int64_t>& s = in->type().shape;
-    if (s == out.shape && !x) {
+    if (in->type().shape == out.shape && !x) {
       x = in;
       continue;
     }
-    bool row_vector = s.size() <= out.shape.size();
-    for (size_t i = 0; i + 1 < s.size(); ++i) row_vector = row_vector && s[i] == 1;
-    if (!row_vector) return nullptr;
+    if (!RowVector(in, out.shape.size())) return nullptr;
   }
   return x;
 }
@@ -338,6 +355,94 @@ Result<Value*> SinkTransposeInto(ir::Graph& g, Value* base) {
   return out;
 }
 
+// The transpose behind the attention's output projection (batch-first PyTorch
+// exports: heads merged, projected over [S*B, E] rows, regrouped to [S, B, E]
+// and transposed back to [B, S, E] before the residual add):
+//   out -> reshapes -> R_1 .. R_k -> reshapes keeping the last axis -> Transpose
+// with row-wise ops R (at least one) and a transpose keeping the last axis,
+// every value in between used once. The attention can write its rows in the
+// transposed order instead, so the projection's output is already in place:
+// the transpose kernel goes, and the residual add becomes the GEMM's epilogue.
+struct OutputTranspose {
+  Value* rows_in = nullptr;    // R_1's row operand
+  std::vector<Node*> rowwise;  // R_1 first
+  Node* transpose = nullptr;
+};
+
+std::optional<OutputTranspose> FindOutputTranspose(const ir::Graph& g, Value* out) {
+  auto next = [&](Value* v) -> Node* { return SoleUse(g, v) ? v->uses()[0].node : nullptr; };
+  auto reshape = [](const Node* n) { return DefOf(n) && DefOf(n)->reshape_like && n->outputs().size() == 1; };
+  OutputTranspose t;
+  Value* v = out;
+  Node* u = next(v);
+  for (; u && reshape(u); u = next(v)) v = u->output(0);
+  t.rows_in = v;
+  for (; u && v->has_type() && RowWiseInput(u) == v; u = next(v)) {
+    const std::vector<int64_t>& in = v->type().shape;
+    const std::vector<int64_t>& o = u->output(0)->type().shape;
+    if (in.size() != o.size() || !std::equal(in.begin(), in.end() - 1, o.begin())) return std::nullopt;
+    t.rowwise.push_back(u);
+    v = u->output(0);
+  }
+  if (t.rowwise.empty()) return std::nullopt;
+  for (; u && reshape(u) && u->output(0)->has_type() && u->output(0)->type().shape.back() == v->type().shape.back();
+       u = next(v)) {
+    v = u->output(0);
+  }
+  if (!u || !DefOf(u) || !DefOf(u)->permutes_axes || u->outputs().size() != 1 || !u->output(0)->has_type()) {
+    return std::nullopt;
+  }
+  auto perm = u->attrs().GetInts("perm", {});
+  if (!perm.ok() || perm->empty() || perm->back() != static_cast<int64_t>(perm->size()) - 1) return std::nullopt;
+  t.transpose = u;
+  return t;
+}
+
+// Where element [idx] of `out` lives when the attention writes the rows of
+// t.rows_in in the transposed order, as a 2-D [rows, width] tensor.
+std::optional<StridedView> TransposedRowsView(const OutputTranspose& t, const Value* out) {
+  std::vector<int64_t> shape = t.transpose->output(0)->type().shape;
+  const int64_t width = t.rows_in->type().shape.back();
+  shape.back() = width;
+  std::optional<StridedView> view = ops::DenseView(shape);
+  view = ops::PermuteView(*view, Inverse(*t.transpose->attrs().GetInts("perm", {})));
+  if (view) view = ops::ReshapeView(*view, t.rows_in->type().shape);
+  if (view) view = ops::ReshapeView(*view, out->type().shape);
+  return view;
+}
+
+// Rebuilds t's row-wise ops on `rows` (the attention's output, the rows in the
+// transposed order) and replaces the transpose's output by their result.
+Status RebuildAfterTranspose(ir::Graph& g, const OutputTranspose& t, Value* rows) {
+  Value* cur = rows;
+  for (Node* old : t.rowwise) {
+    std::vector<Value*> inputs = old->inputs();
+    for (Value*& in : inputs)
+      if (in == RowWiseInput(old)) in = cur;
+    Node* clone = g.InsertNodeBefore(t.transpose, old->op_type(), old->name(), inputs, 1);
+    clone->attrs() = old->attrs();
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*clone));
+    clone->output(0)->set_type(types[0]);
+    clone->output(0)->set_name(old->output(0)->name() + "/rows");
+    cur = clone->output(0);
+  }
+  Value* z = t.transpose->output(0);
+  Node* view = g.InsertNodeBefore(t.transpose, "keel.Reshape", t.transpose->name(), {cur}, 1);
+  view->attrs().Set("shape", z->type().shape);
+  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*view));
+  if (!(types[0] == z->type())) {
+    return Internal(ir::NodeDescription(*view) + ": rows after the moved transpose have type " +
+                    types[0].ToString() + ", expected " + z->type().ToString());
+  }
+  Value* moved = view->output(0);
+  moved->set_type(types[0]);
+  const std::string name = z->name();
+  z->set_name(name + "/unmoved");
+  moved->set_name(name);
+  g.ReplaceAllUsesWith(z, moved);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status AttentionFusionPass::Run(ir::Graph& graph) {
@@ -349,7 +454,8 @@ Status AttentionFusionPass::Run(ir::Graph& graph) {
     std::optional<Match> m = MatchAround(graph, n);
     if (!m) continue;
     Traced q, k, v, mask;
-    std::optional<ops::FusedAttention> a = Problem(*m, &q, &k, &v, &mask);
+    const StridedView in_place = ops::DenseView(m->out->type().shape);
+    std::optional<ops::FusedAttention> a = Problem(*m, in_place, &q, &k, &v, &mask);
     const ir::DType t = m->out->type().dtype;
     if (!a || q.base->type().dtype != t || k.base->type().dtype != t || v.base->type().dtype != t) continue;
     const ir::DType mt = a->has_mask ? mask.base->type().dtype : t;
@@ -365,8 +471,22 @@ Status AttentionFusionPass::Run(ir::Graph& graph) {
       moved = moved || sunk != nullptr;
     }
     if (moved) {
-      a = Problem(*m, &q, &k, &v, &mask);
+      a = Problem(*m, in_place, &q, &k, &v, &mask);
       if (!a) return Internal(ir::NodeDescription(*n) + ": attention no longer traced after moving a transpose");
+    }
+    // A transpose behind the output projection moves into Y's view.
+    std::optional<OutputTranspose> behind = FindOutputTranspose(graph, m->out);
+    if (behind) {
+      std::optional<StridedView> rows_view = TransposedRowsView(*behind, m->out);
+      std::optional<ops::FusedAttention> hoisted =
+          rows_view ? Problem(*m, *rows_view, &q, &k, &v, &mask) : std::nullopt;
+      if (hoisted && accepts_(*hoisted, t, mt)) {
+        hoisted->out_shape = {m->out->type().NumElements() / behind->rows_in->type().shape.back(),
+                              behind->rows_in->type().shape.back()};
+        a = hoisted;
+      } else {
+        behind.reset();
+      }
     }
     std::vector<Value*> inputs = {q.base, k.base, v.base};
     if (a->has_mask) inputs.push_back(mask.base);
@@ -374,6 +494,13 @@ Status AttentionFusionPass::Run(ir::Graph& graph) {
                                          inputs, 1);
     ops::SetFusedAttentionAttrs(*fused, *a);
     KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*fused));
+    if (behind) {
+      fused->output(0)->set_type(types[0]);
+      fused->output(0)->set_name(m->out->name() + "/rows");
+      KEEL_RETURN_IF_ERROR(RebuildAfterTranspose(graph, *behind, fused->output(0)));
+      changed = true;
+      continue;
+    }
     if (!(types[0] == m->out->type())) {
       return Internal(ir::NodeDescription(*fused) + ": type " + types[0].ToString() + ", expected " +
                       m->out->type().ToString());

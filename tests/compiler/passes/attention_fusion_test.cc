@@ -46,11 +46,15 @@ using Ints = std::vector<int64_t>;
 // Softmax, P V, transpose back to [S, B*H, D] -> [S*B, E] -> out-projection.
 // With `batch_first`, x is [B, S, E] and transposed to [S, B, E] first (as
 // nn.TransformerEncoderLayer(batch_first=True) exports), and the projection
-// has a bias.
-std::unique_ptr<ir::Graph> TorchMha(int64_t S, int64_t B, int64_t H, int64_t D, bool batch_first = false) {
+// has a bias. With `residual` (batch-first only), the encoder layer's tail
+// follows: out-projection bias, [S*B, E] -> [S, B, E], transposed back to
+// [B, S, E] and added to x.
+std::unique_ptr<ir::Graph> TorchMha(int64_t S, int64_t B, int64_t H, int64_t D, bool batch_first = false,
+                                    bool residual = false) {
   const int64_t E = H * D;
   auto g = std::make_unique<ir::Graph>();
-  ir::Value* x = g->AddInput("x", F32(batch_first ? Ints{B, S, E} : Ints{S, B, E}));
+  ir::Value* x_in = g->AddInput("x", F32(batch_first ? Ints{B, S, E} : Ints{S, B, E}));
+  ir::Value* x = x_in;
   if (batch_first) x = Op(*g, "Transpose", "t_in", {x}, A({{"perm", Ints{1, 0, 2}}}));
   ir::Value* qkv = Op(*g, "MatMul", "in_proj", {x, Const(*g, "w_in", {E, 3 * E}, 1)});
   if (batch_first) qkv = Op(*g, "Add", "in_bias", {qkv, Const(*g, "b_in", {3 * E}, 7)});
@@ -70,6 +74,12 @@ std::unique_ptr<ir::Graph> TorchMha(int64_t S, int64_t B, int64_t H, int64_t D, 
   o = Op(*g, "Transpose", "tback", {o}, A({{"perm", Ints{1, 0, 2}}}));
   o = Op(*g, "Reshape", "merge", {o}, A({{"shape", Ints{S * B, E}}}));
   ir::Value* y = Op(*g, "MatMul", "out_proj", {o, Const(*g, "w_out", {E, E}, 2)});
+  if (residual) {
+    y = Op(*g, "Add", "out_bias", {y, Const(*g, "b_out", {E}, 8)});
+    y = Op(*g, "Reshape", "regroup", {y}, A({{"shape", Ints{S, B, E}}}));
+    y = Op(*g, "Transpose", "t_out", {y}, A({{"perm", Ints{1, 0, 2}}}));
+    y = Op(*g, "Add", "residual", {x_in, y});
+  }
   y->set_name("y");
   g->AddOutput(y);
   return g;
@@ -155,6 +165,33 @@ TEST(AttentionFusionTest, TransposeBeforeTheProjectionMovesIntoTheViews) {
     ASSERT_NE(n->input(0)->producer(), nullptr);
     EXPECT_EQ(n->input(0)->producer()->op_type(), "Add");
     EXPECT_EQ(n->input(0)->type().shape, (Ints{B, S, 3 * H * D}));
+  }
+}
+
+TEST(AttentionFusionTest, TransposeBehindTheOutputProjectionMovesIntoTheOutputView) {
+  const int64_t S = 5, B = 3, H = 2, D = 4, E = H * D;
+  auto x = Random({B, S, E}, 19);
+  std::unique_ptr<ir::Graph> kept;
+  ir::Graph* g = nullptr;
+  const double diff =
+      CompareAfter([&] { return TorchMha(S, B, H, D, true, true); }, Fuse(AcceptAll), {x}, &g, &kept);
+  EXPECT_LT(diff, 1e-5);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(Count(*g, ops::kFusedAttentionOp), 1) << ir::PrintGraph(*g);
+  EXPECT_EQ(Count(*g, "Transpose"), 0) << ir::PrintGraph(*g);
+  EXPECT_EQ(Count(*g, "MatMul"), 2);
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "Add" && n->name() == "residual") {
+      // The projection's rows arrive in x's [B, S] order: a plain add, which
+      // the GEMM can take as its epilogue.
+      EXPECT_EQ(n->input(1)->type().shape, (Ints{B, S, E}));
+    }
+    if (n->op_type() != ops::kFusedAttentionOp) continue;
+    auto a = ops::ReadFusedAttention(*n);
+    ASSERT_TRUE(a.ok());
+    // Rows written b-major: the row (query) stride is one row of E, batch b jumps S rows.
+    EXPECT_EQ(a->y.row, E);
+    EXPECT_EQ(a->out_shape, (Ints{B * S, E}));
   }
 }
 
