@@ -302,6 +302,41 @@ Value* RowWiseInput(Node* u) {
   return x;
 }
 
+// Clones the row-wise ops `rowwise` (in order, each reading the previous) onto
+// `rows`, before `before`; returns the last clone's output.
+Result<Value*> CloneRowWise(ir::Graph& g, const std::vector<Node*>& rowwise, Value* rows, Node* before) {
+  Value* cur = rows;
+  for (Node* old : rowwise) {
+    std::vector<Value*> inputs = old->inputs();
+    for (Value*& in : inputs)
+      if (in == RowWiseInput(old)) in = cur;
+    Node* clone = g.InsertNodeBefore(before, old->op_type(), old->name(), inputs, 1);
+    clone->attrs() = old->attrs();
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*clone));
+    clone->output(0)->set_type(types[0]);
+    clone->output(0)->set_name(old->output(0)->name() + "/rows");
+    cur = clone->output(0);
+  }
+  return cur;
+}
+
+// `node` (just inserted, one output) takes over `old`'s uses and name; its
+// inferred type must be old's (else kInternal naming `what`).
+Result<Value*> TakeOver(ir::Graph& g, Node* node, Value* old, const std::string& what) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*node));
+  if (!(types[0] == old->type())) {
+    return Internal(ir::NodeDescription(*node) + ": " + what + " has type " + types[0].ToString() + ", expected " +
+                    old->type().ToString());
+  }
+  Value* out = node->output(0);
+  out->set_type(types[0]);
+  const std::string name = old->name();
+  old->set_name(name + "/unmoved");
+  out->set_name(name);
+  g.ReplaceAllUsesWith(old, out);
+  return out;
+}
+
 // The transpose in front of a projection: `base` = R_k(...R_1(Transpose(x))...)
 // with row-wise ops R and a transpose that keeps the last axis, every value in
 // between used once. The ops are rebuilt on x and the transpose moved after
@@ -326,33 +361,11 @@ Result<Value*> SinkTransposeInto(ir::Graph& g, Value* base) {
     ops.push_back(p);
     v = x;
   }
-  Value* cur = transpose->input(0);
-  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-    Node* old = *it;
-    std::vector<Value*> inputs = old->inputs();
-    for (Value*& in : inputs)
-      if (in == RowWiseInput(old)) in = cur;
-    Node* clone = g.InsertNodeBefore(ops.front(), old->op_type(), old->name(), inputs, 1);
-    clone->attrs() = old->attrs();
-    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*clone));
-    clone->output(0)->set_type(types[0]);
-    clone->output(0)->set_name(old->output(0)->name() + "/rows");
-    cur = clone->output(0);
-  }
-  Node* moved = g.InsertNodeBefore(ops.front(), transpose->op_type(), transpose->name(), {cur}, 1);
+  std::reverse(ops.begin(), ops.end());  // R_1 first
+  KEEL_ASSIGN_OR_RETURN(Value* rows, CloneRowWise(g, ops, transpose->input(0), ops.back()));
+  Node* moved = g.InsertNodeBefore(ops.back(), transpose->op_type(), transpose->name(), {rows}, 1);
   moved->attrs() = transpose->attrs();
-  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*moved));
-  if (!(types[0] == base->type())) {
-    return Internal(ir::NodeDescription(*moved) + ": moved transpose has type " + types[0].ToString() +
-                    ", expected " + base->type().ToString());
-  }
-  Value* out = moved->output(0);
-  out->set_type(types[0]);
-  const std::string name = base->name();
-  base->set_name(name + "/unmoved");
-  out->set_name(name);
-  g.ReplaceAllUsesWith(base, out);
-  return out;
+  return TakeOver(g, moved, base, "moved transpose");
 }
 
 // The transpose behind the attention's output projection (batch-first PyTorch
@@ -414,33 +427,10 @@ std::optional<StridedView> TransposedRowsView(const OutputTranspose& t, const Va
 // Rebuilds t's row-wise ops on `rows` (the attention's output, the rows in the
 // transposed order) and replaces the transpose's output by their result.
 Status RebuildAfterTranspose(ir::Graph& g, const OutputTranspose& t, Value* rows) {
-  Value* cur = rows;
-  for (Node* old : t.rowwise) {
-    std::vector<Value*> inputs = old->inputs();
-    for (Value*& in : inputs)
-      if (in == RowWiseInput(old)) in = cur;
-    Node* clone = g.InsertNodeBefore(t.transpose, old->op_type(), old->name(), inputs, 1);
-    clone->attrs() = old->attrs();
-    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*clone));
-    clone->output(0)->set_type(types[0]);
-    clone->output(0)->set_name(old->output(0)->name() + "/rows");
-    cur = clone->output(0);
-  }
-  Value* z = t.transpose->output(0);
+  KEEL_ASSIGN_OR_RETURN(Value* cur, CloneRowWise(g, t.rowwise, rows, t.transpose));
   Node* view = g.InsertNodeBefore(t.transpose, "keel.Reshape", t.transpose->name(), {cur}, 1);
-  view->attrs().Set("shape", z->type().shape);
-  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*view));
-  if (!(types[0] == z->type())) {
-    return Internal(ir::NodeDescription(*view) + ": rows after the moved transpose have type " +
-                    types[0].ToString() + ", expected " + z->type().ToString());
-  }
-  Value* moved = view->output(0);
-  moved->set_type(types[0]);
-  const std::string name = z->name();
-  z->set_name(name + "/unmoved");
-  moved->set_name(name);
-  g.ReplaceAllUsesWith(z, moved);
-  return Status::Ok();
+  view->attrs().Set("shape", t.transpose->output(0)->type().shape);
+  return TakeOver(g, view, t.transpose->output(0), "the rows after the moved transpose").status();
 }
 
 }  // namespace
