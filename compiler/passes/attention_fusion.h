@@ -22,6 +22,11 @@
 // (row-wise ops — a MatMul by a 2-D weight, a bias Add, a Cast — over
 // Transpose(x) keeping the last axis, as batch-first PyTorch exports), the
 // projection is rebuilt on x and the transpose moved behind it, into the views.
+// Symmetrically, when O' is merged by reshapes, projected by row-wise ops and
+// then transposed keeping the last axis (the output projection of the same
+// exports, transposed back to batch-first before the residual add), the node
+// writes its rows in the transposed order, the row-wise ops are rebuilt on them
+// and the transpose becomes a view.
 //
 // The target's predicate decides (element type, head widths its kernel takes);
 // without one the pass changes nothing (the CPU). Runs after mixed precision
