@@ -29,8 +29,8 @@ inline void CpuRelax() {
 // machine with more runnable threads than cores it lets the thread the spinner
 // is waiting for (a descheduled worker holding a chunk, or the caller) run
 // instead of burning the time slice. Measured on a shared 2-core machine
-// (load ~5): squeezenet1_1 at 2 threads took 7.7 ms per run with pure pause
-// spinning, 5.3 ms with yields (docs/MEASUREMENTS.md).
+// (load ~5): squeezenet1_1 at 2 threads took 6.7 ms per run with pure pause
+// spinning, 4.7 ms with yields (docs/MEASUREMENTS.md, "Two-thread scaling").
 template <typename Done>
 bool SpinUntil(Done done, int64_t micros) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
