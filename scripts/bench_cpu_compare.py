@@ -13,12 +13,13 @@ shared machine from favouring either side; each side's latency is the median ove
 medians and the ratio the median of the per-round ratios. Prints a table, writes
 DIR/compare-tT.json.
 
-With one thread, CPU time per run is measured too (it does not grow when other processes take the
-cores, which wall time on a shared 2-core machine does): ONNX Runtime's from this process's CPU
-clock, Keel's as the difference in child CPU time between a keel-bench run of 2N and one of N runs
-(cancelling loading and warm-up). Each side's CPU figure is the minimum over rounds.
+CPU time per run is measured too (it does not grow when other processes take the cores, which wall
+time on a shared 2-core machine does), over the same timed runs as the wall times: Keel's as keel-bench
+reports it (getrusage of its own process around the timed loop, every thread), ONNX Runtime's from
+this process's CPU clock around its timed runs (its pool threads included). Each side's CPU figure
+is the median over rounds.
 """
-import argparse, json, os, re, resource, statistics, subprocess, time
+import argparse, json, os, re, statistics, subprocess, time
 
 import numpy as np
 import onnxruntime as ort
@@ -43,12 +44,13 @@ def ort_feeds(models_dir, model):
 
 
 def ort_round(sess, feeds, runs, min_seconds):
-    samples, start = [], time.perf_counter()
+    """(median wall ms, CPU ms per run) of one round."""
+    samples, start, cpu = [], time.perf_counter(), time.process_time()
     while len(samples) < runs or time.perf_counter() - start < min_seconds:
         t = time.perf_counter()
         sess.run(None, feeds)
         samples.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(samples)
+    return statistics.median(samples), (time.process_time() - cpu) * 1e3 / len(samples)
 
 
 def keel_cmd(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
@@ -61,31 +63,9 @@ def keel_cmd(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
 
 
 def keel_round(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
-    return json.loads(subprocess.check_output(keel_cmd(keel_bench, exe, models_dir, model, threads, runs,
-                                                       min_seconds)))["median_ms"]
-
-
-def child_cpu_s(cmd):
-    # getrusage (microseconds), not os.times (clock ticks of 10 ms).
-    def used():
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return r.ru_utime + r.ru_stime
-    before = used()
-    subprocess.check_output(cmd)
-    return used() - before
-
-
-def keel_cpu_ms(keel_bench, exe, models_dir, model, runs):
-    one = child_cpu_s(keel_cmd(keel_bench, exe, models_dir, model, 1, runs, 0))
-    two = child_cpu_s(keel_cmd(keel_bench, exe, models_dir, model, 1, 2 * runs, 0))
-    return (two - one) * 1e3 / runs
-
-
-def ort_cpu_ms(sess, feeds, runs):
-    t = time.process_time()
-    for _ in range(runs):
-        sess.run(None, feeds)
-    return (time.process_time() - t) * 1e3 / runs
+    """(median wall ms, CPU ms per run) of one keel-bench process."""
+    r = json.loads(subprocess.check_output(keel_cmd(keel_bench, exe, models_dir, model, threads, runs, min_seconds)))
+    return r["median_ms"], r["cpu_ms"]
 
 
 def main():
@@ -114,20 +94,19 @@ def main():
             sess.run(None, feeds)
         keel, onnx, keel_cpu, onnx_cpu = [], [], [], []
         for _ in range(a.rounds):
-            keel.append(keel_round(a.keel_bench, exe, a.models_dir, m, a.threads, a.runs, a.min_seconds))
-            onnx.append(ort_round(sess, feeds, a.runs, a.min_seconds))
-            if a.threads == 1:
-                # Runs enough for about a second of wall time: the CPU clocks tick coarsely.
-                n = max(a.runs, int(1000 / max(keel[-1], 1e-3)))
-                keel_cpu.append(keel_cpu_ms(a.keel_bench, exe, a.models_dir, m, n))
-                onnx_cpu.append(ort_cpu_ms(sess, feeds, max(a.runs, int(1000 / max(onnx[-1], 1e-3)))))
+            wall_ms, cpu_ms = keel_round(a.keel_bench, exe, a.models_dir, m, a.threads, a.runs, a.min_seconds)
+            keel.append(wall_ms)
+            keel_cpu.append(cpu_ms)
+            wall_ms, cpu_ms = ort_round(sess, feeds, a.runs, a.min_seconds)
+            onnx.append(wall_ms)
+            onnx_cpu.append(cpu_ms)
         del sess
         rows.append({"model": m, "threads": a.threads, "keel_ms": round(statistics.median(keel), 4),
                      "ort_ms": round(statistics.median(onnx), 4),
                      "keel_over_ort": round(statistics.median(k / o for k, o in zip(keel, onnx)), 3),
                      "torch_ms": torch.get(m), "keelc_s": compile_s,
-                     "keel_cpu_ms": round(min(keel_cpu), 4) if keel_cpu else None,
-                     "ort_cpu_ms": round(min(onnx_cpu), 4) if onnx_cpu else None,
+                     "keel_cpu_ms": round(statistics.median(keel_cpu), 4),
+                     "ort_cpu_ms": round(statistics.median(onnx_cpu), 4),
                      "keel_rounds_ms": [round(x, 4) for x in keel], "ort_rounds_ms": [round(x, 4) for x in onnx]})
     result = {"threads": a.threads, "rounds": a.rounds, "onnxruntime": ort.__version__,
               "load_average_1min": round(load, 2), "finished_load_average_1min": round(os.getloadavg()[0], 2),

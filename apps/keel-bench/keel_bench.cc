@@ -8,7 +8,11 @@
 // Loads once, creates one VM, runs `warmup` times, then times each Run() with a
 // steady clock (Run returns when the outputs are ready, on every device) until
 // both `iterations` runs and `min-seconds` have passed. Prints median, p10, p90,
-// min and mean in milliseconds (one table row, or one JSON object with --json).
+// min and mean in milliseconds (one table row, or one JSON object with --json),
+// and the process's CPU time per timed run (getrusage RUSAGE_SELF around the
+// timed loop: user + system time of every thread, the pool's spinning
+// included, divided by the number of runs), which unlike wall time does not
+// grow when other processes take the cores.
 // Inputs not given get a deterministic pattern. Uses only the public API.
 // --profile: after the timing, runs `iterations` more times with a trace observer
 // and prints each invoke's median wall time (sorted, with its share of the run):
@@ -24,6 +28,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "apps/common/vm_env.h"
 #include "keel/vm.h"
@@ -66,6 +72,14 @@ class ProfileObserver : public keel::TraceObserver {
  private:
   std::map<uint32_t, Row> rows_;
 };
+
+// User + system CPU time of this process (all threads) so far, in seconds.
+double ProcessCpuSeconds() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+         static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) * 1e-6;
+}
 
 double Percentile(std::vector<double> sorted, double p) {
   const double pos = p * (sorted.size() - 1);
@@ -162,6 +176,7 @@ int main(int argc, char** argv) {
   }
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(iterations) * 4);
+  const double cpu_start = ProcessCpuSeconds();
   const auto start = Clock::now();
   while (static_cast<int>(ms.size()) < iterations ||
          std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
@@ -171,6 +186,7 @@ int main(int argc, char** argv) {
     if (!st.ok()) return Fail(st.ToString());
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
+  const double cpu_ms = (ProcessCpuSeconds() - cpu_start) * 1e3 / static_cast<double>(ms.size());
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   double mean = 0;
@@ -178,14 +194,14 @@ int main(int argc, char** argv) {
   const double median = Percentile(sorted, 0.5), p10 = Percentile(sorted, 0.1), p90 = Percentile(sorted, 0.9);
   if (json) {
     std::printf("{\"name\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"plan\": \"%.*s\", \"runs\": %zu, "
-                "\"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"min_ms\": %.4f, \"mean_ms\": %.4f}\n",
+                "\"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"min_ms\": %.4f, \"mean_ms\": %.4f, \"cpu_ms\": %.4f}\n",
                 name.c_str(), vm_options.device.c_str(), (*vm)->num_threads(),
                 static_cast<int>((*exe)->plan_strategy().size()), (*exe)->plan_strategy().data(), ms.size(), median,
-                p10, p90, sorted.front(), mean);
+                p10, p90, sorted.front(), mean, cpu_ms);
   } else {
-    std::printf("%-28s %-6s threads=%-2d runs=%-5zu median %.3f ms  p10 %.3f  p90 %.3f  min %.3f  mean %.3f\n",
+    std::printf("%-28s %-6s threads=%-2d runs=%-5zu median %.3f ms  p10 %.3f  p90 %.3f  min %.3f  mean %.3f  cpu %.3f\n",
                 name.c_str(), vm_options.device.c_str(), (*vm)->num_threads(), ms.size(), median, p10, p90,
-                sorted.front(), mean);
+                sorted.front(), mean, cpu_ms);
   }
   if (profile) {
     ProfileObserver observer;

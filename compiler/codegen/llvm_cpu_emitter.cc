@@ -44,7 +44,7 @@ Result<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const CpuTargetIn
 // Builds the module (unoptimized) for all kernels plus the ABI symbols.
 Result<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, const std::vector<KernelSpec>& kernels,
                                                   const std::string& library_id, const CpuTargetInfo& target,
-                                                  const llvm::TargetMachine& tm) {
+                                                  const llvm::TargetMachine& tm, bool vector_math) {
   auto m = std::make_unique<llvm::Module>("keel_kernels", ctx);
   m->setSourceFileName("keel_kernels");
   m->setTargetTriple(target.triple);
@@ -58,7 +58,7 @@ Result<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, const 
   new llvm::GlobalVariable(*m, id->getType(), true, llvm::GlobalValue::ExternalLinkage, id, "keel_kernel_library_id");
 
   std::set<std::string> names;
-  CpuFunctionAttrs attrs{target.cpu, target.features};
+  CpuFunctionAttrs attrs{target.cpu, target.features, vector_math};
   for (const KernelSpec& spec : kernels) {
     KEEL_RETURN_IF_ERROR(CheckKernelName(spec, {}, names));
     KEEL_RETURN_IF_ERROR(EmitCpuKernel(*spec.kernel, attrs, *m));
@@ -139,7 +139,8 @@ Result<std::string> EmitCpuKernelModuleIR(const std::vector<KernelSpec>& kernels
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(target, options.opt_level));
   llvm::LLVMContext ctx;
   QuietDiagnostics(ctx);
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm));
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm,
+                                                                               options.vector_math_library));
   if (optimized) Optimize(*m, *tm, options);
   return PrintModule(*m);
 }
@@ -153,7 +154,8 @@ Status EmitCpuKernelLibrary(const std::vector<KernelSpec>& kernels, const std::s
   {
     llvm::LLVMContext ctx;
     QuietDiagnostics(ctx);
-    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm));
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, BuildModule(ctx, kernels, library_id, target, *tm,
+                                                                               options.vector_math_library));
     Optimize(*m, *tm, options);
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager pm;

@@ -30,6 +30,9 @@ namespace keel::codegen {
 struct CpuFunctionAttrs {
   std::string cpu;       // "target-cpu" attribute, e.g. "x86-64-v3"
   std::string features;  // "target-features" attribute, e.g. "+avx2,+fma"
+  // The library is linked with glibc's libmvec: vector f32 exp/log of kLanes
+  // statements call its AVX2 / AVX-512 variants directly.
+  bool vector_math = false;
 };
 
 Status EmitCpuKernel(const KernelFunc& kernel, const CpuFunctionAttrs& attrs, llvm::Module& module);

@@ -8,10 +8,12 @@
 //
 // Waiting: a model runs dozens of short parallel loops back to back, and
 // waking a thread blocked in the kernel costs tens of microseconds. So workers
-// first spin (pause loop) for about kSpinMicros on the loop generation before
-// blocking on a condition variable, and the caller spins the same way for the
-// chunks to complete; blocking is only the fallback (the mutex then rules out
-// lost wake-ups). Between runs the workers are asleep after the spin window.
+// first spin (pause loop, yielding the core between polls so that a spinner
+// does not hold it from the thread it waits for when the machine has more
+// runnable threads than cores) for about kSpinMicros on the loop generation
+// before blocking on a condition variable, and the caller spins the same way
+// for the chunks to complete; blocking is only the fallback (the mutex then
+// rules out lost wake-ups). Between runs the workers are asleep after the spin window.
 // The caller waits for the chunks, not for the workers: a worker that is
 // descheduled (a busy machine) and claimed nothing does not delay the loop.
 //

@@ -142,6 +142,38 @@ TEST(Emitter, VectorizesTheGemmMicroKernel) {
   }
 }
 
+// A kLanes exp / log calls libmvec's variant of the target's vector width
+// (20 lanes: parts of 8 with AVX2, 16 with AVX-512, the last padded), never
+// one libm call per lane; without libmvec the intrinsic stays.
+TEST(Emitter, LanesExpLogCallLibmvec) {
+  auto k = std::make_shared<KernelFunc>("k0_lanes_exp");
+  int in = k->AddArg("in", DType::kF32, {20}, ArgAccess::kRead);
+  int out = k->AddArg("out", DType::kF32, {20}, ArgAccess::kWrite);
+  Expr j = k->NewVar("j");
+  Expr x = k->Load(in, {j});
+  k->set_body(For(j, 0, 20, LoopKind::kLanes, k->Store(out, {j}, Unary(UnaryOp::kExp, x) + Unary(UnaryOp::kLog, x))));
+  ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
+  KernelSpec spec;
+  spec.name = k->name();
+  spec.args = k->args();
+  spec.num_inputs = 1;
+  spec.kernel = k;
+  CpuTargetOptions o;
+  for (const auto& [cpu, prefix] : {std::pair<std::string, std::string>{"x86-64-v3", "_ZGVdN8v_"}, {"x86-64-v4", "_ZGVeN16v_"}}) {
+    o.cpu = cpu;
+    auto ir_text = EmitCpuKernelModuleIR({spec}, "id", o, true);
+    ASSERT_TRUE(ir_text.ok()) << ir_text.status().ToString();
+    EXPECT_NE(ir_text->find("@" + prefix + "expf("), std::string::npos) << cpu << "\n" << *ir_text;
+    EXPECT_NE(ir_text->find("@" + prefix + "logf("), std::string::npos) << cpu;
+    EXPECT_EQ(ir_text->find("@expf("), std::string::npos) << cpu;
+    EXPECT_EQ(ir_text->find("@logf("), std::string::npos) << cpu;
+  }
+  o.vector_math_library = false;
+  auto ir_text = EmitCpuKernelModuleIR({spec}, "id", o, false);
+  ASSERT_TRUE(ir_text.ok()) << ir_text.status().ToString();
+  EXPECT_EQ(ir_text->find("_ZGV"), std::string::npos);
+}
+
 TEST(Emitter, Avx512FunctionsUseZmmRegisters) {
   CpuTargetOptions o;
   o.cpu = "x86-64-v4";

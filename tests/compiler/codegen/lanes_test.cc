@@ -76,6 +76,45 @@ TEST(Lanes, MatchesScalarSemantics) {
   EXPECT_NEAR(last[0], static_cast<float>(kL - 1) + in[static_cast<size_t>(idx[kL - 1]) + kL], 1e-5);
 }
 
+// exp / log / erf of a kLanes statement (libmvec's vector variants on AVX2 and
+// AVX-512 hosts, in parts of the target's width with a padded last part): lane
+// counts below, at and between the widths, against libm.
+TEST(Lanes, VectorMathMatchesLibm) {
+  for (int64_t lanes : {3, 8, 12, 20, 32}) {
+    auto k = std::make_shared<KernelFunc>("k0_lanes_math");
+    int in = k->AddArg("in", DType::kF32, {lanes}, ArgAccess::kRead);
+    int o_exp = k->AddArg("o_exp", DType::kF32, {lanes}, ArgAccess::kWrite);
+    int o_log = k->AddArg("o_log", DType::kF32, {lanes}, ArgAccess::kWrite);
+    int o_erf = k->AddArg("o_erf", DType::kF32, {lanes}, ArgAccess::kWrite);
+    Expr j = k->NewVar("j");
+    Expr x = k->Load(in, {j});
+    k->set_body(For(j, 0, lanes, LoopKind::kLanes,
+                    Block({k->Store(o_exp, {j}, Unary(UnaryOp::kExp, x)),
+                           k->Store(o_log, {j}, Unary(UnaryOp::kLog, Unary(UnaryOp::kAbs, x) + FloatConst(0.25))),
+                           k->Store(o_erf, {j}, Unary(UnaryOp::kErf, x))})));
+    ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
+    KernelSpec spec;
+    spec.name = k->name();
+    spec.args = k->args();
+    spec.num_inputs = 1;
+    spec.kernel = k;
+    auto lib = CompileAndLoad({spec}, "lanes_math_" + std::to_string(lanes));
+    ASSERT_NE(lib, nullptr);
+    keel_cpu_kernel_fn fn = lib->Kernel(spec.name);
+    ASSERT_NE(fn, nullptr);
+    std::vector<float> x_in(static_cast<size_t>(lanes)), e(x_in.size(), -1), l(x_in.size(), -1), r(x_in.size(), -1);
+    for (size_t i = 0; i < x_in.size(); ++i) x_in[i] = std::sin(static_cast<float>(i) * 1.3f) * 9.0f;
+    std::vector<void*> args = {x_in.data(), e.data(), l.data(), r.data()};
+    keel_cpu_kernel_ctx ctx{nullptr, nullptr};
+    ASSERT_EQ(fn(args.data(), &ctx), 0);
+    for (size_t i = 0; i < x_in.size(); ++i) {
+      EXPECT_NEAR(e[i], std::exp(x_in[i]), 2e-6 * std::exp(x_in[i])) << lanes << " lanes, lane " << i;
+      EXPECT_NEAR(l[i], std::log(std::fabs(x_in[i]) + 0.25f), 2e-6) << lanes << " lanes, lane " << i;
+      EXPECT_NEAR(r[i], std::erf(x_in[i]), 2e-6) << lanes << " lanes, lane " << i;
+    }
+  }
+}
+
 TEST(Lanes, VerifierRules) {
   {
     KernelFunc k("k_bad_body");
