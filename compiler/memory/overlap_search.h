@@ -40,7 +40,7 @@
 // items around them in time and bytes and re-placed exactly under C, every
 // other item fixed (window_resolve.h; on 100- and 300-buffer perfect
 // packings the moves leave 2-20 items overlapping, which this places at
-// once: the optimum from 3 to 7 of 8 greedy starts at 100 buffers, 1 to 5 at
+// once: the optimum from 3 to 7 of 8 greedy starts at 100 buffers, 0 to 4 at
 // 300). When that fails too, the capacity is given up and the next, higher
 // one resumes from the state it left (the weights kept), not from the best
 // layout; when even T - 1 is given up, the budget doubles (up to

@@ -10,7 +10,7 @@
 // Why: overlap minimization (overlap_search.h) brings a layout of 10,000
 // buffers down to a capacity C until only a few dozen items still overlap,
 // and then often spends its whole budget without removing the last few
-// (on the 10,000-buffer perfect packings it gave up with 2-50 items
+// (on the 10,000-buffer perfect packings it gave up with 2-80 items
 // overlapping). Those items and the items living inside the same stretch of
 // time form a small problem that the complete search decides at once
 // (MiniMalloc's "decomposition", here around the conflict, with the
