@@ -50,8 +50,9 @@ Start GreedyStart(const std::vector<TensorLifetime>& ts) {
 TEST(OverlapSearch, LowersGreedyLayoutsOfPerfectPackings) {
   // The optimum is 1 MiB by construction; the greedy construction is 3-43%
   // above it on all eight. A local search: it reaches the optimum on
-  // some, lowers the top on most, and gets stuck (no byte lower within its
-  // budget) on a few.
+  // most (7: the window repairs place the last few overlapping items; 3
+  // without them), and gets stuck (no byte lower within its budget) on a
+  // few.
   const uint64_t optimum = uint64_t{1} << 20;
   int above = 0, lowered = 0, reached = 0;
   for (uint32_t seed = 1; seed <= 8; ++seed) {
@@ -72,7 +73,7 @@ TEST(OverlapSearch, LowersGreedyLayoutsOfPerfectPackings) {
   }
   EXPECT_GE(above, 6);
   EXPECT_GE(lowered, 5);
-  EXPECT_GE(reached, 3);
+  EXPECT_GE(reached, 6);
 }
 
 TEST(OverlapSearch, ValidAndNoHigherOnRandomLifetimes) {
