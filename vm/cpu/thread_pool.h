@@ -2,9 +2,10 @@
 // keel_cpu_kernel_ctx.parallel_for.
 //
 // Threads are created once (with the VM). ParallelFor splits [0, n) into
-// chunks (about 4 per thread, at least one index each) that the caller and the
-// workers claim with one atomic counter, so a call allocates nothing; with one
-// thread (or n == 1) it runs the body inline.
+// chunks (one contiguous range per thread, plus a remainder; at least one index
+// each) that the caller and the workers claim in order with one atomic
+// counter, so a call allocates nothing; with one thread (or n == 1) it runs the
+// body inline.
 //
 // Waiting: a model runs dozens of short parallel loops back to back, and
 // waking a thread blocked in the kernel costs tens of microseconds. So workers
