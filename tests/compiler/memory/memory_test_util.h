@@ -43,6 +43,19 @@ inline std::vector<internal::PackingItem> ItemsOf(const std::vector<TensorLifeti
   return items;
 }
 
+// No two live-together items share a byte; every offset aligned.
+inline bool ValidPacking(const std::vector<internal::PackingItem>& items, const std::vector<uint64_t>& offsets) {
+  for (size_t a = 0; a < items.size(); ++a) {
+    if (offsets[a] % items[a].alignment != 0) return false;
+    for (size_t b = a + 1; b < items.size(); ++b) {
+      const bool live_together = items[a].begin < items[b].end && items[b].begin < items[a].end;
+      const bool share = offsets[a] < offsets[b] + items[b].size && offsets[b] < offsets[a] + items[a].size;
+      if (live_together && share) return false;
+    }
+  }
+  return true;
+}
+
 inline bool Meets(const TensorLifetime& a, const TensorLifetime& b) {
   return std::max(a.first_use, b.first_use) <= std::min(a.last_use, b.last_use);
 }

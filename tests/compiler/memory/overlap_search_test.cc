@@ -20,18 +20,6 @@ uint64_t Top(const std::vector<internal::PackingItem>& items, const std::vector<
   return top;
 }
 
-// No two live-together items share a byte; every offset aligned.
-bool Valid(const std::vector<internal::PackingItem>& items, const std::vector<uint64_t>& offsets) {
-  for (size_t a = 0; a < items.size(); ++a) {
-    if (offsets[a] % items[a].alignment != 0) return false;
-    for (size_t b = a + 1; b < items.size(); ++b) {
-      const bool live_together = items[a].begin < items[b].end && items[b].begin < items[a].end;
-      const bool share = offsets[a] < offsets[b] + items[b].size && offsets[b] < offsets[a] + items[a].size;
-      if (live_together && share) return false;
-    }
-  }
-  return true;
-}
 
 struct Start {
   std::vector<internal::PackingItem> items;
@@ -63,7 +51,7 @@ TEST(OverlapSearch, LowersGreedyLayoutsOfPerfectPackings) {
     internal::RefineLimits limits;
     limits.max_moves = 200000;
     const internal::RefineResult r = internal::MinimizeOverlap(s.items, s.graph, s.layout, optimum, limits);
-    ASSERT_TRUE(Valid(s.items, r.offsets)) << "seed " << seed;
+    ASSERT_TRUE(testing::ValidPacking(s.items, r.offsets)) << "seed " << seed;
     EXPECT_EQ(r.top, Top(s.items, r.offsets));
     EXPECT_LE(r.top, greedy_top) << "seed " << seed;
     EXPECT_GE(r.top, optimum);
@@ -90,7 +78,7 @@ TEST(OverlapSearch, ValidAndNoHigherOnRandomLifetimes) {
     internal::RefineLimits limits;
     limits.max_moves = 20000;
     const internal::RefineResult r = internal::MinimizeOverlap(s.items, s.graph, s.layout, bound, limits);
-    ASSERT_TRUE(Valid(s.items, r.offsets)) << "seed " << seed;
+    ASSERT_TRUE(testing::ValidPacking(s.items, r.offsets)) << "seed " << seed;
     EXPECT_LE(r.top, Top(s.items, s.layout)) << "seed " << seed;
     EXPECT_GE(r.top, bound) << "seed " << seed;
   }
@@ -105,7 +93,7 @@ TEST(OverlapSearch, AZeroLowerBoundIsSafe) {
     internal::RefineLimits limits;
     limits.max_moves = 20000;
     const internal::RefineResult r = internal::MinimizeOverlap(s.items, s.graph, s.layout, 0, limits);
-    ASSERT_TRUE(Valid(s.items, r.offsets)) << "seed " << seed;
+    ASSERT_TRUE(testing::ValidPacking(s.items, r.offsets)) << "seed " << seed;
     EXPECT_LE(r.top, Top(s.items, s.layout)) << "seed " << seed;
   }
 }
@@ -120,7 +108,7 @@ TEST(OverlapSearch, SameInputSameLayoutAndTheBudgetHolds) {
   EXPECT_EQ(a.moves, b.moves);
   EXPECT_LE(a.moves, limits.max_moves);
   EXPECT_FALSE(a.stopped_by_deadline);
-  EXPECT_TRUE(Valid(s.items, a.offsets));
+  EXPECT_TRUE(testing::ValidPacking(s.items, a.offsets));
 }
 
 }  // namespace

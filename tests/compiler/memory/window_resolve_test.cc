@@ -24,18 +24,6 @@ uint64_t Top(const std::vector<PackingItem>& items, const std::vector<uint64_t>&
   return top;
 }
 
-// No two live-together items share a byte; every offset aligned.
-bool Valid(const std::vector<PackingItem>& items, const std::vector<uint64_t>& offsets) {
-  for (size_t a = 0; a < items.size(); ++a) {
-    if (offsets[a] % items[a].alignment != 0) return false;
-    for (size_t b = a + 1; b < items.size(); ++b) {
-      const bool live_together = items[a].begin < items[b].end && items[b].begin < items[a].end;
-      const bool share = offsets[a] < offsets[b] + items[b].size && offsets[b] < offsets[a] + items[a].size;
-      if (live_together && share) return false;
-    }
-  }
-  return true;
-}
 
 internal::OverlapGraph Graph(const std::vector<PackingItem>& items) {
   internal::OverlapGraph graph;
@@ -62,12 +50,12 @@ TEST(WindowResolve, LowersALayoutWithAHole) {
   const std::vector<PackingItem> items = {{16, 1, 0, 2}, {8, 1, 0, 2}, {32, 1, 2, 4}};
   const internal::OverlapGraph graph = Graph(items);
   std::vector<uint64_t> offsets = {0, 24, 0};
-  ASSERT_TRUE(Valid(items, offsets));
+  ASSERT_TRUE(testing::ValidPacking(items, offsets));
   const internal::WindowOutcome r =
       internal::ResolveWindow(items, graph, &offsets, internal::ItemsInWindow(items, offsets, {1}, 0, 32), 24, {});
   ASSERT_TRUE(r.placed);
   EXPECT_EQ(r.freed, 2u);
-  EXPECT_TRUE(Valid(items, offsets));
+  EXPECT_TRUE(testing::ValidPacking(items, offsets));
   EXPECT_EQ(offsets[2], 0u);  // fixed
   EXPECT_LE(offsets[0] + 16, 24u);
   EXPECT_LE(offsets[1] + 8, 24u);
@@ -91,7 +79,7 @@ TEST(WindowResolve, ClearsOverlapsAndFreesSandwichedItems) {
   r = internal::ResolveWindow(items, graph, &offsets, {0, 1, 3}, 40, {});
   ASSERT_TRUE(r.placed);
   EXPECT_EQ(r.freed, 4u);
-  EXPECT_TRUE(Valid(items, offsets));
+  EXPECT_TRUE(testing::ValidPacking(items, offsets));
   EXPECT_EQ(offsets[4], 32u);
   for (int i = 0; i < 4; ++i) EXPECT_LE(offsets[i] + 8, 32u);
 }
@@ -115,7 +103,7 @@ TEST(WindowResolve, RandomWindowsNeverBreakOrRaiseALayout) {
     const std::vector<PackingItem> items = testing::ItemsOf(testing::RandomLifetimes(seed, 60, 30, 4096, true));
     const internal::OverlapGraph graph = Graph(items);
     const std::vector<uint64_t> start = internal::ConstructLayout(items, graph);
-    ASSERT_TRUE(Valid(items, start));
+    ASSERT_TRUE(testing::ValidPacking(items, start));
     const uint64_t top = Top(items, start);
     std::mt19937 rng(seed);
     for (int trial = 0; trial < 8; ++trial) {
@@ -125,7 +113,7 @@ TEST(WindowResolve, RandomWindowsNeverBreakOrRaiseALayout) {
       const std::vector<int32_t> freed =
           internal::ItemsInWindow(items, offsets, {seed_item}, static_cast<int64_t>(rng() % 10), rng() % 4096);
       const internal::WindowOutcome r = internal::ResolveWindow(items, graph, &offsets, freed, capacity, {});
-      ASSERT_TRUE(Valid(items, offsets)) << "seed " << seed << " trial " << trial;
+      ASSERT_TRUE(testing::ValidPacking(items, offsets)) << "seed " << seed << " trial " << trial;
       EXPECT_LE(Top(items, offsets), top);
       EXPECT_GE(r.freed, freed.size());
       if (!r.placed) {
