@@ -54,6 +54,17 @@ class LoadedLibrary {
   keel_cpu_kernel_fn Kernel(const std::string& name) const;
 };
 
+// The spec of a hand-written kernel: its name and arguments, the first
+// `num_inputs` of them inputs.
+inline KernelSpec SpecOf(std::shared_ptr<const KernelFunc> k, int num_inputs) {
+  KernelSpec spec;
+  spec.name = k->name();
+  spec.args = k->args();
+  spec.num_inputs = num_inputs;
+  spec.kernel = std::move(k);
+  return spec;
+}
+
 // Emits `specs` into a fresh temp dir and dlopens the result; nullptr + test failure on error.
 std::unique_ptr<LoadedLibrary> CompileAndLoad(const std::vector<KernelSpec>& specs, const std::string& library_id);
 

@@ -153,11 +153,7 @@ TEST(Emitter, LanesExpLogCallLibmvec) {
   Expr x = k->Load(in, {j});
   k->set_body(For(j, 0, 20, LoopKind::kLanes, k->Store(out, {j}, Unary(UnaryOp::kExp, x) + Unary(UnaryOp::kLog, x))));
   ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
-  KernelSpec spec;
-  spec.name = k->name();
-  spec.args = k->args();
-  spec.num_inputs = 1;
-  spec.kernel = k;
+  const KernelSpec spec = SpecOf(k, 1);
   CpuTargetOptions o;
   for (const auto& [cpu, prefix] : {std::pair<std::string, std::string>{"x86-64-v3", "_ZGVdN8v_"}, {"x86-64-v4", "_ZGVeN16v_"}}) {
     o.cpu = cpu;

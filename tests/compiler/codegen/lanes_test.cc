@@ -45,11 +45,7 @@ std::shared_ptr<KernelFunc> LanesKernel() {
 TEST(Lanes, MatchesScalarSemantics) {
   std::shared_ptr<KernelFunc> k = LanesKernel();
   ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
-  KernelSpec spec;
-  spec.name = k->name();
-  spec.args = k->args();
-  spec.num_inputs = 2;
-  spec.kernel = k;
+  const KernelSpec spec = SpecOf(k, 2);
   auto lib = CompileAndLoad({spec}, "lanes");
   ASSERT_NE(lib, nullptr);
   keel_cpu_kernel_fn fn = lib->Kernel(spec.name);
@@ -93,11 +89,7 @@ TEST(Lanes, VectorMathMatchesLibm) {
                            k->Store(o_log, {j}, Unary(UnaryOp::kLog, Unary(UnaryOp::kAbs, x) + FloatConst(0.25))),
                            k->Store(o_erf, {j}, Unary(UnaryOp::kErf, x))})));
     ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
-    KernelSpec spec;
-    spec.name = k->name();
-    spec.args = k->args();
-    spec.num_inputs = 1;
-    spec.kernel = k;
+    const KernelSpec spec = SpecOf(k, 1);
     auto lib = CompileAndLoad({spec}, "lanes_math_" + std::to_string(lanes));
     ASSERT_NE(lib, nullptr);
     keel_cpu_kernel_fn fn = lib->Kernel(spec.name);
