@@ -35,7 +35,7 @@ prepare() {
   local models=${1:-resnet50,mobilenet_v2,convnext_tiny,bert_base}
   local stage=.gpu/half
   KEEL_ZOO_STAGE=$stage scripts/zoo-gpu.sh prepare-onnx "$models"
-  cp scripts/half-gpu.sh "${KEEL_SHARED_DIR:-../shared}/anchors/torch_latency.py" "$stage/common/"
+  cp scripts/half-gpu.sh scripts/ncu_summary.py "${KEEL_SHARED_DIR:-../shared}/anchors/torch_latency.py" "$stage/common/"
   echo "device calls, one per group:"
   for g in $(ls -d "$stage"/g* | sort -V); do
     echo "  carry [\"$stage/common\", \"$g\"]  command: bash $stage/common/half-gpu.sh run $(basename "$g")"
@@ -53,21 +53,7 @@ ncu_kernels() {
   local tuning=(--tuning-file "$work/$tag.tuning")
   timeout 300 ncu "${flags[@]}" --metrics gpu__time_duration.sum --csv "$bin/keel-cuda-time" "$k" --warmup 0 \
     --iterations 1 --input "input=$input" "${tuning[@]}" >"$out/ncu_$tag.csv" 2>"$out/ncu_$tag.err" || true
-  python3 - "$out/ncu_$tag.csv" >"$out/ncu_$tag.txt" <<'PY'
-import collections, csv, json, re, sys
-lines = open(sys.argv[1]).read().splitlines()
-timing = next(json.loads(l) for l in lines if l.startswith("{"))
-rows = list(csv.DictReader(l for l in lines if l.startswith('"')))
-n = timing["launches"] - 2  # one inference's kernels: the last ones (less the input and output copies)
-agg = collections.defaultdict(lambda: [0, 0.0])
-for r in rows[-n:]:
-    key = re.sub(r"\(.*", "", r["Kernel Name"])[:70] + " grid=" + r["Grid Size"].replace(" ", "")
-    agg[key][0] += 1
-    agg[key][1] += float(r["Metric Value"].replace(",", "")) / 1000
-print(f"{sum(v[1] for v in agg.values()):.1f} us in {n} kernels (compute_ms of keel-cuda-time: {timing['compute_ms']})")
-for key, (count, us) in sorted(agg.items(), key=lambda x: -x[1][1]):
-    print(f"{us:9.1f} us {count:4d} x {us / count:7.2f}  {key}")
-PY
+  python3 "$here/ncu_summary.py" "$out/ncu_$tag.csv" >"$out/ncu_$tag.txt"
   if [ -n "${KEEL_HALF_NCU_DETAIL:-}" ]; then
     timeout 300 ncu "${flags[@]}" -k "regex:$KEEL_HALF_NCU_DETAIL" -s "${KEEL_HALF_NCU_SKIP:-0}" -c 1 \
       --section SpeedOfLight --section WarpStateStats --section SourceCounters --section InstructionStats \
