@@ -131,7 +131,6 @@ const ir::Value* OtherOperand(const ir::Node& n, const ir::Value* prev) {
   return nullptr;
 }
 
-// The registry's epilogue role of a chain node.
 // Gelu with approximate = "tanh" (a model's own, or a half one, see
 // passes/mixed_precision.h).
 bool IsTanhGelu(const ir::Node& n) {
@@ -140,6 +139,7 @@ bool IsTanhGelu(const ir::Node& n) {
   return approx.ok() && *approx == "tanh";
 }
 
+// The registry's epilogue role of a chain node.
 ops::EpilogueRole RoleOf(const ir::Node& n) {
   const ops::OpDef* def = ops::FindOp(n);
   return def ? def->epilogue : ops::EpilogueRole::kNone;

@@ -17,7 +17,9 @@
 // typed graph after BatchNormalization folding (the weight is final) and
 // before mixed precision and channels-last (the new Pad and SpaceToDepth nodes
 // are converted and laid out like any other). Deterministic: the new nodes
-// and constants are named after the convolution. The output type is checked.
+// are named after the convolution, a rearranged weight after the weight (one
+// per weight, stride and channel count, shared by the convolutions that read
+// it). The output type is checked.
 //
 // Errors: Internal when the rewritten convolution's type differs from the old.
 // Thread-safety: one graph at a time per pass object.
