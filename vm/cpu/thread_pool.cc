@@ -123,9 +123,9 @@ void ThreadPool::ParallelFor(int64_t n, keel_parallel_body_fn body, void* closur
   // about 4 smaller chunks per thread (claimed in a different order each run)
   // the lines moved between the cores' caches. The regions are balanced
   // (docs/MEASUREMENTS.md, "Two-thread scaling"), so little balancing is lost:
-  // at 2 threads, quiet machine, tiny_bert 1.05 -> 0.97 ms, bert_base 110 ->
-  // 104, squeezenet1_1 3.50 -> 3.39, mobilenet_v2 4.12 -> 3.96, ResNet-50 and
-  // ConvNeXt-T unchanged ("Chunks per thread").
+  // at 2 threads on a quiet machine, new / old wall time tiny_bert 0.92,
+  // mobilenet_v2 0.97, squeezenet1_1 0.98, resnet18 1.02, bert_base 110 -> 104
+  // ms, ResNet-50 and ConvNeXt-T unchanged ("Chunks per thread").
   const int64_t chunk = std::max<int64_t>(1, n / threads);
   const int64_t chunks = (n + chunk - 1) / chunk;
   tag_ = (tag_ + 1) & ((uint64_t{1} << (64 - kIndexBits)) - 1);
