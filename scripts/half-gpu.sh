@@ -6,7 +6,15 @@
 #
 #   scripts/half-gpu.sh prepare [MODELS]      # here: export with compact weights, check on the
 #                                             # CPU, stage .gpu/half (scripts/zoo-gpu.sh prepare-onnx)
-#   (device) bash .gpu/half/common/half-gpu.sh run GROUP [--compile] [--precisions LIST]
+#   (device) bash .gpu/half/common/half-gpu.sh run GROUP [--compile] [--compile-form F] [--precisions LIST]
+#                                             [--models M1,M2] [--batches small|large|both]
+#   (device) bash .gpu/half/common/half-gpu.sh multi GROUP [run options] -- MODEL:BATCH:FORM ...
+#
+# multi: one run per job, spread over the machine's GPUs (CUDA_VISIBLE_DEVICES; jobs of one GPU
+# in turn, the GPUs side by side), each job one model at one batch (small = 1, large = 32 or 8)
+# whose torch.compile covers FORM (nchw or cl) alone: a multi-GPU machine fits the CNNs'
+# max-autotune compiles (minutes each) in one call. Writes $OUT/results.txt (every job's) and
+# $OUT/multi.tar.gz (every job's logs).
 #
 # LIST: comma-separated keelc precisions (default fp32,fp16,bf16); P-L also sets keelc
 # --layout L (fp16-nchw: the half build without the channels-last pass, for comparison).
@@ -22,7 +30,9 @@
 # TF32: the fp32 executable timed with --allow-tf32. Writes $OUT/results.txt, $OUT/half.json.
 # KEEL_HALF_KERNELS=P (a precision of LIST): also keel-cuda-time --kernels for P's executables,
 # the device time of every kernel (logs.tar.gz: kernels_MODEL.P.bBATCH.txt). KEEL_HALF_TORCH=0
-# skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch).
+# skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch);
+# KEEL_HALF_TORCH_TIMEOUT=S bounds each PyTorch run (default 500 s: a max-autotune compile
+# included).
 # KEEL_HALF_NCU=P: the device time of every kernel from Nsight Compute (ncu_MODEL.P.bBATCH.txt),
 # without the launch overheads that --kernels includes, with the timing run's library choices
 # (its tuning file).
@@ -64,12 +74,26 @@ ncu_kernels() {
   fi
 }
 
+# keelc's bundle, unpacked into $2 once per bundle: a warm machine keeps the last one, a new
+# bundle replaces it.
+unpack_keelc() {
+  local stage=$1 kdir=$2 sum
+  sum=$(md5sum <"$stage/common/keelc-bundle.tar.xz")
+  if [ ! -x "$kdir/keelc/keelc" ] || [ "$(cat "$kdir/bundle.md5" 2>/dev/null)" != "$sum" ]; then
+    rm -rf "$kdir" && mkdir -p "$kdir" && echo "$sum" >"$kdir/bundle.md5" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
+      "$stage/common/keelc-bundle.tar.xz" "$kdir"
+  fi
+}
+
 run() {
   local group=$1; shift
-  local compile="" precisions="fp32 fp16 bf16"
+  local compile="" cform="" precisions="fp32 fp16 bf16" only_models="" batches=both
   while [ $# -gt 0 ]; do
     case $1 in
       --compile) compile=max-autotune ;;
+      --compile-form) cform=$2; shift ;;
+      --models) only_models=${2//,/ }; shift ;;
+      --batches) batches=$2; shift ;;
       --precisions) precisions=${2//,/ }; shift ;;
       *) echo "half-gpu.sh run: unknown option $1"; exit 2 ;;
     esac
@@ -82,16 +106,11 @@ run() {
   work=$(mktemp -d /tmp/keel-half.XXXXXX); out=$(mktemp -d /tmp/keel-half-logs.XXXXXX)
   mkdir -p "$final"
   trap 'cp "$out/results.txt" "$out/half.json" "$final/" 2>/dev/null; tar -czf "$final/logs.tar.gz" -C "$out" . 2>/dev/null' EXIT
-  # Unpacked once per bundle: a warm machine keeps the last one, a new bundle replaces it.
-  local sum; sum=$(md5sum <"$stage/common/keelc-bundle.tar.xz")
-  if [ ! -x "$kdir/keelc/keelc" ] || [ "$(cat "$kdir/bundle.md5" 2>/dev/null)" != "$sum" ]; then
-    rm -rf "$kdir" && mkdir -p "$kdir" && echo "$sum" >"$kdir/bundle.md5" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
-      "$stage/common/keelc-bundle.tar.xz" "$kdir"
-  fi
+  unpack_keelc "$stage" "$kdir"
   local bin=$stage/common/bin
   echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
   local g=$stage/$group models m b p
-  models=$(cat "$g/models.txt")
+  models=${only_models:-$(cat "$g/models.txt")}
   # 1. Every (model, batch, precision) compiled up front, several at a time (keelc is mostly
   #    one thread; the machine has 16 cores): a job list of "model batch precision shape".
   : >"$work/jobs.txt"
@@ -102,8 +121,10 @@ run() {
     local shape big
     shape=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['input_shape'][1:])))" "$g/$m.json")
     big=8; [ "$(echo "$shape" | tr ',' '\n' | wc -l)" = 3 ] && big=32
-    echo "$m $big" >>"$work/batches.txt"
-    for b in 1 $big; do
+    local these="1 $big"
+    case $batches in small) these=1 ;; large) these=$big ;; esac
+    echo "$m $big $these" >>"$work/batches.txt"
+    for b in $these; do
       # Entry 0 is the reference input; entry i its flat values rotated by 7i (distinct
       # entries, so that a kernel mixing up the batch shows in the large-batch accuracy).
       python3 -c "import sys, numpy as np; x=np.fromfile(sys.argv[1],np.float32)
@@ -141,21 +162,21 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
   done <"$work/jobs.txt"
   # 3. PyTorch fp16: NCHW and (image models) channels-last, CUDA-graph replay; torch.compile on request.
   [ "${KEEL_HALF_TORCH:-1}" = 0 ] && : >"$work/batches.txt"  # Keel only (its columns still print)
-  while read -r m big; do
-    for b in 1 $big; do
+  while read -r m big these; do
+    for b in $these; do
       for form in nchw $([ "$big" = 32 ] && echo cl); do
         local flags=""; [ "$form" = cl ] && flags=--channels-last
-        [ -n "$compile" ] && flags="$flags --compile $compile"
-        timeout 500 python3 "$stage/common/torch_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
+        [ -n "$compile" ] && [ -z "$cform" -o "$cform" = "$form" ] && flags="$flags --compile $compile"
+        timeout "${KEEL_HALF_TORCH_TIMEOUT:-500}" python3 "$stage/common/torch_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
           --iters 50 --out "$out/torch_$m.b$b.$form.json" >"$out/torch_$m.b$b.$form.log" 2>&1 \
           || echo "$m b$b: torch ($form) failed: $(tail -1 "$out/torch_$m.b$b.$form.log")" | tee -a "$out/results.txt"
       done
     done
   done <"$work/batches.txt"
-  python3 - "$stage/$group" "$work" "$out" "$precisions" <<'PY' | tee -a "$out/results.txt"
+  python3 - "$stage/$group" "$work" "$out" "$precisions" "$models" <<'PY' | tee -a "$out/results.txt"
 import glob, json, os, sys
 import numpy as np
-g, work, out, precisions = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+g, work, out, precisions, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split()
 def load(path):
     try:
         j = json.load(open(path))
@@ -163,7 +184,7 @@ def load(path):
     except Exception:
         return None
 rows, acc = [], []
-for m in open(os.path.join(g, "models.txt")).read().split():
+for m in models:
     meta = json.load(open(os.path.join(g, m + ".json")))
     ref = np.fromfile(os.path.join(g, m + ".output.bin"), dtype=np.float32).astype(np.float64)
     classifier = len(meta["output_shape"]) == 2
@@ -204,7 +225,7 @@ for m, p, err, top1, status in acc:
     print("  %-14s %-9s %10s  top-1 %-5s %s" % (m, p, "%.2e" % err if err is not None else "-", {True: "same", False: "DIFF", None: "-"}[top1], status))
 f = lambda v: "%.3f" % v if v else "-"
 print("\nlatency, ms (Keel compute_ms: graph replay less copies; PyTorch fp16 CUDA-graph replay, input on the GPU):")
-hdr = ["model", "batch"] + ["keel " + p for p in precisions + ["tf32"]] + ["torch fp16", "torch fp16 CL", "torch compile", "fp16/torch", "fp16 items/s"]
+hdr = ["model", "batch"] + ["keel " + p for p in precisions + ["tf32"]] + ["torch fp16", "torch fp16 CL", "torch compile", "fp16/torch", "fp16/compiled", "fp16 items/s"]
 print("  " + " ".join("%-13s" % h for h in hdr))
 for r in rows:
     torch_best = min([v for v in (r["torch_fp16_nchw"], r["torch_fp16_cl"]) if v] or [0]) or None
@@ -213,6 +234,7 @@ for r in rows:
     cells = [r["model"], str(r["batch"])] + [f(r.get("keel_" + p)) for p in precisions + ["tf32"]] + \
             [f(r["torch_fp16_nchw"]), f(r["torch_fp16_cl"]), f(comp),
              "%.2f" % (k16 / torch_best) if k16 and torch_best else "-",
+             "%.2f" % (k16 / comp) if k16 and comp else "-",
              "%.0f" % (r["batch"] * 1000 / k16) if k16 else "-"]
     print("  " + " ".join("%-13s" % c for c in cells))
 json.dump({"accuracy": acc, "latency": rows}, open(os.path.join(out, "half.json"), "w"), indent=1)
@@ -220,8 +242,44 @@ sys.exit(1 if any(a[4] != "ok" for a in acc) else 0)
 PY
 }
 
+# Jobs MODEL:BATCH:FORM (BATCH small or large) spread over the GPUs: job i on GPU i mod GPUs,
+# each GPU's jobs in turn. Options before "--" go to every job's run.
+multi() {
+  local group=$1; shift
+  local opts=() jobs=() stage kdir=/tmp/keel-zoo-keelc final=${OUT:-/tmp/keel-half-out}
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+  [ "${1:-}" = -- ] && shift
+  jobs=("$@")
+  [ ${#jobs[@]} -ge 1 ] || { echo "half-gpu.sh multi: no jobs (MODEL:BATCH:FORM after --)"; exit 2; }
+  stage=$(cd "$here/.." && pwd)
+  unpack_keelc "$stage" "$kdir"  # once, before the jobs race for it
+  local gpus; gpus=$(nvidia-smi -L | grep -c '^GPU')
+  [ "$gpus" -ge 1 ] || gpus=1
+  local root; root=$(mktemp -d /tmp/keel-half-multi.XXXXXX)
+  mkdir -p "$final"
+  echo "== multi: ${#jobs[@]} jobs on $gpus GPUs" | tee "$root/results.txt"
+  local gpu i
+  for ((gpu = 0; gpu < gpus; ++gpu)); do
+    (
+      for ((i = gpu; i < ${#jobs[@]}; i += gpus)); do
+        IFS=: read -r m b form <<<"${jobs[$i]}"
+        CUDA_VISIBLE_DEVICES=$gpu OUT=$root/job$i bash "$here/half-gpu.sh" run "$group" "${opts[@]}" \
+          --models "$m" --batches "$b" --compile-form "$form" >"$root/job$i.log" 2>&1
+        echo "job $i ($m $b $form, GPU $gpu): exit $?" >"$root/job$i.status"
+      done
+    ) &
+  done
+  wait
+  for ((i = 0; i < ${#jobs[@]}; ++i)); do
+    { echo; cat "$root/job$i.status"; cat "$root/job$i/results.txt" 2>/dev/null; } | tee -a "$root/results.txt"
+  done
+  cp "$root/results.txt" "$final/"
+  tar -czf "$final/multi.tar.gz" -C "$root" . 2>/dev/null
+}
+
 case "${1:-}" in
   prepare) prepare "${2:-}" ;;
-  run) shift; [ $# -ge 1 ] || { echo "usage: half-gpu.sh run GROUP [--compile] [--precisions LIST]"; exit 2; }; run "$@" ;;
-  *) echo "usage: scripts/half-gpu.sh prepare [MODELS] | run GROUP [--compile] [--precisions LIST]"; exit 2 ;;
+  multi) shift; [ $# -ge 1 ] || { echo "usage: half-gpu.sh multi GROUP [run options] -- MODEL:BATCH:FORM ..."; exit 2; }; multi "$@" ;;
+  run) shift; [ $# -ge 1 ] || { echo "usage: half-gpu.sh run GROUP [options]"; exit 2; }; run "$@" ;;
+  *) echo "usage: scripts/half-gpu.sh prepare [MODELS] | run GROUP [options] | multi GROUP [options] -- JOBS"; exit 2 ;;
 esac
