@@ -35,6 +35,11 @@
 // lower_winograd.cc), library kernels (cuDNN, cuBLASLt) write their output
 // descriptor's extent — so a part never clobbers its neighbour. Other readers
 // of an input read the view like any tensor.
+// In-place reuse (buffer_assignment.h) never pairs an output with a part that
+// does not start at its root's offset, and a part's producer never reuses an
+// input's bytes (its output is a view, not a buffer of its own).
+// keelc --emit=cuda-host mirrors the finished executable, so its program makes
+// the same alloc_tensor offsets as the VM.
 //
 // Kernel selection (driver SelectStepKernels) and buffer assignment both call
 // InPlaceConcatOffsets with the same alignment, and LowerProgram checks that they
