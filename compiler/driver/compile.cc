@@ -48,9 +48,10 @@ Status Compile(const CompileOptions& options, CompileSummary& summary) {
 
   SetPhase("kernel selection");
   // Shared with ComputeModelLifetimes (keel-plan), so both plan the same buffers.
-  KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, *backend, &summary.num_views));
-
   const TargetInfo target = backend->target();
+  KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps,
+                        SelectStepKernels(*graph, *backend, target.alignment, &summary.num_views));
+
   summary.target_info = target;
   summary.library_id = "keel-" + Hex(Fnv1a(backend->Fingerprint(), Fnv1a(target.arch + "|" + target.features)));
 

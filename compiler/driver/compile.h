@@ -1,6 +1,7 @@
 // compiler/driver/compile.h — the whole compilation: ONNX file → model.keel + model.keel.so.
 //
-//   ImportOnnx → passes (RunDefaultPipeline) → per node: view or Backend::SelectKernel
+//   ImportOnnx → passes (RunDefaultPipeline) → per node: view (view ops, in-place concats)
+//   or Backend::SelectKernel
 //   → LowerProgram (buffers, planner, checked plan, bytecode) → ExecutableWriter
 //   → Backend::EmitLibrary
 //

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "compiler/driver/phase.h"
+#include "compiler/lower/concat_in_place.h"
 
 namespace keel::driver {
 
@@ -27,12 +28,13 @@ Result<lower::BufferAssignmentOptions> BufferOptionsForTarget(const std::string&
 }
 
 Result<std::vector<lower::StepKernel>> SelectStepKernels(const ir::Graph& graph, Backend& backend,
-                                                         size_t* num_views) {
+                                                         uint32_t alignment, size_t* num_views) {
   std::vector<lower::StepKernel> steps;
   size_t views = 0;
   int64_t index = 0;
+  const std::vector<std::vector<uint64_t>> concat_offsets = lower::InPlaceConcatOffsets(graph, alignment);
   for (const ir::Node* node : graph.nodes()) {
-    if (lower::IsViewOp(*node)) {
+    if (lower::IsViewOp(*node) || !concat_offsets[static_cast<size_t>(index)].empty()) {
       lower::StepKernel view;
       view.is_view = true;
       steps.push_back(std::move(view));
@@ -72,7 +74,8 @@ Status Compute(const LifetimeOptions& options, ModelLifetimes& out) {
   SetTargetRules(**backend, options.backend.layout, &pipeline);
   KEEL_RETURN_IF_ERROR(passes::RunDefaultPipeline(*graph, pipeline));
   SetPhase("kernel selection");
-  KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps, SelectStepKernels(*graph, **backend, nullptr));
+  KEEL_ASSIGN_OR_RETURN(std::vector<lower::StepKernel> steps,
+                        SelectStepKernels(*graph, **backend, assign.alignment, nullptr));
 
   for (const lower::StepKernel& k : steps) assign.workspace_bytes.push_back(k.is_view ? 0 : k.workspace_bytes);
   assign.in_place_steps = lower::InPlaceCapableSteps(steps);  // exactly as LowerProgram decides

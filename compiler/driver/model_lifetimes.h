@@ -62,11 +62,13 @@ struct ModelLifetimes {
 // for targets other than cpu and cuda.
 Result<lower::BufferAssignmentOptions> BufferOptionsForTarget(const std::string& target);
 
-// Per node of graph.nodes(): a view step for view ops, else backend.SelectKernel.
+// Per node of graph.nodes(): a view step for view ops and for the concats that are
+// in place with buffers of `alignment` bytes (lower/concat_in_place.h: the same
+// alignment buffer assignment will use), else backend.SelectKernel.
 // `num_views` (may be null) receives the number of view steps. Shared with
 // CompileModel so both see the same steps. Errors name the failing node.
 Result<std::vector<lower::StepKernel>> SelectStepKernels(const ir::Graph& graph, Backend& backend,
-                                                         size_t* num_views);
+                                                         uint32_t alignment, size_t* num_views);
 
 Result<ModelLifetimes> ComputeModelLifetimes(const LifetimeOptions& options);
 

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+
+#include "compiler/lower/concat_in_place.h"
 
 namespace keel::lower {
 
@@ -48,6 +51,7 @@ void SetInPlaceAliases(const ir::Graph& graph, const std::vector<ir::Node*>& nod
       if (in_it == out.values.end()) continue;
       const ValueInfo& info = in_it->second;
       if (info.kind != ValueKind::kBuffer && info.kind != ValueKind::kView) continue;
+      if (info.offset != 0) continue;  // a concat part: not at the buffer's start
       const int32_t b = info.buffer;
       if (b < 0 || b == out_buffer || is_output_buffer[b]) continue;
       const memory::TensorLifetime& lifetime = out.buffers[b];
@@ -80,6 +84,17 @@ Result<BufferAssignment> AssignBuffers(const ir::Graph& graph, const BufferAssig
   const std::vector<ir::Node*> nodes = graph.nodes();
   out.num_steps = static_cast<int32_t>(nodes.size());
   out.workspace_of_step.assign(nodes.size(), -1);
+  const std::vector<std::vector<uint64_t>> concat_offsets = InPlaceConcatOffsets(graph, options.alignment);
+  // In-place concats: each part's (step, byte offset), and the root buffer of
+  // each concat step, made when its first part is produced.
+  std::unordered_map<const ir::Value*, std::pair<int32_t, uint64_t>> concat_part;
+  for (size_t step = 0; step < nodes.size(); ++step) {
+    for (size_t i = 0; i < concat_offsets[step].size(); ++i) {
+      concat_part[nodes[step]->input(i)] = {static_cast<int32_t>(step), concat_offsets[step][i]};
+    }
+  }
+  std::vector<int32_t> concat_buffer(nodes.size(), -1);
+  for (const std::vector<uint64_t>& offsets : concat_offsets) out.in_place_concat.push_back(offsets.empty() ? 0 : 1);
 
   auto new_buffer = [&](const ir::Value* root, int32_t step,
                         memory::Device device) -> Result<int32_t> {
@@ -142,9 +157,25 @@ Result<BufferAssignment> AssignBuffers(const ir::Graph& graph, const BufferAssig
       info.step = s;
       const ir::Value* source = node.inputs().empty() ? nullptr : node.inputs()[0];
       const auto source_info = source ? out.values.find(source) : out.values.end();
-      if (IsViewOp(node) && source_info != out.values.end() && source_info->second.buffer >= 0) {
+      const auto part = concat_part.find(output);
+      if (!concat_offsets[step].empty()) {
+        // The concat's output is the root its parts were written into.
+        info.kind = ValueKind::kBuffer;
+        info.buffer = concat_buffer[step];
+        if (info.buffer < 0) return Internal("in-place concat '" + node.name() + "' has no buffer");
+      } else if (part != concat_part.end()) {
+        const auto [concat_step, offset] = part->second;
+        int32_t& root = concat_buffer[concat_step];
+        if (root < 0) {
+          KEEL_ASSIGN_OR_RETURN(root, new_buffer(nodes[concat_step]->output(0), s, options.device));
+        }
+        info.kind = ValueKind::kView;
+        info.buffer = root;
+        info.offset = offset;
+      } else if (IsViewOp(node) && source_info != out.values.end() && source_info->second.buffer >= 0) {
         info.kind = ValueKind::kView;
         info.buffer = source_info->second.buffer;
+        info.offset = source_info->second.offset;
       } else {
         info.kind = ValueKind::kBuffer;
         info.materialize_copy = IsViewOp(node);

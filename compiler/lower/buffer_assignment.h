@@ -8,11 +8,17 @@
 //   kParam     the VM's input buffer (register i)  graph inputs
 //   kConstant  the executable's data segment       weights, folded shapes
 //   kBuffer    a planned intermediate buffer       every kernel output
-//   kView      bytes of another value's buffer     keel.Reshape outputs (alloc_tensor)
+//   kView      bytes of another value's buffer     keel.Reshape outputs (alloc_tensor),
+//              at a byte offset                    parts of an in-place concat
 //
-// Views never own memory: a view is an alias of its root buffer (at offset 0), so
-// the root's lifetime is stretched over every use of every alias. Graph outputs
-// live until the end of the program (the step after the last node).
+// Views never own memory: a view is an alias of its root buffer, so the root's
+// lifetime is stretched over every use of every alias. A keel.Reshape output
+// aliases its source's bytes (offset 0, or its source's offset). In-place
+// concats (concat_in_place.h: a batch-1 channel concat of kernel outputs, say):
+// the concat's output is the root buffer, made when its first part is produced
+// (first_use = that step), and each part is a view at its byte offset, which its
+// producer's kernel writes directly; the concat step is a view step (no kernel).
+// Graph outputs live until the end of the program (the step after the last node).
 // Views of params (CPU target) or constants cannot be expressed as alloc_tensor
 // over a storage, so such a view is materialized as its own buffer (lowering
 // emits a copy).
@@ -27,6 +33,8 @@
 //     the step is in-place capable, BufferAssignmentOptions::in_place_steps);
 //   - the input value has exactly the output's shape and byte size (not
 //     broadcast: it is read at the very index that is written);
+//   - the input is at its buffer's start (offset 0: not a concat part, whose
+//     bytes start elsewhere in B);
 //   - B dies at s (last_use == s — so B is not a graph output, and no value
 //     viewing B, the input itself included, is read after s), B is a planned
 //     intermediate (not a param, a param's device copy, or a constant), and no
@@ -68,6 +76,7 @@ struct ValueInfo {
   int32_t buffer = -1;     // index into BufferAssignment::buffers (kBuffer, kView)
   int32_t step = -1;       // producing step (-1 for params/constants)
   bool materialize_copy = false;  // a view of a param/constant: lowering copies it into its buffer
+  uint64_t offset = 0;     // kView: byte offset within the buffer (in-place concat parts)
 };
 
 struct BufferAssignment {
@@ -79,6 +88,7 @@ struct BufferAssignment {
   std::vector<int32_t> output_copy_buffer;
   std::vector<int32_t> host_output_buffer;      // host_io: per output, its host buffer
   std::vector<int32_t> workspace_of_step;       // buffer index of each step's workspace, or -1
+  std::vector<uint8_t> in_place_concat;         // per step: 1 for an in-place concat (a view step)
   int32_t num_steps = 0;                        // graph nodes; outputs live until num_steps
 };
 

@@ -49,8 +49,9 @@ class ProgramEmitter {
   uint32_t NewRegister() { return num_registers_++; }
   uint32_t StorageRegister(int32_t storage) { return storage_register_.at(storage); }
   Result<uint32_t> ConstantRegister(const ir::Value* value);
-  // alloc_tensor of `shape`/`dtype` at buffer `buffer`'s placement.
-  uint32_t EmitTensor(int32_t buffer, const std::vector<int64_t>& shape, ser::DType dtype, const std::string& debug);
+  // alloc_tensor of `shape`/`dtype` at buffer `buffer`'s placement plus `offset` bytes.
+  uint32_t EmitTensor(int32_t buffer, const std::vector<int64_t>& shape, ser::DType dtype, const std::string& debug,
+                      uint64_t offset = 0);
   Result<uint32_t> InputRegister(const ir::Value* value, const std::string& debug);
 
   const ir::Graph& graph_;
@@ -69,10 +70,10 @@ class ProgramEmitter {
 };
 
 uint32_t ProgramEmitter::EmitTensor(int32_t buffer, const std::vector<int64_t>& shape, ser::DType dtype,
-                                    const std::string& debug) {
+                                    const std::string& debug, uint64_t offset) {
   const memory::Placement& placement = plan_.placements.at(buffer);
   const uint32_t reg = NewRegister();
-  fn_->AllocTensor(reg, StorageRegister(placement.storage), placement.offset, shape, dtype, debug);
+  fn_->AllocTensor(reg, StorageRegister(placement.storage), placement.offset + offset, shape, dtype, debug);
   return reg;
 }
 
@@ -176,7 +177,7 @@ Result<ProgramStats> ProgramEmitter::Emit(const std::vector<StepKernel>& kernels
       const ir::Value* output = node.output(0);
       const ValueInfo& info = buffers_.values.at(output);
       const auto dtype = ToSerDType(output->type().dtype);
-      const uint32_t reg = EmitTensor(info.buffer, output->type().shape, dtype, debug);
+      const uint32_t reg = EmitTensor(info.buffer, output->type().shape, dtype, debug, info.offset);
       if (info.materialize_copy) {
         KEEL_ASSIGN_OR_RETURN(uint32_t src, InputRegister(source, debug));
         fn_->Copy(reg, src, debug);
@@ -191,7 +192,8 @@ Result<ProgramStats> ProgramEmitter::Emit(const std::vector<StepKernel>& kernels
       }
       for (const ir::Value* output : node.outputs()) {
         const ValueInfo& info = buffers_.values.at(output);
-        const uint32_t reg = EmitTensor(info.buffer, output->type().shape, ToSerDType(output->type().dtype), debug);
+        const uint32_t reg =
+            EmitTensor(info.buffer, output->type().shape, ToSerDType(output->type().dtype), debug, info.offset);
         value_register_[output] = reg;
         outs.push_back(reg);
       }
@@ -301,6 +303,16 @@ Result<ProgramStats> LowerProgram(const ir::Graph& graph, const std::vector<Step
   for (const StepKernel& k : kernels) assign.workspace_bytes.push_back(k.is_view ? 0 : k.workspace_bytes);
   assign.in_place_steps = InPlaceCapableSteps(kernels);
   KEEL_ASSIGN_OR_RETURN(BufferAssignment buffers, AssignBuffers(graph, assign));
+  // View steps are exactly the view ops and the in-place concats (the kernel
+  // selection's and the buffer assignment's InPlaceConcatOffsets must agree).
+  for (size_t step = 0; step < nodes.size(); ++step) {
+    const bool view = IsViewOp(*nodes[step]) || buffers.in_place_concat[step] != 0;
+    if (kernels[step].is_view != view) {
+      return Internal("LowerProgram: step " + std::to_string(step) + " ('" + nodes[step]->name() + "', " +
+                      nodes[step]->op_type() + ") is " + (kernels[step].is_view ? "" : "not ") +
+                      "a view step, but its buffers say otherwise");
+    }
+  }
 
   KEEL_ASSIGN_OR_RETURN(auto planner, memory::CreatePlanner(options.memory_plan));
   memory::PlanOptions plan_options;

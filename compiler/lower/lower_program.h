@@ -3,7 +3,9 @@
 // Lowering is the last compiler step before serialization. Given the fused graph
 // and, for every node ("step"), the kernel it runs, it
 //   1. assigns buffers and lifetimes (buffer_assignment.h), including in-place
-//      reuse for elementwise steps whose kernel allows it (InPlaceCapableSteps),
+//      reuse for elementwise steps whose kernel allows it (InPlaceCapableSteps)
+//      and in-place concats (concat_in_place.h: view steps whose parts are
+//      written into the output by their producers, at byte offsets),
 //   2. runs the chosen memory planner and checks its plan (compiler/memory),
 //   3. writes straight-line bytecode into an ExecutableWriter:
 //
@@ -52,7 +54,7 @@ struct StepInvocation {
 
 // What step i of the graph runs.
 struct StepKernel {
-  bool is_view = false;      // no kernel: the node's outputs are views of its first input
+  bool is_view = false;      // no kernel: a view op (outputs view the first input) or an in-place concat
   ser::KernelDesc kernel;    // when !is_view; added to the writer (identical ones shared)
   uint64_t workspace_bytes = 0;  // > 0: one trailing scratch argument, planned like a tensor
   // Empty (the default): `kernel` takes the node's non-null inputs, its outputs,

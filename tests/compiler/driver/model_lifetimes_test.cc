@@ -31,11 +31,11 @@ std::vector<memory::TensorLifetime> LoweredLifetimes(const std::string& path) {
   passes::PipelineOptions pipeline;  // as keelc's: the CPU target's rules
   SetTargetRules(**backend, Layout::kAuto, &pipeline);
   EXPECT_TRUE(passes::RunDefaultPipeline(**graph, pipeline).ok());
-  auto steps = SelectStepKernels(**graph, **backend, nullptr);
+  lower::ProgramOptions program;  // cpu, alignment 64, greedy-size
+  auto steps = SelectStepKernels(**graph, **backend, program.alignment, nullptr);
   EXPECT_TRUE(steps.ok()) << steps.status().ToString();
   if (!steps.ok()) return {};
   ser::ExecutableWriter writer;
-  lower::ProgramOptions program;  // cpu, alignment 64, greedy-size
   auto stats = lower::LowerProgram(**graph, *steps, program, writer);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   if (!stats.ok()) return {};
