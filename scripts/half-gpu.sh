@@ -108,7 +108,9 @@ run() {
   trap 'cp "$out/results.txt" "$out/half.json" "$final/" 2>/dev/null; tar -czf "$final/logs.tar.gz" -C "$out" . 2>/dev/null' EXIT
   unpack_keelc "$stage" "$kdir"
   local bin=$stage/common/bin
-  echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
+  # (The GPU this run sees: multi gives each job one.)
+  local gpu_id=(); [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && gpu_id=(--id="${CUDA_VISIBLE_DEVICES%%,*}")
+  echo "== GPU: $(nvidia-smi "${gpu_id[@]}" --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
   local g=$stage/$group models m b p
   models=${only_models:-$(cat "$g/models.txt")}
   # 1. Every (model, batch, precision) compiled up front, several at a time (keelc is mostly
