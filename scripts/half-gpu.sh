@@ -244,8 +244,8 @@ sys.exit(1 if any(a[4] != "ok" for a in acc) else 0)
 PY
 }
 
-# Jobs MODEL:BATCH:FORM (BATCH small or large) spread over the GPUs: job i on GPU i mod GPUs,
-# each GPU's jobs in turn. Options before "--" go to every job's run.
+# Jobs MODEL:BATCH:FORM (BATCH small, large or both) spread over the GPUs: job i on GPU i mod
+# GPUs, each GPU's jobs in turn. Options before "--" go to every job's run.
 multi() {
   local group=$1; shift
   local opts=() jobs=() stage kdir=/tmp/keel-zoo-keelc final=${OUT:-/tmp/keel-half-out}
@@ -255,19 +255,28 @@ multi() {
   [ ${#jobs[@]} -ge 1 ] || { echo "half-gpu.sh multi: no jobs (MODEL:BATCH:FORM after --)"; exit 2; }
   stage=$(cd "$here/.." && pwd)
   unpack_keelc "$stage" "$kdir"  # once, before the jobs race for it
-  local gpus; gpus=$(nvidia-smi -L | grep -c '^GPU')
-  [ "$gpus" -ge 1 ] || gpus=1
+  # The GPUs: KEEL_HALF_GPUS (comma list of indices), else every GPU of the machine.
+  local ids=()
+  if [ -n "${KEEL_HALF_GPUS:-}" ]; then IFS=, read -r -a ids <<<"$KEEL_HALF_GPUS"
+  else mapfile -t ids < <(nvidia-smi -L | grep -o '^GPU [0-9]*' | cut -d' ' -f2); fi
+  [ ${#ids[@]} -ge 1 ] || ids=(0)
+  local gpus=${#ids[@]}
   local root; root=$(mktemp -d /tmp/keel-half-multi.XXXXXX)
   mkdir -p "$final"
-  echo "== multi: ${#jobs[@]} jobs on $gpus GPUs" | tee "$root/results.txt"
-  local gpu i
-  for ((gpu = 0; gpu < gpus; ++gpu)); do
+  echo "== multi: ${#jobs[@]} jobs on GPUs ${ids[*]}" | tee "$root/results.txt"
+  # KEEL_HALF_DEADLINE=S: no job starts after S seconds, and a running job is stopped then (its
+  # partial logs kept), so that the results come back within a device call.
+  local deadline=$((SECONDS + ${KEEL_HALF_DEADLINE:-86400}))
+  local slot i
+  for ((slot = 0; slot < gpus; ++slot)); do
     (
-      for ((i = gpu; i < ${#jobs[@]}; i += gpus)); do
+      for ((i = slot; i < ${#jobs[@]}; i += gpus)); do
         IFS=: read -r m b form <<<"${jobs[$i]}"
-        CUDA_VISIBLE_DEVICES=$gpu OUT=$root/job$i bash "$here/half-gpu.sh" run "$group" "${opts[@]}" \
-          --models "$m" --batches "$b" --compile-form "$form" >"$root/job$i.log" 2>&1
-        echo "job $i ($m $b $form, GPU $gpu): exit $?" >"$root/job$i.status"
+        local left=$((deadline - SECONDS))
+        if [ $left -lt 30 ]; then echo "job $i ($m $b $form): not started (deadline)" >"$root/job$i.status"; continue; fi
+        CUDA_VISIBLE_DEVICES=${ids[$slot]} OUT=$root/job$i timeout -s INT $left bash "$here/half-gpu.sh" run "$group" \
+          "${opts[@]}" --models "$m" --batches "$b" --compile-form "$form" >"$root/job$i.log" 2>&1
+        echo "job $i ($m $b $form, GPU ${ids[$slot]}): exit $?" >"$root/job$i.status"
       done
     ) &
   done
