@@ -26,8 +26,8 @@
 # fp16/bf16: <= 1e-2 and the same top-1 class for classifiers), and at the large batch the other
 # entries (the input rotated) against Keel's fp32 output when fp32 is in the run. Latency: keel-cuda-time's compute_ms (the replayed CUDA
 # graph less its input/output copies) against PyTorch's CUDA-graph replay with the input already
-# on the GPU (../shared/anchors/torch_latency.py, its own random weights, cudnn.benchmark on).
-# TF32: the fp32 executable timed with --allow-tf32. Writes $OUT/results.txt, $OUT/half.json.
+# on the GPU (../shared/anchors/torch_latency.py, its own random weights, cudnn.benchmark on;
+# scripts/torch_zoo_latency.py adds the zoo's other architectures to its list). TF32: the fp32 executable timed with --allow-tf32. Writes $OUT/results.txt, $OUT/half.json.
 # KEEL_HALF_KERNELS=P (a precision of LIST): also keel-cuda-time --kernels for P's executables,
 # the device time of every kernel (logs.tar.gz: kernels_MODEL.P.bBATCH.txt). KEEL_HALF_TORCH=0
 # skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch);
@@ -45,7 +45,8 @@ prepare() {
   local models=${1:-resnet50,mobilenet_v2,convnext_tiny,bert_base}
   local stage=.gpu/half
   KEEL_ZOO_STAGE=$stage scripts/zoo-gpu.sh prepare-onnx "$models"
-  cp scripts/half-gpu.sh scripts/ncu_summary.py "${KEEL_SHARED_DIR:-../shared}/anchors/torch_latency.py" "$stage/common/"
+  cp scripts/half-gpu.sh scripts/ncu_summary.py scripts/torch_zoo_latency.py tests/models/zoo_models.py \
+    "${KEEL_SHARED_DIR:-../shared}/anchors/torch_latency.py" "$stage/common/"
   echo "device calls, one per group:"
   for g in $(ls -d "$stage"/g* | sort -V); do
     echo "  carry [\"$stage/common\", \"$g\"]  command: bash $stage/common/half-gpu.sh run $(basename "$g")"
@@ -169,7 +170,7 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
       for form in nchw $([ "$big" = 32 ] && echo cl); do
         local flags=""; [ "$form" = cl ] && flags=--channels-last
         [ -n "$compile" ] && [ -z "$cform" -o "$cform" = "$form" ] && flags="$flags --compile $compile"
-        timeout "${KEEL_HALF_TORCH_TIMEOUT:-500}" python3 "$stage/common/torch_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
+        timeout "${KEEL_HALF_TORCH_TIMEOUT:-500}" python3 "$stage/common/torch_zoo_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
           --iters 50 --out "$out/torch_$m.b$b.$form.json" >"$out/torch_$m.b$b.$form.log" 2>&1 \
           || echo "$m b$b: torch ($form) failed: $(tail -1 "$out/torch_$m.b$b.$form.log")" | tee -a "$out/results.txt"
       done
