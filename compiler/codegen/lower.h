@@ -59,10 +59,12 @@ struct LowerOptions {
   // 2-D depthwise convolutions with an output at most this wide (and strides
   // 1 or 2) use the plane kernel (lower_depthwise_plane.cc) on the CPU; 0: never.
   int64_t depthwise_plane_width = 32;
-  // Softmax and LogSoftmax rows of at least one vector reduce over vector lanes
-  // (partial maxima and sums per lane, one vectorized exp per element) instead
-  // of scalar loops. Off on the GPU, whose row mapping (gpu_mapping.h) splits
-  // the scalar reduction loops over a warp.
+  // Softmax and LogSoftmax rows of at least kRowLanes elements reduce over
+  // vector lanes (lower_rows.h LaneReduce: partial maxima and sums per lane, one
+  // vectorized exp per element) instead of scalar loops, in which LLVM leaves
+  // the exp scalar. (The row normalizations' plain sums gained nothing: LLVM
+  // vectorizes those loops.) Off on the GPU, whose row mapping (gpu_mapping.h)
+  // splits the scalar reduction loops over a warp.
   bool lane_row_reductions = true;
 };
 

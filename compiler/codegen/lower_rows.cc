@@ -45,6 +45,24 @@ RowSpace MakeRowSpaceRange(const std::vector<int64_t>& shape, size_t begin, size
   return MakeRowSpace(shape, axes);
 }
 
+void LaneReduce(LowerContext& ctx, int64_t len, BinaryOp op, const std::function<Expr(const Expr&)>& f, int st,
+                int slot, DType acc, std::vector<Stmt>* body, const std::function<Stmt(const Expr&)>& pre) {
+  KernelFunc& k = ctx.kernel();
+  const int64_t P = kRowLanes, chunks = len / P;
+  const int part = k.AddLocal("row_lanes", acc, {P});
+  auto lane = [&](const Expr& j) { return k.Load(part, {j}); };
+  auto step = [&](const Expr& l, Stmt s) { return pre ? Block({pre(l), std::move(s)}) : s; };
+  Expr j = k.NewVar("j"), c = k.NewVar("c"), j2 = k.NewVar("j"), j3 = k.NewVar("j"), l = k.NewVar("l");
+  body->push_back(For(j, 0, P, LoopKind::kLanes, step(j, k.Store(part, {j}, f(j)))));
+  body->push_back(For(c, 1, chunks, LoopKind::kNoVectorize,
+                      For(j2, 0, P, LoopKind::kLanes,
+                          step(c * P + j2, k.Store(part, {j2}, Binary(op, lane(j2), f(c * P + j2)))))));
+  Expr s = k.Load(st, {Expr(slot)});
+  body->push_back(k.Store(st, {Expr(slot)}, lane(Expr(0))));
+  body->push_back(For(j3, 1, P, LoopKind::kSerial, k.Store(st, {Expr(slot)}, Binary(op, s, lane(j3)))));
+  body->push_back(For(l, chunks * P, len, LoopKind::kSerial, step(l, k.Store(st, {Expr(slot)}, Binary(op, s, f(l))))));
+}
+
 Stmt RowLoop(LowerContext& ctx, const Expr& t, const RowSpace& space, int64_t work_per_row, Stmt body) {
   const bool par = space.rows > 1 && space.rows * work_per_row >= ctx.options().min_parallel_elements;
   return For(t, 0, space.rows, par ? LoopKind::kParallel : LoopKind::kSerial, std::move(body));

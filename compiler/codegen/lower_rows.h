@@ -15,6 +15,7 @@
 // stored type, bool counts as u8).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "compiler/codegen/lower_context.h"
@@ -38,6 +39,22 @@ struct RowSpace {
 RowSpace MakeRowSpace(const std::vector<int64_t>& shape, const std::vector<int64_t>& axes);
 // Dimensions [begin, end) reduced.
 RowSpace MakeRowSpaceRange(const std::vector<int64_t>& shape, size_t begin, size_t end);
+
+// Lanes of a CPU row reduction's partial results (a multiple of every CPU
+// vector width); rows shorter than this keep the scalar loops.
+constexpr int64_t kRowLanes = 16;
+
+// The CPU form of a row reduction (LowerOptions::lane_row_reductions): appends
+// to *body the statements that leave in local `st`[slot] the fold with `op`
+// (kAdd or kMax) of f(l) over l in [0, len), len >= kRowLanes: kRowLanes
+// partial results, one per vector lane, over the chunks of kRowLanes (one
+// vector statement each), then the lanes folded in order and the tail elements
+// after them. `pre(l)`, when given, runs in the same loops before f(l) is read
+// (Softmax stores each exponential there and sums what it stored). The order of
+// the additions differs from a scalar loop's: rounding differences only.
+void LaneReduce(LowerContext& ctx, int64_t len, BinaryOp op, const std::function<Expr(const Expr&)>& f, int st,
+                int slot, DType acc, std::vector<Stmt>* body,
+                const std::function<Stmt(const Expr&)>& pre = nullptr);
 
 // The loop over the rows of `space` around `body` (which uses `t`): parallel
 // when there are several rows and enough work (`work_per_row` elements each).

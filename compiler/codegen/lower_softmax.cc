@@ -13,71 +13,38 @@
 namespace keel::codegen {
 namespace {
 
-// Lanes of the partial maxima and sums (a multiple of every CPU vector width).
-constexpr int64_t kRowLanes = 16;
 // Longest row whose exponentials are kept in a local buffer (one exp per element).
 constexpr int64_t kMaxBufferedRow = 4096;
 
 // The CPU form of one row (L >= kRowLanes elements, `x(l)` its values in the
-// accumulator type): the maximum and the sum of exponentials as kRowLanes
-// partial results, one per vector lane (the chunks of kRowLanes, then the tail
-// elements into lanes 0.., then the lanes folded), so that every exp is
-// vectorized. Softmax keeps the exponentials of rows up to kMaxBufferedRow in
-// a local buffer and scales them; longer rows compute them again. The sum's
-// order differs from the scalar loop's (lanes, then lanes folded): rounding
-// differences only. Appends to *body; stats [max, sum] in local `st`.
+// accumulator type): the maximum and the sum of exponentials reduce over
+// vector lanes (LaneReduce), so that every exp is vectorized. Softmax keeps
+// the exponentials of rows up to kMaxBufferedRow in a local buffer and scales
+// them; longer rows compute them again. Appends to *body; stats [max, sum] in
+// local `st`.
 void LaneRowSoftmax(LowerContext& ctx, SoftmaxKind kind, int64_t L, const std::function<Expr(const Expr&)>& x,
                     const std::function<Stmt(const Expr&, const Expr&)>& store, int st, DType acc_t,
                     std::vector<Stmt>* body) {
   KernelFunc& k = ctx.kernel();
-  const int64_t P = kRowLanes, chunks = L / P;
-  int part = k.AddLocal("softmax_lanes", acc_t, {P});
   const bool buffered = kind == SoftmaxKind::kSoftmax && L <= kMaxBufferedRow;
-  int ebuf = buffered ? k.AddLocal("softmax_exp", acc_t, {L}) : -1;
+  const int ebuf = buffered ? k.AddLocal("softmax_exp", acc_t, {L}) : -1;
   Expr mx = k.Load(st, {Expr(0)}), sm = k.Load(st, {Expr(1)});
-  auto lane = [&](const Expr& j) { return k.Load(part, {j}); };
-  // Folds the lanes (and the tail elements) into st[slot] with `op`.
-  auto fold = [&](int slot, const std::function<Expr(Expr, Expr)>& op, const std::function<Expr(const Expr&)>& tail) {
-    Expr j = k.NewVar("j"), l = k.NewVar("l");
-    Expr s = k.Load(st, {Expr(slot)});
-    body->push_back(k.Store(st, {Expr(slot)}, lane(Expr(0))));
-    body->push_back(For(j, 1, P, LoopKind::kSerial, k.Store(st, {Expr(slot)}, op(s, lane(j)))));
-    body->push_back(For(l, chunks * P, L, LoopKind::kSerial, k.Store(st, {Expr(slot)}, op(s, tail(l)))));
-  };
-  // 1. The maximum.
-  {
-    Expr j = k.NewVar("j"), c = k.NewVar("c"), j2 = k.NewVar("j");
-    body->push_back(For(j, 0, P, LoopKind::kLanes, k.Store(part, {j}, x(j))));
-    body->push_back(For(c, 1, chunks, LoopKind::kNoVectorize,
-                        For(j2, 0, P, LoopKind::kLanes, k.Store(part, {j2}, Max(lane(j2), x(c * P + j2))))));
-    fold(0, [](Expr a, Expr b) { return Max(a, b); }, x);
-  }
-  // 2. The exponentials' sum (each exponential kept when buffered).
   auto e = [&](const Expr& l) { return Unary(UnaryOp::kExp, x(l) - mx); };
-  {
-    Expr j = k.NewVar("j"), c = k.NewVar("c"), j2 = k.NewVar("j");
-    body->push_back(For(j, 0, P, LoopKind::kLanes, k.Store(part, {j}, FloatConst(0, acc_t))));
-    Expr l = c * P + j2;
-    Stmt acc = k.Store(part, {j2}, lane(j2) + (buffered ? k.Load(ebuf, {l}) : e(l)));
-    Stmt step = buffered ? Block({k.Store(ebuf, {l}, e(l)), acc}) : acc;
-    body->push_back(For(c, 0, chunks, LoopKind::kNoVectorize, For(j2, 0, P, LoopKind::kLanes, step)));
-    fold(1, [](Expr a, Expr b) { return a + b; }, e);
+  LaneReduce(ctx, L, BinaryOp::kMax, x, st, 0, acc_t, body);
+  if (buffered) {
+    LaneReduce(ctx, L, BinaryOp::kAdd, [&](const Expr& l) { return k.Load(ebuf, {l}); }, st, 1, acc_t, body,
+               [&](const Expr& l) { return k.Store(ebuf, {l}, e(l)); });
+  } else {
+    LaneReduce(ctx, L, BinaryOp::kAdd, e, st, 1, acc_t, body);
   }
-  // 3. The outputs.
-  Expr l3 = k.NewVar("l");
+  Expr l = k.NewVar("l");
   if (kind == SoftmaxKind::kLogSoftmax) {
     body->push_back(k.Store(st, {Expr(1)}, Unary(UnaryOp::kLog, sm) + mx));
-    body->push_back(For(l3, 0, L, LoopKind::kVectorize, store(l3, x(l3) - sm)));
+    body->push_back(For(l, 0, L, LoopKind::kVectorize, store(l, x(l) - sm)));
     return;
   }
   body->push_back(k.Store(st, {Expr(1)}, FloatConst(1, acc_t) / sm));
-  if (buffered) {
-    // The tail's exponentials were summed but not kept.
-    Expr l = k.NewVar("l");
-    body->push_back(For(l, chunks * P, L, LoopKind::kSerial, k.Store(ebuf, {l}, e(l))));
-  }
-  Expr v = buffered ? k.Load(ebuf, {l3}) : e(l3);
-  body->push_back(For(l3, 0, L, LoopKind::kVectorize, store(l3, v * sm)));
+  body->push_back(For(l, 0, L, LoopKind::kVectorize, store(l, (buffered ? k.Load(ebuf, {l}) : e(l)) * sm)));
 }
 
 }  // namespace
