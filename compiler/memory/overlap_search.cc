@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "compiler/memory/planning_support.h"
+#include "compiler/memory/settle_layout.h"
 #include "compiler/memory/window_resolve.h"
 
 namespace keel::memory::internal {
@@ -31,6 +32,10 @@ constexpr size_t kMaxRepairOverlaps = 128;
 constexpr size_t kMaxRepairItems = 2048;
 constexpr uint64_t kNodesPerMove = 16;
 constexpr uint64_t kMaxRepairScale = 16;
+// Settling (settle_layout.h): tried whenever at most this many items overlap
+// and fewer than ever before at this capacity (each settle costs about as
+// much as a few hundred moves on 10,000 items: O(n log n + overlaps)).
+constexpr size_t kMaxSettleOverlaps = 64;
 
 uint64_t AlignDown(uint64_t value, uint32_t alignment) { return value & ~(uint64_t{alignment} - 1); }
 
@@ -54,9 +59,16 @@ class OverlapMinimizer {
     while (best_top > lower_bound && !Spent()) {
       const uint64_t capacity = best_top - std::min(step, best_top - lower_bound);
       if (!resume) offsets_ = best;
+      settled_top_ = best_top;
       const bool ok = Reach(capacity, resume);
       resume = !ok;
-      if (ok) {
+      if (!ok && settled_top_ < best_top) {
+        // C not reached, but a settled state lies between C and the best:
+        // the new best; the step stays, the next capacity resumes from here.
+        best = std::move(settled_);
+        best_top = settled_top_;
+        ++result_.improvements;
+      } else if (ok) {
         best = offsets_;
         best_top = TopOf(best);
         ++result_.improvements;
@@ -130,20 +142,40 @@ class OverlapMinimizer {
     if (!resume) std::fill(weight_.begin(), weight_.end(), 1);
     Recount();
     const uint64_t budget = result_.moves + patience_ * std::max(kMinMoves, kMovesPerItem * static_cast<uint64_t>(n_));
+    size_t fewest = kMaxSettleOverlaps + 1;  // overlapping items when last settled
     while (!overlapping_.empty()) {
+      if (overlapping_.size() < fewest) {
+        fewest = overlapping_.size();
+        Settle();
+      }
       pass_ = overlapping_;
       std::sort(pass_.begin(), pass_.end());
       bool moved = false;
       for (int32_t x : pass_) {
         if (overlaps_[x] == 0) continue;
         if (Spent()) return false;
-        if (result_.moves >= budget) return RepairWindows();
+        if (result_.moves >= budget) {
+          if (RepairWindows()) return true;
+          Settle();
+          return false;
+        }
         ++result_.moves;
         moved = Move(x) || moved;
       }
       if (!moved) Penalize();
     }
     return true;
+  }
+
+  // The current (overlapping) state settled (settle_layout.h): kept in
+  // settled_ when lower than any settled or best layout so far.
+  void Settle() {
+    std::vector<uint64_t> settled = SettleLayout(items_, graph_, offsets_);
+    const uint64_t top = TopOf(settled);
+    if (top < settled_top_) {
+      settled_top_ = top;
+      settled_ = std::move(settled);
+    }
   }
 
   // The budget of a capacity is spent with a few items still overlapping:
@@ -325,6 +357,8 @@ class OverlapMinimizer {
   };
   std::vector<Event> events_, sorted_;
   uint64_t capacity_ = 0;
+  std::vector<uint64_t> settled_;  // the lowest settled layout of this capacity
+  uint64_t settled_top_ = 0;       // its top (the best top when none is lower)
   uint64_t patience_ = 1;  // the budget of a capacity, in kMovesPerItem units
   RefineResult result_;
 };
