@@ -167,14 +167,23 @@ class OverlapMinimizer {
     return true;
   }
 
-  // The current (overlapping) state settled (settle_layout.h): kept in
-  // settled_ when lower than any settled or best layout so far.
+  // The current (overlapping) state settled (settle_layout.h) in two
+  // vertical orders — by offset and by centre: of two overlapping items
+  // either may be better below (on the 10,000-buffer perfect packings each
+  // gave the lower top about as often) — the lower kept in settled_ when
+  // lower than any settled or best layout so far.
   void Settle() {
-    std::vector<uint64_t> settled = SettleLayout(items_, graph_, offsets_);
-    const uint64_t top = TopOf(settled);
-    if (top < settled_top_) {
-      settled_top_ = top;
-      settled_ = std::move(settled);
+    for (int key = 0; key < 2; ++key) {
+      heights_ = offsets_;
+      if (key == 1) {
+        for (int32_t i = 0; i < n_; ++i) heights_[i] += items_[i].size / 2;
+      }
+      std::vector<uint64_t> settled = SettleLayout(items_, graph_, heights_);
+      const uint64_t top = TopOf(settled);
+      if (top < settled_top_) {
+        settled_top_ = top;
+        settled_ = std::move(settled);
+      }
     }
   }
 
@@ -357,6 +366,7 @@ class OverlapMinimizer {
   };
   std::vector<Event> events_, sorted_;
   uint64_t capacity_ = 0;
+  std::vector<uint64_t> heights_;  // Settle's vertical order
   std::vector<uint64_t> settled_;  // the lowest settled layout of this capacity
   uint64_t settled_top_ = 0;       // its top (the best top when none is lower)
   uint64_t patience_ = 1;  // the budget of a capacity, in kMovesPerItem units

@@ -10,12 +10,12 @@
 namespace keel::memory::internal {
 
 std::vector<uint64_t> SettleLayout(const std::vector<PackingItem>& items, const OverlapGraph& graph,
-                                   const std::vector<uint64_t>& offsets) {
+                                   const std::vector<uint64_t>& heights) {
   const int32_t n = static_cast<int32_t>(items.size());
   std::vector<int32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return offsets[a] != offsets[b] ? offsets[a] < offsets[b] : a < b;
+    return heights[a] != heights[b] ? heights[a] < heights[b] : a < b;
   });
   std::vector<int32_t> rank(n);
   for (int32_t r = 0; r < n; ++r) rank[order[r]] = r;

@@ -21,13 +21,15 @@
 // settled layouts 46 bytes above a capacity given up with 5 items
 // overlapping, 1,790 below the best top).
 //
-// Method. The items in (offset, index) order; each goes to the lowest aligned
+// Method. The items in (height, index) order — height the offset, or any
+// other key of the caller's; each goes to the lowest aligned
 // offset at or above the ends of the items before it in that order that live
 // at the same time (0 if none): the longest-path layout of the vertical
 // order, the least top any layout keeping that order can have. For a valid
 // input no item rises (the items before an item that live with it lie below
 // it, and by induction stay at or below where they were), so the top never
-// grows; for an overlapping pair the lower offset stays below.
+// grows (heights = offsets); for an overlapping pair the lower height stays
+// below.
 //
 // Cost: O(n log n + Σ overlaps). Deterministic. Errors: none (the caller
 // validates items: sizes > 0, begin < end, alignments powers of two).
@@ -41,9 +43,11 @@
 
 namespace keel::memory::internal {
 
-// `offsets`: one per item (live-together items may overlap); returns a valid
-// layout in the same vertical order.
+// `heights`: one per item, the vertical order (lower first, ties by index) —
+// the offsets of a layout whose live-together items may overlap, or any key
+// derived from them (overlap_search.h also tries the items' centres);
+// returns a valid layout in that order.
 std::vector<uint64_t> SettleLayout(const std::vector<PackingItem>& items, const OverlapGraph& graph,
-                                   const std::vector<uint64_t>& offsets);
+                                   const std::vector<uint64_t>& heights);
 
 }  // namespace keel::memory::internal
