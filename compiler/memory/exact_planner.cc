@@ -309,8 +309,10 @@ GroupOutcome SearchCapacities(const std::vector<internal::PackingItem>& items, G
 //            improved by the large-neighbourhood search (`lns`'s engine) —
 //            fewer, larger pieces let its repairs reach further than on the
 //            buffers (10,000-buffer perfect packings: 1.02-1.05x the optimum,
-//            against 1.2-1.4x from the buffers) — then by bisection of the
-//            block search between the target and that top.
+//            against 1.2-1.4x from the buffers) — then (optimization form
+//            without a node budget) by overlap minimization on the blocks,
+//            then by bisection of the block search between the target and
+//            that top.
 //   Refine   (optimization form without a node budget) the improvement's
 //            layout, expanded, by overlap minimization on the items
 //            (overlap_search.h): its moves lower the top where the exact
@@ -441,10 +443,13 @@ class BlockConstruction {
     if (refine_blocks && improved.top > target_) {
       // Its moves lower the blocks' layout where the repairs find none
       // (10,000-buffer perfect packing of seed 1: 1.0158 -> 1.0075x the
-      // optimum), and the blocks' moves are longer strides than the items'.
+      // optimum, 10 s run), and one move carries all of a block's buffers.
       internal::RefineLimits refine;
       refine.deadline = deadline;
-      internal::RefineResult r = internal::MinimizeOverlap(best->blocks, best_graph, std::move(improved.offsets), target_, refine);
+      refine.max_moves = nodes_left_;
+      internal::RefineResult r =
+          internal::MinimizeOverlap(best->blocks, best_graph, std::move(improved.offsets), target_, refine);
+      Spend(r.moves);
       improved.offsets = std::move(r.offsets);
       improved.top = r.top;
     }
