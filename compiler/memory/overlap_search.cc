@@ -32,9 +32,12 @@ constexpr size_t kMaxRepairOverlaps = 128;
 constexpr size_t kMaxRepairItems = 2048;
 constexpr uint64_t kNodesPerMove = 16;
 constexpr uint64_t kMaxRepairScale = 16;
-// Settling (settle_layout.h): tried whenever at most this many items overlap
-// and fewer than ever before at this capacity (each settle costs about as
-// much as a few hundred moves on 10,000 items: O(n log n + overlaps)).
+// Settling (settle_layout.h): tried when at most this many items overlap and
+// at most half as many as when last settled at this capacity (a settle costs
+// about as much as a few hundred moves on 10,000 items, O(n log n +
+// overlaps); settling at every new low took 9% of `exact`'s time there and
+// ended 10,000-buffer perfect packings higher in 10 s: seed 1 1.0093-1.0101
+// against 1.0073-1.0094, seed 2 1.0149-1.0162 against 1.0145).
 constexpr size_t kMaxSettleOverlaps = 64;
 
 uint64_t AlignDown(uint64_t value, uint32_t alignment) { return value & ~(uint64_t{alignment} - 1); }
@@ -142,10 +145,10 @@ class OverlapMinimizer {
     if (!resume) std::fill(weight_.begin(), weight_.end(), 1);
     Recount();
     const uint64_t budget = result_.moves + patience_ * std::max(kMinMoves, kMovesPerItem * static_cast<uint64_t>(n_));
-    size_t fewest = kMaxSettleOverlaps + 1;  // overlapping items when last settled
+    size_t settled_at = 2 * kMaxSettleOverlaps + 1;  // overlapping items when last settled
     while (!overlapping_.empty()) {
-      if (overlapping_.size() < fewest) {
-        fewest = overlapping_.size();
+      if (overlapping_.size() <= settled_at / 2) {
+        settled_at = overlapping_.size();
         Settle();
       }
       pass_ = overlapping_;

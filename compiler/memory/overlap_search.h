@@ -44,8 +44,8 @@
 // 300). When that fails too, the capacity is given up and the next, higher
 // one resumes from the state it left (the weights kept), not from the best
 // layout — unless a settled state beat the best: whenever at most
-// kMaxSettleOverlaps items overlap, fewer than before at this capacity, and
-// when the capacity is given up, the overlapping state is settled
+// kMaxSettleOverlaps items overlap, at most half as many as when last settled
+// at this capacity, and when the capacity is given up, the overlapping state is settled
 // (settle_layout.h: every item falls onto the items below it in the
 // state's vertical order, so a few bytes of overlap push a column up into
 // the spare space above it, wherever that lies), and the lowest settled
