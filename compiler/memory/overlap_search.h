@@ -18,7 +18,8 @@
 // Umetani et al.), here in one dimension, since lifetimes are fixed.
 //
 // Method. With the best top T and the peak-live bound L, pick a capacity
-// C < T (the step T - C doubles after a success and halves after a failure),
+// C < T (the step T - C halves after a failure and doubles after a success,
+// unless the capacity before it failed),
 // and from the best layout push every item ending above C down to end at C.
 // Then, while some pair of live-together items shares bytes:
 //
