@@ -68,7 +68,8 @@ class OverlapMinimizer {
       resume = !ok;
       if (!ok && settled_top_ < best_top) {
         // C not reached, but a settled state lies between C and the best:
-        // the new best; the step stays, the next capacity resumes from here.
+        // the new best; the step stays, and the next capacity resumes from
+        // the overlapping state (not from the settled one).
         best = std::move(settled_);
         best_top = settled_top_;
         ++result_.improvements;
@@ -182,9 +183,9 @@ class OverlapMinimizer {
 
   // The current (overlapping) state settled (settle_layout.h) in two
   // vertical orders — by offset and by centre: of two overlapping items
-  // either may be better below (on the 10,000-buffer perfect packings each
-  // gave the lower top about as often) — the lower kept in settled_ when
-  // lower than any settled or best layout so far.
+  // either may be better below (60 states of the 10,000-buffer perfect
+  // packing of seed 2: by centre lower in 29, by offset in 12) — the lower
+  // kept in settled_ when lower than any settled or best layout so far.
   void Settle() {
     for (int key = 0; key < 2; ++key) {
       heights_ = offsets_;
