@@ -20,9 +20,10 @@
 //               the buffers merged into rectangles (same lifetime stacked, same
 //               size chained) in four ways, the blocks probed at the target,
 //               else the lowest construction improved by the large-
-//               neighbourhood search and bisection, then (without a node
-//               budget) by overlap minimization on the buffers
-//               (overlap_search.h); never a proof, with a node budget of its
+//               neighbourhood search, (without a node budget) overlap
+//               minimization on the blocks (overlap_search.h) and bisection,
+//               then (without a node budget) by overlap minimization on the
+//               buffers; never a proof, with a node budget of its
 //               own (4x the search's), so the search runs as without it and the
 //               lower top wins; under a node budget (keelc's `auto`) after the
 //               search, so that keelc's plans never depend on its time
