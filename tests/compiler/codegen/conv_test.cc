@@ -141,5 +141,38 @@ INSTANTIATE_TEST_SUITE_P(
                       // Dilated odd kernel with K blocking (K = 36 * 3 * 3 = 324 > 320), 2 images.
                       ConvCase{2, 36, 11, 9, 10, 3, 3, 1, 2, 2, 1, false}));
 
+// ConvTranspose: the CPU's implicit GEMM over the scattered image and the GPU's
+// one-output-per-iteration gather (LowerOptions::gpu_direct_conv), both against
+// the reference: strides with output padding and asymmetric pads, groups with
+// dilation, 1-D with an output shape, a UNet's 2x2 stride-2 upsampling.
+TEST(ConvTranspose, CpuAndGpuFormsMatchReference) {
+  struct Case {
+    std::vector<int64_t> x, w;
+    bool bias;
+    ir::Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 5, 6}, {3, 4, 3, 3}, true,
+       Attrs({{"strides", std::vector<int64_t>{2, 3}}, {"output_padding", std::vector<int64_t>{1, 2}},
+              {"pads", std::vector<int64_t>{1, 0, 0, 1}}})},
+      {{2, 4, 4, 5}, {4, 3, 2, 3}, false,
+       Attrs({{"group", int64_t{2}}, {"dilations", std::vector<int64_t>{2, 1}}, {"strides", std::vector<int64_t>{2, 1}}})},
+      {{1, 2, 7}, {2, 3, 4}, false,
+       Attrs({{"strides", std::vector<int64_t>{2}}, {"output_shape", std::vector<int64_t>{16}}})},
+      {{1, 8, 6, 6}, {8, 4, 2, 2}, true, Attrs({{"strides", std::vector<int64_t>{2, 2}}})},
+  };
+  uint32_t seed = 60;
+  for (const Case& c : cases) {
+    GraphBuilder b;
+    std::vector<ir::Value*> ins = {b.Input("x", c.x), b.Input("w", c.w)};
+    if (c.bias) ins.push_back(b.Input("bias", {c.w[1] * c.attrs.GetInt("group", 1).value()}));
+    ir::Node* n = b.Op("ConvTranspose", ins, c.attrs);
+    ASSERT_NE(n, nullptr);
+    CheckNodeAgainstReference(*n, seed);
+    CheckNodeAgainstReference(*n, seed, 1e-5, 4, GpuDirectConv());
+    ++seed;
+  }
+}
+
 }  // namespace
 }  // namespace keel::codegen::testing
