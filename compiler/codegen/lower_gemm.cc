@@ -167,7 +167,15 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Expr t = k.NewVar("t"), kc = k.NewVar("kc"), mt = k.NewVar("mt"), p = k.NewVar("p");
   const int64_t tasks = nMB * nNB;
   Expr tt = batched ? t % tasks : t;
-  Expr mb = tt / nNB, nb = tt % nNB;
+  // Task tt is (mb, nb) row-major, or, where one product's B was packed by the
+  // parallel pass above (which hands out panels in order), (nb, mb): the
+  // pool's contiguous chunks (vm/cpu/thread_pool.h) then give each thread the
+  // column blocks whose panels its own core packed (and the output columns,
+  // which are pixels for a convolution, that the next layer's pass over
+  // columns gives it), instead of every panel, half of them from the other
+  // core's cache (docs/MEASUREMENTS.md, "Tasks in panel order").
+  const bool columns_outer = !batched && static_cast<bool>(pack);
+  Expr mb = columns_outer ? tt % nMB : tt / nNB, nb = columns_outer ? tt / nMB : tt % nNB;
   Expr m0 = mt * MR, n0 = p * NR;
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
 
