@@ -148,7 +148,9 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
                                Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
     Stmt chunk = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
     const bool par = C > 1 && C * Tp * nn >= min_par;
-    input_transform = For(c, 0, C, par ? LoopKind::kParallel : LoopKind::kSerial, For(q, 0, Q, LoopKind::kSerial, chunk));
+    Expr i = k.NewVar("qc");
+    input_transform = For(i, 0, Q * C, par ? LoopKind::kParallel : LoopKind::kSerial,
+                          For(q, i / C, i / C + 1, LoopKind::kSerial, For(c, i % C, i % C + 1, LoopKind::kSerial, chunk)));
   }
 
   // 2. The n² GEMMs, one batch over V's panels.
