@@ -173,8 +173,11 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // column blocks whose panels its own core packed (and the output columns,
   // which are pixels for a convolution, that the next layer's pass over
   // columns gives it), instead of every panel, half of them from the other
-  // core's cache (docs/MEASUREMENTS.md, "Tasks in panel order").
-  const bool columns_outer = !batched && static_cast<bool>(pack);
+  // core's cache (docs/MEASUREMENTS.md, "Tasks in panel order"). Only where
+  // all of A fits the cache budget of one A block: a thread then streams A
+  // once per column block (ResNet-50's 1x1 convolutions, with up to 4 MB of
+  // weights, measured slower so).
+  const bool columns_outer = !batched && static_cast<bool>(pack) && M * K <= half_l2_floats;
   Expr mb = columns_outer ? tt % nMB : tt / nNB, nb = columns_outer ? tt / nMB : tt % nNB;
   Expr m0 = mt * MR, n0 = p * NR;
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
