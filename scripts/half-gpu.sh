@@ -26,8 +26,8 @@
 # fp16/bf16: <= 1e-2 and the same top-1 class for classifiers), and at the large batch the other
 # entries (the input rotated) against Keel's fp32 output when fp32 is in the run. Latency: keel-cuda-time's compute_ms (the replayed CUDA
 # graph less its input/output copies) against PyTorch's CUDA-graph replay with the input already
-# on the GPU (../shared/anchors/torch_latency.py, its own random weights, cudnn.benchmark on).
-# TF32: the fp32 executable timed with --allow-tf32. Writes $OUT/results.txt, $OUT/half.json.
+# on the GPU (../shared/anchors/torch_latency.py, its own random weights, cudnn.benchmark on;
+# scripts/torch_zoo_latency.py adds the zoo's other architectures to its list). TF32: the fp32 executable timed with --allow-tf32. Writes $OUT/results.txt, $OUT/half.json.
 # KEEL_HALF_KERNELS=P (a precision of LIST): also keel-cuda-time --kernels for P's executables,
 # the device time of every kernel (logs.tar.gz: kernels_MODEL.P.bBATCH.txt). KEEL_HALF_TORCH=0
 # skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch);
@@ -45,7 +45,8 @@ prepare() {
   local models=${1:-resnet50,mobilenet_v2,convnext_tiny,bert_base}
   local stage=.gpu/half
   KEEL_ZOO_STAGE=$stage scripts/zoo-gpu.sh prepare-onnx "$models"
-  cp scripts/half-gpu.sh scripts/ncu_summary.py "${KEEL_SHARED_DIR:-../shared}/anchors/torch_latency.py" "$stage/common/"
+  cp scripts/half-gpu.sh scripts/ncu_summary.py scripts/torch_zoo_latency.py tests/models/zoo_models.py \
+    "${KEEL_SHARED_DIR:-../shared}/anchors/torch_latency.py" "$stage/common/"
   echo "device calls, one per group:"
   for g in $(ls -d "$stage"/g* | sort -V); do
     echo "  carry [\"$stage/common\", \"$g\"]  command: bash $stage/common/half-gpu.sh run $(basename "$g")"
@@ -108,7 +109,9 @@ run() {
   trap 'cp "$out/results.txt" "$out/half.json" "$final/" 2>/dev/null; tar -czf "$final/logs.tar.gz" -C "$out" . 2>/dev/null' EXIT
   unpack_keelc "$stage" "$kdir"
   local bin=$stage/common/bin
-  echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
+  # (The GPU this run sees: multi gives each job one.)
+  local gpu_id=(); [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && gpu_id=(--id="${CUDA_VISIBLE_DEVICES%%,*}")
+  echo "== GPU: $(nvidia-smi "${gpu_id[@]}" --query-gpu=name,driver_version --format=csv,noheader 2>&1)" | tee -a "$out/results.txt"
   local g=$stage/$group models m b p
   models=${only_models:-$(cat "$g/models.txt")}
   # 1. Every (model, batch, precision) compiled up front, several at a time (keelc is mostly
@@ -167,7 +170,7 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
       for form in nchw $([ "$big" = 32 ] && echo cl); do
         local flags=""; [ "$form" = cl ] && flags=--channels-last
         [ -n "$compile" ] && [ -z "$cform" -o "$cform" = "$form" ] && flags="$flags --compile $compile"
-        timeout "${KEEL_HALF_TORCH_TIMEOUT:-500}" python3 "$stage/common/torch_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
+        timeout "${KEEL_HALF_TORCH_TIMEOUT:-500}" python3 "$stage/common/torch_zoo_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
           --iters 50 --out "$out/torch_$m.b$b.$form.json" >"$out/torch_$m.b$b.$form.log" 2>&1 \
           || echo "$m b$b: torch ($form) failed: $(tail -1 "$out/torch_$m.b$b.$form.log")" | tee -a "$out/results.txt"
       done
@@ -242,8 +245,8 @@ sys.exit(1 if any(a[4] != "ok" for a in acc) else 0)
 PY
 }
 
-# Jobs MODEL:BATCH:FORM (BATCH small or large) spread over the GPUs: job i on GPU i mod GPUs,
-# each GPU's jobs in turn. Options before "--" go to every job's run.
+# Jobs MODEL:BATCH:FORM (BATCH small, large or both) spread over the GPUs: job i on GPU i mod
+# GPUs, each GPU's jobs in turn. Options before "--" go to every job's run.
 multi() {
   local group=$1; shift
   local opts=() jobs=() stage kdir=/tmp/keel-zoo-keelc final=${OUT:-/tmp/keel-half-out}
@@ -253,19 +256,28 @@ multi() {
   [ ${#jobs[@]} -ge 1 ] || { echo "half-gpu.sh multi: no jobs (MODEL:BATCH:FORM after --)"; exit 2; }
   stage=$(cd "$here/.." && pwd)
   unpack_keelc "$stage" "$kdir"  # once, before the jobs race for it
-  local gpus; gpus=$(nvidia-smi -L | grep -c '^GPU')
-  [ "$gpus" -ge 1 ] || gpus=1
+  # The GPUs: KEEL_HALF_GPUS (comma list of indices), else every GPU of the machine.
+  local ids=()
+  if [ -n "${KEEL_HALF_GPUS:-}" ]; then IFS=, read -r -a ids <<<"$KEEL_HALF_GPUS"
+  else mapfile -t ids < <(nvidia-smi -L | grep -o '^GPU [0-9]*' | cut -d' ' -f2); fi
+  [ ${#ids[@]} -ge 1 ] || ids=(0)
+  local gpus=${#ids[@]}
   local root; root=$(mktemp -d /tmp/keel-half-multi.XXXXXX)
   mkdir -p "$final"
-  echo "== multi: ${#jobs[@]} jobs on $gpus GPUs" | tee "$root/results.txt"
-  local gpu i
-  for ((gpu = 0; gpu < gpus; ++gpu)); do
+  echo "== multi: ${#jobs[@]} jobs on GPUs ${ids[*]}" | tee "$root/results.txt"
+  # KEEL_HALF_DEADLINE=S: no job starts after S seconds, and a running job is stopped then (its
+  # partial logs kept), so that the results come back within a device call.
+  local deadline=$((SECONDS + ${KEEL_HALF_DEADLINE:-86400}))
+  local slot i
+  for ((slot = 0; slot < gpus; ++slot)); do
     (
-      for ((i = gpu; i < ${#jobs[@]}; i += gpus)); do
+      for ((i = slot; i < ${#jobs[@]}; i += gpus)); do
         IFS=: read -r m b form <<<"${jobs[$i]}"
-        CUDA_VISIBLE_DEVICES=$gpu OUT=$root/job$i bash "$here/half-gpu.sh" run "$group" "${opts[@]}" \
-          --models "$m" --batches "$b" --compile-form "$form" >"$root/job$i.log" 2>&1
-        echo "job $i ($m $b $form, GPU $gpu): exit $?" >"$root/job$i.status"
+        local left=$((deadline - SECONDS))
+        if [ $left -lt 30 ]; then echo "job $i ($m $b $form): not started (deadline)" >"$root/job$i.status"; continue; fi
+        CUDA_VISIBLE_DEVICES=${ids[$slot]} OUT=$root/job$i timeout -s INT $left bash "$here/half-gpu.sh" run "$group" \
+          "${opts[@]}" --models "$m" --batches "$b" --compile-form "$form" >"$root/job$i.log" 2>&1
+        echo "job $i ($m $b $form, GPU ${ids[$slot]}): exit $?" >"$root/job$i.status"
       done
     ) &
   done

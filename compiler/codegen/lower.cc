@@ -107,6 +107,7 @@ LowerOptions LowerOptionsForCuda() {
   LowerOptions o;
   o.min_parallel_elements = 1;  // a grid is never too small to launch
   o.gpu_direct_conv = true;
+  o.lane_row_reductions = false;
   return o;
 }
 

@@ -59,6 +59,11 @@ struct LowerOptions {
   // 2-D depthwise convolutions with an output at most this wide (and strides
   // 1 or 2) use the plane kernel (lower_depthwise_plane.cc) on the CPU; 0: never.
   int64_t depthwise_plane_width = 32;
+  // Softmax and LogSoftmax rows of at least one vector reduce over vector lanes
+  // (partial maxima and sums per lane, one vectorized exp per element) instead
+  // of scalar loops. Off on the GPU, whose row mapping (gpu_mapping.h) splits
+  // the scalar reduction loops over a warp.
+  bool lane_row_reductions = true;
 };
 
 // Lowering options tuned for a CPU target, given its LLVM feature string

@@ -130,6 +130,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // non-square odd plane with multiplier 3.
                       ConvCase{1, 4, 13, 11, 4, 3, 3, 2, 2, 2, 4, true},
                       ConvCase{1, 3, 6, 19, 9, 3, 3, 1, 1, 1, 3, true},
+                      // Plane kernel rows of vector chunks (copies and stores), the last chunk
+                      // overlapping the one before: a 19-wide output at stride 2 (MobileNetV2's
+                      // downsampling shape), a 20-wide one at stride 1.
+                      ConvCase{1, 6, 40, 37, 6, 3, 3, 2, 1, 1, 6, true},
+                      ConvCase{1, 4, 18, 20, 4, 3, 3, 1, 1, 1, 4, false},
                       // Row-offset table with image and group folded in: direct gathers (stride 5,
                       // no padding) over 2 images x 2 groups, and K = 7 * 5 * 5 = 175 rows of odd taps.
                       ConvCase{2, 14, 17, 17, 6, 5, 5, 5, 0, 1, 2, true},

@@ -74,6 +74,19 @@ TEST(Reduce, SoftmaxLastAndMiddleAxis) {
   for (int64_t axis : {-1, 1}) CheckOp(b, "Softmax", {x}, Attrs({{"axis", axis}}), 44);
 }
 
+// The CPU's lane form (LowerOptions::lane_row_reductions): whole chunks of 16
+// lanes only, chunks and a tail, a row longer than the exponentials' buffer,
+// a strided (middle-axis) row; Softmax and LogSoftmax.
+TEST(Reduce, SoftmaxLaneForms) {
+  GraphBuilder b;
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    CheckOp(b, op, {b.Input("x16", {3, 16})}, Attrs({{"axis", int64_t{-1}}}), 50);
+    CheckOp(b, op, {b.Input("x47", {2, 47})}, Attrs({{"axis", int64_t{-1}}}), 51);
+    CheckOp(b, op, {b.Input("x5000", {1, 5000})}, Attrs({{"axis", int64_t{-1}}}), 52);
+    CheckOp(b, op, {b.Input("x20", {2, 20, 3})}, Attrs({{"axis", int64_t{1}}}), 53);
+  }
+}
+
 TEST(Reduce, LayerNormalization) {
   GraphBuilder b;
   CheckOp(b, "LayerNormalization", {b.Input("x", {2, 5, 33}), b.Input("scale", {33}), b.Input("bias", {33})},
