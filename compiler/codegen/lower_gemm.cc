@@ -116,9 +116,24 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   while (CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
     if (NCP >= MCT && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
   }
-  const int64_t nMB = CeilDiv(Mt, MCT), nNB = CeilDiv(Np, NCP);
-
+  const int64_t nMB = CeilDiv(Mt, MCT);
   const bool prepacked = g.b_packed >= 0;
+  // Where one product's B is packed by a parallel pass of its own (several M
+  // blocks, B not prepacked), the tasks run column blocks outermost, (nb, mb)
+  // instead of (mb, nb): the pool's contiguous chunks (vm/cpu/thread_pool.h)
+  // then give each thread the panels its own core packed (the pack hands out
+  // panels in order) and the output columns (a convolution's pixels) that the
+  // next layer's pass over columns gives it, instead of every panel, half of
+  // them from the other core's cache. One panel per column block, so that the
+  // halves of a 2-thread split differ by at most one task (with blocks of
+  // several panels, 7 panels split 4 : 3). Only where all of A fits the cache
+  // budget of one A block, since a thread then streams A once per panel
+  // (ResNet-50's 1x1 convolutions, with up to 4 MB of weights, measured
+  // slower so). docs/MEASUREMENTS.md, "Tasks in panel order".
+  const bool columns_outer = !batched && !prepacked && nMB > 1 && M * K <= half_l2_floats;
+  if (columns_outer) NCP = 1;
+  const int64_t nNB = CeilDiv(Np, NCP);
+
   int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * Np * K * NR});
   const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
   auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, Np, K, NR, p, kk, j); };
@@ -167,7 +182,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Expr t = k.NewVar("t"), kc = k.NewVar("kc"), mt = k.NewVar("mt"), p = k.NewVar("p");
   const int64_t tasks = nMB * nNB;
   Expr tt = batched ? t % tasks : t;
-  Expr mb = tt / nNB, nb = tt % nNB;
+  Expr mb = columns_outer ? tt % nMB : tt / nNB, nb = columns_outer ? tt / nMB : tt % nNB;
   Expr m0 = mt * MR, n0 = p * NR;
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
 

@@ -5,9 +5,10 @@
 // into T = B * ceil(OH/m) * ceil(OW/m) tiles of m x m:
 //   1. input transform: V[ξ, c, t] = (B^T d B)[ξ] for each input channel c and
 //      tile t (d: the n x n input patch of the tile, zeros outside the image),
-//      lanes over tiles, parallel over channels, written straight in the
-//      GEMM's packed B layout (NR-tile panels, the last one filled with
-//      copies of the last tile), so the GEMMs do no packing of their own;
+//      lanes over tiles, parallel over (tile chunk, channel) pairs, written
+//      straight in the GEMM's packed B layout (NR-tile panels, the last one
+//      filled with copies of the last tile), so the GEMMs do no packing of
+//      their own;
 //   2. n² GEMMs M[ξ] (Co x T) = U[ξ] (Co x Ci) · V[ξ] (Ci x T) through the
 //      shared blocked GEMM (lower_gemm.cc: the same MR x NR micro-kernel as
 //      every other GEMM, so AVX2 / AVX-512 tiles follow --cpu), as one batch
@@ -148,7 +149,14 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
                                Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
     Stmt chunk = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
     const bool par = C > 1 && C * Tp * nn >= min_par;
-    input_transform = For(c, 0, C, par ? LoopKind::kParallel : LoopKind::kSerial, For(q, 0, Q, LoopKind::kSerial, chunk));
+    // Tile chunks outermost: a thread's contiguous share of the pairs
+    // (vm/cpu/thread_pool.h) is a band of tiles, i.e. of image rows, which is
+    // how the 1x1 convolutions before it split their pixels, so it reads X
+    // from its own core's cache (over channels, half of X came from the
+    // other core). docs/MEASUREMENTS.md, "Tasks in panel order".
+    Expr i = k.NewVar("qc");
+    input_transform = For(i, 0, Q * C, par ? LoopKind::kParallel : LoopKind::kSerial,
+                          For(q, i / C, i / C + 1, LoopKind::kSerial, For(c, i % C, i % C + 1, LoopKind::kSerial, chunk)));
   }
 
   // 2. The n² GEMMs, one batch over V's panels.

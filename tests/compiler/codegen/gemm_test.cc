@@ -62,6 +62,26 @@ TEST(MatMul, BatchedOneRegionKBlockedTwoRowBlocks) {
   CheckNodeAgainstReference(*n, 27, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
 }
 
+// B packed by a parallel pass of its own (a second input, several M blocks)
+// with a small A: the compute region runs panels outermost, one per column
+// block (lower_gemm.cc), so a 2-thread split of its tasks is even and each
+// thread computes with the panels its core packed. 96 x 80 times 80 x 200 with
+// 6 x 16 tiles: 13 panels x 4 M blocks = 52 tasks (row blocks outermost made
+// 8: 2 column blocks of 7 and 6 panels). Serial and threaded runs match the reference.
+TEST(MatMul, PanelsOutermostWithSeveralRowBlocks) {
+  GraphBuilder b;
+  ir::Node* n = b.Op("MatMul", {b.Input("a", {96, 80}), b.Input("w", {80, 200})});
+  ASSERT_NE(n, nullptr);
+  KernelSpec spec = CheckNodeAgainstReference(*n, 29, 1e-5);
+  ASSERT_TRUE(spec.kernel);
+  const std::string text = spec.kernel->ToString();
+  EXPECT_NE(text.find("parallel for p"), std::string::npos) << text;  // the packing pass, over panels
+  const size_t compute = text.find("parallel for t");
+  ASSERT_NE(compute, std::string::npos) << text;
+  EXPECT_EQ(text.compare(text.find(" in [", compute), 12, " in [0, 52) "), 0) << text;
+  CheckNodeAgainstReference(*n, 30, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
+}
+
 TEST(MatMul, SharedWeightFoldsBatchIntoRows) {
   GraphBuilder b;
   KernelSpec spec = CheckOp(b, "MatMul", {b.Input("a", {2, 13, 40}), b.Input("w", {40, 19})}, {}, 23);
