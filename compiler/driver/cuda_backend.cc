@@ -542,23 +542,14 @@ class CudaBackend final : public Backend {
   // slower (1.148 to 1.203 ms) and keeps its kernel. Kernels of at least 4
   // (ConvNeXt-T's 4x4 stride-4 stem as a 1x1 over 48 channels: 2.099 to 2.064
   // ms); MobileNetV2's 3x3 stem measured no better (1.083 to 1.097 ms).
-  //
-  // A patchifying convolution (kernel = stride >= 8, ViT's 16x16 stride-16
-  // projection over 3 channels) becomes a 1x1 convolution over s*s*C channels
-  // in either half type: cuDNN ran ViT-B/16's as an implicit GEMM over 3
-  // channels, 126 us of the model's 0.51 ms (fp16, batch 1, H200).
   int64_t SpaceToDepthChannels(const ir::Node& conv, passes::Precision precision) const override {
-    const bool half = precision == passes::Precision::kBf16 || precision == passes::Precision::kFp16;
-    if (!half) return 0;
+    if (precision != passes::Precision::kBf16) return 0;
     const auto strides = conv.attrs().GetInts("strides", {1, 1});
     const auto kernel = conv.input(1)->type().shape;  // [O, C, KH, KW]
     const int64_t s = strides.ok() && !strides->empty() ? (*strides)[0] : 1;
     const int64_t c = conv.input(0)->type().shape[1];
     const int64_t channels = (s * s * c + 7) / 8 * 8;
-    if (c >= 8 || kernel.size() != 4) return 0;
-    if (s >= 8 && kernel[2] == s && kernel[3] == s) return channels;  // patches: a 1x1 convolution
-    const bool stem = precision == passes::Precision::kBf16 && channels <= 64 && kernel[2] >= 4 && kernel[3] >= 4;
-    return stem ? channels : 0;
+    return c < 8 && channels <= 64 && kernel.size() == 4 && kernel[2] >= 4 && kernel[3] >= 4 ? channels : 0;
   }
 
   std::string Fingerprint() const override { return fingerprint_; }
