@@ -261,6 +261,24 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
   return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
 }
 
+// The index (dims' order: N, C, then the rest) of flat iteration `it` over
+// `dims` laid out in the output's memory order: as given for NCHW, channels
+// innermost for a channels-last node (neighbouring GPU threads then write
+// neighbouring elements).
+std::vector<Expr> MemoryOrderIndex(LowerContext& ctx, const std::vector<int64_t>& dims, const Expr& it) {
+  const bool cl = ctx.channels_last_output();
+  std::vector<size_t> order{0};
+  if (!cl) order.push_back(1);
+  for (size_t d = 2; d < dims.size(); ++d) order.push_back(d);
+  if (cl) order.push_back(1);
+  std::vector<int64_t> laid_out;
+  for (size_t a : order) laid_out.push_back(dims[a]);
+  const std::vector<Expr> flat = Delinearize(laid_out, it);
+  std::vector<Expr> ix(dims.size());
+  for (size_t i = 0; i < order.size(); ++i) ix[order[i]] = flat[i];
+  return ix;
+}
+
 // The GPU form (LowerOptions::gpu_direct_conv): each parallel iteration computes
 // a run of V neighbouring outputs along the last dim for one (image, channel,
 // leading output coords), so each input row it reads is loaded once into
@@ -283,18 +301,8 @@ Stmt GpuDirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, cons
   std::vector<int64_t> dims{c.B, c.Co};
   dims.insert(dims.end(), c.out.begin(), c.out.end() - 1);
   dims.push_back(runs);
-  std::vector<size_t> order(dims.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (ctx.channels_last_output()) {
-    order.erase(order.begin() + 1);
-    order.push_back(1);
-  }
-  std::vector<int64_t> laid_out;
-  for (size_t a : order) laid_out.push_back(dims[a]);
   Expr it = k.NewVar("it");
-  const std::vector<Expr> flat = Delinearize(laid_out, it);
-  std::vector<Expr> ix(dims.size());
-  for (size_t i = 0; i < order.size(); ++i) ix[order[i]] = flat[i];
+  const std::vector<Expr> ix = MemoryOrderIndex(ctx, dims, it);
   Expr b = ix[0], co = ix[1], ow0 = ix.back() * V;
   Expr ci = c.Mg == 1 ? co : co / c.Mg;
   const int acc = k.AddLocal("dw_acc", DType::kF32, {V});
@@ -674,17 +682,8 @@ Stmt GpuDirectConvTranspose(LowerContext& ctx, const ConvGeom& c, const std::vec
   const size_t sp = c.sp();
   std::vector<int64_t> dims{c.B, c.Co};
   dims.insert(dims.end(), c.out.begin(), c.out.end());
-  const bool cl = ctx.channels_last_output();
-  std::vector<size_t> order{0};
-  if (!cl) order.push_back(1);
-  for (size_t d = 2; d < dims.size(); ++d) order.push_back(d);
-  if (cl) order.push_back(1);
-  std::vector<int64_t> laid_out;
-  for (size_t a : order) laid_out.push_back(dims[a]);
   Expr it = k.NewVar("it");
-  const std::vector<Expr> flat = Delinearize(laid_out, it);
-  std::vector<Expr> ix(dims.size());
-  for (size_t i = 0; i < order.size(); ++i) ix[order[i]] = flat[i];
+  const std::vector<Expr> ix = MemoryOrderIndex(ctx, dims, it);
   Expr b = ix[0], co = ix[1];
   Expr g = co / c.Mg, m = co % c.Mg;
   const int acc = k.AddLocal("ct_acc", DType::kF32, {1});
