@@ -6,10 +6,15 @@
 #include <utility>
 
 #include "compiler/lower/concat_in_place.h"
+#include "compiler/ops/op_def.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::lower {
 
-bool IsViewOp(const ir::Node& node) { return node.op_type() == "keel.Reshape"; }
+bool IsViewOp(const ir::Node& node) {
+  const ops::OpDef* def = ops::FindOp(node);
+  return def != nullptr && def->fusion == ops::FusionClass::kView;
+}
 
 namespace {
 

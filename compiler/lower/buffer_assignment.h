@@ -111,7 +111,7 @@ struct BufferAssignmentOptions {
   std::vector<uint8_t> in_place_steps;
 };
 
-// Op types whose output is a view of their first input.
+// Ops whose output is a view of their first input (fusion class kView: keel.Reshape).
 bool IsViewOp(const ir::Node& node);
 
 Result<BufferAssignment> AssignBuffers(const ir::Graph& graph, const BufferAssignmentOptions& options);

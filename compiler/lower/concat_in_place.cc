@@ -5,6 +5,8 @@
 #include <unordered_set>
 
 #include "compiler/lower/buffer_assignment.h"
+#include "compiler/ops/op_def.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::lower {
 namespace {
@@ -12,12 +14,16 @@ namespace {
 // The Concat node a step runs when it runs nothing else: the node itself, or the
 // one node of a keel.Fused body that concatenates the body's inputs in order
 // (so its input i is the step's input i). nullptr otherwise.
+bool Concatenates(const ir::Node& node) {
+  const ops::OpDef* def = ops::FindOp(node);
+  return def != nullptr && def->concatenates;
+}
+
 const ir::Node* SoleConcat(const ir::Node& node) {
-  if (node.op_type() == "Concat") return &node;
-  if (node.op_type() != "keel.Fused" || node.body() == nullptr) return nullptr;
+  if (node.body() == nullptr) return Concatenates(node) ? &node : nullptr;
   const ir::Graph& body = *node.body();
   const std::vector<ir::Node*> inner = body.nodes();
-  if (inner.size() != 1 || inner[0]->op_type() != "Concat") return nullptr;
+  if (inner.size() != 1 || !Concatenates(*inner[0])) return nullptr;
   const ir::Node* concat = inner[0];
   if (concat->inputs() != body.inputs() || body.inputs().size() != node.inputs().size()) return nullptr;
   if (node.outputs().size() != 1 || body.outputs().size() != 1 || body.outputs()[0] != concat->output(0)) {

@@ -323,6 +323,7 @@ void RegisterMovementOps(Registry& r) {
     };
     def.infer = InferConcat;
     def.injective = DefineConcat;
+    def.concatenates = true;
     // Joining transposed inputs along `axis` is joining the inputs along perm[axis].
     def.permute_axes = [](ir::Node& node, const std::vector<int64_t>& perm) -> Result<bool> {
       KEEL_ASSIGN_OR_RETURN(int64_t axis, node.attrs().GetInt("axis", 0));

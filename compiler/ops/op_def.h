@@ -202,6 +202,9 @@ struct OpDef {
   std::vector<size_t> channels_last_operands;
   // Transpose: output = input 0 with axes permuted by attribute `perm`.
   bool permutes_axes = false;
+  // Concat: output = the inputs, in order, joined along attribute `axis`
+  // (in-place concats, lower/concat_in_place.h).
+  bool concatenates = false;
   // Layout: rewrites the node's axis attributes for inputs that are now the
   // transposes (by `perm`, ONNX Transpose's convention) of what it read, so it
   // computes its old output transposed by `perm`. false when it cannot.
