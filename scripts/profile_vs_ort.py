@@ -12,10 +12,13 @@ elementwise ops behind it (a fused Relu, Add, Clip, BatchNormalization...). Time
 anchor is summed per ONNX op type (pools, concats, softmax...) and ORT's layout reorders are their
 own row. Prints the anchors sorted by Keel - ORT, then the totals per kind.
 """
-import argparse, collections, json, os, re, subprocess, tempfile
+import argparse, collections, json, os, re, sys, tempfile
 
 import numpy as np
 import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_cpu_scaling import profile  # noqa: E402
 
 ANCHORS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 # Ops that the compilers fuse behind an anchor (walked back through to find it).
@@ -60,16 +63,9 @@ class Graph:
 
 
 def keel_profile(a):
-    cmd = [a.keel_bench, a.keel, "--threads", str(a.threads), "--iterations", str(a.runs), "--warmup", "3", "--profile"]
-    for i in a.input:
-        cmd += ["--input", i]
-    lines = subprocess.check_output(cmd, text=True).splitlines()
-    times = []
-    for line in lines[2:]:
-        m = re.match(r"\s*([\d.]+) ms\s+[\d.]+%\s+#\d+\s+(\S+)\s+(.*)", line)
-        if m and m.group(2) == "invoke":
-            times.append((re.sub(r"\+\d+$", "", m.group(3).strip().strip("[]")), float(m.group(1))))
-    return lines[0], times
+    """(node name, median ms) of every invoke of keel-bench --profile (profile_cpu_scaling.profile)."""
+    rows = profile(a.keel_bench, a.keel, a.threads, a.runs, a.input)
+    return [(re.sub(r"\+\d+$", "", name.strip("[]")), ms) for ms, op, name in rows.values() if op == "invoke"]
 
 
 def ort_profile(a):
@@ -115,7 +111,7 @@ def main():
     p.add_argument("--top", type=int, default=20)
     a = p.parse_args()
     g = Graph(onnx.load(a.onnx))
-    header, keel = keel_profile(a)
+    keel = keel_profile(a)
     ort_times = ort_profile(a)
 
     keel_at, ort_at = collections.defaultdict(float), collections.defaultdict(float)
@@ -139,8 +135,7 @@ def main():
     for name, ms, op in ort_times:
         charge(ort_at, 1, name, ms, op)
 
-    print(header)
-    print("ORT %s, %d threads, %d profiled runs; per-node medians" % (__import__("onnxruntime").__version__, a.threads, a.runs))
+    print("%s: Keel (keel-bench --profile) and ORT %s, %d threads, %d profiled runs; per-node medians" % (a.keel, __import__("onnxruntime").__version__, a.threads, a.runs))
     rows = sorted(set(keel_at) | set(ort_at), key=lambda n: ort_at.get(n, 0) - keel_at.get(n, 0))
     print("\n%-56s %9s %9s %6s" % ("anchor (Conv/Gemm/MatMul and what is fused behind it)", "Keel ms", "ORT ms", "K/O"))
     for n in rows[: a.top]:
