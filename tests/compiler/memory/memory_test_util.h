@@ -43,6 +43,13 @@ inline std::vector<internal::PackingItem> ItemsOf(const std::vector<TensorLifeti
   return items;
 }
 
+// The highest byte any item reaches (the packing's height).
+inline uint64_t PackingTop(const std::vector<internal::PackingItem>& items, const std::vector<uint64_t>& offsets) {
+  uint64_t top = 0;
+  for (size_t i = 0; i < items.size(); ++i) top = std::max(top, offsets[i] + items[i].size);
+  return top;
+}
+
 // No two live-together items share a byte; every offset aligned.
 inline bool ValidPacking(const std::vector<internal::PackingItem>& items, const std::vector<uint64_t>& offsets) {
   for (size_t a = 0; a < items.size(); ++a) {

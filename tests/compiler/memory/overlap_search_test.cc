@@ -14,12 +14,6 @@
 namespace keel::memory {
 namespace {
 
-uint64_t Top(const std::vector<internal::PackingItem>& items, const std::vector<uint64_t>& offsets) {
-  uint64_t top = 0;
-  for (size_t i = 0; i < items.size(); ++i) top = std::max(top, offsets[i] + items[i].size);
-  return top;
-}
-
 
 struct Start {
   std::vector<internal::PackingItem> items;
@@ -45,14 +39,14 @@ TEST(OverlapSearch, LowersGreedyLayoutsOfPerfectPackings) {
   int above = 0, lowered = 0, reached = 0;
   for (uint32_t seed = 1; seed <= 8; ++seed) {
     Start s = GreedyStart(bench::PerfectPacking(100, seed));
-    const uint64_t greedy_top = Top(s.items, s.layout);
+    const uint64_t greedy_top = testing::PackingTop(s.items, s.layout);
     if (greedy_top == optimum) continue;
     ++above;
     internal::RefineLimits limits;
     limits.max_moves = 200000;
     const internal::RefineResult r = internal::MinimizeOverlap(s.items, s.graph, s.layout, optimum, limits);
     ASSERT_TRUE(testing::ValidPacking(s.items, r.offsets)) << "seed " << seed;
-    EXPECT_EQ(r.top, Top(s.items, r.offsets));
+    EXPECT_EQ(r.top, testing::PackingTop(s.items, r.offsets));
     EXPECT_LE(r.top, greedy_top) << "seed " << seed;
     EXPECT_GE(r.top, optimum);
     EXPECT_LE(r.moves, limits.max_moves);
@@ -71,7 +65,7 @@ TEST(OverlapSearch, SettlingReachesWhatTheMovesAndRepairsDoNot) {
   // top, and the search goes on from there to the optimum.
   const uint64_t optimum = uint64_t{1} << 20;
   Start s = GreedyStart(bench::PerfectPacking(300, 7));
-  ASSERT_GT(Top(s.items, s.layout), optimum);
+  ASSERT_GT(testing::PackingTop(s.items, s.layout), optimum);
   internal::RefineLimits limits;
   limits.max_moves = 200000;
   const internal::RefineResult r = internal::MinimizeOverlap(s.items, s.graph, s.layout, optimum, limits);
@@ -94,7 +88,7 @@ TEST(OverlapSearch, ValidAndNoHigherOnRandomLifetimes) {
     limits.max_moves = 20000;
     const internal::RefineResult r = internal::MinimizeOverlap(s.items, s.graph, s.layout, bound, limits);
     ASSERT_TRUE(testing::ValidPacking(s.items, r.offsets)) << "seed " << seed;
-    EXPECT_LE(r.top, Top(s.items, s.layout)) << "seed " << seed;
+    EXPECT_LE(r.top, testing::PackingTop(s.items, s.layout)) << "seed " << seed;
     EXPECT_GE(r.top, bound) << "seed " << seed;
   }
 }
@@ -109,7 +103,7 @@ TEST(OverlapSearch, AZeroLowerBoundIsSafe) {
     limits.max_moves = 20000;
     const internal::RefineResult r = internal::MinimizeOverlap(s.items, s.graph, s.layout, 0, limits);
     ASSERT_TRUE(testing::ValidPacking(s.items, r.offsets)) << "seed " << seed;
-    EXPECT_LE(r.top, Top(s.items, s.layout)) << "seed " << seed;
+    EXPECT_LE(r.top, testing::PackingTop(s.items, s.layout)) << "seed " << seed;
   }
 }
 

@@ -13,12 +13,6 @@
 namespace keel::memory {
 namespace {
 
-uint64_t Top(const std::vector<internal::PackingItem>& items, const std::vector<uint64_t>& offsets) {
-  uint64_t top = 0;
-  for (size_t i = 0; i < items.size(); ++i) top = std::max(top, offsets[i] + items[i].size);
-  return top;
-}
-
 TEST(SettleLayout, APushTravelsUpTheColumnToTheSpareSpace) {
   // Steps 0-9: a (4 bytes at 0) and b (4 bytes at 2) overlap by 2 bytes;
   // above b lie c (3 bytes at 6, steps 5-9, with 3 bytes free above it up to
@@ -37,7 +31,7 @@ TEST(SettleLayout, APushTravelsUpTheColumnToTheSpareSpace) {
   const std::vector<uint64_t> settled = internal::SettleLayout(items, graph, overlapping);
   EXPECT_EQ(settled, (std::vector<uint64_t>{0, 4, 8, 8}));
   EXPECT_TRUE(testing::ValidPacking(items, settled));
-  EXPECT_EQ(Top(items, settled), 12u);
+  EXPECT_EQ(testing::PackingTop(items, settled), 12u);
 }
 
 TEST(SettleLayout, AlignedOffsetsAndTiesByIndex) {

@@ -18,12 +18,6 @@ namespace {
 
 using internal::PackingItem;
 
-uint64_t Top(const std::vector<PackingItem>& items, const std::vector<uint64_t>& offsets) {
-  uint64_t top = 0;
-  for (size_t i = 0; i < items.size(); ++i) top = std::max(top, offsets[i] + items[i].size);
-  return top;
-}
-
 
 internal::OverlapGraph Graph(const std::vector<PackingItem>& items) {
   internal::OverlapGraph graph;
@@ -104,7 +98,7 @@ TEST(WindowResolve, RandomWindowsNeverBreakOrRaiseALayout) {
     const internal::OverlapGraph graph = Graph(items);
     const std::vector<uint64_t> start = internal::ConstructLayout(items, graph);
     ASSERT_TRUE(testing::ValidPacking(items, start));
-    const uint64_t top = Top(items, start);
+    const uint64_t top = testing::PackingTop(items, start);
     std::mt19937 rng(seed);
     for (int trial = 0; trial < 8; ++trial) {
       std::vector<uint64_t> offsets = start;
@@ -114,7 +108,7 @@ TEST(WindowResolve, RandomWindowsNeverBreakOrRaiseALayout) {
           internal::ItemsInWindow(items, offsets, {seed_item}, static_cast<int64_t>(rng() % 10), rng() % 4096);
       const internal::WindowOutcome r = internal::ResolveWindow(items, graph, &offsets, freed, capacity, {});
       ASSERT_TRUE(testing::ValidPacking(items, offsets)) << "seed " << seed << " trial " << trial;
-      EXPECT_LE(Top(items, offsets), top);
+      EXPECT_LE(testing::PackingTop(items, offsets), top);
       EXPECT_GE(r.freed, freed.size());
       if (!r.placed) {
         EXPECT_EQ(offsets, start);
