@@ -16,7 +16,9 @@
 //     row-major (C-order) tensor on the cuda device. Element type: the
 //     tensors of cublas.gemm, cudnn.conv2d and cudnn.pool2d (not the u8
 //     workspace) are all f32, all f16 or all bf16 — the argument dtypes say
-//     which (no attribute); any other type or a mix is kUnsupported.
+//     which (no attribute); any other type or a mix is kUnsupported, except
+//     cublas.gemm's Y, bias and residual in f32 with half A and B (cuBLASLt's
+//     D in f32).
 //   * Attributes are stored sorted by key (the writer sorts them). Each key uses
 //     exactly one of ser::AttrDesc's fields: "ints" (int64 list, scalars are
 //     one-element lists), "floats" (double list) or "str". A missing optional

@@ -19,7 +19,9 @@
 //   everything else      → a generated kernel (compiler/codegen → NVPTX).
 // Library kernels take every tensor in one type, f32, f16 or bf16 (LibraryDType:
 // the types vm/cuda/library_dtypes.h maps onto cuBLASLt/cuDNN, which compute
-// in f32); a node whose operands mix types, or use another type, is generated.
+// in f32), except a half GEMM whose chain widens its result to f32 first: Y,
+// the bias and the residual in f32; a node whose operands mix types otherwise,
+// or use another type, is generated.
 // Whatever a library kernel cannot absorb of its chain runs as a second,
 // generated elementwise kernel in place on the step's output (StepKernel::then):
 // possible when every remaining op keeps the output's shape and dtype;
@@ -139,6 +141,15 @@ bool IsTanhGelu(const ir::Node& n) {
   return approx.ok() && *approx == "tanh";
 }
 
+// `e` converts `y`, a half value, to f32 (same shape).
+bool WidensToF32(const ir::Node& e, const ir::Value* y) {
+  const ops::OpDef* def = ops::FindOp(e);
+  if (!def || def->pattern_role != ops::PatternRole::kConvert || e.input(0) != y) return false;
+  const ir::DType from = y->type().dtype;
+  return (from == ir::DType::kF16 || from == ir::DType::kBF16) && e.output(0)->type().dtype == ir::DType::kF32 &&
+         e.output(0)->type().shape == y->type().shape;
+}
+
 // The registry's epilogue role of a chain node.
 ops::EpilogueRole RoleOf(const ir::Node& n) {
   const ops::OpDef* def = ops::FindOp(n);
@@ -221,6 +232,13 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
   for (; i < c.nodes.size(); ++i) {
     const ir::Node& e = *c.nodes[i];
     const ops::EpilogueRole role = RoleOf(e);
+    if (i == 1 && WidensToF32(e, Y)) {
+      // Fusion puts this Cast first (passes/fusion.h): cuBLASLt writes D, the
+      // bias and C in f32 from half A and B. Gemm's own C is half: no widening.
+      if (bias) return std::nullopt;
+      prev = e.output(0);
+      continue;
+    }
     if (!epilogue.empty()) break;
     if (role == ops::EpilogueRole::kRelu) { epilogue = lib::value::kEpilogueRelu; prev = e.output(0); continue; }
     if (IsTanhGelu(e) && e.input(0) == prev && e.output(0)->type() == prev->type()) {
@@ -238,7 +256,7 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
       prev = e.output(0);
       continue;
     }
-    if (role == ops::EpilogueRole::kAdd && c.InputIndex(other) >= 0 && other->type().dtype == Y->type().dtype) {
+    if (role == ops::EpilogueRole::kAdd && c.InputIndex(other) >= 0 && other->type().dtype == prev->type().dtype) {
       // Y's own shape: a residual (cuBLASLt's C, factor 1), beside a row bias.
       if (!residual && broadcast != lib::value::kBiasFull && other->type() == prev->type()) {
         residual = other;

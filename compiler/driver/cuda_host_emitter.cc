@@ -99,13 +99,20 @@ Status Emitter::Check() {
       // half ones); u8 is the workspace. Anything else is refused by name and dtype
       // here, as the VM refuses it at load (vm/cuda/library_dtypes.h).
       if (k->kind() == fb::KernelKind::library && k->args() != nullptr) {
-        std::optional<ser::DType> data;
-        // keel.attention's mask (argument 3 of 5) may be f32 beside half data.
+        std::optional<ser::DType> data, gemm_out;
+        // keel.attention's mask (argument 3 of 5) may be f32 beside half data, and
+        // cublas.gemm's bias, residual and Y (arguments 2 on) f32 beside half A and B,
+        // all three in one type.
         const bool f32_mask = Str(k->library_op()) == lo::kKeelAttention && k->args()->size() == 5;
+        const bool gemm = Str(k->library_op()) == lo::kCublasGemm;
         for (uint32_t ai = 0; ai < k->args()->size(); ++ai) {
           const fb::KernelArg* a = k->args()->Get(ai);
           const ser::DType t = a != nullptr ? ser::FromFb(a->dtype()) : ser::DType::kF32;
           if (t == ser::DType::kU8 || (f32_mask && ai == 3 && t == ser::DType::kF32)) continue;
+          if (gemm && ai >= 2 && t == ser::DType::kF32 && gemm_out.value_or(t) == t) {
+            gemm_out = t;
+            continue;
+          }
           if (t != ser::DType::kF32 && t != ser::DType::kF16 && t != ser::DType::kBF16) {
             return Unsupported("kernel " + Str(k->name()) + " (" + Str(k->library_op()) + ") takes " +
                                ser::DTypeName(t) +

@@ -74,9 +74,12 @@ class Attrs {
 // checks the others match) as the program's cl::ElementType, from the shared
 // table's names (vm/cuda/library_calls.h: f32, f16, bf16). Other types were
 // refused by Emitter::Check.
-Result<std::string> LibraryElementType(const fb::Kernel& k, const std::string& name) {
-  const ser::DType t = k.args() != nullptr && k.args()->size() > 0 ? ser::FromFb(k.args()->Get(0)->dtype())
-                                                                   : ser::DType::kF32;
+ser::DType ArgDType(const fb::Kernel& k, size_t arg) {
+  return k.args() != nullptr && k.args()->size() > arg ? ser::FromFb(k.args()->Get(arg)->dtype()) : ser::DType::kF32;
+}
+
+Result<std::string> LibraryElementType(const fb::Kernel& k, const std::string& name, size_t arg = 0) {
+  const ser::DType t = ArgDType(k, arg);
   if (t == ser::DType::kF32) return std::string("cl::ElementType::kF32");
   if (t == ser::DType::kF16) return std::string("cl::ElementType::kF16");
   if (t == ser::DType::kBF16) return std::string("cl::ElementType::kBF16");
@@ -84,10 +87,12 @@ Result<std::string> LibraryElementType(const fb::Kernel& k, const std::string& n
 }
 
 // vm/cuda/autotune.h DTypeSegment: "" for f32 (the keys from before half support), else "|<dtype>".
-std::string DTypeKeySegment(const fb::Kernel& k) {
-  const ser::DType t = k.args() != nullptr && k.args()->size() > 0 ? ser::FromFb(k.args()->Get(0)->dtype())
-                                                                   : ser::DType::kF32;
-  return t == ser::DType::kF32 ? std::string() : std::string("|") + ser::DTypeName(t);
+// A gemm's Y in f32 from half A and B adds "|to_f32" (GemmProblemKey's out_dtype).
+std::string DTypeKeySegment(const fb::Kernel& k, int out_arg = -1) {
+  const ser::DType t = ArgDType(k, 0);
+  if (t == ser::DType::kF32) return std::string();
+  const ser::DType out = out_arg < 0 ? t : ArgDType(k, static_cast<size_t>(out_arg));
+  return std::string("|") + ser::DTypeName(t) + (out != t ? std::string("|to_") + ser::DTypeName(out) : "");
 }
 
 }  // namespace
@@ -205,13 +210,14 @@ Status Emitter::EmitGemm(size_t i, const fb::Kernel& k, KernelPlan& p) {
                            : epi == lo::value::kEpilogueGeluTanh ? "cl::GemmActivation::kGeluTanh"
                                                                  : "cl::GemmActivation::kNone";
   KEEL_ASSIGN_OR_RETURN(const std::string type, LibraryElementType(k, p.name));
+  KEEL_ASSIGN_OR_RETURN(const std::string out_type, LibraryElementType(k, p.name, static_cast<size_t>(p.y_arg)));
   // vm/cuda/autotune.h GemmProblemKey less "|tf32<0|1>" (the program adds it: --allow-tf32).
   const std::string problem = "gemm|" + std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(kk) + "," +
                               std::to_string(batch) + "," + std::to_string(ta) + std::to_string(tb) + "," +
                               std::to_string(sa) + "," + std::to_string(sb) + "|" + bias_mode +
                               std::to_string(p.has_bias ? 1 : 0) + (p.has_residual ? "+res" : "") + "|" + epi +
                               "|" + std::to_string(alpha) + "," +
-                              std::to_string(beta) + DTypeKeySegment(k);
+                              std::to_string(beta) + DTypeKeySegment(k, p.y_arg);
   ++tuned_problems_;
   KEEL_ASSIGN_OR_RETURN(const std::string alpha_lit, FloatLit(alpha, true));
   KEEL_ASSIGN_OR_RETURN(const std::string beta_lit, FloatLit(p.full_bias ? beta : p.has_residual ? 1.0 : 0.0, true));
@@ -228,7 +234,7 @@ Status Emitter::EmitGemm(size_t i, const fb::Kernel& k, KernelPlan& p) {
      << "    p.has_bias = g.has_bias = " << (p.has_bias ? "true" : "false") << ";\n"
      << "    p.full_bias = g.full_bias = " << (p.full_bias ? "true" : "false") << ";\n"
      << "    p.has_residual = g.has_residual = " << (p.has_residual ? "true" : "false") << ";\n"
-     << "    p.activation = " << activation << ";\n    p.type = " << type << ";\n"
+     << "    p.activation = " << activation << ";\n    p.type = " << type << ";\n    p.out_type = " << out_type << ";\n"
      << "    p.allow_tf32 = g_allow_tf32;\n"
      << "    g.alpha = " << alpha_lit << ";\n    g.beta = " << beta_lit << ";\n"
      << "    GemmPlanKernel(g, p, " << Lit(p.name) << ", " << Lit(problem) << ");\n  }\n";

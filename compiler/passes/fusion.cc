@@ -83,6 +83,19 @@ bool GeneratedAnchor(const ir::Node& n) {
   return def && def->fusion == ops::FusionClass::kAnchor && def->library == ops::LibraryCall::kNone;
 }
 
+// `cast` converts the result of `gemm`, a half GEMM/MatMul without a bias
+// operand, to f32: the library writes f32 (cuBLASLt's D in f32 from half A and
+// B; it takes a bias only in D's type, so a half bias operand rules it out).
+bool WidensToF32(const ir::Node& gemm, const ir::Node& cast) {
+  const ops::OpDef* def = ops::FindOp(gemm);
+  const ops::OpDef* conv = ops::FindOp(cast);
+  if (!def || !conv || conv->pattern_role != ops::PatternRole::kConvert) return false;
+  if (def->library != ops::LibraryCall::kGemm && def->library != ops::LibraryCall::kMatMul) return false;
+  if (gemm.inputs().size() > 2 && gemm.input(2)) return false;
+  const ir::DType from = gemm.output(0)->type().dtype;
+  return (from == ir::DType::kF16 || from == ir::DType::kBF16) && cast.output(0)->type().dtype == ir::DType::kF32;
+}
+
 // The generated anchor `n` is a prologue of (rule 0 in fusion.h: a one-input
 // elementwise node that changes the element type and whose only use is that
 // anchor), or null.
@@ -226,12 +239,14 @@ Status FusionPass::Run(ir::Graph& graph) {
       // must keep the anchor's output shape (a broadcast that grows it, e.g. an
       // SE block's [N,C,1,1] gate times [N,C,H,W], starts a new group instead).
       if (cls == OpClass::kAnchor && user->output(0)->type().shape != n->output(0)->type().shape) break;
-      // It also keeps the anchor's element type: a Cast away from it (a half GEMM's
-      // result widened for a Softmax, a LayerNorm or an f32 model output) starts a new
-      // group, so the anchor stays a cuBLASLt/cuDNN candidate (they write their own
-      // type in place) and the cast is a cheap elementwise kernel of its own.
-      // A generated anchor converts at its store like any kernel.
-      if (cls == OpClass::kAnchor && !GeneratedAnchor(*n) && user->output(0)->type().dtype != n->output(0)->type().dtype)
+      // It also keeps the element type: a Cast away from it (a half conv's result
+      // widened for a LayerNorm or an f32 model output) starts a new group, so the
+      // anchor stays a cuBLASLt/cuDNN candidate (they write their own type in
+      // place) and the cast is a cheap elementwise kernel of its own. A generated
+      // anchor converts at its store like any kernel, and a half GEMM without a
+      // bias operand writes f32 itself (cuBLASLt's D in f32 from half A and B).
+      const ir::DType from = chain.back()->output(0)->type().dtype, to = user->output(0)->type().dtype;
+      if (cls == OpClass::kAnchor && !GeneratedAnchor(*n) && to != from && !(chain.size() == 1 && WidensToF32(*n, *user)))
         break;
       chain.push_back(user);
       grouped.insert(user);

@@ -39,7 +39,10 @@
 // anchor's store); elementwise and injective chains may broadcast to larger
 // shapes (their loop nest runs over the chain's output).
 // A generated anchor's epilogue may change the element type (the narrowing Cast
-// after an f32 Softmax or LayerNorm); a library candidate's may not (below).
+// after an f32 Softmax or LayerNorm); a library candidate's may not (below),
+// except a half GEMM/MatMul without a bias operand whose first epilogue node
+// widens to f32 (cuBLASLt writes D in f32 from half A and B: bf16's f32
+// residual stream, mixed_precision.h).
 // Hence a body is a chain: [prologues + anchor | injective | elementwise]
 // followed by zero or more elementwise nodes, each consuming the previous node's
 // output (as any of its inputs) plus values from outside the group. A chain holds at most

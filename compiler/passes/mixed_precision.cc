@@ -64,6 +64,7 @@ class Rewriter {
         converted_.insert(in);
       }
     }
+    if (half_ == DType::kBF16) KEEL_RETURN_IF_ERROR(FindF32Stream());
     // A snapshot: the casts this pass inserts are not visited.
     for (Node* node : g_.nodes()) KEEL_RETURN_IF_ERROR(Visit(node));
     FixOutputs();
@@ -91,6 +92,10 @@ class Rewriter {
       policy = ops::HalfPolicy::kKeepF32;
       reason = "has a subgraph";
     }
+    if (policy == ops::HalfPolicy::kHalf && stream_.count(node)) {
+      policy = ops::HalfPolicy::kKeepF32;
+      reason = "bf16: the residual stream before a normalization stays f32";
+    }
     if (policy == ops::HalfPolicy::kHalf) {
       KEEL_ASSIGN_OR_RETURN(bool done, TryHalf(node));
       if (done) {
@@ -112,6 +117,118 @@ class Rewriter {
       if (in && converted_.count(in)) node->SetInput(i, F32Of(in, node));
     }
     Kept(node->op_type(), reason);
+    return Status::Ok();
+  }
+
+  // bf16 keeps the residual stream in f32 (stream_; why: the header). A
+  // residual sum stored in bf16 between blocks is rounded once per block, and
+  // every later block adds onto the rounded value. f16 keeps three more bits
+  // and its bandwidth.
+  //  - An elementwise node whose result a keep-f32 node other than a softmax
+  //    reads and that flows on past it (a pre-norm block's residual Add, read
+  //    by the next LayerNorm and the next residual Add) stays f32: its kernel
+  //    computes in f32 anyway. A post-norm block's Add feeds only its
+  //    LayerNorm, whose f32 result is the carried value already. (Softmax
+  //    inputs are not a stream, and the attention pattern over them stays half.)
+  //  - So does an elementwise node that reads a constant (a bias Add), or a
+  //    reshape/transpose of one value, whose every reader is in the stream: the
+  //    GEMM before them then writes f32 with an f32 bias in cuBLASLt's
+  //    epilogue (fusion.h, cuda_backend.cc).
+  //  - A Gemm with a bias operand (beta 1) whose every reader is in the stream
+  //    becomes a Gemm and a bias Add, for the same reason (cuBLASLt takes no
+  //    half bias with an f32 result).
+  bool IsHalfElementwise(const Node* n) const {
+    const ops::OpDef* def = ops::FindOp(*n);
+    return def && def->fusion == ops::FusionClass::kElementwise && !n->body() &&
+           ops::ResolveHalfPolicy(*def) == ops::HalfPolicy::kHalf;
+  }
+  bool CarriesPastNormalization(const Node* n) const {
+    if (!IsHalfElementwise(n)) return false;
+    bool normalized = false, carried = false;
+    for (const Value* out : n->outputs()) {
+      if (!IsF32(out)) continue;
+      for (const Value::Use& use : out->uses()) {
+        const ops::OpDef* def = ops::FindOp(*use.node);
+        const bool f32 = def && ops::ResolveHalfPolicy(*def) == ops::HalfPolicy::kKeepF32;
+        if (f32 && def->pattern_role != ops::PatternRole::kSoftmax) normalized = true;
+        if (!f32) carried = true;
+      }
+    }
+    return normalized && carried;
+  }
+  bool AllReadersIn(const Node* n, const std::unordered_set<const Node*>& set) const {
+    bool any = false;
+    for (const Value* out : n->outputs()) {
+      if (g_.IsGraphOutput(out)) return false;
+      for (const Value::Use& use : out->uses()) {
+        if (!set.count(use.node)) return false;
+        any = true;
+      }
+    }
+    return any;
+  }
+  Status FindF32Stream() {
+    for (Node* n : g_.nodes()) {
+      if (CarriesPastNormalization(n)) stream_.insert(n);
+    }
+    if (stream_.empty()) return Status::Ok();
+    const std::vector<Node*> order = g_.nodes();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Node* n = *it;
+      if (stream_.count(n) || !AllReadersIn(n, stream_)) continue;
+      if (AddsConstant(n) || MovesOneValue(n)) stream_.insert(n);
+    }
+    std::vector<Node*> gemms;
+    for (Node* n : g_.nodes()) {
+      const ops::OpDef* def = ops::FindOp(*n);
+      if (def && def->library == ops::LibraryCall::kGemm && n->inputs().size() > 2 && n->input(2) &&
+          IsF32(n->output(0)) && AllReadersIn(n, stream_)) {
+        gemms.push_back(n);
+      }
+    }
+    for (Node* gemm : gemms) KEEL_RETURN_IF_ERROR(SplitGemmBias(gemm));
+    return Status::Ok();
+  }
+  // A half elementwise node reading an f32 constant (a bias).
+  bool AddsConstant(const Node* n) const {
+    if (!IsHalfElementwise(n)) return false;
+    for (const Value* in : n->inputs()) {
+      if (in && in->is_constant() && IsF32(in)) return true;
+    }
+    return false;
+  }
+  // A half data-movement node (view or injective) of one non-constant f32
+  // value: the stream's reshapes and transposes between a GEMM and its add.
+  bool MovesOneValue(const Node* n) const {
+    const ops::OpDef* def = ops::FindOp(*n);
+    if (!def || n->body() || (def->fusion != ops::FusionClass::kInjective && def->fusion != ops::FusionClass::kView) ||
+        ops::ResolveHalfPolicy(*def) != ops::HalfPolicy::kHalf || n->outputs().size() != 1 || !IsF32(n->output(0))) {
+      return false;
+    }
+    int values = 0;
+    for (const Value* in : n->inputs()) values += in && !in->is_constant() && IsF32(in);
+    return values == 1;
+  }
+  // Gemm(A, B, C) with beta 1 -> Add(Gemm(A, B), C); the Add joins the stream.
+  Status SplitGemmBias(Node* gemm) {
+    KEEL_ASSIGN_OR_RETURN(const double beta, gemm->attrs().GetFloat("beta", 1.0));
+    if (beta != 1.0) return Status::Ok();
+    Value* y = gemm->output(0);
+    Node* product = g_.InsertNodeBefore(gemm, gemm->op_type(), gemm->name() + ".product",
+                                        {gemm->input(0), gemm->input(1)}, 1);
+    for (const auto& [k, v] : gemm->attrs().all()) {
+      if (k != "beta") product->attrs().Set(k, v);
+    }
+    product->output(0)->set_name(y->name() + ".product");
+    product->output(0)->set_type(y->type());
+    Node* bias = g_.InsertNodeBefore(gemm, "Add", gemm->name() + ".bias", {product->output(0), gemm->input(2)}, 1);
+    bias->output(0)->set_type(y->type());
+    g_.ReplaceAllUsesWith(y, bias->output(0));
+    const std::string name = y->name();
+    y->set_name(name + ".unsplit");
+    bias->output(0)->set_name(name);
+    KEEL_RETURN_IF_ERROR(g_.RemoveNode(gemm));
+    stream_.insert(bias);
     return Status::Ok();
   }
 
@@ -278,6 +395,7 @@ class Rewriter {
   std::unordered_map<const Value*, Value*> f32_of_;         // converted value -> f32 twin
   std::unordered_map<const Value*, Value*> cast_back_source_;  // f32 twin -> converted value
   std::vector<Node*> casts_;                                // in creation order
+  std::unordered_set<const Node*> stream_;                  // bf16: elementwise nodes kept f32 (FindF32Stream)
 };
 
 }  // namespace

@@ -183,11 +183,11 @@ std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int6
 std::string GemmProblemKey(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t trans_a, int64_t trans_b,
                            int64_t stride_a, int64_t stride_b, const std::string& bias_mode, bool has_bias,
                            bool has_residual, const std::string& epilogue, double alpha, double beta, bool tf32,
-                           DataType dtype) {
+                           DataType dtype, bool f32_out) {
   return "gemm|" + std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k) + "," +
          std::to_string(batch) + "," + std::to_string(trans_a) + std::to_string(trans_b) + "," +
          std::to_string(stride_a) + "," + std::to_string(stride_b) + "|" + bias_mode + std::to_string(has_bias ? 1 : 0) +
-         (has_residual ? "+res" : "") + "|" + epilogue + "|" + std::to_string(alpha) + "," + std::to_string(beta) + DTypeSegment(dtype) + "|tf32" +
+         (has_residual ? "+res" : "") + "|" + epilogue + "|" + std::to_string(alpha) + "," + std::to_string(beta) + DTypeSegment(dtype) + (f32_out && dtype != DataType::kF32 ? "|to_f32" : "") + "|tf32" +
          std::to_string(tf32 ? 1 : 0);
 }
 

@@ -110,14 +110,15 @@ std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int6
 // alpha,beta (std::to_string) | TF32 mode.
 // Both keys name the problem's element type (vm/cuda/library_dtypes.h) as a
 // segment before the TF32 mode when it is not f32, e.g. "...|a1|f16|tf320" or
-// "...|1.000000,1.000000|bf16|tf320": f32 and half problems never share an entry,
+// "...|1.000000,1.000000|bf16|tf320", and "|bf16|to_f32" for a half GEMM writing
+// f32 (`f32_out` with a half `dtype`): f32 and half problems never share an entry,
 // and f32 keys are unchanged from before half support (older tuning files keep
 // serving f32 problems; the TF32 segment stays last, which the CUDA host-program
 // emitter relies on).
 std::string GemmProblemKey(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t trans_a, int64_t trans_b,
                            int64_t stride_a, int64_t stride_b, const std::string& bias_mode, bool has_bias,
                            bool has_residual, const std::string& epilogue, double alpha, double beta, bool tf32,
-                           DataType dtype = DataType::kF32);
+                           DataType dtype = DataType::kF32, bool f32_out = false);
 // "<device> <problem>": the key of a tuning entry. `library` is "cudnn" or "cublasLt".
 std::string TuningKey(int compute_capability, const char* library, uint64_t library_version,
                       const std::string& problem);

@@ -48,7 +48,8 @@ class CublasGemm final : public CudaLaunchState {
   std::string name_;
   cublasLtHandle_t lt_ = nullptr;
   cl::GemmPlan plan_;
-  LibraryDType dtype_;
+  LibraryDType dtype_;  // A and B
+  LibraryDType out_;    // Y, the bias and the residual
   int bias_arg_ = -1, res_arg_ = -1, y_arg_ = 2;
 };
 
@@ -147,13 +148,18 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   bias_arg_ = has_b ? 2 : -1;
   res_arg_ = has_r ? 2 + (has_b ? 1 : 0) : -1;
   y_arg_ = 2 + (has_b ? 1 : 0) + (has_r ? 1 : 0);
-  // A, B, the bias (row vector or C matrix) and Y all in one type: f32, f16 or
-  // bf16 (no mixed I/O; cuBLASLt takes a half bias vector of D's type).
+  // A and B in one type: f32, f16 or bf16. Y, the bias (row vector or C
+  // matrix) and the residual in Y's type: A's, or f32 from half A and B
+  // (cuBLASLt's D in f32; it takes a bias only in D's type).
   KEEL_ASSIGN_OR_RETURN(dtype_, LibraryDTypeOfArg(k, 0, "A"));
   KEEL_RETURN_IF_ERROR(RequireDType(k, 1, "B", dtype_));
-  if (has_b) KEEL_RETURN_IF_ERROR(RequireDType(k, 2, "the bias", dtype_));
-  if (has_r) KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(res_arg_), "the residual", dtype_));
-  KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(y_arg_), "Y", dtype_));
+  KEEL_ASSIGN_OR_RETURN(out_, LibraryDTypeOfArg(k, static_cast<size_t>(y_arg_), "Y"));
+  if (out_.dtype != dtype_.dtype && !(dtype_.half && out_.dtype == DataType::kF32)) {
+    return Unsupported("kernel " + k.name + " (cublas.gemm): Y in " + out_.name + " from A and B in " + dtype_.name +
+                       " (Y takes A's type, or f32 from half A and B)");
+  }
+  if (has_b) KEEL_RETURN_IF_ERROR(RequireDType(k, 2, "the bias", out_));
+  if (has_r) KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(res_arg_), "the residual", out_));
   auto need = [&](int arg, int64_t stride, int64_t block, const char* what) -> Status {
     const int64_t needed = (batch - 1) * stride + block;
     if (Elements(k.args[arg], dtype_) < needed) {
@@ -165,19 +171,19 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   };
   KEEL_RETURN_IF_ERROR(need(0, sa, m * kk, "A"));
   KEEL_RETURN_IF_ERROR(need(1, sb, kk * n, "B"));
-  if (Elements(k.args[y_arg_], dtype_) != batch * m * n || (batch > 1 && sy != m * n)) {
+  if (Elements(k.args[y_arg_], out_) != batch * m * n || (batch > 1 && sy != m * n)) {
     return InvalidExecutable("kernel " + k.name + " (cublas.gemm): Y must be dense with batch*m*n = " +
                              std::to_string(batch * m * n) + " elements");
   }
-  if (has_r && Elements(k.args[res_arg_], dtype_) != batch * m * n) {
+  if (has_r && Elements(k.args[res_arg_], out_) != batch * m * n) {
     return InvalidExecutable("kernel " + k.name + " (cublas.gemm): the residual must have batch*m*n = " +
                              std::to_string(batch * m * n) + " elements");
   }
   if (has_b) {
     const int64_t want = full_bias ? m * n : n;
-    if (Elements(k.args[2], dtype_) != want) {
+    if (Elements(k.args[2], out_) != want) {
       return InvalidExecutable("kernel " + k.name + " (cublas.gemm): a \"" + bias_mode + "\" bias needs " +
-                               std::to_string(want) + " elements, got " + std::to_string(Elements(k.args[2], dtype_)));
+                               std::to_string(want) + " elements, got " + std::to_string(Elements(k.args[2], out_)));
     }
     if (!full_bias && beta != 1.0) {
       return Unsupported("kernel " + k.name + " (cublas.gemm): a \"row\" bias needs beta == 1 (fold beta into it)");
@@ -203,11 +209,12 @@ Status CublasGemm::Plan(const KernelEntry& k) {
                        : epi == lo::value::kEpilogueGeluTanh ? cl::GemmActivation::kGeluTanh
                                                              : cl::GemmActivation::kNone;
   problem.type = dtype_.element;
+  problem.out_type = out_.element;
   problem.allow_tf32 = dev_.allow_tf32();
   KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::CreateGemmDescriptors(problem, &plan_.d)));
   {
     const std::string key = GemmProblemKey(m, n, kk, batch, ta, tb, sa, sb, bias_mode, has_bias != 0, has_r, epi,
-                                           alpha, beta, dev_.allow_tf32(), dtype_.dtype);
+                                           alpha, beta, dev_.allow_tf32(), dtype_.dtype, out_.dtype != dtype_.dtype);
     KEEL_RETURN_IF_ERROR(Tune(key, k.args[0].bytes, k.args[1].bytes, has_b ? k.args[2].bytes : 0,
                               k.args[y_arg_].bytes));
   }
@@ -215,7 +222,7 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   if (!plan_.aligned1.found) {
     return Unsupported("kernel " + k.name + " (cublas.gemm): cuBLASLt has no algorithm for m=" + std::to_string(m) +
                        " n=" + std::to_string(n) + " k=" + std::to_string(kk) + " batch=" + std::to_string(batch) +
-                       " epilogue \"" + epi + "\" in " + dtype_.name);
+                       " epilogue \"" + epi + "\" in " + dtype_.name + (out_.dtype != dtype_.dtype ? std::string(" to ") + out_.name : ""));
   }
   return dev_.ReserveWorkspace(cl::GemmWorkspaceBytes(plan_));
 }

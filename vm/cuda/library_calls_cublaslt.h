@@ -46,7 +46,8 @@ struct GemmProblem {
   bool has_bias = false, full_bias = false;
   bool has_residual = false;  // C is a residual matrix added with factor 1 (never with a full bias)
   GemmActivation activation = GemmActivation::kNone;
-  ElementType type = ElementType::kF32;
+  ElementType type = ElementType::kF32;      // A and B
+  ElementType out_type = ElementType::kF32;  // D, C and the bias: `type`, or f32 from half A and B
   bool allow_tf32 = false;
 };
 
@@ -95,9 +96,11 @@ inline CallStatus CreateGemmDescriptors(const GemmProblem& p, GemmDescriptors* g
   if (p.activation == GemmActivation::kRelu) e = row_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
   if (p.activation == GemmActivation::kGeluTanh) e = row_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
   KEEL_LIB_CUBLAS(cublasLtMatmulDescSetAttribute, g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
+  const ElementTypeInfo& out = InfoOf(p.out_type);
   if (row_bias) {
-    // The bias vector in D's type (cuBLASLt's default for f32/f16/bf16 D, set explicitly).
-    const cudaDataType_t bt = t.cuda;
+    // The bias vector in D's type (cuBLASLt's default for f32/f16/bf16 D, set
+    // explicitly; with half A/B and f32 D it takes no half bias).
+    const cudaDataType_t bt = out.cuda;
     KEEL_LIB_CUBLAS(cublasLtMatmulDescSetAttribute, g->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
   }
   const int64_t m = p.m, n = p.n, kk = p.k;
@@ -105,10 +108,10 @@ inline CallStatus CreateGemmDescriptors(const GemmProblem& p, GemmDescriptors* g
   KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->a, t.cuda, p.trans_b ? kk : n, p.trans_b ? n : kk, p.batch, p.stride_b));
   // Operand 2 is A: [k,m] (ld k), or [m,k] (ld m) when transposed.
   KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->b, t.cuda, p.trans_a ? m : kk, p.trans_a ? kk : m, p.batch, p.stride_a));
-  KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->d, t.cuda, n, m, p.batch, m * n));
+  KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->d, out.cuda, n, m, p.batch, m * n));
   // C is Y, the residual (Y's layout), or the "full" bias: the same matrix for
   // every batch (stride 0).
-  KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->c, t.cuda, n, m, p.batch, p.full_bias ? 0 : m * n));
+  KEEL_LIB_RETURN_IF_FAILED(GemmLayout(&g->c, out.cuda, n, m, p.batch, p.full_bias ? 0 : m * n));
   KEEL_LIB_CUBLAS(cublasLtMatmulPreferenceCreate, &g->pref);
   const uint64_t max_ws = kMaxGemmWorkspace;
   KEEL_LIB_CUBLAS(cublasLtMatmulPreferenceSetAttribute, g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,

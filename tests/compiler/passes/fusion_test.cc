@@ -220,6 +220,37 @@ TEST(FusionTest, TypeChangingCastEndsAnAnchorEpilogue) {
   EXPECT_EQ(Ops(g.nodes()[1]), (std::vector<std::string>{"Cast", "Relu"}));
 }
 
+// A half GEMM without a bias operand widens to f32 in its epilogue (cuBLASLt
+// writes D in f32): the Cast right after it joins, and so do the f32 bias and
+// residual adds after it. A Gemm with a half bias operand (C) does not widen.
+TEST(FusionTest, HalfGemmWidensToF32InItsEpilogue) {
+  ir::Graph g;
+  ir::Value* a = g.AddInput("a", {ir::DType::kBF16, {4, 8}});
+  ir::Value* b = g.AddInput("b", {ir::DType::kBF16, {8, 3}});
+  ir::Value* bias = g.AddInput("bias", {ir::DType::kF32, {3}});
+  ir::Value* res = g.AddInput("res", {ir::DType::kF32, {4, 3}});
+  ir::Node* mm = g.AddNode("MatMul", "mm", {a, b}, 1);
+  ir::Node* cast = g.AddNode("Cast", "cast", {mm->output(0)}, 1);
+  cast->attrs().Set("to", std::string("f32"));
+  ir::Node* add = g.AddNode("Add", "add", {cast->output(0), bias}, 1);
+  ir::Node* sum = g.AddNode("Add", "sum", {res, add->output(0)}, 1);
+  g.AddOutput(sum->output(0));
+  ir::Value* c = g.AddInput("c", {ir::DType::kBF16, {3}});
+  ir::Node* gemm = g.AddNode("Gemm", "gemm", {a, b, c}, 1);
+  ir::Node* wide = g.AddNode("Cast", "wide", {gemm->output(0)}, 1);
+  wide->attrs().Set("to", std::string("f32"));
+  g.AddOutput(wide->output(0));
+  const Status inferred = InferShapes(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.ToString();
+  FusionPass p;
+  ASSERT_TRUE(p.Run(g).ok());
+  ASSERT_EQ(g.num_nodes(), 3u);
+  EXPECT_EQ(Ops(g.nodes()[0]), (std::vector<std::string>{"MatMul", "Cast", "Add", "Add"}));
+  EXPECT_EQ(g.nodes()[0]->output(0)->type().dtype, ir::DType::kF32);
+  EXPECT_EQ(Ops(g.nodes()[1]), (std::vector<std::string>{"Gemm"}));
+  EXPECT_EQ(Ops(g.nodes()[2]), (std::vector<std::string>{"Cast"}));
+}
+
 // Mixed precision's casts around an f32 Softmax join it: the widening Cast as a
 // prologue (the kernel reads the half data), the narrowing one as its epilogue (a
 // generated anchor converts at its store). Values are unchanged.

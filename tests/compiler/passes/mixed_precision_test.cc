@@ -203,6 +203,77 @@ TEST(MixedPrecisionTest, ExpKeepsF32ButNeighboursRunInHalf) {
   EXPECT_EQ(report.casts, 4);  // x in, m1 out -> f32, e out -> f16, m2 out -> f32
 }
 
+// Two pre-norm blocks: r1 = x + Gemm(LN(x), W1, b1); r2 = r1 + (MatMul(LN(r1), W2) + b2) -> LN -> y.
+std::unique_ptr<ir::Graph> PreNormBlocks() {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* x = g->AddInput("x", F32({5, 8}));
+  auto ln = [&](ir::Value* v, const std::string& name) {
+    ir::Node* n = g->AddNode("LayerNormalization", name, {v, Const(*g, name + ".s", {8}, 21), Const(*g, name + ".b", {8}, 22)}, 1);
+    n->attrs().Set("axis", int64_t{-1});
+    return n->output(0);
+  };
+  ir::Node* gemm = g->AddNode("Gemm", "gemm", {ln(x, "ln1"), Const(*g, "W1", {8, 8}, 23), Const(*g, "b1", {8}, 24)}, 1);
+  ir::Node* r1 = g->AddNode("Add", "r1", {x, gemm->output(0)}, 1);
+  ir::Node* mm = g->AddNode("MatMul", "mm", {ln(r1->output(0), "ln2"), Const(*g, "W2", {8, 8}, 25)}, 1);
+  ir::Node* bias = g->AddNode("Add", "b2", {mm->output(0), Const(*g, "b2c", {8}, 26)}, 1);
+  ir::Node* r2 = g->AddNode("Add", "r2", {r1->output(0), bias->output(0)}, 1);
+  ir::Node* out = g->AddNode("LayerNormalization", "ln3", {r2->output(0), Const(*g, "s3", {8}, 27), Const(*g, "b3", {8}, 28)}, 1, {"y"});
+  out->attrs().Set("axis", int64_t{-1});
+  g->AddOutput(out->output(0));
+  return g;
+}
+
+ir::Node* Named(const ir::Graph& g, const std::string& name) {
+  for (ir::Node* n : g.nodes())
+    if (n->name() == name) return n;
+  ADD_FAILURE() << "no node " << name;
+  return nullptr;
+}
+
+// bf16 keeps the residual stream f32: r1 (read by a LayerNorm and by r2) stays
+// f32, and so does the bias of the Gemm it adds (split off the Gemm, f32
+// constant). r2 feeds only the last LayerNorm: half, as is b2 before it. f16
+// keeps everything half.
+TEST(MixedPrecisionTest, Bf16KeepsTheResidualStreamInF32) {
+  auto g = PreNormBlocks();
+  MixedPrecisionReport report;
+  ASSERT_TRUE(Typed(*g, Options(Precision::kBf16), &report).ok());
+  ASSERT_TRUE(g->Verify(true).ok());
+  ir::Node* r1 = Named(*g, "r1");
+  ASSERT_NE(r1, nullptr);
+  EXPECT_EQ(r1->output(0)->type().dtype, ir::DType::kF32);
+  EXPECT_EQ(r1->input(0), g->inputs()[0]);  // reads the model input itself
+  ir::Node* split = Named(*g, "gemm.bias");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->output(0)->type().dtype, ir::DType::kF32);
+  EXPECT_EQ(split->input(1)->type().dtype, ir::DType::kF32);  // the bias constant
+  ir::Node* product = split->input(0)->producer();  // Cast of the Gemm's half product
+  ASSERT_NE(product, nullptr);
+  EXPECT_EQ(product->op_type(), "Cast");
+  ir::Node* gemm = product->input(0)->producer();
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->op_type(), "Gemm");
+  EXPECT_EQ(gemm->inputs().size(), 2u);
+  EXPECT_EQ(gemm->output(0)->type().dtype, ir::DType::kBF16);
+  EXPECT_EQ(Named(*g, "r2")->output(0)->type().dtype, ir::DType::kBF16);
+  EXPECT_EQ(Named(*g, "b2")->output(0)->type().dtype, ir::DType::kBF16);
+  EXPECT_EQ(Only(*g, "MatMul")->output(0)->type().dtype, ir::DType::kBF16);
+  ASSERT_EQ(report.kept_f32.count("Add"), 1u);
+  EXPECT_EQ(report.kept_f32.at("Add").nodes, 2);
+
+  auto h = PreNormBlocks();
+  ASSERT_TRUE(Typed(*h, Options(Precision::kFp16)).ok());
+  EXPECT_EQ(Named(*h, "r1")->output(0)->type().dtype, ir::DType::kF16);
+  EXPECT_EQ(Histogram(*h).at("Gemm"), 1);
+  EXPECT_EQ(Only(*h, "Gemm")->inputs().size(), 3u);
+
+  // The values: within bf16's tolerance.
+  const double diff = CompareAfter(PreNormBlocks, [](ir::Graph& gr) { return Typed(gr, Options(Precision::kBf16)); },
+                                   {Random({5, 8}, 29)});
+  EXPECT_LT(diff, 2e-2);
+  EXPECT_GT(diff, 0.0);
+}
+
 TEST(MixedPrecisionTest, SecondRunChangesNothingAndRunsAreDeterministic) {
   auto a = ConvReluSoftmax();
   auto b = ConvReluSoftmax();

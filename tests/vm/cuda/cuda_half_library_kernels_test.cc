@@ -3,7 +3,8 @@
 // transposed, batched, every epilogue), cudnn.conv2d (1-D, 2-D and 3-D, with
 // bias, residual, relu and clip: cuDNN's fused call and the VM's
 // keel_bias_act_f16/bf16 epilogue) and cudnn.pool2d, every tensor in f16 or
-// bf16, against the f32 CPU reference loops fed with the same (rounded) inputs.
+// bf16 (and GEMMs writing f32 with an f32 bias and residual from half A and B),
+// against the f32 CPU reference loops fed with the same (rounded) inputs.
 // Tolerances are half's: relative L2 <= 2e-3 in f16 (11-bit significand),
 // 1e-2 in bf16 (8 bits); f32 accumulation keeps them independent of k. Each
 // case runs with and without CUDA graphs. The 2-D convolutions and the pools
@@ -44,6 +45,7 @@ std::string TypeName(DataType t) { return DataTypeName(t); }
 struct GemmCase {
   const char* name;
   GemmRef g;
+  bool f32_out = false;  // Y, the bias and the residual in f32 (half A and B)
 };
 
 GemmRef G(int64_t m, int64_t n, int64_t k, auto f) {
@@ -74,6 +76,12 @@ const GemmCase kGemmCases[] = {
     // Odd sizes: rows of 2-byte elements not 16-byte multiples (the
     // element-aligned fallback algorithm for the batch offsets).
     {"odd_batched", G(7, 9, 11, [](GemmRef& g) { g.batch = 3; })},
+    // f32 results from half operands (bf16's f32 residual stream, passes/mixed_precision.h).
+    {"to_f32_plain", G(33, 65, 17, kPlain), true},
+    {"to_f32_row_bias_residual", G(197, 96, 64, [](GemmRef& g) { g.bias = 1; g.residual = true; }), true},
+    {"to_f32_row_bias_gelu_tanh", G(32, 64, 16, [](GemmRef& g) { g.bias = 1; g.epilogue = "gelu_tanh"; }), true},
+    {"to_f32_batched_residual_alpha",
+     G(16, 24, 32, [](GemmRef& g) { g.batch = 3; g.residual = true; g.alpha = 0.125f; }), true},
 };
 
 class HalfGemm : public ::testing::TestWithParam<std::tuple<DataType, GemmCase>> {};
@@ -82,13 +90,15 @@ TEST_P(HalfGemm, MatchesReference) {
   KEEL_SKIP_WITHOUT_GPU();
   const DataType dt = std::get<0>(GetParam());
   const GemmRef& g = std::get<1>(GetParam()).g;
+  const bool f32_out = std::get<1>(GetParam()).f32_out;
+  const DataType out_dt = f32_out ? DataType::kF32 : dt;
   const int64_t sa = g.stride_a >= 0 ? g.stride_a : g.m * g.k;
   const int64_t sb = g.stride_b >= 0 ? g.stride_b : g.k * g.n;
   const int64_t a_elems = (g.batch - 1) * sa + g.m * g.k, b_elems = (g.batch - 1) * sb + g.k * g.n;
   const auto a = RoundedTo(Random(static_cast<size_t>(a_elems), 11), dt);
   const auto b = RoundedTo(Random(static_cast<size_t>(b_elems), 12), dt);
   const int64_t bias_elems = g.bias == 1 ? g.n : g.m * g.n;
-  const auto bias = RoundedTo(Random(static_cast<size_t>(bias_elems), 13), dt);
+  const auto bias = RoundedTo(Random(static_cast<size_t>(bias_elems), 13), out_dt);
   std::vector<AttrDesc> attrs = {AttrDesc::Ints("m", {g.m}), AttrDesc::Ints("n", {g.n}), AttrDesc::Ints("k", {g.k}),
                                  AttrDesc::Ints("batch", {g.batch}), AttrDesc::Ints("trans_a", {g.trans_a}),
                                  AttrDesc::Ints("trans_b", {g.trans_b}), AttrDesc::Floats("alpha", {g.alpha}),
@@ -105,7 +115,7 @@ TEST_P(HalfGemm, MatchesReference) {
     shapes.push_back({bias_elems});
     p.tensors.push_back({{bias_elems}, Role::kConst, bias});
   }
-  const auto residual = RoundedTo(Random(static_cast<size_t>(g.batch * g.m * g.n), 14), dt);
+  const auto residual = RoundedTo(Random(static_cast<size_t>(g.batch * g.m * g.n), 14), out_dt);
   if (g.residual) {
     attrs.push_back(AttrDesc::Ints("has_residual", {1}));
     shapes.push_back({g.batch, g.m, g.n});
@@ -117,7 +127,12 @@ TEST_P(HalfGemm, MatchesReference) {
   std::vector<uint32_t> args;
   for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
   p.ops = {{0, args, "gemm"}};
-  ExpectMatches(InDType(std::move(p), dt), {a, b}, ReferenceGemm(g, a, b, bias, residual));
+  p = InDType(std::move(p), dt);
+  for (size_t t = 2; t < p.tensors.size(); ++t) {  // bias, residual, Y
+    p.kernels[0].args[t].dtype = out_dt;
+    p.tensor_dtypes[t] = out_dt;
+  }
+  ExpectMatches(p, {a, b}, ReferenceGemm(g, a, b, bias, residual));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, HalfGemm, ::testing::Combine(::testing::ValuesIn(kHalfTypes), ::testing::ValuesIn(kGemmCases)),

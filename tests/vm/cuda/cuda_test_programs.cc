@@ -158,25 +158,25 @@ Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec) {
   std::vector<ser::TensorSigDesc> params, results;
   for (size_t t = 0; t < nt; ++t) {
     const TensorSpec& ts = spec.tensors[t];
-    const uint64_t bytes = Count(ts.shape) * ser::DTypeSize(spec.dtype);
+    const ser::DType dt = spec.DTypeOf(t);
+    const uint64_t bytes = Count(ts.shape) * ser::DTypeSize(dt);
     if (ts.role == Role::kConst) {
       std::vector<float> values(Count(ts.shape), 0.f);
       std::copy_n(ts.data.begin(), std::min(values.size(), ts.data.size()), values.begin());
-      const_index[t] = w.AddConstant("c" + std::to_string(t), spec.dtype, ts.shape, DeviceKind::kCuda,
-                                     EncodeAs(values, spec.dtype));
+      const_index[t] = w.AddConstant("c" + std::to_string(t), dt, ts.shape, DeviceKind::kCuda, EncodeAs(values, dt));
       continue;
     }
     slot[t] = static_cast<uint32_t>(plan.storages.size());
     plan.storages.push_back({bytes, 256, DeviceKind::kCuda, 0, dev_off});
     dev_off = Align256(dev_off + bytes);
     if (ts.role == Role::kInput) {
-      params.push_back({"in" + std::to_string(params.size()), ts.shape, spec.dtype, DeviceKind::kCpu});
+      params.push_back({"in" + std::to_string(params.size()), ts.shape, dt, DeviceKind::kCpu});
     }
     if (ts.role == Role::kOutput) {
       host_slot[t] = static_cast<uint32_t>(plan.storages.size());
       plan.storages.push_back({bytes, 64, DeviceKind::kCpu, 1, host_off});
       host_off = Align256(host_off + bytes);
-      results.push_back({"out" + std::to_string(results.size()), ts.shape, spec.dtype, DeviceKind::kCpu});
+      results.push_back({"out" + std::to_string(results.size()), ts.shape, dt, DeviceKind::kCpu});
     }
   }
   plan.arenas.push_back({DeviceKind::kCuda, spec.device_arena_override ? spec.device_arena_override : dev_off, 256});
@@ -194,7 +194,7 @@ Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec) {
     } else {
       const uint32_t s = next++;
       reg[t] = next++;
-      f.AllocStorage(s, slot[t]).AllocTensor(reg[t], s, 0, ts.shape, spec.dtype);
+      f.AllocStorage(s, slot[t]).AllocTensor(reg[t], s, 0, ts.shape, spec.DTypeOf(t));
     }
   }
   uint32_t param = 0;
@@ -213,7 +213,9 @@ Result<std::vector<uint8_t>> BuildProgram(const ProgramSpec& spec) {
     if (spec.tensors[t].role != Role::kOutput) continue;
     const uint32_t s = next++;
     const uint32_t v = next++;
-    f.AllocStorage(s, host_slot[t]).AllocTensor(v, s, 0, spec.tensors[t].shape, spec.dtype).Copy(v, reg[t], "download");
+    f.AllocStorage(s, host_slot[t])
+        .AllocTensor(v, s, 0, spec.tensors[t].shape, spec.DTypeOf(t))
+        .Copy(v, reg[t], "download");
     ret.push_back(v);
   }
   f.Ret(ret);

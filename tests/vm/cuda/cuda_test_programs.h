@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -55,6 +56,11 @@ struct ProgramSpec {
   // bf16. TensorSpec::data and RunOnce's inputs/outputs stay floats, converted
   // (round to nearest even) at the program's edges. Set with InDType.
   ser::DType dtype = ser::DType::kF32;
+  std::map<size_t, ser::DType> tensor_dtypes;  // tensor index -> its type, where not `dtype`
+  ser::DType DTypeOf(size_t tensor) const {
+    auto it = tensor_dtypes.find(tensor);
+    return it == tensor_dtypes.end() ? dtype : it->second;
+  }
 };
 // `p` with every tensor and every kernel argument in `t` (f32, f16 or bf16).
 ProgramSpec InDType(ProgramSpec p, ser::DType t);
