@@ -4,11 +4,15 @@
 //   keel_perfect_packing_table [--sizes 100,300,1000,3000,10000] [--seeds 3]
 //                              [--time-limit 10] [--node-budget 0]
 //                              [--strategies greedy-size,exact,lns]
+//                              [--capacity 1048576] [--steps 100000]
 //
 // Prints one row per (buffers, seed, strategy): bytes, ratio to the optimum,
 // whether the plan was proven optimal, planning time, and "time" when the time
 // limit rather than the node budget ended a search (`lns`: the plan then
-// depends on the machine); every plan is checked.
+// depends on the machine); every plan is checked. --capacity and --steps set the
+// generator's rectangle (the optimum is the capacity): a small one packs the
+// same number of buffers denser — few bytes and steps each, as in the 10,000-
+// buffer problem of seed 2's first window (docs/MEMORY_PLANNING.md, "Windows").
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +40,8 @@ int main(int argc, char** argv) {
   int seeds = 3;
   double time_limit = 10;
   unsigned long long node_budget = 0;
+  uint64_t optimum = uint64_t{1} << 20;
+  int32_t steps = 100000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--sizes") sizes = Split(value);
@@ -43,19 +49,20 @@ int main(int argc, char** argv) {
     else if (flag == "--time-limit") time_limit = std::atof(value.c_str());
     else if (flag == "--strategies") strategies = Split(value);
     else if (flag == "--node-budget") node_budget = std::strtoull(value.c_str(), nullptr, 10);
+    else if (flag == "--capacity") optimum = std::strtoull(value.c_str(), nullptr, 10);
+    else if (flag == "--steps") steps = std::atoi(value.c_str());
     else {
-      std::fprintf(stderr, "usage: %s [--sizes N,..] [--seeds K] [--time-limit SEC] [--node-budget N] [--strategies A,B]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--sizes N,..] [--seeds K] [--time-limit SEC] [--node-budget N] [--strategies A,B] [--capacity BYTES] [--steps N]\n", argv[0]);
       return 2;
     }
   }
-  const uint64_t optimum = uint64_t{1} << 20;
   std::printf("%-8s %-5s %-20s %12s %9s %8s %9s %s\n", "buffers", "seed", "strategy", "bytes", "/optimum", "proven",
               "seconds", "stop");
   int failures = 0;
   for (const std::string& size_text : sizes) {
     const int n = std::atoi(size_text.c_str());
     for (int seed = 1; seed <= seeds; ++seed) {
-      const std::vector<keel::memory::TensorLifetime> ts = keel::memory::bench::PerfectPacking(n, seed);
+      const std::vector<keel::memory::TensorLifetime> ts = keel::memory::bench::PerfectPacking(n, seed, optimum, steps);
       for (const std::string& name : strategies) {
         auto planner = keel::memory::CreatePlanner(name);
         if (!planner.ok()) {
