@@ -249,7 +249,10 @@ Stmt GpuDirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, cons
   Expr it = k.NewVar("it");
   const std::vector<Expr> ix = MemoryOrderIndex(ctx, dims, it);
   Expr b = ix[0], co = ix[1], ow0 = ix.back() * V;
-  Expr ci = c.Mg == 1 ? co : co / c.Mg;
+  // The group's input channels: one (depthwise), or a serial loop over Cg.
+  Expr g = c.Mg == 1 ? co : co / c.Mg;
+  Expr cv = c.Cg > 1 ? k.NewVar("ci") : Expr();
+  Expr ci = c.Cg > 1 ? g * c.Cg + cv : g;
   const int acc = k.AddLocal("dw_acc", DType::kF32, {V});
   const int row = k.AddLocal("dw_row", DType::kF32, {T});
   std::vector<Stmt> body;
@@ -260,7 +263,7 @@ Stmt GpuDirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, cons
   }
   std::vector<Expr> kvars;
   Expr lead_ok;
-  std::vector<Expr> xi{b, ci}, wi{co, Expr(0)};
+  std::vector<Expr> xi{b, ci}, wi{co, c.Cg > 1 ? cv : Expr(0)};
   for (size_t d = 0; d < last; ++d) {
     kvars.push_back(k.NewVar("k" + std::to_string(d)));
     Expr id = ix[2 + d] * c.s[d] - c.pb[d] + kvars[d] * c.d[d];
@@ -287,6 +290,7 @@ Stmt GpuDirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, cons
     taps.push_back(For(kw, 0, KW, LoopKind::kUnroll, For(j, 0, V, LoopKind::kUnroll, fma)));
   }
   Stmt window = Block(std::move(taps));
+  if (c.Cg > 1) window = For(cv, 0, c.Cg, LoopKind::kSerial, window);
   if (!lead_ok.is_null()) window = If(lead_ok, window);
   for (size_t d = last; d-- > 0;) window = For(kvars[d], 0, c.k[d], LoopKind::kSerial, window);
   body.push_back(window);

@@ -1,6 +1,6 @@
 // compiler/codegen/lower_conv_direct.h — the direct (non-GEMM) convolution
 // forms of lower_conv.cc (internal to compiler/codegen): the CPU's depthwise
-// row kernel, the GPU's depthwise run-of-outputs kernel and the GPU's
+// row kernel, the GPU's depthwise/grouped run-of-outputs kernel and the GPU's
 // transposed-convolution gather, with the window geometry they share.
 //
 // Thread-safety: pure functions building kernel IR into `ctx`'s kernel.
@@ -39,9 +39,10 @@ struct ConvGeom {
 Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
                 const StoreFn& store);
 
-// The GPU form (LowerOptions::gpu_direct_conv): each parallel iteration computes
-// a run of V neighbouring outputs along the last dim for one (image, channel,
-// leading output coords), so each input row it reads is loaded once into
+// The GPU form (LowerOptions::gpu_direct_conv) of depthwise and grouped
+// convolutions (a serial loop over the group's input channels): each parallel
+// iteration computes a run of V neighbouring outputs along the last dim for one
+// (image, channel, leading output coords), so each input row it reads is loaded once into
 // registers (V * stride + taps - 1 values) and feeds V * taps FMAs (one output
 // per thread would spend most of its instructions on addressing). The flat
 // iteration index follows the output's memory order: run-of-columns innermost

@@ -3,7 +3,7 @@
 // contiguous and gathered panels) and the direct depthwise kernel (channel
 // multiplier 1 and 2; its CPU row form, one row or blocks of rows per
 // iteration, heights not a multiple of the block, and its GPU run-of-outputs
-// form).
+// form, which grouped convolutions take on a GPU too).
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/lower_ops.h"
@@ -47,9 +47,9 @@ TEST_P(ConvTest, MatchesReference) {
   CheckNodeAgainstReference(*n, 31);
   // The AVX-512 lowering: 12- or 8-row x 32-column register tiles, tail row tiles.
   CheckNodeAgainstReference(*n, 31, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
-  // The GPU form of depthwise convolutions (a run of outputs per iteration): the kernel
-  // IR is device-neutral, so the CPU back end checks it too.
-  if (p.c / p.group == 1) CheckNodeAgainstReference(*n, 31, 1e-5, 4, GpuDirectConv());
+  // The GPU form of depthwise and grouped convolutions (a run of outputs per iteration):
+  // the kernel IR is device-neutral, so the CPU back end checks it too.
+  if (p.group > 1) CheckNodeAgainstReference(*n, 31, 1e-5, 4, GpuDirectConv());
   // The CPU depthwise row kernel one row per iteration, and in blocks of 3 rows (the default
   // is 4), with the plane kernel off (by default it takes outputs up to 32 wide).
   for (int64_t rows : {1, 3}) {
@@ -93,7 +93,7 @@ TEST_P(ConvTest, ChannelsLastMatchesReference) {
   EXPECT_EQ(n->output(0)->type().shape, (std::vector<int64_t>{p.n, oh, ow, p.co}));
   CheckNodeAgainstReference(*n, 37);
   // Channels innermost in the GPU form's iteration order.
-  if (p.c / p.group == 1) CheckNodeAgainstReference(*n, 37, 1e-5, 4, GpuDirectConv());
+  if (p.group > 1) CheckNodeAgainstReference(*n, 37, 1e-5, 4, GpuDirectConv());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -138,6 +138,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // Row-offset table with image and group folded in: direct gathers (stride 5,
                       // no padding) over 2 images x 2 groups, and K = 7 * 5 * 5 = 175 rows of odd taps.
                       ConvCase{2, 14, 17, 17, 6, 5, 5, 5, 0, 1, 2, true},
+                      // ResNeXt's grouped 3x3 (4 channels per group), stride 2, odd plane.
+                      ConvCase{1, 32, 9, 9, 32, 3, 3, 2, 1, 1, 8, true},
                       // Dilated odd kernel with K blocking (K = 36 * 3 * 3 = 324 > 320), 2 images.
                       ConvCase{2, 36, 11, 9, 10, 3, 3, 1, 2, 2, 1, false}));
 
