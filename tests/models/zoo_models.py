@@ -32,7 +32,35 @@ def randomize(model):
                     p.copy_(torch.randn_like(p) / math.sqrt(p[0].numel()))
                 else:
                     p.add_(torch.randn_like(p) * 0.1)
+    calibration_input = getattr(model, "keel_calibrate_bn", None)
+    if calibration_input is not None:
+        return calibrate_batchnorm(model, calibration_input)
     return randomize_batchnorm(model)
+
+
+def with_bn_calibration(builder, make_input):
+    """`builder`'s model, marked for calibrate_batchnorm (randomize runs it) on `make_input`'s inputs."""
+    def build():
+        model = builder()
+        model.keel_calibrate_bn = make_input
+        return model
+    return build
+
+
+def calibrate_batchnorm(model, make_input):
+    """BatchNorm running statistics measured on random inputs (training mode's batch estimate, a
+    cumulative average), so that activations keep a trained network's scale. Inception-v3's
+    initializer (truncated normal, std 0.1 whatever the fan-in) multiplies the scale at every
+    layer; with random statistics its logits reach 3e13, beyond f16's range (65504)."""
+    torch.manual_seed(2)
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+            m.momentum = None
+    model.train()
+    with torch.no_grad():
+        model(torch.cat([make_input() for _ in range(4)]))
+    return model.eval()
 
 
 def randomize_batchnorm(model):
@@ -249,7 +277,8 @@ MODELS = {
     "resnext50_32x4d": (tv("resnext50_32x4d"), image(224), "large"),
     "wide_resnet50_2": (tv("wide_resnet50_2"), image(224), "large"),
     "efficientnet_v2_s": (tv("efficientnet_v2_s"), image(224), "large"),
-    "inception_v3": (tv("inception_v3", aux_logits=False, init_weights=True), image(299), "large"),
+    "inception_v3": (with_bn_calibration(tv("inception_v3", aux_logits=False, init_weights=True), image(299)),
+                     image(299), "large"),
     "vgg11": (tv("vgg11"), image(224), "large"),
     "alexnet": (tv("alexnet"), image(224), "large"),
     "vit_b_16": (tv("vit_b_16"), image(224), "large"),
