@@ -31,7 +31,6 @@ namespace keel::codegen {
 namespace {
 
 constexpr int64_t kLanes = 16;         // positions per vector chunk
-constexpr int64_t kChains = 4;         // chunks per group (independent accumulators)
 constexpr int64_t kMaxPlaneFloats = 8192;  // local phase planes, all phases (32 KiB)
 
 int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
@@ -109,7 +108,8 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
   const int64_t phases = g.sh * g.sw;
   int plane = k.AddLocal("dwp_plane", DType::kF32, {phases * p.plane});
   int out = k.AddLocal("dwp_out", DType::kF32, {p.chunks * kLanes});
-  int acc = k.AddLocal("dwp_acc", DType::kF32, {kChains * kLanes});
+  const int64_t chains = std::max<int64_t>(1, ctx.options().depthwise_plane_chains);
+  int acc = k.AddLocal("dwp_acc", DType::kF32, {chains * kLanes});
 
   Expr r = k.NewVar("r");  // (image, output channel)
   Expr b = r / g.Co, co = r % g.Co;
@@ -139,8 +139,9 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
       body.push_back(For(rq, r_lo, r_hi, LoopKind::kSerial, Chunked(k, q_lo, q_hi, copy)));
     }
   }
-  // 2. Groups of up to kChains chunks: every tap one weight broadcast and one
-  // unit-stride load + FMA per chunk.
+  // 2. Groups of up to `chains` chunks: every tap one weight broadcast and one
+  // unit-stride load + FMA per chunk, each chunk its own accumulator chain (one
+  // chain alone waits on the FMA latency at every tap).
   auto group = [&](Expr first_chunk, int64_t n) {
     std::vector<Stmt> s;
     Expr init = bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0);
@@ -169,12 +170,12 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
     }
     return Block(std::move(s));
   };
-  const int64_t full_groups = p.chunks / kChains, rest = p.chunks % kChains;
+  const int64_t full_groups = p.chunks / chains, rest = p.chunks % chains;
   if (full_groups > 0) {
     Expr gi = k.NewVar("g");
-    body.push_back(For(gi, 0, full_groups, LoopKind::kSerial, group(gi * kChains, kChains)));
+    body.push_back(For(gi, 0, full_groups, LoopKind::kSerial, group(gi * chains, chains)));
   }
-  if (rest > 0) body.push_back(group(Expr(full_groups * kChains), rest));
+  if (rest > 0) body.push_back(group(Expr(full_groups * chains), rest));
   // 3. The epilogue, output row by output row.
   {
     Expr oh = k.NewVar("oh");
