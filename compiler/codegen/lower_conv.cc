@@ -307,9 +307,12 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   const int64_t nr = GemmPanelWidth(o), K = ws[1];
   if (pixels > o.pointwise_pixel_rows || ws[0] % nr != 0) return 0;
   // Work per output, relative to the N x K FMAs: the plain form computes whole column panels
-  // (7x7: 64 columns for 49) and packs X at run time (~0.1); the transposed form stores every
-  // output alone, NR channels N pixels apart (~NR / K). Measured (one thread, B/A of the
-  // layer): 7x7 with K 160..1152 0.78-0.93; 14x14 K 384..576 0.80-0.86, K 64..96 1.11-1.14.
+  // (7x7: 64 columns for 49) and packs X at run time (~0.1); the transposed form scatters
+  // every output alone, NR channels N pixels apart (~NR / K), and reads X again for every NR
+  // output channels, which beyond a 7x7 image only a projection (Co <= K) repays. Measured
+  // (one thread, B/A of the layer): 7x7 with K 160..2048 0.78-0.98; 14x14 projections
+  // (192 -> 64 ... 1024 -> 256) 0.80-0.97, expansions 1.03 (256 -> 1024) to 1.14 (80 -> 480).
+  if (pixels > 64 && ws[0] > K) return 0;
   const double plain = static_cast<double>(GemmPanels(o, pixels) * nr) / static_cast<double>(pixels) + 0.1;
   return 1.0 + static_cast<double>(nr) / static_cast<double>(K) < plain ? nr : 0;
 }

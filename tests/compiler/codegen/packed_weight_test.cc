@@ -152,7 +152,7 @@ TEST(PackedConv, PointwisePixelRows) {
   for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
     const int64_t nr = GemmPanelWidth(*o);
     for (const PackedCase& p : {PackedCase{{1, 37, 3, 3}, 2 * nr, {1, 1}, 1, 0, 1, true},
-                                PackedCase{{2, 41, 17}, nr, {1}, 1, 0, 1, false},
+                                PackedCase{{2, 83, 17}, nr, {1}, 1, 0, 1, false},
                                 PackedCase{{1, 333, 7, 7}, 3 * nr, {1, 1}, 1, 0, 1, true}}) {
       GraphBuilder b;
       ir::Node* n = PackedConv(b, p, nr, 101);
@@ -180,13 +180,16 @@ TEST(PackedConv, PointwisePixelRows) {
     ASSERT_NE(spec.kernel, nullptr);
     EXPECT_NE(spec.kernel->ToString().find("w_columns"), std::string::npos);
     // Not taken: output channels not a multiple of NR, a stride, a 3x3 kernel, too many
-    // pixels, and few input channels (the strided stores would cost more than the padding).
+    // pixels, few input channels (the strided stores would cost more than the padding), and
+    // an expansion on more than 64 pixels (ResNet-50's 256 -> 1024 at 14x14).
     GraphBuilder r;
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 7, 7}, nr + 1, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 13, 13}, nr, {1, 1}, 2, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 64, 7, 7}, nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 28, 28}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 8, 14, 14}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 256, 14, 14}, 1024, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 1024, 14, 14}, 256, {1, 1}, 1, 0, 1, false}, nr, 1)), nr);
   }
 }
 
