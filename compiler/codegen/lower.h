@@ -59,6 +59,14 @@ struct LowerOptions {
   // 2-D depthwise convolutions with an output at most this wide (and strides
   // 1 or 2) use the plane kernel (lower_depthwise_plane.cc) on the CPU; 0: never.
   int64_t depthwise_plane_width = 32;
+  // 16-lane chunks per group of the plane kernel, each its own accumulator
+  // chain: 4 fits AVX2's 16 ymm registers; AVX-512 has room for 8.
+  int64_t depthwise_plane_chains = 4;
+  // 1x1 stride-1 convolutions over at most this many pixels (a network's 7x7
+  // and 14x14 stages) may run as the transposed GEMM (lower_conv.cc,
+  // PointwisePixelRows: pixels as the product's rows, output channels as its
+  // vector columns) where that estimates cheaper; 0: never.
+  int64_t pointwise_pixel_rows = 196;
   // Softmax and LogSoftmax rows of at least kRowLanes elements reduce over
   // vector lanes (lower_rows.h LaneReduce: partial maxima and sums per lane, one
   // vectorized exp per element) instead of scalar loops, in which LLVM leaves

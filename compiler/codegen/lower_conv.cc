@@ -19,7 +19,9 @@
 //   * otherwise: implicit GEMM per (image, group): M = output channels of the
 //     group, N = prod(output spatial), K = Cin/group * prod(kernel), with im2col
 //     done while packing B (see lower_gemm.cc) from a zero-padded copy of the
-//     group's input (or the input itself), so no column buffer is materialized.
+//     group's input (or the input itself), so no column buffer is materialized;
+//     pointwise ones on few pixels with their weight packed for it run as the
+//     transposed product instead (pixels as rows: PointwisePixelRows, lower_ops.h).
 //   * ConvTranspose is the same implicit GEMM: a stride-1 convolution with the
 //     flipped, transposed weights over the input scattered (stride apart) into
 //     a zero image with (kernel-1)*dilation - pad border; on a GPU a direct
@@ -31,6 +33,7 @@
 
 #include "compiler/codegen/lower_conv_direct.h"
 #include "compiler/codegen/lower_ops.h"
+#include "compiler/ops/channels_last.h"
 
 namespace keel::codegen {
 namespace {
@@ -203,6 +206,46 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
   return body;
 }
 
+// The transposed pointwise product (PointwisePixelRows, lower_ops.h): per image,
+// rows = pixels, columns = output channels, K = input channels. A(p, ci) is read
+// inside the micro-kernel (a row tile's broadcasts are adjacent pixels of one
+// channel row), B is the weight in row panels of NR rows, read in place as W^T's
+// column panels; the stores go to channel co at pixel p (NR channels a vector,
+// N pixels apart).
+Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt,
+                           const TensorFn* bias, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  const int64_t N = NumElements(c.out);
+  if (Wt.buffer < 0 || Wt.type.dtype != DType::kF32)
+    return InvalidArgument("pointwise pixel rows: the weight must be an f32 buffer in column panels");
+  Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
+  KernelFunc* kp = &k;
+  GemmOperands g;
+  g.m = N; g.n = c.Co; g.k = c.C;
+  const std::vector<int64_t> out = c.out;
+  if (X.buffer >= 0) {
+    int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_pixels", {c.B, c.C, N});
+    g.a = [kp, xview, bi](Expr m, Expr ci) { return kp->Load(xview, {bi, ci, m}); };
+  } else {
+    IndexFn x_at = X.at;
+    g.a = [x_at, bi, out](Expr m, Expr ci) {
+      std::vector<Expr> idx{bi, ci};
+      for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
+      return x_at(idx);
+    };
+  }
+  g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * c.C});
+  TensorFn bfn = bias ? *bias : TensorFn{};
+  g.store = [store, bfn, bi, out](Expr m, Expr n, Expr acc) {
+    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
+    std::vector<Expr> idx{bi, n};
+    for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
+    return store(idx, v);
+  };
+  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_px"));
+  return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
+}
+
 // Window attributes of a canonical Conv/ConvTranspose node into `c`.
 Status ReadWindow(const ir::Node& node, size_t sp, ConvGeom& c, std::vector<int64_t>& pads) {
   const ir::Attributes& at = node.attrs();
@@ -242,6 +285,39 @@ Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, c
 
 }  // namespace
 
+int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
+  if (conv.op_type() != "Conv" || o.gpu_direct_conv || o.pointwise_pixel_rows <= 0 || conv.inputs().size() < 2) return 0;
+  if (conv.outputs().size() != 1 || !conv.input(0) || !conv.input(1)) return 0;
+  if (!conv.input(0)->has_type() || !conv.input(1)->has_type() || !conv.output(0)->has_type()) return 0;
+  const std::vector<int64_t>& xs = conv.input(0)->type().shape;
+  const std::vector<int64_t>& ws = conv.input(1)->type().shape;
+  const std::vector<int64_t>& ys = conv.output(0)->type().shape;
+  const size_t rank = xs.size();
+  // Any other form's weight (Winograd's U, channels-last) has another rank or layout.
+  if (rank < 3 || ws.size() != rank || ys.size() != rank || ops::IsChannelsLast(conv)) return 0;
+  if (conv.input(1)->type().dtype != DType::kF32 || ws[1] != xs[1] || ys[1] != ws[0]) return 0;
+  ConvGeom c;
+  std::vector<int64_t> pads;
+  if (!ReadWindow(conv, rank - 2, c, pads).ok() || c.groups != 1) return 0;
+  int64_t pixels = 1;
+  for (size_t d = 2; d < rank; ++d) {
+    if (ws[d] != 1 || c.s[d - 2] != 1 || ys[d] != xs[d]) return 0;
+    pixels *= ys[d];
+  }
+  for (int64_t p : pads) if (p != 0) return 0;
+  const int64_t nr = GemmPanelWidth(o), K = ws[1];
+  if (pixels > o.pointwise_pixel_rows || ws[0] % nr != 0) return 0;
+  // Work per output, relative to the N x K FMAs: the plain form computes whole column panels
+  // (7x7: 64 columns for 49) and packs X at run time (~0.1); the transposed form scatters
+  // every output alone, NR channels N pixels apart (~NR / K), and reads X again for every NR
+  // output channels, which beyond a 7x7 image only a projection (Co <= K) repays. Measured
+  // (one thread, B/A of the layer): 7x7 with K 160..2048 0.78-0.98; 14x14 projections
+  // (192 -> 64 ... 1024 -> 256) 0.80-0.97, expansions 1.03 (256 -> 1024) to 1.14 (80 -> 480).
+  if (pixels > 64 && ws[0] > K) return 0;
+  const double plain = static_cast<double>(GemmPanels(o, pixels) * nr) / static_cast<double>(pixels) + 0.1;
+  return 1.0 + static_cast<double>(nr) / static_cast<double>(K) < plain ? nr : 0;
+}
+
 Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_rows, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(ConvOperands in, ReadConvOperands(ctx, node, "Conv"));
@@ -279,6 +355,8 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     return GpuDirectConv(ctx, c, X, Wt, bias, store);
   }
 
+  if (packed_rows > 0 && packed_rows == PointwisePixelRows(ctx.options(), node))
+    return PixelRowsConv(ctx, c, X, Wt, bias, store);
   ImageConv ic;
   ic.c = c;
   const int64_t KK = NumElements(c.k);

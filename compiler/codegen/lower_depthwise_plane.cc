@@ -11,7 +11,8 @@
 // How: per parallel iteration one (image, channel) plane. The input plane is
 // copied once into a zero-padded local buffer, split into stride phases
 // (sh x sw planes: phase (a, c) holds padded rows a, a + sh, ... and columns
-// c, c + sw, ...), so that every tap reads its phase at unit stride. Output
+// c, c + sw, ...; one row's right padding columns are the next row's left
+// ones), so that every tap reads its phase at unit stride. Output
 // position (oh, ow) is flattened as o = oh * Wq + ow, with Wq the phases'
 // row pitch; tap (kh, kw) then reads phase (kh*dh % sh, kw*dw % sw) at
 // o + (kh*dh / sh) * Wq + kw*dw / sw: one unit-stride vector load per tap for L
@@ -30,7 +31,6 @@ namespace keel::codegen {
 namespace {
 
 constexpr int64_t kLanes = 16;         // positions per vector chunk
-constexpr int64_t kChains = 4;         // chunks per group (independent accumulators)
 constexpr int64_t kMaxPlaneFloats = 8192;  // local phase planes, all phases (32 KiB)
 
 int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
@@ -49,9 +49,27 @@ PlaneLayout Layout(const DepthwiseGeom2D& g) {
   const int64_t rmax = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh;  // last padded row any tap reads
   const int64_t cmax = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw;
   p.Hq = rmax / g.sh + 1;
-  p.Wq = cmax / g.sw + 1;
+  // Neighbouring rows may share their zero columns (a row's right padding is the next
+  // row's left padding). In padded columns the pitch Pp must keep row r's reads clear of
+  // row r - 1's data (Pp >= pw + W: the leftmost read, column 0) and of row r + 1's data
+  // (Pp > cmax - pw: the rightmost read), and be a multiple of the stride so that a column
+  // keeps its phase. Any phase pitch from that one up to the unshared cmax / sw + 1 is
+  // correct; the narrower one is taken where it saves a tenth of the chunks or is a
+  // multiple of 8 at no more chunks. (Measured, one thread: MnasNet's 5x5 at 7x7 pitch 9
+  // for 11 (4 chunks for 5), 5x5 at 14x14 16 for 18, 3x3 at 7x7 8 for 9: 0.72-0.95 of
+  // the layer's time; but 15 for 16 at 14x14 3x3, 30 for 32 at 28x28 5x5, same or 5% fewer
+  // chunks, 1.10-1.17.)
+  const int64_t hi = cmax / g.sw + 1;
+  const int64_t lo = std::min(hi, RoundUp(std::max(g.pw + g.W, cmax - g.pw + 1), g.sw) / g.sw);
+  auto chunks = [&](int64_t wq) { return CeilDivPos((g.OH - 1) * wq + g.OW, kLanes); };
+  p.Wq = hi;
+  for (int64_t wq = lo; wq < hi; ++wq) {
+    const int64_t c = chunks(wq), best = chunks(p.Wq);
+    const bool aligned = wq % 8 == 0;
+    if ((10 * c <= 9 * chunks(hi) && c < best) || (aligned && c <= best && p.Wq % 8 != 0)) p.Wq = wq;
+  }
   p.positions = (g.OH - 1) * p.Wq + g.OW;
-  p.chunks = CeilDivPos(p.positions, kLanes);
+  p.chunks = chunks(p.Wq);
   const int64_t max_tap = ((g.KH - 1) * g.dh / g.sh) * p.Wq + (g.KW - 1) * g.dw / g.sw;
   p.plane = RoundUp(std::max(p.Hq * p.Wq, p.chunks * kLanes + max_tap), kLanes);
   return p;
@@ -90,7 +108,8 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
   const int64_t phases = g.sh * g.sw;
   int plane = k.AddLocal("dwp_plane", DType::kF32, {phases * p.plane});
   int out = k.AddLocal("dwp_out", DType::kF32, {p.chunks * kLanes});
-  int acc = k.AddLocal("dwp_acc", DType::kF32, {kChains * kLanes});
+  const int64_t chains = std::max<int64_t>(1, ctx.options().depthwise_plane_chains);
+  int acc = k.AddLocal("dwp_acc", DType::kF32, {chains * kLanes});
 
   Expr r = k.NewVar("r");  // (image, output channel)
   Expr b = r / g.Co, co = r % g.Co;
@@ -120,8 +139,9 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
       body.push_back(For(rq, r_lo, r_hi, LoopKind::kSerial, Chunked(k, q_lo, q_hi, copy)));
     }
   }
-  // 2. Groups of up to kChains chunks: every tap one weight broadcast and one
-  // unit-stride load + FMA per chunk.
+  // 2. Groups of up to `chains` chunks: every tap one weight broadcast and one
+  // unit-stride load + FMA per chunk, each chunk its own accumulator chain (one
+  // chain alone waits on the FMA latency at every tap).
   auto group = [&](Expr first_chunk, int64_t n) {
     std::vector<Stmt> s;
     Expr init = bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0);
@@ -150,12 +170,12 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
     }
     return Block(std::move(s));
   };
-  const int64_t full_groups = p.chunks / kChains, rest = p.chunks % kChains;
+  const int64_t full_groups = p.chunks / chains, rest = p.chunks % chains;
   if (full_groups > 0) {
     Expr gi = k.NewVar("g");
-    body.push_back(For(gi, 0, full_groups, LoopKind::kSerial, group(gi * kChains, kChains)));
+    body.push_back(For(gi, 0, full_groups, LoopKind::kSerial, group(gi * chains, chains)));
   }
-  if (rest > 0) body.push_back(group(Expr(full_groups * kChains), rest));
+  if (rest > 0) body.push_back(group(Expr(full_groups * chains), rest));
   // 3. The epilogue, output row by output row.
   {
     Expr oh = k.NewVar("oh");

@@ -73,6 +73,19 @@ Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, int64_t packed
 // only convolutions with more than one input channel per group (the implicit
 // GEMM) take it (InvalidArgument otherwise).
 Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_rows, const StoreFn& store);
+// The transposed form of a pointwise convolution on few pixels (LowerOptions::
+// pointwise_pixel_rows): per image, C'[p, co] = sum_ci X[ci, p] * W[co, ci] with
+// the pixels p as the GEMM's rows and the output channels as its columns, so a
+// 7x7 image's 49 pixels fill row tiles (4 x 12 + 1) instead of 2 column panels
+// of 32 (64 columns computed for 49). W [Co, Ci] packed in row panels of NR
+// rows is exactly W^T's column panels (when NR divides Co), so the weight-packing
+// pass packs it so and the GEMM reads it in place. Returns NR (the rows per panel
+// the weight must have) for a Conv that takes the form, 0 otherwise: any spatial
+// rank, group 1, a 1x1 kernel, strides 1, no pads, an f32 weight, Co a multiple
+// of NR, and the form estimated cheaper (its outputs are stored one by one, so
+// few input channels favour the plain form). LowerConv takes the form when the
+// weight is packed with that many rows.
+int64_t PointwisePixelRows(const LowerOptions& options, const ir::Node& conv);
 // A Conv in Winograd form (compiler/ops/winograd.h) with output tile side `tile`
 // (2 or 4): lower_winograd.cc. packed_rows > 0: each of U's (m+2)^2 [Co, Ci]
 // matrices is in the row-panel layout with that many rows per panel.

@@ -9,6 +9,7 @@
 #include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_cpu_emitter.h"
 #include "compiler/codegen/lower.h"
+#include "compiler/codegen/lower_ops.h"
 #include "compiler/driver/backend.h"
 
 namespace keel::driver {
@@ -69,7 +70,10 @@ class CpuBackend final : public Backend {
   // The rule (fitted to bench/codegen's 3x3 convolutions, docs/MEASUREMENTS.md, issue 11): the
   // tile with the lowest estimated cost, Winograd only when it beats the implicit GEMM by 10%.
   // Every GEMM convolution's constant weight in the panels of the register tile its GEMM uses.
-  int64_t PackedWeightRows(const ir::Node& /*conv*/, const ops::WeightMatrices& matrices) const override {
+  // The GEMM's row tile, or for a pointwise convolution on few pixels the panel width (its
+  // transposed form reads the weight as column panels: lower_ops.h PointwisePixelRows).
+  int64_t PackedWeightRows(const ir::Node& conv, const ops::WeightMatrices& matrices) const override {
+    if (int64_t nr = codegen::PointwisePixelRows(lower_options_, conv)) return nr;
     return codegen::GemmRowTile(lower_options_, matrices.m);
   }
 

@@ -8,6 +8,8 @@
 // A node in this form carries attribute keel.packed_rows = MR (the rows per
 // panel, the GEMM's register tile height) and its weight has the same type as
 // before (the layout has no padding): only the order of the elements changed.
+// (A pointwise convolution the CPU runs transposed, pixels as the GEMM's rows,
+// is packed with MR = the GEMM's panel width: codegen PointwisePixelRows.)
 // The weight is a stack of GEMM A matrices, each packed on its own:
 //   * a plain Conv (more than one input channel per group: the implicit GEMM):
 //     `group` matrices [Co/group, Cin/group * prod(kernel)];

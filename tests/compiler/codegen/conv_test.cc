@@ -135,6 +135,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // downsampling shape), a 20-wide one at stride 1.
                       ConvCase{1, 6, 40, 37, 6, 3, 3, 2, 1, 1, 6, true},
                       ConvCase{1, 4, 18, 20, 4, 3, 3, 1, 1, 1, 4, false},
+                      // Plane kernel rows sharing their zero columns (a phase pitch below the
+                      // padded width): 5x5 stride 2 from 14x14 (pitch 8 for 9), multiplier 2
+                      // on a 9x7 image (9 for 11), dilation 2 (9 for 11).
+                      ConvCase{1, 5, 14, 14, 5, 5, 5, 2, 2, 1, 5, true},
+                      ConvCase{1, 4, 9, 7, 8, 5, 5, 1, 2, 1, 4, true},
+                      ConvCase{1, 3, 7, 7, 3, 3, 3, 1, 2, 2, 3, false},
                       // Row-offset table with image and group folded in: direct gathers (stride 5,
                       // no padding) over 2 images x 2 groups, and K = 7 * 5 * 5 = 175 rows of odd taps.
                       ConvCase{2, 14, 17, 17, 6, 5, 5, 5, 0, 1, 2, true},

@@ -11,11 +11,14 @@
 // panels): N, M and K not multiples of the tiles, K blocking, batched A folded
 // into rows (a plain buffer and a fused transpose), Gemm with transA / transB /
 // alpha / beta / bias, a fused bias + residual epilogue, both ISAs' tiles.
+// Pointwise convolutions on few pixels in their transposed form (weight read as
+// column panels).
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "compiler/codegen/gemm_panels.h"
+#include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/packed_weight.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/winograd.h"
@@ -136,6 +139,58 @@ TEST(PackedConv, FusedReluAndResidual) {
     return std::vector<ir::Value*>{relu->output(0)};
   });
   CheckNodeAgainstReference(*f, 82, 1e-5, 4, kAvx2);
+}
+
+// The transposed form of pointwise convolutions on few pixels (lower_ops.h
+// PointwisePixelRows): the weight packed with NR rows per panel is read as W^T's
+// column panels, pixels are the GEMM's rows. Pixel counts that leave a row-tile
+// tail (9, 17, 49 against 12-, 8- and 6-row tiles), batch 2, 1-D, K blocking
+// (333), several column panels, bias and a fused residual + Relu; both ISAs.
+// The kernel must be the transposed one (its views), and shapes the form does not
+// take must say so.
+TEST(PackedConv, PointwisePixelRows) {
+  for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*o);
+    for (const PackedCase& p : {PackedCase{{1, 37, 3, 3}, 2 * nr, {1, 1}, 1, 0, 1, true},
+                                PackedCase{{2, 83, 17}, nr, {1}, 1, 0, 1, false},
+                                PackedCase{{1, 333, 7, 7}, 3 * nr, {1, 1}, 1, 0, 1, true}}) {
+      GraphBuilder b;
+      ir::Node* n = PackedConv(b, p, nr, 101);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(nr));
+      ASSERT_EQ(PointwisePixelRows(*o, *n), nr);
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 102, 1e-5, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
+      const std::string text = spec.kernel->ToString();
+      EXPECT_NE(text.find("w_columns"), std::string::npos);
+      EXPECT_NE(text.find("x_pixels"), std::string::npos);
+    }
+    GraphBuilder b;
+    const PackedCase p{{1, 333, 7, 7}, nr, {1, 1}, 1, 0, 1, true};
+    ir::Node* conv = PackedConv(b, p, nr, 103);
+    ASSERT_NE(conv, nullptr);
+    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {1, nr, 7, 7})};
+    const ir::Attributes attrs = conv->attrs();
+    ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+      ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
+      ir::Node* add = g.Op("Add", {c->output(0), v[3]});
+      return std::vector<ir::Value*>{g.Op("Relu", {add->output(0)})->output(0)};
+    });
+    const KernelSpec spec = CheckNodeAgainstReference(*f, 104, 1e-5, 4, *o);
+    ASSERT_NE(spec.kernel, nullptr);
+    EXPECT_NE(spec.kernel->ToString().find("w_columns"), std::string::npos);
+    // Not taken: output channels not a multiple of NR, a stride, a 3x3 kernel, too many
+    // pixels, few input channels (the strided stores would cost more than the padding), and
+    // an expansion on more than 64 pixels (ResNet-50's 256 -> 1024 at 14x14).
+    GraphBuilder r;
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 7, 7}, nr + 1, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 13, 13}, nr, {1, 1}, 2, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 64, 7, 7}, nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 28, 28}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 8, 14, 14}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 256, 14, 14}, 1024, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 1024, 14, 14}, 256, {1, 1}, 1, 0, 1, false}, nr, 1)), nr);
+  }
 }
 
 // Winograd's U [(m+2)^2, Co, Ci] packed matrix by matrix: odd Co (a short last
