@@ -254,12 +254,13 @@ TEST(NvptxEmitter, RowReductionsLoadEachRowElementOnce) {
 // A kernel whose results are all half rounds its f32 math to 11 (8) bits
 // anyway: its divisions are div.full (2 ulp of f32) and its reciprocals
 // rcp.approx. f32 results keep IEEE division. bf16 results narrow with one
-// cvt.rn.bf16.f32 where the target has it (sm_80+), else in integer code.
+// cvt.rn.bf16.f32 where the target has it (sm_80+), else in integer code, and
+// their loads and stores stay vectorized.
 TEST(NvptxEmitter, HalfResultsDivideFastAndBf16NarrowsInOneInstruction) {
-  auto ptx_of = [](ir::DType t, const char* op, const std::string& arch) {
+  auto ptx_of = [](ir::DType t, const char* op, const std::string& arch, std::vector<int64_t> shape = {4, 64}) {
     GraphBuilder b;
-    ir::Value* x = b.Input("x", {4, 64}, t);
-    ir::Value* y = b.Input("y", {4, 64}, t);
+    ir::Value* x = b.Input("x", shape, t);
+    ir::Value* y = b.Input("y", shape, t);
     ir::Node* n = b.Op(op, {x, y});
     Result<KernelSpec> spec = LowerNodeToKernel(*n, 0, CudaLowering());
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
@@ -277,6 +278,11 @@ TEST(NvptxEmitter, HalfResultsDivideFastAndBf16NarrowsInOneInstruction) {
   EXPECT_NE(f32.find("div.rn.f32"), std::string::npos) << f32;
   EXPECT_EQ(f32.find("div.full"), std::string::npos);
   EXPECT_NE(ptx_of(ir::DType::kBF16, "Add", "sm_90").find("cvt.rn.bf16.f32"), std::string::npos);
+  // The conversion is pure: where a thread takes a run of elements, the load/store
+  // vectorizer still merges the accesses around it.
+  const std::string runs = ptx_of(ir::DType::kBF16, "Add", "sm_90", {32, 64, 56, 56});
+  EXPECT_NE(runs.find("ld.global.nc.v4.u16"), std::string::npos) << runs;
+  EXPECT_EQ(runs.find("st.global.u16"), std::string::npos) << runs;
   EXPECT_EQ(ptx_of(ir::DType::kBF16, "Add", "sm_75").find("cvt.rn.bf16.f32"), std::string::npos);
   // A bf16 constant in a kernel (Pad's zeros) is its bits, folded at compile time.
   GraphBuilder b;
