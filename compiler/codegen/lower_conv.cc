@@ -44,9 +44,7 @@ namespace {
 // unused: `P` gives the image's extent, `c.pb` is already part of it).
 //   fill: fills the workspace image `src` (extent `P` per spatial dim, `lead`
 //         elements of slack first); null when the image is X itself (`direct`).
-//         With `phases` > 1 each row is stored split into that many column
-//         phases (see ImagePhases), its pitch ImagePhases' row_pitch. With
-//         `bands`, `row_off` (else 0) is the image row of dim 0 that `P`'s
+//         With `bands`, `row_off` (else 0) is the image row of dim 0 that `P`'s
 //         first row stands for (a band of output rows reads only its rows).
 struct ImageConv {
   ConvGeom c;
@@ -58,30 +56,20 @@ struct ImageConv {
   // reads element `offset` of group gi's packed matrix (a is then unused).
   int64_t a_panel_rows = 0;
   std::function<Expr(Expr offset, Expr gi)> a_panel;
-  std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P, int64_t phases,
-                     Expr row_off)>
+  std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P, Expr row_off)>
       fill;
   bool bands = false;  // fill reads any band of rows (row_off)
-};
-
-// A workspace image row split into `phases` column phases: padded column x is
-// stored at (x % phases) * pitch + x / phases. With the last dim's stride as the
-// phase count, a window's taps over consecutive output columns are consecutive
-// elements of one phase, so packing B reads unit-stride runs instead of
-// stride-2..4 ones (masked loads and a lane permute per vector).
-struct ImagePhases {
-  int64_t phases = 1, pitch = 0;  // pitch: elements per phase (ceil(width / phases))
-  ImagePhases(int64_t n, int64_t width) : phases(n), pitch((width + n - 1) / n) {}
-  int64_t row_pitch() const { return phases * pitch; }
-  int64_t col(int64_t x) const { return (x % phases) * pitch + x / phases; }
 };
 
 // Bands of output rows (dim 0) for a convolution over the workspace image `P`:
 // 1 unless the image and the output together exceed 4 x `budget` bytes; then
 // the fewest bands, dividing the output rows evenly (every band the same
 // product, its tables shared), of which one band's image rows and output fit
-// in `budget`, each band at least `min_columns` output pixels.
-int64_t RowBands(const ConvGeom& c, const std::vector<int64_t>& P, int64_t budget, int64_t min_columns) {
+// in `budget`, each band whole GEMM panels (`panel` columns; a tail panel per
+// band, packed by gathers and stored by the guarded edge path, cost squeezenet's
+// 111x111 stem 35% in 37 bands) and at least 4 of them.
+int64_t RowBands(const ConvGeom& c, const std::vector<int64_t>& P, int64_t budget, int64_t panel) {
+  const int64_t min_columns = 4 * panel;
   if (budget <= 0 || c.sp() < 2) return 1;
   const int64_t out_row = 4 * c.Mg * NumElements(c.out) / c.out[0];  // bytes per output row
   const int64_t img_row = 4 * c.Cg * NumElements(P) / P[0];          // bytes per image row
@@ -90,7 +78,9 @@ int64_t RowBands(const ConvGeom& c, const std::vector<int64_t>& P, int64_t budge
   for (int64_t nb = 2; nb <= c.out[0]; ++nb) {
     if (c.out[0] % nb != 0) continue;
     const int64_t r = c.out[0] / nb;
-    if (r * (NumElements(c.out) / c.out[0]) < min_columns) break;
+    const int64_t cols = r * (NumElements(c.out) / c.out[0]);
+    if (cols < min_columns) break;
+    if (cols % panel != 0) continue;
     if (r * (out_row + c.s[0] * img_row) + halo * img_row <= budget) return nb;
   }
   return 1;
@@ -110,7 +100,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
   // workspace, never straight from X; beyond that only a padded image goes through one.)
   const bool workspace = !(pointwise && X.buffer >= 0) && !(ic.direct && X.buffer >= 0 && c.s[last] > 4);
   const int64_t bands =
-      ic.bands && workspace ? RowBands(c, ic.P, ctx.options().conv_row_band_bytes, 4 * GemmPanelWidth(ctx.options())) : 1;
+      ic.bands && workspace ? RowBands(c, ic.P, ctx.options().conv_row_band_bytes, GemmPanelWidth(ctx.options())) : 1;
   Expr band = bands > 1 ? k.NewVar("band") : Expr(0);
   if (bands > 1) {
     c.out[0] /= bands;
@@ -156,12 +146,8 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     const bool direct = !runs && ic.direct && X.buffer >= 0;
     const int64_t slack = NR * sw;           // lanes outside a run read up to this far
     const int64_t lead = direct ? 0 : slack;  // slack before the image
-    // Runs over a strided last dim read the workspace in column phases (unit-stride runs).
-    const ImagePhases ph(runs ? sw : 1, image[last]);
-    std::vector<int64_t> P = image;
-    if (!direct) P[last] = ph.row_pitch();
+    const std::vector<int64_t>& P = image;
     const int64_t img = NumElements(P);
-    const int64_t step = runs ? 1 : sw;  // distance between consecutive output columns' windows
     std::vector<int64_t> st(sp, 1);  // image strides
     for (size_t d = last; d-- > 0;) st[d] = st[d + 1] * P[d + 1];
     int src = -1;
@@ -169,7 +155,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
       src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * img});
     } else {
       src = k.AddWorkspace("conv_xpad", DType::kF32, {lead + c.Cg * img + slack});
-      pad_copy = ic.fill(src, lead, bi, gi, image, ph.phases, band * (band_rows * c.s[0]));
+      pad_copy = ic.fill(src, lead, bi, gi, image, band * (band_rows * c.s[0]));
     }
     auto put32 = [](std::vector<uint8_t>& v, int64_t i, int64_t x) {
       int32_t x32 = static_cast<int32_t>(x);
@@ -178,8 +164,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     auto origin = [&](int64_t n) {
       int64_t off = lead;
       for (size_t d = sp; d-- > 0;) {
-        const int64_t x = (n % c.out[d]) * c.s[d];
-        off += d == last ? ph.col(x) : x * st[d];
+        off += (n % c.out[d]) * c.s[d] * st[d];
         n /= c.out[d];
       }
       return off;
@@ -193,8 +178,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     auto row_offset = [&](int64_t kk) {
       int64_t o = (kk / KK) * img, rem = kk % KK;
       for (size_t d = sp; d-- > 0;) {
-        const int64_t x = (rem % c.k[d]) * c.d[d];
-        o += d == last ? ph.col(x) : x * st[d];
+        o += (rem % c.k[d]) * c.d[d] * st[d];
         rem /= c.k[d];
       }
       return o;
@@ -206,7 +190,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
       for (int64_t kk = 0; kk < Kdim; ++kk) put32(rows, kk, row_offset(kk));
       rb = k.AddConstant("conv_row_off", DType::kI32, {Kdim}, std::move(rows));
     }
-    auto coff = [kp, rb, table, bi, gi, c, KK, img, st, direct, ph, last](Expr kk) {
+    auto coff = [kp, rb, table, bi, gi, c, KK, img, st, direct](Expr kk) {
       if (table) {
         Expr o = Cast(kp->Load(rb, {kk}), DType::kI64);
         return direct ? (bi * c.C + gi * c.Cg) * img + o : o;
@@ -215,9 +199,8 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
       Expr ch = direct ? (bi * c.C + gi * c.Cg + ci) : ci;
       Expr o = ch * img;
       const std::vector<Expr> kpos = Delinearize(c.k, kk % KK);
-      for (size_t d = 0; d < last; ++d) o = o + kpos[d] * (c.d[d] * st[d]);
-      Expr x = kpos[last] * c.d[last];
-      return ph.phases > 1 ? o + (x % ph.phases) * ph.pitch + x / ph.phases : o + x;
+      for (size_t d = 0; d < c.sp(); ++d) o = o + kpos[d] * (c.d[d] * st[d]);
+      return o;
     };
     g.b = [kp, src, ob, coff](Expr kk, Expr n) {
       return kp->Load(src, {coff(kk) + Cast(kp->Load(ob, {n}), DType::kI64)});
@@ -233,7 +216,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
         while (j < NR) {
           const int64_t n = p * NR + j;
           const int64_t len = std::min(NR - j, OW - n % OW);
-          put32(base, p * S + s, origin(n) - j * step);
+          put32(base, p * S + s, origin(n) - j * sw);
           put32(end, p * S + s, j + len);
           j += len;
           ++s;
@@ -242,10 +225,10 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
       }
       int bb = k.AddConstant("conv_run_base", DType::kI32, {Nfull, S}, std::move(base));
       int eb = k.AddConstant("conv_run_end", DType::kI32, {Nfull, S}, std::move(end));
-      g.b_fast = [kp, src, coff, bb, eb, S, step](Expr kk, Expr p, Expr j) {
+      g.b_fast = [kp, src, coff, bb, eb, S, sw](Expr kk, Expr p, Expr j) {
         Expr v;
         for (int64_t s = S; s-- > 0;) {
-          Expr x = kp->Load(src, {coff(kk) + Cast(kp->Load(bb, {p, Expr(s)}), DType::kI64) + j * step});
+          Expr x = kp->Load(src, {coff(kk) + Cast(kp->Load(bb, {p, Expr(s)}), DType::kI64) + j * sw});
           v = v.is_null() ? x : Select(j < Cast(kp->Load(eb, {p, Expr(s)}), DType::kI64), x, v);
         }
         return v;
@@ -459,12 +442,11 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
   }
   // Rows of the image (channel, leading coords): copied with zero borders, or zero outside the input.
   ic.bands = true;
-  ic.fill = [kp, &ctx, c, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P, int64_t phases,
+  ic.fill = [kp, &ctx, c, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
                              Expr row_off) -> Stmt {
     KernelFunc& k = *kp;
     const size_t sp = c.sp(), last = sp - 1;
-    const ImagePhases ph(phases, P[last]);
-    const int64_t Wp = ph.row_pitch(), W = c.in[last], pl = c.pb[last];
+    const int64_t Wp = P[last], W = c.in[last], pl = c.pb[last];
     std::vector<int64_t> row_dims{c.Cg};
     row_dims.insert(row_dims.end(), P.begin(), P.end() - 1);
     const int64_t rows = NumElements(row_dims);
@@ -479,31 +461,12 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
       ok = And(ok, (h >= 0) && (h < c.in[d]));
     }
     Expr row0 = r * Wp + lead;
-    Stmt copy;
-    if (phases == 1) {
-      xi.push_back(w2);
-      copy = Block({
-          For(w, 0, pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
-          For(w2, 0, W, LoopKind::kVectorize, k.Store(src, {row0 + pl + w2}, Cast(X.at(xi), DType::kF32))),
-          For(w3, pl + W, Wp, LoopKind::kSerial, k.Store(src, {row0 + w3}, FloatConst(0))),
-      });
-    } else {
-      // Phase q holds padded columns i * phases + q: input column i * phases + q - pl
-      // for i in [lo, hi), zeros around them.
-      std::vector<Stmt> parts;
-      for (int64_t q = 0; q < phases; ++q) {
-        const int64_t lo = std::min(ph.pitch, std::max<int64_t>(0, (pl - q + phases - 1) / phases));
-        const int64_t hi = std::max(lo, std::min(ph.pitch, (pl + W - q + phases - 1) / phases));
-        Expr z0 = k.NewVar("w"), i = k.NewVar("w"), z1 = k.NewVar("w");
-        Expr base = row0 + q * ph.pitch;
-        std::vector<Expr> xq = xi;
-        xq.push_back(i * phases + (q - pl));
-        parts.push_back(For(z0, 0, lo, LoopKind::kSerial, k.Store(src, {base + z0}, FloatConst(0))));
-        parts.push_back(For(i, lo, hi, LoopKind::kVectorize, k.Store(src, {base + i}, Cast(X.at(xq), DType::kF32))));
-        parts.push_back(For(z1, hi, ph.pitch, LoopKind::kSerial, k.Store(src, {base + z1}, FloatConst(0))));
-      }
-      copy = Block(std::move(parts));
-    }
+    xi.push_back(w2);
+    Stmt copy = Block({
+        For(w, 0, pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
+        For(w2, 0, W, LoopKind::kVectorize, k.Store(src, {row0 + pl + w2}, Cast(X.at(xi), DType::kF32))),
+        For(w3, pl + W, Wp, LoopKind::kSerial, k.Store(src, {row0 + w3}, FloatConst(0))),
+    });
     Stmt zero = For(w4, 0, Wp, LoopKind::kVectorize, k.Store(src, {row0 + w4}, FloatConst(0)));
     bool par = rows > 1 && rows * Wp >= ctx.options().min_parallel_elements;
     return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, ok.is_null() ? copy : If(ok, copy, zero));
@@ -555,9 +518,9 @@ Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const S
   };
   KernelFunc* kp = &k;
   const std::vector<int64_t> s = t.s;
-  // Stride 1 (the scattered image): ImplicitGemmConv asks for no column phases here, nor bands.
+  // No bands here (ic.bands stays false): the whole scattered image, row_off 0.
   ic.fill = [kp, &ctx, c, s, border, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
-                                        int64_t /*phases*/, Expr /*row_off*/) -> Stmt {
+                                        Expr /*row_off*/) -> Stmt {
     KernelFunc& k = *kp;
     const size_t sp = c.sp(), last = sp - 1;
     std::vector<int64_t> row_dims{c.Cg};
