@@ -20,6 +20,8 @@
 //     group, N = prod(output spatial), K = Cin/group * prod(kernel), with im2col
 //     done while packing B (see lower_gemm.cc) from a zero-padded copy of the
 //     group's input (or the input itself), so no column buffer is materialized;
+//     a large image (a network's stem) in bands of output rows, each band
+//     copying only the image rows it reads (RowBands);
 //     pointwise ones on few pixels with their weight packed for it run as the
 //     transposed product instead (pixels as rows: PointwisePixelRows, lower_ops.h).
 //   * ConvTranspose is the same implicit GEMM: a stride-1 convolution with the
