@@ -67,6 +67,13 @@ struct LowerOptions {
   // PointwisePixelRows: pixels as the product's rows, output channels as its
   // vector columns) where that estimates cheaper; 0: never.
   int64_t pointwise_pixel_rows = 196;
+  // Implicit-GEMM convolutions whose padded workspace image and output
+  // together exceed 4x this many bytes run in bands of output rows, each band
+  // filling only its input rows and writing at most about this many bytes
+  // (lower_conv.cc RowBands): the whole image's copy, made before the first
+  // product, is otherwise evicted by the output before the later panels read
+  // it. 0: never.
+  int64_t conv_row_band_bytes = 256 * 1024;
   // Softmax and LogSoftmax rows of at least kRowLanes elements reduce over
   // vector lanes (lower_rows.h LaneReduce: partial maxima and sums per lane, one
   // vectorized exp per element) instead of scalar loops, in which LLVM leaves

@@ -20,6 +20,8 @@
 //     group, N = prod(output spatial), K = Cin/group * prod(kernel), with im2col
 //     done while packing B (see lower_gemm.cc) from a zero-padded copy of the
 //     group's input (or the input itself), so no column buffer is materialized;
+//     a large image (a network's stem) in bands of output rows, each band
+//     copying only the image rows it reads (RowBands);
 //     pointwise ones on few pixels with their weight packed for it run as the
 //     transposed product instead (pixels as rows: PointwisePixelRows, lower_ops.h).
 //   * ConvTranspose is the same implicit GEMM: a stride-1 convolution with the
@@ -42,8 +44,10 @@ namespace {
 // gi), C[m, n] = sum_kk A(m, kk) * B(kk, n) with B read from the group's image
 // at window (n) + tap (kk). `c` is the convolution over the image (c.in is
 // unused: `P` gives the image's extent, `c.pb` is already part of it).
-//   fill: fills the workspace image `src` (P per spatial dim, `lead` elements of
-//         slack first); null when the image is X itself (`direct`).
+//   fill: fills the workspace image `src` (extent `P` per spatial dim, `lead`
+//         elements of slack first); null when the image is X itself (`direct`).
+//         With `bands`, `row_off` (else 0) is the image row of dim 0 that `P`'s
+//         first row stands for (a band of output rows reads only its rows).
 struct ImageConv {
   ConvGeom c;
   std::vector<int64_t> P;
@@ -54,14 +58,57 @@ struct ImageConv {
   // reads element `offset` of group gi's packed matrix (a is then unused).
   int64_t a_panel_rows = 0;
   std::function<Expr(Expr offset, Expr gi)> a_panel;
-  std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi)> fill;
+  std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P, Expr row_off)>
+      fill;
+  bool bands = false;  // fill reads any band of rows (row_off)
 };
+
+// Bands of output rows (dim 0) for a convolution over the workspace image `P`:
+// 1 unless the image and the output together exceed 4 x `budget` bytes; then
+// the fewest bands, dividing the output rows evenly (every band the same
+// product, its tables shared), of which one band's image rows and output fit
+// in `budget`, each band whole GEMM panels (`panel` columns; a tail panel per
+// band, packed by gathers and stored by the guarded edge path, cost squeezenet's
+// 111x111 stem 35% in 37 bands) and at least 4 of them.
+int64_t RowBands(const ConvGeom& c, const std::vector<int64_t>& P, int64_t budget, int64_t panel) {
+  const int64_t min_columns = 4 * panel;
+  if (budget <= 0 || c.sp() < 2) return 1;
+  const int64_t out_row = 4 * c.Mg * NumElements(c.out) / c.out[0];  // bytes per output row
+  const int64_t img_row = 4 * c.Cg * NumElements(P) / P[0];          // bytes per image row
+  if (out_row * c.out[0] + img_row * P[0] <= 4 * budget) return 1;
+  const int64_t halo = (c.k[0] - 1) * c.d[0] + 1 - c.s[0];  // image rows a band reads beyond its own
+  for (int64_t nb = 2; nb <= c.out[0]; ++nb) {
+    if (c.out[0] % nb != 0) continue;
+    const int64_t r = c.out[0] / nb;
+    const int64_t cols = r * (NumElements(c.out) / c.out[0]);
+    if (cols < min_columns) break;
+    if (cols % panel != 0) continue;
+    if (r * (out_row + c.s[0] * img_row) + halo * img_row <= budget) return nb;
+  }
+  return 1;
+}
 
 Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const TensorFn& X, const TensorFn* bias,
                               const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
-  const ConvGeom& c = ic.c;
+  ConvGeom c = ic.c;
   const size_t sp = c.sp(), last = sp - 1;
+  bool pointwise = ic.direct && NumElements(c.k) == 1;
+  for (size_t d = 0; d < sp; ++d) pointwise = pointwise && c.s[d] == 1 && c.out[d] == ic.P[d];
+  // Bands (RowBands) where the image goes through a workspace: each one the product of
+  // out[0] / bands output rows over the image rows they read.
+  std::vector<int64_t> image = ic.P;
+  // (A band has at least 4 panels, so with a last-dim stride up to 4 it packs runs from the
+  // workspace, never straight from X; beyond that only a padded image goes through one.)
+  const bool workspace = !(pointwise && X.buffer >= 0) && !(ic.direct && X.buffer >= 0 && c.s[last] > 4);
+  const int64_t bands =
+      ic.bands && workspace ? RowBands(c, ic.P, ctx.options().conv_row_band_bytes, GemmPanelWidth(ctx.options())) : 1;
+  Expr band = bands > 1 ? k.NewVar("band") : Expr(0);
+  if (bands > 1) {
+    c.out[0] /= bands;
+    image[0] = (c.out[0] - 1) * c.s[0] + (c.k[0] - 1) * c.d[0] + 1;
+  }
+  const int64_t band_rows = c.out[0];
   const int64_t KK = NumElements(c.k), Kdim = c.Cg * KK, N = NumElements(c.out);
   Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
   Expr gi = c.groups > 1 ? k.NewVar("grp") : Expr(0);
@@ -77,8 +124,6 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     g.a = [a, gi](Expr m, Expr kk) { return a(m, kk, gi); };
   }
   Stmt pad_copy;
-  bool pointwise = ic.direct && KK == 1;
-  for (size_t d = 0; d < sp; ++d) pointwise = pointwise && c.s[d] == 1 && c.out[d] == ic.P[d];
   if (pointwise && X.buffer >= 0) {
     const int64_t S = NumElements(ic.P);
     int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_cols", {c.B, c.C, S});
@@ -103,15 +148,16 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     const bool direct = !runs && ic.direct && X.buffer >= 0;
     const int64_t slack = NR * sw;           // lanes outside a run read up to this far
     const int64_t lead = direct ? 0 : slack;  // slack before the image
-    const int64_t img = NumElements(ic.P);
+    const std::vector<int64_t>& P = image;
+    const int64_t img = NumElements(P);
     std::vector<int64_t> st(sp, 1);  // image strides
-    for (size_t d = last; d-- > 0;) st[d] = st[d + 1] * ic.P[d + 1];
+    for (size_t d = last; d-- > 0;) st[d] = st[d + 1] * P[d + 1];
     int src = -1;
     if (direct) {
       src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * img});
     } else {
       src = k.AddWorkspace("conv_xpad", DType::kF32, {lead + c.Cg * img + slack});
-      pad_copy = ic.fill(src, lead, bi, gi);
+      pad_copy = ic.fill(src, lead, bi, gi, image, band * (band_rows * c.s[0]));
     }
     auto put32 = [](std::vector<uint8_t>& v, int64_t i, int64_t x) {
       int32_t x32 = static_cast<int32_t>(x);
@@ -192,15 +238,18 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     }
   }
   TensorFn bfn = bias ? *bias : TensorFn{};
-  g.store = [store, bfn, bi, gi, c](Expr m, Expr n, Expr acc) {
+  // A band's column n is column n + band * N of the whole output (its rows follow the bands').
+  const std::vector<int64_t> out = ic.c.out;
+  g.store = [store, bfn, bi, gi, c, out, band, bands, N](Expr m, Expr n, Expr acc) {
     Expr co = gi * c.Mg + m;
     Expr v = bfn.at ? acc + Cast(bfn.at({co}), DType::kF32) : acc;
     std::vector<Expr> idx{bi, co};
-    for (const Expr& e : Delinearize(c.out, n)) idx.push_back(e);
+    for (const Expr& e : Delinearize(out, bands > 1 ? n + band * N : n)) idx.push_back(e);
     return store(idx, v);
   };
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv"));
   if (pad_copy) body = Block({pad_copy, body});
+  if (bands > 1) body = For(band, 0, bands, LoopKind::kSerial, body);
   if (c.groups > 1) body = For(gi, 0, c.groups, LoopKind::kSerial, body);
   if (c.B > 1) body = For(bi, 0, c.B, LoopKind::kSerial, body);
   return body;
@@ -394,8 +443,9 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     };
   }
   // Rows of the image (channel, leading coords): copied with zero borders, or zero outside the input.
-  const std::vector<int64_t> P = ic.P;
-  ic.fill = [kp, &ctx, c, P, X](int src, int64_t lead, Expr bi, Expr gi) -> Stmt {
+  ic.bands = true;
+  ic.fill = [kp, &ctx, c, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
+                             Expr row_off) -> Stmt {
     KernelFunc& k = *kp;
     const size_t sp = c.sp(), last = sp - 1;
     const int64_t Wp = P[last], W = c.in[last], pl = c.pb[last];
@@ -408,11 +458,12 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     Expr ok;
     for (size_t d = 0; d < last; ++d) {
       Expr h = rix[1 + d] - c.pb[d];
+      if (d == 0) h = h + row_off;
       xi.push_back(h);
       ok = And(ok, (h >= 0) && (h < c.in[d]));
     }
-    xi.push_back(w2);
     Expr row0 = r * Wp + lead;
+    xi.push_back(w2);
     Stmt copy = Block({
         For(w, 0, pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
         For(w2, 0, W, LoopKind::kVectorize, k.Store(src, {row0 + pl + w2}, Cast(X.at(xi), DType::kF32))),
@@ -468,8 +519,10 @@ Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const S
     return w_at(idx);
   };
   KernelFunc* kp = &k;
-  const std::vector<int64_t> P = ic.P, s = t.s;
-  ic.fill = [kp, &ctx, c, P, s, border, X](int src, int64_t lead, Expr bi, Expr gi) -> Stmt {
+  const std::vector<int64_t> s = t.s;
+  // No bands here (ic.bands stays false): the whole scattered image, row_off 0.
+  ic.fill = [kp, &ctx, c, s, border, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
+                                        Expr /*row_off*/) -> Stmt {
     KernelFunc& k = *kp;
     const size_t sp = c.sp(), last = sp - 1;
     std::vector<int64_t> row_dims{c.Cg};

@@ -3,7 +3,7 @@
 // contiguous and gathered panels) and the direct depthwise kernel (channel
 // multiplier 1 and 2; its CPU row form, one row or blocks of rows per
 // iteration, heights not a multiple of the block, and its GPU run-of-outputs
-// form, which grouped convolutions take on a GPU too).
+// form, which grouped convolutions take on a GPU too); bands of output rows.
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/lower_ops.h"
@@ -71,6 +71,29 @@ TEST_P(ConvTest, MatchesReference) {
       if (!DepthwisePlaneApplies(o, g)) continue;
       CheckNodeAgainstReference(*n, 31, 1e-5, 4, o);
     }
+  }
+}
+
+// Output-row bands (LowerOptions::conv_row_band_bytes, lower_conv.cc RowBands): a stem-like
+// convolution (3 channels, 3x3 stride 2 pad 1, odd Co, 2 images and a bias) whose image and
+// output overflow a small budget runs as bands of whole panels, each filling only the image
+// rows it reads: 24 output rows of 32 columns in 12 bands of 2 (16-column panels) or 6 bands of
+// 4 (AVX-512's 32-column panels). The banded kernel's workspace holds one band's image rows,
+// so it is smaller than the unbanded one's; the outputs match the reference either way.
+TEST(ConvBands, StemLikeBandsMatchReference) {
+  GraphBuilder b;
+  ir::Value* x = b.Input("x", {2, 3, 48, 64});
+  ir::Value* w = b.Input("w", {5, 3, 3, 3});
+  ir::Value* bias = b.Input("bias", {5});
+  ir::Attributes a = ConvAttrs(ConvCase{2, 3, 48, 64, 5, 3, 3, 2, 1, 1, 1, true});
+  ir::Node* n = b.Op("Conv", {x, w, bias}, a);
+  ASSERT_NE(n, nullptr);
+  for (LowerOptions o : {LowerOptions{}, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+    o.conv_row_band_bytes = 0;
+    const KernelSpec whole = CheckNodeAgainstReference(*n, 41, 1e-5, 4, o);
+    o.conv_row_band_bytes = o.gemm_nr == 32 ? 10000 : 6000;
+    const KernelSpec banded = CheckNodeAgainstReference(*n, 41, 1e-5, 4, o);
+    EXPECT_LT(banded.workspace_bytes, whole.workspace_bytes) << "gemm_nr " << o.gemm_nr;
   }
 }
 
