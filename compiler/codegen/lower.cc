@@ -108,7 +108,6 @@ LowerOptions LowerOptionsForCuda() {
   LowerOptions o;
   o.min_parallel_elements = 1;  // a grid is never too small to launch
   o.gpu_direct_conv = true;
-  o.conv_row_band_bytes = 0;  // a grid has no cache to keep the image in; bands only serialize it
   o.lane_row_reductions = false;
   return o;
 }

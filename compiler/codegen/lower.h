@@ -72,8 +72,12 @@ struct LowerOptions {
   // filling only its input rows and writing at most about this many bytes
   // (lower_conv.cc RowBands): the whole image's copy, made before the first
   // product, is otherwise evicted by the output before the later panels read
-  // it. 0: never.
-  int64_t conv_row_band_bytes = 256 * 1024;
+  // it. 0: never, the default: at 1 thread 256 KiB bands take MobileNetV2's
+  // stem from 1.35x to 0.99x ONNX Runtime's time, but at 2 threads each band is
+  // a parallel product of its own (a barrier per band, fewer panels per thread)
+  // and whole models got slower: ResNet-18 and MobileNetV2 1.06x, MnasNet 1.03x
+  // (docs/MEASUREMENTS.md). Worth turning on once bands split across threads.
+  int64_t conv_row_band_bytes = 0;
   // Softmax and LogSoftmax rows of at least kRowLanes elements reduce over
   // vector lanes (lower_rows.h LaneReduce: partial maxima and sums per lane, one
   // vectorized exp per element) instead of scalar loops, in which LLVM leaves
