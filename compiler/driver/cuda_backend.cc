@@ -141,15 +141,6 @@ bool IsTanhGelu(const ir::Node& n) {
   return approx.ok() && *approx == "tanh";
 }
 
-// `e` converts `y`, a half value, to f32 (same shape).
-bool WidensToF32(const ir::Node& e, const ir::Value* y) {
-  const ops::OpDef* def = ops::FindOp(e);
-  if (!def || def->pattern_role != ops::PatternRole::kConvert || e.input(0) != y) return false;
-  const ir::DType from = y->type().dtype;
-  return (from == ir::DType::kF16 || from == ir::DType::kBF16) && e.output(0)->type().dtype == ir::DType::kF32 &&
-         e.output(0)->type().shape == y->type().shape;
-}
-
 // The registry's epilogue role of a chain node.
 ops::EpilogueRole RoleOf(const ir::Node& n) {
   const ops::OpDef* def = ops::FindOp(n);
@@ -232,7 +223,7 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
   for (; i < c.nodes.size(); ++i) {
     const ir::Node& e = *c.nodes[i];
     const ops::EpilogueRole role = RoleOf(e);
-    if (i == 1 && WidensToF32(e, Y)) {
+    if (i == 1 && e.input(0) == Y && ops::WidensHalfToF32(e)) {
       // Fusion puts this Cast first (passes/fusion.h): cuBLASLt writes D, the
       // bias and C in f32 from half A and B. Gemm's own C is half: no widening.
       if (bias) return std::nullopt;

@@ -109,6 +109,15 @@ Result<int> ResolveVersion(const OpDef& def, int opset) {
   return since;
 }
 
+bool WidensHalfToF32(const ir::Node& node) {
+  const OpDef* def = FindOp(node);
+  if (!def || def->pattern_role != PatternRole::kConvert || node.outputs().size() != 1 || !node.input(0)) return false;
+  const ir::TensorType& in = node.input(0)->type();
+  const ir::TensorType& out = node.output(0)->type();
+  return (in.dtype == ir::DType::kF16 || in.dtype == ir::DType::kBF16) && out.dtype == ir::DType::kF32 &&
+         out.shape == in.shape;
+}
+
 std::string SupportedOpsetsText() {
   return "opsets " + std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) + " of the default ONNX domain";
 }

@@ -53,6 +53,10 @@ class Registry {
 // The op of `node`; nullptr when unknown.
 const OpDef* FindOp(const ir::Node& node);
 
+// `node` converts one f16 or bf16 value to f32 of the same shape (an op with
+// PatternRole::kConvert: mixed precision's widening Cast).
+bool WidensHalfToF32(const ir::Node& node);
+
 // The since-version that `opset` selects for `def` (newest version <= opset),
 // or Unsupported naming the op, the version and the versions Keel implements.
 Result<int> ResolveVersion(const OpDef& def, int opset);

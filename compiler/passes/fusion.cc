@@ -88,12 +88,9 @@ bool GeneratedAnchor(const ir::Node& n) {
 // B; it takes a bias only in D's type, so a half bias operand rules it out).
 bool WidensToF32(const ir::Node& gemm, const ir::Node& cast) {
   const ops::OpDef* def = ops::FindOp(gemm);
-  const ops::OpDef* conv = ops::FindOp(cast);
-  if (!def || !conv || conv->pattern_role != ops::PatternRole::kConvert) return false;
-  if (def->library != ops::LibraryCall::kGemm && def->library != ops::LibraryCall::kMatMul) return false;
+  if (!def || (def->library != ops::LibraryCall::kGemm && def->library != ops::LibraryCall::kMatMul)) return false;
   if (gemm.inputs().size() > 2 && gemm.input(2)) return false;
-  const ir::DType from = gemm.output(0)->type().dtype;
-  return (from == ir::DType::kF16 || from == ir::DType::kBF16) && cast.output(0)->type().dtype == ir::DType::kF32;
+  return ops::WidensHalfToF32(cast);
 }
 
 // The generated anchor `n` is a prologue of (rule 0 in fusion.h: a one-input
