@@ -14,7 +14,8 @@
 //     argument whose presence is stated by an attribute (never guessed from the
 //     argument count alone, except where said). Every argument is a dense,
 //     row-major (C-order) tensor on the cuda device. Element type: the
-//     tensors of cublas.gemm, cudnn.conv2d and cudnn.pool2d (not the u8
+//     tensors of cublas.gemm, cudnn.conv2d, cudnn.conv_transpose and
+//     cudnn.pool2d (not the u8
 //     workspace) are all f32, all f16 or all bf16 — the argument dtypes say
 //     which (no attribute); any other type or a mix is kUnsupported, except
 //     cublas.gemm's Y, bias and residual in f32 with half A and B (cuBLASLt's
@@ -133,6 +134,26 @@ inline constexpr char kCublasGemm[] = "cublas.gemm";
 //   use IMPLICIT_PRECOMP_GEMM), otherwise convolution + add tensor + activation
 //   (the VM's epilogue kernel); the algorithm is chosen once at load.
 inline constexpr char kCudnnConv2d[] = "cudnn.conv2d";
+
+// ============================================================================
+// "cudnn.conv_transpose" — 1-D, 2-D or 3-D transposed convolution (ONNX
+// ConvTranspose), NC<spatial>, with bias, residual and activation.
+//
+//   args:  X, W, [bias], [residual], Y, [workspace]
+//          X [N,C,D1..Dk]; W [C,K/group,R1..Rk] (ONNX ConvTranspose's layout);
+//          bias [K]; residual and Y [N,K,O1..Ok]; as cudnn.conv2d otherwise.
+//   attrs: those of cudnn.conv2d with the same meaning and defaults (pads as
+//     ConvTranspose's, symmetric only; "layout" "nhwc": X, residual and Y
+//     channels last, W [C,R,S,K/group]).
+//   semantics: Y = act( conv_transpose(X, W) + bias[k] + residual ), ONNX
+//     ConvTranspose with the output_padding that Y's shape implies: the forward
+//     convolution of a Y-shaped input by W (cudnn.conv2d's semantics and checks
+//     with X and Y exchanged) must give X's shape, i.e.
+//     Oi = s_i*(Di-1) + d_i*(Ri-1) + 1 - pb_i - pe_i + output_padding_i with
+//     0 <= output_padding_i < s_i. The VM runs cudnnConvolutionBackwardData of
+//     that forward convolution, then its epilogue kernel when there is a bias,
+//     residual or activation.
+inline constexpr char kCudnnConvTranspose[] = "cudnn.conv_transpose";
 
 // ============================================================================
 // "cudnn.pool2d" — 2-D pooling, NCHW.

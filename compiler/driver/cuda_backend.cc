@@ -10,6 +10,8 @@
 //                          rank, despite the name) with Conv's bias, one
 //                          residual Add (same shape as the output), then Relu
 //                          or Clip(min 0).
+//   ConvTranspose        → "cudnn.conv_transpose", likewise (cuDNN's data
+//                          gradient of the forward convolution).
 //   MaxPool/AveragePool (2-D, no dilation, symmetric pads, no Indices
 //                          output; ceil_mode 0, or 1 when it does not change
 //                          the output shape) → "cudnn.pool2d".
@@ -313,7 +315,9 @@ bool GeneratedDepthwise(const ir::Node& conv) {
   return ws[ops::IsChannelsLast(conv) ? ws.size() - 1 : 1] == 1;
 }
 
-std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
+// Conv, or ConvTranspose (`transposed`: the data gradient of the forward
+// convolution from Y's shape to X's, which the geometry check sees).
+std::optional<LibraryPick> PickConv(const Chain& c, int64_t index, bool transposed) {
   const ir::Node& a = *c.nodes[0];
   const ir::Value* X = a.input(0);
   const ir::Value* W = a.input(1);
@@ -337,15 +341,19 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index) {
   if (GeneratedDepthwise(a)) return std::nullopt;
   // Exactly what the VM accepts at load (1-3 spatial dims, symmetric pads, int32
   // sizes): anything else stays a generated kernel.
-  if (!common::MakeCudnnConvGeometry(first(X), first(W), first(Y), *pads, *strides, *dil, *group).ok()) {
+  const ir::Value* from = transposed ? Y : X;
+  const ir::Value* to = transposed ? X : Y;
+  if (!common::MakeCudnnConvGeometry(first(from), first(W), first(to), *pads, *strides, *dil, *group).ok()) {
     return std::nullopt;
   }
 
   LibraryPick p;
   p.kernel.kind = ser::KernelKind::kLibrary;
   p.kernel.device = ser::DeviceKind::kCuda;
-  p.kernel.library_op = lib::kCudnnConv2d;  // any spatial rank (serialization/library_ops.h)
-  p.kernel.name = codegen::IndexedName("k", index) + "_cudnn_conv" + std::to_string(spatial) + "d";
+  // Any spatial rank (serialization/library_ops.h).
+  p.kernel.library_op = transposed ? lib::kCudnnConvTranspose : lib::kCudnnConv2d;
+  p.kernel.name = codegen::IndexedName("k", index) + (transposed ? "_cudnn_conv_transpose" : "_cudnn_conv") +
+                  std::to_string(spatial) + "d";
   p.args = {In(c.InputIndex(X)), In(c.InputIndex(W))};
   p.kernel.args = {ArgOf(X, ser::ArgAccess::kRead), ArgOf(W, ser::ArgAccess::kRead)};
   if (B) {
@@ -514,7 +522,8 @@ class CudaBackend final : public Backend {
       std::optional<LibraryPick> pick;
       using ops::LibraryCall;
       if (call == LibraryCall::kGemm || call == LibraryCall::kMatMul) pick = PickGemm(chain, index, call == LibraryCall::kGemm);
-      else if (call == LibraryCall::kConv) pick = PickConv(chain, index);
+      else if (call == LibraryCall::kConv || call == LibraryCall::kConvTranspose)
+        pick = PickConv(chain, index, call == LibraryCall::kConvTranspose);
       else if (call == LibraryCall::kMaxPool || call == LibraryCall::kAveragePool)
         pick = PickPool(chain, index, call == LibraryCall::kMaxPool);
       else if (call == LibraryCall::kAttention) pick = PickAttention(chain, index);
@@ -574,7 +583,8 @@ class CudaBackend final : public Backend {
     switch (def->library) {
       case ops::LibraryCall::kConv:
         if (GeneratedDepthwise(node)) return true;  // the generated form takes either layout
-        return !SlowChannelsLast(node) && PickConv(chain, 0).has_value();
+        return !SlowChannelsLast(node) && PickConv(chain, 0, false).has_value();
+      case ops::LibraryCall::kConvTranspose: return !SlowChannelsLast(node) && PickConv(chain, 0, true).has_value();
       case ops::LibraryCall::kMaxPool: return PickPool(chain, 0, true).has_value();
       case ops::LibraryCall::kAveragePool: return PickPool(chain, 0, false).has_value();
       case ops::LibraryCall::kNone: return true;

@@ -83,6 +83,10 @@ Result<std::string> FloatLit(double v, bool single) {
 
 std::string U64(uint64_t v) { return std::to_string(v) + "ull"; }
 
+bool IsCudnnConv(const std::string& library_op) {
+  return library_op == lo::kCudnnConv2d || library_op == lo::kCudnnConvTranspose;
+}
+
 // Typed access to a library kernel's attributes with library_ops.h's defaults.
 
 Status Emitter::Check() {
@@ -271,7 +275,7 @@ void Emitter::EmitOutputsAndMain() {
     // The shared calls' own destructors (vm/cuda/library_calls_*.h), as the VM's classes.
     if (p.op == lo::kCublasGemm) {
       o_ << "  cl::DestroyGemmDescriptors(" << k << ".d);\n";
-    } else if (p.op == lo::kCudnnConv2d) {
+    } else if (IsCudnnConv(p.op)) {
       o_ << "  cl::DestroyConvDescriptors(" << k << ".d);\n"
          << "  if (" << k << ".zero_bias) DeviceFree(" << k << ".zero_bias);\n";
     } else if (p.op == lo::kCudnnPool2d) {

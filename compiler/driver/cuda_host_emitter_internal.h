@@ -47,6 +47,8 @@ uint64_t ByteSize(const std::vector<int64_t>& shape, fb::DType dtype);
 // kUnsupported for non-finite values.
 Result<std::string> FloatLit(double v, bool single);
 std::string U64(uint64_t v);
+// cudnn.conv2d or cudnn.conv_transpose: one plan and run (ConvKernel).
+bool IsCudnnConv(const std::string& library_op);
 
 // The VM's runtime kernels (vm/cuda/runtime_kernels.cu) and library calls
 // (vm/cuda/library_calls.h, library_calls_cublaslt.h, library_calls_cudnn.h) as

@@ -109,7 +109,7 @@ Status Emitter::EmitKernels() {
     const std::string op = Str(k.library_op());
     const char* type = k.kind() == fb::KernelKind::cuda_generated ? "CUfunction"
                        : op == lo::kCublasGemm                    ? "GemmKernel"
-                       : op == lo::kCudnnConv2d                   ? "ConvKernel"
+                       : IsCudnnConv(op)                          ? "ConvKernel"
                        : op == lo::kCudnnPool2d                   ? "PoolKernel"
                        : op == lo::kKeelAttention                 ? "AttentionKernel"
                                                                   : nullptr;
@@ -154,7 +154,7 @@ Status Emitter::EmitKernels() {
       }
     } else if (p.op == lo::kCublasGemm) {
       KEEL_RETURN_IF_ERROR(EmitGemm(i, k, p));
-    } else if (p.op == lo::kCudnnConv2d) {
+    } else if (IsCudnnConv(p.op)) {
       KEEL_RETURN_IF_ERROR(EmitConv(i, k, p));
     } else if (p.op == lo::kKeelAttention) {
       KEEL_RETURN_IF_ERROR(EmitAttention(i, k, p));
@@ -258,11 +258,13 @@ Result<bool> ChannelsLast(const Attrs& at, const std::string& name, const char* 
 }
 
 Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
+  const bool transposed = p.op == lo::kCudnnConvTranspose;
+  const std::string what = " (" + p.op + ")";
   // The spatial rank comes from X (1, 2 or 3): the attributes' lengths follow it.
   const std::vector<int64_t> x_shape = ArgShape(k, 0);
   const size_t spatial = common::ConvSpatialDims(x_shape.size());
   if (spatial == 0) {
-    return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): X must have 1 to 3 spatial dims (rank 3 to 5), got " +
+    return InvalidExecutable("kernel " + p.name + what + ": X must have 1 to 3 spatial dims (rank 3 to 5), got " +
                              ShapeText(x_shape));
   }
   Attrs at(k);
@@ -277,13 +279,13 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0));
   KEEL_ASSIGN_OR_RETURN(const std::string act, at.Text(lo::attr::kActivation, ""));
   KEEL_ASSIGN_OR_RETURN(const double clip_max, at.Float(lo::attr::kClipMax, 6.0));
-  KEEL_ASSIGN_OR_RETURN(const bool nhwc, ChannelsLast(at, p.name, "cudnn.conv2d"));
+  KEEL_ASSIGN_OR_RETURN(const bool nhwc, ChannelsLast(at, p.name, p.op.c_str()));
   if (nhwc && spatial != 2) {
-    return Unsupported("kernel " + p.name + " (cudnn.conv2d): layout nhwc needs 2 spatial dims");
+    return Unsupported("kernel " + p.name + what + ": layout nhwc needs 2 spatial dims");
   }
   const bool clip = act == lo::value::kActivationClip;
   if (!act.empty() && act != lo::value::kActivationRelu && !clip) {
-    return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): unknown activation " + act);
+    return InvalidExecutable("kernel " + p.name + what + ": unknown activation " + act);
   }
   p.has_bias = has_bias != 0;
   p.has_residual = has_res != 0;
@@ -292,26 +294,27 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   p.res_arg = p.has_residual ? next++ : -1;
   p.y_arg = next++;
   if (NumArgs(k) != static_cast<size_t>(next) + (k.workspace_bytes() > 0 ? 1 : 0)) {
-    return InvalidExecutable("kernel " + p.name + " (cudnn.conv2d): wrong argument count");
+    return InvalidExecutable("kernel " + p.name + what + ": wrong argument count");
   }
   const std::vector<int64_t> xs = x_shape, ws = ArgShape(k, 1), ys = ArgShape(k, static_cast<size_t>(p.y_arg));
   // The VM's own check and cuDNN view (common/conv_geometry.h, on channels-first
-  // shapes): 1-D lifted to 2-D.
+  // shapes; transposed: the forward convolution's, X and Y exchanged): 1-D lifted to 2-D.
   auto first = [nhwc](const std::vector<int64_t>& s) { return nhwc ? common::ChannelsFirstShape(s) : s; };
   Result<common::CudnnConvGeometry> geometry =
-      common::MakeCudnnConvGeometry(first(xs), first(ws), first(ys), pads, strides, dil, group);
-  if (!geometry.ok()) return geometry.status().WithContext("kernel " + p.name + " (cudnn.conv2d)");
+      common::MakeCudnnConvGeometry(first(transposed ? ys : xs), first(ws), first(transposed ? xs : ys), pads, strides,
+                                    dil, group);
+  if (!geometry.ok()) return geometry.status().WithContext("kernel " + p.name + what);
   const common::CudnnConvGeometry& g = *geometry;
   const int act_kind = act == lo::value::kActivationRelu ? 1 : clip ? 2 : 0;
   KEEL_ASSIGN_OR_RETURN(const std::string type, LibraryElementType(k, p.name));
   // vm/cuda/autotune.h ConvProblemKey less "|tf32<0|1>" (the program adds it: --allow-tf32).
-  const std::string problem = "conv|" + ShapeText(xs) + ShapeText(ws) + ShapeText(ys) + ShapeText(pads) +
+  const std::string problem = std::string(transposed ? "conv_transpose|" : "conv|") + ShapeText(xs) + ShapeText(ws) + ShapeText(ys) + ShapeText(pads) +
                               ShapeText(strides) + ShapeText(dil) + "|g" + std::to_string(group) + "|b" +
                               std::to_string(p.has_bias ? 1 : 0) + "|r" + std::to_string(p.has_residual ? 1 : 0) +
                               "|a" + std::to_string(act_kind) + (nhwc ? "|nhwc" : "") + DTypeKeySegment(k);
   ++tuned_problems_;
   KEEL_ASSIGN_OR_RETURN(const std::string clip_lit, FloatLit(clip_max, false));
-  o_ << "  // kernel " << i << ": " << Com(p.name) << " (cudnn.conv2d, " << spatial << "-D) X" << ShapeText(xs)
+  o_ << "  // kernel " << i << ": " << Com(p.name) << " (" << p.op << ", " << spatial << "-D) X" << ShapeText(xs)
      << " W" << ShapeText(ws) << " Y" << ShapeText(ys) << " pads " << ShapeText(pads) << " strides "
      << ShapeText(strides) << " dilations " << ShapeText(dil) << " group " << group
      << (p.has_bias ? " +bias" : "") << (p.has_residual ? " +residual" : "") << " activation \"" << Com(act)
@@ -334,6 +337,7 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
      << "    c.p.type = " << type << ";\n"
      << "    c.p.allow_tf32 = g_allow_tf32;\n"
      << (nhwc ? "    c.p.nhwc = true;  // layout nhwc: X, residual, Y channels-last, W KRSC\n" : "")
+     << (transposed ? "    c.p.transposed = true;  // the data gradient of this forward convolution\n" : "")
      << "    ConvPlanKernel(c, " << Lit(p.name) << ", " << Lit(problem) << ");\n  }\n";
   return Status::Ok();
 }

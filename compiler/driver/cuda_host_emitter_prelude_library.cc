@@ -147,7 +147,7 @@ struct AttentionKernel {
 }
 
 // ---- the tuning file (vm/cuda/autotune.h), read-only ----
-// "<device> <problem>" -> conv {algo, mode, workspace} | gemm {workspace, 8 words of the algorithm}.
+// "<device> <problem>" -> conv, conv_transpose {algo, mode, workspace} | gemm {workspace, 8 words of the algorithm}.
 [[maybe_unused]] static std::map<std::string, std::vector<int64_t>> g_tuning;
 [[maybe_unused]] static std::string g_cudnn_tag, g_lt_tag;  // "sm90-cudnn91400 ", "sm90-cublasLt130100 "
 [[maybe_unused]] static bool g_tuning_given = false;
@@ -162,6 +162,7 @@ struct AttentionKernel {
   const std::string text(bytes.begin(), bytes.end());
   static const char* const kAlgos[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
                                        "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const kDataAlgos[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
   size_t pos = 0, line_no = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -183,7 +184,8 @@ struct AttentionKernel {
     }
     if (tok.empty() || tok[0][0] == '#') continue;
     if (tok.size() < 3) bad("expected \"<device> <problem> <choice...>\"");
-    const bool conv = tok[1].rfind("conv|", 0) == 0, gemm = tok[1].rfind("gemm|", 0) == 0;
+    const bool transposed = tok[1].rfind("conv_transpose|", 0) == 0;
+    const bool conv = transposed || tok[1].rfind("conv|", 0) == 0, gemm = tok[1].rfind("gemm|", 0) == 0;
     if (!conv && !gemm) bad("unknown problem " + tok[1]);
     std::map<std::string, std::string> fields;
     for (size_t i = 2; i < tok.size(); ++i) {
@@ -201,12 +203,12 @@ struct AttentionKernel {
     std::vector<int64_t> value;
     if (conv) {
       int64_t a = -1;
-      for (int64_t i = 0; i < 8; ++i) {
-        if (algo == kAlgos[i]) a = i;
+      for (int64_t i = 0; i < (transposed ? 6 : 8); ++i) {
+        if (algo == (transposed ? kDataAlgos : kAlgos)[i]) a = i;
       }
       if (a < 0) bad("unknown cuDNN algorithm \"" + algo + "\"");
       const std::string mode = fields["mode"];
-      if (mode != "fused" && mode != "conv+epilogue") bad("mode must be fused or conv+epilogue");
+      if ((mode != "fused" || transposed) && mode != "conv+epilogue") bad("mode must be fused or conv+epilogue");
       value = {a, mode == "fused" ? 0 : 1, static_cast<int64_t>(std::stoull(ws_text))};
     } else {
       value.push_back(static_cast<int64_t>(std::stoull(ws_text)));
@@ -258,7 +260,7 @@ using GemmKernel = cl::GemmPlan;
   return *call;
 }
 
-// ---- cudnn.conv2d (CudnnConv::Plan, Choose less the timing, Launch) ----
+// ---- cudnn.conv2d, cudnn.conv_transpose (CudnnConv::Plan, Choose less the timing, Launch) ----
 struct ConvKernel {
   cl::ConvProblem p;
   cl::ConvDescriptors d;
@@ -276,9 +278,9 @@ struct ConvKernel {
   LIB_CHECK(cl::CreateConvDescriptors(c.p, &c.d, &out));
   if (out != c.p.y) Die(std::string("kernel ") + name + ": Y does not match the convolution");
   LIB_CHECK(cl::CreateConvActivation(c.p, &c.d));
-  if (!c.p.has_bias) {
+  if (!c.p.has_bias && !c.p.transposed) {
     // The fused call always adds a bias: give it zeros. CudaDevice::Allocate: traced as set-up.
-    const uint64_t bytes = cl::InfoOf(c.p.type).bytes * static_cast<uint64_t>(c.p.y[1]);
+    const uint64_t bytes = cl::InfoOf(c.p.type).bytes * static_cast<uint64_t>(c.p.out()[1]);
     MallocCount* saved = g_count;
     g_count = &g_load;
     c.zero_bias = DeviceMalloc(bytes, 256);
@@ -288,7 +290,7 @@ struct ConvKernel {
     CUDA_CHECK(cudaStreamSynchronize(g_stream));
   }
   const std::vector<int64_t>* t = FindTuning(g_cudnn_tag + problem + Tf32Suffix());
-  if (t == nullptr || !cl::ConvCandidateFromTuning(*t, &c.choice)) {
+  if (t == nullptr || !cl::ConvCandidateFromTuning(c.p, *t, &c.choice)) {
     std::vector<cl::ConvCandidate> cands;
     LIB_CHECK(cl::ConvCandidates(g_cudnn, c.p, c.d, &cands));
     if (cands.empty()) Die(std::string("kernel ") + name + ": cuDNN offers no algorithm");
@@ -310,8 +312,8 @@ struct ConvKernel {
     if (s != CUDNN_STATUS_NOT_SUPPORTED) CUDNN_CHECK(s);
     c.choice.mode = cl::ConvMode::kConvEpilogue;
   }
-  LIB_CHECK(cl::ConvThenEpilogue(g_cudnn, c.p, c.d, *c.epilogue, g_num_sms, x, w, bias, res, y, c.choice.algo,
-                                 g_workspace, c.choice.workspace, LaunchRuntimeKernel));
+  LIB_CHECK(cl::ConvThenEpilogue(g_cudnn, c.p, c.d, *c.epilogue, g_num_sms, x, w, bias, res, y, c.choice, g_workspace,
+                                 LaunchRuntimeKernel));
   return c.call_conv;
 }
 

@@ -53,7 +53,7 @@ Status Emitter::EmitInvoke(uint32_t pc, const std::string& dbg, const fb::Invoke
        << "  " << tr << "\" launch \" + call + " << kname << ");\n  }\n";
     return Status::Ok();
   }
-  if (p.op == lo::kCudnnConv2d) {
+  if (IsCudnnConv(p.op)) {
     KEEL_ASSIGN_OR_RETURN(const std::string X, arg(0));
     KEEL_ASSIGN_OR_RETURN(const std::string W, arg(1));
     KEEL_ASSIGN_OR_RETURN(const std::string Y, arg(p.y_arg));

@@ -206,6 +206,8 @@ void RegisterConvTransposeOps(Registry& r) {
   def.versions = {1, 11, 22};
   def.fusion = FusionClass::kAnchor;
   def.half = HalfPolicy::kHalf;  // f32 accumulation inside the kernel
+  def.library = LibraryCall::kConvTranspose;
+  def.channels_last_operands = {0, 1};  // X NHWC, W [C, kh, kw, M/group] (channels_last.h)
   def.canonicalize = CanonicalizeConvTranspose;
   def.infer = InferConvTranspose;
   def.evaluate = EvaluateConvTranspose;

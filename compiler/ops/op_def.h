@@ -64,8 +64,10 @@ const char* FusionClassName(FusionClass c);
 // A vendor-library candidate on CUDA (compiler/driver/cuda_backend.cc decides
 // whether the node's shapes and attributes fit; otherwise it is generated).
 // kGemm: ONNX Gemm (transA/transB/alpha/beta, bias C); kMatMul: batched A x B.
-// kAttention: keel.Attention (ops/attention_fused.h), a Keel kernel of the VM.
-enum class LibraryCall : uint8_t { kNone, kGemm, kMatMul, kConv, kMaxPool, kAveragePool, kAttention };
+// kConvTranspose: ONNX ConvTranspose (cuDNN's data gradient of the forward
+// convolution). kAttention: keel.Attention (ops/attention_fused.h), a Keel
+// kernel of the VM.
+enum class LibraryCall : uint8_t { kNone, kGemm, kMatMul, kConv, kConvTranspose, kMaxPool, kAveragePool, kAttention };
 
 // How a library call may absorb this elementwise op after it as its epilogue
 // (cuda_backend.cc checks operands and shapes): kRelu max(x, 0); kClip min/max

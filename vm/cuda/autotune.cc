@@ -116,6 +116,15 @@ std::string Dims(const std::vector<int64_t>& s) {
 constexpr const char* kConvAlgoNames[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM",     "DIRECT",
                                           "FFT",           "FFT_TILING",            "WINOGRAD", "WINOGRAD_NONFUSED"};
 constexpr int64_t kNumConvAlgos = sizeof kConvAlgoNames / sizeof kConvAlgoNames[0];
+// cudnnConvolutionBwdDataAlgo_t by value (cudnn.conv_transpose).
+constexpr const char* kConvDataAlgoNames[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+constexpr int64_t kNumConvDataAlgos = sizeof kConvDataAlgoNames / sizeof kConvDataAlgoNames[0];
+
+// A convolution kind's algorithm names ("conv" or "conv_transpose").
+const char* const* AlgoNames(std::string_view kind, int64_t* count) {
+  *count = kind == "conv" ? kNumConvAlgos : kNumConvDataAlgos;
+  return kind == "conv" ? kConvAlgoNames : kConvDataAlgoNames;
+}
 
 bool ParseU64(std::string_view s, uint64_t* out) {
   if (s.empty() || s.size() > 20) return false;
@@ -156,11 +165,13 @@ std::vector<std::string_view> SplitSpaces(std::string_view line) {
   return t;
 }
 
-// The problem kind of a key "<device> <problem>": "conv" or "gemm" (else empty).
+// The problem kind of a key "<device> <problem>": "conv", "conv_transpose" or
+// "gemm" (else empty).
 std::string_view Kind(std::string_view problem) {
   const size_t bar = problem.find('|');
   const std::string_view k = problem.substr(0, bar);
-  return bar != std::string_view::npos && (k == "conv" || k == "gemm") ? k : std::string_view();
+  return bar != std::string_view::npos && (k == "conv" || k == "conv_transpose" || k == "gemm") ? k
+                                                                                                  : std::string_view();
 }
 
 // "" for f32 (keys as before half support), else "|<dtype name>".
@@ -173,8 +184,8 @@ std::string DTypeSegment(DataType dtype) {
 std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
                            const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
-                           int act_kind, bool tf32, DataType dtype, bool nhwc) {
-  return "conv|" + Dims(x) + Dims(w) + Dims(y) + Dims(pads) + Dims(strides) + Dims(dilations) + "|g" +
+                           int act_kind, bool tf32, DataType dtype, bool nhwc, bool transposed) {
+  return std::string(transposed ? "conv_transpose|" : "conv|") + Dims(x) + Dims(w) + Dims(y) + Dims(pads) + Dims(strides) + Dims(dilations) + "|g" +
          std::to_string(group) + "|b" + std::to_string(bias ? 1 : 0) + "|r" + std::to_string(residual ? 1 : 0) +
          "|a" + std::to_string(act_kind) + (nhwc ? "|nhwc" : "") + DTypeSegment(dtype) + "|tf32" +
          std::to_string(tf32 ? 1 : 0);
@@ -214,7 +225,10 @@ Result<TuningTable> ParseTuning(std::string_view text, const std::string& path) 
     if (tok.empty() || tok[0][0] == '#') continue;
     if (tok.size() < 3) return bad("expected \"<device> <problem> <choice...>\"");
     const std::string_view kind = Kind(tok[1]);
-    if (kind.empty()) return bad("unknown problem \"" + std::string(tok[1].substr(0, 40)) + "\" (conv|... or gemm|...)");
+    if (kind.empty()) {
+      return bad("unknown problem \"" + std::string(tok[1].substr(0, 40)) + "\" (conv|..., conv_transpose|... or gemm|...)");
+    }
+    const bool conv = kind != "gemm";
     std::map<std::string_view, std::string_view> fields;
     for (size_t i = 2; i < tok.size(); ++i) {
       const size_t eq = tok[i].find('=');
@@ -228,7 +242,7 @@ Result<TuningTable> ParseTuning(std::string_view text, const std::string& path) 
       return it == fields.end() ? std::string_view() : it->second;
     };
     const std::vector<const char*> allowed =
-        kind == "conv" ? std::vector<const char*>{"algo", "mode", "workspace"} : std::vector<const char*>{"workspace", "algo"};
+        conv ? std::vector<const char*>{"algo", "mode", "workspace"} : std::vector<const char*>{"workspace", "algo"};
     for (const auto& [name, value] : fields) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || name == a;
@@ -242,15 +256,17 @@ Result<TuningTable> ParseTuning(std::string_view text, const std::string& path) 
       return bad("workspace must be a byte count, got \"" + std::string(field("workspace")) + "\"");
     }
     std::vector<int64_t> value;
-    if (kind == "conv") {
-      int64_t algo = -1;
-      for (int64_t a = 0; a < kNumConvAlgos; ++a) {
-        if (field("algo") == kConvAlgoNames[a]) algo = a;
+    if (conv) {
+      int64_t algo = -1, count = 0;
+      const char* const* names = AlgoNames(kind, &count);
+      for (int64_t a = 0; a < count; ++a) {
+        if (field("algo") == names[a]) algo = a;
       }
       if (algo < 0) return bad("unknown cuDNN algorithm \"" + std::string(field("algo")) + "\"");
       const std::string_view mode = field("mode");
-      if (mode != "fused" && mode != "conv+epilogue") {
-        return bad("mode must be fused or conv+epilogue, got \"" + std::string(mode) + "\"");
+      if ((mode != "fused" || kind != "conv") && mode != "conv+epilogue") {
+        return bad(std::string("mode must be ") + (kind == "conv" ? "fused or " : "") + "conv+epilogue, got \"" +
+                   std::string(mode) + "\"");
       }
       value = {algo, mode == "fused" ? 0 : 1, static_cast<int64_t>(ws)};
     } else {
@@ -272,8 +288,11 @@ std::string FormatTuning(const TuningTable& table) {
     const size_t space = key.find(' ');
     if (space == std::string::npos) continue;
     const std::string_view kind = Kind(std::string_view(key).substr(space + 1));
-    if (kind == "conv" && v.size() == 3 && v[0] >= 0 && v[0] < kNumConvAlgos && (v[1] == 0 || v[1] == 1) && v[2] >= 0) {
-      out += key + " algo=" + kConvAlgoNames[v[0]] + " mode=" + (v[1] == 0 ? "fused" : "conv+epilogue") +
+    int64_t count = 0;
+    const char* const* names = kind.empty() || kind == "gemm" ? nullptr : AlgoNames(kind, &count);
+    if (names != nullptr && v.size() == 3 && v[0] >= 0 && v[0] < count && (v[1] == 1 || (v[1] == 0 && kind == "conv")) &&
+        v[2] >= 0) {
+      out += key + " algo=" + names[v[0]] + " mode=" + (v[1] == 0 ? "fused" : "conv+epilogue") +
              " workspace=" + std::to_string(v[2]) + "\n";
     } else if (kind == "gemm" && v.size() == 1 + kGemmAlgoWords && v[0] >= 0) {
       out += key + " workspace=" + std::to_string(v[0]) + " algo=";

@@ -31,6 +31,10 @@
 //             FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED); fused = one
 //             cudnnConvolutionBiasActivationForward call, conv+epilogue =
 //             cudnnConvolutionForward then the VM's keel_bias_act kernel.
+//           cudnn.conv_transpose: the same fields, NAME as cuDNN spells
+//             cudnnConvolutionBwdDataAlgo_t less its prefix (ALGO_0, ALGO_1,
+//             FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED), mode always
+//             conv+epilogue (cudnnConvolutionBackwardData, then keel_bias_act).
 //           cublas.gemm: "workspace=<bytes> algo=<128 hex digits>": the
 //             opaque cublasLtMatmulAlgo_t (8 little-endian 64-bit words, each
 //             as 16 hex digits), valid only for the library version named in
@@ -99,11 +103,14 @@ class ScratchBuffers {
 // mode, e.g. "conv|[1,3,224,224][64,3,3,3][1,64,111,111][0,0,0,0][2,2][1,1]|g1|b1|r0|a1|tf320"
 // or, 3-D, "conv|[1,3,8,112,112][64,3,3,7,7][1,64,8,56,56][1,3,3,1,3,3][1,2,2][1,1,1]|g1|b0|r0|a1|tf320".
 // A channels-last kernel (layout "nhwc") gives its stored shapes and a "|nhwc"
-// segment after the activation: "...|a1|nhwc|f16|tf320".
+// segment after the activation: "...|a1|nhwc|f16|tf320". A cudnn.conv_transpose
+// problem (`transposed`: X is the kernel's input, Y its output) has the same
+// fields after "conv_transpose|" instead of "conv|".
 std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
                            const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
-                           int act_kind, bool tf32, DataType dtype = DataType::kF32, bool nhwc = false);
+                           int act_kind, bool tf32, DataType dtype = DataType::kF32, bool nhwc = false,
+                           bool transposed = false);
 // cublas.gemm problem, e.g. "gemm|1,1000,512,1,01,512,512000|row1||1.000000,1.000000|tf320":
 // m,n,k,batch,trans_a trans_b,stride_a,stride_b | bias mode, has_bias[, "+res" with
 // a residual: keys without one are unchanged] | epilogue |

@@ -158,7 +158,7 @@ namespace {
 // The persisted form of a kernel's key: device tag + problem, or empty for keys
 // that stay per-VM.
 std::string PersistedKey(const std::string& key, const std::string& cudnn_tag, const std::string& lt_tag) {
-  if (key.rfind("conv|", 0) == 0) return cudnn_tag + key;
+  if (key.rfind("conv|", 0) == 0 || key.rfind("conv_transpose|", 0) == 0) return cudnn_tag + key;
   if (key.rfind("gemm|", 0) == 0) return lt_tag + key;
   return std::string();
 }
@@ -426,7 +426,7 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
     namespace lo = ser::library_ops;
     if (k.library_op == lo::kCublasGemm) {
       KEEL_ASSIGN_OR_RETURN(state, MakeCublasGemm(*this, k));
-    } else if (k.library_op == lo::kCudnnConv2d) {
+    } else if (k.library_op == lo::kCudnnConv2d || k.library_op == lo::kCudnnConvTranspose) {
       KEEL_ASSIGN_OR_RETURN(state, MakeCudnnConv2d(*this, k));
     } else if (k.library_op == lo::kCudnnPool2d) {
       KEEL_ASSIGN_OR_RETURN(state, MakeCudnnPool2d(*this, k));

@@ -21,7 +21,7 @@ namespace keel::vm_internal {
 #ifndef KEEL_HAVE_CUDNN
 
 Result<std::unique_ptr<CudaLaunchState>> MakeCudnnConv2d(CudaDevice&, const KernelEntry& k) {
-  return Unsupported("kernel " + k.name + " (cudnn.conv2d): this Keel runtime was built without cuDNN");
+  return Unsupported("kernel " + k.name + " (" + k.library_op + "): this Keel runtime was built without cuDNN");
 }
 Result<std::unique_ptr<CudaLaunchState>> MakeCudnnPool2d(CudaDevice&, const KernelEntry& k) {
   return Unsupported("kernel " + k.name + " (cudnn.pool2d): this Keel runtime was built without cuDNN");
@@ -101,9 +101,8 @@ class CudnnConv final : public CudaLaunchState {
     return cl::ConvFused(h_, d_, x, w, bias ? bias : zero_bias_, res, y, algo, ws, ws_bytes);
   }
   cl::CallStatus ConvThenEpilogue(const void* x, const void* w, const void* bias, const void* res, void* y,
-                                  cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes) {
-    return cl::ConvThenEpilogue(h_, problem_, d_, epi_, dev_.num_sms(), x, w, bias, res, y, algo, ws, ws_bytes,
-                                RuntimeLauncher());
+                                  const cl::ConvCandidate& c, void* ws) {
+    return cl::ConvThenEpilogue(h_, problem_, d_, epi_, dev_.num_sms(), x, w, bias, res, y, c, ws, RuntimeLauncher());
   }
   // The VM's bias/residual/activation pass in place on Y (nothing to do: no launch).
   cl::CallStatus Epilogue(void* y, const void* bias, const void* res) {
@@ -121,7 +120,7 @@ class CudnnConv final : public CudaLaunchState {
     if (c.mode == cl::ConvMode::kFused) {
       return Fused(a.x, a.w, a.bias, a.res, a.y, c.algo, a.ws, c.workspace) == CUDNN_STATUS_SUCCESS;
     }
-    return ConvThenEpilogue(a.x, a.w, a.bias, a.res, a.y, c.algo, a.ws, c.workspace).ok();
+    return ConvThenEpilogue(a.x, a.w, a.bias, a.res, a.y, c, a.ws).ok();
   }
   // VmOptions::cudnn_engines (cudnn_engine_conv.h): backend-API engines timed against
   // the legacy choice; engine_ is set when one is kept.
@@ -183,10 +182,11 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   KEEL_ASSIGN_OR_RETURN(const double clip_min, at.Float(lo::attr::kClipMin, 0.0));
   KEEL_ASSIGN_OR_RETURN(const double clip_max, at.Float(lo::attr::kClipMax, 6.0));
   cl::ConvProblem& p = problem_;
+  p.transposed = k.library_op == lo::kCudnnConvTranspose;
   KEEL_ASSIGN_OR_RETURN(p.nhwc, ReadLayout(at));
   KEEL_RETURN_IF_ERROR(at.Finish());
   if (p.nhwc && spatial != 2) {
-    return Unsupported("kernel " + k.name + " (cudnn.conv2d): layout nhwc needs 2 spatial dims, got " +
+    return Unsupported("kernel " + k.name + " (" + k.library_op + "): layout nhwc needs 2 spatial dims, got " +
                        std::to_string(spatial));
   }
 
@@ -210,23 +210,29 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   auto first = [&p](const std::vector<int64_t>& s) { return p.nhwc ? common::ChannelsFirstShape(s) : s; };
   // Ranks, channels, groups, Y's shape and pad symmetry: one check shared with
   // the compiler and the host-program emitter (common/conv_geometry.h), on the
-  // channels-first shapes.
+  // channels-first shapes; a transposed convolution's is its forward problem's.
   Result<common::CudnnConvGeometry> geometry =
-      common::MakeCudnnConvGeometry(first(xs), first(ws), first(ys), pads, strides, dil, group);
-  if (!geometry.ok()) return geometry.status().WithContext("kernel " + k.name + " (" + k.library_op + ")");
+      p.transposed ? common::MakeCudnnConvGeometry(first(ys), first(ws), first(xs), pads, strides, dil, group)
+                   : common::MakeCudnnConvGeometry(first(xs), first(ws), first(ys), pads, strides, dil, group);
+  if (!geometry.ok()) {
+    return geometry.status().WithContext("kernel " + k.name + " (" + k.library_op +
+                                         (p.transposed ? ", checked as its forward convolution: X and Y exchanged" : "") +
+                                         ")");
+  }
   const common::CudnnConvGeometry& g = *geometry;
   y_bytes_ = k.args[y_arg_].bytes;
   x_bytes_ = k.args[0].bytes;
   w_bytes_ = k.args[1].bytes;
+  const int64_t out_channels = first(ys)[1];
   if (p.has_bias && (k.args[bias_arg_].dtype != dtype_.dtype ||
-                     k.args[bias_arg_].bytes != dtype_.bytes * static_cast<uint64_t>(ws[0]))) {
-    return ShapeError(k, std::string("bias must be ") + dtype_.name + " [" + std::to_string(ws[0]) + "]");
+                     k.args[bias_arg_].bytes != dtype_.bytes * static_cast<uint64_t>(out_channels))) {
+    return ShapeError(k, std::string("bias must be ") + dtype_.name + " [" + std::to_string(out_channels) + "]");
   }
   if (p.has_residual && (k.args[res_arg_].dtype != dtype_.dtype || k.args[res_arg_].shape != ys)) {
     return ShapeError(k, std::string("residual must be ") + dtype_.name + " " + ShapeString(ys));
   }
   if (clip && clip_min != 0.0) {
-    return Unsupported("kernel " + k.name + " (cudnn.conv2d): clip_min " + std::to_string(clip_min) +
+    return Unsupported("kernel " + k.name + " (" + k.library_op + "): clip_min " + std::to_string(clip_min) +
                        " (only clip_min 0 maps onto cuDNN's clipped ReLU)");
   }
   p.activation = act == lo::value::kActivationRelu ? cl::kActRelu : clip ? cl::kActClip : cl::kActNone;
@@ -250,13 +256,13 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   std::vector<int> out;
   KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::CreateConvDescriptors(p, &d_, &out)));
   if (std::vector<int64_t>(out.begin(), out.end()) != g.y) {
-    return ShapeError(k, "Y is " + ShapeString(ys) + " but cuDNN's convolution gives " +
-                             ShapeString(std::vector<int64_t>(out.begin(), out.end())));
+    return ShapeError(k, std::string(p.transposed ? "X" : "Y") + " is " + ShapeString(p.transposed ? xs : ys) +
+                             " but cuDNN's convolution gives " + ShapeString(std::vector<int64_t>(out.begin(), out.end())));
   }
   KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::CreateConvActivation(p, &d_)));
-  if (!p.has_bias) {
+  if (!p.has_bias && !p.transposed) {
     // The fused call always adds a bias: give it zeros.
-    const uint64_t bytes = dtype_.bytes * static_cast<uint64_t>(ws[0]);
+    const uint64_t bytes = dtype_.bytes * static_cast<uint64_t>(out_channels);
     KEEL_ASSIGN_OR_RETURN(zero_bias_, dev_.Allocate(bytes, 256));
     KEEL_CUDA_RETURN(cudaMemsetAsync, zero_bias_, 0, bytes, dev_.stream());
     KEEL_CUDA_RETURN(cudaStreamSynchronize, dev_.stream());
@@ -265,7 +271,7 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   // The tuning-file key (autotune.h): one format shared with the tests and the
   // generated host code, so a tuning file serves every path.
   const std::string key = ConvProblemKey(xs, ws, ys, pads, strides, dil, group, p.has_bias, p.has_residual,
-                                         p.activation, dev_.allow_tf32(), dtype_.dtype, p.nhwc);
+                                         p.activation, dev_.allow_tf32(), dtype_.dtype, p.nhwc, p.transposed);
   KEEL_RETURN_IF_ERROR(Choose(k, key));
   // The backend-API engines (cudnn_engine_conv.h): on request, and by default
   // (kAuto) for grouped half or channels-last problems, where the legacy API
@@ -273,8 +279,8 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   // fp16 1.86 -> 1.36 ms on an H200). Dense ones stay legacy: their isolated
   // timings favoured engines that made ResNet-50 slower end to end.
   const VmOptions::CudnnEngines engines = dev_.cudnn_engines();
-  if (engines == VmOptions::CudnnEngines::kCompete || engines == VmOptions::CudnnEngines::kForce ||
-      (engines == VmOptions::CudnnEngines::kAuto && (dtype_.half || p.nhwc) && group > 1)) {
+  if (!p.transposed && (engines == VmOptions::CudnnEngines::kCompete || engines == VmOptions::CudnnEngines::kForce ||
+                        (engines == VmOptions::CudnnEngines::kAuto && (dtype_.half || p.nhwc) && group > 1))) {
     EngineConvProblem problem{g.x, g.w, g.y, LiftedPads(g), g.strides, g.dilations, group};
     problem.dtype = cl::CudnnDataTypeOf(dtype_.element);
     problem.nhwc = p.nhwc;
@@ -289,13 +295,14 @@ Status CudnnConv::Plan(const KernelEntry& k) {
 // Picks algorithm and mode: from the per-VM cache, else by timing every
 // candidate the heuristics offer (cuda_autotune off: the first usable one).
 Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
-  if (const std::vector<int64_t>* t = dev_.FindTuning(key); t != nullptr && cl::ConvCandidateFromTuning(*t, &choice_)) {
+  if (const std::vector<int64_t>* t = dev_.FindTuning(key);
+      t != nullptr && cl::ConvCandidateFromTuning(problem_, *t, &choice_)) {
     return Status::Ok();
   }
   std::vector<cl::ConvCandidate> cands;
   KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::ConvCandidates(h_, problem_, d_, &cands)));
   if (cands.empty()) {
-    return Unsupported("kernel " + k.name + " (cudnn.conv2d): cuDNN offers no algorithm for X " +
+    return Unsupported("kernel " + k.name + " (" + k.library_op + "): cuDNN offers no algorithm for X " +
                        ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape) + " in " + dtype_.name);
   }
   int pick = 0;
@@ -311,19 +318,18 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
       if (!t.ok()) return t.status();
       us.push_back(*t);
       if (dev_.autotune_log()) {
-        std::fprintf(stderr, "keel autotune %s %s %s ws=%zu: %.2f us\n", name_.c_str(), cl::ConvAlgoName(c.algo),
+        std::fprintf(stderr, "keel autotune %s %s %s ws=%zu: %.2f us\n", name_.c_str(), cl::ConvCandidateName(problem_, c),
                      c.mode == cl::ConvMode::kFused ? "fused" : "conv+epilogue", c.workspace, *t);
       }
     }
     pick = PickFastest(us);
     if (pick < 0) {
-      return Unsupported("kernel " + k.name + " (cudnn.conv2d): no cuDNN algorithm ran for X " +
+      return Unsupported("kernel " + k.name + " (" + k.library_op + "): no cuDNN algorithm ran for X " +
                          ShapeString(k.args[0].shape) + ", W " + ShapeString(k.args[1].shape));
     }
   }
   choice_ = cands[static_cast<size_t>(pick)];
-  dev_.StoreTuning(key, {static_cast<int64_t>(choice_.algo), static_cast<int64_t>(choice_.mode),
-                         static_cast<int64_t>(choice_.workspace)});
+  dev_.StoreTuning(key, cl::ConvTuningEntry(problem_, choice_));
   return Status::Ok();
 }
 
@@ -410,8 +416,7 @@ Status CudnnConv::Launch(void* const* args) {
     }
     choice_.mode = cl::ConvMode::kConvEpilogue;  // no fused kernel after all: the sequence from now on
   }
-  KEEL_RETURN_IF_ERROR(LibraryCallStatus(ConvThenEpilogue(args[0], args[1], bias, res, y, choice_.algo,
-                                                          dev_.workspace(), choice_.workspace))
+  KEEL_RETURN_IF_ERROR(LibraryCallStatus(ConvThenEpilogue(args[0], args[1], bias, res, y, choice_, dev_.workspace()))
                            .WithContext("kernel " + name_));
   dev_.EndLaunch(call_conv_, name_);
   return Status::Ok();

@@ -1,5 +1,5 @@
-// vm/cuda/cudnn_kernels.h — "cudnn.conv2d" and "cudnn.pool2d" library kernels
-// (serialization/library_ops.h).
+// vm/cuda/cudnn_kernels.h — "cudnn.conv2d", "cudnn.conv_transpose" and
+// "cudnn.pool2d" library kernels (serialization/library_ops.h).
 //
 // At VM creation each kernel's attributes and argument shapes are validated and
 // the cuDNN tensor/filter/convolution/activation/pooling descriptors are built.
@@ -29,6 +29,9 @@
 // Each invoke then only queues work on the device's stream. Pooling:
 // cudnnPoolingForward. If cuDNN refuses the fused call at run time
 // (NOT_SUPPORTED), the kernel switches to conv+epilogue for good.
+// cudnn.conv_transpose is the same kernel planned as its forward problem's data
+// gradient (library_calls_cudnn.h): cudnnConvolutionBackwardData's algorithms,
+// always conv+epilogue, no backend-API engines.
 //
 // Builds without cuDNN (KEEL_HAVE_CUDNN undefined) return kUnsupported here.
 // Errors: kInvalidExecutable (attributes/shapes), kUnsupported (asymmetric pads,
@@ -44,6 +47,7 @@
 
 namespace keel::vm_internal {
 
+// cudnn.conv2d and cudnn.conv_transpose (the kernel's library_op says which).
 Result<std::unique_ptr<CudaLaunchState>> MakeCudnnConv2d(CudaDevice& dev, const KernelEntry& kernel);
 Result<std::unique_ptr<CudaLaunchState>> MakeCudnnPool2d(CudaDevice& dev, const KernelEntry& kernel);
 

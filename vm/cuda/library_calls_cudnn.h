@@ -11,6 +11,13 @@
 // f32, f16 or bf16, computing in f32: f32 uses FMA math unless TF32 is
 // allowed, half data tensor-op math.
 //
+// A transposed convolution ("cudnn.conv_transpose") is the adjoint of a forward
+// one: the problem describes that forward convolution (x, w, y) and the kernel
+// computes its data gradient, reading a y-shaped input and writing an x-shaped
+// output (cudnnConvolutionBackwardData, candidates from
+// cudnnGetConvolutionBackwardDataAlgorithm_v7), always followed by the epilogue
+// kernel; the descriptors are the forward problem's.
+//
 // Ownership: ConvDescriptors / PoolDescriptors hold cuDNN objects the caller
 // destroys with Destroy*Descriptors (safe on a partly created set).
 // Errors: CallStatus.
@@ -57,6 +64,11 @@ struct ConvProblem {
   // Layout "nhwc" (2-D): X, residual and Y stored channels-last, W as KRSC; the
   // dims above stay channels-first.
   bool nhwc = false;
+  // cudnn.conv_transpose: the kernel reads a y-shaped input and writes the
+  // x-shaped output (the forward problem's data gradient).
+  bool transposed = false;
+  // The dims of what the kernel writes (the bias, residual and epilogue's shape).
+  const std::vector<int>& out() const { return transposed ? x : y; }
 };
 
 struct ConvDescriptors {
@@ -106,7 +118,7 @@ inline CallStatus CreateConvDescriptors(const ConvProblem& p, ConvDescriptors* d
   KEEL_LIB_CUDNN(cudnnCreateFilterDescriptor, &d->w);
   KEEL_LIB_CUDNN(cudnnCreateConvolutionDescriptor, &d->conv);
   std::vector<int> bias_dims(p.x.size(), 1);
-  bias_dims[1] = p.y[1];  // the output channels
+  bias_dims[1] = p.out()[1];  // the output channels
   KEEL_LIB_RETURN_IF_FAILED(SetDenseTensor(d->x, p.x, p.type, p.nhwc));
   KEEL_LIB_RETURN_IF_FAILED(SetDenseTensor(d->y, p.y, p.type, p.nhwc));
   KEEL_LIB_RETURN_IF_FAILED(SetDenseTensor(d->b, bias_dims, p.type));
@@ -152,26 +164,66 @@ struct ConvCandidate {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   ConvMode mode = ConvMode::kConvEpilogue;
   size_t workspace = 0;
+  // A transposed problem's algorithm (mode is then always kConvEpilogue).
+  cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
 };
+
+// Tensor-op math on f32 would be TF32; half data: any math.
+inline bool ConvMathAllowed(const ConvProblem& p, cudnnMathType_t math) {
+  return InfoOf(p.type).half || p.allow_tf32 || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH;
+}
+
+// A transposed problem's candidates (ConvCandidates calls it): the data-gradient
+// heuristics' order, the same filters, and deterministic algorithms only (ALGO_0
+// accumulates with atomics: the same input would give different bits from run to
+// run) unless cuDNN offers none.
+inline CallStatus ConvTransposeCandidates(cudnnHandle_t h, const ConvProblem& p, const ConvDescriptors& d,
+                                          std::vector<ConvCandidate>* cands) {
+  int max_algos = 0;
+  KEEL_LIB_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount, h, &max_algos);
+  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(max_algos > 1 ? max_algos : 1));
+  int got = 0;
+  KEEL_LIB_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7, h, d.w, d.y, d.conv, d.x, static_cast<int>(perf.size()),
+                 &got, perf.data());
+  bool deterministic = false;
+  for (int i = 0; i < got; ++i) {
+    deterministic = deterministic || (perf[i].status == CUDNN_STATUS_SUCCESS && ConvMathAllowed(p, perf[i].mathType) &&
+                                      perf[i].determinism == CUDNN_DETERMINISTIC);
+  }
+  for (int i = 0; i < got; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || !ConvMathAllowed(p, perf[i].mathType)) continue;
+    if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+    size_t bytes = 0;
+    if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, perf[i].algo, &bytes) !=
+            CUDNN_STATUS_SUCCESS ||
+        bytes > kMaxConvWorkspace)
+      continue;
+    bool dup = false;
+    for (const ConvCandidate& c : *cands) dup = dup || c.data_algo == perf[i].algo;
+    if (dup) continue;
+    ConvCandidate c;
+    c.data_algo = perf[i].algo;
+    c.workspace = bytes;
+    cands->push_back(c);
+  }
+  return {};
+}
 
 // The candidates, best first: the heuristics' order, f32 without TF32 only on
 // FMA or default (non-tensor-op) math, workspace <= kMaxConvWorkspace, each
 // algorithm once, its fused call before its conv+epilogue where allowed.
 inline CallStatus ConvCandidates(cudnnHandle_t h, const ConvProblem& p, const ConvDescriptors& d,
                                  std::vector<ConvCandidate>* cands) {
+  cands->clear();
+  if (p.transposed) return ConvTransposeCandidates(h, p, d, cands);
   int max_algos = 0;
   KEEL_LIB_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount, h, &max_algos);
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos > 1 ? max_algos : 1));
   int got = 0;
   KEEL_LIB_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7, h, d.x, d.w, d.conv, d.y, static_cast<int>(perf.size()), &got,
                  perf.data());
-  cands->clear();
   for (int i = 0; i < got; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    // Tensor-op math on f32 would be TF32; half data: any math.
-    if (!InfoOf(p.type).half && !p.allow_tf32 && perf[i].mathType != CUDNN_FMA_MATH &&
-        perf[i].mathType != CUDNN_DEFAULT_MATH)
-      continue;
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || !ConvMathAllowed(p, perf[i].mathType)) continue;
     size_t bytes = 0;
     if (cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, perf[i].algo, &bytes) !=
         CUDNN_STATUS_SUCCESS)
@@ -188,12 +240,22 @@ inline CallStatus ConvCandidates(cudnnHandle_t h, const ConvProblem& p, const Co
 
 // A tuning entry's choice (autotune.h: algorithm, mode, workspace); false for
 // an entry of another size.
-inline bool ConvCandidateFromTuning(const std::vector<int64_t>& entry, ConvCandidate* c) {
+inline bool ConvCandidateFromTuning(const ConvProblem& p, const std::vector<int64_t>& entry, ConvCandidate* c) {
   if (entry.size() != 3) return false;
-  c->algo = static_cast<cudnnConvolutionFwdAlgo_t>(entry[0]);
-  c->mode = static_cast<ConvMode>(entry[1]);
+  if (p.transposed) {
+    c->data_algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(entry[0]);
+  } else {
+    c->algo = static_cast<cudnnConvolutionFwdAlgo_t>(entry[0]);
+  }
+  c->mode = p.transposed ? ConvMode::kConvEpilogue : static_cast<ConvMode>(entry[1]);
   c->workspace = static_cast<size_t>(entry[2]);
   return true;
+}
+
+// The tuning entry of a choice (ConvCandidateFromTuning's inverse).
+inline std::vector<int64_t> ConvTuningEntry(const ConvProblem& p, const ConvCandidate& c) {
+  return {p.transposed ? static_cast<int64_t>(c.data_algo) : static_cast<int64_t>(c.algo), static_cast<int64_t>(c.mode),
+          static_cast<int64_t>(c.workspace)};
 }
 
 inline const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
@@ -210,13 +272,31 @@ inline const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
   }
 }
 
+inline const char* ConvDataAlgoName(cudnnConvolutionBwdDataAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "?";
+  }
+}
+
+// A candidate's algorithm as cuDNN names it (less the enum's prefix).
+inline const char* ConvCandidateName(const ConvProblem& p, const ConvCandidate& c) {
+  return p.transposed ? ConvDataAlgoName(c.data_algo) : ConvAlgoName(c.algo);
+}
+
 // The trace names of the two modes for a chosen algorithm.
 inline std::string ConvFusedCallName(const ConvProblem& p, const ConvCandidate& c) {
   return std::string("cudnnConvolutionBiasActivationForward algo=") + ConvAlgoName(c.algo) +
          " workspace=" + std::to_string(c.workspace) + (p.nhwc ? " layout=nhwc" : "");
 }
 inline std::string ConvEpilogueCallName(const ConvProblem& p, const ConvCandidate& c) {
-  return std::string("cudnnConvolutionForward algo=") + ConvAlgoName(c.algo) +
+  return std::string(p.transposed ? "cudnnConvolutionBackwardData algo=" : "cudnnConvolutionForward algo=") +
+         ConvCandidateName(p, c) +
          " workspace=" + std::to_string(c.workspace) + (p.nhwc ? " layout=nhwc" : "") +
          (p.has_bias || p.has_residual || p.activation != kActNone ? " + keel_bias_act" : "");
 }
@@ -244,15 +324,16 @@ template <class LaunchRuntimeKernel>
 CallStatus BiasActivation(const ConvProblem& p, const BiasActKernels& k, int num_sms, void* y, const void* bias,
                           const void* res, LaunchRuntimeKernel&& launch) {
   if (!bias && !res && p.activation == kActNone) return {};
+  const std::vector<int>& out = p.out();
   long long y_elems = 1;
-  for (int v : p.y) y_elems *= v;
+  for (int v : out) y_elems *= v;
   long long spatial = 1;  // consecutive elements of one channel (NHWC: 1)
-  for (size_t i = 2; i < p.y.size() && !p.nhwc; ++i) spatial *= p.y[i];
+  for (size_t i = 2; i < out.size() && !p.nhwc; ++i) spatial *= out[i];
   const bool vec = k.vec4 != nullptr && spatial % 4 == 0 &&
                    ((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(res)) & 15u) == 0;
   long long total = vec ? y_elems / 4 : y_elems;
   long long hw = vec ? spatial / 4 : spatial;
-  int channels = p.y[1];
+  int channels = out[1];
   int act = p.activation;
   float clip = static_cast<float>(p.clip_max);
   void* yp = y;
@@ -267,19 +348,25 @@ CallStatus BiasActivation(const ConvProblem& p, const BiasActKernels& k, int num
   return {};
 }
 
-// The plain convolution, then the epilogue in place on Y. A residual already in
-// Y (the same register) is accumulated by the convolution (beta 1) instead.
+// The plain convolution (transposed: its data gradient), then the epilogue in
+// place on Y. `x` is the kernel's input, `y` its output. A residual already in Y
+// (the same register) is accumulated by the convolution (beta 1) instead.
 template <class LaunchRuntimeKernel>
 CallStatus ConvThenEpilogue(cudnnHandle_t h, const ConvProblem& p, const ConvDescriptors& d, const BiasActKernels& k,
                             int num_sms, const void* x, const void* w, const void* bias, const void* res, void* y,
-                            cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes, LaunchRuntimeKernel&& launch) {
+                            const ConvCandidate& c, void* ws, LaunchRuntimeKernel&& launch) {
   const float one = 1.f;
   float beta = 0.f;
   if (res == y) {
     beta = 1.f;
     res = nullptr;
   }
-  KEEL_LIB_CUDNN(cudnnConvolutionForward, h, &one, d.x, x, d.w, w, d.conv, algo, ws, ws_bytes, &beta, d.y, y);
+  if (p.transposed) {
+    KEEL_LIB_CUDNN(cudnnConvolutionBackwardData, h, &one, d.w, w, d.y, x, d.conv, c.data_algo, ws, c.workspace, &beta,
+                   d.x, y);
+  } else {
+    KEEL_LIB_CUDNN(cudnnConvolutionForward, h, &one, d.x, x, d.w, w, d.conv, c.algo, ws, c.workspace, &beta, d.y, y);
+  }
   return BiasActivation(p, k, num_sms, y, bias, res, launch);
 }
 

@@ -207,5 +207,45 @@ TEST(CudaConvSelect, AsymmetricPadsStayGenerated) {
   }
 }
 
+// ConvTranspose (3x3 stride 2, pads 1, output_padding 1, bias) -> Relu: one
+// cudnn.conv_transpose kernel (cuDNN's data gradient of the forward convolution
+// from Y's shape to X's), ONNX's weight layout; asymmetric pads stay generated.
+TEST(CudaConvSelect, ConvTransposeIsOneCudnnKernel) {
+  for (const bool symmetric : {true, false}) {
+    onnx::ModelProto m = NewModel(17);
+    AddInput(m, "x", {2, 6, 5, 7});
+    AddInitF32(m, "w", {6, 4, 3, 3}, Filled(6 * 4 * 9, 0.02f));
+    AddInitF32(m, "b", {4}, Filled(4, 0.5f));
+    onnx::NodeProto* conv = AddNode(m, "ConvTranspose", {"x", "w", "b"}, {"c"});
+    AttrInts(conv, "strides", {2, 2});
+    AttrInts(conv, "pads", symmetric ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>{1, 0, 1, 1});
+    AttrInts(conv, "output_padding", {1, 1});
+    AddNode(m, "Relu", {"c"}, {"y"});
+    AddOutput(m, "y");
+    Dir dir;
+    auto ks = CompileForCuda(m, dir);
+    ASSERT_TRUE(ks.ok()) << ks.status().ToString();
+    std::vector<KernelSeen> convs;
+    for (const KernelSeen& k : *ks)
+      if (k.library && k.library_op == lo::kCudnnConvTranspose) convs.push_back(k);
+    if (!symmetric) {
+      EXPECT_TRUE(convs.empty());
+      continue;
+    }
+    ASSERT_EQ(convs.size(), 1u);
+    const KernelSeen& k = convs[0];
+    EXPECT_NE(k.name.find("_cudnn_conv_transpose2d"), std::string::npos) << k.name;
+    EXPECT_EQ(k.ints.at(lo::attr::kPads), (std::vector<int64_t>{1, 1, 1, 1}));
+    EXPECT_EQ(k.ints.at(lo::attr::kStrides), (std::vector<int64_t>{2, 2}));
+    EXPECT_EQ(k.ints.at(lo::attr::kHasBias), (std::vector<int64_t>{1}));
+    EXPECT_EQ(k.strs.at(lo::attr::kActivation), lo::value::kActivationRelu);
+    // X, W, bias, Y: H = 2*(5-1) + 1 + 3 - 2 = 10, W = 2*(7-1) + 1 + 3 - 2 = 14.
+    ASSERT_EQ(k.arg_shapes.size(), 4u);
+    EXPECT_EQ(k.arg_shapes[1], (std::vector<int64_t>{6, 4, 3, 3}));
+    EXPECT_EQ(k.arg_shapes[3], (std::vector<int64_t>{2, 4, 10, 14}));
+    for (const KernelSeen& g : *ks) EXPECT_TRUE(g.library) << g.name;
+  }
+}
+
 }  // namespace
 }  // namespace keel::driver

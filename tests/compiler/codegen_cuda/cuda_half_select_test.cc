@@ -57,6 +57,7 @@ struct Compiled {
   std::vector<uint8_t> file;
   std::vector<LibraryKernelSeen> library;
   size_t generated = 0;
+  std::vector<std::string> generated_names;
 };
 
 Result<Compiled> CompileForCuda(const onnx::ModelProto& m, Precision precision, Layout layout = Layout::kAuto) {
@@ -78,6 +79,7 @@ Result<Compiled> CompileForCuda(const onnx::ModelProto& m, Precision precision, 
   for (const fb::Kernel* k : *view.root->kernels()) {
     if (k->kind() != fb::KernelKind::library) {
       ++c.generated;
+      c.generated_names.push_back(k->name()->str());
       continue;
     }
     LibraryKernelSeen s;
@@ -392,6 +394,55 @@ TEST(CudaHalfSelect, ChannelsLastByDefault) {
     auto nchw = CompileForCuda(m, p, Layout::kChannelsFirst);
     ASSERT_TRUE(nchw.ok());
     EXPECT_EQ(nchw->generated, 0u);
+  }
+}
+
+// A decoder stage at half precision: ConvTranspose upsampling (cuDNN's data
+// gradient, cudnn.conv_transpose), a bilinear Resize (its per-axis geometry moved
+// to NHWC) and the skip Concat all run channels-last between the NHWC
+// convolutions: the only transposes are where NCHW data enters and leaves.
+TEST(CudaHalfSelect, DecoderRunsChannelsLastThroughout) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {1, 8, 8, 8});
+  AddInitF32(m, "w1", {16, 8, 3, 3}, Filled(16 * 8 * 9, 0.01f));
+  AddInitF32(m, "wt", {16, 8, 2, 2}, Filled(16 * 8 * 4, 0.02f));  // ConvTranspose: [C_in, C_out, kh, kw]
+  AddInitF32(m, "bt", {8}, Filled(8, 0.1f));
+  AddInitF32(m, "w2", {8, 16, 1, 1}, Filled(8 * 16, 0.03f));
+  AddInitF32(m, "w3", {4, 16, 3, 3}, Filled(4 * 16 * 9, 0.01f));
+  AddInitF32(m, "scales", {4}, {1.f, 1.f, 2.f, 2.f});
+  onnx::NodeProto* c1 = AddNode(m, "Conv", {"x", "w1"}, {"c1"});
+  AttrInts(c1, "pads", {1, 1, 1, 1});
+  AddNode(m, "Relu", {"c1"}, {"r1"});
+  onnx::NodeProto* up = AddNode(m, "ConvTranspose", {"r1", "wt", "bt"}, {"u"});
+  AttrInts(up, "strides", {2, 2});
+  onnx::NodeProto* rs = AddNode(m, "Resize", {"r1", "", "scales"}, {"z"});
+  AttrString(rs, "mode", "linear");
+  AddNode(m, "Conv", {"z", "w2"}, {"v"});
+  onnx::NodeProto* cat = AddNode(m, "Concat", {"u", "v"}, {"j"});
+  AttrInt(cat, "axis", 1);
+  onnx::NodeProto* c3 = AddNode(m, "Conv", {"j", "w3"}, {"y"});
+  AttrInts(c3, "pads", {1, 1, 1, 1});
+  AddOutput(m, "y");
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(passes::PrecisionName(p));
+    auto c = CompileForCuda(m, p);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    size_t transposes = 0, conv_transposes = 0;
+    for (const std::string& n : c->generated_names) transposes += n.find("transpose") != std::string::npos;
+    EXPECT_EQ(transposes, 2u);
+    EXPECT_EQ(c->generated, 4u);  // the two transposes, the Resize, the Concat
+    for (const LibraryKernelSeen& k : c->library) {
+      EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.name << " " << k.attrs;
+      if (k.op != lo::kCudnnConvTranspose) continue;
+      ++conv_transposes;
+      EXPECT_EQ(k.shapes[0], (std::vector<int64_t>{1, 8, 8, 16}));   // X NHWC
+      EXPECT_EQ(k.shapes[1], (std::vector<int64_t>{16, 2, 2, 8}));   // W [C_in, kh, kw, C_out]
+      EXPECT_EQ(k.shapes[2], (std::vector<int64_t>{8}));             // bias
+      EXPECT_EQ(k.shapes[3], (std::vector<int64_t>{1, 16, 16, 8}));  // Y NHWC
+      EXPECT_NE(k.attrs.find("strides=2,2,"), std::string::npos) << k.attrs;
+      EXPECT_NE(k.attrs.find("has_bias=1"), std::string::npos) << k.attrs;
+    }
+    EXPECT_EQ(conv_transposes, 1u);
   }
 }
 

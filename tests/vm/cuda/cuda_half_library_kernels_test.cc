@@ -2,7 +2,8 @@
 // precision (keelc --precision fp16|bf16 on --target cuda): cublas.gemm (plain,
 // transposed, batched, every epilogue), cudnn.conv2d (1-D, 2-D and 3-D, with
 // bias, residual, relu and clip: cuDNN's fused call and the VM's
-// keel_bias_act_f16/bf16 epilogue) and cudnn.pool2d, every tensor in f16 or
+// keel_bias_act_f16/bf16 epilogue), cudnn.conv_transpose (1-D, 2-D and 3-D:
+// the data gradient, then the epilogue) and cudnn.pool2d, every tensor in f16 or
 // bf16 (and GEMMs writing f32 with an f32 bias and residual from half A and B),
 // against the f32 CPU reference loops fed with the same (rounded) inputs.
 // Tolerances are half's: relative L2 <= 2e-3 in f16 (11-bit significand),
@@ -192,6 +193,23 @@ const ConvCase kConvCases[] = {
     {"conv3d_grouped_dilated", Nd(1, 8, 12, {5, 7, 9}, {3, 3, 3}, [](ConvNdRef& r) {
        r.group = 4; r.dilations = {1, 2, 1}; r.pads = {1, 2, 1};
      })},
+    // cudnn.conv_transpose (ONNX ConvTranspose): a UNet's 2x2 stride-2 upsampling,
+    // 3x3 stride 2 with pads and output_padding, grouped and dilated with a residual
+    // and relu (the epilogue kernel), odd sizes, 1-D and 3-D.
+    {"convT2d_k2s2_bias", Nd(2, 16, 8, {7, 9}, {2, 2}, [](ConvNdRef& r) { r.transposed = true; r.strides = {2, 2}; }),
+     true},
+    {"convT2d_k3s2_pad_outpad_bias", Nd(1, 8, 12, {6, 5}, {3, 3}, [](ConvNdRef& r) {
+       r.transposed = true; r.strides = {2, 2}; r.pads = {1, 1}; r.output_padding = {1, 1};
+     }), true},
+    {"convT2d_grouped_dilated_residual_relu", Nd(2, 8, 12, {5, 6}, {3, 3}, [](ConvNdRef& r) {
+       r.transposed = true; r.group = 2; r.dilations = {2, 1}; r.pads = {1, 1}; r.activation = "relu";
+     }), true, true},
+    {"convT1d_stride3_outpad2", Nd(2, 4, 6, {11}, {4}, [](ConvNdRef& r) {
+       r.transposed = true; r.strides = {3}; r.pads = {1}; r.output_padding = {2};
+     })},
+    {"convT3d_bias", Nd(1, 6, 4, {3, 4, 5}, {2, 3, 3}, [](ConvNdRef& r) {
+       r.transposed = true; r.strides = {2, 1, 2}; r.pads = {0, 1, 1};
+     }), true},
 };
 
 class HalfConv : public ::testing::TestWithParam<std::tuple<DataType, ConvCase>> {};

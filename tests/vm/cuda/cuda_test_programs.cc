@@ -324,7 +324,12 @@ std::vector<float> ReferenceGemm(const GemmRef& g, const std::vector<float>& a, 
 std::vector<int64_t> ConvNdRef::out() const {
   std::vector<int64_t> o;
   for (size_t i = 0; i < in.size(); ++i) {
-    o.push_back((in[i] + 2 * pads[i] - dilations[i] * (kernel[i] - 1) - 1) / strides[i] + 1);
+    if (transposed) {
+      const int64_t extra = output_padding.empty() ? 0 : output_padding[i];
+      o.push_back(strides[i] * (in[i] - 1) + extra + dilations[i] * (kernel[i] - 1) + 1 - 2 * pads[i]);
+    } else {
+      o.push_back((in[i] + 2 * pads[i] - dilations[i] * (kernel[i] - 1) - 1) / strides[i] + 1);
+    }
   }
   return o;
 }
@@ -366,6 +371,16 @@ std::vector<float> ReferenceConvNd(const ConvNdRef& c, const std::vector<float>&
   const std::vector<int64_t> out = c.out();
   const size_t sp = c.in.size();
   const int64_t cg = c.c / c.group, kg = c.k / c.group;
+  // Transposed: output o gathers input i and tap r where o = i * stride - pad + r * dilation.
+  auto input_index = [&](size_t d, int64_t o, int64_t r, int64_t* i) {
+    if (!c.transposed) {
+      *i = o * c.strides[d] - c.pads[d] + r * c.dilations[d];
+      return *i >= 0 && *i < c.in[d];
+    }
+    const int64_t num = o + c.pads[d] - r * c.dilations[d];
+    *i = num / c.strides[d];
+    return num >= 0 && num % c.strides[d] == 0 && *i < c.in[d];
+  };
   const int64_t in_vol = Elements(c.in), out_vol = Elements(out), k_vol = Elements(c.kernel);
   std::vector<float> y(static_cast<size_t>(c.n * c.k * out_vol));
   for (int64_t n = 0; n < c.n; ++n)
@@ -380,13 +395,15 @@ std::vector<float> ReferenceConvNd(const ConvNdRef& c, const std::vector<float>&
             int64_t flat = 0;
             bool inside = true;
             for (size_t d = 0; d < sp && inside; ++d) {
-              const int64_t i = o[d] * c.strides[d] - c.pads[d] + r[d] * c.dilations[d];
-              inside = i >= 0 && i < c.in[d];
+              int64_t i = 0;
+              inside = input_index(d, o[d], r[d], &i);
               flat = flat * c.in[d] + i;
             }
             if (!inside) continue;
+            // W: [k, c/group, kernel...], transposed [c, k/group, kernel...].
+            const int64_t w_at = c.transposed ? ((g * cg + ci) * kg + k - g * kg) * k_vol + ri : (k * cg + ci) * k_vol + ri;
             acc += static_cast<double>(x[static_cast<size_t>((n * c.c + g * cg + ci) * in_vol + flat)]) *
-                   w[static_cast<size_t>((k * cg + ci) * k_vol + ri)];
+                   w[static_cast<size_t>(w_at)];
           }
         }
         const size_t at = static_cast<size_t>((n * c.k + k) * out_vol + oi);
@@ -429,7 +446,8 @@ ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t
 
 ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint32_t seed, DataType dtype) {
   using ser::AttrDesc;
-  std::vector<int64_t> xs = {c.n, c.c}, ws = {c.k, c.c / c.group}, ys = {c.n, c.k};
+  std::vector<int64_t> xs = {c.n, c.c}, ys = {c.n, c.k};
+  std::vector<int64_t> ws = c.transposed ? std::vector<int64_t>{c.c, c.k / c.group} : std::vector<int64_t>{c.k, c.c / c.group};
   const std::vector<int64_t> out = c.out();
   xs.insert(xs.end(), c.in.begin(), c.in.end());
   ws.insert(ws.end(), c.kernel.begin(), c.kernel.end());
@@ -465,7 +483,7 @@ ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint
   }
   p.tensors.push_back({ys, Role::kOutput, {}});
   shapes.push_back(ys);
-  p.kernels.push_back(LibraryKernel("conv", "cudnn.conv2d", shapes, attrs));
+  p.kernels.push_back(LibraryKernel("conv", c.transposed ? "cudnn.conv_transpose" : "cudnn.conv2d", shapes, attrs));
   std::vector<uint32_t> args;
   for (uint32_t t = 0; t < p.tensors.size(); ++t) args.push_back(t);
   p.ops = {{0, args, "conv"}};

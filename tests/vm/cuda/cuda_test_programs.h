@@ -127,12 +127,16 @@ struct ConvRef {
 };
 // The same with 1, 2 or 3 spatial dims (cudnn.conv2d takes any of them): one
 // entry per spatial axis in `in`, `kernel`, `pads` (symmetric: both ends),
-// `strides` and `dilations`.
+// `strides` and `dilations`. `transposed`: ONNX ConvTranspose
+// (cudnn.conv_transpose) of c input and k output channels, W [c, k/group,
+// kernel...], with `output_padding` (one per axis; empty: zeros).
 struct ConvNdRef {
   int64_t n = 1, c = 1, k = 1, group = 1;
   std::vector<int64_t> in, kernel, pads, strides, dilations;
   std::string activation;
   float clip_max = 6.f;
+  bool transposed = false;
+  std::vector<int64_t> output_padding;
   std::vector<int64_t> out() const;  // spatial output dims
 };
 ConvNdRef ToNd(const ConvRef& c);
@@ -140,7 +144,7 @@ std::vector<float> ReferenceConv(const ConvRef& c, const std::vector<float>& x, 
                                  const std::vector<float>* bias, const std::vector<float>* residual);
 std::vector<float> ReferenceConvNd(const ConvNdRef& c, const std::vector<float>& x, const std::vector<float>& w,
                                    const std::vector<float>* bias, const std::vector<float>* residual);
-// A one-kernel cudnn.conv2d program for `c` (with bias and/or residual), its inputs
+// A one-kernel cudnn.conv2d (or cudnn.conv_transpose) program for `c` (with bias and/or residual), its inputs
 // and the CPU reference output. x, w, bias and residual are Random(.., seed + 0..3).
 struct ConvProgram {
   ProgramSpec spec;

@@ -68,6 +68,9 @@ TEST(TuningFile, RoundTripKeepsEveryEntry) {
   std::vector<int64_t> g = {33554432};
   for (size_t w = 0; w < vm_internal::kGemmAlgoWords; ++w) g.push_back(static_cast<int64_t>(0x8000000000000001ull + w));
   t[vm_internal::TuningKey(90, "cublasLt", 130100, gemm)] = g;
+  const std::string conv_t = vm_internal::ConvProblemKey({1, 4, 6, 6}, {4, 3, 3, 3}, {1, 3, 8, 8}, {0, 0, 0, 0}, {1, 1},
+                                                         {1, 1}, 1, true, false, 0, false, DataType::kF16, true, true);
+  t[vm_internal::TuningKey(90, "cudnn", 91400, conv_t)] = {1, 1, 256};
   const std::string text = vm_internal::FormatTuning(t);
   Result<TuningTable> back = ParseTuning(text, "t.txt");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -77,6 +80,11 @@ TEST(TuningFile, RoundTripKeepsEveryEntry) {
   EXPECT_NE(text.find("algo=IMPLICIT_PRECOMP_GEMM mode=fused workspace=4096"), std::string::npos) << text;
   EXPECT_NE(text.find("algo=WINOGRAD_NONFUSED mode=conv+epilogue workspace=0"), std::string::npos) << text;
   EXPECT_NE(text.find("sm90-cublasLt130100 gemm|"), std::string::npos) << text;
+  // A transposed convolution names cuDNN's data-gradient algorithms.
+  EXPECT_NE(text.find("sm90-cudnn91400 conv_transpose|[1,4,6,6][4,3,3,3][1,3,8,8][0,0,0,0][1,1][1,1]|g1|b1|r0|a0|nhwc|"
+                      "f16|tf320 algo=ALGO_1 mode=conv+epilogue workspace=256"),
+            std::string::npos)
+      << text;
 }
 
 TEST(TuningFile, CommentsBlankLinesAndCrlfAreAccepted) {
@@ -119,6 +127,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadLine{"bad_workspace", "sm90-cudnn91400 conv|[1] algo=GEMM mode=fused workspace=-4", "workspace"},
         BadLine{"bad_algo_name", "sm90-cudnn91400 conv|[1] algo=FASTEST mode=fused workspace=0", "algorithm"},
         BadLine{"bad_mode", "sm90-cudnn91400 conv|[1] algo=GEMM mode=both workspace=0", "mode"},
+        BadLine{"transposed_fused", "sm90-cudnn91400 conv_transpose|[1] algo=ALGO_0 mode=fused workspace=0", "mode"},
+        BadLine{"transposed_forward_algo", "sm90-cudnn91400 conv_transpose|[1] algo=GEMM mode=conv+epilogue workspace=0",
+                "algorithm"},
         BadLine{"short_hex", "sm90-cublasLt130100 gemm|x workspace=0 algo=00ff", "hex"},
         BadLine{"upper_hex", "sm90-cublasLt130100 gemm|x workspace=0 algo=" + std::string(128, 'F'), "hex"},
         BadLine{"duplicate", "sm90-cudnn91400 conv|[2] algo=FFT mode=fused workspace=0", "second entry"}),
