@@ -26,7 +26,8 @@
 #     program's summary (and cudaFree counts); the set-up's too.
 # In tuned mode the tuning run's trace must also equal the reading run's (same choices).
 # Results go to $OUT/cuda-host-results.txt (one line per check) and $OUT/cuda-host-logs.tar.gz.
-# Env: KEEL_BUILD_DIR (default build), KEEL_SHARED_DIR (default ../shared), KEEL_RUN (a keel-run
+# Env: KEEL_BUILD_DIR (default build), KEEL_SHARED_DIR (default ../shared; scripts/cuda_host_models.py
+# makes one that adds a pre-norm encoder and a UNet to bundled models), KEEL_RUN (a keel-run
 # binary to compare with; default: the build dir's). keel-run runs with KEEL_CUDNN_ENGINES=0 (the
 # backend-API conv path, which the VM tries by default for grouped half convolutions, is not mirrored).
 # The host programs are built with the VM's runtime-kernel flags (vm/cuda/CMakeLists.txt: sm_90

@@ -1,0 +1,64 @@
+"""Extra models for scripts/cuda-host-check.sh: a folder to pass as KEEL_SHARED_DIR.
+
+The bundled models (../shared/models) are all channels-first fp32 classifiers or encoders; these add
+what they lack, exported at batch 1 with fixed seeds:
+  prenorm  a 2-layer pre-norm Transformer encoder (bf16 keeps its residual stream in f32,
+           passes/mixed_precision.h: a half GEMM writing f32);
+  unet     the zoo's UNet (tests/models/zoo_models.py: ConvTranspose, Resize, skip Concats).
+The bundled models named on the command line are linked in beside them.
+
+    /usr/bin/python3 scripts/cuda_host_models.py OUT_DIR [SHARED_MODEL ...]
+    KEEL_SHARED_DIR=OUT_DIR scripts/cuda-host-check.sh prepare unet:greedy-size:fp16,prenorm:greedy-size:bf16,...
+
+Needs PyTorch (apt-get install python3-torch python3-torchvision, /usr/bin/python3).
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "tests", "models"))
+import zoo_models  # noqa: E402
+
+
+class PreNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(64)
+
+    def forward(self, x):
+        return self.norm(self.enc(x))
+
+
+def export(name, model, x, input_name, out_dir):
+    torch.onnx.export(model.eval(), (x,), os.path.join(out_dir, name + ".onnx"), opset_version=17,
+                      input_names=[input_name], output_names=["output"])
+    x.numpy().astype(np.float32).tofile(os.path.join(out_dir, name + ".input.bin"))
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump({"inputs": [{"name": input_name, "shape": list(x.shape)}]}, f)
+
+
+def main():
+    out_dir = os.path.join(sys.argv[1], "models")
+    os.makedirs(out_dir, exist_ok=True)
+    torch.manual_seed(0)
+    export("prenorm", PreNorm(), torch.rand(1, 16, 64) * 2 - 1, "x", out_dir)
+    torch.manual_seed(0)
+    build, make_input, _ = zoo_models.MODELS["unet"]
+    export("unet", build(), make_input(), "input", out_dir)
+    shared = os.path.join(here, "..", "..", "shared", "models")
+    for m in sys.argv[2:]:
+        for ext in (".onnx", ".json", ".input.bin"):
+            link = os.path.join(out_dir, m + ext)
+            if not os.path.lexists(link):
+                os.symlink(os.path.abspath(os.path.join(shared, m + ext)), link)
+
+
+if __name__ == "__main__":
+    main()
