@@ -119,10 +119,11 @@ inline constexpr char kCublasGemm[] = "cublas.gemm";
 //     "activation"    str, default "": "" | "relu" | "clip"
 //     "clip_min", "clip_max"  floats, for "clip"; clip_min must be 0
 //                     (cuDNN CLIPPED_RELU: ReLU6 and friends), else kUnsupported
-//     "layout"        str, default "nchw": "nchw" | "nhwc". "nhwc" (2-D only):
+//     "layout"        str, default "nchw": "nchw" | "nhwc". "nhwc" (2-D and 3-D):
 //                     X, residual and Y are stored [N,H,W,C] and W [K,R,S,C/group]
-//                     (channels last; the shapes above with axis 1 moved last);
-//                     the semantics are unchanged. keelc --layout writes it.
+//                     (3-D: [N,D,H,W,C] and [K,T,R,S,C/group]; channels last: the
+//                     shapes above with axis 1 moved last); the semantics are
+//                     unchanged. keelc --layout writes it.
 //   semantics: Y = act( conv(X, W) + bias[k] + residual ), conv as ONNX Conv
 //     (cross-correlation), Oi = floor((Di + pb_i + pe_i - d_i*(Ri-1) - 1)/s_i) + 1.
 //     Y's shape must equal that (else kInvalidExecutable at load). Every

@@ -327,9 +327,9 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index, bool transpos
   if (!SameLibraryDType({X, W, Y})) return std::nullopt;
   const size_t spatial = common::ConvSpatialDims(X->type().shape.size());
   if (spatial == 0) return std::nullopt;
-  // Channels-last form (ops/channels_last.h): cuDNN takes NHWC 2-D convolutions.
+  // Channels-last form (ops/channels_last.h): cuDNN takes NHWC 2-D and NDHWC 3-D convolutions.
   const bool nhwc = ops::IsChannelsLast(a);
-  if (nhwc && spatial != 2) return std::nullopt;
+  if (nhwc && spatial < 2) return std::nullopt;
   auto first = [nhwc](const ir::Value* v) {
     return nhwc ? common::ChannelsFirstShape(v->type().shape) : v->type().shape;
   };
@@ -595,10 +595,14 @@ class CudaBackend final : public Backend {
   // NHWC than in NCHW, as its depthwise ones measured on an H200 (backend-API
   // engines included): kernels beyond 3x3 (ConvNeXt's 7x7: 5.8 -> 9.5 ms at batch
   // 32 in fp16) and bf16 (MobileNetV2's 3x3: 2.0 -> 4.7 ms).
+  // 3-D grouped ones stay NCDHW too: the backend-API engines, which give the 2-D
+  // ones their fast NHWC kernels, take channels-last 2-D problems only.
   static bool SlowChannelsLast(const ir::Node& conv) {
     const ir::Value* w = conv.input(1);
     auto group = conv.attrs().GetInt("group", 1);
-    if (!w || !group.ok() || *group == 1 || w->type().shape.size() != 4) return false;
+    if (!w || !group.ok() || *group == 1) return false;
+    if (w->type().shape.size() == 5) return true;
+    if (w->type().shape.size() != 4) return false;
     const auto& ws = w->type().shape;
     return ws[2] > 3 || ws[3] > 3 || w->type().dtype == ir::DType::kBF16;
   }

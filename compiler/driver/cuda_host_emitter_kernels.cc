@@ -280,8 +280,8 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   KEEL_ASSIGN_OR_RETURN(const std::string act, at.Text(lo::attr::kActivation, ""));
   KEEL_ASSIGN_OR_RETURN(const double clip_max, at.Float(lo::attr::kClipMax, 6.0));
   KEEL_ASSIGN_OR_RETURN(const bool nhwc, ChannelsLast(at, p.name, p.op.c_str()));
-  if (nhwc && spatial != 2) {
-    return Unsupported("kernel " + p.name + what + ": layout nhwc needs 2 spatial dims");
+  if (nhwc && spatial < 2) {
+    return Unsupported("kernel " + p.name + what + ": layout nhwc needs 2 or 3 spatial dims");
   }
   const bool clip = act == lo::value::kActivationClip;
   if (!act.empty() && act != lo::value::kActivationRelu && !clip) {

@@ -13,7 +13,8 @@
 namespace keel::passes {
 namespace {
 
-constexpr size_t kRank = 4;  // 2-D images: N, C, H, W
+// Images: rank 4 (N, C, H, W) and 5 (N, C, D, H, W: video, volumes).
+bool ImageRank(size_t rank) { return rank == 4 || rank == 5; }
 
 bool IsIdentity(const std::vector<int64_t>& perm) {
   for (size_t i = 0; i < perm.size(); ++i)
@@ -56,7 +57,7 @@ class Rewriter {
     for (ir::Node* n : g_.nodes()) {
       const ops::OpDef* def = ops::FindOp(*n);
       if (def == nullptr || def->channels_last_operands.empty() || ops::IsChannelsLast(*n)) continue;
-      if (!n->input(0) || n->input(0)->type().shape.size() != kRank || !prefers_(*n)) continue;
+      if (!n->input(0) || !ImageRank(n->input(0)->type().shape.size()) || !prefers_(*n)) continue;
       KEEL_ASSIGN_OR_RETURN(bool done, Rewrite(n, *def, Form::kChannelsLast, /*insert=*/true));
       seeded = seeded || done;
     }
@@ -101,7 +102,8 @@ class Rewriter {
 
   Kind KindOf(const ir::Value* v) const {
     if (v->is_constant()) return Kind::kConstant;
-    if (PermOf(v->producer()) == to_first_) return Kind::kTransposed;
+    const size_t rank = v->type().shape.size();
+    if (ImageRank(rank) && PermOf(v->producer()) == ops::ToChannelsFirstPerm(rank)) return Kind::kTransposed;
     if (v->type().NumElements() == 1) return Kind::kScalar;
     return Kind::kOther;
   }
@@ -111,15 +113,16 @@ class Rewriter {
     return g_.RemoveNode(n);
   }
 
-  // A constant broadcast to rank 4 (leading ones) and moved to channels-last,
-  // once per constant.
-  ir::Value* MovedConstant(ir::Value* c) {
-    auto it = moved_constants_.find(c->id());
+  // A constant broadcast to `rank` (leading ones) and moved to channels-last,
+  // once per constant and rank.
+  ir::Value* MovedConstant(ir::Value* c, size_t rank) {
+    const std::pair<int64_t, size_t> key{c->id(), rank};
+    auto it = moved_constants_.find(key);
     if (it != moved_constants_.end()) return it->second;
     ir::TensorData wide = *c->constant();
-    wide.type.shape.insert(wide.type.shape.begin(), kRank - wide.type.shape.size(), 1);
-    ir::Value* moved = g_.AddConstant(c->name() + "/nhwc", ops::PermuteTensor(wide, to_last_));
-    moved_constants_.emplace(c->id(), moved);
+    wide.type.shape.insert(wide.type.shape.begin(), rank - wide.type.shape.size(), 1);
+    ir::Value* moved = g_.AddConstant(c->name() + "/nhwc", ops::PermuteTensor(wide, ops::ToChannelsLastPerm(rank)));
+    moved_constants_.emplace(key, moved);
     return moved;
   }
 
@@ -128,7 +131,10 @@ class Rewriter {
   // moved; one-element operands stay (elementwise and axis forms); anything
   // else is transposed to NHWC when `insert` (the seeds), else n stays.
   Result<bool> Rewrite(ir::Node* n, const ops::OpDef& def, Form form, bool insert) {
-    if (n->outputs().size() != 1 || !n->output(0)->has_type() || n->output(0)->type().shape.size() != kRank) return false;
+    if (n->outputs().size() != 1 || !n->output(0)->has_type()) return false;
+    const size_t rank = n->output(0)->type().shape.size();
+    if (!ImageRank(rank)) return false;
+    const std::vector<int64_t> to_first = ops::ToChannelsFirstPerm(rank), to_last = ops::ToChannelsLastPerm(rank);
     const auto& listed = def.channels_last_operands;
     std::vector<bool> moved(n->inputs().size(), false);
     bool crosses = false;
@@ -142,8 +148,9 @@ class Rewriter {
         continue;
       }
       if (form != Form::kChannelsLast && k == Kind::kScalar) continue;
-      if (in->type().shape.size() > kRank) return false;
-      if ((k == Kind::kOther || k == Kind::kScalar) && (!insert || in->type().shape.size() != kRank)) return false;
+      if (in->type().shape.size() > rank) return false;
+      if ((k == Kind::kOther || k == Kind::kScalar) && (!insert || in->type().shape.size() != rank)) return false;
+      if (k == Kind::kTransposed && in->type().shape.size() != rank) return false;
       moved[i] = true;
       crosses = crosses || k == Kind::kTransposed;
     }
@@ -155,7 +162,7 @@ class Rewriter {
     m->attrs() = n->attrs();
     if (form == Form::kChannelsLast) m->attrs().Set(ops::kChannelsLastAttr, int64_t{1});
     if (form == Form::kAxes) {
-      KEEL_ASSIGN_OR_RETURN(bool ok, def.permute_axes(*m, to_first_));
+      KEEL_ASSIGN_OR_RETURN(bool ok, def.permute_axes(*m, to_first));
       if (!ok) {
         KEEL_RETURN_IF_ERROR(g_.RemoveNode(m));
         return false;
@@ -167,17 +174,17 @@ class Rewriter {
       ir::Value* in = inputs[i];
       switch (KindOf(in)) {
         case Kind::kTransposed: inputs[i] = in->producer()->input(0); break;
-        case Kind::kConstant: inputs[i] = MovedConstant(in); break;
+        case Kind::kConstant: inputs[i] = MovedConstant(in, rank); break;
         default: {
           ir::Node* t = g_.InsertNodeBefore(m, "Transpose", n->name() + "/to_nhwc", {in}, 1);
-          t->attrs().Set("perm", to_last_);
-          t->output(0)->set_type({in->type().dtype, ops::PermuteShape(in->type().shape, to_last_)});
+          t->attrs().Set("perm", to_last);
+          t->output(0)->set_type({in->type().dtype, ops::PermuteShape(in->type().shape, to_last)});
           inputs[i] = t->output(0);
         }
       }
     }
     m->SetInputs(inputs);
-    const ir::TensorType expected{old_type.dtype, ops::PermuteShape(old_type.shape, to_last_)};
+    const ir::TensorType expected{old_type.dtype, ops::PermuteShape(old_type.shape, to_last)};
     KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*m));
     if (!(types[0] == expected)) {
       return Internal(ir::NodeDescription(*n) + ": channels-last form has type " + types[0].ToString() + ", expected " +
@@ -186,7 +193,7 @@ class Rewriter {
     m->output(0)->set_type(expected);
     m->output(0)->set_name(out->name() + "/nhwc");
     ir::Node* back = g_.InsertNodeBefore(n, "Transpose", n->name() + "/to_nchw", {m->output(0)}, 1);
-    back->attrs().Set("perm", to_first_);
+    back->attrs().Set("perm", to_first);
     back->output(0)->set_type(old_type);
     const std::string name = out->name();
     g_.ReplaceAllUsesWith(out, back->output(0));
@@ -233,10 +240,8 @@ class Rewriter {
 
   ir::Graph& g_;
   const ChannelsLastPredicate& prefers_;
-  const std::vector<int64_t> to_first_ = ops::ToChannelsFirstPerm(kRank);
-  const std::vector<int64_t> to_last_ = ops::ToChannelsLastPerm(kRank);
-  std::unordered_set<int64_t> removed_;                 // node ids (the sweep's snapshot may hold them)
-  std::map<int64_t, ir::Value*> moved_constants_;       // by value id
+  std::unordered_set<int64_t> removed_;                          // node ids (the sweep's snapshot may hold them)
+  std::map<std::pair<int64_t, size_t>, ir::Value*> moved_constants_;  // by value id and rank
 };
 
 }  // namespace

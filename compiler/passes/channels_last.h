@@ -1,6 +1,6 @@
-// compiler/passes/channels_last.h — keelc --layout: runs 2-D images in
-// channels-last (NHWC) order where the target is faster that way, with the
-// transposes moved to the model's edges.
+// compiler/passes/channels_last.h — keelc --layout: runs 2-D and 3-D images in
+// channels-last (NHWC, NDHWC) order where the target is faster that way, with
+// the transposes moved to the model's edges.
 //
 // cuDNN's half-precision convolutions run on tensor cores in NHWC; given NCHW
 // they transpose inside every call. This pass puts every node the target
@@ -23,7 +23,8 @@
 // where it leaves (a Flatten/Reshape that needs the NCHW order), both ordinary
 // nodes that the memory plan counts.
 //
-// Only rank-4 tensors are rewritten. The pass needs typed, canonical nodes
+// Only rank-4 and rank-5 tensors are rewritten (a node's operands and result
+// alike: a transposed operand of another rank keeps the node as it is). The pass needs typed, canonical nodes
 // (it runs after mixed-precision, before fusion) and is deterministic. With
 // no predicate it changes nothing (every CPU build, and CUDA at f32 unless
 // asked).

@@ -185,8 +185,8 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   p.transposed = k.library_op == lo::kCudnnConvTranspose;
   KEEL_ASSIGN_OR_RETURN(p.nhwc, ReadLayout(at));
   KEEL_RETURN_IF_ERROR(at.Finish());
-  if (p.nhwc && spatial != 2) {
-    return Unsupported("kernel " + k.name + " (" + k.library_op + "): layout nhwc needs 2 spatial dims, got " +
+  if (p.nhwc && spatial < 2) {
+    return Unsupported("kernel " + k.name + " (" + k.library_op + "): layout nhwc needs 2 or 3 spatial dims, got " +
                        std::to_string(spatial));
   }
 

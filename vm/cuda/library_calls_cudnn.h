@@ -61,8 +61,8 @@ struct ConvProblem {
   double clip_max = 0;  // kActClip: clip to [0, clip_max]
   ElementType type = ElementType::kF32;
   bool allow_tf32 = false;
-  // Layout "nhwc" (2-D): X, residual and Y stored channels-last, W as KRSC; the
-  // dims above stay channels-first.
+  // Layout "nhwc" (2-D or 3-D): X, residual and Y stored channels-last, W as
+  // KRSC (KTRSC); the dims above stay channels-first.
   bool nhwc = false;
   // cudnn.conv_transpose: the kernel reads a y-shaped input and writes the
   // x-shaped output (the forward problem's data gradient).

@@ -446,5 +446,48 @@ TEST(CudaHalfSelect, DecoderRunsChannelsLastThroughout) {
   }
 }
 
+// 3-D convolutions (video, volumes) at half precision run NDHWC too: a
+// conv-relu-conv-residual block, a global average pool and the classifier. The
+// one transpose is where the NCDHW clip enters; the pooled [N,1,1,1,C] goes
+// back to NCDHW as a view.
+TEST(CudaHalfSelect, ThreeDimensionalConvsRunChannelsLast) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2, 8, 4, 10, 10});
+  AddInitF32(m, "w1", {8, 8, 3, 3, 3}, Filled(8 * 8 * 27, 0.01f));
+  AddInitF32(m, "w2", {8, 8, 1, 3, 3}, Filled(8 * 8 * 9, 0.02f));
+  AddInitF32(m, "fc", {8, 5}, Filled(8 * 5, 0.1f));
+  onnx::NodeProto* c1 = AddNode(m, "Conv", {"x", "w1"}, {"c1"});
+  AttrInts(c1, "pads", {1, 1, 1, 1, 1, 1});
+  AddNode(m, "Relu", {"c1"}, {"r1"});
+  onnx::NodeProto* c2 = AddNode(m, "Conv", {"r1", "w2"}, {"c2"});
+  AttrInts(c2, "pads", {0, 1, 1, 0, 1, 1});
+  AddNode(m, "Add", {"c2", "r1"}, {"s"});
+  AddNode(m, "Relu", {"s"}, {"r2"});
+  AddNode(m, "GlobalAveragePool", {"r2"}, {"p"});
+  AddNode(m, "Flatten", {"p"}, {"f"});
+  AddNode(m, "MatMul", {"f", "fc"}, {"y"});
+  AddOutput(m, "y");
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(passes::PrecisionName(p));
+    auto c = CompileForCuda(m, p);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    size_t transposes = 0, convs = 0;
+    for (const std::string& n : c->generated_names) transposes += n.find("transpose") != std::string::npos;
+    EXPECT_EQ(transposes, 1u);
+    for (const LibraryKernelSeen& k : c->library) {
+      if (k.op != lo::kCudnnConv2d) continue;
+      ++convs;
+      EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.attrs;
+      EXPECT_EQ(k.shapes[0], (std::vector<int64_t>{2, 4, 10, 10, 8})) << k.name;  // NDHWC
+      EXPECT_EQ(k.shapes[1].back(), 8) << k.name;                                  // KTRSC
+    }
+    EXPECT_EQ(convs, 2u);
+    // --layout nchw: no transposes.
+    auto nchw = CompileForCuda(m, p, Layout::kChannelsFirst);
+    ASSERT_TRUE(nchw.ok());
+    for (const std::string& n : nchw->generated_names) EXPECT_EQ(n.find("transpose"), std::string::npos) << n;
+  }
+}
+
 }  // namespace
 }  // namespace keel::driver

@@ -8,8 +8,8 @@
 // against the f32 CPU reference loops fed with the same (rounded) inputs.
 // Tolerances are half's: relative L2 <= 2e-3 in f16 (11-bit significand),
 // 1e-2 in bf16 (8 bits); f32 accumulation keeps them independent of k. Each
-// case runs with and without CUDA graphs. The 2-D convolutions and the pools
-// also run channels-last (layout "nhwc", keelc --layout), in f32 too. Also:
+// case runs with and without CUDA graphs. The 2-D and 3-D convolutions and the
+// pools also run channels-last (layout "nhwc", keelc --layout), in f32 too. Also:
 // mixed dtypes are refused, and one tuning file keeps f32 and half entries
 // apart. Skips without a GPU.
 #include <gtest/gtest.h>
@@ -276,31 +276,41 @@ INSTANTIATE_TEST_SUITE_P(Cases, HalfPool, ::testing::Combine(::testing::ValuesIn
 
 // ---- channels-last (layout "nhwc") ----------------------------------------------
 
-// Row-major [a,b,c,d] data as [a,c,d,b]: NCHW -> NHWC, KCRS -> KRSC.
-std::vector<int64_t> Nhwc(const std::vector<int64_t>& s) { return {s[0], s[2], s[3], s[1]}; }
+// Row-major [a,b,c...] data as [a,c...,b]: NCHW -> NHWC, KCRS -> KRSC (and the
+// 3-D NCDHW -> NDHWC, KCTRS -> KTRSC).
+std::vector<int64_t> Nhwc(const std::vector<int64_t>& s) {
+  std::vector<int64_t> r = {s[0]};
+  r.insert(r.end(), s.begin() + 2, s.end());
+  r.push_back(s[1]);
+  return r;
+}
 std::vector<float> Nhwc(const std::vector<float>& v, const std::vector<int64_t>& s) {
+  int64_t inner = 1;  // elements per (a, b): the spatial block
+  for (size_t i = 2; i < s.size(); ++i) inner *= s[i];
   std::vector<float> out(v.size());
-  size_t o = 0;
   for (int64_t a = 0; a < s[0]; ++a)
-    for (int64_t c = 0; c < s[2]; ++c)
-      for (int64_t d = 0; d < s[3]; ++d)
-        for (int64_t b = 0; b < s[1]; ++b) out[o++] = v[static_cast<size_t>(((a * s[1] + b) * s[2] + c) * s[3] + d)];
+    for (int64_t b = 0; b < s[1]; ++b)
+      for (int64_t i = 0; i < inner; ++i) {
+        out[static_cast<size_t>((a * inner + i) * s[1] + b)] = v[static_cast<size_t>((a * s[1] + b) * inner + i)];
+      }
   return out;
 }
 
-// A one-kernel program with its rank-4 tensors, data and expected output moved to NHWC.
+// A one-kernel program with its image tensors (rank 4 or 5), data and expected
+// output moved to channels-last.
 void MoveToChannelsLast(ProgramSpec& p, std::vector<std::vector<float>>& inputs, std::vector<float>& want) {
   size_t input = 0;
+  auto image = [](const std::vector<int64_t>& s) { return s.size() == 4 || s.size() == 5; };
   for (TensorSpec& t : p.tensors) {
     const std::vector<int64_t> s = t.shape;
-    if (s.size() == 4 && t.role == Role::kConst) t.data = Nhwc(t.data, s);
-    if (s.size() == 4 && t.role == Role::kInput) inputs[input] = Nhwc(inputs[input], s);
-    if (s.size() == 4 && t.role == Role::kOutput) want = Nhwc(want, s);
+    if (image(s) && t.role == Role::kConst) t.data = Nhwc(t.data, s);
+    if (image(s) && t.role == Role::kInput) inputs[input] = Nhwc(inputs[input], s);
+    if (image(s) && t.role == Role::kOutput) want = Nhwc(want, s);
     if (t.role == Role::kInput) ++input;
-    if (s.size() == 4) t.shape = Nhwc(s);
+    if (image(s)) t.shape = Nhwc(s);
   }
   for (auto& a : p.kernels[0].args)
-    if (a.shape.size() == 4) a.shape = Nhwc(a.shape);
+    if (image(a.shape)) a.shape = Nhwc(a.shape);
   p.kernels[0].attrs.push_back(AttrDesc::Str("layout", "nhwc"));
 }
 
@@ -312,7 +322,7 @@ TEST_P(ChannelsLastConv, MatchesReference) {
   KEEL_SKIP_WITHOUT_GPU();
   const DataType dt = std::get<0>(GetParam());
   const ConvCase& cc = std::get<1>(GetParam());
-  if (cc.c.in.size() != 2) GTEST_SKIP() << "channels-last is 2-D only";
+  if (cc.c.in.size() < 2) GTEST_SKIP() << "channels-last is 2-D and 3-D only";
   ConvProgram conv = MakeConvNdProgram(cc.c, cc.bias, cc.residual, 29, dt);
   MoveToChannelsLast(conv.spec, conv.inputs, conv.want);
   ExpectMatches(conv.spec, conv.inputs, conv.want);
@@ -337,10 +347,11 @@ TEST_P(ChannelsLastPool, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, ChannelsLastPool,
                          ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kPools)), PoolCaseName);
 
-// The VM refuses a channels-last 3-D convolution by name (the layout is 2-D only).
-TEST(ChannelsLast, ThreeDimensionalConvIsRefused) {
+// The VM refuses a channels-last 1-D convolution by name (the layout is 2-D and 3-D).
+TEST(ChannelsLast, OneDimensionalConvIsRefused) {
   KEEL_SKIP_WITHOUT_GPU();
-  ConvProgram conv = MakeConvNdProgram(kConvCases[10].c, false, false, 5, DataType::kF16);
+  ConvProgram conv = MakeConvNdProgram(kConvCases[6].c, false, false, 5, DataType::kF16);
+  ASSERT_EQ(conv.spec.kernels[0].args[0].shape.size(), 3u);
   conv.spec.kernels[0].attrs.push_back(AttrDesc::Str("layout", "nhwc"));
   auto bytes = BuildProgram(conv.spec);
   ASSERT_TRUE(bytes.ok());
@@ -348,7 +359,7 @@ TEST(ChannelsLast, ThreeDimensionalConvIsRefused) {
   o.device = "cuda";
   RunResult r = RunOnce(*bytes, "", conv.inputs, o);
   EXPECT_FALSE(r.status.ok());
-  EXPECT_NE(r.status.ToString().find("layout nhwc needs 2 spatial dims"), std::string::npos) << r.status.ToString();
+  EXPECT_NE(r.status.ToString().find("layout nhwc needs 2 or 3 spatial dims"), std::string::npos) << r.status.ToString();
 }
 
 // ---- validation -----------------------------------------------------------------
