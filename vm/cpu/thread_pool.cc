@@ -73,23 +73,25 @@ namespace {
 int64_t RangeBegin(int64_t n, int64_t ranges, int64_t r) { return n / ranges * r + std::min(r, n % ranges); }
 }  // namespace
 
-void ThreadPool::RunRange(uint64_t tag, const Job& job, int64_t r) {
+int64_t ThreadPool::PieceSize(int64_t len) { return std::max<int64_t>(1, (len + kPiecesPerRange - 1) / kPiecesPerRange); }
+
+void ThreadPool::RunRange(uint64_t tag, const Job& job, int64_t r, bool owner) {
   const int64_t ranges = num_threads();
   Cursor& cursor = cursors_[static_cast<size_t>(r)];
   for (;;) {
     uint64_t cur = cursor.next.load(std::memory_order_acquire);
-    if ((cur >> kIndexBits) != tag) return;
-    // Read after the tag check: the claim below succeeds only while `tag` is
-    // current, and then `job` holds this loop's values.
+    if ((cur >> kPieceBits) != tag) return;
+    const uint64_t front = (cur >> kPieceBits / 2) & kPieceMask, back = cur & kPieceMask;
+    if (front >= back) return;
+    // The owner claims its next piece, another thread the range's last one.
+    const uint64_t next = owner ? cur + (uint64_t{1} << kPieceBits / 2) : cur - 1;
+    if (!cursor.next.compare_exchange_weak(cur, next, std::memory_order_acq_rel, std::memory_order_relaxed)) continue;
+    // The claim succeeded while `tag` was current, so `job` holds this loop's values.
     const int64_t n = job.n.load(std::memory_order_relaxed);
     const int64_t lo = RangeBegin(n, ranges, r), hi = RangeBegin(n, ranges, r + 1);
-    const int64_t piece = std::max<int64_t>(1, (hi - lo + kPiecesPerRange - 1) / kPiecesPerRange);
-    const int64_t begin = static_cast<int64_t>(cur & ((uint64_t{1} << kIndexBits) - 1));
-    if (begin >= hi) return;
-    if (!cursor.next.compare_exchange_weak(cur, cur + static_cast<uint64_t>(piece), std::memory_order_acq_rel,
-                                           std::memory_order_relaxed))
-      continue;
-    const int64_t end = std::min(hi, begin + piece);
+    const int64_t piece = PieceSize(hi - lo);
+    const int64_t i = static_cast<int64_t>(owner ? front : back - 1);
+    const int64_t begin = lo + i * piece, end = std::min(hi, begin + piece);
     job.body.load(std::memory_order_relaxed)(job.closure.load(std::memory_order_relaxed), begin, end);
     if (completed_.fetch_add(end - begin, std::memory_order_acq_rel) + (end - begin) == n) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -105,7 +107,7 @@ void ThreadPool::RunPieces(uint64_t tag, int id) {
   // Own range first, then the others' in turn (a thread that finished early
   // takes over the rest of a slower one's range).
   const int ranges = num_threads();
-  for (int i = 0; i < ranges; ++i) RunRange(tag, job, (id + i) % ranges);
+  for (int i = 0; i < ranges; ++i) RunRange(tag, job, (id + i) % ranges, i == 0);
   t_in_parallel_body = was_in;
 }
 
@@ -129,7 +131,7 @@ void ThreadPool::WorkerLoop(int id) {
 
 void ThreadPool::ParallelFor(int64_t n, keel_parallel_body_fn body, void* closure) {
   if (n <= 0) return;
-  if (workers_.empty() || n == 1 || t_in_parallel_body || n >= (int64_t{1} << (kIndexBits - 1))) {
+  if (workers_.empty() || n == 1 || t_in_parallel_body) {
     body(closure, 0, n);
     return;
   }
@@ -141,16 +143,18 @@ void ThreadPool::ParallelFor(int64_t n, keel_parallel_body_fn body, void* closur
   // docs/MEASUREMENTS.md). The pieces within the ranges let a thread that
   // finished early take over the tail of a slower one ("Ranges with take-over").
   const int ranges = num_threads();
-  tag_ = (tag_ + 1) & ((uint64_t{1} << (64 - kIndexBits)) - 1);
+  tag_ = (tag_ + 1) & ((uint64_t{1} << (64 - kPieceBits)) - 1);
   if (tag_ == 0) tag_ = 1;  // 0 is the workers' initial "seen"
   Job& job = jobs_[tag_ & 1];
   job.body.store(body, std::memory_order_relaxed);
   job.closure.store(closure, std::memory_order_relaxed);
   job.n.store(n, std::memory_order_relaxed);
   completed_.store(0, std::memory_order_relaxed);
-  for (int r = 0; r < ranges; ++r)
-    cursors_[static_cast<size_t>(r)].next.store((tag_ << kIndexBits) | static_cast<uint64_t>(RangeBegin(n, ranges, r)),
-                                                std::memory_order_release);
+  for (int r = 0; r < ranges; ++r) {
+    const int64_t len = RangeBegin(n, ranges, r + 1) - RangeBegin(n, ranges, r);
+    const uint64_t pieces = static_cast<uint64_t>(len == 0 ? 0 : (len + PieceSize(len) - 1) / PieceSize(len));
+    cursors_[static_cast<size_t>(r)].next.store((tag_ << kPieceBits) | pieces, std::memory_order_release);
+  }
   generation_.store(tag_, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);

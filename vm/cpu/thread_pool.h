@@ -58,10 +58,16 @@ class ThreadPool {
 
  private:
   static constexpr int64_t kSpinMicros = 100;
-  static constexpr int kIndexBits = 40;  // a cursor = (generation tag << 40) | next index
-  // Pieces per thread range: enough that a slow thread's tail can be taken
-  // over in small parts, few enough that claiming costs nothing measurable.
+  // A cursor = (generation tag << kPieceBits) | (front << kPieceBits / 2) | back:
+  // the range's pieces [front, back) are unclaimed.
+  static constexpr int kPieceBits = 16;
+  static constexpr uint64_t kPieceMask = (uint64_t{1} << kPieceBits / 2) - 1;
+  // Pieces per thread range (at most kPieceMask): enough that a slow thread's
+  // tail can be taken over in small parts, few enough that claiming costs
+  // nothing measurable.
   static constexpr int64_t kPiecesPerRange = 8;
+  // Indices per piece of a range of `len`.
+  static int64_t PieceSize(int64_t len);
 
   // A loop's parameters. Two slots alternate by generation: a thread that
   // reads a slot and then claims a piece with a compare-exchange on a cursor
@@ -82,8 +88,11 @@ class ThreadPool {
   void WorkerLoop(int id);
   // Thread `id`'s part of generation `tag`: its own range, then the others'.
   void RunPieces(uint64_t tag, int id);
-  // Claims and runs pieces of range `r` of generation `tag` until it is done.
-  void RunRange(uint64_t tag, const Job& job, int64_t r);
+  // Claims and runs pieces of range `r` of generation `tag` until none is
+  // left: the owner (thread r) from the front, another thread from the back,
+  // so that the owner keeps its pieces in order and a thread that takes over
+  // gets the ones the owner would have reached last.
+  void RunRange(uint64_t tag, const Job& job, int64_t r, bool owner);
 
   std::vector<std::thread> workers_;
   std::unique_ptr<Cursor[]> cursors_;  // one per thread range (num_threads())
