@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "keel/vm.h"
@@ -27,6 +28,43 @@ TEST(ThreadPoolTest, EveryIndexExactlyOnce) {
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
     }
   }
+}
+
+// A thread whose range is done takes over the rest of another's: index 0
+// blocks until the last index of its range has run (2 threads: ranges [0, 8)
+// and [8, 16), run in pieces), which only the other thread can do while the
+// one holding index 0 waits. The wait gives up after 10 s so that a pool
+// without take-over (one chunk per range) fails instead of hanging.
+struct TakeOverClosure {
+  std::atomic<int> hits[16] = {};
+  std::atomic<bool> gave_up{false};
+};
+
+TEST(ThreadPoolTest, IdleThreadTakesOverAnotherRange) {
+  vm_internal::ThreadPool pool(2);
+  ASSERT_EQ(pool.num_threads(), 2);
+  TakeOverClosure c;
+  pool.ParallelFor(
+      16,
+      [](void* cl, int64_t b, int64_t e) {
+        auto* c = static_cast<TakeOverClosure*>(cl);
+        for (int64_t i = b; i < e; ++i) {
+          if (i == 0) {
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (c->hits[7].load() == 0) {
+              if (std::chrono::steady_clock::now() > deadline) {
+                c->gave_up = true;
+                break;
+              }
+              std::this_thread::yield();
+            }
+          }
+          c->hits[i]++;
+        }
+      },
+      &c);
+  EXPECT_FALSE(c.gave_up.load());
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(c.hits[i].load(), 1) << i;
 }
 
 struct NestedClosure {
