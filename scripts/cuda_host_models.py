@@ -4,7 +4,8 @@ The bundled models (../shared/models) are all channels-first fp32 classifiers or
 what they lack, exported at batch 1 with fixed seeds:
   prenorm  a 2-layer pre-norm Transformer encoder (bf16 keeps its residual stream in f32,
            passes/mixed_precision.h: a half GEMM writing f32);
-  unet     the zoo's UNet (tests/models/zoo_models.py: ConvTranspose, Resize, skip Concats).
+  unet     the zoo's UNet (tests/models/zoo_models.py: ConvTranspose, Resize, skip Concats);
+  video    a small 3-D ResNet on an 8-frame clip (3-D convolutions: NDHWC at half precision).
 The bundled models named on the command line are linked in beside them.
 
     /usr/bin/python3 scripts/cuda_host_models.py OUT_DIR [SHARED_MODEL ...]
@@ -36,6 +37,26 @@ class PreNorm(nn.Module):
         return self.norm(self.enc(x))
 
 
+class Video(nn.Module):
+    """A stem and two residual blocks of 3-D convolutions (mc3_18's shapes, narrower), pooled and classified."""
+
+    def __init__(self, width=32, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv3d(3, width, (3, 7, 7), (1, 2, 2), (1, 3, 3), bias=False),
+                                  nn.BatchNorm3d(width), nn.ReLU())
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.Conv3d(width, width, 3, padding=1, bias=False), nn.BatchNorm3d(width), nn.ReLU(),
+                          nn.Conv3d(width, width, (1, 3, 3), padding=(0, 1, 1), bias=False), nn.BatchNorm3d(width))
+            for _ in range(2))
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for b in self.blocks:
+            x = torch.relu(b(x) + x)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool3d(x, 1), 1))
+
+
 def export(name, model, x, input_name, out_dir):
     torch.onnx.export(model.eval(), (x,), os.path.join(out_dir, name + ".onnx"), opset_version=17,
                       input_names=[input_name], output_names=["output"])
@@ -52,6 +73,8 @@ def main():
     torch.manual_seed(0)
     build, make_input, _ = zoo_models.MODELS["unet"]
     export("unet", build(), make_input(), "input", out_dir)
+    torch.manual_seed(0)
+    export("video", Video(), torch.rand(1, 3, 8, 56, 56) * 2 - 1, "input", out_dir)
     shared = os.path.join(here, "..", "..", "shared", "models")
     for m in sys.argv[2:]:
         for ext in (".onnx", ".json", ".input.bin"):
