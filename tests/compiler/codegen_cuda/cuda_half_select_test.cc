@@ -304,6 +304,38 @@ TEST(CudaHalfSelect, Bf16StemRunsAfterSpaceToDepth) {
   }
 }
 
+// A patch embedding (ViT's 16x16 stride-16 convolution over 3 channels) runs in
+// half precision as SpaceToDepth and a 1x1 convolution over the 768 values of
+// each patch (a GEMM on the tensor cores); fp32 keeps the convolution, and an
+// overlapping or padded strided conv over 3 channels stays as it is in f16.
+TEST(CudaHalfSelect, PatchEmbeddingRunsAsAOneByOneConvolution) {
+  for (const bool patches : {true, false}) {
+    onnx::ModelProto m = NewModel(17);
+    AddInput(m, "x", {2, 3, 64, 64});
+    const int64_t k = patches ? 16 : 17;
+    AddInitF32(m, "w", {32, 3, k, k}, Filled(32 * 3 * k * k, 0.01f));
+    onnx::NodeProto* conv = AddNode(m, "Conv", {"x", "w"}, {"y"});
+    AttrInts(conv, "strides", {16, 16});
+    if (!patches) AttrInts(conv, "pads", {8, 8, 8, 8});
+    AddOutput(m, "y");
+    for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
+      SCOPED_TRACE(std::string(passes::PrecisionName(p)) + (patches ? " patches" : " overlapping"));
+      auto c = CompileForCuda(m, p);
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      ASSERT_EQ(c->library.size(), 1u);
+      const std::vector<int64_t>& w = c->library[0].shapes[1];
+      if (p == Precision::kFp32) {
+        EXPECT_EQ(w, (std::vector<int64_t>{32, 3, k, k}));
+      } else if (patches) {
+        EXPECT_EQ(w, (std::vector<int64_t>{32, 1, 1, 768}));  // OHWI over the patch's values
+        EXPECT_EQ(c->library[0].shapes[0], (std::vector<int64_t>{2, 4, 4, 768}));
+      } else {
+        EXPECT_EQ(w, (std::vector<int64_t>{32, k, k, 3}));
+      }
+    }
+  }
+}
+
 // Scaled dot-product attention (PyTorch's multi-head export shape) is one
 // keel.attention kernel in half precision, reading Q, K and V where the
 // projection wrote them; in fp32 its GEMMs stay cuBLASLt calls. The host
