@@ -283,6 +283,14 @@ void RegisterMovementPadTileOps(Registry& r) {
     def.canonicalize = CanonicalizePad;
     def.infer = InferPad;
     def.injective = DefinePad;
+    // Layout: padding transposed inputs pads the moved axes (canonical pads only).
+    def.permute_axes = [](ir::Node& node, const std::vector<int64_t>& perm) -> Result<bool> {
+      if (node.attrs().Has("axes") || HasInput(node, 1)) return false;
+      KEEL_ASSIGN_OR_RETURN(std::vector<int64_t> pads, node.attrs().GetInts("pads", {}));
+      if (pads.size() != 2 * perm.size() || !PermuteAxisValues(pads, perm)) return false;
+      node.attrs().Set("pads", pads);
+      return true;
+    };
     r.Add(std::move(def));
   }
   {

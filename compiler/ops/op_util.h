@@ -90,4 +90,20 @@ Result<int64_t> CheckedElements(const ir::Node& node, const std::vector<int64_t>
 // Every dim >= 0 and the element count sane; InvalidArgument naming `what` otherwise.
 Status CheckShape(const ir::Node& node, const std::vector<int64_t>& shape, const std::string& what);
 
+// Layout (OpDef::permute_axes): an attribute with one value per axis, or every
+// axis' begin then every axis' end (Pad's pads, Resize's roi), for inputs now
+// transposed by `perm`: old axis i is new axis perm[i]. False when `v` has
+// another length (left unchanged).
+template <class T>
+bool PermuteAxisValues(std::vector<T>& v, const std::vector<int64_t>& perm) {
+  const size_t rank = perm.size();
+  if (v.size() != rank && v.size() != 2 * rank) return false;
+  std::vector<T> out(v.size());
+  for (size_t half = 0; half < v.size(); half += rank) {
+    for (size_t i = 0; i < rank; ++i) out[half + static_cast<size_t>(perm[i])] = v[half + i];
+  }
+  v = std::move(out);
+  return true;
+}
+
 }  // namespace keel::ops

@@ -524,25 +524,16 @@ Status DefineResize(codegen::LowerContext& ctx, const ir::Node& node) {
 Result<bool> PermuteResizeAxes(ir::Node& node, const std::vector<int64_t>& perm) {
   ir::Attributes& a = node.attrs();
   if (!a.Has("keel.sizes")) return false;  // not canonical yet
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, a.GetInts("keel.sizes", {}));
-  KEEL_ASSIGN_OR_RETURN(const std::vector<double> scales, GetDoubles(node, "keel.scales"));
-  KEEL_ASSIGN_OR_RETURN(const std::vector<double> roi, GetDoubles(node, "keel.roi"));
+  KEEL_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, a.GetInts("keel.sizes", {}));
+  KEEL_ASSIGN_OR_RETURN(std::vector<double> scales, GetDoubles(node, "keel.scales"));
+  KEEL_ASSIGN_OR_RETURN(std::vector<double> roi, GetDoubles(node, "keel.roi"));
   const size_t rank = perm.size();
   if (sizes.size() != rank || scales.size() != rank || (!roi.empty() && roi.size() != 2 * rank)) return false;
-  std::vector<int64_t> new_sizes(rank);
-  std::vector<double> new_scales(rank), new_roi(roi.size());
-  for (size_t i = 0; i < rank; ++i) {
-    const size_t to = static_cast<size_t>(perm[i]);
-    new_sizes[to] = sizes[i];
-    new_scales[to] = scales[i];
-    if (!roi.empty()) {
-      new_roi[to] = roi[i];
-      new_roi[rank + to] = roi[rank + i];
-    }
-  }
-  a.Set("keel.sizes", new_sizes);
-  a.Set("keel.scales", new_scales);
-  if (!roi.empty()) a.Set("keel.roi", new_roi);
+  PermuteAxisValues(sizes, perm);
+  PermuteAxisValues(scales, perm);
+  a.Set("keel.sizes", sizes);
+  a.Set("keel.scales", scales);
+  if (!roi.empty() && PermuteAxisValues(roi, perm)) a.Set("keel.roi", roi);
   return true;
 }
 

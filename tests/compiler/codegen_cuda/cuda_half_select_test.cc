@@ -478,6 +478,32 @@ TEST(CudaHalfSelect, DecoderRunsChannelsLastThroughout) {
   }
 }
 
+// Inception's pooling branch as PyTorch exports it (Pad, then AveragePool) stays
+// channels-last between its convolutions: the Pad moves its pads along
+// (OpDef::permute_axes) instead of taking a transpose on each side.
+TEST(CudaHalfSelect, PadStaysChannelsLast) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2, 8, 9, 9});
+  AddInitF32(m, "w1", {16, 8, 1, 1}, Filled(16 * 8, 0.01f));
+  AddInitF32(m, "w2", {8, 16, 1, 1}, Filled(8 * 16, 0.02f));
+  AddInitI64(m, "pads", {8}, {0, 0, 1, 2, 0, 0, 1, 2});
+  AddNode(m, "Conv", {"x", "w1"}, {"c1"});
+  AddNode(m, "Pad", {"c1", "pads"}, {"p"});
+  onnx::NodeProto* pool = AddNode(m, "AveragePool", {"p"}, {"a"});
+  AttrInts(pool, "kernel_shape", {3, 5});
+  AddNode(m, "Conv", {"a", "w2"}, {"y"});
+  AddOutput(m, "y");
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(passes::PrecisionName(p));
+    auto c = CompileForCuda(m, p);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    size_t transposes = 0;
+    for (const std::string& n : c->generated_names) transposes += n.find("transpose") != std::string::npos;
+    EXPECT_EQ(transposes, 2u);  // in and out
+    for (const LibraryKernelSeen& k : c->library) EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.name;
+  }
+}
+
 // 3-D convolutions (video, volumes) at half precision run NDHWC too: a
 // conv-relu-conv-residual block, a global average pool and the classifier. The
 // one transpose is where the NCDHW clip enters; the pooled [N,1,1,1,C] goes
