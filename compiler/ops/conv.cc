@@ -135,6 +135,7 @@ void RegisterConvOps(Registry& r) {
   def.infer = InferConv;
   def.evaluate = EvaluateConv;
   def.fold_scale_shift = FoldScaleShiftIntoConv;
+  def.pads_with_zeros = [](ir::Node&) { return true; };
   def.channels_last_operands = {0, 1};  // X NHWC, W OHWI (channels_last.h)
   def.kernel = [](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
     const int64_t packed_rows = PackedWeightRows(node);

@@ -280,6 +280,7 @@ void RegisterMovementPadTileOps(Registry& r) {
   {
     OpDef def = InjectiveOp("Pad", {1, 2, 11, 13, 18, 19, 21, 23, 24, 25});
     def.normalize = NormalizePad;
+    def.pads_input = true;
     def.canonicalize = CanonicalizePad;
     def.infer = InferPad;
     def.injective = DefinePad;

@@ -207,11 +207,19 @@ struct OpDef {
   // Concat: output = the inputs, in order, joined along attribute `axis`
   // (in-place concats, lower/concat_in_place.h).
   bool concatenates = false;
+  // Pad: output = input 0 padded by attribute `pads` (every axis' begin, then
+  // every end) in attribute `mode`, with value input 2 (passes/pad_folding.h).
+  bool pads_input = false;
   // Layout: rewrites the node's axis attributes for inputs that are now the
   // transposes (by `perm`, ONNX Transpose's convention) of what it read, so it
   // computes its old output transposed by `perm`. false when it cannot.
   // Elementwise ops need none: they commute with transposing every operand.
   std::function<Result<bool>(ir::Node& node, const std::vector<int64_t>& perm)> permute_axes;
+  // Pad folding (passes/pad_folding.h): makes the canonical node's `pads`
+  // attribute (every spatial axis' begin, then every end) pad input 0 with
+  // zeros that count like data, so that a zero Pad before it can join them;
+  // false (node unchanged) when it cannot.
+  std::function<bool(ir::Node& node)> pads_with_zeros;
 
   NormalizeFn normalize;
   CanonicalizeFn canonicalize;

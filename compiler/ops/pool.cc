@@ -10,6 +10,7 @@
 // window loop: padding never wins a max and adds |0|^p = 0 to an Lp sum, and
 // only positions inside the padded input count for count_include_pad (a
 // ceil_mode overhang never does).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -295,7 +296,22 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateMaxUnpool(const ir::Node& node, c
 void RegisterPoolOps(Registry& r) {
   using codegen::PoolKind;
   r.Add(Pool("MaxPool", {1, 8, 10, 11, 12, 22}, LibraryCall::kMaxPool, PoolKind::kMax));
-  r.Add(Pool("AveragePool", {1, 7, 10, 11, 19, 22}, LibraryCall::kAveragePool, PoolKind::kAvg));
+  {
+    OpDef avg = Pool("AveragePool", {1, 7, 10, 11, 19, 22}, LibraryCall::kAveragePool, PoolKind::kAvg);
+    // Padding counted in the divisor (and no ceil_mode overhang, which never
+    // counts); a pool without pads of its own may start counting them.
+    avg.pads_with_zeros = [](ir::Node& node) {
+      auto cip = node.attrs().GetInt("count_include_pad", 0);
+      auto ceil = node.attrs().GetInt("ceil_mode", 0);
+      auto pads = node.attrs().GetInts("pads", {});
+      if (!cip.ok() || !ceil.ok() || *ceil != 0 || !pads.ok()) return false;
+      const bool unpadded = std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
+      if (*cip != 1 && !unpadded) return false;
+      node.attrs().Set("count_include_pad", int64_t{1});
+      return true;
+    };
+    r.Add(std::move(avg));
+  }
   r.Add(Pool("LpPool", {1, 2, 11, 18, 22}, LibraryCall::kNone, PoolKind::kLp));
   r.Add(GlobalPool("GlobalAveragePool", {1, 22}, PoolKind::kAvg));
   r.Add(GlobalPool("GlobalMaxPool", {1, 22}, PoolKind::kMax));

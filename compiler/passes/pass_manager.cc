@@ -14,6 +14,7 @@
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion.h"
 #include "compiler/passes/gelu_fusion.h"
+#include "compiler/passes/pad_folding.h"
 #include "compiler/passes/shape_inference.h"
 #include "compiler/passes/simplify.h"
 #include "compiler/passes/space_to_depth.h"
@@ -62,7 +63,7 @@ std::vector<PassInfo> PassManager::List() const {
 namespace {
 const std::vector<std::string>& RegisteredNames() {
   static const std::vector<std::string> names = {"attention-fusion", "batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion", "gelu-fusion",
-                                                 "mixed-precision", "shape-inference", "simplify", "space-to-depth", "verify", "weight-packing", "winograd"};
+                                                 "mixed-precision", "pad-folding", "shape-inference", "simplify", "space-to-depth", "verify", "weight-packing", "winograd"};
   return names;
 }
 }  // namespace
@@ -74,6 +75,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "dce") return std::unique_ptr<Pass>(new DcePass());
   if (name == "cse") return std::unique_ptr<Pass>(new CsePass());
   if (name == "batchnorm-folding") return std::unique_ptr<Pass>(new BatchNormFoldingPass());
+  if (name == "pad-folding") return std::unique_ptr<Pass>(new PadFoldingPass());
   if (name == "channels-last") return std::unique_ptr<Pass>(new ChannelsLastPass(options.channels_last));
   if (name == "gelu-fusion") return std::unique_ptr<Pass>(new GeluFusionPass());
   if (name == "fusion") return std::unique_ptr<Pass>(new FusionPass(options.fuse_anchors));
@@ -99,7 +101,8 @@ std::vector<PassInfo> ListPasses() {
 
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse", "gelu-fusion",
-                                 "batchnorm-folding", "shape-inference", "simplify", "space-to-depth", "mixed-precision",
+                                 "batchnorm-folding", "pad-folding", "shape-inference", "simplify", "space-to-depth",
+                                 "mixed-precision",
                                  "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
                                  "verify"};
   for (const std::string& d : options.disabled) {

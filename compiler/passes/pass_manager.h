@@ -9,12 +9,12 @@
 //
 // Registry names (keelc --passes lists them with ListPasses()):
 //   simplify, shape-inference, constant-folding, dce, cse, gelu-fusion,
-//   batchnorm-folding, space-to-depth, mixed-precision, attention-fusion,
-//   channels-last, winograd, weight-packing, fusion, verify.
+//   batchnorm-folding, pad-folding, space-to-depth, mixed-precision,
+//   attention-fusion, channels-last, winograd, weight-packing, fusion, verify.
 //
 // Default pipeline (RunDefaultPipeline):
 //   simplify, shape-inference, constant-folding, dce, cse, gelu-fusion,
-//   batchnorm-folding, shape-inference, simplify (second run: Reshape-like ops
+//   batchnorm-folding, pad-folding, shape-inference, simplify (second run: Reshape-like ops
 //   become keel.Reshape views once every shape is static), space-to-depth (a
 //   no-op without the target's predicate), mixed-precision (a no-op at fp32),
 //   attention-fusion (a no-op without the target's predicate), channels-last
