@@ -30,7 +30,8 @@ TEST(PassManagerTest, ListsRegisteredPasses) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"attention-fusion", "batchnorm-folding", "channels-last",
                                              "constant-folding", "cse", "dce",
-                                             "fusion", "gelu-fusion", "mixed-precision", "shape-inference", "simplify", "space-to-depth", "verify",
+                                             "fusion", "gelu-fusion", "mixed-precision", "pad-folding",
+                                             "shape-inference", "simplify", "space-to-depth", "verify",
                                              "weight-packing", "winograd"}));
   EXPECT_FALSE(CreatePass("no-such-pass").ok());
 }
@@ -48,7 +49,8 @@ TEST(PassManagerTest, DefaultPipelineOrderAndDump) {
   std::vector<std::string> order;
   for (const auto& p : pm->List()) order.push_back(p.name);
   EXPECT_EQ(order, (std::vector<std::string>{"simplify", "shape-inference", "constant-folding", "dce", "cse",
-                                             "gelu-fusion", "batchnorm-folding", "shape-inference", "simplify", "space-to-depth", "mixed-precision",
+                                             "gelu-fusion", "batchnorm-folding", "pad-folding", "shape-inference",
+                                             "simplify", "space-to-depth", "mixed-precision",
                                              "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
                                              "verify"}));
   auto g = SmallGraph();
