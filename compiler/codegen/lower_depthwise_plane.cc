@@ -23,7 +23,7 @@
 // The results go to a local buffer, then through the fused epilogue one output
 // at a time.
 //
-// Small planes are copied a group at a time (PlaneGroup): a parallel iteration
+// Small planes are copied several at a time (PlanesPerIteration): a parallel iteration
 // copies the planes of several channels, then runs their taps. The copies are
 // narrow stores (a 7-wide row is two 4-lane chunks) and every tap is a 64-byte
 // load across several of them; right behind its own copy such a load cannot be
@@ -39,8 +39,8 @@ namespace {
 
 constexpr int64_t kLanes = 16;         // positions per vector chunk
 constexpr int64_t kMaxPlaneFloats = 8192;  // local phase planes, all phases (32 KiB)
-constexpr int64_t kMaxGroup = 4;              // channels copied before their taps run
-constexpr int64_t kGroupFloats = 2048;        // their planes together, all phases (8 KiB)
+constexpr int64_t kMaxPlanes = 4;          // planes copied before their taps run
+constexpr int64_t kIterationFloats = 768;   // their planes together, all phases (3 KiB)
 
 int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 int64_t CeilDivPos(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -84,11 +84,11 @@ PlaneLayout Layout(const DepthwiseGeom2D& g) {
   return p;
 }
 
-// Channels per parallel iteration: as many planes (all phases) as fit kGroupFloats, at
-// most kMaxGroup; 1 for large planes, whose copies are long enough to have left the store
+// Channels per parallel iteration: as many planes (all phases) as fit kIterationFloats, at
+// most kMaxPlanes; 1 for large planes, whose copies are long enough to have left the store
 // buffer before the first chunk's taps read them.
-int64_t PlaneGroup(const DepthwiseGeom2D& g, const PlaneLayout& p) {
-  return std::clamp<int64_t>(kGroupFloats / (g.sh * g.sw * p.plane), 1, kMaxGroup);
+int64_t PlanesPerIteration(const DepthwiseGeom2D& g, const PlaneLayout& p) {
+  return std::clamp<int64_t>(kIterationFloats / (g.sh * g.sw * p.plane), 1, kMaxPlanes);
 }
 
 // `per(i)` for every i in [lo, hi): vector chunks of up to kLanes lanes where
@@ -123,21 +123,21 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
   const PlaneLayout p = Layout(g);
   const int64_t phases = g.sh * g.sw;
   const int64_t rows = g.B * g.Co;
-  const int64_t G = std::min(rows, PlaneGroup(g, p));
+  const int64_t nplanes = std::min(rows, PlanesPerIteration(g, p));
   const int64_t set = phases * p.plane;  // floats of one channel's phase planes
-  int plane = k.AddLocal("dwp_plane", DType::kF32, {G * set});
+  int plane = k.AddLocal("dwp_plane", DType::kF32, {nplanes * set});
   int out = k.AddLocal("dwp_out", DType::kF32, {p.chunks * kLanes});
   const int64_t chains = std::max<int64_t>(1, ctx.options().depthwise_plane_chains);
   int acc = k.AddLocal("dwp_acc", DType::kF32, {chains * kLanes});
 
-  Expr t = k.NewVar("t");  // a group of G (image, output channel) rows
-  // Row m of the group: the last group repeats the last row where G does not divide
-  // `rows` (it computes and stores the same values twice, in the same iteration).
-  auto row = [&](int64_t m) { return rows % G == 0 ? t * G + m : Min(t * G + m, Expr(rows - 1)); };
+  Expr t = k.NewVar("t");  // nplanes (image, output channel) rows: one parallel iteration
+  // Row m of iteration t: the last iteration repeats the last row where nplanes does not divide
+  // `rows` (it computes and stores the same values again, in the same iteration).
+  auto row = [&](int64_t m) { return rows % nplanes == 0 ? t * nplanes + m : Min(t * nplanes + m, Expr(rows - 1)); };
   std::vector<Stmt> body;
-  // 1. Per row of the group: zero its phase planes (their padding), then copy the
+  // 1. Per row of the iteration: zero its phase planes (their padding), then copy the
   // input plane in, phase by phase: input row ih = rq*sh + a - ph lands in phase row rq.
-  for (int64_t m = 0; m < G; ++m) {
+  for (int64_t m = 0; m < nplanes; ++m) {
     Expr r = row(m);
     Expr b = r / g.Co, co = r % g.Co;
     Expr ci = g.Mg == 1 ? co : co / g.Mg;
@@ -165,8 +165,8 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
       }
     }
   }
-  // 2.-3. Per row of the group: its taps, then its epilogue.
-  for (int64_t m = 0; m < G; ++m) {
+  // 2.-3. Per row of the iteration: its taps, then its epilogue.
+  for (int64_t m = 0; m < nplanes; ++m) {
     Expr r = row(m);
     Expr b = r / g.Co, co = r % g.Co;
     // 2. Groups of up to `chains` chunks: every tap one weight broadcast and one
@@ -214,9 +214,9 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
                          })));
     }
   }
-  const int64_t groups = CeilDivPos(rows, G);
-  const bool par = groups > 1 && rows * g.OH * g.OW * g.KH * g.KW >= ctx.options().min_parallel_elements;
-  return For(t, 0, groups, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
+  const int64_t iters = CeilDivPos(rows, nplanes);
+  const bool par = iters > 1 && rows * g.OH * g.OW * g.KH * g.KW >= ctx.options().min_parallel_elements;
+  return For(t, 0, iters, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
 }
 
 }  // namespace keel::codegen
