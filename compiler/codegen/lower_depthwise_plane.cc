@@ -20,6 +20,8 @@
 // (the padding columns of the flattened grid) are computed and dropped. G chunks
 // of L positions share each tap's weight broadcast and keep G independent
 // accumulator chains (the FMA latency, not the loads, bounds a single chain).
+// Where a plane has at most two full groups of chunks (unrolled), a chunk leaves
+// out the taps whose input rows are padding for every output row it covers.
 // The results go to a local buffer, then through the fused epilogue one output
 // at a time.
 //
@@ -172,7 +174,19 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
     // 2. Groups of up to `chains` chunks: every tap one weight broadcast and one
     // unit-stride load + FMA per chunk, each chunk its own accumulator chain (one
     // chain alone waits on the FMA latency at every tap).
-    auto group = [&](Expr first_chunk, int64_t n) {
+    // `known` >= 0: first_chunk's value, so that a chunk's taps whose input rows lie in the
+    // padding for every output row the chunk covers can be left out (they add zeros).
+    auto group = [&](Expr first_chunk, int64_t n, int64_t known) {
+      auto zero_rows = [&](int64_t u, int64_t kh) {
+        if (known < 0) return false;
+        const int64_t oh_lo = (known + u) * kLanes / p.Wq;
+        const int64_t oh_hi = std::min(g.OH - 1, ((known + u) * kLanes + kLanes - 1) / p.Wq);
+        for (int64_t oh = oh_lo; oh <= oh_hi; ++oh) {
+          const int64_t ih = oh * g.sh + kh * g.dh - g.ph;
+          if (ih >= 0 && ih < g.H) return false;
+        }
+        return true;
+      };
       std::vector<Stmt> s;
       Expr init = bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0);
       for (int64_t u = 0; u < n; ++u) {
@@ -187,10 +201,11 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
           Expr j = k.NewVar("j");
           std::vector<Stmt> lanes;
           for (int64_t u = 0; u < n; ++u) {
+            if (zero_rows(u, kh)) continue;
             Expr x = k.Load(plane, {(first_chunk + u) * kLanes + j + off});
             lanes.push_back(k.Store(acc, {u * kLanes + j}, k.Load(acc, {u * kLanes + j}) + x * w));
           }
-          s.push_back(For(j, 0, kLanes, LoopKind::kLanes, Block(std::move(lanes))));
+          if (!lanes.empty()) s.push_back(For(j, 0, kLanes, LoopKind::kLanes, Block(std::move(lanes))));
         }
       }
       for (int64_t u = 0; u < n; ++u) {
@@ -201,11 +216,13 @@ Result<Stmt> LowerDepthwisePlane(LowerContext& ctx, const DepthwiseGeom2D& g, co
       return Block(std::move(s));
     };
     const int64_t full_groups = p.chunks / chains, rest = p.chunks % chains;
-    if (full_groups > 0) {
+    if (full_groups > 2) {
       Expr gi = k.NewVar("g");
-      body.push_back(For(gi, 0, full_groups, LoopKind::kSerial, group(gi * chains, chains)));
+      body.push_back(For(gi, 0, full_groups, LoopKind::kSerial, group(gi * chains, chains, -1)));
+    } else {
+      for (int64_t gi = 0; gi < full_groups; ++gi) body.push_back(group(Expr(gi * chains), chains, gi * chains));
     }
-    if (rest > 0) body.push_back(group(Expr(full_groups * chains), rest));
+    if (rest > 0) body.push_back(group(Expr(full_groups * chains), rest, full_groups * chains));
     // 3. The epilogue, output row by output row.
     {
       Expr oh = k.NewVar("oh");
