@@ -11,7 +11,8 @@
 //     over the taps known to be inside, or a guarded loop for wide borders);
 //     2-D ones on small images (output width up to
 //     LowerOptions::depthwise_plane_width) take the plane kernel instead
-//     (lower_depthwise_plane.cc: one padded, stride-phased plane per iteration);
+//     (lower_depthwise_plane.cc: padded, stride-phased planes, one per iteration
+//     or a few small ones);
 //     on a GPU (LowerOptions::gpu_direct_conv) a parallel iteration is a short
 //     run of outputs in one row, flat over the output in its memory order
 //     (channels innermost for a channels-last node); grouped convolutions on a

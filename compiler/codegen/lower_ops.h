@@ -100,7 +100,8 @@ struct DepthwiseGeom2D {
 // lower_depthwise_plane.cc: the CPU kernel for small images (output width at
 // most LowerOptions::depthwise_plane_width, strides 1 or 2, the zero-padded
 // plane within a local buffer): one (image, channel) plane per parallel
-// iteration, copied into padded stride phases so that every tap is a
+// iteration (up to 4 small ones, all copied before their taps run),
+// copied into padded stride phases so that every tap is a
 // unit-stride vector load over the flattened output. Applies says whether it
 // takes the shape; the lowering returns InvalidArgument when it does not.
 bool DepthwisePlaneApplies(const LowerOptions& options, const DepthwiseGeom2D& g);

@@ -164,6 +164,11 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{1, 5, 14, 14, 5, 5, 5, 2, 2, 1, 5, true},
                       ConvCase{1, 4, 9, 7, 8, 5, 5, 1, 2, 1, 4, true},
                       ConvCase{1, 3, 7, 7, 3, 3, 3, 1, 2, 2, 3, false},
+                      // Plane kernel copying 4 small planes per iteration: 2 images x 9 output
+                      // channels (multiplier 3) = 18 planes, so the last iteration repeats
+                      // its last plane; 5 planes of a 5x5 on 6x5 (4, then the last one 4 times).
+                      ConvCase{2, 3, 7, 7, 9, 5, 5, 1, 2, 1, 3, true},
+                      ConvCase{1, 5, 6, 5, 5, 5, 5, 1, 2, 1, 5, false},
                       // Row-offset table with image and group folded in: direct gathers (stride 5,
                       // no padding) over 2 images x 2 groups, and K = 7 * 5 * 5 = 175 rows of odd taps.
                       ConvCase{2, 14, 17, 17, 6, 5, 5, 5, 0, 1, 2, true},
