@@ -121,7 +121,8 @@ class Rewriter {
     if (it != moved_constants_.end()) return it->second;
     ir::TensorData wide = *c->constant();
     wide.type.shape.insert(wide.type.shape.begin(), rank - wide.type.shape.size(), 1);
-    ir::Value* moved = g_.AddConstant(c->name() + "/nhwc", ops::PermuteTensor(wide, ops::ToChannelsLastPerm(rank)));
+    ir::Value* moved = g_.AddConstant(c->name() + (rank == 5 ? "/ndhwc" : "/nhwc"),
+                                      ops::PermuteTensor(wide, ops::ToChannelsLastPerm(rank)));
     moved_constants_.emplace(key, moved);
     return moved;
   }

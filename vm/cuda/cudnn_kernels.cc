@@ -152,7 +152,7 @@ Result<CudnnConv::TimingArgs> CudnnConv::AllocateTimingArgs(ScratchBuffers& scra
   KEEL_ASSIGN_OR_RETURN(a.y, scratch.Get(y_bytes_));
   KEEL_ASSIGN_OR_RETURN(a.ws, scratch.Get(ws_bytes));
   if (problem_.has_bias) {
-    KEEL_ASSIGN_OR_RETURN(a.bias, scratch.Get(dtype_.bytes * static_cast<uint64_t>(problem_.y[1])));
+    KEEL_ASSIGN_OR_RETURN(a.bias, scratch.Get(dtype_.bytes * static_cast<uint64_t>(problem_.out()[1])));
   }
   if (problem_.has_residual) { KEEL_ASSIGN_OR_RETURN(a.res, scratch.Get(y_bytes_)); }
   return a;
