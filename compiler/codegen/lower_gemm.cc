@@ -144,7 +144,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // 1. Pack B: full panels read B unguarded (unit-stride B rows become vector
   // loads), the tail panel (N % NR != 0) is zero padded. pack_panels packs rows
   // [k_lo, k_hi) of panels [p_lo, p_hi).
-  auto pack_panels = [&](Expr p_lo, Expr p_hi, Expr k_lo, Expr k_hi, LoopKind kind) {
+  // With `slot`, every panel goes to that panel's place instead of its own.
+  auto pack_panels = [&](Expr p_lo, Expr p_hi, Expr k_lo, Expr k_hi, LoopKind kind, Expr slot = Expr()) {
     Expr p = k.NewVar("p");
     auto panel = [&](bool tail, bool fast) {
       Expr kk = k.NewVar("kk"), j = k.NewVar("j");
@@ -153,7 +154,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                : !tail ? Cast(g.b(kk, n), DType::kF32)
                        : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
       return For(kk, k_lo, k_hi, LoopKind::kSerial,
-                 For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {bp_at(p, kk, j)}, v)));
+                 For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {bp_at(slot.is_null() ? p : slot, kk, j)}, v)));
     };
     Stmt full = !g.b_fast     ? panel(false, false)
                 : g.b_fast_ok ? If(g.b_fast_ok(p), panel(false, true), panel(false, false))
@@ -165,6 +166,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // them right before using it (still in L2), instead of a separate pass over
   // all of B through memory.
   const bool fused_pack = nMB == 1 && !prepacked;
+  // Fused and with several row tiles, optionally a panel at a time: each panel is packed into the
+  // task's one slot (its first panel's place) right before all row tiles use it, so it stays in L1
+  // instead of a task's panels going through L2 and back (LowerOptions::gemm_panel_at_a_time).
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1;
   Stmt pack;
   if (!fused_pack && !prepacked) {
     bool par = batch * Np > 1 && batch * Np * K * NR >= (1 << 14);
@@ -215,7 +220,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Expr kk = k.NewVar("kk");
       Stmt body = rows([&](int64_t i, Expr j) {
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a(m0 + i, kk), DType::kF32);
-        Expr b = k.Load(bp, {bp_at(p, kk, j)});
+        Expr b = k.Load(bp, {bp_at(panel_at_a_time ? nb * NCP : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
@@ -238,9 +243,16 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   };
   const int64_t m_tail = M % MR;
   Stmt tile = m_tail == 0 ? make_tile(MR) : If(mt < M / MR, make_tile(MR), make_tile(m_tail));
-  Stmt tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
-                   For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
-  if (fused_pack) tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
+  Stmt tiles;
+  if (panel_at_a_time) {
+    tiles = For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial,
+                Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb * NCP),
+                       For(mt, 0, Mt, LoopKind::kSerial, tile)}));
+  } else {
+    tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
+                For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
+  }
+  if (fused_pack && !panel_at_a_time) tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
   Stmt compute = For(t, 0, batch * tasks, LoopKind::kParallel,
                      bind_batch(t / tasks, For(kc, 0, nKC, LoopKind::kSerial, tiles)));
   return pack ? Block({pack, compute}) : compute;
