@@ -4,7 +4,8 @@
 // Structure (BLIS-like, sized by LowerOptions):
 //   1. pack B into NR-wide panels Bp[p][k][0..NR) in the workspace (zero padded
 //      past N), in parallel over panels, or (one M block) inside each task, one
-//      K block of its own panels at a time; this is where Conv does its im2col
+//      K block of one panel at a time into the task's one slot, right before
+//      every row tile runs on it (still in L1); this is where Conv does its im2col
 //      and where transposed/broadcast B operands are resolved, so the hot loop
 //      only sees unit-stride panels;
 //   2. parallel over (M-block, N-block) tasks; inside, K is split into KC blocks
@@ -134,9 +135,19 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   if (columns_outer) NCP = 1;
   const int64_t nNB = CeilDiv(Np, NCP);
 
-  int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * Np * K * NR});
+  // With one M block, every task owns its panels: it packs each K block of
+  // them right before using it (still in L2), instead of a separate pass over
+  // all of B through memory.
+  const bool fused_pack = nMB == 1 && !prepacked;
+  // Fused and with several row tiles, optionally a panel at a time: each panel is packed into the
+  // task's one slot (slot nb) right before all row tiles use it, so it stays in L1 instead of a
+  // task's panels going through L2 and back, and the workspace holds a panel per column block
+  // instead of all of B (LowerOptions::gemm_panel_at_a_time).
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1;
+  const int64_t slots = panel_at_a_time ? nNB : Np;  // panels per product in the packed B
+  int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
   const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
-  auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, Np, K, NR, p, kk, j); };
+  auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, slots, K, NR, p, kk, j); };
   int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {batch * Mt * MR, Np * NR}) : -1;
   auto cpart_row = [&](Expr row) { return xi * (Mt * MR) + row; };
   int acc = k.AddLocal(tag + "_acc", DType::kF32, {MR * NR});
@@ -162,14 +173,6 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     Stmt body = N % NR == 0 ? full : If(p < N / NR, full, panel(true, false));
     return For(p, p_lo, p_hi, kind, body);
   };
-  // With one M block, every task owns its panels: it packs each K block of
-  // them right before using it (still in L2), instead of a separate pass over
-  // all of B through memory.
-  const bool fused_pack = nMB == 1 && !prepacked;
-  // Fused and with several row tiles, optionally a panel at a time: each panel is packed into the
-  // task's one slot (its first panel's place) right before all row tiles use it, so it stays in L1
-  // instead of a task's panels going through L2 and back (LowerOptions::gemm_panel_at_a_time).
-  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1;
   Stmt pack;
   if (!fused_pack && !prepacked) {
     bool par = batch * Np > 1 && batch * Np * K * NR >= (1 << 14);
@@ -220,7 +223,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Expr kk = k.NewVar("kk");
       Stmt body = rows([&](int64_t i, Expr j) {
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a(m0 + i, kk), DType::kF32);
-        Expr b = k.Load(bp, {bp_at(panel_at_a_time ? nb * NCP : p, kk, j)});
+        Expr b = k.Load(bp, {bp_at(panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
@@ -246,7 +249,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Stmt tiles;
   if (panel_at_a_time) {
     tiles = For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial,
-                Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb * NCP),
+                Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb),
                        For(mt, 0, Mt, LoopKind::kSerial, tile)}));
   } else {
     tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
