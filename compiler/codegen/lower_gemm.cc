@@ -142,8 +142,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // Fused and with several row tiles, optionally a panel at a time: each panel is packed into the
   // task's one slot (slot nb) right before all row tiles use it, so it stays in L1 instead of a
   // task's panels going through L2 and back, and the workspace holds a panel per column block
-  // instead of all of B (LowerOptions::gemm_panel_at_a_time).
-  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1;
+  // instead of all of B (LowerOptions::gemm_panel_at_a_time). Only where N is whole panels: with
+  // a ragged N (a 111x111 output) the rows' vector stores split cache lines, which the next
+  // panel's stores complete right away in the task-at-a-time order but a whole column of row
+  // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
+  // panel at a time").
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0;
   const int64_t slots = panel_at_a_time ? nNB : Np;  // panels per product in the packed B
   int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
   const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
