@@ -43,6 +43,9 @@ struct LowerOptions {
   int64_t gemm_mr = 6;    // micro-kernel rows (A rows per register tile)
   int64_t gemm_mr_alt = 0;  // > 0: rows used instead when it divides M and gemm_mr does not
   int64_t gemm_nr = 16;   // micro-kernel columns (a multiple of the vector width)
+  // GEMMs whose B is packed inside each task (one M block): pack one panel, then run every row
+  // tile on it, instead of packing the task's panels first (lower_gemm.cc; where N is whole panels).
+  bool gemm_panel_at_a_time = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

@@ -3,8 +3,10 @@
 //
 // Structure (BLIS-like, sized by LowerOptions):
 //   1. pack B into NR-wide panels Bp[p][k][0..NR) in the workspace (zero padded
-//      past N), in parallel over panels, or (one M block) inside each task, one
-//      K block of its own panels at a time; this is where Conv does its im2col
+//      past N), in parallel over panels, or (one M block) inside each task: one
+//      K block of one panel at a time into the task's one slot, right before
+//      every row tile runs on it (still in L1; N whole panels), else one K block
+//      of the task's panels at a time; this is where Conv does its im2col
 //      and where transposed/broadcast B operands are resolved, so the hot loop
 //      only sees unit-stride panels;
 //   2. parallel over (M-block, N-block) tasks; inside, K is split into KC blocks
@@ -134,9 +136,23 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   if (columns_outer) NCP = 1;
   const int64_t nNB = CeilDiv(Np, NCP);
 
-  int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * Np * K * NR});
+  // With one M block, every task owns its panels: it packs each K block of
+  // them right before using it (still in L2), instead of a separate pass over
+  // all of B through memory.
+  const bool fused_pack = nMB == 1 && !prepacked;
+  // Fused and with several row tiles, optionally a panel at a time: each panel is packed into the
+  // task's one slot (slot nb) right before all row tiles use it, so it stays in L1 instead of a
+  // task's panels going through L2 and back, and the workspace holds a panel per column block
+  // instead of all of B (LowerOptions::gemm_panel_at_a_time). Only where N is whole panels: with
+  // a ragged N (a 111x111 output) the rows' vector stores split cache lines, which the next
+  // panel's stores complete right away in the task-at-a-time order but a whole column of row
+  // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
+  // panel at a time").
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0;
+  const int64_t slots = panel_at_a_time ? nNB : Np;  // panels per product in the packed B
+  int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
   const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
-  auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, Np, K, NR, p, kk, j); };
+  auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, slots, K, NR, p, kk, j); };
   int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {batch * Mt * MR, Np * NR}) : -1;
   auto cpart_row = [&](Expr row) { return xi * (Mt * MR) + row; };
   int acc = k.AddLocal(tag + "_acc", DType::kF32, {MR * NR});
@@ -144,7 +160,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // 1. Pack B: full panels read B unguarded (unit-stride B rows become vector
   // loads), the tail panel (N % NR != 0) is zero padded. pack_panels packs rows
   // [k_lo, k_hi) of panels [p_lo, p_hi).
-  auto pack_panels = [&](Expr p_lo, Expr p_hi, Expr k_lo, Expr k_hi, LoopKind kind) {
+  // With `slot`, every panel goes to that panel's place instead of its own.
+  auto pack_panels = [&](Expr p_lo, Expr p_hi, Expr k_lo, Expr k_hi, LoopKind kind, Expr slot = Expr()) {
     Expr p = k.NewVar("p");
     auto panel = [&](bool tail, bool fast) {
       Expr kk = k.NewVar("kk"), j = k.NewVar("j");
@@ -153,7 +170,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                : !tail ? Cast(g.b(kk, n), DType::kF32)
                        : Select(n < N, Cast(g.b(kk, Min(n, N - 1)), DType::kF32), FloatConst(0));
       return For(kk, k_lo, k_hi, LoopKind::kSerial,
-                 For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {bp_at(p, kk, j)}, v)));
+                 For(j, 0, NR, LoopKind::kLanes, k.Store(bp, {bp_at(slot.is_null() ? p : slot, kk, j)}, v)));
     };
     Stmt full = !g.b_fast     ? panel(false, false)
                 : g.b_fast_ok ? If(g.b_fast_ok(p), panel(false, true), panel(false, false))
@@ -161,10 +178,6 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     Stmt body = N % NR == 0 ? full : If(p < N / NR, full, panel(true, false));
     return For(p, p_lo, p_hi, kind, body);
   };
-  // With one M block, every task owns its panels: it packs each K block of
-  // them right before using it (still in L2), instead of a separate pass over
-  // all of B through memory.
-  const bool fused_pack = nMB == 1 && !prepacked;
   Stmt pack;
   if (!fused_pack && !prepacked) {
     bool par = batch * Np > 1 && batch * Np * K * NR >= (1 << 14);
@@ -215,7 +228,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Expr kk = k.NewVar("kk");
       Stmt body = rows([&](int64_t i, Expr j) {
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a(m0 + i, kk), DType::kF32);
-        Expr b = k.Load(bp, {bp_at(p, kk, j)});
+        Expr b = k.Load(bp, {bp_at(panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
@@ -238,9 +251,16 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   };
   const int64_t m_tail = M % MR;
   Stmt tile = m_tail == 0 ? make_tile(MR) : If(mt < M / MR, make_tile(MR), make_tile(m_tail));
-  Stmt tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
-                   For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
-  if (fused_pack) tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
+  Stmt tiles;
+  if (panel_at_a_time) {
+    tiles = For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial,
+                Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb),
+                       For(mt, 0, Mt, LoopKind::kSerial, tile)}));
+  } else {
+    tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
+                For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
+  }
+  if (fused_pack && !panel_at_a_time) tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
   Stmt compute = For(t, 0, batch * tasks, LoopKind::kParallel,
                      bind_batch(t / tasks, For(kc, 0, nKC, LoopKind::kSerial, tiles)));
   return pack ? Block({pack, compute}) : compute;

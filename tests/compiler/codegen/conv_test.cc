@@ -3,7 +3,8 @@
 // contiguous and gathered panels) and the direct depthwise kernel (channel
 // multiplier 1 and 2; its CPU row form, one row or blocks of rows per
 // iteration, heights not a multiple of the block, and its GPU run-of-outputs
-// form, which grouped convolutions take on a GPU too); bands of output rows.
+// form, which grouped convolutions take on a GPU too); bands of output rows; B packed a
+// panel at a time.
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/lower_ops.h"
@@ -94,6 +95,37 @@ TEST(ConvBands, StemLikeBandsMatchReference) {
     o.conv_row_band_bytes = o.gemm_nr == 32 ? 10000 : 6000;
     const KernelSpec banded = CheckNodeAgainstReference(*n, 41, 1e-5, 4, o);
     EXPECT_LT(banded.workspace_bytes, whole.workspace_bytes) << "gemm_nr " << o.gemm_nr;
+  }
+}
+
+// A panel at a time (LowerOptions::gemm_panel_at_a_time, lower_gemm.cc): each B panel packed
+// into the task's one slot right before every row tile runs on it. Odd shapes: 19 output
+// channels (a tail row tile with 6-, 8- and 12-row tiles), a 7x7 stride-2 window on 61x63 (31 x 32
+// outputs: 62 or 31 panels, several per task), 2 images; 5 channels (K = 245, one K block) and 8
+// (K = 392: two K blocks, the partial sums reloaded per panel). Both forms match the reference;
+// the packed B then holds a panel per task instead of all of B (a smaller workspace). On 61x65
+// (31 x 33 outputs, a ragged N) the option changes nothing: the tasks keep their panels.
+TEST(ConvPanels, PanelAtATimeMatchesReference) {
+  for (int64_t c : {5, 8}) {
+    for (int64_t w : {63, 65}) {
+      GraphBuilder b;
+      ir::Value* x = b.Input("x", {2, c, 61, w});
+      ir::Value* wt = b.Input("w", {19, c, 7, 7});
+      ir::Value* bias = b.Input("bias", {19});
+      ir::Node* n = b.Op("Conv", {x, wt, bias}, ConvAttrs(ConvCase{2, c, 61, w, 19, 7, 7, 2, 3, 1, 1, true}));
+      ASSERT_NE(n, nullptr);
+      for (LowerOptions o : {LowerOptions{}, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+        o.gemm_panel_at_a_time = false;
+        const KernelSpec tasks = CheckNodeAgainstReference(*n, 43, 1e-5, 4, o);
+        o.gemm_panel_at_a_time = true;
+        const KernelSpec panels = CheckNodeAgainstReference(*n, 43, 1e-5, 4, o);
+        if (w == 63) {
+          EXPECT_LT(panels.workspace_bytes, tasks.workspace_bytes) << "C " << c << ", gemm_nr " << o.gemm_nr;
+        } else {
+          EXPECT_EQ(panels.workspace_bytes, tasks.workspace_bytes) << "C " << c << ", gemm_nr " << o.gemm_nr;
+        }
+      }
+    }
   }
 }
 
