@@ -109,6 +109,7 @@ LowerOptions LowerOptionsForCuda() {
   o.min_parallel_elements = 1;  // a grid is never too small to launch
   o.gpu_direct_conv = true;
   o.lane_row_reductions = false;
+  o.gemm_panel_at_a_time = false;  // a CPU cache blocking (measured there only)
   return o;
 }
 
