@@ -97,6 +97,15 @@ Result<CudnnConvGeometry> MakeCudnnConvGeometry(const std::vector<int64_t>& x, c
   return g;
 }
 
+Result<CudnnConvGeometry> MakeCudnnConvTransposeGeometry(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                                                         const std::vector<int64_t>& y, const std::vector<int64_t>& pads,
+                                                         const std::vector<int64_t>& strides,
+                                                         const std::vector<int64_t>& dilations, int64_t group) {
+  Result<CudnnConvGeometry> g = MakeCudnnConvGeometry(y, w, x, pads, strides, dilations, group);
+  if (!g.ok()) return g.status().WithContext("checked as its forward convolution, X and Y exchanged");
+  return g;
+}
+
 std::vector<int64_t> ChannelsFirstShape(const std::vector<int64_t>& channels_last) {
   std::vector<int64_t> s = channels_last;
   if (s.size() >= 3) std::rotate(s.begin() + 1, s.end() - 1, s.end());

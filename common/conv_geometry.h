@@ -56,6 +56,16 @@ Result<CudnnConvGeometry> MakeCudnnConvGeometry(const std::vector<int64_t>& x, c
                                                 const std::vector<int64_t>& strides,
                                                 const std::vector<int64_t>& dilations, int64_t group);
 
+// The same for a "cudnn.conv_transpose" kernel (ONNX ConvTranspose: X [N,C,...],
+// W [C,K/group,...], Y [N,K,...]): the view of its forward convolution from a
+// Y-shaped input to an X-shaped output, whose data gradient the kernel computes;
+// the output_padding Y implies must be below the stride. Errors as above, about
+// that forward problem (the message says so).
+Result<CudnnConvGeometry> MakeCudnnConvTransposeGeometry(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                                                         const std::vector<int64_t>& y, const std::vector<int64_t>& pads,
+                                                         const std::vector<int64_t>& strides,
+                                                         const std::vector<int64_t>& dilations, int64_t group);
+
 // The channels-first shape of a channels-last tensor (library attribute layout
 // "nhwc": X/Y [N,H,W,C] -> [N,C,H,W], W [K,R,S,C/g] -> [K,C/g,R,S]): axis
 // rank-1 moved to 1. The checks above take channels-first shapes.

@@ -342,11 +342,8 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index, bool transpos
   if (GeneratedDepthwise(a)) return std::nullopt;
   // Exactly what the VM accepts at load (1-3 spatial dims, symmetric pads, int32
   // sizes): anything else stays a generated kernel.
-  const ir::Value* from = transposed ? Y : X;
-  const ir::Value* to = transposed ? X : Y;
-  if (!common::MakeCudnnConvGeometry(first(from), first(W), first(to), *pads, *strides, *dil, *group).ok()) {
-    return std::nullopt;
-  }
+  const auto geometry = transposed ? common::MakeCudnnConvTransposeGeometry : common::MakeCudnnConvGeometry;
+  if (!geometry(first(X), first(W), first(Y), *pads, *strides, *dil, *group).ok()) return std::nullopt;
 
   LibraryPick p;
   p.kernel.kind = ser::KernelKind::kLibrary;

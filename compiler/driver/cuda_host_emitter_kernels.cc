@@ -301,16 +301,16 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   // shapes; transposed: the forward convolution's, X and Y exchanged): 1-D lifted to 2-D.
   auto first = [nhwc](const std::vector<int64_t>& s) { return nhwc ? common::ChannelsFirstShape(s) : s; };
   Result<common::CudnnConvGeometry> geometry =
-      common::MakeCudnnConvGeometry(first(transposed ? ys : xs), first(ws), first(transposed ? xs : ys), pads, strides,
-                                    dil, group);
+      (transposed ? common::MakeCudnnConvTransposeGeometry : common::MakeCudnnConvGeometry)(
+          first(xs), first(ws), first(ys), pads, strides, dil, group);
   if (!geometry.ok()) return geometry.status().WithContext("kernel " + p.name + what);
   const common::CudnnConvGeometry& g = *geometry;
   const int act_kind = act == lo::value::kActivationRelu ? 1 : clip ? 2 : 0;
   KEEL_ASSIGN_OR_RETURN(const std::string type, LibraryElementType(k, p.name));
   // vm/cuda/autotune.h ConvProblemKey less "|tf32<0|1>" (the program adds it: --allow-tf32).
-  const std::string problem = std::string(transposed ? "conv_transpose|" : "conv|") + ShapeText(xs) + ShapeText(ws) + ShapeText(ys) + ShapeText(pads) +
-                              ShapeText(strides) + ShapeText(dil) + "|g" + std::to_string(group) + "|b" +
-                              std::to_string(p.has_bias ? 1 : 0) + "|r" + std::to_string(p.has_residual ? 1 : 0) +
+  const std::string problem = std::string(transposed ? "conv_transpose|" : "conv|") + ShapeText(xs) +
+                              ShapeText(ws) + ShapeText(ys) + ShapeText(pads) + ShapeText(strides) + ShapeText(dil) +
+                              "|g" + std::to_string(group) + "|b" + std::to_string(p.has_bias ? 1 : 0) + "|r" + std::to_string(p.has_residual ? 1 : 0) +
                               "|a" + std::to_string(act_kind) + (nhwc ? "|nhwc" : "") + DTypeKeySegment(k);
   ++tuned_problems_;
   KEEL_ASSIGN_OR_RETURN(const std::string clip_lit, FloatLit(clip_max, false));

@@ -160,9 +160,6 @@ struct AttentionKernel {
   g_tuning_given = true;
   const std::vector<uint8_t> bytes = ReadWholeFile(path);
   const std::string text(bytes.begin(), bytes.end());
-  static const char* const kAlgos[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
-                                       "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
-  static const char* const kDataAlgos[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
   size_t pos = 0, line_no = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -202,9 +199,13 @@ struct AttentionKernel {
     }
     std::vector<int64_t> value;
     if (conv) {
+      // The algorithms by the names library_calls_cudnn.h gives them (the VM's tuning file's).
       int64_t a = -1;
-      for (int64_t i = 0; i < (transposed ? 6 : 8); ++i) {
-        if (algo == (transposed ? kDataAlgos : kAlgos)[i]) a = i;
+      const int count = transposed ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT : CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+      for (int i = 0; i < count; ++i) {
+        const char* name = transposed ? cl::ConvDataAlgoName(static_cast<cudnnConvolutionBwdDataAlgo_t>(i))
+                                      : cl::ConvAlgoName(static_cast<cudnnConvolutionFwdAlgo_t>(i));
+        if (algo == name) a = i;
       }
       if (a < 0) bad("unknown cuDNN algorithm \"" + algo + "\"");
       const std::string mode = fields["mode"];

@@ -529,11 +529,11 @@ Result<bool> PermuteResizeAxes(ir::Node& node, const std::vector<int64_t>& perm)
   KEEL_ASSIGN_OR_RETURN(std::vector<double> roi, GetDoubles(node, "keel.roi"));
   const size_t rank = perm.size();
   if (sizes.size() != rank || scales.size() != rank || (!roi.empty() && roi.size() != 2 * rank)) return false;
+  for (auto* v : {&scales, &roi}) PermuteAxisValues(*v, perm);
   PermuteAxisValues(sizes, perm);
-  PermuteAxisValues(scales, perm);
   a.Set("keel.sizes", sizes);
   a.Set("keel.scales", scales);
-  if (!roi.empty() && PermuteAxisValues(roi, perm)) a.Set("keel.roi", roi);
+  if (!roi.empty()) a.Set("keel.roi", roi);
   return true;
 }
 

@@ -98,5 +98,25 @@ TEST(ConvGeometry, RejectsWhatTheVmMustRefuse) {
               StatusCode::kUnsupported, "2^31 elements");
 }
 
+// A transposed convolution (ONNX ConvTranspose: X [N,C,...], W [C,K/g,...]) is
+// checked as its forward convolution from Y's shape to X's: the view has x and y
+// exchanged; Y's output_padding must stay below the stride.
+TEST(ConvGeometry, TransposedIsItsForwardConvolution) {
+  // 3x3 stride 2, pads 1: 5 -> 2*(5-1) + 3 - 2 = 9, or 10 with output_padding 1.
+  for (const int64_t out : {9, 10}) {
+    auto g = MakeCudnnConvTransposeGeometry({2, 8, 5, 5}, {8, 3, 3, 3}, {2, 6, out, out}, {1, 1, 1, 1}, {2, 2}, {1, 1}, 2);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g->x, (V{2, 6, out, out}));
+    EXPECT_EQ(g->y, (V{2, 8, 5, 5}));
+    EXPECT_EQ(g->w, (V{8, 3, 3, 3}));
+  }
+  // output_padding 2 (not below the stride) and the forward problem's errors, named as such.
+  auto bad = MakeCudnnConvTransposeGeometry({2, 8, 5, 5}, {8, 3, 3, 3}, {2, 6, 11, 11}, {1, 1, 1, 1}, {2, 2}, {1, 1}, 2);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidExecutable);
+  EXPECT_NE(bad.status().ToString().find("forward convolution, X and Y exchanged"), std::string::npos)
+      << bad.status().ToString();
+}
+
 }  // namespace
 }  // namespace keel::common

@@ -185,8 +185,8 @@ std::string ConvProblemKey(const std::vector<int64_t>& x, const std::vector<int6
                            const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, bool bias, bool residual,
                            int act_kind, bool tf32, DataType dtype, bool nhwc, bool transposed) {
-  return std::string(transposed ? "conv_transpose|" : "conv|") + Dims(x) + Dims(w) + Dims(y) + Dims(pads) + Dims(strides) + Dims(dilations) + "|g" +
-         std::to_string(group) + "|b" + std::to_string(bias ? 1 : 0) + "|r" + std::to_string(residual ? 1 : 0) +
+  return std::string(transposed ? "conv_transpose|" : "conv|") + Dims(x) + Dims(w) + Dims(y) + Dims(pads) +
+         Dims(strides) + Dims(dilations) + "|g" + std::to_string(group) + "|b" + std::to_string(bias ? 1 : 0) + "|r" + std::to_string(residual ? 1 : 0) +
          "|a" + std::to_string(act_kind) + (nhwc ? "|nhwc" : "") + DTypeSegment(dtype) + "|tf32" +
          std::to_string(tf32 ? 1 : 0);
 }

@@ -212,13 +212,9 @@ Status CudnnConv::Plan(const KernelEntry& k) {
   // the compiler and the host-program emitter (common/conv_geometry.h), on the
   // channels-first shapes; a transposed convolution's is its forward problem's.
   Result<common::CudnnConvGeometry> geometry =
-      p.transposed ? common::MakeCudnnConvGeometry(first(ys), first(ws), first(xs), pads, strides, dil, group)
-                   : common::MakeCudnnConvGeometry(first(xs), first(ws), first(ys), pads, strides, dil, group);
-  if (!geometry.ok()) {
-    return geometry.status().WithContext("kernel " + k.name + " (" + k.library_op +
-                                         (p.transposed ? ", checked as its forward convolution: X and Y exchanged" : "") +
-                                         ")");
-  }
+      (p.transposed ? common::MakeCudnnConvTransposeGeometry : common::MakeCudnnConvGeometry)(
+          first(xs), first(ws), first(ys), pads, strides, dil, group);
+  if (!geometry.ok()) return geometry.status().WithContext("kernel " + k.name + " (" + k.library_op + ")");
   const common::CudnnConvGeometry& g = *geometry;
   y_bytes_ = k.args[y_arg_].bytes;
   x_bytes_ = k.args[0].bytes;

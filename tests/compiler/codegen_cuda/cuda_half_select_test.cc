@@ -108,6 +108,13 @@ Result<Compiled> CompileForCuda(const onnx::ModelProto& m, Precision precision, 
 
 std::vector<float> Filled(size_t n, float v) { return std::vector<float>(n, v); }
 
+// The generated transpose kernels of a compile (the layout pass's, by name).
+size_t Transposes(const Compiled& c) {
+  size_t n = 0;
+  for (const std::string& name : c.generated_names) n += name.find("transpose") != std::string::npos;
+  return n;
+}
+
 // Compiles `m` in fp32, and in fp16 and bf16 with the model's NCHW layout
 // (--layout nchw; the default, channels-last, is ChannelsLastByDefault's): the half compiles pick exactly the fp32
 // compile's library kernels (names, ops, attributes, shapes), every argument in
@@ -459,9 +466,8 @@ TEST(CudaHalfSelect, DecoderRunsChannelsLastThroughout) {
     SCOPED_TRACE(passes::PrecisionName(p));
     auto c = CompileForCuda(m, p);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    size_t transposes = 0, conv_transposes = 0;
-    for (const std::string& n : c->generated_names) transposes += n.find("transpose") != std::string::npos;
-    EXPECT_EQ(transposes, 2u);
+    size_t conv_transposes = 0;
+    EXPECT_EQ(Transposes(*c), 2u);
     EXPECT_EQ(c->generated, 4u);  // the two transposes, the Resize, the Concat
     for (const LibraryKernelSeen& k : c->library) {
       EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.name << " " << k.attrs;
@@ -497,9 +503,7 @@ TEST(CudaHalfSelect, PadStaysChannelsLast) {
     SCOPED_TRACE(passes::PrecisionName(p));
     auto c = CompileForCuda(m, p);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    size_t transposes = 0;
-    for (const std::string& n : c->generated_names) transposes += n.find("transpose") != std::string::npos;
-    EXPECT_EQ(transposes, 2u);  // in and out
+    EXPECT_EQ(Transposes(*c), 2u);  // in and out
     for (const LibraryKernelSeen& k : c->library) EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.name;
   }
 }
@@ -529,9 +533,8 @@ TEST(CudaHalfSelect, ThreeDimensionalConvsRunChannelsLast) {
     SCOPED_TRACE(passes::PrecisionName(p));
     auto c = CompileForCuda(m, p);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    size_t transposes = 0, convs = 0;
-    for (const std::string& n : c->generated_names) transposes += n.find("transpose") != std::string::npos;
-    EXPECT_EQ(transposes, 1u);
+    size_t convs = 0;
+    EXPECT_EQ(Transposes(*c), 1u);
     for (const LibraryKernelSeen& k : c->library) {
       if (k.op != lo::kCudnnConv2d) continue;
       ++convs;
@@ -543,7 +546,7 @@ TEST(CudaHalfSelect, ThreeDimensionalConvsRunChannelsLast) {
     // --layout nchw: no transposes.
     auto nchw = CompileForCuda(m, p, Layout::kChannelsFirst);
     ASSERT_TRUE(nchw.ok());
-    for (const std::string& n : nchw->generated_names) EXPECT_EQ(n.find("transpose"), std::string::npos) << n;
+    EXPECT_EQ(Transposes(*nchw), 0u);
   }
 }
 
