@@ -126,12 +126,18 @@ struct AttentionKernel {
 };
 [[maybe_unused]] static void AttentionPlanKernel(AttentionKernel& a, cl::ElementType t) {
   (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
-  a.fn = RuntimeFunction(t == cl::ElementType::kF16 ? reinterpret_cast<const void*>(&keel_attention_f16)
-                                                    : reinterpret_cast<const void*>(&keel_attention_bf16));
+  const std::string name = cl::AttentionKernelName(t, a.args.d, a.args.dv);
+#define KEEL_ATTENTION_SYMBOLS(SUFFIX, DMAX, EXACT)                                \
+  if (name == "keel_attention_f16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_f16_##SUFFIX)); \
+  if (name == "keel_attention_bf16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_bf16_##SUFFIX));
+  KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_SYMBOLS)
+#undef KEEL_ATTENTION_SYMBOLS
+  if (a.fn == nullptr) Die("keel.attention: no runtime kernel for head widths " + std::to_string(a.args.d) + ", " +
+                           std::to_string(a.args.dv));
   a.launch = cl::AttentionPlan(&a.args);
   CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               static_cast<int>(a.launch.shared)));
-  a.call = cl::AttentionCallName(t, a.launch);
+  a.call = cl::AttentionCallName(name, a.launch);
 }
 [[maybe_unused]] static const std::string& AttentionRun(AttentionKernel& a, const void* q, const void* k,
                                                         const void* v, const void* mask, void* y) {
@@ -201,7 +207,8 @@ struct AttentionKernel {
     if (conv) {
       // The algorithms by the names library_calls_cudnn.h gives them (the VM's tuning file's).
       int64_t a = -1;
-      const int count = transposed ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT : CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+      const int count = transposed ? static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT)
+                                     : static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
       for (int i = 0; i < count; ++i) {
         const char* name = transposed ? cl::ConvDataAlgoName(static_cast<cudnnConvolutionBwdDataAlgo_t>(i))
                                       : cl::ConvAlgoName(static_cast<cudnnConvolutionFwdAlgo_t>(i));
