@@ -340,12 +340,13 @@ struct ConvKernel {
   if (force) {
     std::vector<cl::EnginePlan> plans;
     std::string summary;
-    LIB_CHECK(cl::EngineCandidates(g_cudnn, c.p, c.graph, cl::kMaxConvWorkspace, g_engine_search, &plans, &summary));
+    const bool listed =
+        cl::EngineCandidates(g_cudnn, c.p, c.graph, cl::kMaxConvWorkspace, g_engine_search, &plans, &summary).ok();
     for (size_t i = 0; i < plans.size(); ++i) {
-      if (i == 0) c.engine = plans[0];
+      if (i == 0 && listed) c.engine = plans[0];
       else cl::DestroyEnginePlan(plans[i]);
     }
-    if (plans.empty()) return;
+    if (c.engine.plan == nullptr) return;  // as the VM: no usable engine leaves the legacy call
   } else if (const cl::CallStatus s = cl::EnginePlanOf(g_cudnn, c.p, c.graph, id, cl::kMaxConvWorkspace, &c.engine);
              !s.ok()) {
     const char* what = s.library == cl::CallStatus::kCudnn ? cudnnGetErrorString(static_cast<cudnnStatus_t>(s.code))
