@@ -195,6 +195,7 @@ while read -r tag model input precision; do
     run_pair "$tag" "$model" "$input" engines KEEL_CUDA_AUTOTUNE=0 KEEL_CUDNN_ENGINES=force --
   fi
 done <cases.txt
+[ -f "$tuning" ] && note "tuning file: $(grep -c ' engine=[0-9]' "$tuning") convolutions recorded a cuDNN engine, $(grep -c ' engine=legacy' "$tuning") the legacy call won"
 cp "$tuning" "$out/tuning.txt" 2>/dev/null
 tar czf "$out/cuda-host-logs.tar.gz" logs
 echo "overall: $([ $fail = 0 ] && echo PASS || echo FAIL)" | tee -a "$results"
