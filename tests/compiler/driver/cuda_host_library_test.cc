@@ -97,8 +97,8 @@ std::vector<uint8_t> HalfExecutable(ser::DType t) {
 // another), and the program states none of their calls itself: each cuBLASLt /
 // cuDNN set-up or launch call appears as often as in the shared files.
 TEST(CudaHostEmitter, EmbedsTheVmLibraryCallsVerbatim) {
-  const fs::path dir = fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "vm" / "cuda";
-  if (!fs::exists(dir / "library_calls.h")) GTEST_SKIP() << "source tree not found at " << dir;
+  const fs::path dir = fs::path(KEEL_SOURCE_DIR) / "vm" / "cuda";
+  ASSERT_TRUE(fs::exists(dir / "library_calls.h")) << "source tree not found at " << dir;
   const Image img(HalfExecutable(ser::DType::kF16));  // a gemm, a conv and a pool
   auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
   ASSERT_TRUE(src.ok()) << src.status().ToString();
