@@ -3,17 +3,49 @@
 #include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "compiler/codegen/gemm_panels.h"
 #include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_cpu_emitter.h"
 #include "compiler/codegen/lower.h"
+#include "compiler/codegen/lower_conv_nhwc.h"
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/driver/backend.h"
+#include "compiler/ops/channels_last.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::driver {
 namespace {
+
+// Whether `conv` (a pointwise or depthwise convolution the CPU has an NHWC kernel for) is
+// connected to a depthwise one through such convolutions, elementwise ops and transposes:
+// the chains of MobileNet-like blocks, which then stay NHWC from end to end. A pointwise
+// convolution between others that run NCHW (ResNet's downsampling 1x1) would only add
+// transposes around itself.
+bool InDepthwiseChain(const ir::Node& conv) {
+  std::vector<const ir::Node*> stack{&conv};
+  std::unordered_set<const ir::Node*> seen{&conv};
+  while (!stack.empty()) {
+    const ir::Node* n = stack.back();
+    stack.pop_back();
+    const codegen::NhwcConv form = codegen::NhwcConvFormOf(*n);
+    if (form == codegen::NhwcConv::kDepthwise) return true;
+    if (form == codegen::NhwcConv::kNone) {
+      const ops::OpDef* def = ops::FindOp(*n);
+      if (def == nullptr || (def->fusion != ops::FusionClass::kElementwise && !def->permutes_axes)) continue;
+    }
+    auto visit = [&](const ir::Node* m) {
+      if (m != nullptr && seen.insert(m).second) stack.push_back(m);
+    };
+    for (const ir::Value* in : n->inputs())
+      if (in) visit(in->producer());
+    for (const ir::Value* out : n->outputs())
+      for (const ir::Value::Use& use : out->uses()) visit(use.node);
+  }
+  return false;
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -72,7 +104,14 @@ class CpuBackend final : public Backend {
   // Every GEMM convolution's constant weight in the panels of the register tile its GEMM uses.
   // The GEMM's row tile, or for a pointwise convolution on few pixels the panel width (its
   // transposed form reads the weight as column panels: lower_ops.h PointwisePixelRows).
+  // A channels-last convolution's weight in the panels its NHWC kernel reads (lower_conv_nhwc.h); a
+  // channels-first depthwise one's stays as it is (its kernels read it so).
   int64_t PackedWeightRows(const ir::Node& conv, const ops::WeightMatrices& matrices) const override {
+    if (ops::IsChannelsLast(conv)) {
+      const codegen::NhwcConv form = codegen::NhwcConvFormOf(conv);
+      return codegen::NhwcPackedRows(lower_options_, form, conv.output(0)->type().shape.back());
+    }
+    if (conv.input(1)->type().shape[1] == 1) return 0;
     if (int64_t nr = codegen::PointwisePixelRows(lower_options_, conv)) return nr;
     return codegen::GemmRowTile(lower_options_, matrices.m);
   }
@@ -82,6 +121,15 @@ class CpuBackend final : public Backend {
   int64_t PackedBColumns(const ir::Node& /*product*/, const ops::BMatrix& b) const override {
     if (b.m == 1 && b.transposed) return 0;
     return codegen::GemmPanelWidth(lower_options_);
+  }
+
+  // Channels-last (lower_conv_nhwc.h): the pointwise and depthwise convolutions of depthwise chains,
+  // by default at fp32 (docs/MEASUREMENTS.md, "Channels-last pointwise and depthwise convolutions").
+  bool PrefersChannelsLast(const ir::Node& node) const override {
+    return codegen::NhwcConvFormOf(node) != codegen::NhwcConv::kNone && InDepthwiseChain(node);
+  }
+  bool ChannelsLastByDefault(passes::Precision precision) const override {
+    return precision == passes::Precision::kFp32;
   }
 
   int64_t WinogradTile(const ir::Node& conv) const override {
