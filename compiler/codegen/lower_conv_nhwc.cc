@@ -22,10 +22,11 @@
 //     it), every tap an unit-stride load of the input pixel's channels times
 //     the tap's weights (packed at compile time as [KH*KW][C], the row-panel
 //     layout of the [C, KH*KW] weight with C rows per panel, so they are
-//     unit-stride too), summed in registers. Output pixels whose whole window
-//     is inside the input take no guards; the others read each tap through a
-//     clamped index and a select.
+//     unit-stride too), summed in registers. The border rows and columns
+//     (some tap outside the input) are generated one by one with only the taps
+//     inside, so no tap is guarded.
 #include <algorithm>
+#include <utility>
 
 #include "compiler/codegen/lower_conv_nhwc.h"
 
@@ -36,6 +37,8 @@ namespace keel::codegen {
 namespace {
 
 constexpr int64_t kLanes = 16;  // channels per vector chunk (one zmm, two ymm)
+constexpr int64_t kPixelBlock = 4;  // interior output pixels computed together
+constexpr int64_t kRowPixels = 16;  // rows up to this wide: every pixel together
 
 // `per(c)` for every channel c in [0, C): vector chunks of up to kLanes lanes,
 // the last one overlapping the one before it (`per` must be idempotent), or a
@@ -83,6 +86,33 @@ Result<Stmt> PointwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   return BuildBlockedGemm(ctx, g, "conv_nhwc");
 }
 
+// The taps [lo, hi) of one window dim whose input index o * s - pad + t * dil is inside [0, in).
+std::pair<int64_t, int64_t> TapsInside(int64_t o, int64_t s, int64_t pad, int64_t dil, int64_t taps, int64_t in) {
+  int64_t lo = 0, hi = taps;
+  while (lo < taps && o * s - pad + lo * dil < 0) ++lo;
+  while (hi > lo && o * s - pad + (hi - 1) * dil >= in) --hi;
+  return {lo, hi};
+}
+
+// Output positions [lo, hi) of one dim whose every tap is inside the input.
+std::pair<int64_t, int64_t> Interior(int64_t s, int64_t pad, int64_t dil, int64_t taps, int64_t in, int64_t out) {
+  int64_t lo = 0, hi = out;
+  while (lo < out && TapsInside(lo, s, pad, dil, taps, in) != std::make_pair(int64_t{0}, taps)) ++lo;
+  while (hi > lo && TapsInside(hi - 1, s, pad, dil, taps, in) != std::make_pair(int64_t{0}, taps)) --hi;
+  return {lo, hi};
+}
+
+// Border rows or columns (each generated on its own) of a depthwise convolution: at most this many.
+constexpr int64_t kMaxBorder = 16;
+
+bool FewBorders(const ConvGeom& c) {
+  for (size_t d = 0; d < 2; ++d) {
+    const auto [lo, hi] = Interior(c.s[d], c.pb[d], c.d[d], c.k[d], c.in[d], c.out[d]);
+    if (lo + (c.out[d] - std::max(lo, hi)) > kMaxBorder) return false;
+  }
+  return true;
+}
+
 Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt,
                            const TensorFn* bias, int64_t packed_rows, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
@@ -99,47 +129,65 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
                       : Cast(w_at({ch, Expr(0), Expr(kh), Expr(kw)}), DType::kF32);
   };
   Expr r = k.NewVar("row");
-  Expr bi = c.B > 1 ? r / OH : Expr(0), oh = c.B > 1 ? r % OH : r;
-  // One output pixel's channels; `guarded`: taps outside the input read zero.
-  auto pixel = [&](bool guarded, Expr ow) {
+  Expr bi = c.B > 1 ? r / OH : Expr(0), oh_var = c.B > 1 ? r % OH : r;
+  // Output pixels of row `oh`, each (ow, its taps [kw0, kw1)), every channel, over the taps
+  // [kh0, kh1) x [kw0, kw1), all inside the input: one store per pixel in each chunk's body, so
+  // the pixels share the weights' loads (and, at stride 1, the input's) and keep independent
+  // accumulator chains (one pixel alone waits on its chain's FMA latency).
+  using Taps = std::pair<int64_t, int64_t>;
+  auto pixels = [&](Expr oh, const std::vector<std::pair<Expr, Taps>>& ows, Taps rows) {
     return ChannelChunks(k, C, [&](Expr ch) {
-      Expr acc = bias ? Cast(bias->at({ch}), DType::kF32) : Expr();
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          Expr ih = oh * sh + (kh * dh - ph), iw = ow * sw + (kw * dw - pw);
-          Expr x;
-          if (guarded) {
-            Expr ok = (ih >= 0) && (ih < H) && (iw >= 0) && (iw < W);
-            Expr at = ((bi * H + Clamp(ih, 0, H - 1)) * W + Clamp(iw, 0, W - 1)) * C + ch;
-            x = Select(ok, kp->Load(xflat, {at}), FloatConst(0));
-          } else {
-            x = kp->Load(xflat, {((bi * H + ih) * W + iw) * C + ch});
+      std::vector<Stmt> stores;
+      for (const auto& [ow, cols] : ows) {
+        Expr acc = bias ? Cast(bias->at({ch}), DType::kF32) : Expr();
+        for (int64_t kh = rows.first; kh < rows.second; ++kh) {
+          for (int64_t kw = cols.first; kw < cols.second; ++kw) {
+            Expr ih = oh * sh + (kh * dh - ph), iw = ow * sw + (kw * dw - pw);
+            Expr term = kp->Load(xflat, {((bi * H + ih) * W + iw) * C + ch}) * weight(kh, kw, ch);
+            acc = acc.is_null() ? term : acc + term;
           }
-          Expr term = x * weight(kh, kw, ch);
-          acc = acc.is_null() ? term : acc + term;
         }
+        stores.push_back(store({bi, ch, oh, ow}, acc.is_null() ? FloatConst(0) : acc));
       }
-      return store({bi, ch, oh, ow}, acc);
+      return Block(stores);
     });
   };
-  // Columns whose every tap is inside the input: [ow_lo, ow_hi); rows likewise [oh_lo, oh_hi).
-  auto inside = [](int64_t pad, int64_t s, int64_t span, int64_t in, int64_t out, int64_t* lo, int64_t* hi) {
-    *lo = std::min(out, (pad + s - 1) / s);
-    const int64_t last = in - 1 + pad - span;  // o * s <= last
-    *hi = last < 0 ? *lo : std::max(*lo, std::min(out, last / s + 1));
+  // Border rows and columns (some tap outside the input) are generated one by one with the taps
+  // inside, the interior as loops with every tap: no guards anywhere. A row of at most
+  // kRowPixels outputs is one group; a wider one groups its left border, blocks of kPixelBlock
+  // interior pixels, the interior's rest one by one, and its right border.
+  const auto [oh_lo, oh_hi] = Interior(sh, ph, dh, KH, H, OH);
+  const auto [ow_lo, ow_hi] = Interior(sw, pw, dw, KW, W, OW);
+  auto border_cols = [&](int64_t lo, int64_t hi) {
+    std::vector<std::pair<Expr, Taps>> ows;
+    for (int64_t ow = lo; ow < hi; ++ow) ows.push_back({Expr(ow), TapsInside(ow, sw, pw, dw, KW, W)});
+    return ows;
   };
-  int64_t ow_lo, ow_hi, oh_lo, oh_hi;
-  inside(pw, sw, (KW - 1) * dw, W, OW, &ow_lo, &ow_hi);
-  inside(ph, sh, (KH - 1) * dh, H, OH, &oh_lo, &oh_hi);
-  auto columns = [&](int64_t lo, int64_t hi, bool guarded) {
-    Expr ow = k.NewVar("ow");
-    return For(ow, lo, hi, LoopKind::kSerial, pixel(guarded, ow));
+  auto row = [&](Expr oh, Taps rows) {
+    if (OW <= kRowPixels) return pixels(oh, border_cols(0, OW), rows);
+    std::vector<Stmt> parts;
+    if (ow_lo > 0) parts.push_back(pixels(oh, border_cols(0, ow_lo), rows));
+    if (ow_hi > ow_lo) {
+      const int64_t blocks = (ow_hi - ow_lo) / kPixelBlock, rest = ow_lo + blocks * kPixelBlock;
+      if (blocks > 0) {
+        Expr ob = k.NewVar("ob");
+        std::vector<std::pair<Expr, Taps>> ows;
+        for (int64_t j = 0; j < kPixelBlock; ++j) ows.push_back({ob * kPixelBlock + (ow_lo + j), {0, KW}});
+        parts.push_back(For(ob, 0, blocks, LoopKind::kSerial, pixels(oh, ows, rows)));
+      }
+      if (rest < ow_hi) {
+        Expr ow = k.NewVar("ow");
+        parts.push_back(For(ow, rest, ow_hi, LoopKind::kSerial, pixels(oh, {{ow, {0, KW}}}, rows)));
+      }
+    }
+    if (std::max(ow_lo, ow_hi) < OW) parts.push_back(pixels(oh, border_cols(std::max(ow_lo, ow_hi), OW), rows));
+    return Block(parts);
   };
-  Stmt all_guarded = columns(0, OW, true);
-  Stmt body = all_guarded;
-  if (ow_hi > ow_lo && oh_hi > oh_lo) {
-    Stmt interior_row = Block({columns(0, ow_lo, true), columns(ow_lo, ow_hi, false), columns(ow_hi, OW, true)});
-    body = If((oh >= oh_lo) && (oh < oh_hi), interior_row, all_guarded);
+  Stmt body = oh_hi > oh_lo ? row(oh_var, {0, KH}) : Stmt();
+  for (int64_t oh = OH; oh-- > 0;) {
+    if (oh >= oh_lo && oh < oh_hi) continue;
+    Stmt border = row(Expr(oh), TapsInside(oh, sh, ph, dh, KH, H));
+    body = body ? If(Binary(BinaryOp::kEq, oh_var, Expr(oh)), border, body) : border;
   }
   const int64_t rows = c.B * OH;
   const bool par = rows > 1 && rows * OW * C >= ctx.options().min_parallel_elements;
@@ -153,7 +201,7 @@ NhwcConv NhwcConvForm(const ConvGeom& c) {
   bool pointwise = c.groups == 1;
   for (size_t d = 0; d < 2; ++d) pointwise = pointwise && c.k[d] == 1 && c.s[d] == 1 && c.pb[d] == 0 && c.out[d] == c.in[d];
   if (pointwise) return NhwcConv::kPointwise;
-  if (c.Cg == 1 && c.Mg == 1) return NhwcConv::kDepthwise;
+  if (c.Cg == 1 && c.Mg == 1 && FewBorders(c)) return NhwcConv::kDepthwise;
   return NhwcConv::kNone;
 }
 

@@ -1,8 +1,9 @@
 // compiler/codegen/lower_conv_nhwc.h — the CPU kernels of the channels-last
 // (NHWC) convolutions the CPU back end runs in that layout: 2-D pointwise ones
 // (1x1, strides 1, no pads, one group) as one GEMM with the pixels as rows,
-// and 2-D depthwise ones (one input channel per group, multiplier 1) with the
-// channels as vector lanes (lower_conv_nhwc.cc says why and how).
+// and 2-D depthwise ones (one input channel per group, multiplier 1, at most
+// 16 border rows and columns whose window leaves the input) with the channels
+// as vector lanes (lower_conv_nhwc.cc says why and how).
 //
 // LowerConv (lower_conv.cc) takes them for the channels-first twin of a
 // channels-last Conv (ops/channels_last.h) whose input is a plain buffer
