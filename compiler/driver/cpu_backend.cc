@@ -19,20 +19,36 @@
 namespace keel::driver {
 namespace {
 
-// Whether `conv` (a pointwise or depthwise convolution the CPU has an NHWC kernel for) is
-// connected to a depthwise one through such convolutions, elementwise ops and transposes:
-// the chains of MobileNet-like blocks, which then stay NHWC from end to end. A pointwise
-// convolution between others that run NCHW (ResNet's downsampling 1x1) would only add
-// transposes around itself.
-bool InDepthwiseChain(const ir::Node& conv) {
+// The NHWC kernel (lower_conv_nhwc.h) the CPU would run `conv` with, kNone where it keeps
+// NCHW: also a pointwise convolution to at most half a GEMM panel of channels (16 on AVX-512),
+// whose GEMM would compute twice the columns it stores (MobileNetV2's 32 -> 16 at 112x112:
+// 0.062 -> 0.094 ms).
+codegen::NhwcConv NhwcForm(const codegen::LowerOptions& o, const ir::Node& conv) {
+  const codegen::NhwcConv form = codegen::NhwcConvFormOf(conv);
+  if (form != codegen::NhwcConv::kPointwise) return form;
+  const std::vector<int64_t>& y = conv.output(0)->type().shape;
+  const int64_t co = ops::IsChannelsLast(conv) ? y.back() : y[1];
+  return 2 * co <= codegen::GemmPanelWidth(o) ? codegen::NhwcConv::kNone : form;
+}
+
+// Whether `conv` (NhwcForm not kNone) is connected to both a depthwise and a pointwise
+// convolution through such convolutions, elementwise ops and transposes: the chains of
+// MobileNet-like blocks, which then stay NHWC from end to end. A pointwise convolution
+// between others that run NCHW (ResNet's downsampling 1x1), or a depthwise one alone
+// between them, would only add transposes around itself.
+bool InDepthwiseChain(const codegen::LowerOptions& o, const ir::Node& conv) {
   std::vector<const ir::Node*> stack{&conv};
   std::unordered_set<const ir::Node*> seen{&conv};
+  bool depthwise = false, pointwise = false;
   while (!stack.empty()) {
     const ir::Node* n = stack.back();
     stack.pop_back();
-    const codegen::NhwcConv form = codegen::NhwcConvFormOf(*n);
-    if (form == codegen::NhwcConv::kDepthwise) return true;
+    const codegen::NhwcConv form = NhwcForm(o, *n);
+    depthwise = depthwise || form == codegen::NhwcConv::kDepthwise;
+    pointwise = pointwise || form == codegen::NhwcConv::kPointwise;
+    if (depthwise && pointwise) return true;
     if (form == codegen::NhwcConv::kNone) {
+      if (n->op_type() == "Conv") continue;
       const ops::OpDef* def = ops::FindOp(*n);
       if (def == nullptr || (def->fusion != ops::FusionClass::kElementwise && !def->permutes_axes)) continue;
     }
@@ -125,8 +141,15 @@ class CpuBackend final : public Backend {
 
   // Channels-last (lower_conv_nhwc.h): the pointwise and depthwise convolutions of depthwise chains,
   // by default at fp32 (docs/MEASUREMENTS.md, "Channels-last pointwise and depthwise convolutions").
+  // A global pool takes channels-last input where its input is already transposed back from it
+  // (the pass sinks that transpose into it; never a seed of its own).
   bool PrefersChannelsLast(const ir::Node& node) const override {
-    return codegen::NhwcConvFormOf(node) != codegen::NhwcConv::kNone && InDepthwiseChain(node);
+    if (node.op_type() == "GlobalAveragePool" || node.op_type() == "GlobalMaxPool") {
+      const ir::Node* producer = node.input(0)->producer();
+      const ops::OpDef* def = producer ? ops::FindOp(*producer) : nullptr;
+      return def != nullptr && def->permutes_axes && node.input(0)->type().dtype == ir::DType::kF32;
+    }
+    return NhwcForm(lower_options_, node) != codegen::NhwcConv::kNone && InDepthwiseChain(lower_options_, node);
   }
   bool ChannelsLastByDefault(passes::Precision precision) const override {
     return precision == passes::Precision::kFp32;
