@@ -31,36 +31,46 @@ codegen::NhwcConv NhwcForm(const codegen::LowerOptions& o, const ir::Node& conv)
   return 2 * co <= codegen::GemmPanelWidth(o) ? codegen::NhwcConv::kNone : form;
 }
 
-// Whether `conv` (NhwcForm not kNone) is connected to both a depthwise and a pointwise
-// convolution through such convolutions, elementwise ops and transposes: the chains of
-// MobileNet-like blocks, which then stay NHWC from end to end. A pointwise convolution
-// between others that run NCHW (ResNet's downsampling 1x1), or a depthwise one alone
-// between them, would only add transposes around itself.
-bool InDepthwiseChain(const codegen::LowerOptions& o, const ir::Node& conv) {
+// Whether `conv` (NhwcForm not kNone) runs NHWC: the component it belongs to (the convolutions
+// with an NHWC form connected through such convolutions, elementwise ops and transposes) has a
+// depthwise and a pointwise convolution, and at least kConvsPerEdge convolutions for each edge
+// where an image enters or leaves it (each one a transpose). MobileNet-like networks are one
+// component from end to end (MobileNetV2: 51 convolutions, 2 edges); ShuffleNetV2's branches are
+// components of 2-3 convolutions between its channel split, concatenation and shuffle (2 edges
+// each), which ran 1.26x slower in NHWC; a pointwise convolution between others that run NCHW
+// (ResNet's downsampling 1x1), or a depthwise one alone, would only add transposes around itself.
+bool InNhwcChain(const codegen::LowerOptions& o, const ir::Node& conv) {
+  constexpr int64_t kConvsPerEdge = 4;
+  auto traversed = [&o](const ir::Node& n) {
+    if (NhwcForm(o, n) != codegen::NhwcConv::kNone) return true;
+    if (n.op_type() == "Conv") return false;
+    const ops::OpDef* def = ops::FindOp(n);
+    return def != nullptr && (def->fusion == ops::FusionClass::kElementwise || def->permutes_axes);
+  };
   std::vector<const ir::Node*> stack{&conv};
   std::unordered_set<const ir::Node*> seen{&conv};
   bool depthwise = false, pointwise = false;
+  int64_t convs = 0, edges = 0;
   while (!stack.empty()) {
     const ir::Node* n = stack.back();
     stack.pop_back();
     const codegen::NhwcConv form = NhwcForm(o, *n);
     depthwise = depthwise || form == codegen::NhwcConv::kDepthwise;
     pointwise = pointwise || form == codegen::NhwcConv::kPointwise;
-    if (depthwise && pointwise) return true;
-    if (form == codegen::NhwcConv::kNone) {
-      if (n->op_type() == "Conv") continue;
-      const ops::OpDef* def = ops::FindOp(*n);
-      if (def == nullptr || (def->fusion != ops::FusionClass::kElementwise && !def->permutes_axes)) continue;
-    }
+    if (form != codegen::NhwcConv::kNone) ++convs;
     auto visit = [&](const ir::Node* m) {
-      if (m != nullptr && seen.insert(m).second) stack.push_back(m);
+      if (!traversed(*m)) {
+        ++edges;
+      } else if (seen.insert(m).second) {
+        stack.push_back(m);
+      }
     };
     for (const ir::Value* in : n->inputs())
-      if (in) visit(in->producer());
+      if (in && in->producer() && in->type().shape.size() == 4) visit(in->producer());
     for (const ir::Value* out : n->outputs())
       for (const ir::Value::Use& use : out->uses()) visit(use.node);
   }
-  return false;
+  return depthwise && pointwise && convs >= kConvsPerEdge * edges;
 }
 
 class CpuBackend final : public Backend {
@@ -149,7 +159,7 @@ class CpuBackend final : public Backend {
       const ops::OpDef* def = producer ? ops::FindOp(*producer) : nullptr;
       return def != nullptr && def->permutes_axes && node.input(0)->type().dtype == ir::DType::kF32;
     }
-    return NhwcForm(lower_options_, node) != codegen::NhwcConv::kNone && InDepthwiseChain(lower_options_, node);
+    return NhwcForm(lower_options_, node) != codegen::NhwcConv::kNone && InNhwcChain(lower_options_, node);
   }
   bool ChannelsLastByDefault(passes::Precision precision) const override {
     return precision == passes::Precision::kFp32;
