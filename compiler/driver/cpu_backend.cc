@@ -130,14 +130,12 @@ class CpuBackend final : public Backend {
   // Every GEMM convolution's constant weight in the panels of the register tile its GEMM uses.
   // The GEMM's row tile, or for a pointwise convolution on few pixels the panel width (its
   // transposed form reads the weight as column panels: lower_ops.h PointwisePixelRows).
-  // A channels-last convolution's weight in the panels its NHWC kernel reads (lower_conv_nhwc.h); a
-  // channels-first depthwise one's stays as it is (its kernels read it so).
+  // A channels-last convolution's weight in the panels its NHWC kernel reads (lower_conv_nhwc.h).
   int64_t PackedWeightRows(const ir::Node& conv, const ops::WeightMatrices& matrices) const override {
     if (ops::IsChannelsLast(conv)) {
       const codegen::NhwcConv form = codegen::NhwcConvFormOf(conv);
       return codegen::NhwcPackedRows(lower_options_, form, conv.output(0)->type().shape.back());
     }
-    if (conv.input(1)->type().shape[1] == 1) return 0;
     if (int64_t nr = codegen::PointwisePixelRows(lower_options_, conv)) return nr;
     return codegen::GemmRowTile(lower_options_, matrices.m);
   }

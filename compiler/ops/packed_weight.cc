@@ -65,6 +65,8 @@ bool PackedWeightApplies(const ir::Node& conv, WeightMatrices* matrices) {
   if (!w || !w->is_constant() || !w->has_type()) return false;
   const WeightMatrices mx = MatricesOf(conv);
   if (mx.batch == 0) return false;
+  // A channels-first depthwise convolution's kernels read its weight as it is: no candidate.
+  if (!IsChannelsLast(conv) && WinogradTile(conv) == 0 && w->type().shape[1] == 1) return false;
   if (matrices) *matrices = mx;
   return true;
 }

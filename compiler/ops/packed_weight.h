@@ -14,9 +14,10 @@
 //   * a plain Conv (more than one input channel per group: the implicit GEMM):
 //     `group` matrices [Co/group, Cin/group * prod(kernel)];
 //   * a Conv in Winograd form (ops/winograd.h): (m+2)^2 matrices [Co, Ci];
-//   * a depthwise Conv (one input channel per group, multiplier 1): one
-//     matrix [Co, prod(kernel)] (the CPU's channels-last kernel reads it in
-//     one panel of Co rows: [prod(kernel)][Co], codegen/lower_conv_nhwc.h).
+//   * a channels-last depthwise Conv (one input channel per group,
+//     multiplier 1): one matrix [Co, prod(kernel)] (the CPU's NHWC kernel
+//     reads it in one panel of Co rows: [prod(kernel)][Co],
+//     codegen/lower_conv_nhwc.h).
 // A channels-last Conv (ops/channels_last.h) takes the form only where its
 // OHWI weight has the bytes of the OIHW one (a 1x1 kernel, or one input
 // channel per group). Types and reference values come from the twin with the
@@ -58,7 +59,8 @@ struct WeightMatrices {
 };
 
 // Whether a (canonical, typed) Conv node can take the form: not yet packed,
-// a constant weight, and one of the stacks above; `matrices` receives it.
+// a constant weight, and one of the stacks above (a depthwise one only in
+// channels-last form); `matrices` receives it.
 bool PackedWeightApplies(const ir::Node& conv, WeightMatrices* matrices);
 
 // The weight reordered into / back from the panel layout with `mr` rows per
