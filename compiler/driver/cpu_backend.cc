@@ -34,11 +34,12 @@ codegen::NhwcConv NhwcForm(const codegen::LowerOptions& o, const ir::Node& conv)
 // Whether `conv` (NhwcForm not kNone) runs NHWC: the component it belongs to (the convolutions
 // with an NHWC form connected through such convolutions, elementwise ops and transposes) has a
 // depthwise and a pointwise convolution, and at least kConvsPerEdge convolutions for each edge
-// where an image enters or leaves it (each one a transpose). MobileNet-like networks are one
-// component from end to end (MobileNetV2: 51 convolutions, 2 edges); ShuffleNetV2's branches are
-// components of 2-3 convolutions between its channel split, concatenation and shuffle (2 edges
-// each), which ran 1.26x slower in NHWC; a pointwise convolution between others that run NCHW
-// (ResNet's downsampling 1x1), or a depthwise one alone, would only add transposes around itself.
+// where an image enters or leaves it (each one a transpose; graph inputs and outputs count too).
+// MobileNet-like networks are one component from end to end (MobileNetV2: 51 convolutions, 2
+// edges); ShuffleNetV2's branches are components of 2-3 convolutions between its channel split,
+// concatenation and shuffle (2 edges each), which ran 1.26x slower in NHWC; a pointwise
+// convolution between others that run NCHW (ResNet's downsampling 1x1), or a depthwise one
+// alone, would only add transposes around itself.
 bool InNhwcChain(const codegen::LowerOptions& o, const ir::Node& conv) {
   constexpr int64_t kConvsPerEdge = 4;
   auto traversed = [&o](const ir::Node& n) {
@@ -65,10 +66,18 @@ bool InNhwcChain(const codegen::LowerOptions& o, const ir::Node& conv) {
         stack.push_back(m);
       }
     };
-    for (const ir::Value* in : n->inputs())
-      if (in && in->producer() && in->type().shape.size() == 4) visit(in->producer());
-    for (const ir::Value* out : n->outputs())
+    for (const ir::Value* in : n->inputs()) {
+      if (!in || in->is_constant() || in->type().shape.size() != 4) continue;
+      if (in->producer()) {
+        visit(in->producer());
+      } else {
+        ++edges;  // a graph input
+      }
+    }
+    for (const ir::Value* out : n->outputs()) {
       for (const ir::Value::Use& use : out->uses()) visit(use.node);
+      if (n->graph() && n->graph()->IsGraphOutput(out)) ++edges;
+    }
   }
   return depthwise && pointwise && convs >= kConvsPerEdge * edges;
 }
