@@ -7,16 +7,22 @@
 #
 # For every MODEL:PLAN (default squeezenet1_1:greedy-size,squeezenet1_1:naive,
 # squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic, squeezenet1_1:greedy-size:fp16,
-# tiny_bert:greedy-size:bf16; PRECISION, when given, is keelc --precision's: the fp16 / bf16
-# cases check the half library kernels: cuDNN convolutions and pools, cuBLASLt GEMMs) run.sh runs
-# keel-run --device cuda --no-cuda-graph --trace and the generated host program --trace
-# on the model's bundled input, in three modes:
-#   tuned    keel-run --tuning-file T first tunes (times cuDNN/cuBLASLt candidates) and
-#            records its choices in T (one file shared by all cases); then keel-run and the
-#            host program both run with --tuning-file T (read only: T must not change, and
-#            the host must find every library problem in it);
-#   heur     KEEL_CUDA_AUTOTUNE=0 for keel-run, no tuning file for either (heuristics);
+# tiny_bert:greedy-size:bf16,resnext:greedy-size:fp16; PRECISION, when given, is keelc --precision's:
+# the fp16 / bf16 cases check the half library kernels: cuDNN convolutions and pools, cuBLASLt
+# GEMMs; resnext's grouped fp16 convolutions, NHWC 3x3 and NCHW 5x5, take the cuDNN backend-API
+# engines, which the VM tries for them by default) run.sh runs keel-run --device cuda
+# --no-cuda-graph --trace and the generated host program --trace on the model's input, in four modes:
+#   tuned    keel-run --tuning-file T first tunes (times cuDNN/cuBLASLt candidates and, for
+#            the convolutions VmOptions::cudnn_engines names, the backend-API engines against
+#            them) and records its choices in T (one file shared by all cases; an engine by
+#            identity); then keel-run and the host program both run with --tuning-file T (read
+#            only: T must not change, and the host must find every library problem in it);
+#   heur     KEEL_CUDA_AUTOTUNE=0 for keel-run, no tuning file for either (heuristics; no
+#            engine competition without timing: the legacy calls);
 #   plain    heur with KEEL_CUDA_PDL=0 on both sides (no programmatic dependent launches);
+#   engines  heur with KEEL_CUDNN_ENGINES=force on both sides, half-precision cases only: every
+#            convolution runs the engine heuristics' first configuration (the candidate list
+#            both build with the same shared calls, vm/cuda/library_calls_cudnn_engine.h);
 # and compares, per mode:
 #   * cmp: every output file byte for byte (bit-identical outputs);
 #   * trace: keel-run's trace lines (set-up and instructions), less times and addresses,
@@ -28,8 +34,11 @@
 # Results go to $OUT/cuda-host-results.txt (one line per check) and $OUT/cuda-host-logs.tar.gz.
 # Env: KEEL_BUILD_DIR (default build), KEEL_SHARED_DIR (default ../shared; scripts/cuda_host_models.py
 # makes one that adds a pre-norm encoder and a UNet to bundled models), KEEL_RUN (a keel-run
-# binary to compare with; default: the build dir's). keel-run runs with KEEL_CUDNN_ENGINES=0 (the
-# backend-API conv path, which the VM tries by default for grouped half convolutions, is not mirrored).
+# binary to compare with; default: the build dir's). Models missing from KEEL_SHARED_DIR that
+# scripts/cuda_host_models.py makes (resnext, prenorm, unet, video) are made into
+# $KEEL_BUILD_DIR/cuda-host-models first (needs /usr/bin/python3 with PyTorch).
+# Both sides read KEEL_CUDNN_ENGINES (0|1|force|auto; unset: auto, the VM's default) from run.sh's
+# environment: `KEEL_CUDNN_ENGINES=0 bash .gpu/hostsync/run.sh` compares with the engines off.
 # The host programs are built with the VM's runtime-kernel flags (vm/cuda/CMakeLists.txt: sm_90
 # code + compute_80 PTX), so the runtime kernels wait for their predecessor exactly where the
 # VM's do. Their arithmetic (adds, min/max) is exactly rounded, so the epilogue's results do not
@@ -37,7 +46,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${1:-}" = prepare ] || { echo "usage: scripts/cuda-host-check.sh prepare [MODEL:PLAN[:PRECISION],...]"; exit 2; }
-cases=${2:-squeezenet1_1:greedy-size,squeezenet1_1:naive,squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic,squeezenet1_1:greedy-size:fp16,tiny_bert:greedy-size:bf16}
+cases=${2:-squeezenet1_1:greedy-size,squeezenet1_1:naive,squeezenet1_1:dynamic,tiny_bert:greedy-size,mobilenet_v2:dynamic,squeezenet1_1:greedy-size:fp16,tiny_bert:greedy-size:bf16,resnext:greedy-size:fp16}
 build=${KEEL_BUILD_DIR:-build}
 shared=${KEEL_SHARED_DIR:-../shared}
 stage=.gpu/hostsync
@@ -54,21 +63,34 @@ fi
 cudnn_lib=$(sed -n 's/^KEEL_CUDNN_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
 cudnn_dir=$(dirname "${cudnn_lib:-/usr/local/cuda/lib64/libcudnn.so}")
 
+# Models the shared folder lacks come from scripts/cuda_host_models.py (made once).
+extra=$build/cuda-host-models
+for c in ${cases//,/ }; do
+  m=${c%%:*}
+  if [ ! -f "$shared/models/$m.onnx" ] && [ ! -f "$extra/models/$m.onnx" ]; then
+    /usr/bin/python3 scripts/cuda_host_models.py "$extra" >/dev/null 2>&1 ||
+      { echo "cannot make $extra (scripts/cuda_host_models.py needs /usr/bin/python3 with PyTorch)"; exit 1; }
+    [ -f "$extra/models/$m.onnx" ] || { echo "no model $m in $shared/models or $extra/models"; exit 1; }
+  fi
+done
+models_of() { if [ -f "$shared/models/$1.onnx" ]; then echo "$shared/models"; else echo "$extra/models"; fi; }
+
 rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/models"
 cp "${KEEL_RUN:-$build/bin/keel-run}" "$stage/bin/keel-run"
 : >"$stage/cases.txt"
 for c in ${cases//,/ }; do
   m=${c%%:*}; rest=${c#*:}; plan=${rest%%:*}; precision=fp32; tag="$m.$plan"
   if [ "$rest" != "$plan" ]; then precision=${rest#*:}; tag="$tag.$precision"; fi
-  cp -n "$shared/models/$m.input.bin" "$stage/models/" 2>/dev/null || true
-  input=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['inputs'][0]['name'])" "$shared/models/$m.json")
-  "$build/bin/keelc" --emit=cuda-host "$shared/models/$m.onnx" -o "$stage/models/$tag.cu" --memory-plan "$plan" \
+  dir=$(models_of "$m")
+  cp -n "$dir/$m.input.bin" "$stage/models/" 2>/dev/null || true
+  input=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['inputs'][0]['name'])" "$dir/$m.json")
+  "$build/bin/keelc" --emit=cuda-host "$dir/$m.onnx" -o "$stage/models/$tag.cu" --memory-plan "$plan" \
     --precision "$precision" -q
   "$nvcc" -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80 \
     "$stage/models/$tag.cu" -o "$stage/bin/$tag.host" -L"$cudnn_dir" \
     -L/usr/local/cuda/lib64/stubs -lcublasLt -lcudnn -lcuda -ldl
   rm "$stage/models/$tag.cu"  # keep the carry small; the source is reproducible with keelc
-  echo "$tag $m $input" >>"$stage/cases.txt"
+  echo "$tag $m $input $precision" >>"$stage/cases.txt"
 done
 
 cat >"$stage/run.sh" <<'RUN'
@@ -78,7 +100,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 unset KEEL_CUDA_AUTOTUNE KEEL_CUDA_PDL
-export KEEL_CUDNN_ENGINES=0  # the program mirrors the legacy cuDNN calls (kAuto would try engines for grouped half convs)
+# KEEL_CUDNN_ENGINES stays as the caller set it (unset: auto): both sides read it.
 out=${OUT:-/tmp/cuda-host-out}
 mkdir -p "$out" logs
 results="$out/cuda-host-results.txt"
@@ -99,7 +121,7 @@ compare() {  # tag mode: outputs, traces, cudaMalloc counts of logs/$tag.$mode.{
   if [ "$n" -gt 0 ] && [ "$bad" -eq 0 ]; then note "PASS $t outputs bit-identical ($n file(s))"; else fail=1; fi
   normalize "$v.txt" >"$v.trace"; normalize "$h.txt" >"$h.trace"
   if [ -s "$v.trace" ] && diff -q "$v.trace" "$h.trace" >/dev/null; then
-    note "PASS $t trace identical ($(grep -c '^trace #' "$v.trace") instruction lines, $(grep -c '^trace setup' "$v.trace") set-up lines, $(grep -c 'programmatic' "$v.trace") programmatic launches, $(grep -c 'keel_bias_act' "$v.trace") conv+epilogue calls)"
+    note "PASS $t trace identical ($(grep -c '^trace #' "$v.trace") instruction lines, $(grep -c '^trace setup' "$v.trace") set-up lines, $(grep -c 'programmatic' "$v.trace") programmatic launches, $(grep -c 'keel_bias_act' "$v.trace") conv+epilogue calls, $(grep -c 'cudnnBackendExecute' "$v.trace") cuDNN engine calls)"
   else
     note "FAIL $t trace differs:"; diff "$v.trace" "$h.trace" | head -8 | tee -a "$results"; fail=1
   fi
@@ -142,14 +164,14 @@ run_pair() {  # tag model input mode [env for both...] -- [arguments for both...
     { note "FAIL $tag [$mode] host program exited $?"; tail -5 "logs/$tag.$mode.host.txt" | tee -a "$results"; fail=1; return; }
   compare "$tag" "$mode"
 }
-while read -r tag model input; do
+while read -r tag model input precision; do
   # tuned: keel-run tunes and records, then both read the file.
   bin/keel-run "models/$tag.keel" --device cuda --no-cuda-graph --trace --tuning-file "$tuning" \
     --input "$input=models/$model.input.bin" >"logs/$tag.tuning-run.txt" 2>&1 ||
     { note "FAIL $tag tuning run exited $?"; tail -3 "logs/$tag.tuning-run.txt" | tee -a "$results"; fail=1; continue; }
   sum_before=$(md5sum <"$tuning")
   run_pair "$tag" "$model" "$input" tuned KEEL_CUDA_AUTOTUNE_LOG=1 -- --tuning-file "$tuning"
-  if [ "$(md5sum <"$tuning")" = "$sum_before" ] && ! grep -q '^keel autotune' "logs/$tag.tuned.vm.txt"; then
+  if [ "$(md5sum <"$tuning")" = "$sum_before" ] && ! grep -qE '^keel (autotune|engines)' "logs/$tag.tuned.vm.txt"; then
     note "PASS $tag [tuned] keel-run reading the file timed nothing and left it unchanged ($(grep -vc '^#' "$tuning") entries)"
   else
     note "FAIL $tag [tuned] keel-run reading the file timed candidates or rewrote it"; fail=1
@@ -169,7 +191,11 @@ while read -r tag model input; do
   fi
   run_pair "$tag" "$model" "$input" heur KEEL_CUDA_AUTOTUNE=0 --
   run_pair "$tag" "$model" "$input" plain KEEL_CUDA_AUTOTUNE=0 KEEL_CUDA_PDL=0 --
+  if [ "$precision" != fp32 ]; then
+    run_pair "$tag" "$model" "$input" engines KEEL_CUDA_AUTOTUNE=0 KEEL_CUDNN_ENGINES=force --
+  fi
 done <cases.txt
+[ -f "$tuning" ] && note "tuning file: $(grep -c ' engine=[0-9]' "$tuning") convolutions recorded a cuDNN engine, $(grep -c ' engine=legacy' "$tuning") the legacy call won"
 cp "$tuning" "$out/tuning.txt" 2>/dev/null
 tar czf "$out/cuda-host-logs.tar.gz" logs
 echo "overall: $([ $fail = 0 ] && echo PASS || echo FAIL)" | tee -a "$results"

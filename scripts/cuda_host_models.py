@@ -5,7 +5,9 @@ what they lack, exported at batch 1 with fixed seeds:
   prenorm  a 2-layer pre-norm Transformer encoder (bf16 keeps its residual stream in f32,
            passes/mixed_precision.h: a half GEMM writing f32);
   unet     the zoo's UNet (tests/models/zoo_models.py: ConvTranspose, Resize, skip Concats);
-  video    a small 3-D ResNet on an 8-frame clip (3-D convolutions: NDHWC at half precision).
+  video    a small 3-D ResNet on an 8-frame clip (3-D convolutions: NDHWC at half precision);
+  resnext  ResNeXt bottlenecks (grouped 3x3 convolutions, NHWC at fp16, and a grouped 5x5, which
+           stays NCHW): the convolutions the VM runs as cuDNN backend-API engines by default.
 The bundled models named on the command line are linked in beside them.
 
     /usr/bin/python3 scripts/cuda_host_models.py OUT_DIR [SHARED_MODEL ...]
@@ -57,6 +59,29 @@ class Video(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool3d(x, 1), 1))
 
 
+class ResNeXt(nn.Module):
+    """A stem and three ResNeXt bottlenecks (cardinality 8, 4 channels per group: grouped, not depthwise,
+    so cuDNN takes them), the last with a 5x5 grouped convolution; pooled and classified."""
+
+    def __init__(self, width=32, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 2, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+
+        def block(k):
+            return nn.Sequential(nn.Conv2d(width, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
+                                 nn.Conv2d(width, width, k, padding=k // 2, groups=8, bias=False),
+                                 nn.BatchNorm2d(width), nn.ReLU(),
+                                 nn.Conv2d(width, width, 1, bias=False), nn.BatchNorm2d(width))
+        self.blocks = nn.ModuleList([block(3), block(3), block(5)])
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for b in self.blocks:
+            x = torch.relu(b(x) + x)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 def export(name, model, x, input_name, out_dir):
     torch.onnx.export(model.eval(), (x,), os.path.join(out_dir, name + ".onnx"), opset_version=17,
                       input_names=[input_name], output_names=["output"])
@@ -75,6 +100,13 @@ def main():
     export("unet", build(), make_input(), "input", out_dir)
     torch.manual_seed(0)
     export("video", Video(), torch.rand(1, 3, 8, 56, 56) * 2 - 1, "input", out_dir)
+    torch.manual_seed(0)
+    model = ResNeXt()
+    for m in model.modules():  # non-trivial batch-norm statistics, so the folded weights are not identities
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.1, 0.1)
+            m.running_var.uniform_(0.5, 1.5)
+    export("resnext", model, torch.rand(1, 3, 56, 56) * 2 - 1, "input", out_dir)
     shared = os.path.join(here, "..", "..", "shared", "models")
     for m in sys.argv[2:]:
         for ext in (".onnx", ".json", ".input.bin"):

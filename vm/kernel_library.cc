@@ -52,7 +52,10 @@ Result<std::unique_ptr<KernelLibrary>> KernelLibrary::Open(const std::string& pa
   std::unique_ptr<KernelLibrary> lib(new KernelLibrary(nullptr, path));
   {
     std::lock_guard<std::mutex> lock(g_dl_mutex);
-    lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // A name without a slash would send dlopen to the library search path, not
+    // to the file whose digest was just checked in the working directory.
+    const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
+    lib->handle_ = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (lib->handle_ == nullptr) return InvalidExecutable("cannot load kernel library " + path + ": " + DlErrorText());
   }
   const auto* abi = static_cast<const uint32_t*>(lib->FindData("keel_kernel_abi_version"));

@@ -12,7 +12,10 @@
 //   KEEL_CUDNN_ENGINES_ALL=1    cudnn_engines_all = true
 //   KEEL_CUDNN_ENGINES_RTC=1    cudnn_engines_rtc = true
 //
-// An unset variable leaves the field as it is. Header-only; reentrant (getenv).
+// An unset variable leaves the field as it is. Programs written by keelc
+// --emit=cuda-host read KEEL_CUDA_PDL and the KEEL_CUDNN_ENGINES* names the same
+// way (compiler/driver/cuda_host_emitter_prelude_library.cc), so one environment
+// steers both sides of scripts/cuda-host-check.sh. Header-only; reentrant (getenv).
 #pragma once
 
 #include <cstdlib>

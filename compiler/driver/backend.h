@@ -73,6 +73,10 @@ class Backend {
   virtual bool RunsAttention(const ops::FusedAttention& /*a*/, ir::DType /*t*/, ir::DType /*mask*/) const {
     return false;
   }
+  // Reduction splitting (passes/reduction_split.h): the partial results this
+  // target runs a reduction of `rows` results over `length` elements each with
+  // (0: as it is).
+  virtual int64_t ReductionParts(int64_t /*rows*/, int64_t /*length*/) const { return 0; }
 };
 
 // keelc --layout: auto (the target's default for the precision), nchw (keep the
@@ -103,8 +107,8 @@ passes::WinogradPredicate WinogradPredicateFor(const Backend& backend);
 // Sets every target-dependent rule of `pipeline` from `backend`: the layout
 // (ChannelsLastPredicateFor with `layout` and the pipeline's precision), the
 // Winograd tiles, the weight panels, the space-to-depth convolutions (only
-// with channels-last on) and the attention kernel's reach. `backend` must outlive the
-// pipeline run.
+// with channels-last on), the attention kernel's reach and the reductions'
+// parts. `backend` must outlive the pipeline run.
 void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptions* pipeline);
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options);

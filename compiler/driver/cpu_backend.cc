@@ -281,6 +281,7 @@ void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptio
   pipeline->attention = [&backend](const ops::FusedAttention& a, ir::DType t, ir::DType mask) {
     return backend.RunsAttention(a, t, mask);
   };
+  pipeline->reduction_split = [&backend](int64_t rows, int64_t length) { return backend.ReductionParts(rows, length); };
 }
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options) {

@@ -620,6 +620,14 @@ class CudaBackend final : public Backend {
   bool ChannelsLastByDefault(passes::Precision precision) const override {
     return precision == passes::Precision::kFp16 || precision == passes::Precision::kBf16;
   }
+  // A reduction runs one block per result: fewer than 512 results (four blocks
+  // for each SM of an H100) over more than 4,096 elements each leave the GPU
+  // mostly idle, so they run as at least 512 partial results first.
+  int64_t ReductionParts(int64_t rows, int64_t length) const override {
+    constexpr int64_t kBlocks = 512;
+    if (rows >= kBlocks || length <= 4096) return 0;
+    return (kBlocks + rows - 1) / rows;
+  }
 
  private:
   Result<lower::StepKernel> Generated(const ir::Node& node, int64_t index) {

@@ -276,7 +276,7 @@ void Emitter::EmitOutputsAndMain() {
     if (p.op == lo::kCublasGemm) {
       o_ << "  cl::DestroyGemmDescriptors(" << k << ".d);\n";
     } else if (IsCudnnConv(p.op)) {
-      o_ << "  cl::DestroyConvDescriptors(" << k << ".d);\n"
+      o_ << "  DestroyConvKernel(" << k << ");\n"
          << "  if (" << k << ".zero_bias) DeviceFree(" << k << ".zero_bias);\n";
     } else if (p.op == lo::kCudnnPool2d) {
       o_ << "  cl::DestroyPoolDescriptors(" << k << ".d);\n";
@@ -313,7 +313,7 @@ void Emitter::EmitOutputsAndMain() {
      << "  const MappedFile keel = MapFile(o.keel);\n"
      << "  CheckExecutable(keel);\n"
      << (needs_library_ ? "  OpenLibrary(o.library, kLibraryId);\n" : "  // No generated kernels: no kernel library is needed.\n")
-     << "  InitDevice();\n  LoadTuning(o.tuning_file);\n  InitLaunchModes();\n"
+     << "  InitDevice();\n  LoadTuning(o.tuning_file);\n  InitLaunchModes();\n  InitEngines();\n"
      << "  g_count = &g_lib;\n  ResolveKernels();\n  g_count = &g_load;\n  AllocateArenas();\n"
      << "  UploadConstants(keel);\n  AllocateInputs();\n  PinHostBlocks();\n  ReadInputs(o);\n\n"
      << "  g_count = &g_run;\n  Run();\n  // Device-to-host copies into host outputs are asynchronous: wait before reading them.\n"
@@ -354,6 +354,8 @@ Result<std::string> Emitter::Emit() {
      << "// Library choices: with --tuning-file, those keel-run --tuning-file recorded there for this GPU and\n"
      << "// library versions (the file is only read); the others, and all without the file, are the\n"
      << "// heuristics' choices, as the VM makes them with KEEL_CUDA_AUTOTUNE=0. It never times anything.\n"
+     << "// cuDNN engines: a convolution runs the backend-API engine configuration its tuning entry names, where\n"
+     << "// KEEL_CUDNN_ENGINES (read as keel-run reads it; default auto) has the VM consider engines.\n"
      << "// Launches: programmatic dependent launches where the VM makes them (sm_90+, KEEL_CUDA_PDL != 0).\n"
      << CudaHostPrelude() << "\n"
      << "// ================= the VM's runtime kernels (vm/cuda/runtime_kernels.cu, verbatim) =================\n"
@@ -361,7 +363,9 @@ Result<std::string> Emitter::Emit() {
      << "// ================= the VM's library calls (vm/cuda/library_calls*.h, verbatim) =================\n"
      << CudaHostLibraryCallsSource() << "\n"
      << CudaHostCublasLtCallsSource() << "\n"
+     << CudaHostEngineChoiceSource() << "\n"
      << CudaHostCudnnCallsSource() << "\n"
+     << CudaHostCudnnEngineCallsSource() << "\n"
      << CudaHostAttentionCallsSource() << "\n"
      << "// ================= the VM's attention kernel (vm/cuda/attention_kernel.cuh, verbatim) =================\n"
      << CudaHostAttentionKernelSource() << "\n"

@@ -28,14 +28,17 @@
 //   * the library kernels as the VM runs them now: cudnn.conv2d as cuDNN's fused
 //     call or cudnnConvolutionForward + the VM's own epilogue kernel
 //     (keel_bias_act_f32[x4] / _f16 / _bf16: vm/cuda/runtime_kernels.cu, pasted verbatim into the
-//     program and compiled by nvcc), cuBLASLt with the VM's algorithm; generated
+//     program and compiled by nvcc), or the cuDNN backend-API engine configuration the VM
+//     chose (vm/cuda/library_calls_cudnn_engine.h) + that epilogue, cuBLASLt with the
+//     VM's algorithm; generated
 //     and runtime kernels launched as programmatic dependents (cuLaunchKernelEx)
 //     exactly where the VM does (sm_90+, the library's keel_cuda_grid_dependency,
 //     KEEL_CUDA_PDL != 0), plain launches otherwise.
 // Choices: with --tuning-file PATH (vm/cuda/autotune.h's format, read only) the
 // program uses what keel-run --tuning-file recorded there for this GPU and library
-// versions; without it, or for problems the file lacks, the heuristics' choices —
-// what the VM makes with KEEL_CUDA_AUTOTUNE=0. The program never times anything.
+// versions (a convolution's cuDNN engine by its identity); without it, or for
+// problems the file lacks, the heuristics' choices — what the VM makes with
+// KEEL_CUDA_AUTOTUNE=0 (no engine competition). The program never times anything.
 // It runs eagerly (keel-run's --no-cuda-graph); keel-run's default CUDA graph
 // replays the same recorded calls.
 //

@@ -51,12 +51,15 @@ std::string U64(uint64_t v);
 bool IsCudnnConv(const std::string& library_op);
 
 // The VM's runtime kernels (vm/cuda/runtime_kernels.cu) and library calls
-// (vm/cuda/library_calls.h, library_calls_cublaslt.h, library_calls_cudnn.h) as
+// (vm/cuda/library_calls.h, library_calls_cublaslt.h, library_calls_engine_choice.h,
+// library_calls_cudnn.h, library_calls_cudnn_engine.h) as
 // text; generated at build time from those files (cuda_host_emitter_embed.cmake).
 const char* CudaHostRuntimeKernelsSource();
 const char* CudaHostLibraryCallsSource();
 const char* CudaHostCublasLtCallsSource();
 const char* CudaHostCudnnCallsSource();
+const char* CudaHostEngineChoiceSource();
+const char* CudaHostCudnnEngineCallsSource();
 const char* CudaHostAttentionCallsSource();
 const char* CudaHostAttentionKernelSource();
 // The library-kernel part of the prelude (cuda_host_emitter_prelude_library.cc).

@@ -4,16 +4,20 @@
 // VM's own calls, the tuning file it reads, and the launch modes of kernels.
 //
 // The calls themselves are not restated here: vm/cuda/library_calls.h,
-// library_calls_cublaslt.h, library_calls_cudnn.h and library_calls_attention.h,
-// which the VM compiles,
+// library_calls_cublaslt.h, library_calls_engine_choice.h, library_calls_cudnn.h,
+// library_calls_cudnn_engine.h and library_calls_attention.h, which the VM compiles,
 // are pasted verbatim before this text (cuda_host_emitter_embed.cmake), and
 // this glue calls them as vm/cuda/cublas_kernels.cc (CublasGemm), cudnn_kernels.cc
-// (CudnnConv, CudnnPool), attention_kernel.cc (KeelAttention) and
-// cuda_device.cc (programmatic dependent launch,
+// (CudnnConv with its backend-API engines, CudnnPool), attention_kernel.cc
+// (KeelAttention) and cuda_device.cc (programmatic dependent launch,
 // KEEL_CUDA_PDL) do, less what the program never does: time candidates. A
 // choice comes from --tuning-file when the file records it for this GPU and
 // library versions (vm/cuda/autotune.h's format, read-only here), else from the
-// libraries' heuristics, exactly as the VM chooses with KEEL_CUDA_AUTOTUNE=0.
+// libraries' heuristics, exactly as the VM chooses with KEEL_CUDA_AUTOTUNE=0;
+// a convolution's cuDNN engine likewise (the entry names the configuration; no
+// verdict: the legacy call, KEEL_CUDNN_ENGINES=force: the heuristics' first
+// engine). KEEL_CUDNN_ENGINES and KEEL_CUDNN_ENGINES_ALL/RTC are read as keel-run
+// reads them (apps/common/vm_env.h).
 // What remains VM-shaped here (the orchestration: handles, workspace, zero
 // biases, trace names, tuning look-ups) must stay in step with those classes.
 namespace keel::driver::cuda_host {
@@ -126,12 +130,18 @@ struct AttentionKernel {
 };
 [[maybe_unused]] static void AttentionPlanKernel(AttentionKernel& a, cl::ElementType t) {
   (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
-  a.fn = RuntimeFunction(t == cl::ElementType::kF16 ? reinterpret_cast<const void*>(&keel_attention_f16)
-                                                    : reinterpret_cast<const void*>(&keel_attention_bf16));
+  const std::string name = cl::AttentionKernelName(t, a.args.d, a.args.dv);
+#define KEEL_ATTENTION_SYMBOLS(SUFFIX, DMAX, EXACT)                                \
+  if (name == "keel_attention_f16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_f16_##SUFFIX)); \
+  if (name == "keel_attention_bf16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_bf16_##SUFFIX));
+  KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_SYMBOLS)
+#undef KEEL_ATTENTION_SYMBOLS
+  if (a.fn == nullptr) Die("keel.attention: no runtime kernel for head widths " + std::to_string(a.args.d) + ", " +
+                           std::to_string(a.args.dv));
   a.launch = cl::AttentionPlan(&a.args);
   CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               static_cast<int>(a.launch.shared)));
-  a.call = cl::AttentionCallName(t, a.launch);
+  a.call = cl::AttentionCallName(name, a.launch);
 }
 [[maybe_unused]] static const std::string& AttentionRun(AttentionKernel& a, const void* q, const void* k,
                                                         const void* v, const void* mask, void* y) {
@@ -191,7 +201,10 @@ struct AttentionKernel {
       if (!fields.emplace(tok[i].substr(0, eq), tok[i].substr(eq + 1)).second) bad("a field appears twice");
     }
     for (const auto& f : fields) {
-      if (f.first != "workspace" && f.first != "algo" && !(conv && f.first == "mode")) bad("unknown field " + f.first);
+      const bool engine_field = conv && !transposed && (f.first == "engine" || f.first == "knobs");
+      if (f.first != "workspace" && f.first != "algo" && !(conv && f.first == "mode") && !engine_field) {
+        bad("unknown field " + f.first);
+      }
     }
     const std::string ws_text = fields["workspace"], algo = fields["algo"];
     if (ws_text.empty() || ws_text.size() > 19 || ws_text.find_first_not_of("0123456789") != std::string::npos) {
@@ -201,7 +214,8 @@ struct AttentionKernel {
     if (conv) {
       // The algorithms by the names library_calls_cudnn.h gives them (the VM's tuning file's).
       int64_t a = -1;
-      const int count = transposed ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT : CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+      const int count = transposed ? static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT)
+                                     : static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
       for (int i = 0; i < count; ++i) {
         const char* name = transposed ? cl::ConvDataAlgoName(static_cast<cudnnConvolutionBwdDataAlgo_t>(i))
                                       : cl::ConvAlgoName(static_cast<cudnnConvolutionFwdAlgo_t>(i));
@@ -211,6 +225,13 @@ struct AttentionKernel {
       const std::string mode = fields["mode"];
       if ((mode != "fused" || transposed) && mode != "conv+epilogue") bad("mode must be fused or conv+epilogue");
       value = {a, mode == "fused" ? 0 : 1, static_cast<int64_t>(std::stoull(ws_text))};
+      if (fields.count("engine") != 0 || fields.count("knobs") != 0) {  // the engine verdict
+        const bool has_knobs = fields.count("knobs") != 0;  // before fields[] adds it
+        std::vector<int64_t> tail;
+        std::string why;
+        if (!cl::ParseEngineTuning(fields["engine"], has_knobs, fields["knobs"], &tail, &why)) bad(why);
+        value.insert(value.end(), tail.begin(), tail.end());
+      }
     } else {
       value.push_back(static_cast<int64_t>(std::stoull(ws_text)));
       if (algo.size() != 128 || algo.find_first_not_of("0123456789abcdef") != std::string::npos) {
@@ -261,7 +282,28 @@ using GemmKernel = cl::GemmPlan;
   return *call;
 }
 
-// ---- cudnn.conv2d, cudnn.conv_transpose (CudnnConv::Plan, Choose less the timing, Launch) ----
+// ---- the cuDNN backend-API engines: VmOptions::cudnn_engines* from the environment ----
+[[maybe_unused]] static cl::EnginePolicy g_engine_policy = cl::EnginePolicy::kAuto;
+[[maybe_unused]] static cl::EngineSearch g_engine_search;
+
+// apps/common/vm_env.h: KEEL_CUDNN_ENGINES=0|1|force|auto (unset: auto, the VM's
+// default), KEEL_CUDNN_ENGINES_ALL=1, KEEL_CUDNN_ENGINES_RTC=1.
+[[maybe_unused]] static void InitEngines() {
+  auto is = [](const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::strcmp(v, value) == 0;
+  };
+  if (std::getenv("KEEL_CUDNN_ENGINES") != nullptr) {
+    g_engine_policy = is("KEEL_CUDNN_ENGINES", "1")       ? cl::EnginePolicy::kCompete
+                      : is("KEEL_CUDNN_ENGINES", "force") ? cl::EnginePolicy::kForce
+                      : is("KEEL_CUDNN_ENGINES", "auto")  ? cl::EnginePolicy::kAuto
+                                                          : cl::EnginePolicy::kOff;
+  }
+  g_engine_search.all = is("KEEL_CUDNN_ENGINES_ALL", "1");
+  g_engine_search.rtc = is("KEEL_CUDNN_ENGINES_RTC", "1");
+}
+
+// ---- cudnn.conv2d, cudnn.conv_transpose (CudnnConv::Plan, Choose and ChooseEngine less the timing, Launch) ----
 struct ConvKernel {
   cl::ConvProblem p;
   cl::ConvDescriptors d;
@@ -269,7 +311,59 @@ struct ConvKernel {
   const cl::BiasActKernels* epilogue = nullptr;
   void* zero_bias = nullptr;
   std::string call_fused, call_conv;
+  // The backend-API engine that runs instead of the legacy call (engine.plan set), if any.
+  cl::EngineGraph graph;
+  cl::EnginePlan engine;
+  cl::EngineVariantPack pack;
+  std::string call_engine;
 };
+
+[[maybe_unused]] static void DestroyConvKernel(ConvKernel& c) {
+  cl::DestroyEngineVariantPack(c.pack);
+  cl::DestroyEnginePlan(c.engine);
+  cl::DestroyEngineGraph(c.graph);
+  cl::DestroyConvDescriptors(c.d);
+}
+
+// CudnnConv::ChooseEngine less the timing, for a problem the policy considers:
+// the tuning entry's verdict (the engine configuration it names, built from its
+// identity, or legacy); without one the legacy call stays (the VM with
+// KEEL_CUDA_AUTOTUNE=0 holds no competition), but for KEEL_CUDNN_ENGINES=force:
+// the heuristics' first engine. A named configuration this cuDNN does not offer
+// ends the program, naming the convolution.
+[[maybe_unused]] static void ConvPlanEngine(ConvKernel& c, const char* name, const std::string& key,
+                                            const std::vector<int64_t>* entry) {
+  const bool force = g_engine_policy == cl::EnginePolicy::kForce;
+  cl::EngineId id;
+  bool recorded = false;
+  if (!force && entry != nullptr && !cl::EngineFromTuning(*entry, &recorded, &id)) {
+    Die(std::string("kernel ") + name + ": malformed engine verdict in the tuning entry " + key);
+  }
+  if (!force && (!recorded || id.index < 0)) return;
+  if (!cl::BuildEngineGraph(g_cudnn, c.p, &c.graph).ok()) {
+    if (!force) Die(std::string("kernel ") + name + ": cuDNN cannot build the engine graph the tuning entry " + key + " needs");
+    return;  // as the VM: engines that cannot be built leave the legacy call
+  }
+  if (force) {
+    std::vector<cl::EnginePlan> plans;
+    std::string summary;
+    const bool listed =
+        cl::EngineCandidates(g_cudnn, c.p, c.graph, cl::kMaxConvWorkspace, g_engine_search, &plans, &summary).ok();
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (i == 0 && listed) c.engine = plans[0];
+      else cl::DestroyEnginePlan(plans[i]);
+    }
+    if (c.engine.plan == nullptr) return;  // as the VM: no usable engine leaves the legacy call
+  } else if (const cl::CallStatus s = cl::EnginePlanOf(g_cudnn, c.p, c.graph, id, cl::kMaxConvWorkspace, &c.engine);
+             !s.ok()) {
+    const char* what = s.library == cl::CallStatus::kCudnn ? cudnnGetErrorString(static_cast<cudnnStatus_t>(s.code))
+                                                           : "?";
+    Die(std::string("kernel ") + name + ": the tuning entry " + key + " names the cuDNN engine configuration " +
+        cl::EngineIdText(id) + ", which this cuDNN (" + std::to_string(cudnnGetVersion()) +
+        ") does not offer for this convolution: " + s.call + " failed: " + what);
+  }
+  c.call_engine = cl::EngineCallName(c.p, c.engine.id, c.engine.workspace);
+}
 
 // The descriptors, Y's check, the activation, zeros for the fused call's bias, the
 // choice (the tuning file's, else the candidates' first), the workspace, the trace names.
@@ -290,14 +384,16 @@ struct ConvKernel {
     CUDA_CHECK(cudaMemsetAsync(c.zero_bias, 0, bytes, g_stream));
     CUDA_CHECK(cudaStreamSynchronize(g_stream));
   }
-  const std::vector<int64_t>* t = FindTuning(g_cudnn_tag + problem + Tf32Suffix());
+  const std::string key = g_cudnn_tag + problem + Tf32Suffix();
+  const std::vector<int64_t>* t = FindTuning(key);
   if (t == nullptr || !cl::ConvCandidateFromTuning(c.p, *t, &c.choice)) {
     std::vector<cl::ConvCandidate> cands;
     LIB_CHECK(cl::ConvCandidates(g_cudnn, c.p, c.d, &cands));
     if (cands.empty()) Die(std::string("kernel ") + name + ": cuDNN offers no algorithm");
     c.choice = cands[0];
   }
-  ReserveWorkspace(c.choice.workspace);
+  if (cl::EnginesConsidered(g_engine_policy, c.p)) ConvPlanEngine(c, name, key, t);
+  ReserveWorkspace(std::max<uint64_t>(c.choice.workspace, c.engine.plan != nullptr ? c.engine.workspace : 0));
   c.call_fused = cl::ConvFusedCallName(c.p, c.choice);
   c.call_conv = cl::ConvEpilogueCallName(c.p, c.choice);
 }
@@ -306,6 +402,11 @@ struct ConvKernel {
 // sequence for good); returns the call's trace name.
 [[maybe_unused]] static const std::string& ConvRun(ConvKernel& c, const void* x, const void* w, const void* bias,
                                                   const void* res, void* y) {
+  if (c.engine.plan != nullptr && cl::EngineUsable(x, w, res, y)) {
+    CUDNN_CHECK(cl::EngineExecute(g_cudnn, c.engine.plan, &c.pack, x, w, y, g_workspace));
+    LIB_CHECK(cl::BiasActivation(c.p, *c.epilogue, g_num_sms, y, bias, res, LaunchRuntimeKernel));
+    return c.call_engine;
+  }
   if (c.choice.mode == cl::ConvMode::kFused) {
     const cudnnStatus_t s = cl::ConvFused(g_cudnn, c.d, x, w, bias ? bias : c.zero_bias, res, y, c.choice.algo,
                                           g_workspace, c.choice.workspace);

@@ -221,6 +221,12 @@ struct OpDef {
   // zeros that count like data, so that a zero Pad before it can join them;
   // false (node unchanged) when it cannot.
   std::function<bool(ir::Node& node)> pads_with_zeros;
+  // Reduction splitting (passes/reduction_split.h): the Reduce op whose results
+  // over disjoint, equally sized parts of this reduction's axes this op, run
+  // over them, turns into its own result (ReduceMean of means, ReduceMax of
+  // maxima, ReduceL2 of norms, ReduceSumSquare of norms, ReduceLogSum of sums);
+  // empty: the node is never split.
+  std::string reduction_partial;
 
   NormalizeFn normalize;
   CanonicalizeFn canonicalize;

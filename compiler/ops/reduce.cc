@@ -34,20 +34,21 @@ struct ReduceOp {
   int axes_input_since;  // first version with `axes` as an input
   bool ints;             // integer inputs allowed
   bool bools;            // bool inputs allowed
+  const char* partial;   // OpDef::reduction_partial: this op over its results is this op's result
 };
 
 const std::vector<ReduceOp>& ReduceOps() {
   static const std::vector<ReduceOp> kOps = {
-      {"ReduceSum", codegen::ReduceKind::kSum, {1, 11, 13}, 13, true, false},
-      {"ReduceMean", codegen::ReduceKind::kMean, {1, 11, 13, 18}, 18, false, false},
-      {"ReduceMax", codegen::ReduceKind::kMax, {1, 11, 12, 13, 18, 20}, 18, true, true},
-      {"ReduceMin", codegen::ReduceKind::kMin, {1, 11, 12, 13, 18, 20}, 18, true, true},
-      {"ReduceProd", codegen::ReduceKind::kProd, {1, 11, 13, 18}, 18, true, false},
-      {"ReduceL1", codegen::ReduceKind::kL1, {1, 11, 13, 18}, 18, true, false},
-      {"ReduceL2", codegen::ReduceKind::kL2, {1, 11, 13, 18}, 18, false, false},
-      {"ReduceSumSquare", codegen::ReduceKind::kSumSquare, {1, 11, 13, 18}, 18, true, false},
-      {"ReduceLogSum", codegen::ReduceKind::kLogSum, {1, 11, 13, 18, 28}, 18, false, false},
-      {"ReduceLogSumExp", codegen::ReduceKind::kLogSumExp, {1, 11, 13, 18, 28}, 18, false, false},
+      {"ReduceSum", codegen::ReduceKind::kSum, {1, 11, 13}, 13, true, false, "ReduceSum"},
+      {"ReduceMean", codegen::ReduceKind::kMean, {1, 11, 13, 18}, 18, false, false, "ReduceMean"},
+      {"ReduceMax", codegen::ReduceKind::kMax, {1, 11, 12, 13, 18, 20}, 18, true, true, "ReduceMax"},
+      {"ReduceMin", codegen::ReduceKind::kMin, {1, 11, 12, 13, 18, 20}, 18, true, true, "ReduceMin"},
+      {"ReduceProd", codegen::ReduceKind::kProd, {1, 11, 13, 18}, 18, true, false, "ReduceProd"},
+      {"ReduceL1", codegen::ReduceKind::kL1, {1, 11, 13, 18}, 18, true, false, "ReduceL1"},
+      {"ReduceL2", codegen::ReduceKind::kL2, {1, 11, 13, 18}, 18, false, false, "ReduceL2"},
+      {"ReduceSumSquare", codegen::ReduceKind::kSumSquare, {1, 11, 13, 18}, 18, true, false, "ReduceL2"},
+      {"ReduceLogSum", codegen::ReduceKind::kLogSum, {1, 11, 13, 18, 28}, 18, false, false, "ReduceSum"},
+      {"ReduceLogSumExp", codegen::ReduceKind::kLogSumExp, {1, 11, 13, 18, 28}, 18, false, false, "ReduceLogSumExp"},
   };
   return kOps;
 }
@@ -260,6 +261,7 @@ void RegisterReduceOps(Registry& r) {
     def.canonicalize = CanonicalizeReduce;
     def.infer = [op](const ir::Node& node) { return InferReduce(op, node); };
     def.evaluate = EvaluateReduce;
+    def.reduction_partial = op.partial;
     // Reducing transposed inputs over axes A is reducing the inputs over perm[A].
     // Dropping the axes (keepdims 0) changes what the transpose permutes, except
     // where perm keeps the remaining axes in their order: then the result is the

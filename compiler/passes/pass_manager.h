@@ -36,6 +36,7 @@
 #include "compiler/passes/channels_last.h"
 #include "compiler/passes/mixed_precision.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/reduction_split.h"
 #include "compiler/passes/attention_fusion.h"
 #include "compiler/passes/weight_packing.h"
 #include "compiler/passes/space_to_depth.h"
@@ -108,6 +109,9 @@ struct PipelineOptions {
   // attention-fusion: whether the target runs a keel.Attention problem
   // (driver/backend.h); empty: the pass changes nothing.
   AttentionPredicate attention;
+  // reduction-split: the partial results the target runs a reduction with
+  // (driver/backend.h); empty: the pass changes nothing.
+  ReductionSplitPredicate reduction_split;
 };
 
 // All registered passes (name order).

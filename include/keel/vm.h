@@ -252,7 +252,8 @@ struct VmOptions {
   // ---- CUDA tuning knobs (per VM; keel-run and keel-bench read the environment
   // variables named here into them, the library never reads the environment) ----
   // Time the library kernels' candidate algorithms at creation (false: the
-  // heuristics' first choice; KEEL_CUDA_AUTOTUNE=0).
+  // heuristics' first choice, and no cuDNN engine competition unless the tuning
+  // file records its verdict; KEEL_CUDA_AUTOTUNE=0).
   bool cuda_autotune = true;
   // Print every timed candidate to stderr (KEEL_CUDA_AUTOTUNE_LOG=1).
   bool cuda_autotune_log = false;
@@ -263,6 +264,9 @@ struct VmOptions {
   // choice), kForce ("force": engines only, for tests), kAuto (default: compete
   // for grouped half-precision or channels-last convolutions, where the legacy
   // API lacks cuDNN's fast kernels, e.g. depthwise NHWC; legacy for the rest).
+  // The verdict (an engine configuration's identity, or legacy) is recorded in
+  // the tuning file beside the legacy choice, and keelc --emit=cuda-host programs
+  // follow it (kForce verdicts are not recorded).
   enum class CudnnEngines : uint8_t { kOff = 0, kCompete = 1, kForce = 2, kAuto = 3 };
   CudnnEngines cudnn_engines = CudnnEngines::kAuto;
   // With engines: also every engine of the library, not only the heuristics'

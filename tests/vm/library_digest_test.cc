@@ -113,6 +113,19 @@ TEST(LibraryDigestTest, LibraryThatIsNotARegularFileIsRefused) {
   EXPECT_NE(s.message().find("is a directory"), std::string::npos) << s.message();
 }
 
+TEST(LibraryDigestTest, BareNameIsTheFileInTheWorkingDirectory) {
+  // "model.keel.so" without a directory is the file whose digest was checked,
+  // not a name for dlopen's library search path (which does not hold it).
+  Pair p = MakePair("bare");
+  const fs::path before = fs::current_path();
+  fs::current_path(p.dir);
+  LoadOptions o;
+  o.library_path = "model.keel.so";
+  const Status s = Executable::LoadMemory(p.executable, o).status();
+  fs::current_path(before);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
 TEST(LibraryDigestTest, ExecutableWithoutDigestStillLoads) {
   // Format 1.0 executables (and writers that record nothing) are not checked.
   auto bytes = vmtest::AddProgram({});

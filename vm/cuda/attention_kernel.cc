@@ -84,8 +84,8 @@ Status KeelAttention::Plan(const KernelEntry& k) {
   mask_arg_ = has_mask ? 3 : -1;
   y_arg_ = has_mask ? 4 : 3;
   KEEL_ASSIGN_OR_RETURN(const LibraryDType t, LibraryDTypeOfArg(k, 0, "Q"));
-  const char* kernel = cl::AttentionKernelName(t.element);
-  if (kernel == nullptr) return Unsupported("kernel " + k.name + " (keel.attention): takes f16 or bf16, got " + t.name);
+  const std::string kernel = cl::AttentionKernelName(t.element, args_.d, args_.dv);
+  if (kernel.empty()) return Unsupported("kernel " + k.name + " (keel.attention): takes f16 or bf16, got " + t.name);
   KEEL_RETURN_IF_ERROR(RequireDType(k, 1, "K", t));
   KEEL_RETURN_IF_ERROR(RequireDType(k, 2, "V", t));
   KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(y_arg_), "Y", t));
@@ -116,12 +116,12 @@ Status KeelAttention::Plan(const KernelEntry& k) {
                                "outside its argument of " + std::to_string(elements) + " elements");
     }
   }
-  KEEL_ASSIGN_OR_RETURN(fn_, dev_.RuntimeFunction(kernel));
+  KEEL_ASSIGN_OR_RETURN(fn_, dev_.RuntimeFunction(kernel.c_str()));
   KEEL_RETURN_IF_ERROR(CuStatus(Driver().FuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                           static_cast<int>(launch_.shared)),
                                 "cuFuncSetAttribute")
                            .WithContext("kernel " + k.name));
-  call_ = cl::AttentionCallName(t.element, launch_);
+  call_ = cl::AttentionCallName(kernel, launch_);
   return Status::Ok();
 }
 

@@ -75,18 +75,24 @@ __device__ __forceinline__ void Mma<__nv_bfloat16>(float c[4], const unsigned a[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two values rounded to T in one register (the first in the low half), and
-// what they round to, back in f32 (the sum must count what P V multiplies).
-__device__ __forceinline__ unsigned Bits(__half x) { return __half_as_ushort(x); }
-__device__ __forceinline__ unsigned Bits(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
+// Two values rounded to T in one register, the first in the low half (one
+// cvt.rn.{f16,bf16}x2.f32).
 template <typename T>
-__device__ __forceinline__ unsigned PackRounded(float x, float y, float* rx, float* ry) {
-  T lo, hi;
-  keel_from_f32(x, &lo);
-  keel_from_f32(y, &hi);
-  *rx = keel_to_f32(lo);
-  *ry = keel_to_f32(hi);
-  return Bits(lo) | (Bits(hi) << 16);
+__device__ __forceinline__ unsigned Pack(float x, float y);
+template <>
+__device__ __forceinline__ unsigned Pack<__half>(float x, float y) {
+  const __half2 h = __floats2half2_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+template <>
+__device__ __forceinline__ unsigned Pack<__nv_bfloat16>(float x, float y) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+// Both halves 1.0: the B operand that turns an MMA into row sums.
+template <typename T>
+__device__ __forceinline__ unsigned OnePair() {
+  return Pack<T>(1.f, 1.f);
 }
 
 // One operand's view with this block's batch offset folded in.
@@ -247,8 +253,7 @@ __device__ __forceinline__ void MergeKeyWarps(const cl::AttentionArgs& a, const 
       const float y0 = out[2 * h] * inv[h], y1 = out[2 * h + 1] * inv[h];
       const long long at = yo + row * a.yv.row + c * a.yv.col;
       if (pairs && c + 1 < a.dv && (at & 1) == 0) {
-        float r0, r1;
-        *reinterpret_cast<unsigned*>(y + at) = PackRounded<T>(y0, y1, &r0, &r1);
+        *reinterpret_cast<unsigned*>(y + at) = Pack<T>(y0, y1);
       } else {
         keel_from_f32(y0, y + at);
         if (c + 1 < a.dv) keel_from_f32(y1, y + at + a.yv.col);
@@ -257,14 +262,55 @@ __device__ __forceinline__ void MergeKeyWarps(const cl::AttentionArgs& a, const 
   }
 }
 
+// This thread's share of one operand's K or V rows per step, when the operand
+// allows 16-byte copies: the addresses are set up once, so a step costs a
+// pointer increment and one predicated cp.async per row (the general
+// LoadTile recomputed them per step, ~75 instructions a call).
+template <typename T, int CHUNKS>
+struct StepCopy {
+  const T* src;          // row `first` of the group's first step, column c
+  T* dst;                // the same row and column in stage 0
+  long long step_rows;   // elements from one of the group's steps to its next
+  long long row_stride;  // elements from one of this thread's rows to its next (dr rows)
+  int first, dr, c;
+  bool on;  // c is a column this thread copies (below the padded width)
+
+  __device__ __forceinline__ void Init(T* stage0, int ld, const T* base, const Operand& o, int first_step_row,
+                                       int group_steps, int cols_pad, int thread, int threads) {
+    dr = threads / CHUNKS;
+    c = (thread % CHUNKS) * 8;
+    first = thread / CHUNKS;
+    on = c < cols_pad;
+    src = base + o.offset + static_cast<long long>(first_step_row + first) * o.row + c;
+    dst = stage0 + first * ld + c;
+    step_rows = static_cast<long long>(group_steps) * kKeys * o.row;
+    row_stride = static_cast<long long>(dr) * o.row;
+  }
+  // Step `i` of the group (its first key kb) into the stage at `to` (elements
+  // from stage 0); zeros for rows past sk and columns past cols_valid.
+  __device__ __forceinline__ void Issue(int i, int to, int ld, int kb, int sk, int cols_valid) const {
+    if (!on) return;
+    const T* from = src + i * step_rows;
+    T* into = dst + to;
+    const bool col = c < cols_valid;
+#pragma unroll 2
+    for (int r = first; r < kKeys; r += dr, from += row_stride, into += dr * ld) {
+      const bool valid = col && kb + r < sk;
+      CopyAsync16(into, valid ? from : src, valid);
+    }
+  }
+};
+
 // DMAX (64 or 128) bounds the padded head widths: it sizes the register
 // arrays. EXACT: d = dv = DMAX, so no tile of the widths is padding (the
-// predicates on the widths fold away).
+// predicates on the widths fold away) and the shared-memory row strides are
+// constants (the fragment loads take immediate offsets).
 template <typename T, int DMAX, bool EXACT>
 __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   const int kw_count = a.key_warps, kw_shift = cl::AttentionKeyWarpShift(a), stages = cl::AttentionStages(a);
   const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, stages, kw_count);
   const int dp = EXACT ? DMAX : L.dp, dvp = EXACT ? DMAX : L.dvp;
+  const int ldq = EXACT ? DMAX + 8 : L.ldq, ldv = EXACT ? DMAX + 8 : L.ldv;  // AttentionLayout's, as constants
   extern __shared__ __align__(128) unsigned char smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   T* qs = reinterpret_cast<T*>(smem) + warp * L.q_warp;
@@ -272,6 +318,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   const int tile = warp >> kw_shift, kw = warp & (kw_count - 1);
   // The key group: the tiles' warps with this kw copy its K and V rows together.
   T* ks0 = reinterpret_cast<T*>(smem) + L.kv + kw * L.group;
+  T* vs0 = ks0 + L.v;
   const int group_thread = tile * 32 + lane, group_threads = 32 * tiles_per_block;
 
   // This block's batch entry and this warp's first query; the operands' offsets.
@@ -300,24 +347,53 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   // Fragment coordinates: rows g and g + 8 of the warp's 16, columns 2 c4 (+1) of each 8.
   const int g = lane >> 2, c4 = lane & 3;
   const int row0 = q0 + g, row1 = row0 + 8;
-  // ldmatrix addressing: lane l points at row l%8 of matrix l/8.
+  // ldmatrix addressing: lane l points at row l%8 of matrix l/8; each lane's
+  // offset within a stage is fixed, the fragments' are constants from it.
   const int mat = lane >> 3, mrow = lane & 7;
-  const float scale = a.scale * kLog2e;  // scores in log2 units: exp2 below
+  const int k_lane = ((mat >> 1) * 8 + mrow) * ldq + (mat & 1) * 8;
+  const int v_lane = ((mat & 1) * 8 + mrow) * ldv + (mat >> 1) * 8;
+  // Scores in log2 units (exp2 below). Without a mask, and with a positive
+  // scale (the maximum then commutes with it), the scale rides in the
+  // exponent's FFMA; otherwise the scores are scaled (and masked) in place.
+  const bool scale_in_exp = a.mask == nullptr && a.scale > 0.f;
+  const float scale = a.scale * kLog2e;
+  const float exp_scale = scale_in_exp ? scale : 1.f;
 
   float o[DMAX / 8][4];
 #pragma unroll
   for (int n = 0; n < DMAX / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  // The rows' running sums, as an MMA accumulator: P times a column of ones
+  // adds exactly the rounded probabilities that P V multiplies, in f32, and
+  // every lane of a quad holds its rows' whole sums (no shuffles).
+  float l_acc[4] = {0.f, 0.f, 0.f, 0.f};
+  float m_run[2] = {-INFINITY, -INFINITY};
+  const unsigned ones = OnePair<T>();
 
   // The group's steps: kw, kw + KW, ... (every warp of the group takes them
   // all, also a tile past the queries: its zero rows are never stored).
   const int steps = cl::AttentionSteps(a.sk);
   const int mine = (steps - kw + kw_count - 1) >> kw_shift;
+  // A tile wholly past the queries (the block's last tiles when the query
+  // count is not a multiple of its 16 x tiles) only helps its group copy K
+  // and V and meets it at the barriers: no math.
+  const bool live = q0 < a.sq;
+  const bool fast_copies = kop.vec && vop.vec;
+  StepCopy<T, DMAX / 8> kcopy, vcopy;
+  if (fast_copies) {
+    kcopy.Init(ks0, ldq, k, kop, kw * kKeys, kw_count, dp, group_thread, group_threads);
+    vcopy.Init(vs0, ldv, v, vop, kw * kKeys, kw_count, dvp, group_thread, group_threads);
+  }
+  const int k_stage = kKeys * ldq, v_stage = kKeys * ldv;
   auto load_keys = [&](int i) {
     const int kb = (kw + i * kw_count) * kKeys, stage = stages == 2 ? i & 1 : 0;
-    LoadTile<T, DMAX / 8>(ks0 + stage * L.k_stage, L.ldq, k, kop, kb, a.sk - kb, kKeys, a.d, dp, group_thread,
+    if (fast_copies) {
+      kcopy.Issue(i, stage * k_stage, ldq, kb, a.sk, a.d);
+      vcopy.Issue(i, stage * v_stage, ldv, kb, a.sk, a.dv);
+      return;
+    }
+    LoadTile<T, DMAX / 8>(ks0 + stage * k_stage, ldq, k, kop, kb, a.sk - kb, kKeys, a.d, dp, group_thread,
                           group_threads);
-    LoadTile<T, DMAX / 8>(ks0 + L.v + stage * L.v_stage, L.ldv, v, vop, kb, a.sk - kb, kKeys, a.dv, dvp, group_thread,
+    LoadTile<T, DMAX / 8>(vs0 + stage * v_stage, ldv, v, vop, kb, a.sk - kb, kKeys, a.dv, dvp, group_thread,
                           group_threads);
   };
   // The group's warps meet: their copies have landed and are visible, and all
@@ -339,7 +415,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   // than steps; it is then alone in its group): it copies nothing, so no copy
   // can land in the merge's records after the loop.
   if (mine > 0) {
-    LoadTile<T, DMAX / 8>(qs, L.ldq, q, qop, q0, a.sq - q0, 16, a.d, dp, lane, 32);
+    if (live) LoadTile<T, DMAX / 8>(qs, ldq, q, qop, q0, a.sq - q0, 16, a.d, dp, lane, 32);
     load_keys(0);
   }
   CommitCopies();
@@ -350,14 +426,15 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     group_sync();
     if (i + 1 < mine) load_keys(i + 1);
     CommitCopies();
+    if (!live) continue;
     const int stage = stages == 2 ? i & 1 : 0;
-    const T* ks = ks0 + stage * L.k_stage;
-    const T* vs = ks0 + L.v + stage * L.v_stage;
+    const T* ks = ks0 + stage * k_stage + k_lane;
+    const T* vs = vs0 + stage * v_stage + v_lane;
     if (i == 0) {
       // A fragments of Q: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15).
 #pragma unroll
       for (int kc = 0; kc < DMAX / 16; ++kc) {
-        if (EXACT || kc * 16 < dp) LoadMatrices(qf[kc], qs + ((mat & 1) * 8 + mrow) * L.ldq + kc * 16 + (mat >> 1) * 8);
+        if (EXACT || kc * 16 < dp) LoadMatrices(qf[kc], qs + ((mat & 1) * 8 + mrow) * ldq + kc * 16 + (mat >> 1) * 8);
       }
     }
     // S (16 x 32) = Q K^T. K's rows are B's columns: matrices (keys 0-7 | 8-15) x (d 0-7 | 8-15).
@@ -370,22 +447,25 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
 #pragma unroll
         for (int np = 0; np < kKeys / 16; ++np) {
           unsigned bk[4];
-          LoadMatrices(bk, ks + (np * 16 + (mat >> 1) * 8 + mrow) * L.ldq + kc * 16 + (mat & 1) * 8);
+          LoadMatrices(bk, ks + np * 16 * ldq + kc * 16);
           Mma<T>(s[2 * np], qf[kc], bk[0], bk[1]);
           Mma<T>(s[2 * np + 1], qf[kc], bk[2], bk[3]);
         }
       }
     }
-    // Scale, mask and the keys past the end (each in its own loop, skipped as a
-    // whole where it does not apply: the hot path stays short for the
-    // instruction cache); each row's maximum over the quad's lanes.
+    // Scale and mask (when the scale is not in the exponent) and the keys past
+    // the end (each in its own loop, skipped as a whole where it does not
+    // apply: the hot path stays short for the instruction cache); each row's
+    // maximum over the quad's lanes, in the exponent's units.
     const int kb = (kw + i * kw_count) * kKeys;
+    if (!scale_in_exp) {
 #pragma unroll
-    for (int n = 0; n < kKeys / 8; ++n) {
+      for (int n = 0; n < kKeys / 8; ++n) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[n][e] *= scale;
+        for (int e = 0; e < 4; ++e) s[n][e] *= scale;
+      }
+      if (a.mask != nullptr) AddMask<T>(s, a, mo, kb, row0, row1, c4);
     }
-    if (a.mask != nullptr) AddMask<T>(s, a, mo, kb, row0, row1, c4);
     if (kb + kKeys > a.sk) {
 #pragma unroll
       for (int n = 0; n < kKeys / 8; ++n) {
@@ -409,11 +489,10 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     for (int h = 0; h < 2; ++h) {
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-      const float m_new = fmaxf(m_run[h], mx[h]);
+      const float m_new = fmaxf(m_run[h], mx[h] * exp_scale);
       m_use[h] = m_new == -INFINITY ? 0.f : m_new;
       corr[h] = Exp2(m_run[h] - m_use[h]);
       m_run[h] = m_new;
-      l_run[h] *= corr[h];
     }
     // Probabilities, rounded to T, as A fragments of P V: keys 16 kc + (0-7 | 8-15).
     unsigned pf[kKeys / 16][4];
@@ -421,12 +500,9 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     for (int n = 0; n < kKeys / 8; ++n) {
       float p[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) p[e] = Exp2(s[n][e] - m_use[e >> 1]);
-      float r[4];
-      pf[n >> 1][(n & 1) * 2] = PackRounded<T>(p[0], p[1], &r[0], &r[1]);
-      pf[n >> 1][(n & 1) * 2 + 1] = PackRounded<T>(p[2], p[3], &r[2], &r[3]);
-      l_run[0] += r[0] + r[1];
-      l_run[1] += r[2] + r[3];
+      for (int e = 0; e < 4; ++e) p[e] = Exp2(fmaf(s[n][e], exp_scale, -m_use[e >> 1]));
+      pf[n >> 1][(n & 1) * 2] = Pack<T>(p[0], p[1]);
+      pf[n >> 1][(n & 1) * 2 + 1] = Pack<T>(p[2], p[3]);
     }
 #pragma unroll
     for (int n = 0; n < DMAX / 8; ++n) {
@@ -435,27 +511,29 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
       o[n][2] *= corr[1];
       o[n][3] *= corr[1];
     }
+    l_acc[0] *= corr[0];
+    l_acc[1] *= corr[0];
+    l_acc[2] *= corr[1];
+    l_acc[3] *= corr[1];
     // O (16 x dv) += P V. V's rows are B's rows: transposed matrices (keys 0-7 | 8-15) x (dv 0-7 | 8-15).
 #pragma unroll
     for (int kc = 0; kc < kKeys / 16; ++kc) {
+      Mma<T>(l_acc, pf[kc], ones, ones);
 #pragma unroll
       for (int np = 0; np < DMAX / 16; ++np) {
         if (EXACT || np * 16 < dvp) {
           unsigned bv[4];
-          LoadMatricesTransposed(bv, vs + (kc * 16 + (mat & 1) * 8 + mrow) * L.ldv + np * 16 + (mat >> 1) * 8);
+          LoadMatricesTransposed(bv, vs + kc * 16 * ldv + np * 16);
           Mma<T>(o[2 * np], pf[kc], bv[0], bv[1]);
           Mma<T>(o[2 * np + 1], pf[kc], bv[2], bv[3]);
         }
       }
     }
   }
-  // Each lane summed its own columns: the row's sum is the quad's.
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
-    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
-  }
+  // Every column of the sums' accumulator holds its row's sum.
+  const float l_run[2] = {l_acc[0], l_acc[2]};
   if (kw_count == 1) {
+    if (!live) return;
     // The rows, divided by their sums and rounded, go through the warp's own
     // Q rows (its copies have all landed) and leave in 16-byte runs: a short
     // epilogue instead of one guarded store per register pair.
@@ -466,38 +544,32 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
 #pragma unroll
       for (int n = 0; n < DMAX / 8; ++n) {
         if (EXACT || n * 8 < dvp) {
-          float r0, r1;
-          *reinterpret_cast<unsigned*>(qs + (g + 8 * h) * L.ldv + n * 8 + 2 * c4) =
-              PackRounded<T>(o[n][2 * h] * inv, o[n][2 * h + 1] * inv, &r0, &r1);
+          *reinterpret_cast<unsigned*>(qs + (g + 8 * h) * ldv + n * 8 + 2 * c4) =
+              Pack<T>(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
         }
       }
     }
     __syncwarp();
-    StoreTile<T, DMAX / 8>(static_cast<T*>(a.y), OperandOf(a.y, yo, a.yv, a.dv), q0, a.sq - q0, qs, L.ldv, a.dv, lane);
+    StoreTile<T, DMAX / 8>(static_cast<T*>(a.y), OperandOf(a.y, yo, a.yv, a.dv), q0, a.sq - q0, qs, ldv, a.dv, lane);
     return;
   }
   MergeKeyWarps<T, DMAX, EXACT>(a, L, o, m_run, l_run, tile, kw, q0, yo, lane);
 }
 
-template <typename T>
-__device__ __forceinline__ void AttentionForWidth(const cl::AttentionArgs& a) {
-  if (a.d == 64 && a.dv == 64) {
-    Attention<T, 64, true>(a);
-  } else if (a.d <= 64 && a.dv <= 64) {
-    Attention<T, 64, false>(a);
-  } else {
-    Attention<T, 128, false>(a);
-  }
-}
-
 }  // namespace keel_attention
 
-extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionWarps)
-    keel_attention_f16(const keel::cuda_lib::AttentionArgs a) {
-  keel_attention::AttentionForWidth<__half>(a);
-}
-
-extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionWarps)
-    keel_attention_bf16(const keel::cuda_lib::AttentionArgs a) {
-  keel_attention::AttentionForWidth<__nv_bfloat16>(a);
-}
+// keel_attention_{f16,bf16}_SUFFIX for every width class (library_calls_attention.h).
+// Widths up to 64 are held to 128 registers, four blocks an SM (146 otherwise,
+// three: a few bytes spill, and ViT-B/16's attention at batch 32 took 3%
+// less time, H100); the 128-wide kernels take what they need (two blocks).
+#define KEEL_ATTENTION_KERNEL(TYPE, NAME, DMAX, EXACT)                                          \
+  extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionWarps, DMAX == 64 ? 4 : 1) \
+      NAME(const keel::cuda_lib::AttentionArgs a) {                                              \
+    keel_attention::Attention<TYPE, DMAX, EXACT>(a);                                             \
+  }
+#define KEEL_ATTENTION_KERNELS(SUFFIX, DMAX, EXACT)                                 \
+  KEEL_ATTENTION_KERNEL(__half, keel_attention_f16_##SUFFIX, DMAX, EXACT)           \
+  KEEL_ATTENTION_KERNEL(__nv_bfloat16, keel_attention_bf16_##SUFFIX, DMAX, EXACT)
+KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_KERNELS)
+#undef KEEL_ATTENTION_KERNELS
+#undef KEEL_ATTENTION_KERNEL

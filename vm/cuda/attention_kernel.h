@@ -4,7 +4,8 @@
 //
 // MakeKeelAttention validates the attributes and arguments (types, every view
 // inside its argument), fills the kernel's argument block
-// (vm/cuda/library_calls_attention.h) once, resolves keel_attention_f16/_bf16
+// (vm/cuda/library_calls_attention.h) once, resolves the kernel for its type
+// and head widths (keel_attention_f16_d64, ...)
 // from the runtime module and raises its shared-memory limit; each invoke
 // patches in the five tensor addresses and launches it on the device's stream.
 //

@@ -17,6 +17,7 @@
 #include "vm/cuda/cuda_driver.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/device_memory.h"
+#include "vm/cuda/library_calls_engine_choice.h"
 
 namespace keel::vm_internal {
 
@@ -241,14 +242,18 @@ Result<TuningTable> ParseTuning(std::string_view text, const std::string& path) 
       auto it = fields.find(name);
       return it == fields.end() ? std::string_view() : it->second;
     };
-    const std::vector<const char*> allowed =
+    const std::vector<const char*> required =
         conv ? std::vector<const char*>{"algo", "mode", "workspace"} : std::vector<const char*>{"workspace", "algo"};
+    // A forward convolution's engine verdict (library_calls_engine_choice.h), when recorded.
+    const std::vector<const char*> optional =
+        kind == "conv" ? std::vector<const char*>{"engine", "knobs"} : std::vector<const char*>{};
     for (const auto& [name, value] : fields) {
       bool ok = false;
-      for (const char* a : allowed) ok = ok || name == a;
+      for (const char* a : required) ok = ok || name == a;
+      for (const char* a : optional) ok = ok || name == a;
       if (!ok) return bad("unknown field \"" + std::string(name) + "\" for a " + std::string(kind) + " problem");
     }
-    for (const char* a : allowed) {
+    for (const char* a : required) {
       if (field(a).empty()) return bad(std::string("missing field ") + a + "=");
     }
     uint64_t ws = 0;
@@ -269,6 +274,15 @@ Result<TuningTable> ParseTuning(std::string_view text, const std::string& path) 
                    std::string(mode) + "\"");
       }
       value = {algo, mode == "fused" ? 0 : 1, static_cast<int64_t>(ws)};
+      if (fields.count("engine") != 0 || fields.count("knobs") != 0) {
+        std::vector<int64_t> tail;
+        std::string why;
+        if (!cuda_lib::ParseEngineTuning(std::string(field("engine")), fields.count("knobs") != 0,
+                                         std::string(field("knobs")), &tail, &why)) {
+          return bad(why);
+        }
+        value.insert(value.end(), tail.begin(), tail.end());
+      }
     } else {
       value.push_back(static_cast<int64_t>(ws));
       if (!ParseHexWords(field("algo"), &value)) {
@@ -290,10 +304,12 @@ std::string FormatTuning(const TuningTable& table) {
     const std::string_view kind = Kind(std::string_view(key).substr(space + 1));
     int64_t count = 0;
     const char* const* names = kind.empty() || kind == "gemm" ? nullptr : AlgoNames(kind, &count);
-    if (names != nullptr && v.size() == 3 && v[0] >= 0 && v[0] < count && (v[1] == 1 || (v[1] == 0 && kind == "conv")) &&
-        v[2] >= 0) {
+    std::string engine;  // the engine verdict's fields (forward convolutions)
+    if (names != nullptr && v.size() >= cuda_lib::kConvTuningLegacyValues && v[0] >= 0 && v[0] < count &&
+        (v[1] == 1 || (v[1] == 0 && kind == "conv")) && v[2] >= 0 && cuda_lib::EngineTuningText(v, &engine) &&
+        (engine.empty() || kind == "conv")) {
       out += key + " algo=" + names[v[0]] + " mode=" + (v[1] == 0 ? "fused" : "conv+epilogue") +
-             " workspace=" + std::to_string(v[2]) + "\n";
+             " workspace=" + std::to_string(v[2]) + engine + "\n";
     } else if (kind == "gemm" && v.size() == 1 + kGemmAlgoWords && v[0] >= 0) {
       out += key + " workspace=" + std::to_string(v[0]) + " algo=";
       for (size_t i = 1; i < v.size(); ++i) {

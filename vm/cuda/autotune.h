@@ -31,7 +31,15 @@
 //             FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED); fused = one
 //             cudnnConvolutionBiasActivationForward call, conv+epilogue =
 //             cudnnConvolutionForward then the VM's keel_bias_act kernel.
-//           cudnn.conv_transpose: the same fields, NAME as cuDNN spells
+//             A forward convolution's engine verdict (VmOptions::cudnn_engines;
+//             vm/cuda/library_calls_engine_choice.h) may follow:
+//             "engine=legacy" (the algorithm above won) or "engine=<global
+//             index> knobs=<type>:<value>,..." ("knobs=none"): the cuDNN
+//             backend-API engine configuration that runs instead, named by
+//             identity, which keelc --emit=cuda-host programs build too. An
+//             entry without it records no competition (engines off, or a file
+//             from before them): a VM that holds one times it and adds it.
+//           cudnn.conv_transpose: the same fields (no engine), NAME as cuDNN spells
 //             cudnnConvolutionBwdDataAlgo_t less its prefix (ALGO_0, ALGO_1,
 //             FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED), mode always
 //             conv+epilogue (cudnnConvolutionBackwardData, then keel_bias_act).
@@ -131,7 +139,8 @@ std::string TuningKey(int compute_capability, const char* library, uint64_t libr
                       const std::string& problem);
 
 // Choices by full key. Values: conv {algo, mode (0 fused, 1 conv+epilogue),
-// workspace}; gemm {workspace, the 8 words of cublasLtMatmulAlgo_t}.
+// workspace} and the engine verdict when recorded (library_calls_engine_choice.h);
+// gemm {workspace, the 8 words of cublasLtMatmulAlgo_t}.
 using TuningTable = std::map<std::string, std::vector<int64_t>>;
 constexpr size_t kGemmAlgoWords = 8;  // sizeof(cublasLtMatmulAlgo_t) / 8 (checked in cublas_kernels.cc)
 

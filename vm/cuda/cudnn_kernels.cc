@@ -14,6 +14,7 @@
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/library_attrs.h"
 #include "vm/cuda/library_calls_cudnn.h"
+#include "vm/cuda/library_calls_cudnn_engine.h"
 #include "vm/cuda/library_dtypes.h"
 
 namespace keel::vm_internal {
@@ -33,6 +34,12 @@ namespace {
 
 namespace lo = ser::library_ops;
 namespace cl = cuda_lib;
+
+// The shared calls name the engine policies by VmOptions' values.
+static_assert(static_cast<int>(VmOptions::CudnnEngines::kOff) == static_cast<int>(cl::EnginePolicy::kOff) &&
+              static_cast<int>(VmOptions::CudnnEngines::kCompete) == static_cast<int>(cl::EnginePolicy::kCompete) &&
+              static_cast<int>(VmOptions::CudnnEngines::kForce) == static_cast<int>(cl::EnginePolicy::kForce) &&
+              static_cast<int>(VmOptions::CudnnEngines::kAuto) == static_cast<int>(cl::EnginePolicy::kAuto));
 
 Status ShapeError(const KernelEntry& k, const std::string& what) {
   return InvalidExecutable("kernel " + k.name + " (" + k.library_op + "): " + what);
@@ -63,13 +70,6 @@ Result<bool> ReadLayout(AttrReader& at) {
 
 // Values the geometry check bounded to int32 (common/conv_geometry.h).
 std::vector<int> Int32s(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
-
-// The backend API's pads (ONNX order, begins then ends) for the cuDNN view.
-std::vector<int64_t> LiftedPads(const common::CudnnConvGeometry& g) {
-  std::vector<int64_t> p = g.pads;
-  p.insert(p.end(), g.pads.begin(), g.pads.end());
-  return p;
-}
 
 // ---- conv2d --------------------------------------------------------------------
 
@@ -122,12 +122,13 @@ class CudnnConv final : public CudaLaunchState {
     }
     return ConvThenEpilogue(a.x, a.w, a.bias, a.res, a.y, c, a.ws).ok();
   }
-  // VmOptions::cudnn_engines (cudnn_engine_conv.h): backend-API engines timed against
-  // the legacy choice; engine_ is set when one is kept.
-  Status ChooseEngine(const std::string& key, const EngineConvProblem& problem);
-  bool EngineUsable(const void* x, const void* w, const void* res, const void* y) const {
-    return engine_ != nullptr && !(res != nullptr && res == y) &&
-           ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(y)) & 15u) == 0;
+  // VmOptions::cudnn_engines (cudnn_engine_conv.h): the backend-API engine verdict,
+  // recorded or made by timing against the legacy choice; engine_ is set when an
+  // engine runs.
+  Status ChooseEngine(const KernelEntry& k, const std::string& key);
+  void UseEngine(std::unique_ptr<CudnnEngineConv> e) {
+    engine_ = std::move(e);
+    call_engine_ = cl::EngineCallName(problem_, engine_->id(0), engine_->workspace(0));
   }
 
   CudaDevice& dev_;
@@ -270,17 +271,10 @@ Status CudnnConv::Plan(const KernelEntry& k) {
                                          p.activation, dev_.allow_tf32(), dtype_.dtype, p.nhwc, p.transposed);
   KEEL_RETURN_IF_ERROR(Choose(k, key));
   // The backend-API engines (cudnn_engine_conv.h): on request, and by default
-  // (kAuto) for grouped half or channels-last problems, where the legacy API
-  // misses cuDNN's fast kernels (NHWC depthwise: MobileNetV2 at batch 32 in
-  // fp16 1.86 -> 1.36 ms on an H200). Dense ones stay legacy: their isolated
-  // timings favoured engines that made ResNet-50 slower end to end.
-  const VmOptions::CudnnEngines engines = dev_.cudnn_engines();
-  if (!p.transposed && (engines == VmOptions::CudnnEngines::kCompete || engines == VmOptions::CudnnEngines::kForce ||
-                        (engines == VmOptions::CudnnEngines::kAuto && (dtype_.half || p.nhwc) && group > 1))) {
-    EngineConvProblem problem{g.x, g.w, g.y, LiftedPads(g), g.strides, g.dilations, group};
-    problem.dtype = cl::CudnnDataTypeOf(dtype_.element);
-    problem.nhwc = p.nhwc;
-    KEEL_RETURN_IF_ERROR(ChooseEngine(key, problem));
+  // (kAuto) for grouped half or channels-last problems (cl::EnginesConsidered says
+  // why), as keelc --emit=cuda-host programs decide.
+  if (cl::EnginesConsidered(static_cast<cl::EnginePolicy>(dev_.cudnn_engines()), p)) {
+    KEEL_RETURN_IF_ERROR(ChooseEngine(k, key));
   }
   KEEL_RETURN_IF_ERROR(dev_.ReserveWorkspace(std::max<uint64_t>(choice_.workspace, engine_ ? engine_->workspace(0) : 0)));
   call_fused_ = cl::ConvFusedCallName(p, choice_);
@@ -329,46 +323,65 @@ Status CudnnConv::Choose(const KernelEntry& k, const std::string& key) {
   return Status::Ok();
 }
 
-// Builds the backend-API candidates (cudnn_engine_conv.h) and keeps the fastest
-// engine, each timed with the VM's epilogue after it, when it beats the legacy
-// choice by more than 3% (cudnn_engines kCompete; near-ties stay on the legacy
-// path, which the host-code emitter mirrors) or whenever one runs (=force). The
-// verdict is cached per VM: the engine's index in the candidate list (the same
-// list for the same problem in one process) or -1 for the legacy path. Engines
-// that cannot be built are not an error: the legacy path stays.
-Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& problem) {
-  const VmOptions::CudnnEngines mode = dev_.cudnn_engines();
-  const std::string ekey = "engine|" + std::to_string(static_cast<int>(mode)) + "|" + key;
-  const std::vector<int64_t>* cached = dev_.FindTuning(ekey);
-  if (cached != nullptr && (cached->empty() || (*cached)[0] < 0)) return Status::Ok();
-  Result<std::unique_ptr<CudnnEngineConv>> made =
-      CudnnEngineConv::Create(h_, problem, dev_.allow_tf32(), cl::kMaxConvWorkspace, dev_.engine_search());
-  if (!made.ok()) {
-    if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s: %s\n", name_.c_str(), made.status().ToString().c_str());
-    dev_.StoreTuning(ekey, {-1});
+// The engine verdict (library_calls_engine_choice.h): the tuning entry's when it
+// records one (the configuration's identity, or legacy), so a VM reading a tuning
+// file and the emitted host program build the same configuration and time
+// nothing. Else it is made here. With autotuning: the candidates
+// (cudnn_engine_conv.h), each timed with the VM's epilogue after it, and the
+// fastest is kept when it beats the legacy choice by more than 3% (near-ties stay
+// legacy) or, kForce, whenever one runs. Without autotuning there is no
+// competition (the legacy choice stays, as the program does without a recorded
+// verdict), except kForce: the heuristics' first engine. The verdict joins the
+// legacy choice in the entry, persisted with it; kForce's stays in this VM
+// ("engine-force|" key), so a test mode never writes the file. Engines that
+// cannot be built are not an error: the legacy path stays. A recorded engine
+// this cuDNN does not offer is (kInvalidArgument naming the kernel).
+Status CudnnConv::ChooseEngine(const KernelEntry& k, const std::string& key) {
+  const bool force = dev_.cudnn_engines() == VmOptions::CudnnEngines::kForce;
+  const std::string entry_key = force ? "engine-force|" + key : key;
+  const std::vector<int64_t>* cached = dev_.FindTuning(entry_key);
+  cl::EngineId id;
+  bool recorded = false;
+  if (cached != nullptr && !cl::EngineFromTuning(*cached, &recorded, &id)) {
+    return InvalidArgument("kernel " + k.name + " (" + k.library_op + "): malformed engine verdict in tuning entry " +
+                           key);
+  }
+  if (recorded) {
+    if (id.index < 0) return Status::Ok();
+    Result<std::unique_ptr<CudnnEngineConv>> made = CudnnEngineConv::CreateFor(h_, problem_, cl::kMaxConvWorkspace, id);
+    if (!made.ok()) {
+      return InvalidArgument("kernel " + k.name + " (" + k.library_op + "): the tuning entry for " + key +
+                             " names a cuDNN engine this cuDNN does not offer: " + made.status().message());
+    }
+    UseEngine(std::move(*made));
     return Status::Ok();
   }
-  std::unique_ptr<CudnnEngineConv> e = std::move(*made);
+  if (!dev_.autotune() && !force) return Status::Ok();
+  Result<std::unique_ptr<CudnnEngineConv>> made =
+      CudnnEngineConv::Create(h_, problem_, cl::kMaxConvWorkspace, dev_.engine_search());
   int64_t pick = -1;
-  if (cached != nullptr) {
-    pick = (*cached)[0] < static_cast<int64_t>(e->size()) ? (*cached)[0] : -1;
+  if (!made.ok()) {
+    if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s: %s\n", name_.c_str(), made.status().ToString().c_str());
+  } else if (!dev_.autotune()) {
+    pick = 0;  // kForce without timing: the heuristics' first
   } else {
+    CudnnEngineConv& e = **made;
     ScratchBuffers scratch(dev_.device_allocator());
     uint64_t max_ws = choice_.workspace;
-    for (size_t i = 0; i < e->size(); ++i) max_ws = std::max(max_ws, e->workspace(i));
+    for (size_t i = 0; i < e.size(); ++i) max_ws = std::max(max_ws, e.workspace(i));
     KEEL_ASSIGN_OR_RETURN(const TimingArgs args, AllocateTimingArgs(scratch, max_ws));
     KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
     std::vector<double> us;
-    for (size_t i = 0; i < e->size(); ++i) {
+    for (size_t i = 0; i < e.size(); ++i) {
       KEEL_ASSIGN_OR_RETURN(const double t, TimeOnStream(dev_.stream(), spin, 5, [&]() {
-        return e->Run(i, args.x, args.w, args.y, args.ws) == CUDNN_STATUS_SUCCESS &&
+        return e.Run(i, args.x, args.w, args.y, args.ws) == CUDNN_STATUS_SUCCESS &&
                Epilogue(args.y, args.bias, args.res).ok();
       }));
       us.push_back(t);
-      if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s %s: %.2f us\n", name_.c_str(), e->describe(i).c_str(), t);
+      if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s %s: %.2f us\n", name_.c_str(), e.describe(i).c_str(), t);
     }
     double legacy = -1;
-    if (mode != VmOptions::CudnnEngines::kForce) {
+    if (!force) {
       KEEL_ASSIGN_OR_RETURN(legacy, TimeOnStream(dev_.stream(), spin, 5, [&]() { return RunCandidate(args, choice_); }));
     }
     const int best = PickFastest(us);
@@ -376,15 +389,15 @@ Status CudnnConv::ChooseEngine(const std::string& key, const EngineConvProblem& 
     if (dev_.autotune_log()) {
       std::fprintf(stderr, "keel engines %s: legacy %s %.2f us -> %s (%s)\n", name_.c_str(),
                    cl::ConvAlgoName(choice_.algo), legacy,
-                   pick >= 0 ? e->describe(static_cast<size_t>(pick)).c_str() : "legacy", e->summary().c_str());
+                   pick >= 0 ? e.describe(static_cast<size_t>(pick)).c_str() : "legacy", e.summary().c_str());
     }
-    dev_.StoreTuning(ekey, {pick});
   }
+  std::vector<int64_t> entry = cl::ConvTuningEntry(problem_, choice_);
+  cl::SetEngineTuning(pick >= 0 ? (*made)->id(static_cast<size_t>(pick)) : cl::EngineId{}, &entry);
+  dev_.StoreTuning(entry_key, std::move(entry));
   if (pick < 0) return Status::Ok();
-  e->Keep(static_cast<size_t>(pick));
-  engine_ = std::move(e);
-  call_engine_ = "cudnnBackendExecute " + engine_->describe(0) +
-                 (problem_.has_bias || problem_.has_residual || problem_.activation ? " + keel_bias_act" : "");
+  (*made)->Keep(static_cast<size_t>(pick));
+  UseEngine(std::move(*made));
   return Status::Ok();
 }
 
@@ -394,7 +407,7 @@ Status CudnnConv::Launch(void* const* args) {
   const void* res = problem_.has_residual ? args[res_arg_] : nullptr;
   void* y = args[y_arg_];
   dev_.BeginOp();
-  if (EngineUsable(args[0], args[1], res, y)) {
+  if (engine_ != nullptr && cl::EngineUsable(args[0], args[1], res, y)) {
     const cudnnStatus_t s = engine_->Run(0, args[0], args[1], y, dev_.workspace());
     if (s != CUDNN_STATUS_SUCCESS) return CudnnStatus(s, "cudnnBackendExecute").WithContext("kernel " + name_);
     KEEL_RETURN_IF_ERROR(LibraryCallStatus(Epilogue(y, bias, res)).WithContext("kernel " + name_));

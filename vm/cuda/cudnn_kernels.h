@@ -10,9 +10,7 @@
 // bf16 alike, from the arguments' serialized dtypes (vm/cuda/library_dtypes.h).
 // Convolutions compute in f32 (convolution compute type CUDNN_DATA_FLOAT); half
 // data uses tensor-op math, f32 data FMA math unless TF32 is allowed. The
-// epilogue kernel is keel_bias_act_<dtype>; the backend-API engines
-// (VmOptions::cudnn_engines) are tried for f32 only. Pooling takes f32, f16 or
-// bf16 alike.
+// epilogue kernel is keel_bias_act_<dtype>. Pooling takes f32, f16 or bf16 alike.
 // The convolution is then planned by measurement (vm/cuda/autotune.h): every
 // algorithm cudnnGetConvolutionForwardAlgorithm_v7 offers (FMA math unless
 // DeviceOptions::allow_tf32; workspace <= 256 MiB) is timed on scratch buffers
@@ -24,8 +22,13 @@
 //     itself) then, if there is a bias, residual or activation, one pass of the
 //     VM's keel_bias_act kernel (vm/cuda/runtime_kernels.cu) in place on Y.
 //     Clipped ReLU always takes this mode (cuDNN cannot fuse it).
-// VmOptions::cuda_autotune = false keeps the heuristics' first algorithm instead. The
-// chosen algorithm's workspace is reserved in the device's workspace buffer.
+// VmOptions::cuda_autotune = false keeps the heuristics' first algorithm instead.
+// Where VmOptions::cudnn_engines says so (library_calls_cudnn_engine.h
+// EnginesConsidered; by default grouped half or channels-last convolutions), the
+// backend-API engines (cudnn_engine_conv.h) compete with that choice; the
+// verdict, an engine configuration's identity or "legacy", joins the choice in
+// the tuning entry, which keelc --emit=cuda-host programs follow. The chosen
+// workspace is reserved in the device's workspace buffer.
 // Each invoke then only queues work on the device's stream. Pooling:
 // cudnnPoolingForward. If cuDNN refuses the fused call at run time
 // (NOT_SUPPORTED), the kernel switches to conv+epilogue for good.

@@ -6,8 +6,8 @@
 // VM's CUDA calls with the VM's arguments, call for call, or its outputs and
 // trace stop matching keel-run's. Rather than restating the VM's set-up in the
 // emitter's string literals, the files library_calls*.h are compiled into the
-// VM (vm/cuda/cublas_kernels.cc, cudnn_kernels.cc, cuda_device.cc include
-// them) and pasted verbatim into every emitted program at keelc's build time
+// VM (vm/cuda/cublas_kernels.cc, cudnn_kernels.cc, cudnn_engine_conv.cc,
+// autotune.cc, cuda_device.cc include them) and pasted verbatim into every emitted program at keelc's build time
 // (compiler/driver/cuda_host_emitter_embed.cmake; only the lines including
 // each other, `#include "vm/cuda/library_calls...`, are dropped there, as the
 // program holds them all in order). So they depend on nothing but the CUDA

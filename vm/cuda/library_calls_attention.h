@@ -15,9 +15,10 @@
 // at a named barrier once a step. A warp keeps its Q fragments, its 16 x 32
 // scores and its 16 x dv f32 output in registers, computes the scores on the
 // tensor cores (mma.sync m16n8k16, f32 accumulation), updates each row's
-// running maximum and sum (online softmax, f32), rounds the probabilities to
-// the data type straight into the next MMA's operand registers and adds P V
-// to its output, rescaled by the change of the maximum. Nothing of size
+// running maximum (online softmax, f32), rounds the probabilities to the data
+// type straight into the next MMA's operand registers and adds P V to its
+// output and P times ones to the rows' sums (so the sums count exactly what
+// P V multiplies), both rescaled by the change of the maximum. Nothing of size
 // sq x sk is ever stored. Head widths are padded to 16 with zeros in shared
 // memory.
 //
@@ -183,15 +184,35 @@ inline AttentionLaunch AttentionPlan(AttentionArgs* a) {
   return l;
 }
 
-// The runtime kernel for data type `t` (f16 or bf16), null for another.
-inline const char* AttentionKernelName(ElementType t) {
-  return t == ElementType::kF16 ? "keel_attention_f16" : t == ElementType::kBF16 ? "keel_attention_bf16" : nullptr;
+// The runtime kernels: one per data type and head-width class, each sized
+// for its widths (a kernel's registers are those of its widest path: one
+// kernel for every width held 168 registers a thread, three blocks an SM,
+// where the width-64 code runs four). X(SUFFIX, DMAX, EXACT):
+// DMAX bounds the padded widths; EXACT means d = dv = DMAX (no predicates on
+// the widths). The first class that takes (d, dv) runs it.
+#define KEEL_ATTENTION_WIDTH_CLASSES(X) X(d64, 64, true) X(le64, 64, false) X(le128, 128, false)
+#define KEEL_ATTENTION_CLASS_TAKES(SUFFIX, DMAX, EXACT) \
+  if (EXACT ? d == DMAX && dv == DMAX : d <= DMAX && dv <= DMAX) return #SUFFIX;
+inline const char* AttentionWidthClass(int d, int dv) {
+  KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_CLASS_TAKES)
+  return nullptr;
+}
+#undef KEEL_ATTENTION_CLASS_TAKES
+
+// The runtime kernel for data type `t` (f16 or bf16) and head widths d, dv
+// (at most kAttentionMaxWidth), e.g. "keel_attention_f16_d64"; empty for
+// another type.
+inline std::string AttentionKernelName(ElementType t, int d, int dv) {
+  const char* type = t == ElementType::kF16 ? "f16" : t == ElementType::kBF16 ? "bf16" : nullptr;
+  const char* width = AttentionWidthClass(d, dv);
+  if (type == nullptr || width == nullptr) return "";
+  return std::string("keel_attention_") + type + "_" + width;
 }
 
 // The trace's name of one launch.
-inline std::string AttentionCallName(ElementType t, const AttentionLaunch& l) {
-  return std::string(AttentionKernelName(t)) + " grid=" + std::to_string(l.blocks) + " block=" +
-         std::to_string(l.threads) + " shared=" + std::to_string(l.shared);
+inline std::string AttentionCallName(const std::string& kernel, const AttentionLaunch& l) {
+  return kernel + " grid=" + std::to_string(l.blocks) + " block=" + std::to_string(l.threads) +
+         " shared=" + std::to_string(l.shared);
 }
 
 // Whether the view stays inside an argument of `elements` elements for every

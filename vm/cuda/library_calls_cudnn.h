@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "vm/cuda/library_calls.h"
+#include "vm/cuda/library_calls_engine_choice.h"
 
 namespace keel::cuda_lib {
 
@@ -238,10 +239,11 @@ inline CallStatus ConvCandidates(cudnnHandle_t h, const ConvProblem& p, const Co
   return {};
 }
 
-// A tuning entry's choice (autotune.h: algorithm, mode, workspace); false for
-// an entry of another size.
+// A tuning entry's legacy choice (autotune.h: algorithm, mode, workspace; an
+// engine verdict may follow, library_calls_engine_choice.h); false for a
+// shorter entry.
 inline bool ConvCandidateFromTuning(const ConvProblem& p, const std::vector<int64_t>& entry, ConvCandidate* c) {
-  if (entry.size() != 3) return false;
+  if (entry.size() < kConvTuningLegacyValues) return false;
   if (p.transposed) {
     c->data_algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(entry[0]);
   } else {

@@ -97,14 +97,15 @@ std::vector<uint8_t> HalfExecutable(ser::DType t) {
 // another), and the program states none of their calls itself: each cuBLASLt /
 // cuDNN set-up or launch call appears as often as in the shared files.
 TEST(CudaHostEmitter, EmbedsTheVmLibraryCallsVerbatim) {
-  const fs::path dir = fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "vm" / "cuda";
-  if (!fs::exists(dir / "library_calls.h")) GTEST_SKIP() << "source tree not found at " << dir;
+  const fs::path dir = fs::path(KEEL_SOURCE_DIR) / "vm" / "cuda";
+  ASSERT_TRUE(fs::exists(dir / "library_calls.h")) << "source tree not found at " << dir;
   const Image img(HalfExecutable(ser::DType::kF16));  // a gemm, a conv and a pool
   auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
   ASSERT_TRUE(src.ok()) << src.status().ToString();
   std::string shared;
-  for (const char* name : {"library_calls.h", "library_calls_cublaslt.h", "library_calls_cudnn.h",
-                           "library_calls_attention.h", "attention_kernel.cuh"}) {
+  for (const char* name : {"library_calls.h", "library_calls_cublaslt.h", "library_calls_engine_choice.h",
+                           "library_calls_cudnn.h", "library_calls_cudnn_engine.h", "library_calls_attention.h",
+                           "attention_kernel.cuh"}) {
     std::ifstream in(dir / name, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     text = EmbeddedText(text);
@@ -121,7 +122,10 @@ TEST(CudaHostEmitter, EmbedsTheVmLibraryCallsVerbatim) {
                            "cudnnSetFilterNdDescriptor", "cudnnSetConvolutionNdDescriptor",
                            "cudnnSetConvolutionMathType", "cudnnGetConvolutionForwardAlgorithm_v7",
                            "cudnnConvolutionBiasActivationForward", "cudnnConvolutionForward",
-                           "cudnnSetTensor4dDescriptor", "cudnnSetPooling2dDescriptor", "cudnnPoolingForward"}) {
+                           "cudnnSetTensor4dDescriptor", "cudnnSetPooling2dDescriptor", "cudnnPoolingForward",
+                           // the backend-API engines (library_calls_cudnn_engine.h)
+                           "cudnnBackendCreateDescriptor", "cudnnBackendSetAttribute", "cudnnBackendGetAttribute",
+                           "cudnnBackendFinalize", "cudnnBackendExecute", "cudnnBackendDestroyDescriptor"}) {
     EXPECT_GT(uses(shared, call), 0u) << call;
     EXPECT_EQ(uses(*src, call), uses(shared, call)) << call << " is restated outside the shared calls";
   }
@@ -162,6 +166,89 @@ TEST(CudaHostEmitter, HalfLibraryKernels) {
   }
 }
 #endif
+
+// A grouped f16 convolution stored channels-last (a ResNeXt block's 3x3 at
+// --precision fp16): the VM holds its cuDNN engine competition by default
+// (cuda_lib::EnginesConsidered), so the program plans it through the shared
+// engine calls: the policy from KEEL_CUDNN_ENGINES, the configuration a tuning
+// entry names (EnginePlanOf), execution and the legacy fallback per launch. The
+// program compiles.
+TEST(CudaHostEmitter, GroupedHalfConvTakesTheEnginePath) {
+  using ser::DeviceKind;
+  const ser::DType t = ser::DType::kF16;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  const std::vector<uint8_t> zeros(16 * 3 * 3 * 2 * 2, 0);
+  const uint32_t cw = w.AddConstant("W", t, {16, 3, 3, 2}, DeviceKind::kCuda, zeros);  // KRSC, 8 groups of 2 channels
+  const uint32_t cb = w.AddConstant("b", t, {16}, DeviceKind::kCuda, std::span<const uint8_t>(zeros.data(), 32));
+  ser::KernelDesc k;
+  k.name = "conv_grouped";
+  k.kind = ser::KernelKind::kLibrary;
+  k.device = DeviceKind::kCuda;
+  k.library_op = lo::kCudnnConv2d;
+  k.args = {{t, {1, 8, 8, 16}, ser::ArgAccess::kRead},
+            {t, {16, 3, 3, 2}, ser::ArgAccess::kRead},
+            {t, {16}, ser::ArgAccess::kRead},
+            {t, {1, 8, 8, 16}, ser::ArgAccess::kWrite}};
+  k.attrs = {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("group", {8}),
+             ser::AttrDesc::Ints("has_bias", {1}), ser::AttrDesc::Str("activation", "relu"),
+             ser::AttrDesc::Str("layout", "nhwc")};
+  const uint32_t kc = w.AddKernel(k);
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "greedy-size";
+  plan.storages = {{2048, 256, DeviceKind::kCuda, 0, 0}};
+  plan.arenas = {{DeviceKind::kCuda, 2048, 256}};
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", {1, 8, 8, 16}, t, DeviceKind::kCuda}}, {{"y", {1, 8, 8, 16}, t, DeviceKind::kCuda}},
+                          5);
+  f.LoadConst(1, cw).LoadConst(2, cb).AllocStorage(3, 0).AllocTensor(4, 3, 0, {1, 8, 8, 16}, t);
+  f.Invoke(kc, {0, 1, 2, 4}, "conv").Ret({4});
+  auto bytes = w.Finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  const Image img(*bytes);
+  auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+
+  const std::string resolve = FunctionBody(*src, "static void ResolveKernels()");
+  EXPECT_NE(resolve.find("c.p.group = 8;"), std::string::npos) << resolve;
+  EXPECT_NE(resolve.find("c.p.nhwc = true;"), std::string::npos) << resolve;
+  EXPECT_NE(resolve.find("c.p.type = cl::ElementType::kF16;"), std::string::npos) << resolve;
+#ifdef KEEL_TEST_WITH_VM_CUDA
+  // The VM's tuning key: the entry whose engine verdict the program follows.
+  std::string key = vm_internal::ConvProblemKey({1, 8, 8, 16}, {16, 3, 3, 2}, {1, 8, 8, 16}, {1, 1, 1, 1}, {1, 1},
+                                                {1, 1}, 8, true, false, 1, false, DataType::kF16, true);
+  key.resize(key.size() - std::string("|tf320").size());
+  EXPECT_NE(resolve.find("ConvPlanKernel(c, \"conv_grouped\", \"" + key + "\");"), std::string::npos) << key;
+#endif
+  // Planning: the shared policy decides, the tuning entry's configuration is built
+  // (or, KEEL_CUDNN_ENGINES=force, the shared candidates' first), its workspace reserved.
+  const std::string plan_conv = FunctionBody(*src, "static void ConvPlanKernel(");
+  EXPECT_NE(plan_conv.find("if (cl::EnginesConsidered(g_engine_policy, c.p)) ConvPlanEngine(c, name, key, t);"),
+            std::string::npos)
+      << plan_conv;
+  EXPECT_NE(plan_conv.find("c.engine.workspace"), std::string::npos) << plan_conv;
+  const std::string plan_engine = FunctionBody(*src, "static void ConvPlanEngine(");
+  for (const char* call : {"cl::EngineFromTuning(", "cl::BuildEngineGraph(", "cl::EngineCandidates(",
+                           "cl::EnginePlanOf(", "cl::EngineCallName("}) {
+    EXPECT_NE(plan_engine.find(call), std::string::npos) << call;
+  }
+  // Launch: the engine where the VM runs it, else the legacy call.
+  const std::string run = FunctionBody(*src, "static const std::string& ConvRun(");
+  EXPECT_NE(run.find("if (c.engine.plan != nullptr && cl::EngineUsable(x, w, res, y)) {"), std::string::npos) << run;
+  EXPECT_NE(run.find("cl::EngineExecute(g_cudnn, c.engine.plan, &c.pack, x, w, y, g_workspace)"), std::string::npos);
+  EXPECT_NE(run.find("cl::ConvThenEpilogue("), std::string::npos);
+  // The policy is read before the kernels are planned; the engine's descriptors are released.
+  const std::string main_fn = FunctionBody(*src, "int main(");
+  ASSERT_NE(main_fn.find("InitEngines();"), std::string::npos) << main_fn;
+  EXPECT_LT(main_fn.find("InitEngines();"), main_fn.find("ResolveKernels();"));
+  EXPECT_NE(FunctionBody(*src, "static void Cleanup()").find("DestroyConvKernel(k0);"), std::string::npos);
+  if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found: the program was not compiled";
+  TempDir dir;
+  const fs::path cu = dir.path() / "grouped_f16.cu";
+  std::ofstream(cu) << *src;
+  const std::string err = CompileWithNvcc(cu, dir.path() / "grouped_f16");
+  EXPECT_TRUE(err.empty()) << err;
+}
 
 // Library kernels outside the shared element types, or mixing types, are refused
 // by name, as the VM refuses them at load.

@@ -83,7 +83,16 @@ std::vector<Case> Cases() {
   // a large batch (four query tiles per block, the last block's partly past the queries).
   cs.push_back(TorchHeads("bert_base_batch1", 128, 1, 12, 64));
   cs.push_back(TorchHeads("bert_base_batch8", 128, 8, 12, 64));
+  // ViT-B/16's 197 tokens: 13 query tiles, the last block's last tiles wholly past the queries (no
+  // math, they only copy), the last step 5 keys; one key warp (the batch of 4) and two (the batch of 2,
+  // whose blocks of two tiles merge through shared memory).
+  cs.push_back(TorchHeads("vit_batch4", 197, 4, 12, 64));
+  cs.push_back(TorchHeads("vit_batch2_two_key_warps", 197, 2, 12, 64));
   cs.push_back(Dense("one_key_warp", 260, 70, 80, 32, 24, false, true));
+  // A negative scale: the maximum does not commute with it, so the scores are scaled in place.
+  Case negative = Dense("negative_scale", 5, 33, 90, 64, 64, false, false);
+  negative.scale = -0.3f;
+  cs.push_back(negative);
   cs.push_back(Dense("width72_masked", 3, 40, 70, 72, 72, false, true));
   cs.push_back(Dense("odd_scalar_loads", 3, 70, 130, 36, 20, false, false));
   cs.push_back(Dense("k_transposed_mask_width128", 2, 65, 200, 128, 128, true, true));

@@ -2,15 +2,20 @@
 // convolution (vm/cuda/cudnn_engine_conv.h) against the CPU reference loops:
 //   * Candidates: EVERY engine plan the heuristics offer with TF32 off (not just
 //     the fastest) must match ReferenceConv (relative L2 <= 1e-5), on several
-//     shapes including ResNet-18's, and none may carry a tensor-core note.
+//     shapes including ResNet-18's, and none may carry a tensor-core note; each
+//     rebuilt from its identity (what a tuning entry records, CreateFor) gives
+//     the same workspace and bit-identical output; an unknown identity is refused.
+//   * The policy (cuda_lib::EnginesConsidered: which convolutions hold the engine
+//     competition, shared with the emitted host program): no GPU needed.
 //   * Through the VM: with VmOptions::cudnn_engines = kForce, cudnn.conv2d kernels with
 //     bias/residual/ReLU epilogues run as cudnnBackendExecute (checked in the
 //     trace) + the VM's epilogue, with and without CUDA graphs, and match.
-// Skips when no GPU is present (or the runtime was built without cuDNN).
+// The GPU tests skip when no GPU is present (all skip when built without cuDNN).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -59,18 +64,28 @@ const Shape kShapes[] = {
 class EngineCandidates : public ::testing::TestWithParam<Shape> {};
 
 #ifdef KEEL_HAVE_CUDNN
+// The shared calls' view of `c` (vm/cuda/library_calls_cudnn.h): f32, NCHW, TF32 off.
+cuda_lib::ConvProblem Problem(const ConvRef& c) {
+  cuda_lib::ConvProblem p;
+  p.x = {static_cast<int>(c.n), static_cast<int>(c.c), static_cast<int>(c.h), static_cast<int>(c.w)};
+  p.w = {static_cast<int>(c.k), static_cast<int>(c.c), static_cast<int>(c.r), static_cast<int>(c.s)};
+  p.y = {static_cast<int>(c.n), static_cast<int>(c.k), static_cast<int>(c.out_h()), static_cast<int>(c.out_w())};
+  p.pads = {static_cast<int>(c.pad_h), static_cast<int>(c.pad_w)};
+  p.strides = {static_cast<int>(c.stride_h), static_cast<int>(c.stride_w)};
+  p.dilations = {static_cast<int>(c.dil_h), static_cast<int>(c.dil_w)};
+  return p;
+}
+
 void CheckEveryCandidate(const Shape& shape, vm_internal::EngineSearch search = {}) {
   const ConvRef& c = shape.c;
-  const std::vector<int64_t> xs = {c.n, c.c, c.h, c.w}, ws = {c.k, c.c, c.r, c.s}, ys = {c.n, c.k, c.out_h(), c.out_w()};
   const auto x = Random(static_cast<size_t>(c.n * c.c * c.h * c.w), 41);
   const auto w = Random(static_cast<size_t>(c.k * c.c * c.r * c.s), 42, -0.5f, 0.5f);
   const std::vector<float> want = ReferenceConv(c, x, w, nullptr, nullptr);
 
   cudnnHandle_t h = nullptr;
   ASSERT_EQ(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
-  auto made = vm_internal::CudnnEngineConv::Create(
-      h, {xs, ws, ys, {c.pad_h, c.pad_w, c.pad_h, c.pad_w}, {c.stride_h, c.stride_w}, {c.dil_h, c.dil_w}, 1},
-      /*allow_tf32=*/false, uint64_t{256} << 20, search);
+  const cuda_lib::ConvProblem problem = Problem(c);  // TF32 off
+  auto made = vm_internal::CudnnEngineConv::Create(h, problem, uint64_t{256} << 20, search);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   vm_internal::CudnnEngineConv& e = **made;
   ASSERT_GE(e.size(), 1u);
@@ -102,6 +117,17 @@ void CheckEveryCandidate(const Shape& shape, vm_internal::EngineSearch search = 
     ASSERT_EQ(cudaMemcpy(got.data(), dy, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_LE(RelL2(got, want), 1e-5);
     ++ran;
+    // The identity a tuning entry records (library_calls_engine_choice.h) builds the
+    // same configuration: same workspace, bit-identical output.
+    auto again = vm_internal::CudnnEngineConv::CreateFor(h, problem, uint64_t{256} << 20, e.id(i));
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ((*again)->workspace(0), e.workspace(i));
+    ASSERT_EQ(cudaMemset(dy, 0xff, want.size() * 4), cudaSuccess);
+    ASSERT_EQ((*again)->Run(0, dx, dw, dy, dws), CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> rebuilt(want.size());
+    ASSERT_EQ(cudaMemcpy(rebuilt.data(), dy, rebuilt.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::memcmp(rebuilt.data(), got.data(), got.size() * 4), 0) << "rebuilt from its identity";
   }
   EXPECT_GE(ran, 1);
   std::printf("%s: %zu candidates, %d ran (%s)\n", shape.name, e.size(), ran, e.summary().c_str());
@@ -126,6 +152,65 @@ TEST(EngineAll, EveryEngineMatchesReference) {
   all.all = true;
   CheckEveryCandidate({"all_l4_3x3_512", Make(1, 512, 7, 512, 3, 1, 1)}, all);
   CheckEveryCandidate({"all_l3_3x3_256_b2", Make(2, 256, 14, 256, 3, 1, 1)}, all);
+}
+// A configuration this cuDNN does not offer (as a stale or edited tuning entry
+// could name) is refused, naming it.
+TEST(EngineIdentity, UnknownConfigurationIsRefused) {
+  KEEL_SKIP_WITHOUT_GPU();
+  cudnnHandle_t h = nullptr;
+  ASSERT_EQ(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
+  cuda_lib::EngineId id;
+  id.index = 99999;
+  auto made = vm_internal::CudnnEngineConv::CreateFor(h, Problem(Make(1, 64, 56, 64, 3, 1, 1)), uint64_t{256} << 20, id);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), StatusCode::kUnsupported) << made.status().ToString();
+  EXPECT_NE(made.status().message().find("engine=99999 knobs=none"), std::string::npos) << made.status().ToString();
+  cudnnDestroy(h);
+}
+
+// Which convolutions hold the engine competition (VmOptions::cudnn_engines): the
+// rule the VM and the emitted host program share. No GPU needed.
+TEST(EnginePolicy, ConsideredProblems) {
+  using cuda_lib::EnginePolicy;
+  using cuda_lib::EnginesConsidered;
+  cuda_lib::ConvProblem dense = Problem(Make(1, 64, 56, 64, 3, 1, 1));
+  cuda_lib::ConvProblem grouped = dense;
+  grouped.group = 8;
+  grouped.w[1] = 8;
+  for (const EnginePolicy m : {EnginePolicy::kCompete, EnginePolicy::kForce}) {
+    EXPECT_TRUE(EnginesConsidered(m, dense));
+    EXPECT_TRUE(EnginesConsidered(m, grouped));
+  }
+  EXPECT_FALSE(EnginesConsidered(EnginePolicy::kOff, grouped));
+  // kAuto: grouped and (half or channels-last).
+  EXPECT_FALSE(EnginesConsidered(EnginePolicy::kAuto, dense));
+  EXPECT_FALSE(EnginesConsidered(EnginePolicy::kAuto, grouped));  // f32, NCHW
+  cuda_lib::ConvProblem half = grouped;
+  half.type = cuda_lib::ElementType::kF16;
+  EXPECT_TRUE(EnginesConsidered(EnginePolicy::kAuto, half));
+  half.type = cuda_lib::ElementType::kBF16;
+  EXPECT_TRUE(EnginesConsidered(EnginePolicy::kAuto, half));
+  cuda_lib::ConvProblem nhwc = grouped;
+  nhwc.nhwc = true;
+  EXPECT_TRUE(EnginesConsidered(EnginePolicy::kAuto, nhwc));
+  cuda_lib::ConvProblem dense_half = dense;
+  dense_half.type = cuda_lib::ElementType::kF16;
+  EXPECT_FALSE(EnginesConsidered(EnginePolicy::kAuto, dense_half));
+  // Outside the graph's reach: transposed, channels-last 3-D.
+  cuda_lib::ConvProblem transposed = half;
+  transposed.transposed = true;
+  EXPECT_FALSE(EnginesConsidered(EnginePolicy::kForce, transposed));
+  cuda_lib::ConvProblem nhwc3d = half;
+  nhwc3d.nhwc = true;
+  nhwc3d.x.push_back(4);
+  nhwc3d.w.push_back(3);
+  nhwc3d.y.push_back(4);
+  nhwc3d.pads.push_back(1);
+  nhwc3d.strides.push_back(1);
+  nhwc3d.dilations.push_back(1);
+  EXPECT_FALSE(EnginesConsidered(EnginePolicy::kForce, nhwc3d));
+  nhwc3d.nhwc = false;
+  EXPECT_TRUE(EnginesConsidered(EnginePolicy::kAuto, nhwc3d));
 }
 #else
 TEST_P(EngineCandidates, EveryCandidateMatchesReference) { GTEST_SKIP() << "built without cuDNN"; }

@@ -1,7 +1,8 @@
 // tests/vm/cuda/tuning_file_test.cc — the CUDA tuning file (vm/cuda/autotune.h,
-// VmOptions::tuning_file): the text parser and writer (no GPU needed: runs in
-// CI), and on a GPU two VMs created with the same file: the first times and
-// writes it, the second times nothing and makes the same choices.
+// VmOptions::tuning_file): the text parser and writer, cuDNN engine verdicts
+// included (vm/cuda/library_calls_engine_choice.h; no GPU needed: runs in CI),
+// and on a GPU two VMs created with the same file: the first times and writes
+// it, the second times nothing and makes the same choices (an engine too).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -16,6 +17,7 @@
 
 #include "tests/vm/cuda/cuda_test_programs.h"
 #include "vm/cuda/autotune.h"
+#include "vm/cuda/library_calls_engine_choice.h"
 
 namespace keel::cudatest {
 namespace {
@@ -132,8 +134,91 @@ INSTANTIATE_TEST_SUITE_P(
                 "algorithm"},
         BadLine{"short_hex", "sm90-cublasLt130100 gemm|x workspace=0 algo=00ff", "hex"},
         BadLine{"upper_hex", "sm90-cublasLt130100 gemm|x workspace=0 algo=" + std::string(128, 'F'), "hex"},
-        BadLine{"duplicate", "sm90-cudnn91400 conv|[2] algo=FFT mode=fused workspace=0", "second entry"}),
+        BadLine{"duplicate", "sm90-cudnn91400 conv|[2] algo=FFT mode=fused workspace=0", "second entry"},
+        // The engine verdict (vm/cuda/library_calls_engine_choice.h).
+        BadLine{"engine_not_index", "sm90-cudnn91400 conv|[1] algo=GEMM mode=fused workspace=0 engine=fast knobs=none",
+                "engine must be legacy or"},
+        BadLine{"engine_without_knobs", "sm90-cudnn91400 conv|[1] algo=GEMM mode=fused workspace=0 engine=12",
+                "missing field knobs="},
+        BadLine{"knobs_without_engine", "sm90-cudnn91400 conv|[1] algo=GEMM mode=fused workspace=0 knobs=none",
+                "missing field engine="},
+        BadLine{"legacy_with_knobs", "sm90-cudnn91400 conv|[1] algo=GEMM mode=fused workspace=0 engine=legacy knobs=none",
+                "knobs= with engine=legacy"},
+        BadLine{"bad_knob", "sm90-cudnn91400 conv|[1] algo=GEMM mode=fused workspace=0 engine=3 knobs=1:2,x", "knobs must"},
+        BadLine{"unsorted_knobs", "sm90-cudnn91400 conv|[1] algo=GEMM mode=fused workspace=0 engine=3 knobs=5:0,2:1",
+                "increasing"},
+        BadLine{"transposed_engine",
+                "sm90-cudnn91400 conv_transpose|[1] algo=ALGO_1 mode=conv+epilogue workspace=0 engine=legacy",
+                "unknown field"},
+        BadLine{"gemm_engine", "sm90-cublasLt130100 gemm|x workspace=0 algo=" + std::string(128, 'f') + " engine=legacy",
+                "unknown field"}),
     [](const ::testing::TestParamInfo<BadLine>& i) { return std::string(i.param.name); });
+
+// A forward convolution's engine verdict rides on its entry: the values after the
+// legacy choice, "engine=... knobs=..." in the text; both round-trip, and an
+// entry without one (engines off, older files) stays as it was.
+TEST(TuningFile, EngineVerdictsRoundTrip) {
+  const std::string conv = vm_internal::ConvProblemKey({1, 64, 14, 14}, {64, 8, 3, 3}, {1, 64, 14, 14}, {1, 1, 1, 1},
+                                                       {1, 1}, {1, 1}, 8, true, false, 1, false, DataType::kF16, true);
+  const std::string dense = vm_internal::ConvProblemKey({1, 8, 8, 8}, {8, 8, 3, 3}, {1, 8, 8, 8}, {1, 1, 1, 1}, {1, 1},
+                                                        {1, 1}, 1, false, false, 0, false);
+  cuda_lib::EngineId id;
+  id.index = 12;
+  id.knobs = {{3, 1}, {5, 0}, {17, -2}};
+  TuningTable t;
+  std::vector<int64_t> engine = {1, 1, 256};
+  cuda_lib::SetEngineTuning(id, &engine);
+  t[vm_internal::TuningKey(90, "cudnn", 91900, conv)] = engine;
+  std::vector<int64_t> legacy = {1, 0, 0};
+  cuda_lib::SetEngineTuning(cuda_lib::EngineId{}, &legacy);
+  t[vm_internal::TuningKey(90, "cudnn", 91900, dense)] = legacy;
+  cuda_lib::EngineId plain;  // no knobs
+  plain.index = 0;
+  std::vector<int64_t> no_knobs = {0, 1, 0};
+  cuda_lib::SetEngineTuning(plain, &no_knobs);
+  t[vm_internal::TuningKey(80, "cudnn", 91900, conv)] = no_knobs;
+  t[vm_internal::TuningKey(89, "cudnn", 91900, conv)] = {2, 1, 0};  // no verdict
+  const std::string text = vm_internal::FormatTuning(t);
+  EXPECT_NE(text.find("sm90-cudnn91900 " + conv +
+                      " algo=IMPLICIT_PRECOMP_GEMM mode=conv+epilogue workspace=256 engine=12 knobs=3:1,5:0,17:-2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sm90-cudnn91900 " + dense + " algo=IMPLICIT_PRECOMP_GEMM mode=fused workspace=0 engine=legacy\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" workspace=0 engine=0 knobs=none\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sm89-cudnn91900 " + conv + " algo=GEMM mode=conv+epilogue workspace=0\n"), std::string::npos)
+      << text;
+  Result<TuningTable> back = ParseTuning(text, "t.txt");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, t);
+  EXPECT_EQ(vm_internal::FormatTuning(*back), text);
+  // What the VM and the host program read back from each entry.
+  auto verdict = [&](const std::string& key, bool* recorded) {
+    cuda_lib::EngineId got;
+    EXPECT_TRUE(cuda_lib::EngineFromTuning(back->at(key), recorded, &got)) << key;
+    return got;
+  };
+  bool recorded = false;
+  EXPECT_EQ(verdict(vm_internal::TuningKey(90, "cudnn", 91900, conv), &recorded), id);
+  EXPECT_TRUE(recorded);
+  EXPECT_EQ(verdict(vm_internal::TuningKey(90, "cudnn", 91900, dense), &recorded).index, -1);
+  EXPECT_TRUE(recorded);
+  EXPECT_EQ(verdict(vm_internal::TuningKey(80, "cudnn", 91900, conv), &recorded), plain);
+  EXPECT_TRUE(recorded);
+  verdict(vm_internal::TuningKey(89, "cudnn", 91900, conv), &recorded);
+  EXPECT_FALSE(recorded);
+  // The trace and error spelling of an identity.
+  EXPECT_EQ(cuda_lib::EngineIdText(id), "engine=12 knobs=3:1,5:0,17:-2");
+  EXPECT_EQ(cuda_lib::EngineIdText(cuda_lib::EngineId{}), "engine=legacy");
+  // Malformed tails are refused, not misread.
+  bool r = false;
+  cuda_lib::EngineId x;
+  EXPECT_FALSE(cuda_lib::EngineFromTuning({1, 0, 0, -2}, &r, &x));
+  EXPECT_FALSE(cuda_lib::EngineFromTuning({1, 0, 0, 4, 2, 1, 1}, &r, &x));         // 2 knobs, 1 given
+  EXPECT_FALSE(cuda_lib::EngineFromTuning({1, 0, 0, 4, 2, 5, 1, 3, 0}, &r, &x));   // types not increasing
+  EXPECT_FALSE(cuda_lib::EngineFromTuning({1, 0}, &r, &x));
+}
 
 TEST(TuningFile, KeysSeparateEveryChoiceInput) {
   auto conv = [](bool tf32, int act, int64_t group) {
@@ -256,8 +341,11 @@ class CallRecorder : public TraceObserver {
   std::vector<std::string> calls;
 };
 
-TEST(TuningFile, SecondVmReadsTheFileAndTimesNothing) {
-  KEEL_SKIP_WITHOUT_GPU();
+// The first VM times and writes the file, the second reads it: it times nothing,
+// leaves the file as it was and makes the same calls (the same bytes out). With
+// `engines` kCompete the conv's entry records its engine verdict too, and the
+// second VM builds that configuration from the recorded identity.
+void CheckSecondVmReadsTheFile(VmOptions::CudnnEngines engines) {
   TempDir dir;
   const std::string path = (dir.path / "tuning.txt").string();
   auto bytes = ConvGemmProgram();
@@ -273,6 +361,7 @@ TEST(TuningFile, SecondVmReadsTheFileAndTimesNothing) {
     o.cuda_graph = false;
     o.tuning_file = path;
     o.trace = &rec;
+    o.cudnn_engines = engines;
     auto vm = VirtualMachine::Create(*exe, o);
     ASSERT_TRUE(vm.ok()) << vm.status().ToString();
     ASSERT_TRUE((*vm)->SetInput(size_t{0}, x.data(), x.size() * 4, (*exe)->input(0).shape, DataType::kF32).ok());
@@ -290,14 +379,30 @@ TEST(TuningFile, SecondVmReadsTheFileAndTimesNothing) {
   const std::string text1 = ReadAll(path);
   EXPECT_NE(text1.find(" conv|"), std::string::npos) << text1;
   EXPECT_NE(text1.find(" gemm|"), std::string::npos) << text1;
+  if (engines == VmOptions::CudnnEngines::kCompete) {
+    EXPECT_NE(text1.find(" engine="), std::string::npos) << text1;
+  } else {
+    EXPECT_EQ(text1.find(" engine="), std::string::npos) << text1;  // kAuto: this dense f32 conv holds no competition
+  }
   run(&calls2, &out2);
   const uint64_t t2 = vm_internal::TimingsSoFar();
   EXPECT_GE(t1, t0);
   EXPECT_EQ(t2, t1) << "the second VM timed candidates although the file records every problem";
   EXPECT_EQ(ReadAll(path), text1) << "nothing new was tuned: the file must stay as it was";
   ASSERT_EQ(calls1.size(), 2u);
-  EXPECT_EQ(calls1, calls2);  // the same algorithm, mode and workspace for each call
+  EXPECT_EQ(calls1, calls2);  // the same algorithm, mode and workspace (or engine) for each call
   EXPECT_EQ(std::memcmp(out1.data(), out2.data(), out1.size() * 4), 0);
+  std::printf("%s\n", calls1[0].c_str());
+}
+
+TEST(TuningFile, SecondVmReadsTheFileAndTimesNothing) {
+  KEEL_SKIP_WITHOUT_GPU();
+  CheckSecondVmReadsTheFile(VmOptions::CudnnEngines::kAuto);
+}
+
+TEST(TuningFile, SecondVmBuildsTheRecordedEngine) {
+  KEEL_SKIP_WITHOUT_GPU();
+  CheckSecondVmReadsTheFile(VmOptions::CudnnEngines::kCompete);
 }
 
 TEST(TuningFile, ForeignEntriesAreKeptAndMalformedFilesRefused) {
