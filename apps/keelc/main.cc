@@ -52,8 +52,10 @@ options:
                            casts at the edges) or the half type itself
   --layout L               image layout of convolutions and pools: auto (default:
                            channels-last on CUDA at fp16/bf16, where cuDNN's tensor
-                           cores want it; channels-first otherwise), nchw, or nhwc
-                           (channels-last wherever the target's library takes it);
+                           cores want it, and on the CPU at fp32 for the pointwise
+                           and depthwise convolutions of MobileNet-like chains;
+                           channels-first otherwise), nchw, or nhwc (channels-last
+                           wherever the target has a faster kernel for it);
                            transposes only where NCHW data enters or leaves
   --winograd W             3x3 stride-1 convolutions on the CPU as Winograd F(m,3)
                            with weights transformed at compile time: auto (default:

@@ -64,6 +64,7 @@ Result<Stmt> LowerAnchor(LowerContext& ctx, const ops::OpDef& def, const ir::Nod
     const auto& listed = def.channels_last_operands;
     if (std::find(listed.begin(), listed.end(), i) != listed.end()) {  // a moved operand
       fn.buffer = -1;
+      fn.channels_last_buffer = real->buffer;
       fn.at = [real, to_last](const std::vector<Expr>& idx) { return real->at(to_last(idx)); };
     }
     ctx.Define(twin.twin->input(i), std::move(fn));

@@ -29,6 +29,10 @@ struct TensorFn {
   ir::TensorType type;
   IndexFn at;
   int buffer = -1;  // >= 0: a plain argument buffer read with the same index
+  // >= 0: the channels-first operand of a channels-last node's twin (lower.cc
+  // LowerAnchor) is this plain argument buffer in channels-last order, which a
+  // kernel written for that order (lower_conv_nhwc.cc) reads directly.
+  int channels_last_buffer = -1;
 };
 
 // Stores the anchor's value for output index `idx` (after the epilogue).

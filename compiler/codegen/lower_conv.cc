@@ -25,6 +25,8 @@
 //     copying only the image rows it reads (RowBands);
 //     pointwise ones on few pixels with their weight packed for it run as the
 //     transposed product instead (pixels as rows: PointwisePixelRows, lower_ops.h).
+//   * channels-last pointwise and depthwise 2-D convolutions (the twin of a
+//     channels-last node over plain buffers): lower_conv_nhwc.h.
 //   * ConvTranspose is the same implicit GEMM: a stride-1 convolution with the
 //     flipped, transposed weights over the input scattered (stride apart) into
 //     a zero image with (kernel-1)*dilation - pad border; on a GPU a direct
@@ -35,6 +37,7 @@
 #include <cstring>
 
 #include "compiler/codegen/lower_conv_direct.h"
+#include "compiler/codegen/lower_conv_nhwc.h"
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/channels_last.h"
 
@@ -388,6 +391,10 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
   if (c.C % c.groups != 0 || c.Co % c.groups != 0 || ws[1] != c.Cg || os[1] != c.Co)
     return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
 
+  // The twin of a channels-last pointwise or depthwise convolution over f32 buffers: its NHWC kernel.
+  if (ctx.channels_last_output() && !ctx.options().gpu_direct_conv && X.channels_last_buffer >= 0 &&
+      X.type.dtype == DType::kF32 && Wt.type.dtype == DType::kF32 && NhwcConvForm(c) != NhwcConv::kNone)
+    return LowerConvNhwc(ctx, c, X, Wt, bias, packed_rows, store);
   if (c.Cg == 1) {
     if (packed_rows > 0) return InvalidArgument(NodeLabel(node) + ": a depthwise convolution's weight cannot be panel-packed");
     if (sp == 2) {

@@ -132,7 +132,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // budget of one A block, since a thread then streams A once per panel
   // (ResNet-50's 1x1 convolutions, with up to 4 MB of weights, measured
   // slower so). docs/MEASUREMENTS.md, "Tasks in panel order".
-  const bool columns_outer = !batched && !prepacked && nMB > 1 && M * K <= half_l2_floats;
+  const bool columns_outer = !batched && !prepacked && !g.rows_outer && nMB > 1 && M * K <= half_l2_floats;
   if (columns_outer) NCP = 1;
   const int64_t nNB = CeilDiv(Np, NCP);
 

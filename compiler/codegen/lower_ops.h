@@ -55,6 +55,11 @@ struct GemmOperands {
   // one contiguous stream (compile-time packed constants, ops/packed_weight.h).
   int64_t a_panel_rows = 0;
   std::function<Expr(Expr offset)> a_panel;
+  // The tasks keep row blocks outermost even where B is packed by a pass of
+  // its own (no "column blocks outermost"): a channels-last convolution's rows
+  // are the pixels, which the layers around it split between threads the same
+  // way (lower_conv_nhwc.cc).
+  bool rows_outer = false;
 };
 // The packed B panels' count for N columns (their width: GemmPanelWidth, gemm_panels.h).
 int64_t GemmPanels(const LowerOptions& o, int64_t n);

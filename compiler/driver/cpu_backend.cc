@@ -3,17 +3,84 @@
 #include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "compiler/codegen/gemm_panels.h"
 #include "compiler/codegen/kernel_dedup.h"
 #include "compiler/codegen/llvm_cpu_emitter.h"
 #include "compiler/codegen/lower.h"
+#include "compiler/codegen/lower_conv_nhwc.h"
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/driver/backend.h"
+#include "compiler/ops/channels_last.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::driver {
 namespace {
+
+// The NHWC kernel (lower_conv_nhwc.h) the CPU would run `conv` with, kNone where it keeps
+// NCHW: also a pointwise convolution to at most half a GEMM panel of channels (16 on AVX-512),
+// whose GEMM would compute twice the columns it stores (MobileNetV2's 32 -> 16 at 112x112:
+// 0.062 -> 0.094 ms).
+codegen::NhwcConv NhwcForm(const codegen::LowerOptions& o, const ir::Node& conv) {
+  const codegen::NhwcConv form = codegen::NhwcConvFormOf(conv);
+  if (form != codegen::NhwcConv::kPointwise) return form;
+  const std::vector<int64_t>& y = conv.output(0)->type().shape;
+  const int64_t co = ops::IsChannelsLast(conv) ? y.back() : y[1];
+  return 2 * co <= codegen::GemmPanelWidth(o) ? codegen::NhwcConv::kNone : form;
+}
+
+// Whether `conv` (NhwcForm not kNone) runs NHWC: the component it belongs to (the convolutions
+// with an NHWC form connected through such convolutions, elementwise ops and transposes) has a
+// depthwise and a pointwise convolution, and at least kConvsPerEdge convolutions for each edge
+// where an image enters or leaves it (each one a transpose; graph inputs and outputs count too).
+// MobileNet-like networks are one component from end to end (MobileNetV2: 51 convolutions, 2
+// edges); ShuffleNetV2's branches are components of 2-3 convolutions between its channel split,
+// concatenation and shuffle (2 edges each), which ran 1.26x slower in NHWC; a pointwise
+// convolution between others that run NCHW (ResNet's downsampling 1x1), or a depthwise one
+// alone, would only add transposes around itself.
+bool InNhwcChain(const codegen::LowerOptions& o, const ir::Node& conv) {
+  constexpr int64_t kConvsPerEdge = 4;
+  auto traversed = [&o](const ir::Node& n) {
+    if (NhwcForm(o, n) != codegen::NhwcConv::kNone) return true;
+    if (n.op_type() == "Conv") return false;
+    const ops::OpDef* def = ops::FindOp(n);
+    return def != nullptr && (def->fusion == ops::FusionClass::kElementwise || def->permutes_axes);
+  };
+  std::vector<const ir::Node*> stack{&conv};
+  std::unordered_set<const ir::Node*> seen{&conv};
+  bool depthwise = false, pointwise = false;
+  int64_t convs = 0, edges = 0;
+  while (!stack.empty()) {
+    const ir::Node* n = stack.back();
+    stack.pop_back();
+    const codegen::NhwcConv form = NhwcForm(o, *n);
+    depthwise = depthwise || form == codegen::NhwcConv::kDepthwise;
+    pointwise = pointwise || form == codegen::NhwcConv::kPointwise;
+    if (form != codegen::NhwcConv::kNone) ++convs;
+    auto visit = [&](const ir::Node* m) {
+      if (!traversed(*m)) {
+        ++edges;
+      } else if (seen.insert(m).second) {
+        stack.push_back(m);
+      }
+    };
+    for (const ir::Value* in : n->inputs()) {
+      if (!in || in->is_constant() || in->type().shape.size() != 4) continue;
+      if (in->producer()) {
+        visit(in->producer());
+      } else {
+        ++edges;  // a graph input
+      }
+    }
+    for (const ir::Value* out : n->outputs()) {
+      for (const ir::Value::Use& use : out->uses()) visit(use.node);
+      if (n->graph() && n->graph()->IsGraphOutput(out)) ++edges;
+    }
+  }
+  return depthwise && pointwise && convs >= kConvsPerEdge * edges;
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -72,7 +139,12 @@ class CpuBackend final : public Backend {
   // Every GEMM convolution's constant weight in the panels of the register tile its GEMM uses.
   // The GEMM's row tile, or for a pointwise convolution on few pixels the panel width (its
   // transposed form reads the weight as column panels: lower_ops.h PointwisePixelRows).
+  // A channels-last convolution's weight in the panels its NHWC kernel reads (lower_conv_nhwc.h).
   int64_t PackedWeightRows(const ir::Node& conv, const ops::WeightMatrices& matrices) const override {
+    if (ops::IsChannelsLast(conv)) {
+      const codegen::NhwcConv form = codegen::NhwcConvFormOf(conv);
+      return codegen::NhwcPackedRows(lower_options_, form, conv.output(0)->type().shape.back());
+    }
     if (int64_t nr = codegen::PointwisePixelRows(lower_options_, conv)) return nr;
     return codegen::GemmRowTile(lower_options_, matrices.m);
   }
@@ -82,6 +154,22 @@ class CpuBackend final : public Backend {
   int64_t PackedBColumns(const ir::Node& /*product*/, const ops::BMatrix& b) const override {
     if (b.m == 1 && b.transposed) return 0;
     return codegen::GemmPanelWidth(lower_options_);
+  }
+
+  // Channels-last (lower_conv_nhwc.h): the pointwise and depthwise convolutions of depthwise chains,
+  // by default at fp32 (docs/MEASUREMENTS.md, "Channels-last pointwise and depthwise convolutions").
+  // A global pool takes channels-last input where its input is already transposed back from it
+  // (the pass sinks that transpose into it; never a seed of its own).
+  bool PrefersChannelsLast(const ir::Node& node) const override {
+    if (node.op_type() == "GlobalAveragePool" || node.op_type() == "GlobalMaxPool") {
+      const ir::Node* producer = node.input(0)->producer();
+      const ops::OpDef* def = producer ? ops::FindOp(*producer) : nullptr;
+      return def != nullptr && def->permutes_axes && node.input(0)->type().dtype == ir::DType::kF32;
+    }
+    return NhwcForm(lower_options_, node) != codegen::NhwcConv::kNone && InNhwcChain(lower_options_, node);
+  }
+  bool ChannelsLastByDefault(passes::Precision precision) const override {
+    return precision == passes::Precision::kFp32;
   }
 
   int64_t WinogradTile(const ir::Node& conv) const override {

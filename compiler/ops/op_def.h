@@ -212,8 +212,9 @@ struct OpDef {
   bool pads_input = false;
   // Layout: rewrites the node's axis attributes for inputs that are now the
   // transposes (by `perm`, ONNX Transpose's convention) of what it read, so it
-  // computes its old output transposed by `perm`. false when it cannot.
-  // Elementwise ops need none: they commute with transposing every operand.
+  // computes its old output transposed by `perm` (an op that drops axes: its old
+  // output itself, where the axes it keeps stay in their order). false when it
+  // cannot. Elementwise ops need none: they commute with transposing every operand.
   std::function<Result<bool>(ir::Node& node, const std::vector<int64_t>& perm)> permute_axes;
   // Pad folding (passes/pad_folding.h): makes the canonical node's `pads`
   // attribute (every spatial axis' begin, then every end) pad input 0 with

@@ -23,9 +23,15 @@ WeightMatrices MatricesOf(const ir::Node& conv) {
     return {ws[0], ws[1], ws[2]};
   }
   auto group = conv.attrs().GetInt("group", 1);
-  if (ws.size() < 3 || !group.ok() || *group <= 0 || ws[0] % *group != 0 || ws[1] <= 1) return {};
+  if (ws.size() < 3 || !group.ok() || *group <= 0 || ws[0] % *group != 0) return {};
+  // A channels-last weight is OHWI: the same bytes as OIHW where the kernel or I is 1, the only
+  // channels-last weights packed (the reference values unpack the channels-first twin's).
+  const bool last = IsChannelsLast(conv);
+  const int64_t in_per_group = last ? ws.back() : ws[1];
   int64_t k = 1;
   for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
+  if (in_per_group == 1) return *group == ws[0] ? WeightMatrices{1, ws[0], k} : WeightMatrices{};
+  if (last && k != in_per_group) return {};
   return {*group, ws[0] / *group, k};
 }
 
@@ -54,11 +60,13 @@ int64_t PackedWeightRows(const ir::Node& node) {
 
 bool PackedWeightApplies(const ir::Node& conv, WeightMatrices* matrices) {
   if (conv.op_type() != "Conv" || PackedWeightRows(conv) != 0 || conv.inputs().size() < 2) return false;
-  if (IsChannelsLast(conv) || conv.outputs().size() != 1) return false;
+  if (conv.outputs().size() != 1) return false;
   const ir::Value* w = conv.input(1);
   if (!w || !w->is_constant() || !w->has_type()) return false;
   const WeightMatrices mx = MatricesOf(conv);
   if (mx.batch == 0) return false;
+  // A channels-first depthwise convolution's kernels read its weight as it is: no candidate.
+  if (!IsChannelsLast(conv) && WinogradTile(conv) == 0 && w->type().shape[1] == 1) return false;
   if (matrices) *matrices = mx;
   return true;
 }

@@ -13,11 +13,17 @@
 // The weight is a stack of GEMM A matrices, each packed on its own:
 //   * a plain Conv (more than one input channel per group: the implicit GEMM):
 //     `group` matrices [Co/group, Cin/group * prod(kernel)];
-//   * a Conv in Winograd form (ops/winograd.h): (m+2)^2 matrices [Co, Ci].
-// Types and reference values come from the twin with the weight unpacked
-// (op_twin.h), so the reference evaluator checks the kernel against the
-// convolution it stands for. Depthwise convolutions (one input channel per
-// group) have a direct kernel, not a GEMM, and no packed form.
+//   * a Conv in Winograd form (ops/winograd.h): (m+2)^2 matrices [Co, Ci];
+//   * a channels-last depthwise Conv (one input channel per group,
+//     multiplier 1): one matrix [Co, prod(kernel)] (the CPU's NHWC kernel
+//     reads it in one panel of Co rows: [prod(kernel)][Co],
+//     codegen/lower_conv_nhwc.h).
+// A channels-last Conv (ops/channels_last.h) takes the form only where its
+// OHWI weight has the bytes of the OIHW one (a 1x1 kernel, or one input
+// channel per group). Types and reference values come from the twin with the
+// weight unpacked (op_twin.h), so the reference evaluator checks the kernel
+// against the convolution it stands for. Other depthwise convolutions
+// (a channel multiplier above 1) have no packed form.
 //
 // The B-panel form of a MatMul or Gemm (the same mechanism for the other GEMM
 // operand): its B (input 1, a constant [K, N] f32 matrix, or [N, K] under
@@ -53,8 +59,8 @@ struct WeightMatrices {
 };
 
 // Whether a (canonical, typed) Conv node can take the form: not yet packed,
-// channels-first, a constant weight, and a GEMM kernel (Winograd form, or
-// more than one input channel per group); `matrices` receives the stack.
+// a constant weight, and one of the stacks above (a depthwise one only in
+// channels-last form); `matrices` receives it.
 bool PackedWeightApplies(const ir::Node& conv, WeightMatrices* matrices);
 
 // The weight reordered into / back from the panel layout with `mr` rows per

@@ -262,12 +262,23 @@ void RegisterReduceOps(Registry& r) {
     def.infer = [op](const ir::Node& node) { return InferReduce(op, node); };
     def.evaluate = EvaluateReduce;
     def.reduction_partial = op.partial;
-    // Reducing transposed inputs over axes A is reducing the inputs over perm[A]
-    // (kept dims only: dropping axes would change what the transpose permutes).
+    // Reducing transposed inputs over axes A is reducing the inputs over perm[A].
+    // Dropping the axes (keepdims 0) changes what the transpose permutes, except
+    // where perm keeps the remaining axes in their order: then the result is the
+    // same tensor, not transposed (a mean over an NHWC image's H and W is [N, C]
+    // either way; passes/channels_last.h).
     def.permute_axes = [](ir::Node& node, const std::vector<int64_t>& perm) -> Result<bool> {
       KEEL_ASSIGN_OR_RETURN(int64_t keep, node.attrs().GetInt("keepdims", 1));
       KEEL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, node.attrs().GetInts("axes", {}));
-      if (keep == 0 || axes.empty()) return false;
+      if (axes.empty()) return false;
+      if (keep == 0) {
+        int64_t last = -1;
+        for (size_t i = 0; i < perm.size(); ++i) {
+          if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end()) continue;
+          if (perm[i] < last) return false;
+          last = perm[i];
+        }
+      }
       for (int64_t& a : axes) a = perm[static_cast<size_t>(a)];
       std::sort(axes.begin(), axes.end());
       node.attrs().Set("axes", axes);

@@ -134,7 +134,7 @@ class Rewriter {
   Result<bool> Rewrite(ir::Node* n, const ops::OpDef& def, Form form, bool insert) {
     if (n->outputs().size() != 1 || !n->output(0)->has_type()) return false;
     const size_t rank = n->output(0)->type().shape.size();
-    if (!ImageRank(rank)) return false;
+    if (!ImageRank(rank)) return form == Form::kAxes ? DropAxes(n, def) : false;
     const std::vector<int64_t> to_first = ops::ToChannelsFirstPerm(rank), to_last = ops::ToChannelsLastPerm(rank);
     const auto& listed = def.channels_last_operands;
     std::vector<bool> moved(n->inputs().size(), false);
@@ -199,6 +199,37 @@ class Rewriter {
     const std::string name = out->name();
     g_.ReplaceAllUsesWith(out, back->output(0));
     back->output(0)->set_name(name);
+    KEEL_RETURN_IF_ERROR(Remove(n));
+    return true;
+  }
+
+  // An op with an axis hook that reads a transpose to NCHW and drops axes (a mean over H and W
+  // without keepdims) reads the channels-last tensor instead where the hook keeps the remaining
+  // axes in their order: its output is then the same tensor, with no transpose after it.
+  Result<bool> DropAxes(ir::Node* n, const ops::OpDef& def) {
+    ir::Value* in = n->input(0);
+    if (!in || KindOf(in) != Kind::kTransposed) return false;
+    for (size_t i = 1; i < n->inputs().size(); ++i)
+      if (n->input(i)) return false;
+    const size_t in_rank = in->type().shape.size();
+    ir::Value* out = n->output(0);
+    if (out->type().shape.size() >= in_rank) return false;
+    ir::Node* m = g_.InsertNodeBefore(n, n->op_type(), n->name(), {in->producer()->input(0)}, 1);
+    m->attrs() = n->attrs();
+    KEEL_ASSIGN_OR_RETURN(bool ok, def.permute_axes(*m, ops::ToChannelsFirstPerm(in_rank)));
+    if (!ok) {
+      KEEL_RETURN_IF_ERROR(g_.RemoveNode(m));
+      return false;
+    }
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*m));
+    if (!(types[0] == out->type())) {
+      return Internal(ir::NodeDescription(*n) + ": on channels-last input it has type " + types[0].ToString() +
+                      ", expected " + out->type().ToString());
+    }
+    m->output(0)->set_type(out->type());
+    const std::string name = out->name();
+    g_.ReplaceAllUsesWith(out, m->output(0));
+    m->output(0)->set_name(name);
     KEEL_RETURN_IF_ERROR(Remove(n));
     return true;
   }

@@ -17,6 +17,9 @@
 //      reductions), and into ops with a channels-last form the target prefers
 //      (global pools). Two transposes in a row become one; an identity
 //      transpose disappears, so a conv-relu-conv chain keeps NHWC throughout.
+//      An op with an axis hook that drops axes (a mean over H and W without
+//      keepdims) reads the channels-last tensor where its result stays the same
+//      tensor ([N, C] either way).
 //   3. A transpose that only moves size-1 axes (a pooled [N,1,1,C] back to
 //      [N,C,1,1]) is a view: it becomes keel.Reshape.
 // What is left is one transpose where NCHW data enters (the image) and one

@@ -1,7 +1,8 @@
 // tests/compiler/passes/channels_last_test.cc — the channels-last pass on small
 // CNN graphs: the same values as the channels-first graph (the reference
 // evaluator, exactly), transposes only where NCHW data enters or leaves, and no
-// change where the target prefers nothing.
+// change where the target prefers nothing; a mean over H and W without keepdims
+// reads the channels-last image.
 #include "compiler/passes/channels_last.h"
 
 #include "compiler/ir/printer.h"
@@ -151,6 +152,36 @@ TEST(ChannelsLastTest, ModelPermutesCancel) {
   EXPECT_LT(CompareAfter(build, Transform(Always()), in, &g, &keep), 1e-6);
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(Histogram(*g).at("Transpose"), 2) << ir::PrintGraph(*g);  // the image in, the result out
+}
+
+// A mean over H and W without keepdims ([N, C] in either layout) reads the channels-last
+// image: no transpose after the convolution. A mean over W alone would give [N, C, H] from
+// NCHW but [N, H, C] from NHWC: the transpose stays before it.
+TEST(ChannelsLastTest, MeanDroppingSpatialAxesReadsChannelsLast) {
+  for (const bool spatial : {true, false}) {
+    SCOPED_TRACE(spatial ? "axes 2, 3" : "axis 3");
+    auto build = [spatial] {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* x = g->AddInput("x", F32({2, 3, 6, 7}));
+      ir::Node* c = Conv(*g, "c", x, 3, 5, 3, 41);
+      ir::Node* mean = g->AddNode("ReduceMean", "mean", {c->output(0)}, 1, {"y"});
+      mean->attrs().Set("axes", spatial ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{3});
+      mean->attrs().Set("keepdims", int64_t{0});
+      g->AddOutput(mean->output(0));
+      return g;
+    };
+    const std::vector<ir::TensorDataPtr> in = {Random({2, 3, 6, 7}, 16)};
+    ir::Graph* g = nullptr;
+    std::unique_ptr<ir::Graph> keep;
+    EXPECT_LT(CompareAfter(build, Transform(Always()), in, &g, &keep), 1e-6);
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(Histogram(*g).at("Transpose"), spatial ? 1 : 2) << ir::PrintGraph(*g);  // the image in
+    for (const ir::Node* n : g->nodes()) {
+      if (n->op_type() != "ReduceMean") continue;
+      EXPECT_EQ(n->input(0)->producer()->op_type(), spatial ? "Conv" : "Transpose");
+      EXPECT_EQ(n->output(0)->type().shape, spatial ? (std::vector<int64_t>{2, 5}) : (std::vector<int64_t>{2, 5, 6}));
+    }
+  }
 }
 
 TEST(ChannelsLastTest, Deterministic) {

@@ -1,0 +1,253 @@
+// compiler/codegen/lower_conv_nhwc.cc — the CPU kernels of channels-last (NHWC)
+// pointwise and depthwise convolutions (see lower_conv_nhwc.h).
+//
+// Why: in NCHW a pointwise convolution's GEMM splits the pixels between
+// threads while a depthwise kernel splits the channels, so at 2 threads every
+// such layer reads about half its input from the other core's cache
+// (docs/MEASUREMENTS.md, "Two threads: where the time goes"). In NHWC both
+// split the same rows of pixels, and a pixel's channels are contiguous.
+//
+// How (both read the channels-last buffers directly: TensorFn::
+// channels_last_buffer; the stores go through the node's channels-last store,
+// which runs the fused epilogue):
+//   * pointwise: one GEMM over every image, rows = the B*H*W pixels (A is X
+//     viewed [pixels, C], read in place inside the micro-kernel), columns = the
+//     output channels (B = W^T: the weight packed at compile time in row panels
+//     of NR rows is W^T's column panels, read in place; otherwise packed at run
+//     time), K = C; the tasks keep row blocks outermost (GemmOperands::
+//     rows_outer), so each thread writes the pixels the next layer reads on it.
+//   * depthwise (one input channel per group, multiplier 1, 2-D): one output
+//     row (image, oh) per parallel iteration; per output pixel, the channels in
+//     vector chunks of up to 16 lanes (the last chunk overlapping the one before
+//     it), every tap an unit-stride load of the input pixel's channels times
+//     the tap's weights (packed at compile time as [KH*KW][C], the row-panel
+//     layout of the [C, KH*KW] weight with C rows per panel, so they are
+//     unit-stride too), summed in registers. The border rows and columns
+//     (some tap outside the input) are generated one by one with only the taps
+//     inside, so no tap is guarded.
+#include <algorithm>
+#include <utility>
+
+#include "compiler/codegen/lower_conv_nhwc.h"
+
+#include "compiler/codegen/lower_ops.h"
+#include "compiler/ops/channels_last.h"
+
+namespace keel::codegen {
+namespace {
+
+constexpr int64_t kLanes = 16;  // channels per vector chunk (one zmm, two ymm)
+constexpr int64_t kPixelBlock = 4;  // interior output pixels computed together
+constexpr int64_t kRowPixels = 16;  // rows up to this wide: every pixel together
+
+// `per(c)` for every channel c in [0, C): vector chunks of up to kLanes lanes,
+// the last one overlapping the one before it (`per` must be idempotent), or a
+// scalar loop below 4 channels.
+Stmt ChannelChunks(KernelFunc& k, int64_t C, const std::function<Stmt(Expr)>& per) {
+  int64_t L = kLanes;
+  while (L > 4 && C < L) L /= 2;
+  Expr i = k.NewVar("ci");
+  if (C < L) return For(i, 0, C, LoopKind::kSerial, per(i));
+  Expr q = k.NewVar("cq");
+  Expr first = Min(q * L, Expr(C - L));
+  return For(q, 0, (C + L - 1) / L, LoopKind::kSerial, For(i, 0, L, LoopKind::kLanes, per(first + i)));
+}
+
+Result<Stmt> PointwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt,
+                           const TensorFn* bias, int64_t packed_rows, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  KernelFunc* kp = &k;
+  const int64_t P = NumElements(c.out), NR = GemmPanelWidth(ctx.options());
+  GemmOperands g;
+  g.m = c.B * P; g.n = c.Co; g.k = c.C;
+  g.rows_outer = true;
+  int xview = k.AddArgView(k.buffer(X.channels_last_buffer).arg_index, "x_nhwc", {c.B * P, c.C});
+  g.a = [kp, xview](Expr m, Expr ci) { return kp->Load(xview, {m, ci}); };
+  if (packed_rows > 0) {
+    if (packed_rows != NhwcPackedRows(ctx.options(), NhwcConv::kPointwise, c.Co) || Wt.channels_last_buffer < 0)
+      return InvalidArgument("channels-last pointwise convolution: the weight must be in row panels of " +
+                             std::to_string(NR) + " rows");
+    g.b_packed = k.AddArgView(k.buffer(Wt.channels_last_buffer).arg_index, "w_columns", {c.Co * c.C});
+  } else if (Wt.channels_last_buffer >= 0) {
+    int wview = k.AddArgView(k.buffer(Wt.channels_last_buffer).arg_index, "w_rows", {c.Co, c.C});
+    g.b = [kp, wview](Expr ci, Expr co) { return kp->Load(wview, {co, ci}); };
+  } else {
+    IndexFn w_at = Wt.at;
+    g.b = [w_at](Expr ci, Expr co) { return w_at({co, ci, Expr(0), Expr(0)}); };
+  }
+  TensorFn bfn = bias ? *bias : TensorFn{};
+  const std::vector<int64_t> out = c.out;
+  g.store = [store, bfn, out, P](Expr m, Expr n, Expr acc) {
+    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
+    std::vector<Expr> idx{m / P, n};
+    for (const Expr& e : Delinearize(out, m % P)) idx.push_back(e);
+    return store(idx, v);
+  };
+  return BuildBlockedGemm(ctx, g, "conv_nhwc");
+}
+
+// The taps [lo, hi) of one window dim whose input index o * s - pad + t * dil is inside [0, in).
+std::pair<int64_t, int64_t> TapsInside(int64_t o, int64_t s, int64_t pad, int64_t dil, int64_t taps, int64_t in) {
+  int64_t lo = 0, hi = taps;
+  while (lo < taps && o * s - pad + lo * dil < 0) ++lo;
+  while (hi > lo && o * s - pad + (hi - 1) * dil >= in) --hi;
+  return {lo, hi};
+}
+
+// Output positions [lo, hi) of one dim whose every tap is inside the input.
+std::pair<int64_t, int64_t> Interior(int64_t s, int64_t pad, int64_t dil, int64_t taps, int64_t in, int64_t out) {
+  int64_t lo = 0, hi = out;
+  while (lo < out && TapsInside(lo, s, pad, dil, taps, in) != std::make_pair(int64_t{0}, taps)) ++lo;
+  while (hi > lo && TapsInside(hi - 1, s, pad, dil, taps, in) != std::make_pair(int64_t{0}, taps)) --hi;
+  return {lo, hi};
+}
+
+// Border rows or columns (each generated on its own) of a depthwise convolution: at most this many.
+constexpr int64_t kMaxBorder = 16;
+
+bool FewBorders(const ConvGeom& c) {
+  for (size_t d = 0; d < 2; ++d) {
+    const auto [lo, hi] = Interior(c.s[d], c.pb[d], c.d[d], c.k[d], c.in[d], c.out[d]);
+    if (lo + (c.out[d] - std::max(lo, hi)) > kMaxBorder) return false;
+  }
+  return true;
+}
+
+Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt,
+                           const TensorFn* bias, int64_t packed_rows, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  KernelFunc* kp = &k;
+  const int64_t C = c.Co, H = c.in[0], W = c.in[1], OH = c.out[0], OW = c.out[1], KH = c.k[0], KW = c.k[1];
+  const int64_t sh = c.s[0], sw = c.s[1], dh = c.d[0], dw = c.d[1], ph = c.pb[0], pw = c.pb[1];
+  if (packed_rows > 0 && (packed_rows != C || Wt.channels_last_buffer < 0))
+    return InvalidArgument("channels-last depthwise convolution: the weight must be packed as [KH*KW][C]");
+  int xflat = k.AddArgView(k.buffer(X.channels_last_buffer).arg_index, "x_nhwc", {c.B * H * W * C});
+  int wflat = packed_rows > 0 ? k.AddArgView(k.buffer(Wt.channels_last_buffer).arg_index, "w_taps", {KH * KW * C}) : -1;
+  IndexFn w_at = Wt.at;
+  auto weight = [&](int64_t kh, int64_t kw, Expr ch) {
+    return wflat >= 0 ? kp->Load(wflat, {Expr((kh * KW + kw) * C) + ch})
+                      : Cast(w_at({ch, Expr(0), Expr(kh), Expr(kw)}), DType::kF32);
+  };
+  Expr r = k.NewVar("row");
+  Expr bi = c.B > 1 ? r / OH : Expr(0), oh_var = c.B > 1 ? r % OH : r;
+  // Output pixels of row `oh`, each (ow, its taps [kw0, kw1)), every channel, over the taps
+  // [kh0, kh1) x [kw0, kw1), all inside the input: one store per pixel in each chunk's body, so
+  // the pixels share the weights' loads (and, at stride 1, the input's) and keep independent
+  // accumulator chains (one pixel alone waits on its chain's FMA latency).
+  using Taps = std::pair<int64_t, int64_t>;
+  auto pixels = [&](Expr oh, const std::vector<std::pair<Expr, Taps>>& ows, Taps rows) {
+    return ChannelChunks(k, C, [&](Expr ch) {
+      std::vector<Stmt> stores;
+      for (const auto& [ow, cols] : ows) {
+        Expr acc = bias ? Cast(bias->at({ch}), DType::kF32) : Expr();
+        for (int64_t kh = rows.first; kh < rows.second; ++kh) {
+          for (int64_t kw = cols.first; kw < cols.second; ++kw) {
+            Expr ih = oh * sh + (kh * dh - ph), iw = ow * sw + (kw * dw - pw);
+            Expr term = kp->Load(xflat, {((bi * H + ih) * W + iw) * C + ch}) * weight(kh, kw, ch);
+            acc = acc.is_null() ? term : acc + term;
+          }
+        }
+        stores.push_back(store({bi, ch, oh, ow}, acc.is_null() ? FloatConst(0) : acc));
+      }
+      return Block(stores);
+    });
+  };
+  // Border rows and columns (some tap outside the input) are generated one by one with the taps
+  // inside, the interior as loops with every tap: no guards anywhere. A row of at most
+  // kRowPixels outputs is one group; a wider one groups its left border, blocks of kPixelBlock
+  // interior pixels, the interior's rest one by one, and its right border.
+  const auto [oh_lo, oh_hi] = Interior(sh, ph, dh, KH, H, OH);
+  const auto [ow_lo, ow_hi] = Interior(sw, pw, dw, KW, W, OW);
+  auto border_cols = [&](int64_t lo, int64_t hi) {
+    std::vector<std::pair<Expr, Taps>> ows;
+    for (int64_t ow = lo; ow < hi; ++ow) ows.push_back({Expr(ow), TapsInside(ow, sw, pw, dw, KW, W)});
+    return ows;
+  };
+  auto row = [&](Expr oh, Taps rows) {
+    if (OW <= kRowPixels) return pixels(oh, border_cols(0, OW), rows);
+    std::vector<Stmt> parts;
+    if (ow_lo > 0) parts.push_back(pixels(oh, border_cols(0, ow_lo), rows));
+    if (ow_hi > ow_lo) {
+      const int64_t blocks = (ow_hi - ow_lo) / kPixelBlock, rest = ow_lo + blocks * kPixelBlock;
+      if (blocks > 0) {
+        Expr ob = k.NewVar("ob");
+        std::vector<std::pair<Expr, Taps>> ows;
+        for (int64_t j = 0; j < kPixelBlock; ++j) ows.push_back({ob * kPixelBlock + (ow_lo + j), {0, KW}});
+        parts.push_back(For(ob, 0, blocks, LoopKind::kSerial, pixels(oh, ows, rows)));
+      }
+      if (rest < ow_hi) {
+        Expr ow = k.NewVar("ow");
+        parts.push_back(For(ow, rest, ow_hi, LoopKind::kSerial, pixels(oh, {{ow, {0, KW}}}, rows)));
+      }
+    }
+    if (std::max(ow_lo, ow_hi) < OW) parts.push_back(pixels(oh, border_cols(std::max(ow_lo, ow_hi), OW), rows));
+    return Block(parts);
+  };
+  Stmt body = oh_hi > oh_lo ? row(oh_var, {0, KH}) : Stmt();
+  for (int64_t oh = OH; oh-- > 0;) {
+    if (oh >= oh_lo && oh < oh_hi) continue;
+    Stmt border = row(Expr(oh), TapsInside(oh, sh, ph, dh, KH, H));
+    body = body ? If(Binary(BinaryOp::kEq, oh_var, Expr(oh)), border, body) : border;
+  }
+  const int64_t rows = c.B * OH;
+  const bool par = rows > 1 && rows * OW * C >= ctx.options().min_parallel_elements;
+  return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, body);
+}
+
+}  // namespace
+
+NhwcConv NhwcConvForm(const ConvGeom& c) {
+  if (c.sp() != 2) return NhwcConv::kNone;
+  bool pointwise = c.groups == 1;
+  for (size_t d = 0; d < 2; ++d) pointwise = pointwise && c.k[d] == 1 && c.s[d] == 1 && c.pb[d] == 0 && c.out[d] == c.in[d];
+  if (pointwise) return NhwcConv::kPointwise;
+  if (c.Cg == 1 && c.Mg == 1 && FewBorders(c)) return NhwcConv::kDepthwise;
+  return NhwcConv::kNone;
+}
+
+NhwcConv NhwcConvFormOf(const ir::Node& conv) {
+  if (conv.op_type() != "Conv" || conv.outputs().size() != 1 || conv.inputs().size() < 2) return NhwcConv::kNone;
+  const ir::Value *x = conv.input(0), *w = conv.input(1), *y = conv.output(0);
+  if (!x || !w || !x->has_type() || !w->has_type() || !y->has_type()) return NhwcConv::kNone;
+  if (x->type().dtype != DType::kF32 || w->type().dtype != DType::kF32) return NhwcConv::kNone;
+  std::vector<int64_t> xs = x->type().shape, ws = w->type().shape, ys = y->type().shape;
+  if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) return NhwcConv::kNone;
+  if (ops::IsChannelsLast(conv)) {
+    const std::vector<int64_t> first = ops::ToChannelsFirstPerm(4);
+    xs = ops::PermuteShape(xs, first); ws = ops::PermuteShape(ws, first); ys = ops::PermuteShape(ys, first);
+  }
+  const ir::Attributes& at = conv.attrs();
+  auto s = at.GetInts("strides", {1, 1});
+  auto pads = at.GetInts("pads", {0, 0, 0, 0});
+  auto d = at.GetInts("dilations", {1, 1});
+  auto group = at.GetInt("group", 1);
+  if (!s.ok() || !pads.ok() || !d.ok() || !group.ok() || s->size() != 2 || pads->size() != 4 || d->size() != 2 ||
+      *group <= 0 || xs[1] % *group != 0 || ys[1] % *group != 0)
+    return NhwcConv::kNone;
+  ConvGeom c;
+  c.B = xs[0]; c.C = xs[1]; c.Co = ys[1]; c.groups = *group;
+  c.Cg = c.C / c.groups; c.Mg = c.Co / c.groups;
+  c.in = {xs[2], xs[3]}; c.out = {ys[2], ys[3]}; c.k = {ws[2], ws[3]};
+  c.s = *s; c.d = *d; c.pb = {(*pads)[0], (*pads)[1]};
+  return NhwcConvForm(c);
+}
+
+int64_t NhwcPackedRows(const LowerOptions& options, NhwcConv form, int64_t co) {
+  const int64_t nr = GemmPanelWidth(options);
+  if (form == NhwcConv::kPointwise) return co % nr == 0 ? nr : 0;
+  return form == NhwcConv::kDepthwise ? co : 0;
+}
+
+Result<Stmt> LowerConvNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt,
+                           const TensorFn* bias, int64_t packed_rows, const StoreFn& store) {
+  if (X.channels_last_buffer < 0 || X.type.dtype != DType::kF32 || Wt.type.dtype != DType::kF32)
+    return InvalidArgument("channels-last convolution kernel: X must be an f32 buffer in NHWC order");
+  switch (NhwcConvForm(c)) {
+    case NhwcConv::kPointwise: return PointwiseNhwc(ctx, c, X, Wt, bias, packed_rows, store);
+    case NhwcConv::kDepthwise: return DepthwiseNhwc(ctx, c, X, Wt, bias, packed_rows, store);
+    case NhwcConv::kNone: break;
+  }
+  return InvalidArgument("channels-last convolution kernel: neither pointwise nor depthwise");
+}
+
+}  // namespace keel::codegen

@@ -1,0 +1,142 @@
+// tests/compiler/driver/cpu_layout_test.cc — which convolutions the CPU target
+// runs channels-last under keelc --layout (cpu_backend.cc: the pointwise and
+// depthwise convolutions of components with both kinds and at least 4
+// convolutions per edge where an image enters or leaves): MobileNetV2 from end
+// to end (one transpose in; the mean reads NHWC), ResNet-18 never, a chain of
+// three inverted residual blocks yes, a single block (ShuffleNetV2's branches)
+// no; --layout nchw nothing. The zoo model comes from KEEL_SHARED_DIR/models
+// (skipped when absent).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "compiler/driver/backend.h"
+#include "compiler/frontend/onnx_importer.h"
+#include "compiler/ops/channels_last.h"
+#include "compiler/ops/reference.h"
+#include "compiler/passes/pass_manager.h"
+
+namespace keel::driver {
+namespace {
+
+std::string Zoo(const std::string& name) {
+  return (std::filesystem::path(KEEL_SHARED_DIR) / "models" / (name + ".onnx")).string();
+}
+
+struct Counts {
+  int channels_last = 0, convs = 0, transposes = 0;  // channels_last: convolutions
+};
+
+// Runs keelc's pipeline for the CPU target (AVX-512 tiles) with `layout` and counts.
+Counts AfterPipeline(ir::Graph& g, Layout layout) {
+  BackendOptions options;
+  options.cpu = "x86-64-v4";
+  options.layout = layout;
+  auto backend = CreateBackend("cpu", options);
+  EXPECT_TRUE(backend.ok());
+  if (!backend.ok()) return {};
+  passes::PipelineOptions pipeline;
+  SetTargetRules(**backend, layout, &pipeline);
+  const Status st = passes::RunDefaultPipeline(g, pipeline);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  Counts c;
+  auto count = [&c](const ir::Node& n) {
+    c.channels_last += n.op_type() == "Conv" && ops::IsChannelsLast(n) ? 1 : 0;
+    c.convs += n.op_type() == "Conv" ? 1 : 0;
+    c.transposes += n.op_type() == "Transpose" ? 1 : 0;
+  };
+  for (const ir::Node* n : g.nodes()) {
+    if (n->body()) {
+      for (const ir::Node* m : n->body()->nodes()) count(*m);
+    } else {
+      count(*n);
+    }
+  }
+  return c;
+}
+
+Counts ZooModel(const std::string& name, Layout layout) {
+  auto g = frontend::ImportOnnx(Zoo(name), frontend::ImportOptions{});
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return g.ok() ? AfterPipeline(**g, layout) : Counts{};
+}
+
+TEST(CpuLayout, MobileNetV2RunsItsChainsChannelsLast) {
+  if (!std::filesystem::exists(Zoo("mobilenet_v2"))) GTEST_SKIP() << "mobilenet_v2 not found (KEEL_SHARED_DIR)";
+  const Counts c = ZooModel("mobilenet_v2", Layout::kAuto);
+  // Every pointwise and depthwise convolution but the first block's (3x3 stem, depthwise, 1x1 to
+  // 16 channels: half a panel) runs NHWC; one transpose where the chain starts.
+  EXPECT_EQ(c.convs, 52);
+  EXPECT_EQ(c.channels_last, 49);
+  EXPECT_EQ(c.transposes, 1);  // the global pool reads NHWC
+  const Counts first = ZooModel("mobilenet_v2", Layout::kChannelsFirst);
+  EXPECT_EQ(first.channels_last, 0);
+  EXPECT_EQ(first.transposes, 0);
+}
+
+TEST(CpuLayout, ResNet18StaysChannelsFirst) {
+  if (!std::filesystem::exists(Zoo("resnet18"))) GTEST_SKIP() << "resnet18 not found (KEEL_SHARED_DIR)";
+  const Counts c = ZooModel("resnet18", Layout::kAuto);
+  EXPECT_EQ(c.channels_last, 0);
+  EXPECT_EQ(c.transposes, 0);
+}
+
+// `blocks` inverted residual blocks (1x1 32 -> 128, Relu, depthwise 3x3, Relu, 1x1 128 -> 32, then
+// Add of the block's input but in the first block, as in MobileNetV2) after a 3x3 convolution,
+// on a [1, 8, 14, 14] image; a Relu to the graph output.
+std::unique_ptr<ir::Graph> Blocks(int blocks) {
+  auto g = std::make_unique<ir::Graph>();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
+  int constants = 0;
+  auto weight = [&](std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = dist(rng);
+    return g->AddConstant("w" + std::to_string(constants++), ops::MakeTensorF32(shape, v));
+  };
+  auto conv = [&](ir::Value* x, int64_t cin, int64_t cout, int64_t k, int64_t group) {
+    ir::Node* n = g->AddNode("Conv", "conv" + std::to_string(constants), {x, weight({cout, cin / group, k, k})}, 1);
+    n->attrs().Set("pads", std::vector<int64_t>(4, k / 2));
+    n->attrs().Set("group", group);
+    return n->output(0);
+  };
+  auto relu = [&](ir::Value* x) { return g->AddNode("Relu", "relu" + std::to_string(constants++), {x}, 1)->output(0); };
+  ir::Value* x = g->AddInput("x", ir::TensorType{ir::DType::kF32, {1, 8, 14, 14}});
+  ir::Value* y = conv(x, 8, 32, 3, 1);
+  for (int b = 0; b < blocks; ++b) {
+    ir::Value* e = relu(conv(y, 32, 128, 1, 1));
+    ir::Value* d = relu(conv(e, 128, 128, 3, 128));
+    ir::Value* p = conv(d, 128, 32, 1, 1);
+    y = b == 0 ? p : g->AddNode("Add", "add" + std::to_string(b), {p, y}, 1)->output(0);
+  }
+  ir::Node* out = g->AddNode("Relu", "out", {y}, 1, {"y"});
+  g->AddOutput(out->output(0));
+  return g;
+}
+
+TEST(CpuLayout, ChainsNeedFourConvolutionsPerEdge) {
+  // Three blocks: 9 convolutions, 2 edges (from the 3x3, to the graph output): a transpose each.
+  auto three = Blocks(3);
+  const Counts c3 = AfterPipeline(*three, Layout::kAuto);
+  EXPECT_EQ(c3.channels_last, 9);
+  EXPECT_EQ(c3.transposes, 2);
+  // Two blocks: 6 for 2.
+  auto two = Blocks(2);
+  EXPECT_EQ(AfterPipeline(*two, Layout::kAuto).channels_last, 0);
+  // One block: 3 convolutions for 2 edges stays NCHW, also under --layout nhwc (the same rule).
+  for (Layout layout : {Layout::kAuto, Layout::kChannelsLast}) {
+    auto one = Blocks(1);
+    const Counts c1 = AfterPipeline(*one, layout);
+    EXPECT_EQ(c1.channels_last, 0);
+    EXPECT_EQ(c1.transposes, 0);
+  }
+  auto first = Blocks(3);
+  EXPECT_EQ(AfterPipeline(*first, Layout::kChannelsFirst).channels_last, 0);
+}
+
+}  // namespace
+}  // namespace keel::driver
