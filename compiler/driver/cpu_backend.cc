@@ -44,9 +44,9 @@ bool InNhwcChain(const codegen::LowerOptions& o, const ir::Node& conv) {
   constexpr int64_t kConvsPerEdge = 4;
   auto traversed = [&o](const ir::Node& n) {
     if (NhwcForm(o, n) != codegen::NhwcConv::kNone) return true;
-    if (n.op_type() == "Conv") return false;
     const ops::OpDef* def = ops::FindOp(n);
-    return def != nullptr && (def->fusion == ops::FusionClass::kElementwise || def->permutes_axes);
+    if (def == nullptr || def->library == ops::LibraryCall::kConv) return false;
+    return def->fusion == ops::FusionClass::kElementwise || def->permutes_axes;
   };
   std::vector<const ir::Node*> stack{&conv};
   std::unordered_set<const ir::Node*> seen{&conv};
