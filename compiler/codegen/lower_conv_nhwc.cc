@@ -156,8 +156,12 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // inside, the interior as loops with every tap: no guards anywhere. A row of at most
   // kRowPixels outputs is one group; a wider one groups its left border, blocks of kPixelBlock
   // interior pixels, the interior's rest one by one, and its right border.
-  const auto [oh_lo, oh_hi] = Interior(sh, ph, dh, KH, H, OH);
-  const auto [ow_lo, ow_hi] = Interior(sw, pw, dw, KW, W, OW);
+  // (Plain variables, not structured bindings: the lambdas below capture them,
+  // which clang before 16 refuses for bindings.)
+  const std::pair<int64_t, int64_t> rows_inside = Interior(sh, ph, dh, KH, H, OH);
+  const std::pair<int64_t, int64_t> cols_inside = Interior(sw, pw, dw, KW, W, OW);
+  const int64_t oh_lo = rows_inside.first, oh_hi = rows_inside.second;
+  const int64_t ow_lo = cols_inside.first, ow_hi = cols_inside.second;
   auto border_cols = [&](int64_t lo, int64_t hi) {
     std::vector<std::pair<Expr, Taps>> ows;
     for (int64_t ow = lo; ow < hi; ++ow) ows.push_back({Expr(ow), TapsInside(ow, sw, pw, dw, KW, W)});
