@@ -364,6 +364,7 @@ Result<std::string> Emitter::Emit() {
      << CudaHostLibraryCallsSource() << "\n"
      << CudaHostCublasLtCallsSource() << "\n"
      << CudaHostEngineChoiceSource() << "\n"
+     << CudaHostTuningSource() << "\n"
      << CudaHostCudnnCallsSource() << "\n"
      << CudaHostCudnnEngineCallsSource() << "\n"
      << CudaHostAttentionCallsSource() << "\n"

@@ -52,13 +52,14 @@ bool IsCudnnConv(const std::string& library_op);
 
 // The VM's runtime kernels (vm/cuda/runtime_kernels.cu) and library calls
 // (vm/cuda/library_calls.h, library_calls_cublaslt.h, library_calls_engine_choice.h,
-// library_calls_cudnn.h, library_calls_cudnn_engine.h) as
+// library_calls_tuning.h, library_calls_cudnn.h, library_calls_cudnn_engine.h) as
 // text; generated at build time from those files (cuda_host_emitter_embed.cmake).
 const char* CudaHostRuntimeKernelsSource();
 const char* CudaHostLibraryCallsSource();
 const char* CudaHostCublasLtCallsSource();
 const char* CudaHostCudnnCallsSource();
 const char* CudaHostEngineChoiceSource();
+const char* CudaHostTuningSource();
 const char* CudaHostCudnnEngineCallsSource();
 const char* CudaHostAttentionCallsSource();
 const char* CudaHostAttentionKernelSource();

@@ -4,7 +4,7 @@
 // VM's own calls, the tuning file it reads, and the launch modes of kernels.
 //
 // The calls themselves are not restated here: vm/cuda/library_calls.h,
-// library_calls_cublaslt.h, library_calls_engine_choice.h, library_calls_cudnn.h,
+// library_calls_cublaslt.h, library_calls_engine_choice.h, library_calls_tuning.h, library_calls_cudnn.h,
 // library_calls_cudnn_engine.h and library_calls_attention.h, which the VM compiles,
 // are pasted verbatim before this text (cuda_host_emitter_embed.cmake), and
 // this glue calls them as vm/cuda/cublas_kernels.cc (CublasGemm), cudnn_kernels.cc
@@ -157,8 +157,9 @@ struct AttentionKernel {
 }
 
 // ---- the tuning file (vm/cuda/autotune.h), read-only ----
-// "<device> <problem>" -> conv, conv_transpose {algo, mode, workspace} | gemm {workspace, 8 words of the algorithm}.
-[[maybe_unused]] static std::map<std::string, std::vector<int64_t>> g_tuning;
+// "<device> <problem>" -> conv, conv_transpose {algo, mode, workspace[, engine verdict]} | gemm {workspace, 8 words
+// of the algorithm}.
+[[maybe_unused]] static cl::TuningEntries g_tuning;
 [[maybe_unused]] static std::string g_cudnn_tag, g_lt_tag;  // "sm90-cudnn91400 ", "sm90-cublasLt130100 "
 [[maybe_unused]] static bool g_tuning_given = false;
 [[maybe_unused]] static uint64_t g_tuning_lookups = 0, g_tuning_found = 0;
@@ -170,77 +171,8 @@ struct AttentionKernel {
   g_tuning_given = true;
   const std::vector<uint8_t> bytes = ReadWholeFile(path);
   const std::string text(bytes.begin(), bytes.end());
-  size_t pos = 0, line_no = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    auto bad = [&](const std::string& what) {
-      Die("tuning file " + path + " line " + std::to_string(line_no) + ": " + what);
-    };
-    std::vector<std::string> tok;
-    for (size_t i = 0; i < line.size();) {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-      size_t j = i;
-      while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
-      if (j > i) tok.push_back(line.substr(i, j - i));
-      i = j;
-    }
-    if (tok.empty() || tok[0][0] == '#') continue;
-    if (tok.size() < 3) bad("expected \"<device> <problem> <choice...>\"");
-    const bool transposed = tok[1].rfind("conv_transpose|", 0) == 0;
-    const bool conv = transposed || tok[1].rfind("conv|", 0) == 0, gemm = tok[1].rfind("gemm|", 0) == 0;
-    if (!conv && !gemm) bad("unknown problem " + tok[1]);
-    std::map<std::string, std::string> fields;
-    for (size_t i = 2; i < tok.size(); ++i) {
-      const size_t eq = tok[i].find('=');
-      if (eq == std::string::npos || eq == 0) bad("expected name=value, got " + tok[i]);
-      if (!fields.emplace(tok[i].substr(0, eq), tok[i].substr(eq + 1)).second) bad("a field appears twice");
-    }
-    for (const auto& f : fields) {
-      const bool engine_field = conv && !transposed && (f.first == "engine" || f.first == "knobs");
-      if (f.first != "workspace" && f.first != "algo" && !(conv && f.first == "mode") && !engine_field) {
-        bad("unknown field " + f.first);
-      }
-    }
-    const std::string ws_text = fields["workspace"], algo = fields["algo"];
-    if (ws_text.empty() || ws_text.size() > 19 || ws_text.find_first_not_of("0123456789") != std::string::npos) {
-      bad("workspace must be a byte count");
-    }
-    std::vector<int64_t> value;
-    if (conv) {
-      // The algorithms by the names library_calls_cudnn.h gives them (the VM's tuning file's).
-      int64_t a = -1;
-      const int count = transposed ? static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT)
-                                     : static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-      for (int i = 0; i < count; ++i) {
-        const char* name = transposed ? cl::ConvDataAlgoName(static_cast<cudnnConvolutionBwdDataAlgo_t>(i))
-                                      : cl::ConvAlgoName(static_cast<cudnnConvolutionFwdAlgo_t>(i));
-        if (algo == name) a = i;
-      }
-      if (a < 0) bad("unknown cuDNN algorithm \"" + algo + "\"");
-      const std::string mode = fields["mode"];
-      if ((mode != "fused" || transposed) && mode != "conv+epilogue") bad("mode must be fused or conv+epilogue");
-      value = {a, mode == "fused" ? 0 : 1, static_cast<int64_t>(std::stoull(ws_text))};
-      if (fields.count("engine") != 0 || fields.count("knobs") != 0) {  // the engine verdict
-        const bool has_knobs = fields.count("knobs") != 0;  // before fields[] adds it
-        std::vector<int64_t> tail;
-        std::string why;
-        if (!cl::ParseEngineTuning(fields["engine"], has_knobs, fields["knobs"], &tail, &why)) bad(why);
-        value.insert(value.end(), tail.begin(), tail.end());
-      }
-    } else {
-      value.push_back(static_cast<int64_t>(std::stoull(ws_text)));
-      if (algo.size() != 128 || algo.find_first_not_of("0123456789abcdef") != std::string::npos) {
-        bad("algo must be 128 lowercase hex digits");
-      }
-      for (size_t w = 0; w < 8; ++w) value.push_back(static_cast<int64_t>(std::stoull(algo.substr(16 * w, 16), nullptr, 16)));
-    }
-    if (!g_tuning.emplace(tok[0] + " " + tok[1], value).second) bad("a second entry for the same problem");
-  }
+  std::string error;  // the VM's parser (library_calls_tuning.h): the same lines accepted and refused
+  if (!cl::ParseTuningText(text, path, &g_tuning, &error)) Die(error);
 }
 
 // CudaDevice::FindTuning for one library kernel's problem.

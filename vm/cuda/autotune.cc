@@ -17,7 +17,7 @@
 #include "vm/cuda/cuda_driver.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/device_memory.h"
-#include "vm/cuda/library_calls_engine_choice.h"
+#include "vm/cuda/library_calls_tuning.h"
 
 namespace keel::vm_internal {
 
@@ -113,68 +113,6 @@ std::string Dims(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-// cudnnConvolutionFwdAlgo_t by value (the cuDNN ABI fixes these numbers).
-constexpr const char* kConvAlgoNames[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM",     "DIRECT",
-                                          "FFT",           "FFT_TILING",            "WINOGRAD", "WINOGRAD_NONFUSED"};
-constexpr int64_t kNumConvAlgos = sizeof kConvAlgoNames / sizeof kConvAlgoNames[0];
-// cudnnConvolutionBwdDataAlgo_t by value (cudnn.conv_transpose).
-constexpr const char* kConvDataAlgoNames[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
-constexpr int64_t kNumConvDataAlgos = sizeof kConvDataAlgoNames / sizeof kConvDataAlgoNames[0];
-
-// A convolution kind's algorithm names ("conv" or "conv_transpose").
-const char* const* AlgoNames(std::string_view kind, int64_t* count) {
-  *count = kind == "conv" ? kNumConvAlgos : kNumConvDataAlgos;
-  return kind == "conv" ? kConvAlgoNames : kConvDataAlgoNames;
-}
-
-bool ParseU64(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, static_cast<uint64_t>(c - '0'), &v)) return false;
-  }
-  *out = v;
-  return true;
-}
-
-bool ParseHexWords(std::string_view s, std::vector<int64_t>* out) {
-  if (s.size() != 16 * kGemmAlgoWords) return false;
-  for (size_t w = 0; w < kGemmAlgoWords; ++w) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < 16; ++i) {
-      const char c = s[16 * w + i];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (d < 0) return false;
-      v = (v << 4) | static_cast<uint64_t>(d);
-    }
-    out->push_back(static_cast<int64_t>(v));
-  }
-  return true;
-}
-
-std::vector<std::string_view> SplitSpaces(std::string_view line) {
-  std::vector<std::string_view> t;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    size_t j = i;
-    while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
-    if (j > i) t.push_back(line.substr(i, j - i));
-    i = j;
-  }
-  return t;
-}
-
-// The problem kind of a key "<device> <problem>": "conv", "conv_transpose" or
-// "gemm" (else empty).
-std::string_view Kind(std::string_view problem) {
-  const size_t bar = problem.find('|');
-  const std::string_view k = problem.substr(0, bar);
-  return bar != std::string_view::npos && (k == "conv" || k == "conv_transpose" || k == "gemm") ? k
-                                                                                                  : std::string_view();
-}
-
 // "" for f32 (keys as before half support), else "|<dtype name>".
 std::string DTypeSegment(DataType dtype) {
   return dtype == DataType::kF32 ? std::string() : std::string("|") + DataTypeName(dtype);
@@ -210,118 +148,12 @@ std::string TuningKey(int compute_capability, const char* library, uint64_t libr
 
 Result<TuningTable> ParseTuning(std::string_view text, const std::string& path) {
   TuningTable table;
-  size_t line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    auto bad = [&](const std::string& what) {
-      return InvalidArgument("tuning file " + path + " line " + std::to_string(line_no) + ": " + what);
-    };
-    const std::vector<std::string_view> tok = SplitSpaces(line);
-    if (tok.empty() || tok[0][0] == '#') continue;
-    if (tok.size() < 3) return bad("expected \"<device> <problem> <choice...>\"");
-    const std::string_view kind = Kind(tok[1]);
-    if (kind.empty()) {
-      return bad("unknown problem \"" + std::string(tok[1].substr(0, 40)) + "\" (conv|..., conv_transpose|... or gemm|...)");
-    }
-    const bool conv = kind != "gemm";
-    std::map<std::string_view, std::string_view> fields;
-    for (size_t i = 2; i < tok.size(); ++i) {
-      const size_t eq = tok[i].find('=');
-      if (eq == std::string_view::npos || eq == 0) return bad("expected name=value, got \"" + std::string(tok[i]) + "\"");
-      if (!fields.emplace(tok[i].substr(0, eq), tok[i].substr(eq + 1)).second) {
-        return bad("field " + std::string(tok[i].substr(0, eq)) + " appears twice");
-      }
-    }
-    auto field = [&](const char* name) -> std::string_view {
-      auto it = fields.find(name);
-      return it == fields.end() ? std::string_view() : it->second;
-    };
-    const std::vector<const char*> required =
-        conv ? std::vector<const char*>{"algo", "mode", "workspace"} : std::vector<const char*>{"workspace", "algo"};
-    // A forward convolution's engine verdict (library_calls_engine_choice.h), when recorded.
-    const std::vector<const char*> optional =
-        kind == "conv" ? std::vector<const char*>{"engine", "knobs"} : std::vector<const char*>{};
-    for (const auto& [name, value] : fields) {
-      bool ok = false;
-      for (const char* a : required) ok = ok || name == a;
-      for (const char* a : optional) ok = ok || name == a;
-      if (!ok) return bad("unknown field \"" + std::string(name) + "\" for a " + std::string(kind) + " problem");
-    }
-    for (const char* a : required) {
-      if (field(a).empty()) return bad(std::string("missing field ") + a + "=");
-    }
-    uint64_t ws = 0;
-    if (!ParseU64(field("workspace"), &ws) || ws > (uint64_t{1} << 62)) {
-      return bad("workspace must be a byte count, got \"" + std::string(field("workspace")) + "\"");
-    }
-    std::vector<int64_t> value;
-    if (conv) {
-      int64_t algo = -1, count = 0;
-      const char* const* names = AlgoNames(kind, &count);
-      for (int64_t a = 0; a < count; ++a) {
-        if (field("algo") == names[a]) algo = a;
-      }
-      if (algo < 0) return bad("unknown cuDNN algorithm \"" + std::string(field("algo")) + "\"");
-      const std::string_view mode = field("mode");
-      if ((mode != "fused" || kind != "conv") && mode != "conv+epilogue") {
-        return bad(std::string("mode must be ") + (kind == "conv" ? "fused or " : "") + "conv+epilogue, got \"" +
-                   std::string(mode) + "\"");
-      }
-      value = {algo, mode == "fused" ? 0 : 1, static_cast<int64_t>(ws)};
-      if (fields.count("engine") != 0 || fields.count("knobs") != 0) {
-        std::vector<int64_t> tail;
-        std::string why;
-        if (!cuda_lib::ParseEngineTuning(std::string(field("engine")), fields.count("knobs") != 0,
-                                         std::string(field("knobs")), &tail, &why)) {
-          return bad(why);
-        }
-        value.insert(value.end(), tail.begin(), tail.end());
-      }
-    } else {
-      value.push_back(static_cast<int64_t>(ws));
-      if (!ParseHexWords(field("algo"), &value)) {
-        return bad("algo must be " + std::to_string(16 * kGemmAlgoWords) + " lowercase hex digits");
-      }
-    }
-    std::string key = std::string(tok[0]) + " " + std::string(tok[1]);
-    if (!table.emplace(std::move(key), std::move(value)).second) return bad("a second entry for the same problem");
-  }
+  std::string error;
+  if (!cuda_lib::ParseTuningText(text, path, &table, &error)) return InvalidArgument(error);
   return table;
 }
 
-std::string FormatTuning(const TuningTable& table) {
-  std::string out =
-      "# keel CUDA tuning file (vm/cuda/autotune.h): <device> <problem> <choice>, one problem per line.\n";
-  for (const auto& [key, v] : table) {
-    const size_t space = key.find(' ');
-    if (space == std::string::npos) continue;
-    const std::string_view kind = Kind(std::string_view(key).substr(space + 1));
-    int64_t count = 0;
-    const char* const* names = kind.empty() || kind == "gemm" ? nullptr : AlgoNames(kind, &count);
-    std::string engine;  // the engine verdict's fields (forward convolutions)
-    if (names != nullptr && v.size() >= cuda_lib::kConvTuningLegacyValues && v[0] >= 0 && v[0] < count &&
-        (v[1] == 1 || (v[1] == 0 && kind == "conv")) && v[2] >= 0 && cuda_lib::EngineTuningText(v, &engine) &&
-        (engine.empty() || kind == "conv")) {
-      out += key + " algo=" + names[v[0]] + " mode=" + (v[1] == 0 ? "fused" : "conv+epilogue") +
-             " workspace=" + std::to_string(v[2]) + engine + "\n";
-    } else if (kind == "gemm" && v.size() == 1 + kGemmAlgoWords && v[0] >= 0) {
-      out += key + " workspace=" + std::to_string(v[0]) + " algo=";
-      for (size_t i = 1; i < v.size(); ++i) {
-        char buf[17];
-        std::snprintf(buf, sizeof buf, "%016" PRIx64, static_cast<uint64_t>(v[i]));
-        out += buf;
-      }
-      out += "\n";
-    }
-  }
-  return out;
-}
+std::string FormatTuning(const TuningTable& table) { return cuda_lib::FormatTuningText(table); }
 
 Result<TuningTable> ReadTuningFile(const std::string& path) {
   std::error_code ec;

@@ -66,6 +66,7 @@
 
 #include "keel/data_type.h"
 #include "keel/memory.h"
+#include "vm/cuda/library_calls_tuning.h"
 #include "keel/status.h"
 
 namespace keel::vm_internal {
@@ -141,8 +142,8 @@ std::string TuningKey(int compute_capability, const char* library, uint64_t libr
 // Choices by full key. Values: conv {algo, mode (0 fused, 1 conv+epilogue),
 // workspace} and the engine verdict when recorded (library_calls_engine_choice.h);
 // gemm {workspace, the 8 words of cublasLtMatmulAlgo_t}.
-using TuningTable = std::map<std::string, std::vector<int64_t>>;
-constexpr size_t kGemmAlgoWords = 8;  // sizeof(cublasLtMatmulAlgo_t) / 8 (checked in cublas_kernels.cc)
+using TuningTable = cuda_lib::TuningEntries;
+constexpr size_t kGemmAlgoWords = cuda_lib::kTuningGemmAlgoWords;  // sizeof(cublasLtMatmulAlgo_t) / 8 (checked in cublas_kernels.cc)
 
 // Parses a tuning file's text. Errors: kInvalidArgument "tuning file <path> line
 // <n>: <what>" for the first malformed line (token count, unknown problem kind,

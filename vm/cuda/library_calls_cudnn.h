@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "vm/cuda/library_calls.h"
-#include "vm/cuda/library_calls_engine_choice.h"
+#include "vm/cuda/library_calls_tuning.h"
 
 namespace keel::cuda_lib {
 
@@ -260,31 +260,11 @@ inline std::vector<int64_t> ConvTuningEntry(const ConvProblem& p, const ConvCand
           static_cast<int64_t>(c.workspace)};
 }
 
-inline const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "?";
-  }
-}
-
-inline const char* ConvDataAlgoName(cudnnConvolutionBwdDataAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "ALGO_0";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "ALGO_1";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "?";
-  }
-}
+static_assert(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED == 7 && CUDNN_CONVOLUTION_FWD_ALGO_COUNT == 8 &&
+                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED == 5 && CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6,
+              "library_calls_tuning.h names the algorithms by these values");
+inline const char* ConvAlgoName(cudnnConvolutionFwdAlgo_t a) { return TuningAlgoName(false, static_cast<int64_t>(a)); }
+inline const char* ConvDataAlgoName(cudnnConvolutionBwdDataAlgo_t a) { return TuningAlgoName(true, static_cast<int64_t>(a)); }
 
 // A candidate's algorithm as cuDNN names it (less the enum's prefix).
 inline const char* ConvCandidateName(const ConvProblem& p, const ConvCandidate& c) {

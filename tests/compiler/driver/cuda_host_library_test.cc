@@ -103,7 +103,7 @@ TEST(CudaHostEmitter, EmbedsTheVmLibraryCallsVerbatim) {
   auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
   ASSERT_TRUE(src.ok()) << src.status().ToString();
   std::string shared;
-  for (const char* name : {"library_calls.h", "library_calls_cublaslt.h", "library_calls_engine_choice.h",
+  for (const char* name : {"library_calls.h", "library_calls_cublaslt.h", "library_calls_engine_choice.h", "library_calls_tuning.h",
                            "library_calls_cudnn.h", "library_calls_cudnn_engine.h", "library_calls_attention.h",
                            "attention_kernel.cuh"}) {
     std::ifstream in(dir / name, std::ios::binary);
