@@ -161,7 +161,8 @@ class CpuBackend final : public Backend {
   // A global pool takes channels-last input where its input is already transposed back from it
   // (the pass sinks that transpose into it; never a seed of its own).
   bool PrefersChannelsLast(const ir::Node& node) const override {
-    if (node.op_type() == "GlobalAveragePool" || node.op_type() == "GlobalMaxPool") {
+    const ops::OpDef* node_def = ops::FindOp(node);
+    if (node_def != nullptr && node_def->global_pool) {
       const ir::Node* producer = node.input(0)->producer();
       const ops::OpDef* def = producer ? ops::FindOp(*producer) : nullptr;
       return def != nullptr && def->permutes_axes && node.input(0)->type().dtype == ir::DType::kF32;

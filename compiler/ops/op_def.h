@@ -210,6 +210,9 @@ struct OpDef {
   // Pad: output = input 0 padded by attribute `pads` (every axis' begin, then
   // every end) in attribute `mode`, with value input 2 (passes/pad_folding.h).
   bool pads_input = false;
+  // Global pools: one value per image and channel over all spatial positions
+  // (a target may read their input in either layout).
+  bool global_pool = false;
   // Layout: rewrites the node's axis attributes for inputs that are now the
   // transposes (by `perm`, ONNX Transpose's convention) of what it read, so it
   // computes its old output transposed by `perm` (an op that drops axes: its old

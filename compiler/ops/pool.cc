@@ -206,6 +206,7 @@ OpDef GlobalPool(const std::string& name, std::vector<int> versions, codegen::Po
   def.infer = InferGlobalPool;
   def.evaluate = EvaluateGlobalPool;
   def.channels_last_operands = {0};  // X NHWC (channels_last.h)
+  def.global_pool = true;
   def.kernel = [kind](codegen::LowerContext& ctx, const ir::Node& node, const std::vector<codegen::StoreFn>& stores) {
     return codegen::LowerGlobalPool(ctx, node, kind, stores[0]);
   };

@@ -9,6 +9,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,5 +89,14 @@ KernelSpec CheckOp(GraphBuilder& b, const std::string& op, std::vector<ir::Value
 ir::Attributes Attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> values);
 
 double RelativeL2(const std::vector<double>& got, const std::vector<double>& want);
+
+// `count` values uniform in [-1, 1), the same for the same seed.
+inline std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
 
 }  // namespace keel::codegen::testing

@@ -25,14 +25,6 @@ namespace {
 const LowerOptions kAvx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
 const LowerOptions kAvx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
 
-std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(count));
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 struct NhwcCase {
   int64_t n, c, h, w, co, k, stride, pad, dil;  // co == 0: depthwise (co = c, group = c)
   bool bias;

@@ -30,14 +30,6 @@ namespace {
 const LowerOptions kAvx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
 const LowerOptions kAvx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
 
-std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(count));
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 TEST(GemmPanels, LayoutAndRoundTrip) {
   // 5 x 2 with 2 rows per panel: panels rows {0,1}, {2,3}, then the last row alone.
   std::vector<uint8_t> plain(10);
