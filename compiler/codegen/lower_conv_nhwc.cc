@@ -32,6 +32,7 @@
 
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/channels_last.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::codegen {
 namespace {
@@ -210,7 +211,11 @@ NhwcConv NhwcConvForm(const ConvGeom& c) {
 }
 
 NhwcConv NhwcConvFormOf(const ir::Node& conv) {
-  if (conv.op_type() != "Conv" || conv.outputs().size() != 1 || conv.inputs().size() < 2) return NhwcConv::kNone;
+  const ops::OpDef* def = ops::FindOp(conv);
+  if (def == nullptr || def->library != ops::LibraryCall::kConv || conv.outputs().size() != 1 ||
+      conv.inputs().size() < 2) {
+    return NhwcConv::kNone;
+  }
   const ir::Value *x = conv.input(0), *w = conv.input(1), *y = conv.output(0);
   if (!x || !w || !x->has_type() || !w->has_type() || !y->has_type()) return NhwcConv::kNone;
   if (x->type().dtype != DType::kF32 || w->type().dtype != DType::kF32) return NhwcConv::kNone;
