@@ -130,15 +130,15 @@ struct AttentionKernel {
 };
 [[maybe_unused]] static void AttentionPlanKernel(AttentionKernel& a, cl::ElementType t) {
   (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
-  const std::string name = cl::AttentionKernelName(t, a.args.d, a.args.dv);
-#define KEEL_ATTENTION_SYMBOLS(SUFFIX, DMAX, EXACT)                                \
+  a.launch = cl::AttentionPlan(&a.args);
+  const std::string name = cl::AttentionKernelName(t, a.args);
+#define KEEL_ATTENTION_SYMBOLS(SUFFIX, DMAX, EXACT, TILES)                              \
   if (name == "keel_attention_f16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_f16_##SUFFIX)); \
   if (name == "keel_attention_bf16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_bf16_##SUFFIX));
   KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_SYMBOLS)
 #undef KEEL_ATTENTION_SYMBOLS
   if (a.fn == nullptr) Die("keel.attention: no runtime kernel for head widths " + std::to_string(a.args.d) + ", " +
                            std::to_string(a.args.dv));
-  a.launch = cl::AttentionPlan(&a.args);
   CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               static_cast<int>(a.launch.shared)));
   a.call = cl::AttentionCallName(name, a.launch);
