@@ -12,6 +12,14 @@
 #include "vm/cuda/library_calls_attention.h"
 #include "vm/cuda/library_dtypes.h"
 
+#ifdef KEEL_HAVE_CUDNN
+#include <cstdio>
+#include <memory>
+
+#include "vm/cuda/autotune.h"
+#include "vm/cuda/library_calls_cudnn_attention.h"
+#endif
+
 namespace keel::vm_internal {
 namespace {
 
@@ -23,6 +31,28 @@ static_assert(cl::kAttentionMaxWidth == lo::kAttentionMaxHeadWidth, "one limit f
 constexpr int64_t kMaxExtent = INT32_MAX;
 constexpr int64_t kMaxStride = int64_t{1} << 40;
 
+#ifdef KEEL_HAVE_CUDNN
+// cuDNN's fused attention engine chosen for one kernel, and what it runs from.
+struct AttentionEngine {
+  cudnnHandle_t h = nullptr;
+  cl::AttentionGraphProblem p;
+  cl::EngineGraph graph;
+  cl::EnginePlan plan;
+  cl::EngineVariantPack pack;
+  float scale = 1.f;  // the by-value scale's host value (the pack points here)
+  std::string call;
+  ~AttentionEngine() {
+    cl::DestroyEngineVariantPack(pack);
+    cl::DestroyEnginePlan(plan);
+    cl::DestroyEngineGraph(graph);
+  }
+  cudnnStatus_t Run(const cl::EnginePlan& with, void* const* a, int mask_arg, int y_arg, void* ws) {
+    return cl::AttentionEngineExecute(h, with.plan, &pack, p, a[0], a[1], a[2], mask_arg >= 0 ? a[mask_arg] : nullptr,
+                                      a[y_arg], &scale, ws);
+  }
+};
+#endif
+
 class KeelAttention final : public CudaLaunchState {
  public:
   KeelAttention(CudaDevice& dev, std::string name) : dev_(dev), name_(std::move(name)) {}
@@ -30,6 +60,12 @@ class KeelAttention final : public CudaLaunchState {
   Status Launch(void* const* args) override;
 
  private:
+  CUresult LaunchOwn(void* const* args);
+#ifdef KEEL_HAVE_CUDNN
+  Status ChooseEngine(const KernelEntry& k, cl::ElementType t);
+  std::unique_ptr<AttentionEngine> engine_;
+#endif
+
   CudaDevice& dev_;
   std::string name_, call_;
   CUfunction fn_ = nullptr;
@@ -122,20 +158,153 @@ Status KeelAttention::Plan(const KernelEntry& k) {
                                 "cuFuncSetAttribute")
                            .WithContext("kernel " + k.name));
   call_ = cl::AttentionCallName(kernel, launch_);
+#ifdef KEEL_HAVE_CUDNN
+  KEEL_RETURN_IF_ERROR(ChooseEngine(k, t.element));
+#endif
   return Status::Ok();
 }
 
-Status KeelAttention::Launch(void* const* args) {
+#ifdef KEEL_HAVE_CUDNN
+// Keel's kernel or one of cuDNN's fused attention engines
+// (library_calls_cudnn_attention.h), by the same rules as a convolution's
+// engine verdict (cudnn_kernels.cc CudnnConv::ChooseEngine): VmOptions::cudnn_engines
+// kOff keeps Keel's kernel; a tuning entry's verdict is followed (the engine
+// built from its identity; one this cuDNN does not offer is an error); else,
+// with autotuning, Keel's kernel and every candidate are timed and an engine
+// is kept when it beats the kernel by more than 3%; kForce takes the
+// heuristics' first engine. Attentions without a graph form keep the kernel.
+Status KeelAttention::ChooseEngine(const KernelEntry& k, cl::ElementType t) {
+  const VmOptions::CudnnEngines policy = dev_.cudnn_engines();
+  if (policy == VmOptions::CudnnEngines::kOff) return Status::Ok();
+  auto e = std::make_unique<AttentionEngine>();
+  std::string why;
+  if (!cl::AttentionGraphProblemOf(args_, t, mask_arg_ >= 0, &e->p, &why)) {
+    if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s: Keel's attention kernel (%s)\n", name_.c_str(), why.c_str());
+    return Status::Ok();
+  }
+  e->scale = e->p.scale;
+  const bool force = policy == VmOptions::CudnnEngines::kForce;
+  const std::string key = (force ? "engine-force|" : "") + cl::AttentionProblemKey(e->p);
+  const std::vector<int64_t>* cached = dev_.FindTuning(key);
+  cl::EngineId id;
+  bool recorded = false;
+  if (cached != nullptr && !cl::EngineFromTuning(*cached, &recorded, &id, cl::kAttentionTuningLeadValues)) {
+    return InvalidArgument("kernel " + k.name + " (keel.attention): malformed engine verdict in tuning entry " + key);
+  }
+  if (recorded && id.index < 0) return Status::Ok();
+  if (!recorded && !dev_.autotune() && !force) return Status::Ok();  // no competition
+  KEEL_ASSIGN_OR_RETURN(e->h, dev_.CudnnHandle());
+  const cl::EngineNumerics numerics = cl::AttentionNumerics(e->p);
+  if (const cl::CallStatus st = cl::BuildAttentionGraph(e->h, e->p, &e->graph); !st.ok()) {
+    if (recorded) {
+      return InvalidArgument("kernel " + k.name + " (keel.attention): the tuning entry for " + key +
+                             " names a cuDNN engine, but cuDNN cannot build the attention graph: " +
+                             LibraryCallStatus(st).message());
+    }
+    if (dev_.autotune_log()) {
+      std::fprintf(stderr, "keel engines %s: Keel's attention kernel (%s)\n", name_.c_str(),
+                   LibraryCallStatus(st).message().c_str());
+    }
+    return Status::Ok();
+  }
+  auto use = [&](cl::EnginePlan plan) {
+    e->plan = std::move(plan);
+    e->call = cl::AttentionEngineCallName(e->plan.id, e->plan.workspace);
+    engine_ = std::move(e);
+    return dev_.ReserveWorkspace(engine_->plan.workspace);
+  };
+  if (recorded) {
+    cl::EnginePlan plan;
+    if (const cl::CallStatus st = cl::EnginePlanOf(e->h, numerics, e->graph, id, cl::kMaxConvWorkspace, &plan);
+        !st.ok()) {
+      cl::DestroyEnginePlan(plan);
+      return InvalidArgument("kernel " + k.name + " (keel.attention): the tuning entry for " + key +
+                             " names a cuDNN engine this cuDNN does not offer: " + LibraryCallStatus(st).message());
+    }
+    return use(std::move(plan));
+  }
+  std::vector<cl::EnginePlan> plans;
+  std::string summary;
+  // cuDNN's fused attention engines compile their kernels at run time (NVRTC,
+  // once per graph): they are what this path is for, so they are allowed here.
+  EngineSearch search = dev_.engine_search();
+  search.rtc = true;
+  KEEL_RETURN_IF_ERROR(LibraryCallStatus(
+      cl::EngineCandidates(e->h, numerics, e->graph, cl::kMaxConvWorkspace, search, &plans, &summary)));
+  if (plans.empty() && dev_.autotune_log()) {
+    std::fprintf(stderr, "keel engines %s: Keel's attention kernel (%s)\n", name_.c_str(), summary.c_str());
+  }
+  int pick = plans.empty() ? -1 : 0;  // kForce without timing: the heuristics' first
+  if (!plans.empty() && dev_.autotune()) {
+    ScratchBuffers scratch(dev_.device_allocator());
+    std::vector<void*> a(k.args.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      KEEL_ASSIGN_OR_RETURN(a[i], scratch.Get(k.args[i].bytes));
+    }
+    uint64_t max_ws = 0;
+    for (const cl::EnginePlan& c : plans) max_ws = std::max(max_ws, c.workspace);
+    KEEL_ASSIGN_OR_RETURN(void* ws, scratch.Get(max_ws));
+    KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
+    std::vector<double> us;
+    for (const cl::EnginePlan& c : plans) {
+      KEEL_ASSIGN_OR_RETURN(const double us_c, TimeOnStream(dev_.stream(), spin, 5, [&]() {
+        return e->Run(c, a.data(), mask_arg_, y_arg_, ws) == CUDNN_STATUS_SUCCESS;
+      }));
+      us.push_back(us_c);
+      if (dev_.autotune_log()) {
+        std::fprintf(stderr, "keel engines %s %s%s: %.2f us\n", name_.c_str(), cl::EngineIdText(c.id).c_str(),
+                     c.notes.c_str(), us_c);
+      }
+    }
+    double own = -1;
+    if (!force) {
+      KEEL_ASSIGN_OR_RETURN(own, TimeOnStream(dev_.stream(), spin, 5, [&]() {
+        return LaunchOwn(a.data()) == CUDA_SUCCESS;
+      }));
+    }
+    const int best = PickFastest(us);
+    pick = best >= 0 && (own < 0 || us[static_cast<size_t>(best)] < 0.97 * own) ? best : -1;
+    if (dev_.autotune_log()) {
+      std::fprintf(stderr, "keel engines %s: Keel's kernel %.2f us -> %s (%s)\n", name_.c_str(), own,
+                   pick >= 0 ? cl::EngineIdText(plans[static_cast<size_t>(pick)].id).c_str() : "Keel's kernel",
+                   summary.c_str());
+    }
+  }
+  std::vector<int64_t> entry = {pick >= 0 ? static_cast<int64_t>(plans[static_cast<size_t>(pick)].workspace) : 0};
+  cl::SetEngineTuning(pick >= 0 ? plans[static_cast<size_t>(pick)].id : cl::EngineId{}, &entry,
+                      cl::kAttentionTuningLeadValues);
+  dev_.StoreTuning(key, std::move(entry));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (static_cast<int>(i) != pick) cl::DestroyEnginePlan(plans[i]);
+  }
+  if (pick < 0) return Status::Ok();
+  return use(std::move(plans[static_cast<size_t>(pick)]));
+}
+#endif
+
+// Keel's own kernel on the device's stream.
+CUresult KeelAttention::LaunchOwn(void* const* args) {
   args_.q = args[0];
   args_.k = args[1];
   args_.v = args[2];
   args_.mask = mask_arg_ >= 0 ? args[mask_arg_] : nullptr;
   args_.y = args[y_arg_];
   void* params[] = {&args_};
+  return dev_.LaunchRuntimeKernel(fn_, static_cast<unsigned>(launch_.blocks), launch_.threads, params, launch_.shared);
+}
+
+Status KeelAttention::Launch(void* const* args) {
   dev_.Bind();
   dev_.BeginOp();
-  const CUresult r =
-      dev_.LaunchRuntimeKernel(fn_, static_cast<unsigned>(launch_.blocks), launch_.threads, params, launch_.shared);
+#ifdef KEEL_HAVE_CUDNN
+  if (engine_ != nullptr) {
+    const cudnnStatus_t s = engine_->Run(engine_->plan, args, mask_arg_, y_arg_, dev_.workspace());
+    if (s != CUDNN_STATUS_SUCCESS) return CudnnStatus(s, "cudnnBackendExecute").WithContext("kernel " + name_);
+    dev_.EndLaunch(engine_->call, name_);
+    return Status::Ok();
+  }
+#endif
+  const CUresult r = LaunchOwn(args);
   if (r != CUDA_SUCCESS) return CuStatus(r, "cuLaunchKernel").WithContext("kernel " + name_);
   dev_.EndLaunch(call_, name_);
   return Status::Ok();

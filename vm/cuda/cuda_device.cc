@@ -158,7 +158,9 @@ namespace {
 // The persisted form of a kernel's key: device tag + problem, or empty for keys
 // that stay per-VM.
 std::string PersistedKey(const std::string& key, const std::string& cudnn_tag, const std::string& lt_tag) {
-  if (key.rfind("conv|", 0) == 0 || key.rfind("conv_transpose|", 0) == 0) return cudnn_tag + key;
+  if (key.rfind("conv|", 0) == 0 || key.rfind("conv_transpose|", 0) == 0 || key.rfind("attention|", 0) == 0) {
+    return cudnn_tag + key;
+  }
   if (key.rfind("gemm|", 0) == 0) return lt_tag + key;
   return std::string();
 }

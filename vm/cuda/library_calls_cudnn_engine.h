@@ -67,6 +67,16 @@ struct EngineSearch {
   bool rtc = false;  // runtime-compiled engines too (VmOptions::cudnn_engines_rtc)
 };
 
+// What decides which numerical notes a problem's engines may carry: its data
+// type and whether f32 may run as TF32. A convolution's (ConvProblem converts)
+// or an attention's (library_calls_cudnn_attention.h).
+struct EngineNumerics {
+  ElementType type = ElementType::kF32;
+  bool allow_tf32 = false;
+  EngineNumerics(ElementType t, bool tf32) : type(t), allow_tf32(tf32) {}
+  EngineNumerics(const ConvProblem& p) : type(p.type), allow_tf32(p.allow_tf32) {}  // NOLINT: implicit by design
+};
+
 // The graph takes forward 2-D and 3-D problems (a 1-D one arrives lifted to
 // 2-D), channels-last in 2-D only.
 inline bool EngineProblemSupported(const ConvProblem& p) {
@@ -136,6 +146,38 @@ inline std::vector<int64_t> EngineStrides(const std::vector<int>& dims, bool nhw
   return s;
 }
 
+// A finalized tensor descriptor owned by *g: `dims` with `strides`, unique id
+// `uid`, kEngineAlignment; `is_virtual` (an intermediate the graph never
+// stores), `by_value` (a scalar the variant pack passes by host pointer).
+inline CallStatus AddEngineTensor(EngineGraph* g, cudnnDataType_t dtype, const std::vector<int64_t>& dims,
+                                  const std::vector<int64_t>& strides, int64_t uid, bool is_virtual, bool by_value,
+                                  cudnnBackendDescriptor_t* t) {
+  KEEL_LIB_CUDNN(cudnnBackendCreateDescriptor, CUDNN_BACKEND_TENSOR_DESCRIPTOR, t);
+  g->owned.push_back(*t);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dtype,
+                                          "cudnnBackendSetAttribute(TENSOR_DATA_TYPE)"));
+  KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, rank, dims.data(),
+                                          "cudnnBackendSetAttribute(TENSOR_DIMENSIONS)"));
+  KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, rank, strides.data(),
+                                          "cudnnBackendSetAttribute(TENSOR_STRIDES)"));
+  KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid,
+                                          "cudnnBackendSetAttribute(TENSOR_UNIQUE_ID)"));
+  KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kEngineAlignment,
+                                          "cudnnBackendSetAttribute(TENSOR_BYTE_ALIGNMENT)"));
+  if (is_virtual) {
+    const bool yes = true;
+    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes,
+                                            "cudnnBackendSetAttribute(TENSOR_IS_VIRTUAL)"));
+  }
+  if (by_value) {
+    const bool yes = true;
+    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes,
+                                            "cudnnBackendSetAttribute(TENSOR_IS_BY_VALUE)"));
+  }
+  return FinalizeEngineDesc(*t, "cudnnBackendFinalize(tensor)");
+}
+
 // The graph of `p` (EngineProblemSupported) into *g (DestroyEngineGraph after,
 // also on failure). Symmetric pads (ConvProblem's): pre and post paddings alike.
 inline CallStatus BuildEngineGraph(cudnnHandle_t h, const ConvProblem& p, EngineGraph* g) {
@@ -145,21 +187,9 @@ inline CallStatus BuildEngineGraph(cudnnHandle_t h, const ConvProblem& p, Engine
     return {};
   };
   const cudnnDataType_t dtype = CudnnDataTypeOf(p.type), f32 = CUDNN_DATA_FLOAT;
-  auto tensor = [&](const std::vector<int>& dims_in, int64_t uid, cudnnBackendDescriptor_t* t) -> CallStatus {
-    KEEL_LIB_RETURN_IF_FAILED(make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, t));
-    const std::vector<int64_t> dims(dims_in.begin(), dims_in.end()), strides = EngineStrides(dims_in, p.nhwc);
-    const int64_t rank = static_cast<int64_t>(dims.size());
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dtype,
-                                            "cudnnBackendSetAttribute(TENSOR_DATA_TYPE)"));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, rank, dims.data(),
-                                            "cudnnBackendSetAttribute(TENSOR_DIMENSIONS)"));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, rank, strides.data(),
-                                            "cudnnBackendSetAttribute(TENSOR_STRIDES)"));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid,
-                                            "cudnnBackendSetAttribute(TENSOR_UNIQUE_ID)"));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1,
-                                            &kEngineAlignment, "cudnnBackendSetAttribute(TENSOR_BYTE_ALIGNMENT)"));
-    return FinalizeEngineDesc(*t, "cudnnBackendFinalize(tensor)");
+  auto tensor = [&](const std::vector<int>& dims, int64_t uid, cudnnBackendDescriptor_t* t) -> CallStatus {
+    return AddEngineTensor(g, dtype, std::vector<int64_t>(dims.begin(), dims.end()), EngineStrides(dims, p.nhwc), uid,
+                           false, false, t);
   };
   cudnnBackendDescriptor_t x = nullptr, w = nullptr, y = nullptr, conv = nullptr, op = nullptr;
   KEEL_LIB_RETURN_IF_FAILED(tensor(p.x, kEngineUidX, &x));
@@ -318,7 +348,7 @@ inline CallStatus ReadEngineId(cudnnBackendDescriptor_t cfg, cudnnBackendDescrip
 
 // f32 on tensor cores is TF32 (10-bit mantissa): only when allowed. Half data is
 // meant for tensor cores, but accumulates in f32 (library_ops.h).
-inline bool EngineNoteAllowed(const ConvProblem& p, cudnnBackendNumericalNote_t note) {
+inline bool EngineNoteAllowed(const EngineNumerics& p, cudnnBackendNumericalNote_t note) {
   if (InfoOf(p.type).half) return note != CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
   return p.allow_tf32 || (note != CUDNN_NUMERICAL_NOTE_TENSOR_CORE && note != CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS &&
                           note != CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION);
@@ -327,7 +357,7 @@ inline bool EngineNoteAllowed(const ConvProblem& p, cudnnBackendNumericalNote_t 
 // `engine`'s notes: *allowed (EngineNoteAllowed for each), *rtc, and their names
 // appended to *notes. False when the numerical notes cannot be read (unknown
 // numerics: not trusted).
-inline bool ReadEngineNotes(const ConvProblem& p, cudnnBackendDescriptor_t engine, bool* allowed, bool* rtc,
+inline bool ReadEngineNotes(const EngineNumerics& p, cudnnBackendDescriptor_t engine, bool* allowed, bool* rtc,
                             std::string* notes) {
   cudnnBackendNumericalNote_t numerical[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   int64_t nn = 0;
@@ -378,7 +408,7 @@ inline EngineVerdict FinalizeEnginePlan(cudnnHandle_t h, cudnnBackendDescriptor_
 // One configuration, *cfg owned by the caller: appended to *plans as a candidate
 // (the config, and `*engine` when not null, then move there: set to null) unless
 // its numerics, run-time compilation, plan, workspace or identity rule it out.
-inline EngineVerdict ConsiderEngineConfig(cudnnHandle_t h, const ConvProblem& p, const EngineSearch& search,
+inline EngineVerdict ConsiderEngineConfig(cudnnHandle_t h, const EngineNumerics& p, const EngineSearch& search,
                                           uint64_t max_workspace, cudnnBackendDescriptor_t* cfg,
                                           cudnnBackendDescriptor_t* engine, const char* source,
                                           std::vector<EnginePlan>* plans) {
@@ -418,7 +448,7 @@ inline EngineVerdict ConsiderEngineConfig(cudnnHandle_t h, const ConvProblem& p,
 // Appends the candidates heuristics `mode` offers; *summary gets "<name> N
 // offered: <tally>". A mode the library refuses for this graph adds nothing: not
 // an error (FALLBACK alone usually still answers).
-inline CallStatus AddHeuristicEngines(cudnnHandle_t h, const ConvProblem& p, const EngineGraph& g,
+inline CallStatus AddHeuristicEngines(cudnnHandle_t h, const EngineNumerics& p, const EngineGraph& g,
                                       cudnnBackendHeurMode_t mode, const char* name, const EngineSearch& search,
                                       uint64_t max_workspace, std::vector<EnginePlan>* plans, std::string* summary) {
   *summary += (summary->empty() ? "" : "; ") + std::string(name);
@@ -523,7 +553,7 @@ inline CallStatus ConfigureEngine(cudnnBackendDescriptor_t engine, const std::ve
 
 // Every engine of the library for this graph by global index, default knobs
 // (EngineSearch::all: what the heuristics leave out; exploration).
-inline CallStatus AddEveryEngine(cudnnHandle_t h, const ConvProblem& p, const EngineGraph& g,
+inline CallStatus AddEveryEngine(cudnnHandle_t h, const EngineNumerics& p, const EngineGraph& g,
                                  const EngineSearch& search, uint64_t max_workspace, std::vector<EnginePlan>* plans,
                                  std::string* summary) {
   int64_t count = 0, n = 0;
@@ -557,7 +587,7 @@ inline CallStatus AddEveryEngine(cudnnHandle_t h, const ConvProblem& p, const En
 // FALLBACK, then with search.all every engine), each identity once; *summary
 // says what was offered and why configurations were dropped, e.g.
 // "heurA 12 offered: 6 kept, 3 tf32-only, ...; heurB ...; fallback ...".
-inline CallStatus EngineCandidates(cudnnHandle_t h, const ConvProblem& p, const EngineGraph& g, uint64_t max_workspace,
+inline CallStatus EngineCandidates(cudnnHandle_t h, const EngineNumerics& p, const EngineGraph& g, uint64_t max_workspace,
                                    const EngineSearch& search, std::vector<EnginePlan>* plans, std::string* summary) {
   KEEL_LIB_RETURN_IF_FAILED(
       AddHeuristicEngines(h, p, g, CUDNN_HEUR_MODE_A, "heurA", search, max_workspace, plans, summary));
@@ -575,7 +605,7 @@ inline CallStatus EngineCandidates(cudnnHandle_t h, const ConvProblem& p, const 
 // pseudo-calls "engine numerics" (its notes break this problem's accuracy) or
 // "engine plan workspace" (not finalized, or over `max_workspace`).
 // Runtime-compiled engines are built: the choice was made already.
-inline CallStatus EnginePlanOf(cudnnHandle_t h, const ConvProblem& p, const EngineGraph& g, const EngineId& id,
+inline CallStatus EnginePlanOf(cudnnHandle_t h, const EngineNumerics& p, const EngineGraph& g, const EngineId& id,
                                uint64_t max_workspace, EnginePlan* plan) {
   plan->id = id;
   plan->notes = " tuned";
@@ -614,10 +644,14 @@ inline std::string EngineCallName(const ConvProblem& p, const EngineId& id, uint
          (p.has_bias || p.has_residual || p.activation != kActNone ? " + keel_bias_act" : "");
 }
 
-// The variant pack (X, W, Y, workspace) of the last execution and its pointers.
+// The variant pack of the last execution and what it was built from: its
+// tensors' unique ids and pointers, then the workspace.
+constexpr int kEngineMaxTensors = 8;
 struct EngineVariantPack {
   cudnnBackendDescriptor_t pack = nullptr;
-  const void* ptrs[4] = {nullptr, nullptr, nullptr, nullptr};
+  int n = 0;
+  int64_t uids[kEngineMaxTensors] = {};
+  const void* ptrs[kEngineMaxTensors + 1] = {};
 };
 
 inline void DestroyEngineVariantPack(EngineVariantPack& v) {
@@ -625,22 +659,26 @@ inline void DestroyEngineVariantPack(EngineVariantPack& v) {
   v = EngineVariantPack{};
 }
 
-// Queues y = conv(x, w) with `plan` on the handle's stream; `ws` holds the plan's
-// workspace. The pack is rebuilt only when a pointer changes, so a static-plan
+// Queues `plan` on the handle's stream with the n (at most kEngineMaxTensors)
+// tensors `uids` at `data` (a by-value tensor's pointer is to its host value,
+// which must stay where it is while the pack lives) and `ws` holding the plan's
+// workspace. The pack is rebuilt only when something changes, so a static-plan
 // program pays its creation once.
-inline cudnnStatus_t EngineExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, EngineVariantPack* vp,
-                                   const void* x, const void* w, void* y, void* ws) {
-  const void* ptrs[4] = {x, w, y, ws};
-  if (vp->pack == nullptr || std::memcmp(ptrs, vp->ptrs, sizeof(ptrs)) != 0) {
+inline cudnnStatus_t EngineExecuteTensors(cudnnHandle_t h, cudnnBackendDescriptor_t plan, EngineVariantPack* vp, int n,
+                                          const int64_t* uids, void* const* data, void* ws) {
+  if (n < 0 || n > kEngineMaxTensors) return CUDNN_STATUS_BAD_PARAM;
+  const void* ptrs[kEngineMaxTensors + 1] = {};
+  for (int i = 0; i < n; ++i) ptrs[i] = data[i];
+  ptrs[n] = ws;
+  if (vp->pack == nullptr || vp->n != n || std::memcmp(uids, vp->uids, sizeof(int64_t) * static_cast<size_t>(n)) != 0 ||
+      std::memcmp(ptrs, vp->ptrs, sizeof(ptrs)) != 0) {
     DestroyEngineVariantPack(*vp);
     cudnnBackendDescriptor_t d = nullptr;
     cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &d);
     if (s != CUDNN_STATUS_SUCCESS) return s;
-    const int64_t uids[3] = {kEngineUidX, kEngineUidW, kEngineUidY};
-    void* data[3] = {const_cast<void*>(x), const_cast<void*>(w), y};
-    s = cudnnBackendSetAttribute(d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    s = cudnnBackendSetAttribute(d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
     if (s == CUDNN_STATUS_SUCCESS) {
-      s = cudnnBackendSetAttribute(d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, data);
+      s = cudnnBackendSetAttribute(d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, data);
     }
     if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendSetAttribute(d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
     if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendFinalize(d);
@@ -649,9 +687,19 @@ inline cudnnStatus_t EngineExecute(cudnnHandle_t h, cudnnBackendDescriptor_t pla
       return s;
     }
     vp->pack = d;
+    vp->n = n;
+    std::memcpy(vp->uids, uids, sizeof(int64_t) * static_cast<size_t>(n));
     std::memcpy(vp->ptrs, ptrs, sizeof(ptrs));
   }
   return cudnnBackendExecute(h, plan, vp->pack);
+}
+
+// Queues y = conv(x, w) with `plan` (EngineExecuteTensors).
+inline cudnnStatus_t EngineExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, EngineVariantPack* vp,
+                                   const void* x, const void* w, void* y, void* ws) {
+  const int64_t uids[3] = {kEngineUidX, kEngineUidW, kEngineUidY};
+  void* data[3] = {const_cast<void*>(x), const_cast<void*>(w), y};
+  return EngineExecuteTensors(h, plan, vp, 3, uids, data, ws);
 }
 
 }  // namespace keel::cuda_lib

@@ -50,10 +50,16 @@ constexpr size_t kConvTuningLegacyValues = 3;
 // Knob choices an identity may carry (cuDNN 9 has 44 knob types).
 constexpr int64_t kMaxEngineKnobs = 64;
 
-// "engine=12 knobs=3:1,5:0" ("knobs=none" without knobs; "engine=legacy" for -1):
-// the identity as the tuning file, the trace and errors spell it.
-inline std::string EngineIdText(const EngineId& id) {
-  if (id.index < 0) return "engine=legacy";
+// Values ahead of the engine verdict in an attention's tuning entry: its workspace
+// (library_calls_cudnn_attention.h); its verdict's "no engine" is Keel's own kernel.
+constexpr size_t kAttentionTuningLeadValues = 1;
+constexpr const char* kAttentionNoEngine = "keel";
+
+// "engine=12 knobs=3:1,5:0" ("knobs=none" without knobs; "engine=<none>" for -1,
+// "legacy" for a convolution's legacy call): the identity as the tuning file,
+// the trace and errors spell it.
+inline std::string EngineIdText(const EngineId& id, const char* none = "legacy") {
+  if (id.index < 0) return std::string("engine=") + none;
   std::string s = "engine=" + std::to_string(id.index) + " knobs=";
   if (id.knobs.empty()) return s + "none";
   for (size_t i = 0; i < id.knobs.size(); ++i) {
@@ -62,27 +68,29 @@ inline std::string EngineIdText(const EngineId& id) {
   return s;
 }
 
-// The engine verdict of a tuning entry: *recorded false for an entry of the
-// legacy values alone; else *id (index -1: the legacy algorithm won). False for
-// a malformed tail.
-inline bool EngineFromTuning(const std::vector<int64_t>& entry, bool* recorded, EngineId* id) {
+// The engine verdict of a tuning entry whose first `lead` values are its own
+// (a convolution's legacy choice; an attention's workspace): *recorded false
+// for an entry of those alone; else *id (index -1: no engine, the legacy
+// algorithm or Keel's kernel won). False for a malformed tail.
+inline bool EngineFromTuning(const std::vector<int64_t>& entry, bool* recorded, EngineId* id,
+                             size_t lead = kConvTuningLegacyValues) {
   *recorded = false;
   *id = EngineId{};
-  if (entry.size() < kConvTuningLegacyValues) return false;
-  if (entry.size() == kConvTuningLegacyValues) return true;
-  const int64_t index = entry[kConvTuningLegacyValues];
+  if (entry.size() < lead) return false;
+  if (entry.size() == lead) return true;
+  const int64_t index = entry[lead];
   if (index < 0) {
-    *recorded = entry.size() == kConvTuningLegacyValues + 1 && index == -1;
+    *recorded = entry.size() == lead + 1 && index == -1;
     return *recorded;
   }
-  if (entry.size() < kConvTuningLegacyValues + 2) return false;
-  const int64_t n = entry[kConvTuningLegacyValues + 1];
-  if (n < 0 || n > kMaxEngineKnobs || entry.size() != kConvTuningLegacyValues + 2 + 2 * static_cast<size_t>(n)) {
+  if (entry.size() < lead + 2) return false;
+  const int64_t n = entry[lead + 1];
+  if (n < 0 || n > kMaxEngineKnobs || entry.size() != lead + 2 + 2 * static_cast<size_t>(n)) {
     return false;
   }
   id->index = index;
   for (int64_t k = 0; k < n; ++k) {
-    const size_t at = kConvTuningLegacyValues + 2 + 2 * static_cast<size_t>(k);
+    const size_t at = lead + 2 + 2 * static_cast<size_t>(k);
     if (entry[at] < 0 || (k > 0 && entry[at] <= entry[at - 2])) return false;  // sorted, one per type
     id->knobs.emplace_back(entry[at], entry[at + 1]);
   }
@@ -90,9 +98,9 @@ inline bool EngineFromTuning(const std::vector<int64_t>& entry, bool* recorded, 
   return true;
 }
 
-// Replaces the engine verdict of `entry` (its legacy values kept) with `id`.
-inline void SetEngineTuning(const EngineId& id, std::vector<int64_t>* entry) {
-  entry->resize(kConvTuningLegacyValues);
+// Replaces the engine verdict of `entry` (its first `lead` values kept) with `id`.
+inline void SetEngineTuning(const EngineId& id, std::vector<int64_t>* entry, size_t lead = kConvTuningLegacyValues) {
+  entry->resize(lead);
   entry->push_back(id.index < 0 ? -1 : id.index);
   if (id.index < 0) return;
   entry->push_back(static_cast<int64_t>(id.knobs.size()));
@@ -104,11 +112,12 @@ inline void SetEngineTuning(const EngineId& id, std::vector<int64_t>* entry) {
 
 // The fields after "workspace=<bytes>" of an entry's text: "" (no verdict), or
 // " " + EngineIdText. False for a malformed tail.
-inline bool EngineTuningText(const std::vector<int64_t>& entry, std::string* text) {
+inline bool EngineTuningText(const std::vector<int64_t>& entry, std::string* text,
+                             size_t lead = kConvTuningLegacyValues, const char* none = "legacy") {
   bool recorded = false;
   EngineId id;
-  if (!EngineFromTuning(entry, &recorded, &id)) return false;
-  *text = recorded ? " " + EngineIdText(id) : std::string();
+  if (!EngineFromTuning(entry, &recorded, &id, lead)) return false;
+  *text = recorded ? " " + EngineIdText(id, none) : std::string();
   return true;
 }
 
@@ -131,25 +140,25 @@ inline bool ParseInt(const std::string& s, bool negative_ok, int64_t* out) {
 
 // The tail of a tuning entry from the text of its "engine=" and "knobs="
 // fields (`has_knobs`: the line has a knobs field). False, with *why, for a
-// malformed pair: engine neither "legacy" nor an index, knobs missing after an
-// index or present after "legacy", a knob not "<type>:<value>", types unsorted
-// or repeated.
+// malformed pair: engine neither `none` ("legacy", or "keel" for an attention)
+// nor an index, knobs missing after an index or present after `none`, a knob
+// not "<type>:<value>", types unsorted or repeated.
 inline bool ParseEngineTuning(const std::string& engine, bool has_knobs, const std::string& knobs,
-                              std::vector<int64_t>* tail, std::string* why) {
+                              std::vector<int64_t>* tail, std::string* why, const char* none = "legacy") {
   namespace d = engine_choice_detail;
   EngineId id;
   if (engine.empty()) {
     *why = "missing field engine= (knobs= belongs to an engine)";
     return false;
   }
-  if (engine == "legacy") {
+  if (engine == none) {
     if (has_knobs) {
-      *why = "knobs= with engine=legacy";
+      *why = std::string("knobs= with engine=") + none;
       return false;
     }
   } else {
     if (!d::ParseInt(engine, false, &id.index)) {
-      *why = "engine must be legacy or an engine's global index, got \"" + engine + "\"";
+      *why = std::string("engine must be ") + none + " or an engine's global index, got \"" + engine + "\"";
       return false;
     }
     if (!has_knobs) {

@@ -88,12 +88,14 @@ inline std::vector<std::string_view> SplitSpaces(std::string_view line) {
 
 }  // namespace tuning_text
 
-// The problem kind of a problem key: "conv", "conv_transpose" or "gemm" (else empty).
+// The problem kind of a problem key: "conv", "conv_transpose", "gemm" or
+// "attention" (else empty).
 inline std::string_view TuningKind(std::string_view problem) {
   const size_t bar = problem.find('|');
   const std::string_view k = problem.substr(0, bar);
-  return bar != std::string_view::npos && (k == "conv" || k == "conv_transpose" || k == "gemm") ? k
-                                                                                                  : std::string_view();
+  return bar != std::string_view::npos && (k == "conv" || k == "conv_transpose" || k == "gemm" || k == "attention")
+             ? k
+             : std::string_view();
 }
 
 // Parses a tuning file's text into *entries (token count, problem kind, known
@@ -117,9 +119,11 @@ inline bool ParseTuningText(std::string_view text, const std::string& path, Tuni
     if (tok.size() < 3) return bad("expected \"<device> <problem> <choice...>\"");
     const std::string_view kind = TuningKind(tok[1]);
     if (kind.empty()) {
-      return bad("unknown problem \"" + std::string(tok[1].substr(0, 40)) + "\" (conv|..., conv_transpose|... or gemm|...)");
+      return bad("unknown problem \"" + std::string(tok[1].substr(0, 40)) +
+                 "\" (conv|..., conv_transpose|..., gemm|... or attention|...)");
     }
-    const bool conv = kind != "gemm";
+    const bool attention = kind == "attention";
+    const bool conv = kind != "gemm" && !attention;
     std::map<std::string_view, std::string_view> fields;
     for (size_t i = 2; i < tok.size(); ++i) {
       const size_t eq = tok[i].find('=');
@@ -132,11 +136,14 @@ inline bool ParseTuningText(std::string_view text, const std::string& path, Tuni
       auto it = fields.find(name);
       return it == fields.end() ? std::string_view() : it->second;
     };
-    const std::vector<const char*> required =
-        conv ? std::vector<const char*>{"algo", "mode", "workspace"} : std::vector<const char*>{"workspace", "algo"};
-    // A forward convolution's engine verdict (library_calls_engine_choice.h), when recorded.
-    const std::vector<const char*> optional =
-        kind == "conv" ? std::vector<const char*>{"engine", "knobs"} : std::vector<const char*>{};
+    const std::vector<const char*> required = conv        ? std::vector<const char*>{"algo", "mode", "workspace"}
+                                              : attention ? std::vector<const char*>{"workspace", "engine"}
+                                                          : std::vector<const char*>{"workspace", "algo"};
+    // A forward convolution's engine verdict (library_calls_engine_choice.h), when
+    // recorded; an attention's always is (its engine's knobs).
+    const std::vector<const char*> optional = kind == "conv"  ? std::vector<const char*>{"engine", "knobs"}
+                                              : attention     ? std::vector<const char*>{"knobs"}
+                                                              : std::vector<const char*>{};
     for (const auto& [name, value] : fields) {
       bool ok = false;
       for (const char* a : required) ok = ok || name == a;
@@ -151,7 +158,16 @@ inline bool ParseTuningText(std::string_view text, const std::string& path, Tuni
       return bad("workspace must be a byte count, got \"" + std::string(field("workspace")) + "\"");
     }
     std::vector<int64_t> value;
-    if (conv) {
+    if (attention) {
+      value.push_back(static_cast<int64_t>(ws));
+      std::vector<int64_t> tail;
+      std::string why;
+      if (!ParseEngineTuning(std::string(field("engine")), fields.count("knobs") != 0, std::string(field("knobs")),
+                             &tail, &why, kAttentionNoEngine)) {
+        return bad(why);
+      }
+      value.insert(value.end(), tail.begin(), tail.end());
+    } else if (conv) {
       const bool transposed = kind == "conv_transpose";
       int64_t algo = -1;
       for (int64_t a = 0; a < (transposed ? 6 : 8); ++a) {
@@ -201,6 +217,9 @@ inline std::string FormatTuningText(const TuningEntries& entries) {
         EngineTuningText(v, &engine) && (engine.empty() || !transposed)) {
       out += key + " algo=" + TuningAlgoName(transposed, v[0]) + " mode=" + (v[1] == 0 ? "fused" : "conv+epilogue") +
              " workspace=" + std::to_string(v[2]) + engine + "\n";
+    } else if (kind == "attention" && !v.empty() && v[0] >= 0 &&
+               EngineTuningText(v, &engine, kAttentionTuningLeadValues, kAttentionNoEngine) && !engine.empty()) {
+      out += key + " workspace=" + std::to_string(v[0]) + engine + "\n";
     } else if (kind == "gemm" && v.size() == 1 + kTuningGemmAlgoWords && v[0] >= 0) {
       out += key + " workspace=" + std::to_string(v[0]) + " algo=";
       for (size_t i = 1; i < v.size(); ++i) {

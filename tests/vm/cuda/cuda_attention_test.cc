@@ -48,6 +48,9 @@ struct Case {
   // Tensor sizes in elements: Q, K, V (0: the same tensor as Q), mask (0: none), Y.
   int64_t q_elems, k_elems, v_elems, mask_elems, y_elems;
   View q, k, v, mask, y;
+  // With VmOptions::cudnn_engines kForce the attention must run as cuDNN's
+  // fused engine (library_calls_cudnn_attention.h); else either may run.
+  bool cudnn = false;
 };
 
 // PyTorch's MultiheadAttention layout: [S, B, 3E] projection, Y [S, B*H*D].
@@ -59,6 +62,7 @@ Case TorchHeads(const char* name, int64_t S, int64_t B, int64_t H, int64_t D) {
   c.k = {E, {3 * E, D}, B * 3 * E, 1};
   c.v = {2 * E, {3 * E, D}, B * 3 * E, 1};
   c.y = {0, {E, D}, B * E, 1};
+  c.cudnn = true;
   return c;
 }
 
@@ -197,7 +201,26 @@ TEST_P(Attention, MatchesReference) {
   const std::vector<float>& k = c.k_elems ? inputs[1] : q;
   const std::vector<float>& v = c.v_elems ? inputs[c.k_elems ? 2 : 1] : q;
   const std::vector<float> want = Reference(c, q, k, v, mask);
-  ExpectMatchesWithAndWithoutGraphs(Program(c, Attrs(c), t), inputs, want, t == DataType::kF16 ? 3e-3 : 2e-2);
+  // Keel's kernel (engines off), then cuDNN's engine where it takes the problem (forced).
+  for (VmOptions::CudnnEngines engines : {VmOptions::CudnnEngines::kOff, VmOptions::CudnnEngines::kForce}) {
+    const bool force = engines == VmOptions::CudnnEngines::kForce;
+    SCOPED_TRACE(force ? "cuDNN engines forced" : "Keel's kernel");
+    VmOptions o;
+    o.cudnn_engines = engines;
+    std::vector<std::string> calls;
+    ExpectMatchesWithAndWithoutGraphs(Program(c, Attrs(c), t), inputs, want, t == DataType::kF16 ? 3e-3 : 2e-2, o,
+                                      &calls);
+    bool engine = false;
+    for (const std::string& call : calls) engine = engine || call.rfind("cudnnBackendExecute", 0) == 0;
+#ifdef KEEL_HAVE_CUDNN
+    if (force && c.cudnn) {
+      EXPECT_TRUE(engine) << "no cudnnBackendExecute among " << calls.size() << " launches";
+    }
+#endif
+    if (!force) {
+      EXPECT_FALSE(engine);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Attention,

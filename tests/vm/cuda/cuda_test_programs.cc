@@ -260,18 +260,22 @@ RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
 }
 
 void ExpectMatchesWithAndWithoutGraphs(const ProgramSpec& p, const std::vector<std::vector<float>>& inputs,
-                                       const std::vector<float>& want, double tolerance) {
+                                       const std::vector<float>& want, double tolerance, const VmOptions& base,
+                                       std::vector<std::string>* calls) {
   auto bytes = BuildProgram(p);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   for (bool graph : {true, false}) {
     SCOPED_TRACE(graph ? "cuda graph" : "no graph");
-    VmOptions o;
+    CallRecorder rec;
+    VmOptions o = base;
     o.device = "cuda";
     o.cuda_graph = graph;
+    if (!graph && calls != nullptr) o.trace = &rec;
     RunResult r = RunOnce(*bytes, "", inputs, o);
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
     ASSERT_EQ(r.outputs.size(), 1u);
     EXPECT_LE(RelL2(r.outputs[0], want), tolerance);
+    if (!graph && calls != nullptr) *calls = rec.calls;
   }
 }
 

@@ -98,8 +98,20 @@ RunResult RunOnce(const std::vector<uint8_t>& bytes, const std::string& library,
 // Builds `p` and runs it on the CUDA device with and without CUDA graphs; each
 // run's one output must be within relative L2 `tolerance` of `want` (gtest
 // expectations, in the calling test).
+// `base` gives the other options (device and cuda_graph are set here); `calls`,
+// when given, receives the launches' trace names of the run without graphs.
 void ExpectMatchesWithAndWithoutGraphs(const ProgramSpec& p, const std::vector<std::vector<float>>& inputs,
-                                       const std::vector<float>& want, double tolerance);
+                                       const std::vector<float>& want, double tolerance, const VmOptions& base = {},
+                                       std::vector<std::string>* calls = nullptr);
+
+// The trace names of a VM's launches (VmOptions::trace).
+class CallRecorder : public TraceObserver {
+ public:
+  void OnInstruction(const TraceEvent& e) override {
+    if (e.op.kind == DeviceOpKind::kLaunch) calls.emplace_back(e.op.call);
+  }
+  std::vector<std::string> calls;
+};
 
 std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f);
 // sqrt(sum (a-b)^2 / sum b^2); infinity when sizes differ.

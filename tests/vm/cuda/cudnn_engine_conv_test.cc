@@ -221,14 +221,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EngineCandidates, ::testing::ValuesIn(kShapes),
 
 // ---- through the VM -----------------------------------------------------------
 
-class CallRecorder : public TraceObserver {
- public:
-  void OnInstruction(const TraceEvent& e) override {
-    if (e.op.kind == DeviceOpKind::kLaunch) calls.emplace_back(e.op.call);
-  }
-  std::vector<std::string> calls;
-};
-
 struct VmCase {
   const char* name;
   ConvNdRef c;  // 1-D (lifted to 2-D), 2-D or 3-D
