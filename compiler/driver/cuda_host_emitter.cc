@@ -280,6 +280,8 @@ void Emitter::EmitOutputsAndMain() {
          << "  if (" << k << ".zero_bias) DeviceFree(" << k << ".zero_bias);\n";
     } else if (p.op == lo::kCudnnPool2d) {
       o_ << "  cl::DestroyPoolDescriptors(" << k << ".d);\n";
+    } else if (p.op == lo::kKeelAttention) {
+      o_ << "  DestroyAttentionKernel(" << k << ");\n";
     }
   }
   (void)kernels;
@@ -354,7 +356,8 @@ Result<std::string> Emitter::Emit() {
      << "// Library choices: with --tuning-file, those keel-run --tuning-file recorded there for this GPU and\n"
      << "// library versions (the file is only read); the others, and all without the file, are the\n"
      << "// heuristics' choices, as the VM makes them with KEEL_CUDA_AUTOTUNE=0. It never times anything.\n"
-     << "// cuDNN engines: a convolution runs the backend-API engine configuration its tuning entry names, where\n"
+     << "// cuDNN engines: a convolution (an attention) runs the backend-API engine configuration its tuning entry\n"
+     << "// names (\"engine=keel\": Keel's attention kernel), where\n"
      << "// KEEL_CUDNN_ENGINES (read as keel-run reads it; default auto) has the VM consider engines.\n"
      << "// Launches: programmatic dependent launches where the VM makes them (sm_90+, KEEL_CUDA_PDL != 0).\n"
      << CudaHostPrelude() << "\n"
@@ -368,6 +371,7 @@ Result<std::string> Emitter::Emit() {
      << CudaHostCudnnCallsSource() << "\n"
      << CudaHostCudnnEngineCallsSource() << "\n"
      << CudaHostAttentionCallsSource() << "\n"
+     << CudaHostCudnnAttentionCallsSource() << "\n"
      << "// ================= the VM's attention kernel (vm/cuda/attention_kernel.cuh, verbatim) =================\n"
      << CudaHostAttentionKernelSource() << "\n"
      << CudaHostLibraryPrelude() << "\n"

@@ -60,6 +60,7 @@ const char* CudaHostCublasLtCallsSource();
 const char* CudaHostCudnnCallsSource();
 const char* CudaHostEngineChoiceSource();
 const char* CudaHostTuningSource();
+const char* CudaHostCudnnAttentionCallsSource();
 const char* CudaHostCudnnEngineCallsSource();
 const char* CudaHostAttentionCallsSource();
 const char* CudaHostAttentionKernelSource();

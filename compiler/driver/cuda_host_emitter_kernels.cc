@@ -422,7 +422,8 @@ Status Emitter::EmitAttention(size_t i, const fb::Kernel& k, KernelPlan& p) {
     const bool f32 = ser::FromFb(k.args()->Get(3)->dtype()) == ser::DType::kF32;
     o_ << "    a.args.mask_f32 = " << (f32 ? 1 : 0) << ";\n";
   }
-  o_ << "    AttentionPlanKernel(a, " << type << ");\n  }\n";
+  o_ << "    AttentionPlanKernel(a, " << type << ", " << (p.has_mask ? "true" : "false") << ", " << Lit(p.name)
+     << ");\n  }\n";
   return Status::Ok();
 }
 

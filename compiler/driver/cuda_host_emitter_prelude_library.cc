@@ -5,11 +5,11 @@
 //
 // The calls themselves are not restated here: vm/cuda/library_calls.h,
 // library_calls_cublaslt.h, library_calls_engine_choice.h, library_calls_tuning.h, library_calls_cudnn.h,
-// library_calls_cudnn_engine.h and library_calls_attention.h, which the VM compiles,
+// library_calls_cudnn_engine.h, library_calls_attention.h and library_calls_cudnn_attention.h, which the VM compiles,
 // are pasted verbatim before this text (cuda_host_emitter_embed.cmake), and
 // this glue calls them as vm/cuda/cublas_kernels.cc (CublasGemm), cudnn_kernels.cc
 // (CudnnConv with its backend-API engines, CudnnPool), attention_kernel.cc
-// (KeelAttention) and cuda_device.cc (programmatic dependent launch,
+// (KeelAttention, with cuDNN's fused attention engines) and cuda_device.cc (programmatic dependent launch,
 // KEEL_CUDA_PDL) do, less what the program never does: time candidates. A
 // choice comes from --tuning-file when the file records it for this GPU and
 // library versions (vm/cuda/autotune.h's format, read-only here), else from the
@@ -119,41 +119,6 @@ namespace cl = keel::cuda_lib;
 // The epilogues' form (vm/cuda/library_calls_cudnn.h takes it as a callable).
 [[maybe_unused]] static CUresult LaunchRuntimeKernel(CUfunction fn, unsigned grid, unsigned block, void** params) {
   return LaunchRuntimeKernelShared(fn, grid, block, params, 0);
-}
-
-// ---- keel.attention: vm/cuda/attention_kernel.cc (KeelAttention) ----
-struct AttentionKernel {
-  cl::AttentionArgs args;  // the attributes' part; the tensors are set per launch
-  CUfunction fn = nullptr;
-  cl::AttentionLaunch launch;
-  std::string call;
-};
-[[maybe_unused]] static void AttentionPlanKernel(AttentionKernel& a, cl::ElementType t) {
-  (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
-  a.launch = cl::AttentionPlan(&a.args);
-  const std::string name = cl::AttentionKernelName(t, a.args);
-#define KEEL_ATTENTION_SYMBOLS(SUFFIX, DMAX, EXACT, TILES)                              \
-  if (name == "keel_attention_f16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_f16_##SUFFIX)); \
-  if (name == "keel_attention_bf16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_bf16_##SUFFIX));
-  KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_SYMBOLS)
-#undef KEEL_ATTENTION_SYMBOLS
-  if (a.fn == nullptr) Die("keel.attention: no runtime kernel for head widths " + std::to_string(a.args.d) + ", " +
-                           std::to_string(a.args.dv));
-  CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                              static_cast<int>(a.launch.shared)));
-  a.call = cl::AttentionCallName(name, a.launch);
-}
-[[maybe_unused]] static const std::string& AttentionRun(AttentionKernel& a, const void* q, const void* k,
-                                                        const void* v, const void* mask, void* y) {
-  a.args.q = q;
-  a.args.k = k;
-  a.args.v = v;
-  a.args.mask = mask;
-  a.args.y = y;
-  void* params[] = {&a.args};
-  CU_CHECK(LaunchRuntimeKernelShared(a.fn, static_cast<unsigned>(a.launch.blocks), a.launch.threads, params,
-                                     a.launch.shared));
-  return a.call;
 }
 
 // ---- the tuning file (vm/cuda/autotune.h), read-only ----
@@ -356,6 +321,112 @@ struct PoolKernel {
   cl::PoolDescriptors d;
   std::string call;
 };
+// ---- keel.attention: vm/cuda/attention_kernel.cc (KeelAttention) ----
+struct AttentionKernel {
+  cl::AttentionArgs args;  // the attributes' part; the tensors are set per launch
+  CUfunction fn = nullptr;
+  cl::AttentionLaunch launch;
+  std::string call;
+  // cuDNN's fused attention engine that runs instead of Keel's kernel (engine.plan set), if any.
+  cl::AttentionGraphProblem p;
+  cl::EngineGraph graph;
+  cl::EnginePlan engine;
+  cl::EngineVariantPack pack;
+  float scale = 1.f;  // the by-value scale's host value (the pack points here)
+  std::string call_engine;
+};
+
+[[maybe_unused]] static void DestroyAttentionKernel(AttentionKernel& a) {
+  cl::DestroyEngineVariantPack(a.pack);
+  cl::DestroyEnginePlan(a.engine);
+  cl::DestroyEngineGraph(a.graph);
+}
+
+// KeelAttention::ChooseEngine less the timing: the tuning entry's verdict (the
+// engine configuration it names, built from its identity, or Keel's kernel);
+// without one Keel's kernel stays (the VM with KEEL_CUDA_AUTOTUNE=0 holds no
+// competition), but for KEEL_CUDNN_ENGINES=force: the heuristics' first engine.
+// A named configuration this cuDNN does not offer ends the program.
+[[maybe_unused]] static void AttentionPlanEngine(AttentionKernel& a, cl::ElementType t, bool has_mask,
+                                                 const char* name) {
+  if (g_engine_policy == cl::EnginePolicy::kOff) return;
+  std::string why;
+  if (!cl::AttentionGraphProblemOf(a.args, t, has_mask, &a.p, &why)) return;
+  const bool force = g_engine_policy == cl::EnginePolicy::kForce;
+  const std::string key = g_cudnn_tag + cl::AttentionProblemKey(a.p);
+  const std::vector<int64_t>* entry = force ? nullptr : FindTuning(key);
+  cl::EngineId id;
+  bool recorded = false;
+  if (entry != nullptr && !cl::EngineFromTuning(*entry, &recorded, &id, cl::kAttentionTuningLeadValues)) {
+    Die(std::string("kernel ") + name + ": malformed engine verdict in the tuning entry " + key);
+  }
+  if (!force && (!recorded || id.index < 0)) return;
+  if (!cl::BuildAttentionGraph(CudnnHandle(), a.p, &a.graph).ok()) {
+    if (!force) Die(std::string("kernel ") + name + ": cuDNN cannot build the attention graph the tuning entry " + key + " needs");
+    return;  // as the VM: no graph leaves Keel's kernel
+  }
+  if (force) {
+    std::vector<cl::EnginePlan> plans;
+    std::string summary;
+    cl::EngineSearch search = g_engine_search;
+    search.rtc = true;  // as the VM: cuDNN's fused attention engines compile at run time
+    const bool listed =
+        cl::EngineCandidates(g_cudnn, cl::AttentionNumerics(a.p), a.graph, cl::kMaxConvWorkspace, search, &plans,
+                             &summary).ok();
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (i == 0 && listed) a.engine = plans[0];
+      else cl::DestroyEnginePlan(plans[i]);
+    }
+    if (a.engine.plan == nullptr) return;  // as the VM: no usable engine leaves Keel's kernel
+  } else if (const cl::CallStatus s = cl::EnginePlanOf(g_cudnn, cl::AttentionNumerics(a.p), a.graph, id,
+                                                        cl::kMaxConvWorkspace, &a.engine);
+             !s.ok()) {
+    const char* what = s.library == cl::CallStatus::kCudnn ? cudnnGetErrorString(static_cast<cudnnStatus_t>(s.code))
+                                                           : "?";
+    Die(std::string("kernel ") + name + ": the tuning entry " + key + " names the cuDNN engine configuration " +
+        cl::EngineIdText(id) + ", which this cuDNN (" + std::to_string(cudnnGetVersion()) +
+        ") does not offer for this attention: " + s.call + " failed: " + what);
+  }
+  a.scale = a.p.scale;
+  a.call_engine = cl::AttentionEngineCallName(a.engine.id, a.engine.workspace);
+  ReserveWorkspace(a.engine.workspace);
+}
+
+[[maybe_unused]] static void AttentionPlanKernel(AttentionKernel& a, cl::ElementType t, bool has_mask,
+                                                 const char* kernel_name) {
+  (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
+  a.launch = cl::AttentionPlan(&a.args);
+  const std::string name = cl::AttentionKernelName(t, a.args);
+#define KEEL_ATTENTION_SYMBOLS(SUFFIX, DMAX, EXACT, TILES)                              \
+  if (name == "keel_attention_f16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_f16_##SUFFIX)); \
+  if (name == "keel_attention_bf16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_bf16_##SUFFIX));
+  KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_SYMBOLS)
+#undef KEEL_ATTENTION_SYMBOLS
+  if (a.fn == nullptr) Die("keel.attention: no runtime kernel for head widths " + std::to_string(a.args.d) + ", " +
+                           std::to_string(a.args.dv));
+  CU_CHECK(cuFuncSetAttribute(a.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              static_cast<int>(a.launch.shared)));
+  a.call = cl::AttentionCallName(name, a.launch);
+  AttentionPlanEngine(a, t, has_mask, kernel_name);
+}
+[[maybe_unused]] static const std::string& AttentionRun(AttentionKernel& a, const void* q, const void* k,
+                                                        const void* v, const void* mask, void* y) {
+  if (a.engine.plan != nullptr) {
+    CUDNN_CHECK(cl::AttentionEngineExecute(g_cudnn, a.engine.plan, &a.pack, a.p, q, k, v, mask, y, &a.scale,
+                                           g_workspace));
+    return a.call_engine;
+  }
+  a.args.q = q;
+  a.args.k = k;
+  a.args.v = v;
+  a.args.mask = mask;
+  a.args.y = y;
+  void* params[] = {&a.args};
+  CU_CHECK(LaunchRuntimeKernelShared(a.fn, static_cast<unsigned>(a.launch.blocks), a.launch.threads, params,
+                                     a.launch.shared));
+  return a.call;
+}
+
 )KEELPRELUDE";
 }
 

@@ -105,7 +105,7 @@ TEST(CudaHostEmitter, EmbedsTheVmLibraryCallsVerbatim) {
   std::string shared;
   for (const char* name : {"library_calls.h", "library_calls_cublaslt.h", "library_calls_engine_choice.h", "library_calls_tuning.h",
                            "library_calls_cudnn.h", "library_calls_cudnn_engine.h", "library_calls_attention.h",
-                           "attention_kernel.cuh"}) {
+                           "library_calls_cudnn_attention.h", "attention_kernel.cuh"}) {
     std::ifstream in(dir / name, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     text = EmbeddedText(text);

@@ -151,7 +151,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "sm90-cudnn91400 conv_transpose|[1] algo=ALGO_1 mode=conv+epilogue workspace=0 engine=legacy",
                 "unknown field"},
         BadLine{"gemm_engine", "sm90-cublasLt130100 gemm|x workspace=0 algo=" + std::string(128, 'f') + " engine=legacy",
-                "unknown field"}),
+                "unknown field"},
+        // An attention's verdict (Keel's kernel or a fused attention engine).
+        BadLine{"attention_without_engine", "sm90-cudnn91400 attention|x workspace=0", "missing field engine="},
+        BadLine{"attention_legacy", "sm90-cudnn91400 attention|x workspace=0 engine=legacy", "engine must be keel or"},
+        BadLine{"attention_keel_with_knobs", "sm90-cudnn91400 attention|x workspace=0 engine=keel knobs=none",
+                "knobs= with engine=keel"},
+        BadLine{"attention_algo", "sm90-cudnn91400 attention|x workspace=0 engine=keel algo=GEMM", "unknown field"}),
     [](const ::testing::TestParamInfo<BadLine>& i) { return std::string(i.param.name); });
 
 // A forward convolution's engine verdict rides on its entry: the values after the
@@ -218,6 +224,39 @@ TEST(TuningFile, EngineVerdictsRoundTrip) {
   EXPECT_FALSE(cuda_lib::EngineFromTuning({1, 0, 0, 4, 2, 1, 1}, &r, &x));         // 2 knobs, 1 given
   EXPECT_FALSE(cuda_lib::EngineFromTuning({1, 0, 0, 4, 2, 5, 1, 3, 0}, &r, &x));   // types not increasing
   EXPECT_FALSE(cuda_lib::EngineFromTuning({1, 0}, &r, &x));
+}
+
+// An attention's entry: its workspace, then the verdict ("engine=keel" for
+// Keel's own kernel, else the fused attention engine's identity); both round-trip.
+TEST(TuningFile, AttentionVerdictsRoundTrip) {
+  const size_t lead = cuda_lib::kAttentionTuningLeadValues;
+  cuda_lib::EngineId id;
+  id.index = 2;
+  id.knobs = {{24, 7}};
+  TuningTable t;
+  std::vector<int64_t> engine = {256};
+  cuda_lib::SetEngineTuning(id, &engine, lead);
+  t["sm90-cudnn91400 attention|f16|32,12,197,197,64,64|a"] = engine;
+  std::vector<int64_t> own = {0};
+  cuda_lib::SetEngineTuning(cuda_lib::EngineId{}, &own, lead);
+  t["sm90-cudnn91400 attention|f16|1,12,128,128,64,64|b"] = own;
+  const std::string text = vm_internal::FormatTuning(t);
+  EXPECT_NE(text.find("attention|f16|32,12,197,197,64,64|a workspace=256 engine=2 knobs=24:7\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("attention|f16|1,12,128,128,64,64|b workspace=0 engine=keel\n"), std::string::npos) << text;
+  Result<TuningTable> back = ParseTuning(text, "t.txt");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, t);
+  bool recorded = false;
+  cuda_lib::EngineId got;
+  ASSERT_TRUE(cuda_lib::EngineFromTuning(back->at("sm90-cudnn91400 attention|f16|32,12,197,197,64,64|a"), &recorded,
+                                         &got, lead));
+  EXPECT_TRUE(recorded);
+  EXPECT_EQ(got, id);
+  ASSERT_TRUE(cuda_lib::EngineFromTuning(back->at("sm90-cudnn91400 attention|f16|1,12,128,128,64,64|b"), &recorded,
+                                         &got, lead));
+  EXPECT_TRUE(recorded);
+  EXPECT_EQ(got.index, -1);
 }
 
 TEST(TuningFile, KeysSeparateEveryChoiceInput) {
