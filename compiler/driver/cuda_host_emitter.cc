@@ -328,8 +328,8 @@ void Emitter::EmitOutputsAndMain() {
      << "  std::printf(\"cudaMalloc during the run: %\" PRIu64 \" calls, %\" PRIu64 \" bytes; cudaFree during the run: %\" "
         "PRIu64 \" calls\\n\",\n              g_run.mallocs, g_run.bytes, g_run.frees);\n"
      << "  if (g_tuning_given) {\n"
-     << "    std::printf(\"tuning file: %\" PRIu64 \" of %\" PRIu64 \" library problems found (" << tuned_problems_
-     << " in this model)\\n\", g_tuning_found, g_tuning_lookups);\n  }\n"
+     << "    std::printf(\"tuning file: %\" PRIu64 \" of %\" PRIu64 \" library problems found (%\" PRIu64 \" in this model)\\n\",\n"
+     << "                g_tuning_found, g_tuning_lookups, " << tuned_problems_ << " + g_tuning_attentions);\n  }\n"
      << "  Cleanup();\n  return 0;\n}\n";
 }
 

@@ -128,6 +128,9 @@ namespace cl = keel::cuda_lib;
 [[maybe_unused]] static std::string g_cudnn_tag, g_lt_tag;  // "sm90-cudnn91400 ", "sm90-cublasLt130100 "
 [[maybe_unused]] static bool g_tuning_given = false;
 [[maybe_unused]] static uint64_t g_tuning_lookups = 0, g_tuning_found = 0;
+// Attentions that look their verdict up (the graph form cuDNN's fused engines take,
+// which only the shared call decides): library problems beside the emitter's count.
+[[maybe_unused]] static uint64_t g_tuning_attentions = 0;
 
 [[maybe_unused]] static void LoadTuning(const std::string& path) {
   g_cudnn_tag = "sm" + std::to_string(g_cc) + "-cudnn" + std::to_string(cudnnGetVersion()) + " ";
@@ -354,6 +357,7 @@ struct AttentionKernel {
   if (!cl::AttentionGraphProblemOf(a.args, t, has_mask, &a.p, &why)) return;
   const bool force = g_engine_policy == cl::EnginePolicy::kForce;
   const std::string key = g_cudnn_tag + cl::AttentionProblemKey(a.p);
+  if (!force) ++g_tuning_attentions;
   const std::vector<int64_t>* entry = force ? nullptr : FindTuning(key);
   cl::EngineId id;
   bool recorded = false;
