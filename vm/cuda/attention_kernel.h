@@ -1,6 +1,8 @@
 // vm/cuda/attention_kernel.h — "keel.attention" library kernels
 // (serialization/library_ops.h): scaled dot-product attention over strided
-// views, run by the VM's own kernel (vm/cuda/attention_kernel.cuh).
+// views, run by the VM's own kernel (vm/cuda/attention_kernel.cuh) or, where
+// timing at load (or the tuning file) says it is faster, by one of cuDNN's
+// fused attention engines (vm/cuda/library_calls_cudnn_attention.h).
 //
 // MakeKeelAttention validates the attributes and arguments (types, every view
 // inside its argument), fills the kernel's argument block
