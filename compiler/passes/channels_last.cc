@@ -79,6 +79,8 @@ class Rewriter {
           KEEL_ASSIGN_OR_RETURN(done, Rewrite(n, *def, Form::kChannelsLast, false));
         } else if (def->permute_axes) {
           KEEL_ASSIGN_OR_RETURN(done, Rewrite(n, *def, Form::kAxes, false));
+        } else if (def->reshape_like) {
+          KEEL_ASSIGN_OR_RETURN(done, FlattenSpatial(n));
         }
         changed = changed || done;
       }
@@ -231,6 +233,39 @@ class Rewriter {
     g_.ReplaceAllUsesWith(out, m->output(0));
     m->output(0)->set_name(name);
     KEEL_RETURN_IF_ERROR(Remove(n));
+    return true;
+  }
+
+  // A reshape of a transpose to NCHW that flattens the spatial axes ([N, C,
+  // H, W] -> [N, C, H W], as a ViT's patch embedding does before its tokens
+  // are transposed to [N, H W, C]) becomes the flattening of the channels-last
+  // tensor (a view) and one transpose of rank 3, which a transpose after it
+  // may cancel.
+  Result<bool> FlattenSpatial(ir::Node* n) {
+    ir::Value* in = n->input(0);
+    if (!in || n->outputs().size() != 1 || KindOf(in) != Kind::kTransposed) return false;
+    for (size_t i = 1; i < n->inputs().size(); ++i)
+      if (n->input(i) && !n->input(i)->is_constant()) return false;
+    const std::vector<int64_t>& shape = in->type().shape;
+    const ir::TensorType out_type = n->output(0)->type();
+    int64_t spatial = 1;
+    for (size_t i = 2; i < shape.size(); ++i) spatial *= shape[i];
+    if (out_type.shape != std::vector<int64_t>{shape[0], shape[1], spatial}) return false;
+    ir::Value* last = in->producer()->input(0);
+    ir::Node* flat = g_.InsertNodeBefore(n, "keel.Reshape", n->name() + "/nhwc", {last}, 1);
+    flat->attrs().Set("shape", std::vector<int64_t>{shape[0], spatial, shape[1]});
+    flat->output(0)->set_type({out_type.dtype, {shape[0], spatial, shape[1]}});
+    ir::Node* back = g_.InsertNodeBefore(n, "Transpose", n->name() + "/to_nchw", {flat->output(0)}, 1);
+    back->attrs().Set("perm", std::vector<int64_t>{0, 2, 1});
+    back->output(0)->set_type(out_type);
+    const std::string name = n->output(0)->name();
+    g_.ReplaceAllUsesWith(n->output(0), back->output(0));
+    back->output(0)->set_name(name);
+    ir::Node* producer = in->producer();
+    KEEL_RETURN_IF_ERROR(Remove(n));
+    if (producer->output(0)->uses().empty() && !g_.IsGraphOutput(producer->output(0))) {
+      KEEL_RETURN_IF_ERROR(Remove(producer));
+    }
     return true;
   }
 

@@ -184,6 +184,32 @@ TEST(ChannelsLastTest, MeanDroppingSpatialAxesReadsChannelsLast) {
   }
 }
 
+// A ViT's patch embedding: conv, flatten [N, C, H W], transpose to tokens [N, H W, C].
+// Channels-last the flattening reads the conv's image and the two transposes cancel:
+// only the image's transpose in stays. Flattening fewer axes keeps the transpose back.
+TEST(ChannelsLastTest, FlattenedPatchesBecomeTokensWithoutTransposes) {
+  for (const bool tokens : {true, false}) {
+    SCOPED_TRACE(tokens ? "[N, C, H W] then [N, H W, C]" : "[N, C H, W]");
+    auto build = [tokens] {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* x = g->AddInput("x", F32({2, 3, 4, 6}));
+      ir::Node* c = Conv(*g, "c", x, 3, 5, 3, 51);
+      const std::vector<int64_t> shape = tokens ? std::vector<int64_t>{2, 5, 24} : std::vector<int64_t>{2, 20, 6};
+      ir::Node* flat = g->AddNode("Reshape", "flat", {c->output(0), g->AddConstant("shape", ops::MakeTensorI64({3}, shape))}, 1);
+      ir::Node* t = g->AddNode("Transpose", "tokens", {flat->output(0)}, 1, {"y"});
+      t->attrs().Set("perm", std::vector<int64_t>{0, 2, 1});
+      g->AddOutput(t->output(0));
+      return g;
+    };
+    const std::vector<ir::TensorDataPtr> in = {Random({2, 3, 4, 6}, 17)};
+    ir::Graph* g = nullptr;
+    std::unique_ptr<ir::Graph> keep;
+    EXPECT_LT(CompareAfter(build, Transform(Always()), in, &g, &keep), 1e-6);
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(Histogram(*g).at("Transpose"), tokens ? 1 : 3) << ir::PrintGraph(*g);
+  }
+}
+
 TEST(ChannelsLastTest, Deterministic) {
   auto a = SmallCnn(), b = SmallCnn();
   ASSERT_TRUE(Transform(Always())(*a).ok());
