@@ -173,10 +173,8 @@ inline std::string AttentionProblemKey(const AttentionGraphProblem& p) {
 
 // The operation graph of `p` into *g (DestroyEngineGraph after, also on failure).
 inline CallStatus BuildAttentionGraph(cudnnHandle_t h, const AttentionGraphProblem& p, EngineGraph* g) {
-  auto make = [&](cudnnBackendDescriptorType_t t, cudnnBackendDescriptor_t* out) -> CallStatus {
-    KEEL_LIB_CUDNN(cudnnBackendCreateDescriptor, t, out);
-    g->owned.push_back(*out);
-    return {};
+  auto make = [&](cudnnBackendDescriptorType_t t, cudnnBackendDescriptor_t* out) {
+    return AddEngineDescriptor(g, t, out);
   };
   const cudnnDataType_t io = CudnnDataTypeOf(p.type), f32 = CUDNN_DATA_FLOAT;
   auto tensor = [&](cudnnDataType_t dt, std::vector<int64_t> dims, std::vector<int64_t> strides, int64_t uid,
@@ -198,12 +196,24 @@ inline CallStatus BuildAttentionGraph(cudnnHandle_t h, const AttentionGraphProbl
     ops.push_back(o);
     return {};
   };
+  // An operation's own descriptor (matmul, pointwise, reduction): its mode where
+  // it has one (`mode` null: none), f32 compute, finalized.
+  auto f32_desc = [&](cudnnBackendDescriptorType_t type, cudnnBackendAttributeName_t mode_attr,
+                      cudnnBackendAttributeType_t mode_type, const void* mode, cudnnBackendAttributeName_t comp_attr,
+                      cudnnBackendDescriptor_t* d) -> CallStatus {
+    KEEL_LIB_RETURN_IF_FAILED(make(type, d));
+    if (mode != nullptr) {
+      KEEL_LIB_RETURN_IF_FAILED(
+          SetEngineAttr(*d, mode_attr, mode_type, 1, mode, "cudnnBackendSetAttribute(attention operation mode)"));
+    }
+    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*d, comp_attr, CUDNN_TYPE_DATA_TYPE, 1, &f32,
+                                            "cudnnBackendSetAttribute(attention compute type)"));
+    return FinalizeEngineDesc(*d, "cudnnBackendFinalize(attention operation descriptor)");
+  };
   auto matmul = [&](cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c) -> CallStatus {
     cudnnBackendDescriptor_t m = nullptr;
-    KEEL_LIB_RETURN_IF_FAILED(make(CUDNN_BACKEND_MATMUL_DESCRIPTOR, &m));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32,
-                                            "cudnnBackendSetAttribute(MATMUL_COMP_TYPE)"));
-    KEEL_LIB_RETURN_IF_FAILED(FinalizeEngineDesc(m, "cudnnBackendFinalize(matmul)"));
+    KEEL_LIB_RETURN_IF_FAILED(f32_desc(CUDNN_BACKEND_MATMUL_DESCRIPTOR, CUDNN_ATTR_MATMUL_COMP_TYPE,
+                                       CUDNN_TYPE_DATA_TYPE, nullptr, CUDNN_ATTR_MATMUL_COMP_TYPE, &m));
     return op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, m, CUDNN_ATTR_OPERATION_MATMUL_DESC,
               {{CUDNN_ATTR_OPERATION_MATMUL_ADESC, a}, {CUDNN_ATTR_OPERATION_MATMUL_BDESC, b},
                {CUDNN_ATTR_OPERATION_MATMUL_CDESC, c}});
@@ -211,12 +221,8 @@ inline CallStatus BuildAttentionGraph(cudnnHandle_t h, const AttentionGraphProbl
   auto pointwise = [&](cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                        cudnnBackendDescriptor_t y) -> CallStatus {
     cudnnBackendDescriptor_t pw = nullptr;
-    KEEL_LIB_RETURN_IF_FAILED(make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode,
-                                            "cudnnBackendSetAttribute(POINTWISE_MODE)"));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32,
-                                            "cudnnBackendSetAttribute(POINTWISE_MATH_PREC)"));
-    KEEL_LIB_RETURN_IF_FAILED(FinalizeEngineDesc(pw, "cudnnBackendFinalize(pointwise)"));
+    KEEL_LIB_RETURN_IF_FAILED(f32_desc(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, CUDNN_ATTR_POINTWISE_MODE,
+                                       CUDNN_TYPE_POINTWISE_MODE, &mode, CUDNN_ATTR_POINTWISE_MATH_PREC, &pw));
     std::vector<std::pair<cudnnBackendAttributeName_t, cudnnBackendDescriptor_t>> t = {
         {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x}, {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y}};
     if (b != nullptr) t.push_back({CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b});
@@ -224,12 +230,8 @@ inline CallStatus BuildAttentionGraph(cudnnHandle_t h, const AttentionGraphProbl
   };
   auto reduction = [&](cudnnReduceTensorOp_t r, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) -> CallStatus {
     cudnnBackendDescriptor_t rd = nullptr;
-    KEEL_LIB_RETURN_IF_FAILED(make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, &rd));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &r,
-                                            "cudnnBackendSetAttribute(REDUCTION_OPERATOR)"));
-    KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32,
-                                            "cudnnBackendSetAttribute(REDUCTION_COMP_TYPE)"));
-    KEEL_LIB_RETURN_IF_FAILED(FinalizeEngineDesc(rd, "cudnnBackendFinalize(reduction)"));
+    KEEL_LIB_RETURN_IF_FAILED(f32_desc(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, CUDNN_ATTR_REDUCTION_OPERATOR,
+                                       CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, &r, CUDNN_ATTR_REDUCTION_COMP_TYPE, &rd));
     return op(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, rd, CUDNN_ATTR_OPERATION_REDUCTION_DESC,
               {{CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x}, {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y}});
   };

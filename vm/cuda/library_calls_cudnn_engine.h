@@ -146,14 +146,20 @@ inline std::vector<int64_t> EngineStrides(const std::vector<int>& dims, bool nhw
   return s;
 }
 
+// A descriptor of type `t` owned by *g (created, not finalized).
+inline CallStatus AddEngineDescriptor(EngineGraph* g, cudnnBackendDescriptorType_t t, cudnnBackendDescriptor_t* out) {
+  KEEL_LIB_CUDNN(cudnnBackendCreateDescriptor, t, out);
+  g->owned.push_back(*out);
+  return {};
+}
+
 // A finalized tensor descriptor owned by *g: `dims` with `strides`, unique id
 // `uid`, kEngineAlignment; `is_virtual` (an intermediate the graph never
 // stores), `by_value` (a scalar the variant pack passes by host pointer).
 inline CallStatus AddEngineTensor(EngineGraph* g, cudnnDataType_t dtype, const std::vector<int64_t>& dims,
                                   const std::vector<int64_t>& strides, int64_t uid, bool is_virtual, bool by_value,
                                   cudnnBackendDescriptor_t* t) {
-  KEEL_LIB_CUDNN(cudnnBackendCreateDescriptor, CUDNN_BACKEND_TENSOR_DESCRIPTOR, t);
-  g->owned.push_back(*t);
+  KEEL_LIB_RETURN_IF_FAILED(AddEngineDescriptor(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, t));
   const int64_t rank = static_cast<int64_t>(dims.size());
   KEEL_LIB_RETURN_IF_FAILED(SetEngineAttr(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dtype,
                                           "cudnnBackendSetAttribute(TENSOR_DATA_TYPE)"));
@@ -181,10 +187,8 @@ inline CallStatus AddEngineTensor(EngineGraph* g, cudnnDataType_t dtype, const s
 // The graph of `p` (EngineProblemSupported) into *g (DestroyEngineGraph after,
 // also on failure). Symmetric pads (ConvProblem's): pre and post paddings alike.
 inline CallStatus BuildEngineGraph(cudnnHandle_t h, const ConvProblem& p, EngineGraph* g) {
-  auto make = [&](cudnnBackendDescriptorType_t t, cudnnBackendDescriptor_t* out) -> CallStatus {
-    KEEL_LIB_CUDNN(cudnnBackendCreateDescriptor, t, out);
-    g->owned.push_back(*out);
-    return {};
+  auto make = [&](cudnnBackendDescriptorType_t t, cudnnBackendDescriptor_t* out) {
+    return AddEngineDescriptor(g, t, out);
   };
   const cudnnDataType_t dtype = CudnnDataTypeOf(p.type), f32 = CUDNN_DATA_FLOAT;
   auto tensor = [&](const std::vector<int>& dims, int64_t uid, cudnnBackendDescriptor_t* t) -> CallStatus {
