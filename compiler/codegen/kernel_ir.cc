@@ -360,6 +360,14 @@ Stmt KernelFunc::Store(int buffer, std::vector<Expr> indices, Expr value) const 
   return s;
 }
 
+Stmt KernelFunc::Prefetch(int buffer, std::vector<Expr> indices) const {
+  auto s = std::make_shared<StmtNode>();
+  s->kind = StmtKind::kPrefetch;
+  s->buffer = buffer;
+  s->indices = std::move(indices);
+  return s;
+}
+
 // ---- verification -------------------------------------------------------------------------
 
 namespace {
@@ -486,6 +494,10 @@ class Verifier {
                      ir::DTypeName(b.dtype));
         return Status::Ok();
       }
+      case StmtKind::kPrefetch:
+        KEEL_RETURN_IF_ERROR(CheckAccess(s.buffer, s.indices, region));
+        for (const Expr& i : s.indices) KEEL_RETURN_IF_ERROR(VisitExpr(i, region));
+        return Status::Ok();
       case StmtKind::kIf:
         KEEL_RETURN_IF_ERROR(VisitExpr(s.cond, region));
         if (s.cond.type() != DType::kBool) return Err("if condition is not bool");
@@ -529,6 +541,12 @@ void PrintStmt(const KernelFunc& k, const StmtNode& s, int indent, std::ostrings
       os << pad << k.buffer(s.buffer).name << "[";
       for (size_t i = 0; i < s.indices.size(); ++i) os << (i ? ", " : "") << Ex{k, s.indices[i]};
       os << "] = " << Ex{k, s.value} << "\n";
+      return;
+    }
+    case StmtKind::kPrefetch: {
+      os << pad << "prefetch " << k.buffer(s.buffer).name << "[";
+      for (size_t i = 0; i < s.indices.size(); ++i) os << (i ? ", " : "") << Ex{k, s.indices[i]};
+      os << "]\n";
       return;
     }
     case StmtKind::kIf:

@@ -162,7 +162,10 @@ struct Buffer {
 
 // ---- statements ------------------------------------------------------------------
 
-enum class StmtKind : uint8_t { kBlock, kFor, kStore, kIf };
+// kPrefetch: a hint that `buffer` at `indices` is read soon (no effect on any
+// value; the CPU back end asks the cache for the line, the GPU's ignore it).
+// (Appended last: the numbering of the older kinds is unchanged.)
+enum class StmtKind : uint8_t { kBlock, kFor, kStore, kIf, kPrefetch };
 // kSerial: a plain loop (back ends may vectorize it); kParallel: iterations
 // spread over threads; kVectorize: vectorize across iterations; kUnroll: fully
 // unrolled (constant bounds); kNoVectorize: a serial loop whose body is already
@@ -191,8 +194,8 @@ struct StmtNode {
   Expr var;                     // kFor: a kVar expression
   Expr begin, end;              // kFor: [begin, end), i64
   LoopKind loop = LoopKind::kSerial;
-  int buffer = -1;              // kStore
-  std::vector<Expr> indices;    // kStore
+  int buffer = -1;              // kStore, kPrefetch
+  std::vector<Expr> indices;    // kStore, kPrefetch
   Expr value;                   // kStore
   Expr cond;                    // kIf
 };
@@ -242,6 +245,7 @@ class KernelFunc {
   // Expression/statement helpers bound to this kernel's buffer table.
   Expr Load(int buffer, std::vector<Expr> indices) const;
   Stmt Store(int buffer, std::vector<Expr> indices, Expr value) const;
+  Stmt Prefetch(int buffer, std::vector<Expr> indices) const;
 
   // Structural checks: types agree, indices match buffer ranks, loop variables
   // are bound, parallel loops are not nested, locals used by a parallel loop

@@ -422,6 +422,12 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
         b_.CreateStore(v, addr);
         return status_;
       }
+      case StmtKind::kPrefetch: {
+        // Into L2 (locality 2: prefetcht1), for reading, data cache.
+        llvm::Value* addr = Address(r, s.buffer, s.indices);
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {addr->getType()}, {addr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+        return status_;
+      }
       case StmtKind::kIf:
         return EmitIf(r, s, Child(r));
       case StmtKind::kFor: {

@@ -358,6 +358,8 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
     switch (s.kind) {
       case StmtKind::kBlock:
         return EmitBody(s, mode);
+      case StmtKind::kPrefetch:
+        return status_;  // a CPU cache hint
       case StmtKind::kStore: {
         llvm::Value *v = nullptr, *addr = nullptr;
         KEEL_RETURN_IF_ERROR(StoreOperands(r_, s, v, addr));

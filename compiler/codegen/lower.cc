@@ -111,6 +111,7 @@ LowerOptions LowerOptionsForCuda() {
   o.gpu_direct_conv = true;
   o.lane_row_reductions = false;
   o.gemm_panel_at_a_time = false;  // a CPU cache blocking (measured there only)
+  o.gemm_prefetch_b = false;       // a CPU cache hint
   return o;
 }
 

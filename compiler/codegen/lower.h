@@ -46,6 +46,10 @@ struct LowerOptions {
   // GEMMs whose B is packed inside each task (one M block): pack one panel, then run every row
   // tile on it, instead of packing the task's panels first (lower_gemm.cc; where N is whole panels).
   bool gemm_panel_at_a_time = true;
+  // GEMMs whose B was packed at compile time and whose K is split into blocks: the first row
+  // tile of every K block prefetches the next K block of its panel into L2 (lower_gemm.cc),
+  // which otherwise arrives from memory at the pace of that tile's loads.
+  bool gemm_prefetch_b = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

@@ -204,7 +204,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // One register tile of `mr` rows (MR, or the M % MR rows of the last row
   // tile: rows are never clamped, so A's row addresses stay constant offsets of
   // one base and no garbage rows are computed).
-  auto make_tile = [&](int64_t mr) {
+  // The first row tile of a task's K block prefetches what the task reads next from B: the same
+  // rows of its panel's next K block, or in the last K block the first K block of the panel
+  // NCP further on (the next task's). B packed at compile time is a large weight that streams
+  // from memory; without this its lines arrive at the pace of that tile's loads.
+  const bool prefetch_b = o.gemm_prefetch_b && prepacked && !panel_at_a_time;
+  auto make_tile = [&](int64_t mr, bool prefetch) {
     // One NR-lane vector statement per tile row: rows(f(i, j)) = mr unrolled kLanes loops.
     auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
       std::vector<Stmt> out;
@@ -231,6 +236,14 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         Expr b = k.Load(bp, {bp_at(panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
+      if (prefetch) {
+        const Expr last = kc >= nKC - 1;
+        const Expr next_p = Select(last, Min(p + NCP, Np - 1), p), next_k = Select(last, kk - k0, Min(kk + KC, K - 1));
+        std::vector<Stmt> ahead;  // each 64-byte line of that row
+        for (int64_t j = 0; j < NR; j += 16) ahead.push_back(k.Prefetch(bp, {bp_at(next_p, next_k, Expr(j))}));
+        ahead.push_back(body);
+        body = Block(std::move(ahead));
+      }
       tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
     }
     // store
@@ -250,7 +263,13 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     return Block(std::move(tile));
   };
   const int64_t m_tail = M % MR;
-  Stmt tile = m_tail == 0 ? make_tile(MR) : If(mt < M / MR, make_tile(MR), make_tile(m_tail));
+  auto row_tile = [&](bool prefetch) {
+    return m_tail == 0 ? make_tile(MR, prefetch) : If(mt < M / MR, make_tile(MR, prefetch), make_tile(m_tail, prefetch));
+  };
+  Stmt tile = row_tile(false);
+  if (prefetch_b) {
+    tile = If(Binary(BinaryOp::kEq, mt, mb * MCT), row_tile(true), tile);
+  }
   Stmt tiles;
   if (panel_at_a_time) {
     tiles = For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial,

@@ -30,6 +30,24 @@ TEST(KernelIr, PrintsAndVerifiesAKernel) {
   EXPECT_NE(text.find("out[r, j] = (a[r, j] + 1f)"), std::string::npos) << text;
 }
 
+// A prefetch reads nothing into a value: it may name a read-only argument, it
+// prints as such, and its indices are checked like a load's.
+TEST(KernelIr, PrefetchIsAHintOnAnAccess) {
+  KernelFunc k("k_prefetch");
+  int a = k.AddArg("a", DType::kF32, {4, 8}, ArgAccess::kRead);
+  int out = k.AddArg("out", DType::kF32, {4, 8}, ArgAccess::kWrite);
+  Expr r = k.NewVar("r"), j = k.NewVar("j");
+  k.set_body(For(r, 0, 4, LoopKind::kSerial,
+                 Block({k.Prefetch(a, {Min(r + 1, Expr(3)), Expr(0)}),
+                        For(j, 0, 8, LoopKind::kSerial, k.Store(out, {r, j}, k.Load(a, {r, j})))})));
+  ASSERT_TRUE(k.Verify().ok()) << k.Verify().ToString();
+  EXPECT_NE(k.ToString().find("prefetch a["), std::string::npos) << k.ToString();
+  KernelFunc bad("bad_prefetch");
+  int b = bad.AddArg("b", DType::kF32, {4, 8}, ArgAccess::kRead);
+  bad.set_body(bad.Prefetch(b, {Expr(0)}));
+  EXPECT_EQ(bad.Verify().code(), StatusCode::kInternal);
+}
+
 TEST(KernelIr, VerifierRejectsMistakes) {
   {
     KernelFunc k("bad_rank");

@@ -315,6 +315,14 @@ TEST_P(PackedProductTest, MatchesReference) {
     const std::string text = spec.kernel->ToString();
     EXPECT_NE(text.find("b_panels"), std::string::npos);
     EXPECT_EQ(text.find("_bpack"), std::string::npos) << "no packing at run time";
+    // The first row tile of each K block prefetches B ahead (LowerOptions::gemm_prefetch_b);
+    // without it the same numbers and no prefetch.
+    EXPECT_NE(text.find("prefetch b_panels"), std::string::npos);
+    LowerOptions plain = *o;
+    plain.gemm_prefetch_b = false;
+    const KernelSpec without = CheckNodeAgainstReference(*n, 102, 1e-5, 4, plain);
+    ASSERT_NE(without.kernel, nullptr);
+    EXPECT_EQ(without.kernel->ToString().find("prefetch"), std::string::npos);
   }
 }
 
