@@ -26,7 +26,8 @@
 // MatMul's or Gemm's weight in B-panel form, ops/packed_weight.h). A
 // constant A packed at compile time into MR-row panels (GemmOperands::a_panel,
 // gemm_panels.h) is read as one contiguous stream per register tile instead of
-// MR rows K elements apart.
+// MR rows K elements apart; an A read through a tile reader (GemmOperands::
+// a_tile) picks its own register tile rows.
 #include <algorithm>
 
 #include "compiler/codegen/lower_ops.h"
@@ -260,12 +261,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                 Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb),
                        For(mt, 0, Mt, LoopKind::kSerial, tile)}));
   } else {
-    Expr p_lo = nb * NCP, p_hi = Min(nb * NCP + NCP, Np), mt_lo = mb * MCT, mt_hi = Min(mb * MCT + MCT, Mt);
-    // A read through a tile reader (a convolution's pixels, few: a 7x7 image's 49) runs every
-    // row tile on one K block of a panel before the next panel, which stays in L1 (the
-    // row-major order alternates the task's panels; measured 0.94-0.97 per layer).
-    tiles = g.a_tile ? For(p, p_lo, p_hi, LoopKind::kSerial, For(mt, mt_lo, mt_hi, LoopKind::kSerial, tile))
-                     : For(mt, mt_lo, mt_hi, LoopKind::kSerial, For(p, p_lo, p_hi, LoopKind::kSerial, tile));
+    tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
+                For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
   }
   if (fused_pack && !panel_at_a_time) tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
   Stmt compute = For(t, 0, batch * tasks, LoopKind::kParallel,

@@ -60,11 +60,13 @@ struct GemmOperands {
   // are the pixels, which the layers around it split between threads the same
   // way (lower_conv_nhwc.cc).
   bool rows_outer = false;
-  // > 0: the register tile has exactly this many rows (it must divide M), and
-  // A is read as a_tile(m0, i, kk) = A(m0 + i, kk) for the tile at row m0: a
-  // reader whose rows are constant offsets from one per-tile origin (a
-  // convolution's pixels of one output row) keeps one base address per tile
-  // instead of a computed address per row. `a` is then unused.
+  // > 0: the register tile has this many rows (the last tile the M % row_tile
+  // left, if any), and A is read as a_tile(m0, i, kk) = A(m0 + i, kk) for the
+  // tile at row m0 (i < its rows): a reader whose rows are constant offsets
+  // from one per-tile origin (a convolution's pixels of whole output rows)
+  // keeps one base address per tile instead of a computed address per row,
+  // which LLVM otherwise assembles in vector registers and extracts lane by
+  // lane. `a` is then unused; not with a_panel.
   int64_t row_tile = 0;
   std::function<Expr(Expr m0, int64_t i, Expr kk)> a_tile;
 };
