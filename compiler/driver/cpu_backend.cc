@@ -196,12 +196,12 @@ class CpuBackend final : public Backend {
       // and F(4,3) measured faster (ResNet-18's 14x14 layers).
       if (c < (best == 4 ? 0.95 : 1.0) * best_cost) { best = m; best_cost = c; }
     }
-    // F(2,3) against the implicit GEMM with pixels as rows where that form applies (a small image,
-    // lower_ops.h ConvPixelRows): the implicit GEMM's estimate without the columns padded to whole
-    // panels. ResNet-18's 7x7 layers: estimated 0.73 of F(2,3), measured 0.70; SqueezeNet's 13x13
-    // ones stay F(2,3) (1.06, measured 1.08). Not against F(4,3), whose estimate is about 1.5x
-    // too high at 14x14 (ResNet-18's layer3: the pixel-rows form measured 1.48x its time).
-    if (best == 2 && codegen::ConvPixelRows(lower_options_, conv) > 0 &&
+    // Winograd against the implicit GEMM with pixels as rows where that form applies (a small
+    // image, lower_ops.h ConvPixelRows): the implicit GEMM's estimate without the columns padded
+    // to whole panels. It changes no pick in the measured models: SqueezeNet's 13x13 layers keep
+    // F(2,3) (64 -> 256: estimated 0.94 of the pixel-rows form, measured 0.93), ResNet-18's 14x14
+    // ones F(2,3) (0.75, measured 0.66), its 28x28 ones F(4,3) (0.49, measured 0.47).
+    if (best > 0 && codegen::ConvPixelRows(lower_options_, conv) > 0 &&
         WinogradCost(kPixelRows, w[0], w[1], y[0], y[2], y[3]) < best_cost)
       return 0;
     return best;

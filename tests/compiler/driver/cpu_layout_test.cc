@@ -89,9 +89,9 @@ TEST(CpuLayout, ResNet18StaysChannelsFirst) {
   const Counts c = ZooModel("resnet18", Layout::kAuto);
   EXPECT_EQ(c.channels_last, 0);
   EXPECT_EQ(c.transposes, 0);
-  // 3x3 stride 1 from 56x56 to 14x14 (10) Winograd; the three 3x3 stride 1 at 7x7 (F(2,3)
-  // before), the three strided 3x3 and the three 1x1 stride 2 with pixels as rows, the weight
-  // in W^T's column panels (lower_ops.h ConvPixelRows).
+  // 3x3 stride 1 from 56x56 to 14x14 (10) Winograd; the three 3x3 stride 1 at 7x7, the three
+  // strided 3x3 and the three 1x1 stride 2 with pixels as rows, the weight in W^T's column
+  // panels (lower_ops.h ConvPixelRows; before, the implicit GEMM with the pixels as columns).
   EXPECT_EQ(c.convs, 20);
   EXPECT_EQ(c.winograd, 10);
   EXPECT_EQ(c.panel_width_rows, 9);
