@@ -488,9 +488,9 @@ int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
   }
   for (int64_t p : pads) pointwise = pointwise && p == 0;
   // Measured against the implicit GEMM (one thread and two, docs/MEASUREMENTS.md, "Dense
-  // convolutions with pixels as rows"): 0.59-0.94 for every such layer of ResNet-18 (3x3 stride
+  // convolutions with pixels as rows"): 0.57-0.93 for every such layer of ResNet-18 (3x3 stride
   // 2 from 56x56 to 7x7, 1x1 stride 2, 3x3 at 7x7) and for 3x3 layers at 13x13 and 14x14; a
-  // 224x224 stem 0.95-0.98 (not worth the scattered stores of 12,544 pixels: the pixel bound).
+  // 224x224 stem 0.95-1.05 (not worth the scattered stores of 12,544 pixels: the pixel bound).
   const int64_t nr = GemmPanelWidth(o);
   if (pointwise || pixels > o.conv_pixel_rows || ws[0] % nr != 0 || img > INT32_MAX) return 0;
   return PixelRowTile(o, ys.back(), rank > 3 ? ys[rank - 2] : 1, rank > 4) > 0 ? nr : 0;
