@@ -40,6 +40,7 @@
 #include "compiler/codegen/lower_conv_nhwc.h"
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/channels_last.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::codegen {
 namespace {
@@ -466,7 +467,10 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
 
 int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
   if (int64_t nr = PointwisePixelRows(o, conv)) return nr;
-  if (conv.op_type() != "Conv" || o.gpu_direct_conv || o.conv_pixel_rows <= 0 || conv.inputs().size() < 2) return 0;
+  const ops::OpDef* def = ops::FindOp(conv);
+  if (def == nullptr || def->library != ops::LibraryCall::kConv || o.gpu_direct_conv || o.conv_pixel_rows <= 0 ||
+      conv.inputs().size() < 2)
+    return 0;
   if (conv.outputs().size() != 1 || !conv.input(0) || !conv.input(1)) return 0;
   if (!conv.input(0)->has_type() || !conv.input(1)->has_type() || !conv.output(0)->has_type()) return 0;
   const std::vector<int64_t>& xs = conv.input(0)->type().shape;
