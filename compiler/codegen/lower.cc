@@ -96,10 +96,12 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     o.gemm_mr = 12;
     o.gemm_mr_alt = 8;  // M = 64, 128, 512...: whole tiles
     o.gemm_nr = 32;
+    o.gemm_mr_max = 14;  // 28 accumulators + 2 B vectors + 1 broadcast
     o.depthwise_plane_chains = 8;
   } else if (features.find("+avx") == std::string::npos) {
     // SSE only (16 xmm registers of 4 floats): 4 x 8 keeps 8 accumulators.
     o.gemm_mr = 4;
+    o.gemm_mr_max = 4;
     o.gemm_nr = 8;
   }
   return o;

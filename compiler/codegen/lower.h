@@ -43,6 +43,10 @@ struct LowerOptions {
   int64_t gemm_mr = 6;    // micro-kernel rows (A rows per register tile)
   int64_t gemm_mr_alt = 0;  // > 0: rows used instead when it divides M and gemm_mr does not
   int64_t gemm_nr = 16;   // micro-kernel columns (a multiple of the vector width)
+  // The most rows a register tile may have where a kernel picks its own (the
+  // transposed convolution's whole output rows, lower_conv.cc PixelRowTile):
+  // what the vector registers hold with NR-wide rows, B and a broadcast.
+  int64_t gemm_mr_max = 6;
   // GEMMs whose B is packed inside each task (one M block): pack one panel, then run every row
   // tile on it, instead of packing the task's panels first (lower_gemm.cc; where N is whole panels).
   bool gemm_panel_at_a_time = true;
@@ -74,6 +78,11 @@ struct LowerOptions {
   // PointwisePixelRows: pixels as the product's rows, output channels as its
   // vector columns) where that estimates cheaper; 0: never.
   int64_t pointwise_pixel_rows = 196;
+  // Convolutions of one group (any kernel but the pointwise ones above) with
+  // at most this many output pixels per image (a network's 28x28 and smaller
+  // stages) run as the transposed implicit GEMM (lower_conv.cc, ConvPixelRows)
+  // where a row tile of whole output rows or a divisor of one exists; 0: never.
+  int64_t conv_pixel_rows = 784;
   // Implicit-GEMM convolutions whose padded workspace image and output
   // together exceed 4x this many bytes run in bands of output rows, each band
   // filling only its input rows and writing at most about this many bytes

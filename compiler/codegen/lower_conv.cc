@@ -40,6 +40,7 @@
 #include "compiler/codegen/lower_conv_nhwc.h"
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/channels_last.h"
+#include "compiler/ops/registry.h"
 
 namespace keel::codegen {
 namespace {
@@ -299,6 +300,99 @@ Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
 }
 
+// The row tile of the transposed implicit GEMM over output rows of `ow` pixels: whole output
+// rows (the most that fit LowerOptions::gemm_mr_max rows; in 3-D and beyond, a divisor of
+// the `oh` rows of a plane, so that no tile crosses planes), else the largest divisor of `ow`
+// between half the GEMM's row tile and that maximum; 0 if none. A tile's rows are then
+// constant offsets from the window origin of its first pixel.
+int64_t PixelRowTile(const LowerOptions& o, int64_t ow, int64_t oh, bool planes) {
+  const int64_t most = std::max<int64_t>(1, o.gemm_mr_max), mr = std::max<int64_t>(1, o.gemm_mr);
+  if (ow <= most) {
+    int64_t r = most / ow;
+    while (planes && oh % r != 0) --r;
+    return r * ow;
+  }
+  for (int64_t t = most; 2 * t >= mr; --t)
+    if (ow % t == 0) return t;
+  return 0;
+}
+
+// The transposed implicit GEMM of a dense convolution on few pixels (ConvPixelRows,
+// lower_ops.h): per image, rows = output pixels, columns = output channels, K = C * taps.
+// A(p, kk) is read inside the micro-kernel from the (zero-padded copy of the) image at
+// origin[p] + row_off[kk], two baked tables (the window origin of pixel p, the channel and
+// tap of row kk), so there is no im2col pass and no guard: the row tile's broadcasts are
+// the tile's pixels at one (channel, tap), constant offsets from one address (the tile is
+// whole output rows or a part of one: PixelRowTile; 14 x 32 on AVX-512 at 7x7 and 14x14). B is the weight [Co, C * taps] packed in row
+// panels of NR rows, read in place as W^T's column panels (whole panels: NR divides Co),
+// so the weights stream once per row block instead of a 7x7 image's 49 pixels padding two
+// 32-column panels to 64. The stores go to channel co at pixel p (NR channels a vector, N
+// pixels apart), as in PixelRowsConv.
+Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const TensorFn& X, const TensorFn& Wt,
+                                   const TensorFn* bias, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  const ConvGeom& c = ic.c;
+  const size_t sp = c.sp();
+  const int64_t N = NumElements(c.out), KK = NumElements(c.k), Kdim = c.C * KK, img = NumElements(ic.P);
+  if (Wt.buffer < 0 || Wt.type.dtype != DType::kF32 || c.groups != 1)
+    return InvalidArgument("convolution pixel rows: the weight must be an f32 buffer in column panels");
+  std::vector<int64_t> st(sp, 1);  // image strides
+  for (size_t d = sp - 1; d-- > 0;) st[d] = st[d + 1] * ic.P[d + 1];
+  const bool direct = ic.direct && X.buffer >= 0;
+  std::vector<uint8_t> origin(static_cast<size_t>(N) * 4);
+  auto put32 = [](std::vector<uint8_t>& v, int64_t i, int64_t x) {
+    int32_t x32 = static_cast<int32_t>(x);
+    std::memcpy(&v[static_cast<size_t>(i) * 4], &x32, 4);
+  };
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t off = 0, r = n;
+    for (size_t d = sp; d-- > 0;) { off += (r % c.out[d]) * c.s[d] * st[d]; r /= c.out[d]; }
+    put32(origin, n, off);
+  }
+  std::vector<uint8_t> rows(static_cast<size_t>(Kdim) * 4);
+  for (int64_t kk = 0; kk < Kdim; ++kk) {
+    int64_t off = (kk / KK) * img, r = kk % KK;
+    for (size_t d = sp; d-- > 0;) { off += (r % c.k[d]) * c.d[d] * st[d]; r /= c.k[d]; }
+    put32(rows, kk, off);
+  }
+  Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
+  int src = -1;
+  Stmt fill;
+  if (direct) {
+    src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * img});
+  } else {
+    src = k.AddWorkspace("conv_xpad", DType::kF32, {c.C * img});
+    fill = ic.fill(src, 0, bi, Expr(0), ic.P, Expr(0));
+  }
+  KernelFunc* kp = &k;
+  const int ob = k.AddConstant("conv_px_origin", DType::kI32, {N}, std::move(origin));
+  const Expr image = direct ? bi * (c.C * img) : Expr(0);
+  GemmOperands g;
+  g.m = N; g.n = c.Co; g.k = Kdim;
+  const int rb = k.AddConstant("conv_px_row_off", DType::kI32, {Kdim}, std::move(rows));
+  // A tile is whole output rows or a part of one (PixelRowTile): its row i is the window origin
+  // of its first pixel plus i / OW image rows and i % OW strides.
+  const int64_t OW = c.out[sp - 1], sw = c.s[sp - 1], row_step = sp > 1 ? c.s[sp - 2] * st[sp - 2] : 0;
+  g.row_tile = PixelRowTile(ctx.options(), OW, sp > 1 ? c.out[sp - 2] : 1, sp > 2);
+  if (g.row_tile <= 0) return InvalidArgument("convolution pixel rows: no row tile for output rows of " + std::to_string(OW));
+  g.a_tile = [kp, src, ob, rb, image, sw, OW, row_step](Expr m0, int64_t i, Expr kk) {
+    return kp->Load(src, {image + Cast(kp->Load(ob, {m0}), DType::kI64) + Cast(kp->Load(rb, {kk}), DType::kI64) +
+                              Expr((i % OW) * sw + (i / OW) * row_step)});
+  };
+  g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * Kdim});
+  TensorFn bfn = bias ? *bias : TensorFn{};
+  const std::vector<int64_t> out = c.out;
+  g.store = [store, bfn, bi, out](Expr m, Expr n, Expr acc) {
+    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
+    std::vector<Expr> idx{bi, n};
+    for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
+    return store(idx, v);
+  };
+  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_pxk"));
+  if (fill) body = Block({fill, body});
+  return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
+}
+
 // Window attributes of a canonical Conv/ConvTranspose node into `c`.
 Status ReadWindow(const ir::Node& node, size_t sp, ConvGeom& c, std::vector<int64_t>& pads) {
   const ir::Attributes& at = node.attrs();
@@ -371,6 +465,41 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   return 1.0 + static_cast<double>(nr) / static_cast<double>(K) < plain ? nr : 0;
 }
 
+int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
+  if (int64_t nr = PointwisePixelRows(o, conv)) return nr;
+  const ops::OpDef* def = ops::FindOp(conv);
+  if (def == nullptr || def->library != ops::LibraryCall::kConv || o.gpu_direct_conv || o.conv_pixel_rows <= 0 ||
+      conv.inputs().size() < 2)
+    return 0;
+  if (conv.outputs().size() != 1 || !conv.input(0) || !conv.input(1)) return 0;
+  if (!conv.input(0)->has_type() || !conv.input(1)->has_type() || !conv.output(0)->has_type()) return 0;
+  const std::vector<int64_t>& xs = conv.input(0)->type().shape;
+  const std::vector<int64_t>& ws = conv.input(1)->type().shape;
+  const std::vector<int64_t>& ys = conv.output(0)->type().shape;
+  const size_t rank = xs.size();
+  // Any other form's weight (Winograd's U, channels-last) has another rank or layout.
+  if (rank < 3 || ws.size() != rank || ys.size() != rank || ops::IsChannelsLast(conv)) return 0;
+  if (conv.input(1)->type().dtype != DType::kF32 || ws[1] != xs[1] || ys[1] != ws[0]) return 0;
+  ConvGeom c;
+  std::vector<int64_t> pads;
+  if (!ReadWindow(conv, rank - 2, c, pads).ok() || c.groups != 1) return 0;
+  int64_t pixels = 1, img = xs[1];
+  bool pointwise = true;  // 1x1, strides 1, no pads: PointwisePixelRows's to take or leave
+  for (size_t d = 2; d < rank; ++d) {
+    pixels *= ys[d];
+    img *= std::max(xs[d] + c.pb[d - 2], (ys[d] - 1) * c.s[d - 2] + (ws[d] - 1) * c.d[d - 2] + 1);  // LowerConv's ic.P
+    pointwise = pointwise && ws[d] == 1 && c.s[d - 2] == 1 && ys[d] == xs[d];
+  }
+  for (int64_t p : pads) pointwise = pointwise && p == 0;
+  // Measured against the implicit GEMM (one thread and two, docs/MEASUREMENTS.md, "Dense
+  // convolutions with pixels as rows"): 0.57-0.93 for every such layer of ResNet-18 (3x3 stride
+  // 2 from 56x56 to 7x7, 1x1 stride 2, 3x3 at 7x7) and for 3x3 layers at 13x13 and 14x14; a
+  // 224x224 stem 0.95-1.05 (not worth the scattered stores of 12,544 pixels: the pixel bound).
+  const int64_t nr = GemmPanelWidth(o);
+  if (pointwise || pixels > o.conv_pixel_rows || ws[0] % nr != 0 || img > INT32_MAX) return 0;
+  return PixelRowTile(o, ys.back(), rank > 3 ? ys[rank - 2] : 1, rank > 4) > 0 ? nr : 0;
+}
+
 Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_rows, const StoreFn& store) {
   KernelFunc& k = ctx.kernel();
   KEEL_ASSIGN_OR_RETURN(ConvOperands in, ReadConvOperands(ctx, node, "Conv"));
@@ -424,6 +553,8 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     ic.P[d] = std::max(c.in[d] + c.pb[d], (c.out[d] - 1) * c.s[d] + (c.k[d] - 1) * c.d[d] + 1);
     ic.direct = ic.direct && c.pb[d] == 0 && ic.P[d] == c.in[d];
   }
+  // A dense convolution on few pixels with its weight packed for it: pixels as rows.
+  const bool pixel_rows = packed_rows > 0 && packed_rows == ConvPixelRows(ctx.options(), node);
   KernelFunc* kp = &k;
   if (packed_rows > 0) {
     // Each group's [Mg, Cg * KK] matrix in row panels: flat offsets into the weight.
@@ -481,7 +612,7 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     bool par = rows > 1 && rows * Wp >= ctx.options().min_parallel_elements;
     return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, ok.is_null() ? copy : If(ok, copy, zero));
   };
-  return ImplicitGemmConv(ctx, ic, X, bias, store);
+  return pixel_rows ? PixelRowsImplicitConv(ctx, ic, X, Wt, bias, store) : ImplicitGemmConv(ctx, ic, X, bias, store);
 }
 
 Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {

@@ -26,7 +26,8 @@
 // MatMul's or Gemm's weight in B-panel form, ops/packed_weight.h). A
 // constant A packed at compile time into MR-row panels (GemmOperands::a_panel,
 // gemm_panels.h) is read as one contiguous stream per register tile instead of
-// MR rows K elements apart.
+// MR rows K elements apart; an A read through a tile reader (GemmOperands::
+// a_tile) picks its own register tile rows.
 #include <algorithm>
 
 #include "compiler/codegen/lower_ops.h"
@@ -74,7 +75,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   };
   const bool a_panels = g.a_panel_rows > 0;
   if (a_panels != static_cast<bool>(g.a_panel)) return InvalidArgument(tag + ": A panel rows without a panel reader");
-  const int64_t MR = a_panels ? g.a_panel_rows : GemmRowTile(o, M);
+  if ((g.row_tile > 0) != static_cast<bool>(g.a_tile) || (g.row_tile > 0 && a_panels))
+    return InvalidArgument(tag + ": a row tile needs a tile reader and no A panels");
+  const int64_t MR = a_panels ? g.a_panel_rows : g.row_tile > 0 ? g.row_tile : GemmRowTile(o, M);
   if (M <= 0 || N <= 0) return Block({});
   if (K <= 0) {
     // Empty reduction: every output is the epilogue of 0.
@@ -232,7 +235,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     {
       Expr kk = k.NewVar("kk");
       Stmt body = rows([&](int64_t i, Expr j) {
-        Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a(m0 + i, kk), DType::kF32);
+        Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a_tile ? g.a_tile(m0, i, kk) : g.a(m0 + i, kk),
+                      DType::kF32);
         Expr b = k.Load(bp, {bp_at(panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });

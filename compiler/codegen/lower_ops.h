@@ -60,6 +60,15 @@ struct GemmOperands {
   // are the pixels, which the layers around it split between threads the same
   // way (lower_conv_nhwc.cc).
   bool rows_outer = false;
+  // > 0: the register tile has this many rows (the last tile the M % row_tile
+  // left, if any), and A is read as a_tile(m0, i, kk) = A(m0 + i, kk) for the
+  // tile at row m0 (i < its rows): a reader whose rows are constant offsets
+  // from one per-tile origin (a convolution's pixels of whole output rows)
+  // keeps one base address per tile instead of a computed address per row,
+  // which LLVM otherwise assembles in vector registers and extracts lane by
+  // lane. `a` is then unused; not with a_panel.
+  int64_t row_tile = 0;
+  std::function<Expr(Expr m0, int64_t i, Expr kk)> a_tile;
 };
 // The packed B panels' count for N columns (their width: GemmPanelWidth, gemm_panels.h).
 int64_t GemmPanels(const LowerOptions& o, int64_t n);
@@ -91,6 +100,17 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
 // few input channels favour the plain form). LowerConv takes the form when the
 // weight is packed with that many rows.
 int64_t PointwisePixelRows(const LowerOptions& options, const ir::Node& conv);
+// The same transposed form for any convolution of one group on few pixels
+// (LowerOptions::conv_pixel_rows): PointwisePixelRows where that takes it, else
+// NR for a Conv other than a stride-1 unpadded pointwise one (any kernel,
+// strides, pads, dilations) with an f32 weight, Co a multiple of NR, and output
+// rows that a register tile covers whole or in equal parts (lower_conv.cc
+// PixelRowTile). Its A is read inside the micro-kernel through baked
+// window-origin and row-offset tables from the (padded) image, so unlike the
+// plain implicit GEMM it neither pads the pixels to whole column panels nor
+// packs them at run time. LowerConv takes it when the weight is packed with
+// that many rows; the Winograd rule weighs it (CpuBackend::WinogradTile).
+int64_t ConvPixelRows(const LowerOptions& options, const ir::Node& conv);
 // A Conv in Winograd form (compiler/ops/winograd.h) with output tile side `tile`
 // (2 or 4): lower_winograd.cc. packed_rows > 0: each of U's (m+2)^2 [Co, Ci]
 // matrices is in the row-panel layout with that many rows per panel.

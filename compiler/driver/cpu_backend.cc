@@ -138,14 +138,15 @@ class CpuBackend final : public Backend {
   // tile with the lowest estimated cost, Winograd only when it beats the implicit GEMM by 10%.
   // Every GEMM convolution's constant weight in the panels of the register tile its GEMM uses.
   // The GEMM's row tile, or for a pointwise convolution on few pixels the panel width (its
-  // transposed form reads the weight as column panels: lower_ops.h PointwisePixelRows).
+  // transposed form reads the weight as column panels: lower_ops.h PointwisePixelRows), and so
+  // for a dense convolution on few pixels (ConvPixelRows).
   // A channels-last convolution's weight in the panels its NHWC kernel reads (lower_conv_nhwc.h).
   int64_t PackedWeightRows(const ir::Node& conv, const ops::WeightMatrices& matrices) const override {
     if (ops::IsChannelsLast(conv)) {
       const codegen::NhwcConv form = codegen::NhwcConvFormOf(conv);
       return codegen::NhwcPackedRows(lower_options_, form, conv.output(0)->type().shape.back());
     }
-    if (int64_t nr = codegen::PointwisePixelRows(lower_options_, conv)) return nr;
+    if (int64_t nr = codegen::ConvPixelRows(lower_options_, conv)) return nr;
     return codegen::GemmRowTile(lower_options_, matrices.m);
   }
 
@@ -195,6 +196,14 @@ class CpuBackend final : public Backend {
       // and F(4,3) measured faster (ResNet-18's 14x14 layers).
       if (c < (best == 4 ? 0.95 : 1.0) * best_cost) { best = m; best_cost = c; }
     }
+    // Winograd against the implicit GEMM with pixels as rows where that form applies (a small
+    // image, lower_ops.h ConvPixelRows): the implicit GEMM's estimate without the columns padded
+    // to whole panels. It changes no pick in the measured models: SqueezeNet's 13x13 layers keep
+    // F(2,3) (64 -> 256: estimated 0.94 of the pixel-rows form, measured 0.93), ResNet-18's 14x14
+    // ones F(2,3) (0.75, measured 0.66), its 28x28 ones F(4,3) (0.49, measured 0.47).
+    if (best > 0 && codegen::ConvPixelRows(lower_options_, conv) > 0 &&
+        WinogradCost(kPixelRows, w[0], w[1], y[0], y[2], y[3]) < best_cost)
+      return 0;
     return best;
   }
 
@@ -210,11 +219,15 @@ class CpuBackend final : public Backend {
   // GEMM, 3 for Winograd, whose n² GEMMs share one) costs about 125k multiply-adds' time (~5 us
   // with 2 threads on a shared machine): it keeps the smallest layers (SqueezeNet's fire6, 48 -> 192
   // channels at 13x13) plain.
+  // m = kPixelRows: the implicit GEMM with the pixels as rows (ConvPixelRows), per image and
+  // with no padded columns.
+  static constexpr int64_t kPixelRows = -1;
   double WinogradCost(int64_t m, int64_t co, int64_t ci, int64_t b, int64_t oh, int64_t ow) const {
     const int64_t nr = std::max<int64_t>(1, lower_options_.gemm_nr);
     auto round_up = [nr](int64_t v) { return static_cast<double>((v + nr - 1) / nr * nr); };
     constexpr double kWeightColumns = 22, kTransformCost = 15, kRegionCost = 125000;
     const double region = kRegionCost / static_cast<double>(co * ci);
+    if (m == kPixelRows) return 9 * static_cast<double>(b) * (static_cast<double>(oh * ow) + kWeightColumns) + 2 * region;
     if (m == 0) return 9 * (round_up(b * oh * ow) + kWeightColumns) + 2 * region;
     const int64_t tiles = b * ((oh + m - 1) / m) * ((ow + m - 1) / m), points = (m + 2) * (m + 2);
     const double transforms = kTransformCost * static_cast<double>(points * tiles * (ci + co)) / static_cast<double>(co * ci);

@@ -12,7 +12,7 @@
 // into rows (a plain buffer and a fused transpose), Gemm with transA / transB /
 // alpha / beta / bias, a fused bias + residual epilogue, both ISAs' tiles.
 // Pointwise convolutions on few pixels in their transposed form (weight read as
-// column panels).
+// column panels), and dense ones (ConvPixelRows).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -59,6 +59,7 @@ struct PackedCase {
   std::vector<int64_t> kernel;
   int64_t stride, pad, group;
   bool bias;
+  int64_t dilation = 1;
 };
 
 // A Conv whose weight (random, seed) is a constant packed with `mr` rows per panel.
@@ -77,6 +78,7 @@ ir::Node* PackedConv(GraphBuilder& b, const PackedCase& p, int64_t mr, uint32_t 
   a.Set("strides", std::vector<int64_t>(sp, p.stride));
   a.Set("pads", std::vector<int64_t>(2 * sp, p.pad));
   a.Set("group", p.group);
+  if (p.dilation != 1) a.Set("dilations", std::vector<int64_t>(sp, p.dilation));
   a.Set(ops::kPackedRowsAttr, mr);
   return b.Op("Conv", ins, a);
 }
@@ -182,6 +184,70 @@ TEST(PackedConv, PointwisePixelRows) {
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 8, 14, 14}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 256, 14, 14}, 1024, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 1024, 14, 14}, 256, {1, 1}, 1, 0, 1, false}, nr, 1)), nr);
+  }
+}
+
+// The transposed implicit GEMM of dense convolutions on few pixels (lower_ops.h
+// ConvPixelRows): 3x3 stride 2 to a 7x7 image (batch 2: tiles of two output rows
+// and a one-row tail on AVX-512), dilation 2 on a 9x10 output (tiles of a whole
+// row, or half of one on AVX2), a 1x1 stride 2 (tiles of two 5-pixel rows), 3-D
+// (tiles must not cross planes: 5 rows of 6), 1-D with a stride, K blocking (333
+// channels x 9 taps), odd channel counts, bias and a fused residual + Relu; both
+// ISAs where the output rows allow a tile. The kernel must be this form (its
+// origin table and column-panel weight), and shapes it does not take must say so.
+TEST(PackedConv, DenseConvPixelRows) {
+  struct Case {
+    PackedCase p;
+    bool avx2;  // AVX2 (at most 6-row tiles) takes it too
+  };
+  for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*o);
+    for (const Case& t : {Case{{{2, 13, 14, 14}, 2 * nr, {3, 3}, 2, 1, 1, true}, false},
+                          Case{{{1, 5, 11, 12}, nr, {3, 3}, 1, 1, 1, false, 2}, true},
+                          Case{{{1, 17, 9, 9}, nr, {1, 1}, 2, 0, 1, true}, true},
+                          Case{{{1, 3, 5, 5, 6}, nr, {3, 3, 3}, 1, 1, 1, true}, true},
+                          Case{{{2, 7, 20}, nr, {3}, 2, 1, 1, true}, true},
+                          Case{{{1, 333, 8, 8}, nr, {3, 3}, 1, 1, 1, false}, true}}) {
+      const PackedCase& p = t.p;
+      GraphBuilder b;
+      ir::Node* n = PackedConv(b, p, nr, 111);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(nr));
+      if (o == &kAvx2 && !t.avx2) {
+        EXPECT_EQ(ConvPixelRows(*o, *n), 0);
+        continue;
+      }
+      ASSERT_EQ(ConvPixelRows(*o, *n), nr);
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 112, 1e-5, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
+      const std::string text = spec.kernel->ToString();
+      EXPECT_NE(text.find("w_columns"), std::string::npos);
+      EXPECT_NE(text.find("conv_px_origin"), std::string::npos);
+    }
+    GraphBuilder b;
+    const PackedCase p{{1, 40, 6, 6}, nr, {3, 3}, 1, 1, 1, true};
+    ir::Node* conv = PackedConv(b, p, nr, 113);
+    ASSERT_NE(conv, nullptr);
+    ASSERT_EQ(ConvPixelRows(*o, *conv), nr);
+    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {1, nr, 6, 6})};
+    const ir::Attributes attrs = conv->attrs();
+    ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+      ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
+      ir::Node* add = g.Op("Add", {c->output(0), v[3]});
+      return std::vector<ir::Value*>{g.Op("Relu", {add->output(0)})->output(0)};
+    });
+    const KernelSpec spec = CheckNodeAgainstReference(*f, 114, 1e-5, 4, *o);
+    ASSERT_NE(spec.kernel, nullptr);
+    EXPECT_NE(spec.kernel->ToString().find("conv_px_origin"), std::string::npos);
+    // Not taken: output channels not a multiple of NR, two groups, more than 784 pixels, output
+    // rows of a prime width above the tile (29), and a stride-1 pointwise convolution that
+    // PointwisePixelRows leaves (an expansion on more than 64 pixels).
+    GraphBuilder r;
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 7, 7}, nr + 1, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 6, 6}, 2 * nr, {3, 3}, 1, 1, 2, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 30, 30}, nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 29}, nr, {3}, 1, 1, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 64, 10, 10}, 4 * nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
   }
 }
 

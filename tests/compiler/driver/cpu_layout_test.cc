@@ -4,7 +4,9 @@
 // convolutions per edge where an image enters or leaves): MobileNetV2 from end
 // to end (one transpose in; the mean reads NHWC), ResNet-18 never, a chain of
 // three inverted residual blocks yes, a single block (ShuffleNetV2's branches)
-// no; --layout nchw nothing. The zoo model comes from KEEL_SHARED_DIR/models
+// no; --layout nchw nothing. Also the forms of ResNet-18's convolutions (Winograd
+// F(4,3) where its layers are 14x14 and larger, pixels as the GEMM's rows at 7x7
+// and for the strided ones). The zoo model comes from KEEL_SHARED_DIR/models
 // (skipped when absent).
 #include <gtest/gtest.h>
 
@@ -15,7 +17,9 @@
 #include "compiler/driver/backend.h"
 #include "compiler/frontend/onnx_importer.h"
 #include "compiler/ops/channels_last.h"
+#include "compiler/ops/packed_weight.h"
 #include "compiler/ops/reference.h"
+#include "compiler/ops/winograd.h"
 #include "compiler/passes/pass_manager.h"
 
 namespace keel::driver {
@@ -27,6 +31,7 @@ std::string Zoo(const std::string& name) {
 
 struct Counts {
   int channels_last = 0, convs = 0, transposes = 0;  // channels_last: convolutions
+  int winograd = 0, panel_width_rows = 0;  // convolutions in Winograd form; weights in rows of 32 (AVX-512's NR)
 };
 
 // Runs keelc's pipeline for the CPU target (AVX-512 tiles) with `layout` and counts.
@@ -46,6 +51,9 @@ Counts AfterPipeline(ir::Graph& g, Layout layout) {
     c.channels_last += n.op_type() == "Conv" && ops::IsChannelsLast(n) ? 1 : 0;
     c.convs += n.op_type() == "Conv" ? 1 : 0;
     c.transposes += n.op_type() == "Transpose" ? 1 : 0;
+    c.winograd += n.op_type() == "Conv" && ops::WinogradTile(n) > 0 ? 1 : 0;
+    auto rows = n.attrs().GetInt(ops::kPackedRowsAttr, 0);
+    c.panel_width_rows += n.op_type() == "Conv" && rows.ok() && *rows == 32 ? 1 : 0;
   };
   for (const ir::Node* n : g.nodes()) {
     if (n->body()) {
@@ -81,6 +89,12 @@ TEST(CpuLayout, ResNet18StaysChannelsFirst) {
   const Counts c = ZooModel("resnet18", Layout::kAuto);
   EXPECT_EQ(c.channels_last, 0);
   EXPECT_EQ(c.transposes, 0);
+  // 3x3 stride 1 from 56x56 to 14x14 (10) Winograd; the three 3x3 stride 1 at 7x7, the three
+  // strided 3x3 and the three 1x1 stride 2 with pixels as rows, the weight in W^T's column
+  // panels (lower_ops.h ConvPixelRows; before, the implicit GEMM with the pixels as columns).
+  EXPECT_EQ(c.convs, 20);
+  EXPECT_EQ(c.winograd, 10);
+  EXPECT_EQ(c.panel_width_rows, 9);
 }
 
 // `blocks` inverted residual blocks (1x1 32 -> 128, Relu, depthwise 3x3, Relu, 1x1 128 -> 32, then
