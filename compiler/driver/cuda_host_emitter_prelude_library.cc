@@ -400,8 +400,8 @@ struct AttentionKernel {
                                                  const char* kernel_name) {
   (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
   a.launch = cl::AttentionPlan(&a.args);
-  const std::string name = cl::AttentionKernelName(t, a.args);
-#define KEEL_ATTENTION_SYMBOLS(SUFFIX, DMAX, EXACT, TILES)                              \
+  const std::string name = cl::AttentionKernelName(t, a.args.d, a.args.dv);
+#define KEEL_ATTENTION_SYMBOLS(SUFFIX, DMAX, EXACT)                              \
   if (name == "keel_attention_f16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_f16_##SUFFIX)); \
   if (name == "keel_attention_bf16_" #SUFFIX) a.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_attention_bf16_##SUFFIX));
   KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_SYMBOLS)

@@ -120,7 +120,7 @@ Status KeelAttention::Plan(const KernelEntry& k) {
   mask_arg_ = has_mask ? 3 : -1;
   y_arg_ = has_mask ? 4 : 3;
   KEEL_ASSIGN_OR_RETURN(const LibraryDType t, LibraryDTypeOfArg(k, 0, "Q"));
-  const std::string kernel = cl::AttentionKernelName(t.element, args_);
+  const std::string kernel = cl::AttentionKernelName(t.element, args_.d, args_.dv);
   if (kernel.empty()) return Unsupported("kernel " + k.name + " (keel.attention): takes f16 or bf16, got " + t.name);
   KEEL_RETURN_IF_ERROR(RequireDType(k, 1, "K", t));
   KEEL_RETURN_IF_ERROR(RequireDType(k, 2, "V", t));

@@ -143,10 +143,10 @@ __device__ __forceinline__ void LoadTile(T* dst, int ld, const T* src, const Ope
   }
 }
 
-// The warp's ROWS output rows (row stride ld in shared memory, cols valid
+// The warp's 16 output rows (row stride ld in shared memory, cols valid
 // columns) to Y from row first_row on, rows below rows_valid only: 16-byte
 // stores where the view allows (CHUNKS as in LoadTile), else element by element.
-template <typename T, int CHUNKS, int ROWS>
+template <typename T, int CHUNKS>
 __device__ __forceinline__ void StoreTile(T* y, const Operand& o, int first_row, int rows_valid, const T* src, int ld,
                                           int cols, int lane) {
   T* origin = y + o.offset + first_row * o.row;
@@ -154,11 +154,11 @@ __device__ __forceinline__ void StoreTile(T* y, const Operand& o, int first_row,
     constexpr int dr = 32 / CHUNKS;
     const int c = (lane % CHUNKS) * 8;
     if (c >= cols) return;
-    for (int r = lane / CHUNKS; r < ROWS && r < rows_valid; r += dr)
+    for (int r = lane / CHUNKS; r < 16 && r < rows_valid; r += dr)
       *reinterpret_cast<uint4*>(origin + r * o.row + c) = *reinterpret_cast<const uint4*>(src + r * ld + c);
     return;
   }
-  for (int idx = lane; idx < ROWS * cols; idx += 32) {
+  for (int idx = lane; idx < 16 * cols; idx += 32) {
     const int r = idx / cols, c = idx - r * cols;
     if (r < rows_valid) origin[r * o.row + c * o.col] = src[r * ld + c];
   }
@@ -304,12 +304,11 @@ struct StepCopy {
 // DMAX (64 or 128) bounds the padded head widths: it sizes the register
 // arrays. EXACT: d = dv = DMAX, so no tile of the widths is padding (the
 // predicates on the widths fold away) and the shared-memory row strides are
-// constants (the fragment loads take immediate offsets). MT: the warp's query
-// tiles (a.warp_tiles); each K and V fragment the warp loads feeds MT MMAs.
-template <typename T, int DMAX, bool EXACT, int MT>
+// constants (the fragment loads take immediate offsets).
+template <typename T, int DMAX, bool EXACT>
 __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   const int kw_count = a.key_warps, kw_shift = cl::AttentionKeyWarpShift(a), stages = cl::AttentionStages(a);
-  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, stages, kw_count, MT);
+  const cl::AttentionSmem L = cl::AttentionLayout(a.d, a.dv, stages, kw_count);
   const int dp = EXACT ? DMAX : L.dp, dvp = EXACT ? DMAX : L.dvp;
   const int ldq = EXACT ? DMAX + 8 : L.ldq, ldv = EXACT ? DMAX + 8 : L.ldv;  // AttentionLayout's, as constants
   extern __shared__ __align__(128) unsigned char smem[];
@@ -326,7 +325,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   // (32-bit arithmetic: the grid and every radix are below 2^31; divisions by
   // AttentionPlan's multipliers.)
   unsigned b = AttentionDivide(blockIdx.x, a.query_blocks);
-  const int q0 = (static_cast<int>(blockIdx.x - b * a.query_blocks.d) * tiles_per_block + tile) * 16 * MT;
+  const int q0 = static_cast<int>(blockIdx.x - b * a.query_blocks.d) * 16 * tiles_per_block + tile * 16;
   long long qo = a.qv.offset, ko = a.kv.offset, vo = a.vv.offset, mo = a.mv.offset, yo = a.yv.offset;
 #pragma unroll 1
   for (int t = a.digits - 1; t >= 0; --t) {
@@ -345,9 +344,9 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   const Operand qop = OperandOf(q, qo, a.qv, a.d), kop = OperandOf(k, ko, a.kv, a.d),
                 vop = OperandOf(v, vo, a.vv, a.dv);
 
-  // Fragment coordinates: rows g and g + 8 of each of the warp's tiles of 16,
-  // columns 2 c4 (+1) of each 8.
+  // Fragment coordinates: rows g and g + 8 of the warp's 16, columns 2 c4 (+1) of each 8.
   const int g = lane >> 2, c4 = lane & 3;
+  const int row0 = q0 + g, row1 = row0 + 8;
   // ldmatrix addressing: lane l points at row l%8 of matrix l/8; each lane's
   // offset within a stage is fixed, the fragments' are constants from it.
   const int mat = lane >> 3, mrow = lane & 7;
@@ -360,29 +359,23 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   const float scale = a.scale * kLog2e;
   const float exp_scale = scale_in_exp ? scale : 1.f;
 
-  float o[MT][DMAX / 8][4];
+  float o[DMAX / 8][4];
+#pragma unroll
+  for (int n = 0; n < DMAX / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   // The rows' running sums, as an MMA accumulator: P times a column of ones
   // adds exactly the rounded probabilities that P V multiplies, in f32, and
   // every lane of a quad holds its rows' whole sums (no shuffles).
-  float l_acc[MT][4];
-  float m_run[MT][2];
-#pragma unroll
-  for (int t = 0; t < MT; ++t) {
-#pragma unroll
-    for (int n = 0; n < DMAX / 8; ++n) o[t][n][0] = o[t][n][1] = o[t][n][2] = o[t][n][3] = 0.f;
-    l_acc[t][0] = l_acc[t][1] = l_acc[t][2] = l_acc[t][3] = 0.f;
-    m_run[t][0] = m_run[t][1] = -INFINITY;
-  }
+  float l_acc[4] = {0.f, 0.f, 0.f, 0.f};
+  float m_run[2] = {-INFINITY, -INFINITY};
   const unsigned ones = OnePair<T>();
 
   // The group's steps: kw, kw + KW, ... (every warp of the group takes them
   // all, also a tile past the queries: its zero rows are never stored).
   const int steps = cl::AttentionSteps(a.sk);
   const int mine = (steps - kw + kw_count - 1) >> kw_shift;
-  // A warp wholly past the queries (the block's last warps when the query
-  // count is not a multiple of its rows) only helps its group copy K and V
-  // and meets it at the barriers: no math. (A warp's second tile past the
-  // queries computes on zero rows that are never stored.)
+  // A tile wholly past the queries (the block's last tiles when the query
+  // count is not a multiple of its 16 x tiles) only helps its group copy K
+  // and V and meets it at the barriers: no math.
   const bool live = q0 < a.sq;
   const bool fast_copies = kop.vec && vop.vec;
   StepCopy<T, DMAX / 8> kcopy, vcopy;
@@ -422,7 +415,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   // than steps; it is then alone in its group): it copies nothing, so no copy
   // can land in the merge's records after the loop.
   if (mine > 0) {
-    if (live) LoadTile<T, DMAX / 8>(qs, ldq, q, qop, q0, a.sq - q0, 16 * MT, a.d, dp, lane, 32);
+    if (live) LoadTile<T, DMAX / 8>(qs, ldq, q, qop, q0, a.sq - q0, 16, a.d, dp, lane, 32);
     load_keys(0);
   }
   CommitCopies();
@@ -433,7 +426,7 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
   // the GPU; but compute-sanitizer's racecheck pairs barriers by count, not by
   // id, and with unequal counts reported the key warps' merge as racing.
   const int meets = (steps + kw_count - 1) >> kw_shift;
-  unsigned qf[MT][DMAX / 16][4];
+  unsigned qf[DMAX / 16][4];
   for (int i = 0; i < meets; ++i) {
     WaitAllCopies();
     group_sync();
@@ -444,23 +437,16 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
     const T* ks = ks0 + stage * k_stage + k_lane;
     const T* vs = vs0 + stage * v_stage + v_lane;
     if (i == 0) {
-      // A fragments of Q: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of each tile.
+      // A fragments of Q: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15).
 #pragma unroll
-      for (int t = 0; t < MT; ++t) {
-#pragma unroll
-        for (int kc = 0; kc < DMAX / 16; ++kc) {
-          if (EXACT || kc * 16 < dp)
-            LoadMatrices(qf[t][kc], qs + (16 * t + (mat & 1) * 8 + mrow) * ldq + kc * 16 + (mat >> 1) * 8);
-        }
+      for (int kc = 0; kc < DMAX / 16; ++kc) {
+        if (EXACT || kc * 16 < dp) LoadMatrices(qf[kc], qs + ((mat & 1) * 8 + mrow) * ldq + kc * 16 + (mat >> 1) * 8);
       }
     }
-    // S (16 x 32 per tile) = Q K^T. K's rows are B's columns: matrices (keys 0-7 | 8-15) x (d 0-7 | 8-15).
-    float s[MT][kKeys / 8][4];
+    // S (16 x 32) = Q K^T. K's rows are B's columns: matrices (keys 0-7 | 8-15) x (d 0-7 | 8-15).
+    float s[kKeys / 8][4];
 #pragma unroll
-    for (int t = 0; t < MT; ++t) {
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n) s[t][n][0] = s[t][n][1] = s[t][n][2] = s[t][n][3] = 0.f;
-    }
+    for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
     for (int kc = 0; kc < DMAX / 16; ++kc) {
       if (EXACT || kc * 16 < dp) {
@@ -468,147 +454,128 @@ __device__ __forceinline__ void Attention(const cl::AttentionArgs& a) {
         for (int np = 0; np < kKeys / 16; ++np) {
           unsigned bk[4];
           LoadMatrices(bk, ks + np * 16 * ldq + kc * 16);
-#pragma unroll
-          for (int t = 0; t < MT; ++t) {
-            Mma<T>(s[t][2 * np], qf[t][kc], bk[0], bk[1]);
-            Mma<T>(s[t][2 * np + 1], qf[t][kc], bk[2], bk[3]);
-          }
+          Mma<T>(s[2 * np], qf[kc], bk[0], bk[1]);
+          Mma<T>(s[2 * np + 1], qf[kc], bk[2], bk[3]);
         }
       }
     }
+    // Scale and mask (when the scale is not in the exponent) and the keys past
+    // the end (each in its own loop, skipped as a whole where it does not
+    // apply: the hot path stays short for the instruction cache); each row's
+    // maximum over the quad's lanes, in the exponent's units.
     const int kb = (kw + i * kw_count) * kKeys;
-    // Probabilities, rounded to T, as A fragments of P V: keys 16 kc + (0-7 | 8-15).
-    unsigned pf[MT][kKeys / 16][4];
-#pragma unroll
-    for (int t = 0; t < MT; ++t) {
-      // Scale and mask (when the scale is not in the exponent) and the keys
-      // past the end (each in its own loop, skipped as a whole where it does
-      // not apply: the hot path stays short for the instruction cache); each
-      // row's maximum over the quad's lanes, in the exponent's units.
-      const int row0 = q0 + 16 * t + g, row1 = row0 + 8;
-      if (!scale_in_exp) {
-#pragma unroll
-        for (int n = 0; n < kKeys / 8; ++n) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[t][n][e] *= scale;
-        }
-        if (a.mask != nullptr) AddMask<T>(s[t], a, mo, kb, row0, row1, c4);
-      }
-      if (kb + kKeys > a.sk) {
-#pragma unroll
-        for (int n = 0; n < kKeys / 8; ++n) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            if (kb + n * 8 + 2 * c4 + (e & 1) >= a.sk) s[t][n][e] = -INFINITY;
-          }
-        }
-      }
-      float mx[2] = {-INFINITY, -INFINITY};
+    if (!scale_in_exp) {
 #pragma unroll
       for (int n = 0; n < kKeys / 8; ++n) {
-        mx[0] = fmaxf(mx[0], fmaxf(s[t][n][0], s[t][n][1]));
-        mx[1] = fmaxf(mx[1], fmaxf(s[t][n][2], s[t][n][3]));
-      }
-      // exp2 of -inf is 0: a masked score drops out, and so does the old
-      // output when the maximum was -inf. Only a maximum still -inf (every
-      // score so far masked) is replaced by 0, so that no -inf - -inf makes a NaN.
-      float corr[2], m_use[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        const float m_new = fmaxf(m_run[t][h], mx[h] * exp_scale);
-        m_use[h] = m_new == -INFINITY ? 0.f : m_new;
-        corr[h] = Exp2(m_run[t][h] - m_use[h]);
-        m_run[t][h] = m_new;
+        for (int e = 0; e < 4; ++e) s[n][e] *= scale;
       }
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n) {
-        float p[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) p[e] = Exp2(fmaf(s[t][n][e], exp_scale, -m_use[e >> 1]));
-        pf[t][n >> 1][(n & 1) * 2] = Pack<T>(p[0], p[1]);
-        pf[t][n >> 1][(n & 1) * 2 + 1] = Pack<T>(p[2], p[3]);
-      }
-#pragma unroll
-      for (int n = 0; n < DMAX / 8; ++n) {
-        o[t][n][0] *= corr[0];
-        o[t][n][1] *= corr[0];
-        o[t][n][2] *= corr[1];
-        o[t][n][3] *= corr[1];
-      }
-      l_acc[t][0] *= corr[0];
-      l_acc[t][1] *= corr[0];
-      l_acc[t][2] *= corr[1];
-      l_acc[t][3] *= corr[1];
+      if (a.mask != nullptr) AddMask<T>(s, a, mo, kb, row0, row1, c4);
     }
-    // O (16 x dv per tile) += P V. V's rows are B's rows: transposed matrices (keys 0-7 | 8-15) x (dv 0-7 | 8-15).
+    if (kb + kKeys > a.sk) {
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (kb + n * 8 + 2 * c4 + (e & 1) >= a.sk) s[n][e] = -INFINITY;
+        }
+      }
+    }
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
+    }
+    // exp2 of -inf is 0: a masked score drops out, and so does the old output
+    // when the maximum was -inf. Only a maximum still -inf (every score so far
+    // masked) is replaced by 0, so that no -inf - -inf makes a NaN.
+    float corr[2], m_use[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      const float m_new = fmaxf(m_run[h], mx[h] * exp_scale);
+      m_use[h] = m_new == -INFINITY ? 0.f : m_new;
+      corr[h] = Exp2(m_run[h] - m_use[h]);
+      m_run[h] = m_new;
+    }
+    // Probabilities, rounded to T, as A fragments of P V: keys 16 kc + (0-7 | 8-15).
+    unsigned pf[kKeys / 16][4];
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+      float p[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[e] = Exp2(fmaf(s[n][e], exp_scale, -m_use[e >> 1]));
+      pf[n >> 1][(n & 1) * 2] = Pack<T>(p[0], p[1]);
+      pf[n >> 1][(n & 1) * 2 + 1] = Pack<T>(p[2], p[3]);
+    }
+#pragma unroll
+    for (int n = 0; n < DMAX / 8; ++n) {
+      o[n][0] *= corr[0];
+      o[n][1] *= corr[0];
+      o[n][2] *= corr[1];
+      o[n][3] *= corr[1];
+    }
+    l_acc[0] *= corr[0];
+    l_acc[1] *= corr[0];
+    l_acc[2] *= corr[1];
+    l_acc[3] *= corr[1];
+    // O (16 x dv) += P V. V's rows are B's rows: transposed matrices (keys 0-7 | 8-15) x (dv 0-7 | 8-15).
 #pragma unroll
     for (int kc = 0; kc < kKeys / 16; ++kc) {
-#pragma unroll
-      for (int t = 0; t < MT; ++t) Mma<T>(l_acc[t], pf[t][kc], ones, ones);
+      Mma<T>(l_acc, pf[kc], ones, ones);
 #pragma unroll
       for (int np = 0; np < DMAX / 16; ++np) {
         if (EXACT || np * 16 < dvp) {
           unsigned bv[4];
           LoadMatricesTransposed(bv, vs + kc * 16 * ldv + np * 16);
-#pragma unroll
-          for (int t = 0; t < MT; ++t) {
-            Mma<T>(o[t][2 * np], pf[t][kc], bv[0], bv[1]);
-            Mma<T>(o[t][2 * np + 1], pf[t][kc], bv[2], bv[3]);
-          }
+          Mma<T>(o[2 * np], pf[kc], bv[0], bv[1]);
+          Mma<T>(o[2 * np + 1], pf[kc], bv[2], bv[3]);
         }
       }
     }
   }
+  // Every column of the sums' accumulator holds its row's sum.
+  const float l_run[2] = {l_acc[0], l_acc[2]};
   if (kw_count == 1) {
     if (!live) return;
-    // The rows, divided by their sums (every column of the sums' accumulator
-    // holds its row's) and rounded, go through the warp's own Q rows (its
-    // copies have all landed) and leave in 16-byte runs: a short epilogue
-    // instead of one guarded store per register pair.
+    // The rows, divided by their sums and rounded, go through the warp's own
+    // Q rows (its copies have all landed) and leave in 16-byte runs: a short
+    // epilogue instead of one guarded store per register pair.
     __syncwarp();
 #pragma unroll
-    for (int t = 0; t < MT; ++t) {
+    for (int h = 0; h < 2; ++h) {
+      const float inv = 1.f / l_run[h];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float inv = 1.f / l_acc[t][2 * h];
-#pragma unroll
-        for (int n = 0; n < DMAX / 8; ++n) {
-          if (EXACT || n * 8 < dvp) {
-            *reinterpret_cast<unsigned*>(qs + (16 * t + g + 8 * h) * ldv + n * 8 + 2 * c4) =
-                Pack<T>(o[t][n][2 * h] * inv, o[t][n][2 * h + 1] * inv);
-          }
+      for (int n = 0; n < DMAX / 8; ++n) {
+        if (EXACT || n * 8 < dvp) {
+          *reinterpret_cast<unsigned*>(qs + (g + 8 * h) * ldv + n * 8 + 2 * c4) =
+              Pack<T>(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
         }
       }
     }
     __syncwarp();
-    StoreTile<T, DMAX / 8, 16 * MT>(static_cast<T*>(a.y), OperandOf(a.y, yo, a.yv, a.dv), q0, a.sq - q0, qs, ldv,
-                                    a.dv, lane);
+    StoreTile<T, DMAX / 8>(static_cast<T*>(a.y), OperandOf(a.y, yo, a.yv, a.dv), q0, a.sq - q0, qs, ldv, a.dv, lane);
     return;
   }
-  // Several key warps per tile: AttentionPlan gives them one tile each.
-  if constexpr (MT == 1) {
-    const float l_run[2] = {l_acc[0][0], l_acc[0][2]};
-    MergeKeyWarps<T, DMAX, EXACT>(a, L, o[0], m_run[0], l_run, tile, kw, q0, yo, lane);
-  }
+  MergeKeyWarps<T, DMAX, EXACT>(a, L, o, m_run, l_run, tile, kw, q0, yo, lane);
 }
 
 }  // namespace keel_attention
 
-// keel_attention_{f16,bf16}_SUFFIX for every class (library_calls_attention.h).
-// Widths up to 64 with one tile a warp are held to 128 registers, four blocks
-// an SM (146 otherwise, three: a few bytes spill, and ViT-B/16's attention at
-// batch 32 took 3% less time, H100); the others take what they need.
-#define KEEL_ATTENTION_KERNEL(TYPE, NAME, DMAX, EXACT, TILES)                                     \
-  extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionWarps,               \
-                                               DMAX == 64 && TILES == 1 ? 4 : 1)                   \
-      NAME(const keel::cuda_lib::AttentionArgs a) {                                                \
-    keel_attention::Attention<TYPE, DMAX, EXACT, TILES>(a);                                        \
+// keel_attention_{f16,bf16}_SUFFIX for every width class (library_calls_attention.h).
+// Widths up to 64 are held to 128 registers, four blocks an SM (146 otherwise,
+// three: a few bytes spill, and ViT-B/16's attention at batch 32 took 3%
+// less time, H100); the 128-wide kernels take what they need (two blocks).
+#define KEEL_ATTENTION_KERNEL(TYPE, NAME, DMAX, EXACT)                                          \
+  extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kAttentionWarps, DMAX == 64 ? 4 : 1) \
+      NAME(const keel::cuda_lib::AttentionArgs a) {                                              \
+    keel_attention::Attention<TYPE, DMAX, EXACT>(a);                                             \
   }
-#define KEEL_ATTENTION_KERNELS(SUFFIX, DMAX, EXACT, TILES)                                 \
-  KEEL_ATTENTION_KERNEL(__half, keel_attention_f16_##SUFFIX, DMAX, EXACT, TILES)           \
-  KEEL_ATTENTION_KERNEL(__nv_bfloat16, keel_attention_bf16_##SUFFIX, DMAX, EXACT, TILES)
+#define KEEL_ATTENTION_KERNELS(SUFFIX, DMAX, EXACT)                                 \
+  KEEL_ATTENTION_KERNEL(__half, keel_attention_f16_##SUFFIX, DMAX, EXACT)           \
+  KEEL_ATTENTION_KERNEL(__nv_bfloat16, keel_attention_bf16_##SUFFIX, DMAX, EXACT)
 KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_KERNELS)
 #undef KEEL_ATTENTION_KERNELS
 #undef KEEL_ATTENTION_KERNEL

@@ -5,10 +5,7 @@
 // and keelc --emit=cuda-host programs (pasted verbatim, as library_calls.h says).
 //
 // The kernel (FlashAttention-2's scheme): a block of four warps; each warp
-// owns one tile of 16 queries of one batch entry (two tiles, 32 queries, when
-// warp_tiles = 2: each K and V fragment read from shared memory then feeds two
-// MMAs, half the shared-memory traffic per MMA, for a large batch where the
-// warps are plenty either way) and a share of its keys: with
+// owns one tile of 16 queries of one batch entry and a share of its keys: with
 // key_warps = KW > 1 the KW warps of a tile take every KW-th step of 32 keys
 // and merge their results at the end (a small batch then still gives enough
 // warps, and each warp's chain of dependent steps is shorter). The warps of
@@ -41,7 +38,6 @@ namespace keel::cuda_lib {
 [[maybe_unused]] constexpr int kAttentionWarps = 4;       // per block
 [[maybe_unused]] constexpr int kAttentionMaxKeyWarps = 4;
 [[maybe_unused]] constexpr long long kAttentionTargetWarps = 1024;
-[[maybe_unused]] constexpr long long kAttentionTwoTileWarps = 1024;
 
 // Division by a divisor known at launch time without the integer divide
 // (a few dozen instructions on the GPU): q = (n * mul) >> (32 + shift) for
@@ -94,11 +90,10 @@ struct AttentionArgs {
   int sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.f;
   int mask_f32 = 0;   // the mask is f32 (else the data type)
-  // Set by AttentionPlan: warps sharing one query tile's keys (1, 2 or 4),
-  // query tiles per warp (1, or 2 with one key warp), and the block index's
-  // decomposition: query blocks per batch entry, then the batch digits.
+  // Set by AttentionPlan: warps sharing one query tile's keys (1, 2 or 4), and
+  // the block index's decomposition: query blocks per batch entry, then the
+  // batch digits.
   int key_warps = 1;
-  int warp_tiles = 1;
   AttentionDivisor query_blocks, radix_divisor[kAttentionDigits];
 };
 
@@ -110,7 +105,7 @@ struct AttentionArgs {
 
 // The dynamic shared memory, the one description the kernel and the launch
 // share (offsets and strides in elements of the 2-byte data type): each
-// warp's 16 x warp_tiles Q rows (the same rows later stage its output), then per key
+// warp's 16 Q rows (the same rows later stage its output), then per key
 // group (the warps that share key_warps' share of the keys: one per tile of
 // the block) `stages` buffers of 32 K rows, then as many of 32 V rows; the
 // group's warps copy them together. After the last step the bytes hold each
@@ -121,7 +116,7 @@ struct AttentionArgs {
 struct AttentionSmem {
   int dp = 0, dvp = 0;   // padded widths
   int ldq = 0, ldv = 0;  // Q and K rows; V rows
-  unsigned q_warp = 0;                // one warp's Q rows (16 warp_tiles x max(ldq, ldv): also its staged output)
+  unsigned q_warp = 0;                // one warp's Q rows (16 x max(ldq, ldv): also its staged output)
   unsigned kv = 0;                    // the first group's K/V buffers (after every warp's Q rows)
   unsigned k_stage = 0, v_stage = 0;  // one stage's size
   unsigned v = 0;                     // a group's first V stage, from the group's start
@@ -129,13 +124,13 @@ struct AttentionSmem {
   unsigned merge_warp = 0;            // floats of one warp's merge record: dvp / 2 fragments of 32 lanes, 4 rows of m, l
   unsigned bytes = 0;                 // the block's
 };
-KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv, int stages, int key_warps, int warp_tiles) {
+KEEL_ATTENTION_HD inline AttentionSmem AttentionLayout(int d, int dv, int stages, int key_warps) {
   AttentionSmem s;
   s.dp = (d + 15) & ~15;
   s.dvp = (dv + 15) & ~15;
   s.ldq = s.dp + 8;
   s.ldv = s.dvp + 8;
-  s.q_warp = static_cast<unsigned>(16 * warp_tiles * (s.ldq > s.ldv ? s.ldq : s.ldv));
+  s.q_warp = static_cast<unsigned>(16 * (s.ldq > s.ldv ? s.ldq : s.ldv));
   s.kv = s.q_warp * static_cast<unsigned>(kAttentionWarps);
   s.k_stage = static_cast<unsigned>(kAttentionBlockKeys * s.ldq);
   s.v_stage = static_cast<unsigned>(kAttentionBlockKeys * s.ldv);
@@ -169,55 +164,49 @@ struct AttentionLaunch {
   unsigned threads = 0, shared = 0;
 };
 
-// The runtime kernels: one per data type and class of head widths and query
-// tiles per warp, each sized for its widths (a kernel's registers are those of
-// its widest path: one kernel for every width held 168 registers a thread,
-// three blocks an SM, where the width-64 code runs four).
-// X(SUFFIX, DMAX, EXACT, TILES): DMAX bounds the padded widths; EXACT means
-// d = dv = DMAX (no predicates on the widths); TILES is warp_tiles. The first
-// class that takes (d, dv, warp_tiles) runs it.
-#define KEEL_ATTENTION_WIDTH_CLASSES(X) \
-  X(d64, 64, true, 1) X(le64, 64, false, 1) X(le128, 128, false, 1) X(d64x2, 64, true, 2)
-#define KEEL_ATTENTION_CLASS_TAKES(SUFFIX, DMAX, EXACT, TILES) \
-  if (warp_tiles == TILES && (EXACT ? d == DMAX && dv == DMAX : d <= DMAX && dv <= DMAX)) return #SUFFIX;
-inline const char* AttentionWidthClass(int d, int dv, int warp_tiles) {
-  KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_CLASS_TAKES)
-  return nullptr;
-}
-#undef KEEL_ATTENTION_CLASS_TAKES
-
-// The runtime kernel for data type `t` (f16 or bf16) and the planned
-// arguments `a` (AttentionPlan first: head widths at most kAttentionMaxWidth,
-// warp_tiles), e.g. "keel_attention_f16_d64"; empty for another type.
-inline std::string AttentionKernelName(ElementType t, const AttentionArgs& a) {
-  const char* type = t == ElementType::kF16 ? "f16" : t == ElementType::kBF16 ? "bf16" : nullptr;
-  const char* width = AttentionWidthClass(a.d, a.dv, a.warp_tiles);
-  if (type == nullptr || width == nullptr) return "";
-  return std::string("keel_attention_") + type + "_" + width;
-}
-
 // Sets a->key_warps, the most (up to 4, no more than the steps) that keep the
-// warps within kAttentionTargetWarps; then a->warp_tiles, 2 where a kernel
-// takes it and one key warp per tile leaves at least kAttentionTwoTileWarps
-// warps of two tiles; returns the launch: a function of the attributes only,
-// so the VM and host programs launch alike on every device.
+// warps within kAttentionTargetWarps, and returns the launch: a function of the
+// attributes only, so the VM and host programs launch alike on every device.
 inline AttentionLaunch AttentionPlan(AttentionArgs* a) {
   const long long tiles = AttentionBatchCount(*a) * ((a->sq + 15) / 16);
   const int steps = AttentionSteps(a->sk);
   int kw = 1;
   while (kw < kAttentionMaxKeyWarps && kw < steps && 2 * kw * tiles <= kAttentionTargetWarps) kw *= 2;
   a->key_warps = kw;
-  a->warp_tiles =
-      kw == 1 && tiles >= 2 * kAttentionTwoTileWarps && AttentionWidthClass(a->d, a->dv, 2) != nullptr ? 2 : 1;
-  const long long block_rows = 16LL * a->warp_tiles * (kAttentionWarps / kw);
-  const long long query_blocks = (a->sq + block_rows - 1) / block_rows;
+  const long long tiles_per_block = kAttentionWarps / kw;
+  const long long query_blocks = (a->sq + 16 * tiles_per_block - 1) / (16 * tiles_per_block);
   a->query_blocks = MakeAttentionDivisor(static_cast<unsigned>(query_blocks));
   for (int t = 0; t < a->digits; ++t) a->radix_divisor[t] = MakeAttentionDivisor(static_cast<unsigned>(a->radix[t]));
   AttentionLaunch l;
   l.blocks = static_cast<unsigned long long>(AttentionBatchCount(*a) * query_blocks);
   l.threads = 32u * kAttentionWarps;
-  l.shared = AttentionLayout(a->d, a->dv, AttentionStages(*a), kw, a->warp_tiles).bytes;
+  l.shared = AttentionLayout(a->d, a->dv, AttentionStages(*a), kw).bytes;
   return l;
+}
+
+// The runtime kernels: one per data type and head-width class, each sized
+// for its widths (a kernel's registers are those of its widest path: one
+// kernel for every width held 168 registers a thread, three blocks an SM,
+// where the width-64 code runs four). X(SUFFIX, DMAX, EXACT):
+// DMAX bounds the padded widths; EXACT means d = dv = DMAX (no predicates on
+// the widths). The first class that takes (d, dv) runs it.
+#define KEEL_ATTENTION_WIDTH_CLASSES(X) X(d64, 64, true) X(le64, 64, false) X(le128, 128, false)
+#define KEEL_ATTENTION_CLASS_TAKES(SUFFIX, DMAX, EXACT) \
+  if (EXACT ? d == DMAX && dv == DMAX : d <= DMAX && dv <= DMAX) return #SUFFIX;
+inline const char* AttentionWidthClass(int d, int dv) {
+  KEEL_ATTENTION_WIDTH_CLASSES(KEEL_ATTENTION_CLASS_TAKES)
+  return nullptr;
+}
+#undef KEEL_ATTENTION_CLASS_TAKES
+
+// The runtime kernel for data type `t` (f16 or bf16) and head widths d, dv
+// (at most kAttentionMaxWidth), e.g. "keel_attention_f16_d64"; empty for
+// another type.
+inline std::string AttentionKernelName(ElementType t, int d, int dv) {
+  const char* type = t == ElementType::kF16 ? "f16" : t == ElementType::kBF16 ? "bf16" : nullptr;
+  const char* width = AttentionWidthClass(d, dv);
+  if (type == nullptr || width == nullptr) return "";
+  return std::string("keel_attention_") + type + "_" + width;
 }
 
 // The trace's name of one launch.

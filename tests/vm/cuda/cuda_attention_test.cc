@@ -93,11 +93,6 @@ std::vector<Case> Cases() {
   // whose blocks of two tiles merge through shared memory).
   cs.push_back(TorchHeads("vit_batch4", 197, 4, 12, 64));
   cs.push_back(TorchHeads("vit_batch2_two_key_warps", 197, 2, 12, 64));
-  // Two query tiles per warp (AttentionPlan: one key warp and at least 2048 tiles of width 64): ViT's
-  // heads at batch 16, the last block's third warp half past the queries and its fourth wholly; a mask
-  // over 45 queries, the second warp's second tile wholly past them.
-  cs.push_back(TorchHeads("vit_batch16_two_tiles_per_warp", 197, 16, 12, 64));
-  cs.push_back(Dense("two_tiles_per_warp_masked", 700, 45, 70, 64, 64, false, true));
   cs.push_back(Dense("one_key_warp", 260, 70, 80, 32, 24, false, true));
   // A negative scale: the maximum does not commute with it, so the scores are scaled in place.
   Case negative = Dense("negative_scale", 5, 33, 90, 64, 64, false, false);
@@ -284,33 +279,6 @@ TEST(AttentionPlan, BlockIndexDivisionsAreExact) {
   EXPECT_EQ(a.radix_divisor[0].d, 8u);
   EXPECT_EQ(a.radix_divisor[1].d, 12u);
   EXPECT_EQ(l.blocks, 96u * a.query_blocks.d);
-  EXPECT_EQ(a.key_warps, 1);
-  EXPECT_EQ(a.warp_tiles, 1);  // 768 tiles
-}
-
-// Two query tiles per warp only with one key warp, enough tiles and a kernel
-// for the widths; the kernel's name says which.
-TEST(AttentionPlan, TwoTilesPerWarpForLargeBatches) {
-  cuda_lib::AttentionArgs a;
-  a.digits = 2;
-  a.radix[0] = 32;
-  a.radix[1] = 12;
-  a.sq = a.sk = 197;
-  a.d = a.dv = 64;
-  cuda_lib::AttentionLaunch l = cuda_lib::AttentionPlan(&a);
-  EXPECT_EQ(a.warp_tiles, 2);
-  EXPECT_EQ(a.query_blocks.d, 2u);  // 128 queries a block
-  EXPECT_EQ(l.blocks, 32u * 12u * 2u);
-  EXPECT_EQ(cuda_lib::AttentionKernelName(cuda_lib::ElementType::kF16, a), "keel_attention_f16_d64x2");
-  a.d = a.dv = 48;  // no two-tile kernel for these widths
-  l = cuda_lib::AttentionPlan(&a);
-  EXPECT_EQ(a.warp_tiles, 1);
-  EXPECT_EQ(cuda_lib::AttentionKernelName(cuda_lib::ElementType::kBF16, a), "keel_attention_bf16_le64");
-  a.d = a.dv = 64;
-  a.radix[0] = 2;  // 312 tiles: key warps instead
-  l = cuda_lib::AttentionPlan(&a);
-  EXPECT_EQ(a.warp_tiles, 1);
-  EXPECT_GT(a.key_warps, 1);
 }
 
 }  // namespace
