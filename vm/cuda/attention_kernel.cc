@@ -226,7 +226,8 @@ Status KeelAttention::ChooseEngine(const KernelEntry& k, cl::ElementType t) {
   std::vector<cl::EnginePlan> plans;
   std::string summary;
   // cuDNN's fused attention engines compile their kernels at run time (NVRTC,
-  // once per graph): they are what this path is for, so they are allowed here.
+  // when a plan is finalized): they are what this path is for, so they are
+  // allowed here (the convolutions' search leaves them out).
   EngineSearch search = dev_.engine_search();
   search.rtc = true;
   KEEL_RETURN_IF_ERROR(LibraryCallStatus(
