@@ -156,7 +156,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                         Mt * K <= o.gemm_b_in_place_rows;
   const bool panel_at_a_time = fused_pack && !in_place && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0;
   const int64_t slots = in_place ? 1 : panel_at_a_time ? nNB : Np;  // panels per product in the packed B
-  int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
+  // (None at all where every panel is read in place.)
+  int bp = prepacked                   ? g.b_packed
+           : in_place && N % NR == 0 ? -1
+                                     : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
   const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
   auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, slots, K, NR, p, kk, j); };
   int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {batch * Mt * MR, Np * NR}) : -1;
