@@ -151,10 +151,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // panel's stores complete right away in the task-at-a-time order but a whole column of row
   // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
   // panel at a time").
-  // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any.
-  const bool in_place = g.b_in_place && g.b && !batched && !prepacked && nMB == 1 && !columns_outer &&
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0;
+  // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
+  // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
+  // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
+  const bool in_place = g.b_in_place && g.b && fused_pack && !panel_at_a_time && !batched && !columns_outer &&
                         Mt * K <= o.gemm_b_in_place_rows;
-  const bool panel_at_a_time = fused_pack && !in_place && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0;
   const int64_t slots = in_place ? 1 : panel_at_a_time ? nNB : Np;  // panels per product in the packed B
   // (None at all where every panel is read in place.)
   int bp = prepacked                   ? g.b_packed
