@@ -58,8 +58,9 @@ struct LowerOptions {
   // input) and packed inside each task read its full panels in place instead where the row
   // tiles times K is at most this: every tile then reads K rows N elements apart, on as many
   // pages, instead of a contiguous panel, which pays only where few tiles reuse a short panel
-  // (SqueezeNet's 55x55 squeeze and expand 1x1 layers gain 12-35%; its 27x27 squeezes, Mt x K
-  // = 512 and 1024, and ResNet-50's 56x56 1x1 layers, 2048, lost 5-20%). 0: never.
+  // (SqueezeNet's 55x55 squeeze and expand 1x1 layers took 0.63-0.93x the time; its 27x27
+  // squeezes, Mt x K = 512 and 1024, and ResNet-50's 56x56 1x1 layers, 512-2048, 1.05-1.22x).
+  // 0: never.
   int64_t gemm_b_in_place_rows = 256;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.

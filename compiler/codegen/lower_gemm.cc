@@ -27,7 +27,9 @@
 // constant A packed at compile time into MR-row panels (GemmOperands::a_panel,
 // gemm_panels.h) is read as one contiguous stream per register tile instead of
 // MR rows K elements apart; an A read through a tile reader (GemmOperands::
-// a_tile) picks its own register tile rows.
+// a_tile) picks its own register tile rows. A B that is a plain unit-stride
+// buffer (a pointwise convolution's input, GemmOperands::b_in_place) is read in
+// place by the micro-kernel where few row tiles reuse it, only a tail panel packed.
 #include <algorithm>
 
 #include "compiler/codegen/lower_ops.h"
@@ -245,7 +247,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Stmt body = rows([&](int64_t i, Expr j) {
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a_tile ? g.a_tile(m0, i, kk) : g.a(m0 + i, kk),
                       DType::kF32);
-        Expr b = direct ? Cast(g.b(kk, n0 + j), DType::kF32) : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
+        Expr b = direct ? Cast(g.b(kk, n0 + j), DType::kF32)
+                        : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       if (prefetch) {
@@ -279,7 +282,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     return m_tail == 0 ? make_tile(MR, prefetch, direct)
                        : If(mt < M / MR, make_tile(MR, prefetch, direct), make_tile(m_tail, prefetch, direct));
   };
-  Stmt tile = !in_place ? row_tile(false) : N % NR == 0 ? row_tile(false, true) : If(p < N / NR, row_tile(false, true), row_tile(false));
+  Stmt tile = !in_place     ? row_tile(false)
+              : N % NR == 0 ? row_tile(false, true)
+                            : If(p < N / NR, row_tile(false, true), row_tile(false));  // the tail panel packed
   if (prefetch_b) {
     tile = If(Binary(BinaryOp::kEq, mt, mb * MCT), row_tile(true), tile);
   }
