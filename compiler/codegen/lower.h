@@ -54,6 +54,14 @@ struct LowerOptions {
   // tile of every K block prefetches the next K block of its panel into L2 (lower_gemm.cc),
   // which otherwise arrives from memory at the pace of that tile's loads.
   bool gemm_prefetch_b = true;
+  // GEMMs whose B can be read in place (GemmOperands::b_in_place: a pointwise convolution's
+  // input) and packed inside each task read its full panels in place instead where the row
+  // tiles times K is at most this: every tile then reads K rows N elements apart, on as many
+  // pages, instead of a contiguous panel, which pays only where few tiles reuse a short panel
+  // (SqueezeNet's 55x55 squeeze and expand 1x1 layers took 0.63-0.93x the time; its 27x27
+  // squeezes, Mt x K = 512 and 1024, and ResNet-50's 56x56 1x1 layers, 512-2048, 1.05-1.22x).
+  // 0: never.
+  int64_t gemm_b_in_place_rows = 256;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

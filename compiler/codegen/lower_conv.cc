@@ -133,6 +133,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     const int64_t S = NumElements(ic.P);
     int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_cols", {c.B, c.C, S});
     g.b = [kp, xview, bi, gi, c](Expr kk, Expr n) { return kp->Load(xview, {bi, gi * c.Cg + kk, n}); };
+    g.b_in_place = true;
   } else {
     // im2col while packing, with no bounds checks: the group's input channels
     // are first copied into a zero-padded workspace image (with NR elements of

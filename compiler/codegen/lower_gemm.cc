@@ -27,7 +27,9 @@
 // constant A packed at compile time into MR-row panels (GemmOperands::a_panel,
 // gemm_panels.h) is read as one contiguous stream per register tile instead of
 // MR rows K elements apart; an A read through a tile reader (GemmOperands::
-// a_tile) picks its own register tile rows.
+// a_tile) picks its own register tile rows. A B that is a plain unit-stride
+// buffer (a pointwise convolution's input, GemmOperands::b_in_place) is read in
+// place by the micro-kernel where few row tiles reuse it, only a tail panel packed.
 #include <algorithm>
 
 #include "compiler/codegen/lower_ops.h"
@@ -152,8 +154,16 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
   // panel at a time").
   const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0;
-  const int64_t slots = panel_at_a_time ? nNB : Np;  // panels per product in the packed B
-  int bp = prepacked ? g.b_packed : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
+  // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
+  // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
+  // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
+  const bool in_place = g.b_in_place && g.b && fused_pack && !panel_at_a_time && !batched && !columns_outer &&
+                        Mt * K <= o.gemm_b_in_place_rows;
+  const int64_t slots = in_place ? 1 : panel_at_a_time ? nNB : Np;  // panels per product in the packed B
+  // (None at all where every panel is read in place.)
+  int bp = prepacked                   ? g.b_packed
+           : in_place && N % NR == 0 ? -1
+                                     : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
   const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
   auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, slots, K, NR, p, kk, j); };
   int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {batch * Mt * MR, Np * NR}) : -1;
@@ -182,7 +192,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     return For(p, p_lo, p_hi, kind, body);
   };
   Stmt pack;
-  if (!fused_pack && !prepacked) {
+  if (!fused_pack && !prepacked && !in_place) {
     bool par = batch * Np > 1 && batch * Np * K * NR >= (1 << 14);
     LoopKind kind = par ? LoopKind::kParallel : LoopKind::kSerial;
     if (!batched) {
@@ -212,7 +222,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // NCP further on (the next task's). B packed at compile time is a large weight that streams
   // from memory; without this its lines arrive at the pace of that tile's loads.
   const bool prefetch_b = o.gemm_prefetch_b && prepacked && !panel_at_a_time;
-  auto make_tile = [&](int64_t mr, bool prefetch) {
+  auto make_tile = [&](int64_t mr, bool prefetch, bool direct) {
     // One NR-lane vector statement per tile row: rows(f(i, j)) = mr unrolled kLanes loops.
     auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
       std::vector<Stmt> out;
@@ -237,7 +247,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Stmt body = rows([&](int64_t i, Expr j) {
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a_tile ? g.a_tile(m0, i, kk) : g.a(m0 + i, kk),
                       DType::kF32);
-        Expr b = k.Load(bp, {bp_at(panel_at_a_time ? nb : p, kk, j)});
+        Expr b = direct ? Cast(g.b(kk, n0 + j), DType::kF32)
+                        : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       if (prefetch) {
@@ -267,10 +278,13 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     return Block(std::move(tile));
   };
   const int64_t m_tail = M % MR;
-  auto row_tile = [&](bool prefetch) {
-    return m_tail == 0 ? make_tile(MR, prefetch) : If(mt < M / MR, make_tile(MR, prefetch), make_tile(m_tail, prefetch));
+  auto row_tile = [&](bool prefetch, bool direct = false) {
+    return m_tail == 0 ? make_tile(MR, prefetch, direct)
+                       : If(mt < M / MR, make_tile(MR, prefetch, direct), make_tile(m_tail, prefetch, direct));
   };
-  Stmt tile = row_tile(false);
+  Stmt tile = !in_place     ? row_tile(false)
+              : N % NR == 0 ? row_tile(false, true)
+                            : If(p < N / NR, row_tile(false, true), row_tile(false));  // the tail panel packed
   if (prefetch_b) {
     tile = If(Binary(BinaryOp::kEq, mt, mb * MCT), row_tile(true), tile);
   }
@@ -283,7 +297,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
                 For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
   }
-  if (fused_pack && !panel_at_a_time) tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
+  if (in_place && N % NR != 0) {
+    // Only the tail panel, by the task that has it.
+    tiles = Block({pack_panels(Max(nb * NCP, Expr(N / NR)), Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial, Expr(0)), tiles});
+  } else if (fused_pack && !panel_at_a_time && !in_place) {
+    tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
+  }
   Stmt compute = For(t, 0, batch * tasks, LoopKind::kParallel,
                      bind_batch(t / tasks, For(kc, 0, nKC, LoopKind::kSerial, tiles)));
   return pack ? Block({pack, compute}) : compute;

@@ -33,6 +33,15 @@ struct GemmOperands {
   // (no packing; packing would gather every element).
   bool b_unit_k = false;
   std::function<Expr(Expr k, Expr p, Expr j)> b_fast;
+  // b(k, n) is one plain load, unit-stride in n and in bounds for every column
+  // of a full panel (a pointwise convolution's input rows, X[ci, pixel]): where
+  // one M block would pack a task's panels at once and its row tiles times K is
+  // small (LowerOptions::gemm_b_in_place_rows), the micro-kernel reads full
+  // panels through it in place, and only a tail panel (N % NR) is packed.
+  // Packing such a B wrote and read it once more for the two row tiles of
+  // SqueezeNet's squeeze layers (16 output channels over 55x55 pixels); the
+  // in-place read is strided by N per k row, which packing hides from many tiles.
+  bool b_in_place = false;
   // `batch` independent products of the same shape, all in the same parallel
   // regions (one fork-join for all of them, not one each: what lets a
   // Winograd convolution's (m+2)^2 small GEMMs gain from a second thread).

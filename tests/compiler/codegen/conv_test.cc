@@ -4,7 +4,7 @@
 // multiplier 1 and 2; its CPU row form, one row or blocks of rows per
 // iteration, heights not a multiple of the block, and its GPU run-of-outputs
 // form, which grouped convolutions take on a GPU too); bands of output rows; B packed a
-// panel at a time.
+// panel at a time; a pointwise convolution's input read in place.
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/lower_ops.h"
@@ -127,6 +127,56 @@ TEST(ConvPanels, PanelAtATimeMatchesReference) {
       }
     }
   }
+}
+
+// Pointwise convolutions whose input the GEMM reads in place (LowerOptions::gemm_b_in_place_rows,
+// lower_gemm.cc): full panels straight from X, a tail panel packed. Pixels in whole panels
+// (16x16 with 16- and 32-column panels) under one row tile, with a tail (17x19), 2 images, 2
+// groups, 1-D, odd channel counts (tail row tiles), bias; at least 8 panels, so that the tasks
+// keep one M block (fewer panels split the rows between tasks, which then pack B). Both forms
+// match the reference, and the in-place one's workspace holds at most the tail panel. Packed
+// still: K = 300 (one row tile: 300 > 256), and whole panels under several row tiles (packed a
+// panel at a time, kept in L1 for all of them).
+TEST(ConvInPlace, PointwiseInputReadInPlace) {
+  struct Case {
+    ConvCase p;
+    bool in_place;
+  };
+  for (const Case& c : {Case{{2, 16, 16, 16, 5, 1, 1, 1, 0, 1, 1, true}, true},
+                        Case{{1, 13, 17, 19, 10, 1, 1, 1, 0, 1, 1, false}, true},
+                        Case{{1, 12, 17, 19, 10, 1, 1, 1, 0, 1, 2, true}, true},
+                        Case{{1, 300, 16, 16, 4, 1, 1, 1, 0, 1, 1, false}, false},
+                        Case{{1, 16, 16, 16, 19, 1, 1, 1, 0, 1, 1, false}, false}}) {
+    const ConvCase& p = c.p;
+    GraphBuilder b;
+    std::vector<ir::Value*> ins = {b.Input("x", {p.n, p.c, p.h, p.w}), b.Input("w", {p.co, p.c / p.group, 1, 1})};
+    if (p.bias) ins.push_back(b.Input("bias", {p.co}));
+    ir::Node* n = b.Op("Conv", ins, ConvAttrs(p));
+    ASSERT_NE(n, nullptr);
+    for (LowerOptions o : {LowerOptionsForCpuFeatures("+avx2,+fma"), LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+      SCOPED_TRACE("C " + std::to_string(p.c) + ", Co " + std::to_string(p.co) + ", " + std::to_string(p.h) + "x" +
+                   std::to_string(p.w) + ", NR " + std::to_string(o.gemm_nr));
+      o.gemm_b_in_place_rows = 0;
+      const KernelSpec packed = CheckNodeAgainstReference(*n, 47, 1e-5, 4, o);
+      o.gemm_b_in_place_rows = 256;
+      const KernelSpec in_place = CheckNodeAgainstReference(*n, 47, 1e-5, 4, o);
+      if (!c.in_place) {
+        EXPECT_EQ(in_place.workspace_bytes, packed.workspace_bytes);
+      } else {
+        EXPECT_LT(in_place.workspace_bytes, packed.workspace_bytes);
+        EXPECT_EQ(in_place.workspace_bytes == 0, p.h * p.w % o.gemm_nr == 0);
+      }
+    }
+  }
+  // 1-D, with a tail panel.
+  GraphBuilder b;
+  ir::Attributes a;
+  a.Set("strides", std::vector<int64_t>{1});
+  a.Set("pads", std::vector<int64_t>{0, 0});
+  ir::Node* n = b.Op("Conv", {b.Input("x", {1, 7, 301}), b.Input("w", {5, 7, 1})}, a);
+  ASSERT_NE(n, nullptr);
+  CheckNodeAgainstReference(*n, 48, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma"));
+  CheckNodeAgainstReference(*n, 48, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
 }
 
 // The channels-last form (compiler/ops/channels_last.h): X [N,H,W,C], W [Co,kh,kw,C/g],
