@@ -431,28 +431,42 @@ Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, c
   return in;
 }
 
+// A one-group channels-first CPU Conv over f32 weights whose shapes are known,
+// the kind both pixels-as-rows forms take: its shapes and window; false for
+// any other node.
+struct PlainConv {
+  std::vector<int64_t> xs, ws, ys, pads;
+  ConvGeom c;
+};
+bool ReadPlainConv(const LowerOptions& o, const ir::Node& conv, PlainConv* p) {
+  const ops::OpDef* def = ops::FindOp(conv);
+  if (def == nullptr || def->library != ops::LibraryCall::kConv || o.gpu_direct_conv || conv.inputs().size() < 2)
+    return false;
+  if (conv.outputs().size() != 1 || !conv.input(0) || !conv.input(1)) return false;
+  if (!conv.input(0)->has_type() || !conv.input(1)->has_type() || !conv.output(0)->has_type()) return false;
+  p->xs = conv.input(0)->type().shape;
+  p->ws = conv.input(1)->type().shape;
+  p->ys = conv.output(0)->type().shape;
+  const size_t rank = p->xs.size();
+  // Any other form's weight (Winograd's U, channels-last) has another rank or layout.
+  if (rank < 3 || p->ws.size() != rank || p->ys.size() != rank || ops::IsChannelsLast(conv)) return false;
+  if (conv.input(1)->type().dtype != DType::kF32 || p->ws[1] != p->xs[1] || p->ys[1] != p->ws[0]) return false;
+  return ReadWindow(conv, rank - 2, p->c, p->pads).ok() && p->c.groups == 1;
+}
+
 }  // namespace
 
 int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
-  if (conv.op_type() != "Conv" || o.gpu_direct_conv || o.pointwise_pixel_rows <= 0 || conv.inputs().size() < 2) return 0;
-  if (conv.outputs().size() != 1 || !conv.input(0) || !conv.input(1)) return 0;
-  if (!conv.input(0)->has_type() || !conv.input(1)->has_type() || !conv.output(0)->has_type()) return 0;
-  const std::vector<int64_t>& xs = conv.input(0)->type().shape;
-  const std::vector<int64_t>& ws = conv.input(1)->type().shape;
-  const std::vector<int64_t>& ys = conv.output(0)->type().shape;
-  const size_t rank = xs.size();
-  // Any other form's weight (Winograd's U, channels-last) has another rank or layout.
-  if (rank < 3 || ws.size() != rank || ys.size() != rank || ops::IsChannelsLast(conv)) return 0;
-  if (conv.input(1)->type().dtype != DType::kF32 || ws[1] != xs[1] || ys[1] != ws[0]) return 0;
-  ConvGeom c;
-  std::vector<int64_t> pads;
-  if (!ReadWindow(conv, rank - 2, c, pads).ok() || c.groups != 1) return 0;
+  PlainConv pc;
+  if (o.pointwise_pixel_rows <= 0 || !ReadPlainConv(o, conv, &pc)) return 0;
+  const std::vector<int64_t>&xs = pc.xs, &ws = pc.ws, &ys = pc.ys;
+  const ConvGeom& c = pc.c;
   int64_t pixels = 1;
-  for (size_t d = 2; d < rank; ++d) {
+  for (size_t d = 2; d < xs.size(); ++d) {
     if (ws[d] != 1 || c.s[d - 2] != 1 || ys[d] != xs[d]) return 0;
     pixels *= ys[d];
   }
-  for (int64_t p : pads) if (p != 0) return 0;
+  for (int64_t p : pc.pads) if (p != 0) return 0;
   const int64_t nr = GemmPanelWidth(o), K = ws[1];
   if (pixels > o.pointwise_pixel_rows || ws[0] % nr != 0) return 0;
   // Work per output, relative to the N x K FMAs: the plain form computes whole column panels
@@ -468,22 +482,11 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
 
 int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
   if (int64_t nr = PointwisePixelRows(o, conv)) return nr;
-  const ops::OpDef* def = ops::FindOp(conv);
-  if (def == nullptr || def->library != ops::LibraryCall::kConv || o.gpu_direct_conv || o.conv_pixel_rows <= 0 ||
-      conv.inputs().size() < 2)
-    return 0;
-  if (conv.outputs().size() != 1 || !conv.input(0) || !conv.input(1)) return 0;
-  if (!conv.input(0)->has_type() || !conv.input(1)->has_type() || !conv.output(0)->has_type()) return 0;
-  const std::vector<int64_t>& xs = conv.input(0)->type().shape;
-  const std::vector<int64_t>& ws = conv.input(1)->type().shape;
-  const std::vector<int64_t>& ys = conv.output(0)->type().shape;
+  PlainConv pc;
+  if (o.conv_pixel_rows <= 0 || !ReadPlainConv(o, conv, &pc)) return 0;
+  const std::vector<int64_t>&xs = pc.xs, &ws = pc.ws, &ys = pc.ys;
+  const ConvGeom& c = pc.c;
   const size_t rank = xs.size();
-  // Any other form's weight (Winograd's U, channels-last) has another rank or layout.
-  if (rank < 3 || ws.size() != rank || ys.size() != rank || ops::IsChannelsLast(conv)) return 0;
-  if (conv.input(1)->type().dtype != DType::kF32 || ws[1] != xs[1] || ys[1] != ws[0]) return 0;
-  ConvGeom c;
-  std::vector<int64_t> pads;
-  if (!ReadWindow(conv, rank - 2, c, pads).ok() || c.groups != 1) return 0;
   int64_t pixels = 1, img = xs[1];
   bool pointwise = true;  // 1x1, strides 1, no pads: PointwisePixelRows's to take or leave
   for (size_t d = 2; d < rank; ++d) {
@@ -491,7 +494,7 @@ int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
     img *= std::max(xs[d] + c.pb[d - 2], (ys[d] - 1) * c.s[d - 2] + (ws[d] - 1) * c.d[d - 2] + 1);  // LowerConv's ic.P
     pointwise = pointwise && ws[d] == 1 && c.s[d - 2] == 1 && ys[d] == xs[d];
   }
-  for (int64_t p : pads) pointwise = pointwise && p == 0;
+  for (int64_t p : pc.pads) pointwise = pointwise && p == 0;
   // Measured against the implicit GEMM (one thread and two, docs/MEASUREMENTS.md, "Dense
   // convolutions with pixels as rows"): 0.57-0.93 for every such layer of ResNet-18 (3x3 stride
   // 2 from 56x56 to 7x7, 1x1 stride 2, 3x3 at 7x7) and for 3x3 layers at 13x13 and 14x14; a
