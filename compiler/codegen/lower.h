@@ -50,9 +50,9 @@ struct LowerOptions {
   // GEMMs whose B is packed inside each task (one M block): pack one panel, then run every row
   // tile on it, instead of packing the task's panels first (lower_gemm.cc; where N is whole panels).
   bool gemm_panel_at_a_time = true;
-  // GEMMs whose B was packed at compile time and whose K is split into blocks: the first row
-  // tile of every K block prefetches the next K block of its panel into L2 (lower_gemm.cc),
-  // which otherwise arrives from memory at the pace of that tile's loads.
+  // GEMMs whose B was packed at compile time: the row tiles of every K block prefetch the next
+  // K block of their panel (or the next task's first) into L2, each a share (lower_gemm.cc);
+  // otherwise it arrives from memory at the pace of the first tile's loads.
   bool gemm_prefetch_b = true;
   // GEMMs whose B can be read in place (GemmOperands::b_in_place: a pointwise convolution's
   // input) and packed inside each task read its full panels in place instead where the row

@@ -217,10 +217,11 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // One register tile of `mr` rows (MR, or the M % MR rows of the last row
   // tile: rows are never clamped, so A's row addresses stay constant offsets of
   // one base and no garbage rows are computed).
-  // The first row tile of a task's K block prefetches what the task reads next from B: the same
-  // rows of its panel's next K block, or in the last K block the first K block of the panel
-  // NCP further on (the next task's). B packed at compile time is a large weight that streams
-  // from memory; without this its lines arrive at the pace of that tile's loads.
+  // The row tiles of a task's K block prefetch what the task reads next from B, each a share:
+  // the same rows of its panel's next K block, or in the last K block the first K block of the
+  // panel NCP further on (the next task's). B packed at compile time is a large weight that
+  // streams from memory; without this its lines arrive at the pace of the first tile's loads
+  // (and issued all by that tile, 512 lines at once, they measured 10-14% slower in BERT-base).
   const bool prefetch_b = o.gemm_prefetch_b && prepacked && !panel_at_a_time;
   auto make_tile = [&](int64_t mr, bool prefetch, bool direct) {
     // One NR-lane vector statement per tile row: rows(f(i, j)) = mr unrolled kLanes loops.
@@ -252,14 +253,20 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       if (prefetch) {
+        // This row tile's share of the rows to prefetch, one row an iteration in its first R.
+        const int64_t T = std::min(MCT, Mt), R = CeilDiv(KC, T);
         const Expr last = kc >= nKC - 1;
-        const Expr next_p = Select(last, Min(p + NCP, Np - 1), p), next_k = Select(last, kk - k0, Min(kk + KC, K - 1));
+        const Expr next_p = Select(last, Min(p + NCP, Np - 1), p);
+        const Expr row = Min(Select(last, Expr(0), k0 + KC) + (mt - mb * MCT) * R + (kk - k0), K - 1);
         std::vector<Stmt> ahead;  // each 64-byte line of that row
-        for (int64_t j = 0; j < NR; j += 16) ahead.push_back(k.Prefetch(bp, {bp_at(next_p, next_k, Expr(j))}));
+        for (int64_t j = 0; j < NR; j += 16) ahead.push_back(k.Prefetch(bp, {bp_at(next_p, row, Expr(j))}));
         ahead.push_back(body);
-        body = Block(std::move(ahead));
+        const Expr split = Min(k0 + R, k1);
+        tile.push_back(For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))));
+        tile.push_back(For(kk, split, k1, LoopKind::kNoVectorize, body));
+      } else {
+        tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
       }
-      tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
     }
     // store
     {
@@ -285,9 +292,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Stmt tile = !in_place     ? row_tile(false)
               : N % NR == 0 ? row_tile(false, true)
                             : If(p < N / NR, row_tile(false, true), row_tile(false));  // the tail panel packed
-  if (prefetch_b) {
-    tile = If(Binary(BinaryOp::kEq, mt, mb * MCT), row_tile(true), tile);
-  }
+  if (prefetch_b) tile = row_tile(true);
   Stmt tiles;
   if (panel_at_a_time) {
     tiles = For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial,

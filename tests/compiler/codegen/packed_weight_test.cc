@@ -381,7 +381,7 @@ TEST_P(PackedProductTest, MatchesReference) {
     const std::string text = spec.kernel->ToString();
     EXPECT_NE(text.find("b_panels"), std::string::npos);
     EXPECT_EQ(text.find("_bpack"), std::string::npos) << "no packing at run time";
-    // The first row tile of each K block prefetches B ahead (LowerOptions::gemm_prefetch_b);
+    // The row tiles of each K block prefetch B ahead (LowerOptions::gemm_prefetch_b);
     // without it the same numbers and no prefetch.
     EXPECT_NE(text.find("prefetch b_panels"), std::string::npos);
     LowerOptions plain = *o;
