@@ -261,6 +261,19 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
   return body;
 }
 
+// The pixels-as-rows GEMMs' epilogue: row m is output pixel m of image bi,
+// column n output channel n; adds the bias (when given) before `store`.
+std::function<Stmt(Expr, Expr, Expr)> PixelRowsStore(const StoreFn& store, const TensorFn* bias, Expr bi,
+                                                     std::vector<int64_t> out) {
+  TensorFn bfn = bias ? *bias : TensorFn{};
+  return [store, bfn, bi, out](Expr m, Expr n, Expr acc) {
+    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
+    std::vector<Expr> idx{bi, n};
+    for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
+    return store(idx, v);
+  };
+}
+
 // The transposed pointwise product (PointwisePixelRows, lower_ops.h): per image,
 // rows = pixels, columns = output channels, K = input channels. A(p, ci) is read
 // inside the micro-kernel (a row tile's broadcasts are adjacent pixels of one
@@ -290,13 +303,7 @@ Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn&
     };
   }
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * c.C});
-  TensorFn bfn = bias ? *bias : TensorFn{};
-  g.store = [store, bfn, bi, out](Expr m, Expr n, Expr acc) {
-    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
-    std::vector<Expr> idx{bi, n};
-    for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
-    return store(idx, v);
-  };
+  g.store = PixelRowsStore(store, bias, bi, out);
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_px"));
   return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
 }
@@ -381,14 +388,7 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
                               Expr((i % OW) * sw + (i / OW) * row_step)});
   };
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * Kdim});
-  TensorFn bfn = bias ? *bias : TensorFn{};
-  const std::vector<int64_t> out = c.out;
-  g.store = [store, bfn, bi, out](Expr m, Expr n, Expr acc) {
-    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
-    std::vector<Expr> idx{bi, n};
-    for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
-    return store(idx, v);
-  };
+  g.store = PixelRowsStore(store, bias, bi, c.out);
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_pxk"));
   if (fill) body = Block({fill, body});
   return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
