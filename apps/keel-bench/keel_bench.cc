@@ -13,6 +13,10 @@
 // timed loop: user + system time of every thread, the pool's spinning
 // included, divided by the number of runs), which unlike wall time does not
 // grow when other processes take the cores.
+// Also prints the set-up: `load` is Executable::LoadFile plus
+// VirtualMachine::Create (on CUDA: the module load, the weights' upload, the
+// library plans, and any timed algorithm or engine choice), `first` the first
+// Run (on CUDA: the graph's capture and instantiation).
 // Inputs not given get a deterministic pattern. Uses only the public API.
 // --profile: after the timing, runs `iterations` more times with a trace observer
 // and prints each invoke's median wall time (sorted, with its share of the run):
@@ -141,11 +145,17 @@ int main(int argc, char** argv) {
   }
   if (name.empty()) name = model;
 
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  const auto load_start = Clock::now();
   auto exe = keel::Executable::LoadFile(model);
   if (!exe.ok()) return Fail(exe.status().ToString());
   keel::tools::ApplyEnvironmentOverrides(vm_options);  // KEEL_CUDA_AUTOTUNE, ... (apps/common/vm_env.h)
   auto vm = keel::VirtualMachine::Create(*exe, vm_options);
   if (!vm.ok()) return Fail(vm.status().ToString());
+  const double load_ms = ms_since(load_start);
 
   for (size_t i = 0; i < (*exe)->num_inputs(); ++i) {
     const keel::TensorInfo& info = (*exe)->input(i);
@@ -169,10 +179,12 @@ int main(int argc, char** argv) {
     if (!st.ok()) return Fail(st.ToString());
   }
 
-  using Clock = std::chrono::steady_clock;
+  double first_ms = -1;
   for (int i = 0; i < warmup; ++i) {
+    const auto t0 = Clock::now();
     keel::Status st = (*vm)->Run();
     if (!st.ok()) return Fail(st.ToString());
+    if (i == 0) first_ms = ms_since(t0);
   }
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(iterations) * 4);
@@ -185,6 +197,7 @@ int main(int argc, char** argv) {
     const auto t1 = Clock::now();
     if (!st.ok()) return Fail(st.ToString());
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (first_ms < 0) first_ms = ms.back();  // --warmup 0: the first timed run is the first
   }
   const double cpu_ms = (ProcessCpuSeconds() - cpu_start) * 1e3 / static_cast<double>(ms.size());
   std::vector<double> sorted = ms;
@@ -194,14 +207,15 @@ int main(int argc, char** argv) {
   const double median = Percentile(sorted, 0.5), p10 = Percentile(sorted, 0.1), p90 = Percentile(sorted, 0.9);
   if (json) {
     std::printf("{\"name\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"plan\": \"%.*s\", \"runs\": %zu, "
-                "\"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"min_ms\": %.4f, \"mean_ms\": %.4f, \"cpu_ms\": %.4f}\n",
+                "\"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"min_ms\": %.4f, \"mean_ms\": %.4f, \"cpu_ms\": %.4f, \"load_ms\": %.1f, \"first_run_ms\": %.1f}\n",
                 name.c_str(), vm_options.device.c_str(), (*vm)->num_threads(),
                 static_cast<int>((*exe)->plan_strategy().size()), (*exe)->plan_strategy().data(), ms.size(), median,
-                p10, p90, sorted.front(), mean, cpu_ms);
+                p10, p90, sorted.front(), mean, cpu_ms, load_ms, first_ms);
   } else {
-    std::printf("%-28s %-6s threads=%-2d runs=%-5zu median %.3f ms  p10 %.3f  p90 %.3f  min %.3f  mean %.3f  cpu %.3f\n",
+    std::printf("%-28s %-6s threads=%-2d runs=%-5zu median %.3f ms  p10 %.3f  p90 %.3f  min %.3f  mean %.3f  cpu %.3f"
+                "  load %.1f ms  first %.1f ms\n",
                 name.c_str(), vm_options.device.c_str(), (*vm)->num_threads(), ms.size(), median, p10, p90,
-                sorted.front(), mean, cpu_ms);
+                sorted.front(), mean, cpu_ms, load_ms, first_ms);
   }
   if (profile) {
     ProfileObserver observer;

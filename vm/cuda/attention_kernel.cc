@@ -32,20 +32,29 @@ constexpr int64_t kMaxExtent = INT32_MAX;
 constexpr int64_t kMaxStride = int64_t{1} << 40;
 
 #ifdef KEEL_HAVE_CUDNN
-// cuDNN's fused attention engine chosen for one kernel, and what it runs from.
-struct AttentionEngine {
-  cudnnHandle_t h = nullptr;
-  cl::AttentionGraphProblem p;
+// A finalized fused attention engine: the graph and the chosen configuration's
+// plan. One per problem within a VM, shared by its kernels of that problem
+// (CudaDevice::FindSharedPlan under the problem's tuning key): finalizing
+// compiles the engine's kernel at run time, so twelve identical attentions
+// pay for one.
+struct AttentionEnginePlan {
   cl::EngineGraph graph;
   cl::EnginePlan plan;
-  cl::EngineVariantPack pack;
-  float scale = 1.f;  // the by-value scale's host value (the pack points here)
-  std::string call;
-  ~AttentionEngine() {
-    cl::DestroyEngineVariantPack(pack);
+  std::string call;  // the trace's call name
+  ~AttentionEnginePlan() {
     cl::DestroyEnginePlan(plan);
     cl::DestroyEngineGraph(graph);
   }
+};
+
+// One kernel's use of an engine: its problem (offsets, scale) and variant pack.
+struct AttentionEngine {
+  cudnnHandle_t h = nullptr;
+  cl::AttentionGraphProblem p;
+  std::shared_ptr<const AttentionEnginePlan> shared;
+  cl::EngineVariantPack pack;
+  float scale = 1.f;  // the by-value scale's host value (the pack points here)
+  ~AttentionEngine() { cl::DestroyEngineVariantPack(pack); }
   cudnnStatus_t Run(const cl::EnginePlan& with, void* const* a, int mask_arg, int y_arg, void* ws) {
     return cl::AttentionEngineExecute(h, with.plan, &pack, p, a[0], a[1], a[2], mask_arg >= 0 ? a[mask_arg] : nullptr,
                                       a[y_arg], &scale, ws);
@@ -173,6 +182,7 @@ Status KeelAttention::Plan(const KernelEntry& k) {
 // with autotuning, Keel's kernel and every candidate are timed and an engine
 // is kept when it beats the kernel by more than 3%; kForce takes the
 // heuristics' first engine. Attentions without a graph form keep the kernel.
+// Kernels of one problem share the first one's plan (AttentionEnginePlan).
 Status KeelAttention::ChooseEngine(const KernelEntry& k, cl::ElementType t) {
   const VmOptions::CudnnEngines policy = dev_.cudnn_engines();
   if (policy == VmOptions::CudnnEngines::kOff) return Status::Ok();
@@ -194,8 +204,25 @@ Status KeelAttention::ChooseEngine(const KernelEntry& k, cl::ElementType t) {
   if (recorded && id.index < 0) return Status::Ok();
   if (!recorded && !dev_.autotune() && !force) return Status::Ok();  // no competition
   KEEL_ASSIGN_OR_RETURN(e->h, dev_.CudnnHandle());
+  auto use = [&](std::shared_ptr<const AttentionEnginePlan> plan) {
+    e->shared = std::move(plan);
+    engine_ = std::move(e);
+    return dev_.ReserveWorkspace(engine_->shared->plan.workspace);
+  };
+  // A kernel of this problem chose before (its verdict is the recorded one).
+  if (auto shared = dev_.FindSharedPlan(key); recorded && shared != nullptr) {
+    if (dev_.autotune_log()) std::fprintf(stderr, "keel engines %s: shares an earlier kernel's plan\n", name_.c_str());
+    return use(std::static_pointer_cast<const AttentionEnginePlan>(std::move(shared)));
+  }
+  auto fresh = std::make_shared<AttentionEnginePlan>();
+  auto keep = [&](cl::EnginePlan plan) {
+    fresh->plan = std::move(plan);
+    fresh->call = cl::AttentionEngineCallName(fresh->plan.id, fresh->plan.workspace);
+    dev_.StoreSharedPlan(key, fresh);
+    return use(std::move(fresh));
+  };
   const cl::EngineNumerics numerics = cl::AttentionNumerics(e->p);
-  if (const cl::CallStatus st = cl::BuildAttentionGraph(e->h, e->p, &e->graph); !st.ok()) {
+  if (const cl::CallStatus st = cl::BuildAttentionGraph(e->h, e->p, &fresh->graph); !st.ok()) {
     if (recorded) {
       return InvalidArgument("kernel " + k.name + " (keel.attention): the tuning entry for " + key +
                              " names a cuDNN engine, but cuDNN cannot build the attention graph: " +
@@ -207,21 +234,15 @@ Status KeelAttention::ChooseEngine(const KernelEntry& k, cl::ElementType t) {
     }
     return Status::Ok();
   }
-  auto use = [&](cl::EnginePlan plan) {
-    e->plan = std::move(plan);
-    e->call = cl::AttentionEngineCallName(e->plan.id, e->plan.workspace);
-    engine_ = std::move(e);
-    return dev_.ReserveWorkspace(engine_->plan.workspace);
-  };
   if (recorded) {
     cl::EnginePlan plan;
-    if (const cl::CallStatus st = cl::EnginePlanOf(e->h, numerics, e->graph, id, cl::kMaxConvWorkspace, &plan);
+    if (const cl::CallStatus st = cl::EnginePlanOf(e->h, numerics, fresh->graph, id, cl::kMaxConvWorkspace, &plan);
         !st.ok()) {
       cl::DestroyEnginePlan(plan);
       return InvalidArgument("kernel " + k.name + " (keel.attention): the tuning entry for " + key +
                              " names a cuDNN engine this cuDNN does not offer: " + LibraryCallStatus(st).message());
     }
-    return use(std::move(plan));
+    return keep(std::move(plan));
   }
   std::vector<cl::EnginePlan> plans;
   std::string summary;
@@ -231,7 +252,7 @@ Status KeelAttention::ChooseEngine(const KernelEntry& k, cl::ElementType t) {
   EngineSearch search = dev_.engine_search();
   search.rtc = true;
   KEEL_RETURN_IF_ERROR(LibraryCallStatus(
-      cl::EngineCandidates(e->h, numerics, e->graph, cl::kMaxConvWorkspace, search, &plans, &summary)));
+      cl::EngineCandidates(e->h, numerics, fresh->graph, cl::kMaxConvWorkspace, search, &plans, &summary)));
   if (plans.empty() && dev_.autotune_log()) {
     std::fprintf(stderr, "keel engines %s: Keel's attention kernel (%s)\n", name_.c_str(), summary.c_str());
   }
@@ -279,7 +300,7 @@ Status KeelAttention::ChooseEngine(const KernelEntry& k, cl::ElementType t) {
     if (static_cast<int>(i) != pick) cl::DestroyEnginePlan(plans[i]);
   }
   if (pick < 0) return Status::Ok();
-  return use(std::move(plans[static_cast<size_t>(pick)]));
+  return keep(std::move(plans[static_cast<size_t>(pick)]));
 }
 #endif
 
@@ -299,9 +320,9 @@ Status KeelAttention::Launch(void* const* args) {
   dev_.BeginOp();
 #ifdef KEEL_HAVE_CUDNN
   if (engine_ != nullptr) {
-    const cudnnStatus_t s = engine_->Run(engine_->plan, args, mask_arg_, y_arg_, dev_.workspace());
+    const cudnnStatus_t s = engine_->Run(engine_->shared->plan, args, mask_arg_, y_arg_, dev_.workspace());
     if (s != CUDNN_STATUS_SUCCESS) return CudnnStatus(s, "cudnnBackendExecute").WithContext("kernel " + name_);
-    dev_.EndLaunch(engine_->call, name_);
+    dev_.EndLaunch(engine_->shared->call, name_);
     return Status::Ok();
   }
 #endif

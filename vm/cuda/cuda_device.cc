@@ -179,6 +179,11 @@ void CudaDevice::StoreTuning(const std::string& key, std::vector<int64_t> value)
   tuning_[full.empty() ? key : full] = std::move(value);
 }
 
+std::shared_ptr<void> CudaDevice::FindSharedPlan(const std::string& key) const {
+  auto it = shared_plans_.find(key);
+  return it == shared_plans_.end() ? nullptr : it->second;
+}
+
 Status CudaDevice::KernelsResolved() {
   if (tuning_file_.empty() || !tuning_dirty_) return Status::Ok();
   KEEL_RETURN_IF_ERROR(WriteTuningFile(tuning_file_, tuning_));
@@ -191,6 +196,7 @@ CudaDevice::~CudaDevice() {
   Bind();
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
   states_.clear();  // cuDNN/cuBLASLt descriptors before their handles
+  shared_plans_.clear();
   if (graph_exec_ != nullptr) (void)cudaGraphExecDestroy(graph_exec_);
 #ifdef KEEL_HAVE_CUDNN
   if (cudnn_ != nullptr) (void)cudnnDestroy(cudnn_);

@@ -153,6 +153,15 @@ class CudaDevice final : public Device {
   // keys are per-VM only.
   const std::vector<int64_t>* FindTuning(const std::string& key) const;
   void StoreTuning(const std::string& key, std::vector<int64_t> value);
+  // Library plans shared by the VM's kernels of one problem: a kernel that
+  // builds a plan under `key` (a problem key as for FindTuning; its prefix
+  // names the stored type, which the caller casts back to) stores it, and later
+  // kernels of the same problem take it instead of finalizing their own (a
+  // fused attention engine compiles its kernel, NVRTC, at every finalization).
+  // The device holds a reference until its destructor, where the plans go
+  // before the library handles. Null when none is stored.
+  std::shared_ptr<void> FindSharedPlan(const std::string& key) const;
+  void StoreSharedPlan(const std::string& key, std::shared_ptr<void> plan) { shared_plans_[key] = std::move(plan); }
   // Writes the tuning file when a choice was added by timing (see above).
   Status KernelsResolved() override;
   // Makes the device's primary context current on the calling thread.
@@ -196,6 +205,7 @@ class CudaDevice final : public Device {
 #endif
   cudaGraphExec_t graph_exec_ = nullptr;
   std::vector<std::unique_ptr<CudaLaunchState>> states_;
+  std::map<std::string, std::shared_ptr<void>> shared_plans_;  // FindSharedPlan
   // Over-aligned allocations (alignment > 256): aligned pointer -> cudaMalloc base.
   std::unordered_map<void*, void*> over_aligned_;
 };

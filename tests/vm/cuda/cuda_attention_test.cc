@@ -228,6 +228,42 @@ INSTANTIATE_TEST_SUITE_P(Cases, Attention,
                            return std::string(DataTypeName(std::get<0>(i.param))) + "_" + std::get<1>(i.param).name;
                          });
 
+// Two attentions of one problem (the second reads the first's output as its
+// queries): with cuDNN's engines forced both run the engine, and the second
+// takes the first's finalized plan instead of building (and compiling) its own.
+TEST(AttentionEngines, KernelsOfOneProblemShareOnePlan) {
+  KEEL_SKIP_WITHOUT_GPU();
+#ifndef KEEL_HAVE_CUDNN
+  GTEST_SKIP() << "built without cuDNN";
+#else
+  if (std::getenv("KEEL_CUDNN_ENGINES") != nullptr) GTEST_SKIP() << "KEEL_CUDNN_ENGINES steers the engines";
+  const DataType t = DataType::kF16;
+  const Case c = Dense("chain", 3, 40, 40, 64, 64, false, false);
+  ProgramSpec p = Program(c, Attrs(c), t);  // Q, K, V -> Y (tensors 0..3)
+  p.tensors[3].role = Role::kTemp;
+  p.tensors.push_back({{c.y_elems}, Role::kOutput, {}});
+  p.kernels.push_back(p.kernels[0]);  // a second kernel of the same problem
+  p.kernels[1].name = "attention2";
+  p.ops.push_back({1, {3, 1, 2, 4}, "attention2"});
+  const std::vector<float> q = RoundedTo(Random(size_t(c.q_elems), 41), t);
+  const std::vector<float> k = RoundedTo(Random(size_t(c.k_elems), 42), t);
+  const std::vector<float> v = RoundedTo(Random(size_t(c.v_elems), 43), t);
+  const std::vector<float> y1 = RoundedTo(Reference(c, q, k, v, {}), t);
+  const std::vector<float> want = Reference(c, y1, k, v, {});
+  VmOptions o;
+  o.cudnn_engines = VmOptions::CudnnEngines::kForce;
+  o.cuda_autotune_log = true;
+  std::vector<std::string> calls;
+  ::testing::internal::CaptureStderr();
+  ExpectMatchesWithAndWithoutGraphs(p, {q, k, v}, want, 3e-3, o, &calls);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  int engine_calls = 0;
+  for (const std::string& call : calls) engine_calls += call.rfind("cudnnBackendExecute", 0) == 0 ? 1 : 0;
+  EXPECT_GE(engine_calls, 2) << "both attentions run cuDNN's engine";
+  EXPECT_NE(log.find("attention2: shares an earlier kernel's plan"), std::string::npos) << log;
+#endif
+}
+
 TEST(AttentionLoad, RefusesBadViewsAndWidths) {
   KEEL_SKIP_WITHOUT_GPU();
   const Case c = Dense("d", 2, 8, 8, 16, 16, false, false);
