@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -152,6 +153,89 @@ bool IndependentLoop(const KernelFunc& k, const StmtNode& loop, LocalPolicy loca
   body.kind = StmtKind::kBlock;
   body.body = loop.body;
   return LocalsFreshPerIteration(k, body, a);
+}
+
+// The coefficient of `var` in integer expression `e` when `e` is affine in it
+// (sums, differences and products by constants of terms); false otherwise.
+bool AffineIn(const Expr& e, int64_t var, int64_t* coef) {
+  if (!UsesVar(e, var)) {
+    *coef = 0;
+    return true;
+  }
+  if (e->kind == ExprKind::kVar) {
+    *coef = 1;
+    return true;
+  }
+  if (e->kind == ExprKind::kCast) return e->operands.size() == 1 && AffineIn(e->operands[0], var, coef);
+  if (e->kind != ExprKind::kBinary) return false;
+  int64_t a = 0, b = 0;
+  if (!AffineIn(e->operands[0], var, &a) || !AffineIn(e->operands[1], var, &b)) return false;
+  switch (e->binary) {
+    case BinaryOp::kAdd: *coef = a + b; return true;
+    case BinaryOp::kSub: *coef = a - b; return true;
+    case BinaryOp::kMul:
+      if (a == 0 && e->operands[0].IsIntConst()) *coef = e->operands[0].int_value() * b;
+      else if (b == 0 && e->operands[1].IsIntConst()) *coef = a * e->operands[1].int_value();
+      else return false;
+      return true;
+    default: return false;
+  }
+}
+
+// Every argument and workspace element that `s` reads or writes is at a flat
+// (row-major) offset whose coefficient in `var` is 0 or 1: consecutive `var`
+// touch consecutive elements, so a thread's run of them is one vector access.
+bool UnitStrideIn(const KernelFunc& k, const StmtNode& s, int64_t var) {
+  auto access = [&](int buffer, const std::vector<Expr>& indices) {
+    const Buffer& b = k.buffer(buffer);
+    if (b.scope != BufferScope::kArg && b.scope != BufferScope::kWorkspace) return true;
+    if (indices.size() != b.shape.size() && !(indices.size() == 1 && b.shape.empty())) return false;
+    int64_t flat = 0, stride = 1;
+    for (size_t i = indices.size(); i-- > 0;) {
+      int64_t c = 0;
+      if (!AffineIn(indices[i], var, &c)) return false;
+      flat += c * stride;
+      stride *= b.shape.empty() ? 1 : b.shape[i];
+    }
+    return flat == 0 || flat == 1;
+  };
+  std::function<bool(const Expr&)> expr = [&](const Expr& e) {
+    if (e.is_null()) return true;
+    if (e->kind == ExprKind::kLoad && !access(e->buffer, e->operands)) return false;
+    for (const Expr& o : e->operands)
+      if (!expr(o)) return false;
+    return true;
+  };
+  if (s.kind == StmtKind::kStore && !access(s.buffer, s.indices)) return false;
+  for (const Expr& i : s.indices)
+    if (!expr(i)) return false;
+  if (!expr(s.value) || !expr(s.cond) || !expr(s.begin) || !expr(s.end)) return false;
+  for (const Stmt& c : s.body)
+    if (!UnitStrideIn(k, *c, var)) return false;
+  for (const Stmt& c : s.else_body)
+    if (!UnitStrideIn(k, *c, var)) return false;
+  return true;
+}
+
+// kBlockPerRow: contiguous row elements per thread (8 for 2-byte data, else 4)
+// when every row loop walks memory with unit stride and splits evenly into
+// `row_threads` runs of them; 1 otherwise. The runs let the load/store
+// vectorizer emit 128-bit accesses, where one element per thread and
+// iteration costs a load instruction per element.
+int64_t RowVectorWidth(const KernelFunc& k, const StmtNode& outer, int64_t row_threads) {
+  Access a;
+  Collect(k, outer, a);
+  if (a.widest_element == 0 || a.widest_element > 4) return 1;
+  const int64_t v = a.widest_element <= 2 ? 8 : 4;
+  for (const Stmt& st : outer.body) {
+    for (const StmtNode* s : FlattenBlock(*st)) {
+      if (s->kind != StmtKind::kFor) continue;
+      int64_t trip = 0;
+      if (!ConstantTrip(*s, &trip) || trip % (row_threads * v) != 0) return 1;
+      if (!UnitStrideIn(k, *s, s->var->int_value)) return 1;
+    }
+  }
+  return v;
 }
 
 // The body of an outer loop as a row for kBlockPerRow; sets the longest row loop.
@@ -349,6 +433,7 @@ Result<GpuMapping> MapKernelToGpu(const KernelFunc& kernel, const GpuMappingOpti
       // block while the grid still covers every SM.
       const int64_t rows_per_block = std::clamp<int64_t>(p.rows / options.num_sms, 1, std::min<int64_t>(8, tpb / 32));
       p.row_threads = 32;
+      p.vector_width = RowVectorWidth(kernel, *p.stmt, p.row_threads);
       m.launch.block = static_cast<uint32_t>(32 * rows_per_block);
       m.launch.grid = Clamp32(std::min((p.rows + rows_per_block - 1) / rows_per_block,
                                        options.num_sms * (options.max_threads_per_sm / m.launch.block)));
@@ -358,6 +443,7 @@ Result<GpuMapping> MapKernelToGpu(const KernelFunc& kernel, const GpuMappingOpti
     int64_t threads = 32;
     while (threads < tpb && threads * 4 < p.inner) threads *= 2;
     p.row_threads = threads;
+    p.vector_width = RowVectorWidth(kernel, *p.stmt, p.row_threads);
     m.launch.block = static_cast<uint32_t>(threads);
     m.launch.grid = Clamp32(std::min(p.rows, options.num_sms * (options.max_threads_per_sm / threads)));
     return m;

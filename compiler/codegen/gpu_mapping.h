@@ -20,7 +20,9 @@
 //     whole block (shuffles plus shared memory across warps, block barriers).
 //     Reduction loops are split over the row's threads, independent loops
 //     too, scalar statements run redundantly (stores to memory by the row's
-//     first thread).
+//     first thread). Where every row loop walks memory with unit stride and
+//     splits evenly, a thread takes runs of `vector_width` contiguous elements
+//     (128-bit accesses).
 //   * kThreadPerIter — anything else: one parallel iteration per thread.
 // Several phases run in one launch (each grid-stride) when none reads or
 // writes memory another phase writes (e.g. the outputs of a multi-output
@@ -54,7 +56,9 @@ struct GpuPhase {
   const StmtNode* stmt = nullptr;
   int64_t rows = 0;          // iterations of the outer loop
   int64_t inner = 0;         // kFlat: inner trip count; kBlockPerRow: longest row loop
-  int64_t vector_width = 1;  // kFlat: contiguous inner elements per thread item
+  int64_t vector_width = 1;  // kFlat: contiguous inner elements per thread item; kBlockPerRow:
+                             // contiguous row elements per thread and step (every row loop's trip
+                             // a multiple of row_threads * vector_width)
   int64_t row_threads = 0;   // kBlockPerRow: threads per row (32, or the block)
   int64_t Items() const;     // thread work items (kFlat: rows * inner / vector_width)
 };

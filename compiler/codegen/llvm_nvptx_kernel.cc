@@ -238,6 +238,7 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
   Status EmitBlockPerRow(const GpuPhase& p) {
     const StmtNode& outer = *p.stmt;
     row_threads_ = p.row_threads;
+    row_vector_ = p.vector_width;
     const int64_t slots = map_.launch.block / row_threads_;
     if (row_threads_ != 32 && slots != 1) return Fail("a row phase splits rows over warps or over the whole block");
     warp_rows_ = row_threads_ == 32;
@@ -297,29 +298,37 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
   }
 
   // A row loop split over the row's threads: thread r (its index in the row)
-  // takes l = begin + r + c*T for c in [0, ceil(trip/T)), T the phase's
-  // row_threads (a compile-time constant, see GpuMapping). The constant
-  // per-thread trip lets LLVM unroll short rows
-  // fully, keeping the thread's elements in registers: the same loads in a
-  // later loop of the row (softmax's max, sum and write passes, layer norm's
-  // mean, variance and write passes) are then values already loaded, so the row
-  // is read from memory once instead of once per pass.
+  // takes l = begin + r*V + c*T*V + v for c in [0, ceil(trip/(T*V))) and v in
+  // [0, V), T the phase's row_threads and V its vector_width (compile-time
+  // constants, see GpuMapping; V > 1 only where every trip is a multiple of
+  // T*V, and the V contiguous elements become one 128-bit access). The
+  // constant per-thread trip lets LLVM unroll short rows fully, keeping the
+  // thread's elements in registers: the same loads in a later loop of the row
+  // (softmax's max, sum and write passes, layer norm's mean, variance and
+  // write passes) are then values already loaded, so the row is read from
+  // memory once instead of once per pass.
   Status RowLoop(const StmtNode& s, const std::function<Status(llvm::Value*)>& body) {
-    const int64_t T = row_threads_;
+    const int64_t T = row_threads_, V = row_vector_;
     const int64_t begin = s.begin.int_value(), end = s.end.int_value();
     const int64_t trip = std::max<int64_t>(0, end - begin);
-    const int64_t per = (trip + T - 1) / T;
-    const bool exact = trip % T == 0;
-    llvm::Value* base = b_.CreateAdd(I64(begin), row_tid_, "", true, true);
-    if (exact && per <= kMaxUnrolledRowTrip) {
+    if (V > 1 && trip % (T * V) != 0) return Fail("a vectorized row loop whose trip is not whole runs");
+    const int64_t per = (trip + T * V - 1) / (T * V);
+    const bool exact = trip % (T * V) == 0;
+    llvm::Value* base = b_.CreateAdd(I64(begin), V > 1 ? b_.CreateMul(row_tid_, I64(V), "", true, true) : row_tid_,
+                                     "", true, true);
+    auto run = [&](llvm::Value* first) -> Status {
+      for (int64_t v = 0; v < V; ++v) KEEL_RETURN_IF_ERROR(body(v == 0 ? first : b_.CreateAdd(first, I64(v), "", true, true)));
+      return status_;
+    };
+    if (exact && per * V <= kMaxUnrolledRowTrip) {
       // Straight-line code: the loads of later passes meet the earlier ones in
       // one block, where CSE/GVN reuse them without relying on loop unrolling.
-      for (int64_t c = 0; c < per; ++c) KEEL_RETURN_IF_ERROR(body(b_.CreateAdd(base, I64(c * T), "", true, true)));
+      for (int64_t c = 0; c < per; ++c) KEEL_RETURN_IF_ERROR(run(b_.CreateAdd(base, I64(c * T * V), "", true, true)));
       return status_;
     }
     return Loop(I64(0), I64(per), I64(1), VarName(s) + ".c", [&](llvm::Value* c) {
-      llvm::Value* l = b_.CreateAdd(base, b_.CreateMul(c, I64(T), "", true, true), "", true, true);
-      if (exact) return body(l);
+      llvm::Value* l = b_.CreateAdd(base, b_.CreateMul(c, I64(T * V), "", true, true), "", true, true);
+      if (exact) return run(l);
       llvm::BasicBlock* in = llvm::BasicBlock::Create(ctx_, "row.in", r_.fn);
       llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "row.done", r_.fn);
       b_.CreateCondBr(b_.CreateICmpSLT(l, I64(end)), in, done);
@@ -328,7 +337,7 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
       b_.CreateBr(done);
       b_.SetInsertPoint(done);
       return status_;
-    }, per <= kMaxUnrolledRowTrip);
+    }, per * V <= kMaxUnrolledRowTrip);
   }
   static constexpr int64_t kMaxUnrolledRowTrip = 32;
 
@@ -501,6 +510,7 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
   // Row phases: threads per row, this thread's index in its row, and whether
   // a row is one warp's (barriers then synchronize the warp only).
   int64_t row_threads_ = 0;
+  int64_t row_vector_ = 1;  // kBlockPerRow: contiguous row elements per thread and step
   llvm::Value* row_tid_ = nullptr;
   bool warp_rows_ = false;
 };

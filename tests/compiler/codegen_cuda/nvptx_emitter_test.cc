@@ -233,6 +233,9 @@ size_t Count(const std::string& text, const std::string& what) {
 // Softmax and LayerNorm make three passes over a row (max/mean, sum/variance,
 // write); with rows split evenly over the block each thread must load its
 // elements of the row once (kept in registers), not once per pass.
+// Each thread loads its row elements once for all passes, four contiguous f32
+// at a time (one 128-bit load); a reduction across rows (stride 64) keeps one
+// element per load.
 TEST(NvptxEmitter, RowReductionsLoadEachRowElementOnce) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {8, 1024});  // a warp per row, 32 elements each
@@ -244,11 +247,44 @@ TEST(NvptxEmitter, RowReductionsLoadEachRowElementOnce) {
   ASSERT_EQ(mapping->phases.size(), 1u);
   ASSERT_EQ(mapping->phases[0].kind, GpuPhaseKind::kBlockPerRow);
   ASSERT_EQ(mapping->phases[0].row_threads, 32);
-  const int64_t per_thread = 1024 / mapping->phases[0].row_threads;
+  ASSERT_EQ(mapping->phases[0].vector_width, 4) << mapping->Describe();
+  const size_t loads = 1024 / 32 / 4;
   Result<std::string> ptx = EmitNvptxPtx({*spec}, NvptxTargetOptions());
   ASSERT_TRUE(ptx.ok()) << ptx.status().ToString();
-  EXPECT_EQ(Count(*ptx, "ld.global"), static_cast<size_t>(per_thread)) << *ptx;
-  EXPECT_EQ(Count(*ptx, "st.global"), static_cast<size_t>(per_thread));
+  EXPECT_EQ(Count(*ptx, "ld.global"), loads) << *ptx;
+  EXPECT_EQ(Count(*ptx, "ld.global.nc.v4.f32"), loads) << *ptx;
+  EXPECT_EQ(Count(*ptx, "st.global.v4.f32"), loads);
+
+  ir::Node* across = b.Op("ReduceSum", {b.Input("y", {1024, 64})}, [] {
+    Attributes at;
+    at.Set("axes", std::vector<int64_t>{0});
+    return at;
+  }());
+  Result<KernelSpec> across_spec = LowerNodeToKernel(*across, 1, CudaLowering());
+  ASSERT_TRUE(across_spec.ok()) << across_spec.status().ToString();
+  Result<GpuMapping> across_map = CudaKernelMapping(*across_spec, NvptxTargetOptions());
+  ASSERT_TRUE(across_map.ok());
+  ASSERT_EQ(across_map->phases[0].kind, GpuPhaseKind::kBlockPerRow) << across_map->Describe();
+  EXPECT_EQ(across_map->phases[0].vector_width, 1) << across_map->Describe();
+
+  // A half LayerNorm over BERT-base's width: eight elements (16 bytes) a load, three a thread.
+  ir::Value* h = b.Input("h", {64, 768}, ir::DType::kF16);
+  ir::Value* gamma = b.Input("gamma", {768}, ir::DType::kF16);
+  ir::Value* beta = b.Input("beta", {768}, ir::DType::kF16);
+  ir::Node* ln = b.Op("LayerNormalization", {h, gamma, beta}, [] {
+    Attributes at;
+    at.Set("axis", int64_t{-1});
+    return at;
+  }());
+  Result<KernelSpec> ln_spec = LowerNodeToKernel(*ln, 2, CudaLowering());
+  ASSERT_TRUE(ln_spec.ok()) << ln_spec.status().ToString();
+  Result<GpuMapping> ln_map = CudaKernelMapping(*ln_spec, NvptxTargetOptions());
+  ASSERT_TRUE(ln_map.ok());
+  EXPECT_EQ(ln_map->phases[0].vector_width, 8) << ln_map->Describe();
+  Result<std::string> ln_ptx = EmitNvptxPtx({*ln_spec}, NvptxTargetOptions());
+  ASSERT_TRUE(ln_ptx.ok()) << ln_ptx.status().ToString();
+  EXPECT_EQ(Count(*ln_ptx, "ld.global.nc.v4.b32"), 9u) << *ln_ptx;  // x, gamma and beta: three each
+  EXPECT_EQ(Count(*ln_ptx, "st.global.v4.b32"), 3u) << *ln_ptx;
 }
 
 // A kernel whose results are all half rounds its f32 math to 11 (8) bits
