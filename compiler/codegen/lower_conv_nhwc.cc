@@ -246,7 +246,7 @@ int64_t NhwcPackedRows(const LowerOptions& options, NhwcConv form, int64_t co) {
   const int64_t nr = GemmPanelWidth(options);
   // A ragged Co (MnasNet's 24, 40, 72, 80, 120, 240 channels) was packed at run time and padded
   // to whole panels (40 -> 64 columns); a narrow tail panel read in place is neither.
-  if (form == NhwcConv::kPointwise) return co % nr == 0 || (nr % 4 == 0 && (co % nr) % (nr / 4) == 0) ? nr : 0;
+  if (form == NhwcConv::kPointwise) return GemmReadsRowPanelsAsB(options, co) ? nr : 0;
   return form == NhwcConv::kDepthwise ? co : 0;
 }
 
