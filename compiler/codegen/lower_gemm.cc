@@ -232,9 +232,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const bool narrow_tail = prepacked && g.b_packed_narrow_tail && n_tail != 0;
   if (narrow_tail && batched && !g.b_packed_shared) return InvalidArgument(tag + ": a narrow B tail in a batch");
   const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
-  // `width` lanes of the tile (NR, or TW for the tail panel's own tiles), each tile row one vector
-  // statement; `tail`: the tile runs only on the tail panel, `shared`: on every panel (N % NR
-  // columns guarded where the tile meets the tail panel).
+  // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
+  // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
+  // own, else on every panel (its stores guarded where it meets a tail panel).
   auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false) {
     if (width == 0) width = NR;
     // One vector statement per tile row (rows(f(i, j)) = mr unrolled kLanes loops), a narrower
