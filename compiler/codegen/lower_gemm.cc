@@ -18,6 +18,9 @@
 //      tiles into shuffles and spills);
 //   3. the last K block applies the epilogue (bias, activation, residual...) and
 //      stores through `store`, with a guarded path for edge tiles.
+// A tail panel (N % NR columns) of at most half a panel, or a narrow one packed
+// at compile time (GemmOperands::b_packed_narrow_tail), has register tiles of
+// its own width instead of computing NR columns.
 // A batch of same-shape products (GemmOperands::batch) shares both parallel
 // regions: the packing runs over (product, panel) pairs and the compute over
 // (product, task) pairs. A caller that can write B's panels itself
