@@ -56,6 +56,11 @@ int64_t GemmRowTile(const LowerOptions& o, int64_t m) {
 
 int64_t GemmPanelWidth(const LowerOptions& o) { return std::max<int64_t>(1, o.gemm_nr); }
 
+bool GemmReadsRowPanelsAsB(const LowerOptions& o, int64_t n) {
+  const int64_t nr = GemmPanelWidth(o), tail = n % nr;
+  return tail == 0 || (nr % 4 == 0 && tail % (nr / 4) == 0);
+}
+
 int64_t RowPanelOffset(int64_t m0, int64_t mr, int64_t k_dim, int64_t k, int64_t i) { return m0 * k_dim + k * mr + i; }
 Expr RowPanelOffset(const Expr& m0, int64_t mr, int64_t k_dim, const Expr& k, int64_t i) { return m0 * k_dim + k * mr + i; }
 

@@ -43,6 +43,11 @@ namespace keel::codegen {
 int64_t GemmRowTile(const LowerOptions& options, int64_t m);
 // The B column panels' width: the register tile's column count (options.gemm_nr).
 int64_t GemmPanelWidth(const LowerOptions& options);
+// Whether a constant B of `n` columns stored as the row panels of its [n, K]
+// transpose (NR rows a panel, the last n % NR rows a narrow panel of their
+// own) is what the GEMM reads in place (GemmOperands::b_packed_narrow_tail):
+// n % NR == 0, or a tail of whole quarter panels (8, 16 or 24 lanes on AVX-512).
+bool GemmReadsRowPanelsAsB(const LowerOptions& options, int64_t n);
 
 // Element offset of A(m0 + i, k) inside one packed [M, K] matrix, for the
 // register tile at row m0 that has `mr` rows (see above).

@@ -13,8 +13,8 @@
 //   * pointwise: one GEMM over every image, rows = the B*H*W pixels (A is X
 //     viewed [pixels, C], read in place inside the micro-kernel), columns = the
 //     output channels (B = W^T: the weight packed at compile time in row panels
-//     of NR rows is W^T's column panels, read in place; otherwise packed at run
-//     time), K = C; the tasks keep row blocks outermost (GemmOperands::
+//     of NR rows is W^T's column panels, read in place, the last Co % NR rows
+//     a narrow panel; otherwise packed at run time), K = C; the tasks keep row blocks outermost (GemmOperands::
 //     rows_outer), so each thread writes the pixels the next layer reads on it.
 //   * depthwise (one input channel per group, multiplier 1, 2-D): one output
 //     row (image, oh) per parallel iteration; per output pixel, the channels in
@@ -69,6 +69,7 @@ Result<Stmt> PointwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
       return InvalidArgument("channels-last pointwise convolution: the weight must be in row panels of " +
                              std::to_string(NR) + " rows");
     g.b_packed = k.AddArgView(k.buffer(Wt.channels_last_buffer).arg_index, "w_columns", {c.Co * c.C});
+    g.b_packed_narrow_tail = true;  // the last Co % NR rows are a panel of their own
   } else if (Wt.channels_last_buffer >= 0) {
     int wview = k.AddArgView(k.buffer(Wt.channels_last_buffer).arg_index, "w_rows", {c.Co, c.C});
     g.b = [kp, wview](Expr ci, Expr co) { return kp->Load(wview, {co, ci}); };
@@ -243,7 +244,9 @@ NhwcConv NhwcConvFormOf(const ir::Node& conv) {
 
 int64_t NhwcPackedRows(const LowerOptions& options, NhwcConv form, int64_t co) {
   const int64_t nr = GemmPanelWidth(options);
-  if (form == NhwcConv::kPointwise) return co % nr == 0 ? nr : 0;
+  // A ragged Co (MnasNet's 24, 40, 72, 80, 120, 240 channels) was packed at run time and padded
+  // to whole panels (40 -> 64 columns); a narrow tail panel read in place is neither.
+  if (form == NhwcConv::kPointwise) return GemmReadsRowPanelsAsB(options, co) ? nr : 0;
   return form == NhwcConv::kDepthwise ? co : 0;
 }
 

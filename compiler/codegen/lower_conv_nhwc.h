@@ -31,7 +31,9 @@ NhwcConv NhwcConvFormOf(const ir::Node& conv);
 
 // The rows per panel of the packed weight these kernels read in place, 0 for
 // a weight read as it is: a pointwise convolution's [Co, C] weight in panels
-// of the GEMM's panel width (W^T's column panels) when that divides Co; a
+// of the GEMM's panel width NR (W^T's column panels; the last Co % NR rows a
+// narrow panel of their own, GemmOperands::b_packed_narrow_tail) when Co % NR
+// is a multiple of NR / 4 (whole vectors, or AVX-512's ymm half); a
 // depthwise one's [C, KH*KW] weight in one panel of C rows ([KH*KW][C]).
 int64_t NhwcPackedRows(const LowerOptions& options, NhwcConv form, int64_t co);
 

@@ -18,6 +18,9 @@
 //      tiles into shuffles and spills);
 //   3. the last K block applies the epilogue (bias, activation, residual...) and
 //      stores through `store`, with a guarded path for edge tiles.
+// A tail panel (N % NR columns) of at most half a panel, or a narrow one packed
+// at compile time (GemmOperands::b_packed_narrow_tail), has register tiles of
+// its own width instead of computing NR columns.
 // A batch of same-shape products (GemmOperands::batch) shares both parallel
 // regions: the packing runs over (product, panel) pairs and the compute over
 // (product, task) pairs. A caller that can write B's panels itself
@@ -223,13 +226,33 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // streams from memory; without this its lines arrive at the pace of the first tile's loads
   // (and issued all by that tile, 512 lines at once, they measured 10-14% slower in BERT-base).
   const bool prefetch_b = o.gemm_prefetch_b && prepacked && !panel_at_a_time;
-  auto make_tile = [&](int64_t mr, bool prefetch, bool direct) {
-    // One NR-lane vector statement per tile row: rows(f(i, j)) = mr unrolled kLanes loops.
+  // The tail panel (N % NR columns) gets register tiles of its own width TW where that is less
+  // than NR: the N % NR columns of a narrow packed B (GemmOperands::b_packed_narrow_tail), else
+  // half a panel (the narrower vector) where the tail fits it. A 13x13 image's 169 pixels were
+  // computed as 192 columns (six panels of 32) and 176 so; a pointwise convolution to 40 or 80
+  // channels computed 64 or 96.
+  const int64_t n_tail = N % NR, n_full = N / NR;
+  const bool narrow_tail = prepacked && g.b_packed_narrow_tail && n_tail != 0;
+  if (narrow_tail && batched && !g.b_packed_shared) return InvalidArgument(tag + ": a narrow B tail in a batch");
+  const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
+  // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
+  // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
+  // own, else on every panel (its stores guarded where it meets a tail panel).
+  auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false) {
+    if (width == 0) width = NR;
+    // One vector statement per tile row (rows(f(i, j)) = mr unrolled kLanes loops), a narrower
+    // tile's in pieces of powers of two (24 lanes as 16 + 8: LLVM assembled a 24-lane vector
+    // accumulator element by element, 50x slower).
+    std::vector<std::pair<int64_t, int64_t>> pieces;  // [begin, end) of each lane run
+    for (int64_t j0 = 0, w = NR; j0 < width; w /= 2)
+      if (j0 + w <= width) { pieces.emplace_back(j0, j0 + w); j0 += w; }
     auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
       std::vector<Stmt> out;
       for (int64_t i = 0; i < mr; ++i) {
-        Expr j = k.NewVar("j");
-        out.push_back(For(j, 0, NR, LoopKind::kLanes, f(i, j)));
+        for (const auto& [lo, hi] : pieces) {
+          Expr j = k.NewVar("j");
+          out.push_back(For(j, lo, hi, LoopKind::kLanes, f(i, j)));
+        }
       }
       return Block(std::move(out));
     };
@@ -248,15 +271,18 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Stmt body = rows([&](int64_t i, Expr j) {
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a_tile ? g.a_tile(m0, i, kk) : g.a(m0 + i, kk),
                       DType::kF32);
-        Expr b = direct ? Cast(g.b(kk, n0 + j), DType::kF32)
-                        : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
+        // A narrow tail panel is [K][TW] after the full panels (at the offset of panel n_full).
+        Expr b = direct        ? Cast(g.b(kk, n0 + j), DType::kF32)
+                 : tail && narrow_tail ? k.Load(bp, {bp_at(p, Expr(0), Expr(0)) + kk * TW + j})
+                                 : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       if (prefetch) {
         // This row tile's share of the rows to prefetch, one row an iteration in its first R.
         const int64_t T = std::min(MCT, Mt), R = CeilDiv(KC, T);
         const Expr last = kc >= nKC - 1;
-        const Expr next_p = Select(last, Min(p + NCP, Np - 1), p);
+        // (Never a narrow tail panel, whose rows are TW apart: the last full one instead.)
+        const Expr next_p = Select(last, Min(p + NCP, narrow_tail ? std::max<int64_t>(n_full - 1, 0) : Np - 1), p);
         const Expr row = Min(Select(last, Expr(0), k0 + KC) + (mt - mb * MCT) * R + (kk - k0), K - 1);
         std::vector<Stmt> ahead;  // each 64-byte line of that row
         for (int64_t j = 0; j < NR; j += 16) ahead.push_back(k.Prefetch(bp, {bp_at(next_p, row, Expr(j))}));
@@ -274,25 +300,33 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Stmt partial = cpart >= 0 ? rows([&](int64_t i, Expr j) { return k.Store(cpart, {cpart_row(m0 + i), n0 + j}, acc_lane(i, j)); })
                                 : nullptr;
       Stmt final_store = full;
-      if (N % NR != 0) {
+      // Guarded where the tile's lanes pass N: a shared tile on the tail panel, a tail tile wider than the tail.
+      if (tail ? width > n_tail : N % NR != 0 && TW == NR) {
         std::vector<Stmt> edge;
         for (int64_t i = 0; i < mr; ++i)
-          for (int64_t j = 0; j < NR; ++j) edge.push_back(If(n0 + j < N, g.store(m0 + i, n0 + j, acc_at(i, j))));
-        final_store = If(n0 + NR <= N, full, Block(std::move(edge)));
+          for (int64_t j = 0; j < width; ++j) edge.push_back(If(n0 + j < N, g.store(m0 + i, n0 + j, acc_at(i, j))));
+        final_store = tail ? Block(std::move(edge)) : If(n0 + NR <= N, full, Block(std::move(edge)));
       }
       tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), final_store, partial) : final_store);
     }
     return Block(std::move(tile));
   };
   const int64_t m_tail = M % MR;
-  auto row_tile = [&](bool prefetch, bool direct = false) {
-    return m_tail == 0 ? make_tile(MR, prefetch, direct)
-                       : If(mt < M / MR, make_tile(MR, prefetch, direct), make_tile(m_tail, prefetch, direct));
+  auto row_tile = [&](bool prefetch, bool direct = false, int64_t width = 0, bool tail = false) {
+    return m_tail == 0 ? make_tile(MR, prefetch, direct, width, tail)
+                       : If(mt < M / MR, make_tile(MR, prefetch, direct, width, tail),
+                            make_tile(m_tail, prefetch, direct, width, tail));
   };
   Stmt tile = !in_place     ? row_tile(false)
               : N % NR == 0 ? row_tile(false, true)
                             : If(p < N / NR, row_tile(false, true), row_tile(false));  // the tail panel packed
   if (prefetch_b) tile = row_tile(true);
+  if (TW < NR) {
+    // The tail panel's own tiles (packed, never prefetched: they are the last of their task).
+    Stmt full = in_place ? row_tile(false, true) : row_tile(prefetch_b);
+    Stmt tail = row_tile(false, false, TW, true);
+    tile = n_full == 0 ? tail : If(p < n_full, full, tail);
+  }
   Stmt tiles;
   if (panel_at_a_time) {
     tiles = For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial,

@@ -56,6 +56,12 @@ struct GemmOperands {
   // With b_packed: one packed B shared by every product of the batch (a
   // MatMul's constant weight under batched A), [GemmPanels(n)][k][NR].
   bool b_packed_shared = false;
+  // With b_packed: the last panel (when N % NR != 0) is stored narrow, as
+  // [k][N % NR] right after the full panels, not padded to NR columns: the
+  // row-panel layout (gemm_panels.h) of a weight whose rows are the product's
+  // columns (a channels-last pointwise convolution's [Co, C] weight, NR rows a
+  // panel). Its register tiles then compute exactly N % NR lanes. Not batched.
+  bool b_packed_narrow_tail = false;
   // > 0: A is stored in the row-panel layout (gemm_panels.h) with this many
   // rows per panel (the GEMM's register tile then has exactly these rows,
   // whatever the options say), and `a_panel(offset)` reads the element at

@@ -96,6 +96,11 @@ INSTANTIATE_TEST_SUITE_P(
                       NhwcCase{2, 13, 5, 6, 40, 1, 1, 0, 1, true},    // batch 2, odd C, Co not whole panels
                       NhwcCase{1, 40, 9, 9, 24, 1, 1, 0, 1, false},   // projection, 81 pixel rows
                       NhwcCase{1, 333, 4, 5, 32, 1, 1, 0, 1, true},   // K blocking (333 > 320)
+                      // Co % NR a narrow tail panel read in place (AVX-512, AVX2): 48 (16, 0),
+                      // 120 with K blocking (24 as 16 + 8 lanes, 8), 20 (not packed, 4)
+                      NhwcCase{1, 24, 6, 7, 48, 1, 1, 0, 1, true},
+                      NhwcCase{1, 330, 5, 5, 120, 1, 1, 0, 1, false},
+                      NhwcCase{2, 12, 3, 5, 20, 1, 1, 0, 1, true},
                       NhwcCase{1, 24, 13, 13, 0, 3, 1, 1, 1, true},   // depthwise 3x3: 24 = 16 + 8 overlapping
                       NhwcCase{2, 13, 14, 15, 0, 3, 2, 1, 1, true},   // batch 2, stride 2, 13 channels
                       NhwcCase{1, 40, 7, 7, 0, 5, 1, 2, 1, false},    // 5x5 on 7x7: mostly border

@@ -82,6 +82,38 @@ TEST(MatMul, PanelsOutermostWithSeveralRowBlocks) {
   CheckNodeAgainstReference(*n, 30, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
 }
 
+// A tail panel of at most half the panel width (N % NR <= NR / 2) gets register tiles of half
+// the width (lower_gemm.cc): AVX-512's 32-column panels, N = 169 (a 13x13 image: five panels
+// and 9 columns), 48 (a tail of exactly 16: stores unguarded), 9 (the tail panel alone), with
+// several row tiles and K blocks (K = 333), against the reference; and the 16-lane tile is there.
+// Whether the kernel text has a kLanes loop over [0, lanes).
+bool HasLanesLoop(const std::string& text, int64_t lanes) {
+  const std::string range = " in [0, " + std::to_string(lanes) + ") {";
+  for (size_t at = text.find("lanes for "); at != std::string::npos; at = text.find("lanes for ", at + 1))
+    if (text.compare(text.find(" in [", at), range.size(), range) == 0) return true;
+  return false;
+}
+
+TEST(MatMul, HalfWidthTailPanel) {
+  const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
+  for (int64_t n : {169, 48, 9, 40}) {
+    SCOPED_TRACE("N " + std::to_string(n));
+    GraphBuilder b;
+    ir::Node* node = b.Op("MatMul", {b.Input("a", {30, 333}), b.Input("w", {333, n})});
+    ASSERT_NE(node, nullptr);
+    KernelSpec spec = CheckNodeAgainstReference(*node, 31, 1e-5, 4, avx512);
+    ASSERT_TRUE(spec.kernel);
+    const std::string text = spec.kernel->ToString();
+    EXPECT_TRUE(HasLanesLoop(text, 16)) << text;
+  }
+  // A tail wider than half a panel keeps full-width tiles (guarded stores): no 16-lane tile.
+  GraphBuilder b;
+  ir::Node* node = b.Op("MatMul", {b.Input("a", {30, 40}), b.Input("w", {40, 57})});
+  KernelSpec spec = CheckNodeAgainstReference(*node, 32, 1e-5, 4, avx512);
+  ASSERT_TRUE(spec.kernel);
+  EXPECT_FALSE(HasLanesLoop(spec.kernel->ToString(), 16));
+}
+
 TEST(MatMul, SharedWeightFoldsBatchIntoRows) {
   GraphBuilder b;
   KernelSpec spec = CheckOp(b, "MatMul", {b.Input("a", {2, 13, 40}), b.Input("w", {40, 19})}, {}, 23);
