@@ -95,6 +95,9 @@ struct LowerOptions {
   // stages) run as the transposed implicit GEMM (lower_conv.cc, ConvPixelRows)
   // where a row tile of whole output rows or a divisor of one exists; 0: never.
   int64_t conv_pixel_rows = 784;
+  // Strided unpadded 1x1 convolutions run as the stride-1 one over a compact copy of the pixels
+  // they read (lower_conv.cc LowerConv), in either GEMM form, instead of reading X in place.
+  bool conv_subsample_pointwise = true;
   // Implicit-GEMM convolutions whose padded workspace image and output
   // together exceed 4x this many bytes run in bands of output rows, each band
   // filling only its input rows and writing at most about this many bytes
