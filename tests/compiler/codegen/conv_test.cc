@@ -180,7 +180,7 @@ TEST(ConvInPlace, PointwiseInputReadInPlace) {
 }
 
 // Strided 1x1 convolutions without padding run as the stride-1 one over a compact copy of the
-// pixels they read (LowerOptions::conv_subsample_pointwise, lower_conv.cc): odd extents, 2
+// pixels they read (LowerOptions::conv_subsample_bytes, lower_conv.cc): odd extents, 2
 // images, 2 groups, stride 3, a tail panel (17x15 pixels), 1-D and 3-D, bias; with the option
 // on and off against the reference, and another workspace with it (the compact image: smaller
 // than the whole image's copy, where the in-place form makes one).
@@ -205,9 +205,9 @@ TEST(ConvCompact, StridedPointwiseOverCompactImage) {
     ASSERT_NE(n, nullptr);
     for (LowerOptions o : {LowerOptionsForCpuFeatures("+avx2,+fma"), LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
       SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(o.gemm_nr));
-      o.conv_subsample_pointwise = false;
+      o.conv_subsample_bytes = 0;
       const KernelSpec in_place = CheckNodeAgainstReference(*n, 49, 1e-5, 4, o);
-      o.conv_subsample_pointwise = true;
+      o.conv_subsample_bytes = 1;  // any image
       const KernelSpec compact = CheckNodeAgainstReference(*n, 49, 1e-5, 4, o);
       ASSERT_NE(compact.kernel, nullptr);
       EXPECT_NE(compact.workspace_bytes, in_place.workspace_bytes);
