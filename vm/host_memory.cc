@@ -17,9 +17,10 @@ namespace {
 // Blocks of at least this many bytes from aligned_alloc are placed on 2 MiB boundaries and
 // advised into transparent huge pages (Linux, where THP is "madvise" by default): a model's
 // arena of several MiB is walked by every layer, and on 4 KiB pages a convolution's rows
-// thousands of bytes apart each take a TLB entry (ResNet-50 3-5% faster at 2 threads;
-// docs/MEASUREMENTS.md, "Huge pages for the arena"). The block's size is rounded up to whole
-// huge pages, which costs at most one partly used huge page of memory per block.
+// thousands of bytes apart each take a TLB entry (ResNet-50/18, SqueezeNet and MobileNetV2
+// 5-6% faster at 2 threads; docs/MEASUREMENTS.md, "Huge pages for the arena"). The block's
+// size is rounded up to whole huge pages, which costs at most one partly used huge page of
+// memory per block.
 constexpr uint64_t kHugePage = uint64_t{2} << 20;
 
 }  // namespace

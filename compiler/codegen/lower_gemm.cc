@@ -225,9 +225,11 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // one base and no garbage rows are computed).
   // The row tiles of a task's K block prefetch what the task reads next from B, each a share:
   // the same rows of its panel's next K block, or in the last K block the first K block of the
-  // panel NCP further on (the next task's). B packed at compile time is a large weight that
-  // streams from memory; without this its lines arrive at the pace of the first tile's loads
-  // (and issued all by that tile, 512 lines at once, they measured 10-14% slower in BERT-base).
+  // panel NCP further on (the next task's; with column blocks outermost, the next column
+  // block's, the next M block rereading these panels from L2). B packed at compile time is a
+  // large weight that streams from memory; without this its lines arrive at the pace of the
+  // first tile's loads (and issued all by that tile, 512 lines at once, they measured 10-14%
+  // slower in BERT-base).
   const bool prefetch_b = o.gemm_prefetch_b && prepacked && !panel_at_a_time;
   auto make_tile = [&](int64_t mr, bool prefetch, bool direct) {
     // One NR-lane vector statement per tile row: rows(f(i, j)) = mr unrolled kLanes loops.
