@@ -5,9 +5,25 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "vm/executable.h"
 
 namespace keel::vm_internal {
+namespace {
+
+// Blocks of at least this many bytes from aligned_alloc are placed on 2 MiB boundaries and
+// advised into transparent huge pages (Linux, where THP is "madvise" by default): a model's
+// arena of several MiB is walked by every layer, and on 4 KiB pages a convolution's rows
+// thousands of bytes apart each take a TLB entry (ResNet-50/18, SqueezeNet and MobileNetV2
+// 5-6% faster at 2 threads; docs/MEASUREMENTS.md, "Huge pages for the arena"). The block's
+// size is rounded up to whole huge pages, which costs at most one partly used huge page of
+// memory per block.
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
+
+}  // namespace
 
 Result<void*> HostAllocate(const keel_allocator_t& allocator, uint64_t bytes, uint64_t alignment, const char* what) {
   alignment = std::max<uint64_t>(alignment, 64);
@@ -20,9 +36,19 @@ Result<void*> HostAllocate(const keel_allocator_t& allocator, uint64_t bytes, ui
   if (__builtin_add_overflow(bytes, alignment - 1, &rounded) || rounded > SIZE_MAX) {
     return OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes " + what);
   }
+  uint64_t huge_rounded = 0;
+  const bool huge = allocator.allocate == nullptr && bytes >= kHugePage && alignment <= kHugePage &&
+                    !__builtin_add_overflow(bytes, kHugePage - 1, &huge_rounded);
+  if (huge) {
+    alignment = kHugePage;
+    rounded = huge_rounded;
+  }
   rounded = std::max(rounded / alignment * alignment, alignment);
   void* p = allocator.allocate != nullptr ? allocator.allocate(allocator.context, bytes, alignment)
                                           : std::aligned_alloc(alignment, rounded);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (huge && p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure changes nothing
+#endif
   if (p == nullptr) {
     return OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes " + what);
   }

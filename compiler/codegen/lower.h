@@ -54,6 +54,10 @@ struct LowerOptions {
   // K block of their panel (or the next task's first) into L2, each a share (lower_gemm.cc);
   // otherwise it arrives from memory at the pace of the first tile's loads.
   bool gemm_prefetch_b = true;
+  // GEMMs whose B was packed at compile time and whose rows are split into several M blocks run
+  // their tasks column blocks outermost, so each thread streams its own share of the weight
+  // instead of all of it (lower_gemm.cc).
+  bool gemm_panels_outer = true;
   // GEMMs whose B can be read in place (GemmOperands::b_in_place: a pointwise convolution's
   // input) and packed inside each task read its full panels in place instead where the row
   // tiles times K is at most this: every tile then reads K rows N elements apart, on as many
@@ -91,6 +95,12 @@ struct LowerOptions {
   // stages) run as the transposed implicit GEMM (lower_conv.cc, ConvPixelRows)
   // where a row tile of whole output rows or a divisor of one exists; 0: never.
   int64_t conv_pixel_rows = 784;
+  // Strided unpadded 1x1 convolutions whose input image has at least this many bytes (as f32)
+  // run as the stride-1 one over a compact copy of the pixels they read (lower_conv.cc
+  // LowerConv), in either GEMM form, instead of reading X in place. A smaller image stays in
+  // cache, and the copy's parallel pass costs more than it saves (ResNet-18's 200 and 400 KB
+  // ones, 1.09-1.33x the time at 2 threads). 0: never.
+  int64_t conv_subsample_bytes = 512 * 1024;
   // Implicit-GEMM convolutions whose padded workspace image and output
   // together exceed 4x this many bytes run in bands of output rows, each band
   // filling only its input rows and writing at most about this many bytes

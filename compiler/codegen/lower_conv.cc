@@ -431,6 +431,18 @@ Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, c
   return in;
 }
 
+// Whether a convolution (input, weight shapes; strides, pads) is a strided unpadded 1x1 one
+// that runs as the stride-1 one over a compact image (LowerOptions::conv_subsample_bytes).
+bool CompactsStridedPointwise(const LowerOptions& o, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+                              const std::vector<int64_t>& strides, const std::vector<int64_t>& pads) {
+  if (o.conv_subsample_bytes <= 0 || xs.size() < 3 || ws.size() != xs.size()) return false;
+  if (NumElements(std::vector<int64_t>(ws.begin() + 2, ws.end())) != 1) return false;
+  for (int64_t p : pads) if (p != 0) return false;
+  bool strided = false;
+  for (int64_t s : strides) strided = strided || s > 1;
+  return strided && NumElements(std::vector<int64_t>(xs.begin() + 1, xs.end())) * 4 >= o.conv_subsample_bytes;
+}
+
 // A one-group channels-first CPU Conv over f32 weights whose shapes are known,
 // the kind both pixels-as-rows forms take: its shapes and window; false for
 // any other node.
@@ -501,6 +513,10 @@ int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
   // 224x224 stem 0.95-1.05 (not worth the scattered stores of 12,544 pixels: the pixel bound).
   const int64_t nr = GemmPanelWidth(o);
   if (pointwise || pixels > o.conv_pixel_rows || ws[0] % nr != 0 || img > INT32_MAX) return 0;
+  // A strided unpadded 1x1 one that runs as the stride-1 one over a compact image (LowerConv):
+  // above the pointwise bound, the implicit GEMM's form of that (ResNet-50's 256 -> 512 from
+  // 56x56 to 28x28: 0.70 against 1.03 ms at 2 threads).
+  if (CompactsStridedPointwise(o, xs, ws, c.s, pc.pads) && pixels > o.pointwise_pixel_rows) return 0;
   return PixelRowTile(o, ys.back(), rank > 3 ? ys[rank - 2] : 1, rank > 4) > 0 ? nr : 0;
 }
 
@@ -616,6 +632,34 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     bool par = rows > 1 && rows * Wp >= ctx.options().min_parallel_elements;
     return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, ok.is_null() ? copy : If(ok, copy, zero));
   };
+  if (ic.direct && CompactsStridedPointwise(ctx.options(), xs, ws, c.s, pads)) {
+    // A strided 1x1 convolution without padding (ResNet's downsampling) as the stride-1 one over
+    // a compact copy of the pixels it reads. In place, the pixel-rows tiles' broadcasts span
+    // `stride` times the cache lines they use and the implicit GEMM copies the whole image
+    // before packing its runs; the copy of the used pixels alone costs less than either
+    // (docs/MEASUREMENTS.md, "Strided 1x1 convolutions over a compact image").
+    const std::vector<int64_t> s = c.s;
+    ic.c.s.assign(sp, 1);
+    ic.c.in = c.out;
+    ic.P = c.out;
+    ic.direct = false;
+    ic.fill = [kp, &ctx, c, s, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
+                                  Expr row_off) -> Stmt {
+      KernelFunc& k = *kp;
+      const size_t last = c.sp() - 1;
+      std::vector<int64_t> row_dims{c.Cg};
+      row_dims.insert(row_dims.end(), P.begin(), P.end() - 1);
+      const int64_t rows = NumElements(row_dims), W = P[last];
+      Expr r = k.NewVar("r"), w = k.NewVar("w");
+      const std::vector<Expr> rix = Delinearize(row_dims, r);
+      std::vector<Expr> xi{bi, gi * c.Cg + rix[0]};
+      for (size_t d = 0; d < last; ++d) xi.push_back((d == 0 ? rix[1 + d] + row_off : rix[1 + d]) * s[d]);
+      xi.push_back(w * s[last]);
+      const bool par = rows > 1 && rows * W >= ctx.options().min_parallel_elements;
+      return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial,
+                 For(w, 0, W, LoopKind::kSerial, k.Store(src, {lead + r * W + w}, Cast(X.at(xi), DType::kF32))));
+    };
+  }
   return pixel_rows ? PixelRowsImplicitConv(ctx, ic, X, Wt, bias, store) : ImplicitGemmConv(ctx, ic, X, bias, store);
 }
 

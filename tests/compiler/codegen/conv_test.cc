@@ -179,6 +179,46 @@ TEST(ConvInPlace, PointwiseInputReadInPlace) {
   CheckNodeAgainstReference(*n, 48, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
 }
 
+// Strided 1x1 convolutions without padding run as the stride-1 one over a compact copy of the
+// pixels they read (LowerOptions::conv_subsample_bytes, lower_conv.cc): odd extents, 2
+// images, 2 groups, stride 3, a tail panel (17x15 pixels), 1-D and 3-D, bias; with the option
+// on and off against the reference, and another workspace with it (the compact image: smaller
+// than the whole image's copy, where the in-place form makes one).
+TEST(ConvCompact, StridedPointwiseOverCompactImage) {
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{2, 5, 9, 11}, {2, 2}}, {{1, 7, 34, 30}, {2, 2}}, {{1, 6, 13, 13}, {3, 3}}, {{1, 4, 10, 9}, {2, 3}},
+      {{1, 7, 301}, {3}}, {{1, 3, 5, 6, 7}, {2, 2, 2}}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::vector<int64_t>& xs = cases[i].first;
+    const std::vector<int64_t>& s = cases[i].second;
+    const int64_t group = i == 2 ? 2 : 1, co = i == 1 ? 9 : 6;
+    GraphBuilder b;
+    std::vector<int64_t> ws = {co, xs[1] / group};
+    for (size_t d = 2; d < xs.size(); ++d) ws.push_back(1);
+    std::vector<ir::Value*> ins = {b.Input("x", xs), b.Input("w", ws)};
+    if (i % 2 == 0) ins.push_back(b.Input("bias", {co}));
+    ir::Attributes a;
+    a.Set("strides", s);
+    a.Set("pads", std::vector<int64_t>(2 * s.size(), 0));
+    a.Set("group", group);
+    ir::Node* n = b.Op("Conv", ins, a);
+    ASSERT_NE(n, nullptr);
+    for (LowerOptions o : {LowerOptionsForCpuFeatures("+avx2,+fma"), LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+      SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(o.gemm_nr));
+      o.conv_subsample_bytes = 0;
+      const KernelSpec in_place = CheckNodeAgainstReference(*n, 49, 1e-5, 4, o);
+      o.conv_subsample_bytes = 1;  // any image
+      const KernelSpec compact = CheckNodeAgainstReference(*n, 49, 1e-5, 4, o);
+      ASSERT_NE(compact.kernel, nullptr);
+      EXPECT_NE(compact.workspace_bytes, in_place.workspace_bytes);
+      const std::vector<int64_t>& ys = n->output(0)->type().shape;
+      if (NumElements(std::vector<int64_t>(ys.begin() + 2, ys.end())) >= o.gemm_nr) {
+        EXPECT_LT(compact.workspace_bytes, in_place.workspace_bytes);
+      }
+    }
+  }
+}
+
 // The channels-last form (compiler/ops/channels_last.h): X [N,H,W,C], W [Co,kh,kw,C/g],
 // Y [N,H',W',Co], lowered as its channels-first twin reading and writing through the
 // permutation; the reference moves the data back and convolves channels-first.

@@ -389,6 +389,11 @@ TEST_P(PackedProductTest, MatchesReference) {
     const KernelSpec without = CheckNodeAgainstReference(*n, 102, 1e-5, 4, plain);
     ASSERT_NE(without.kernel, nullptr);
     EXPECT_EQ(without.kernel->ToString().find("prefetch"), std::string::npos);
+    // Several M blocks run column blocks outermost (LowerOptions::gemm_panels_outer); the
+    // tasks in row-block order compute the same numbers.
+    LowerOptions rows_first = *o;
+    rows_first.gemm_panels_outer = false;
+    ASSERT_NE(CheckNodeAgainstReference(*n, 102, 1e-5, 4, rows_first).kernel, nullptr);
   }
 }
 
@@ -398,6 +403,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BPanelCase{"MatMul", {37, 333}, 333, 50},         // K blocking, M and N tails
                       BPanelCase{"MatMul", {1, 1, 16}, 16, 40},         // one row
                       BPanelCase{"MatMul", {1, 64, 70}, 70, 96},        // whole tiles in N (3 or 6 panels)
+                      BPanelCase{"MatMul", {301, 72}, 72, 40},          // rows in several M blocks, 2-3 panels
                       BPanelCase{"MatMul", {5, 3, 24}, 24, 33, 0, 0, 1.0, 1.0, false, true},  // fused transpose
                       BPanelCase{"Gemm", {7, 9}, 9, 17, 0, 1, 0.5, 2.0, true},   // transB, alpha, beta, bias
                       BPanelCase{"Gemm", {9, 7}, 9, 65, 1, 0, 1.0, 1.0, true},   // transA

@@ -90,11 +90,13 @@ TEST(CpuLayout, ResNet18StaysChannelsFirst) {
   EXPECT_EQ(c.channels_last, 0);
   EXPECT_EQ(c.transposes, 0);
   // 3x3 stride 1 from 56x56 to 14x14 (10) Winograd; the three 3x3 stride 1 at 7x7, the three
-  // strided 3x3 and the three 1x1 stride 2 with pixels as rows, the weight in W^T's column
-  // panels (lower_ops.h ConvPixelRows; before, the implicit GEMM with the pixels as columns).
+  // strided 3x3 and the 1x1 stride 2 to 14x14 and 7x7 with pixels as rows, the weight in W^T's
+  // column panels (lower_ops.h ConvPixelRows; before, the implicit GEMM with the pixels as
+  // columns). The 1x1 stride 2 from 56x56 (800 KB) runs as the stride-1 one over a compact
+  // image, 784 pixels: the implicit GEMM's form (LowerOptions::conv_subsample_bytes).
   EXPECT_EQ(c.convs, 20);
   EXPECT_EQ(c.winograd, 10);
-  EXPECT_EQ(c.panel_width_rows, 9);
+  EXPECT_EQ(c.panel_width_rows, 8);
 }
 
 // `blocks` inverted residual blocks (1x1 32 -> 128, Relu, depthwise 3x3, Relu, 1x1 128 -> 32, then
