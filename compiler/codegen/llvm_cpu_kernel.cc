@@ -13,7 +13,9 @@
 // LLVM vector with one element per lane). An access whose linear index is
 // affine in the lane variable with stride 1 becomes one vector load/store, a
 // lane-invariant one stays scalar, a load with stride 2..4 a masked load of
-// the span plus a shuffle, anything else a gather/scatter.
+// the span plus a shuffle, anything else a gather/scatter. An unrolled loop
+// around a kLanes copy that transposes a square tile is emitted as contiguous
+// loads, shuffles and contiguous stores (TryTransposeTile).
 // Index pairs (e / S, e % S) over a dimension of size S linearize to e, which
 // keeps accesses through delinearized indices (conv outputs) unit-stride.
 // Target-independent expression/statement emission lives in
@@ -147,23 +149,25 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
 
   // ---- kLanes emission ----
 
-  bool UsesLane(const Expr& e) const {
+  bool UsesLane(const Expr& e) const { return UsesVar(e, lane_var_); }
+  static bool UsesVar(const Expr& e, int64_t var) {
     if (e.is_null()) return false;
-    if (e->kind == ExprKind::kVar) return e->int_value == lane_var_;
+    if (e->kind == ExprKind::kVar) return e->int_value == var;
     for (const Expr& o : e->operands)
-      if (UsesLane(o)) return true;
+      if (UsesVar(o, var)) return true;
     return false;
   }
 
   // The coefficient of the lane variable when `e` is affine in it (other
   // variables and loads not involving it count as constants), else nullopt.
-  std::optional<int64_t> LaneStride(const Expr& e) const {
-    if (!UsesLane(e)) return 0;
+  std::optional<int64_t> LaneStride(const Expr& e) const { return VarStride(e, lane_var_); }
+  static std::optional<int64_t> VarStride(const Expr& e, int64_t var) {
+    if (!UsesVar(e, var)) return 0;
     switch (e->kind) {
       case ExprKind::kVar: return 1;
       case ExprKind::kBinary: {
         if (e->binary != BinaryOp::kAdd && e->binary != BinaryOp::kSub && e->binary != BinaryOp::kMul) return std::nullopt;
-        std::optional<int64_t> a = LaneStride(e->operands[0]), b = LaneStride(e->operands[1]);
+        std::optional<int64_t> a = VarStride(e->operands[0], var), b = VarStride(e->operands[1], var);
         if (!a || !b) return std::nullopt;
         if (e->binary == BinaryOp::kAdd) return *a + *b;
         if (e->binary == BinaryOp::kSub) return *a - *b;
@@ -176,9 +180,13 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
   }
 
   std::optional<int64_t> LinearLaneStride(const Buffer& buf, const std::vector<Expr>& indices) const {
+    return LinearVarStride(buf, indices, lane_var_);
+  }
+  // The element stride of a buffer access per step of variable `var`, when affine in it.
+  std::optional<int64_t> LinearVarStride(const Buffer& buf, const std::vector<Expr>& indices, int64_t var) const {
     int64_t total = 0;
     for (const auto& [x, stride] : LinearTerms(buf, indices)) {
-      std::optional<int64_t> s = LaneStride(x);
+      std::optional<int64_t> s = VarStride(x, var);
       if (!s) return std::nullopt;
       total += *s * stride;
     }
@@ -291,6 +299,74 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
     for (const Stmt& c : s.body) KEEL_RETURN_IF_ERROR(EmitStmt(r, *c));
     lane_var_ = -1;
     return status_;
+  }
+
+  // A square tile copy `for j (kUnroll, T): for i (kLanes, T): out[..i..j..] =
+  // in[..i..j..]` whose store is unit-stride in i and whose load is unit-stride
+  // in j (the lanes' loads are far apart: a transpose, which emits as T-lane
+  // gathers) is emitted as T contiguous loads along j, an in-register transpose
+  // (log2 T rounds of two-input shuffles) and T contiguous stores along i. The
+  // same values reach the same addresses; only the order of the accesses
+  // differs, and the lanes of a kLanes loop never read what another writes.
+  // Returns false (nothing emitted) for any other loop.
+  bool TryTransposeTile(Region& r, const StmtNode& s, Status& result) {
+    if (lane_var_ >= 0 || s.body.size() != 1 || !s.begin.IsIntConst() || !s.end.IsIntConst()) return false;
+    const StmtNode& lanes = *s.body[0];
+    if (lanes.kind != StmtKind::kFor || lanes.loop != LoopKind::kLanes || lanes.body.size() != 1 ||
+        !lanes.begin.IsIntConst() || !lanes.end.IsIntConst())
+      return false;
+    const int64_t t = s.end.int_value() - s.begin.int_value();
+    if (t < 2 || t > 16 || (t & (t - 1)) != 0 || lanes.end.int_value() - lanes.begin.int_value() != t) return false;
+    const StmtNode& st = *lanes.body[0];
+    if (st.kind != StmtKind::kStore || st.value->kind != ExprKind::kLoad) return false;
+    const Buffer& out = k_.buffer(st.buffer);
+    const Buffer& in = k_.buffer(st.value->buffer);
+    if (out.dtype != in.dtype || out.dtype == DType::kBool || st.buffer == st.value->buffer) return false;
+    const int64_t j = s.var->int_value, i = lanes.var->int_value;
+    std::optional<int64_t> load_i = LinearVarStride(in, st.value->operands, i);
+    if (LinearVarStride(out, st.indices, i) != std::optional<int64_t>(1) ||
+        LinearVarStride(in, st.value->operands, j) != std::optional<int64_t>(1) || !load_i || *load_i == 1)
+      return false;
+    llvm::Type* vt = llvm::FixedVectorType::get(MemType(in.dtype), static_cast<unsigned>(t));
+    const llvm::Align align = ElementAlign(in.dtype);
+    auto address_at = [&](int buffer, const std::vector<Expr>& indices, int64_t iv, int64_t jv) {
+      memo_.clear();
+      r.vars[i] = I64(lanes.begin.int_value() + iv);
+      r.vars[j] = I64(s.begin.int_value() + jv);
+      return Address(r, buffer, indices);
+    };
+    std::vector<llvm::Value*> rows;  // rows[a][b]: the value lane a stores in iteration b
+    for (int64_t a = 0; a < t; ++a) {
+      llvm::Value* addr = address_at(st.value->buffer, st.value->operands, a, 0);
+      if (!addr) { result = Fail("bad transpose load"); return true; }
+      rows.push_back(b_.CreateAlignedLoad(vt, addr, align));
+    }
+    // Swapping the off-diagonal h x h blocks of every 2h x 2h block, for each h,
+    // transposes the tile (each round swaps bit h of the row and column indices).
+    for (int64_t h = t / 2; h >= 1; h /= 2) {
+      for (int64_t a = 0; a < t; ++a) {
+        if (a & h) continue;
+        std::vector<int> low, high;
+        for (int64_t c = 0; c < t; ++c) {
+          low.push_back(static_cast<int>((c & h) ? t + c - h : c));
+          high.push_back(static_cast<int>((c & h) ? t + c : c + h));
+        }
+        llvm::Value* x = rows[static_cast<size_t>(a)];
+        llvm::Value* y = rows[static_cast<size_t>(a + h)];
+        rows[static_cast<size_t>(a)] = b_.CreateShuffleVector(x, y, low);
+        rows[static_cast<size_t>(a + h)] = b_.CreateShuffleVector(x, y, high);
+      }
+    }
+    for (int64_t b = 0; b < t; ++b) {
+      llvm::Value* addr = address_at(st.buffer, st.indices, 0, b);
+      if (!addr) { result = Fail("bad transpose store"); return true; }
+      b_.CreateAlignedStore(rows[static_cast<size_t>(b)], addr, align);
+    }
+    r.vars.erase(i);
+    r.vars.erase(j);
+    memo_.clear();
+    result = status_;
+    return true;
   }
 
   llvm::Value* LibCall(const std::string& f32_name, const std::string& f64_name, llvm::Value* a) {
@@ -433,7 +509,11 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
       case StmtKind::kFor: {
         if (s.loop == LoopKind::kParallel) return EmitParallel(r, s);
         if (s.loop == LoopKind::kLanes) return EmitLanes(r, s);
-        if (s.loop == LoopKind::kUnroll) return EmitUnrolled(r, s, s.begin.int_value(), s.end.int_value(), Child(r));
+        if (s.loop == LoopKind::kUnroll) {
+          Status tile;
+          if (TryTransposeTile(r, s, tile)) return tile;
+          return EmitUnrolled(r, s, s.begin.int_value(), s.end.int_value(), Child(r));
+        }
         llvm::Value *begin = nullptr, *end = nullptr;
         KEEL_RETURN_IF_ERROR(LoopBounds(r, s, begin, end, "bad loop bounds"));
         return EmitLoop(r, s, begin, end, nullptr);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "compiler/codegen/lower_context.h"
+#include "compiler/codegen/lower_transpose.h"
 #include "compiler/ops/channels_last.h"
 #include "compiler/ops/lowering.h"
 #include "compiler/ops/registry.h"
@@ -78,6 +79,18 @@ Result<Stmt> LowerAnchor(LowerContext& ctx, const ops::OpDef& def, const ir::Nod
   return body;
 }
 
+// A group that is one transpose of a kernel input, as tiles (lower_transpose.h)
+// where that form applies.
+std::optional<Stmt> TransposeTilesOf(LowerContext& ctx, const GroupView& view) {
+  if (view.nodes.size() != 1 || view.inputs.size() != 1 || view.outputs.size() != 1) return std::nullopt;
+  const ir::Node& n = *view.nodes[0];
+  const ops::OpDef* def = ops::FindOp(n);
+  if (!def || !def->permutes_axes || n.input(0) != view.inputs[0]) return std::nullopt;
+  Result<std::vector<int64_t>> perm = n.attrs().GetInts("perm", {});
+  if (!perm.ok()) return std::nullopt;
+  return TransposeInTiles(ctx, 0, 1, view.inputs[0]->type().shape, *perm);
+}
+
 std::string Lower(std::string s) {
   std::string r;
   for (char c : s) {
@@ -98,11 +111,13 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     o.gemm_nr = 32;
     o.gemm_mr_max = 14;  // 28 accumulators + 2 B vectors + 1 broadcast
     o.depthwise_plane_chains = 8;
+    o.transpose_tile = 16;
   } else if (features.find("+avx") == std::string::npos) {
     // SSE only (16 xmm registers of 4 floats): 4 x 8 keeps 8 accumulators.
     o.gemm_mr = 4;
     o.gemm_mr_max = 4;
     o.gemm_nr = 8;
+    o.transpose_tile = 4;
   }
   return o;
 }
@@ -117,6 +132,7 @@ LowerOptions LowerOptionsForCuda() {
   o.gemm_panels_outer = false;     // a CPU cache trade-off (measured there only)
   o.conv_subsample_bytes = 0;      // a CPU copy trade-off (measured there only)
   o.gemm_b_in_place_rows = 0;      // a CPU cache trade-off (measured there only)
+  o.transpose_tile = 0;            // register tiles are a CPU form
   return o;
 }
 
@@ -240,6 +256,8 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
     ops::OpTwin twin;  // outlives the kernel's construction
     KEEL_ASSIGN_OR_RETURN(Stmt body, LowerAnchor(ctx, *anchor_def, *anchor, stores, twin));
     stmts.push_back(body);
+  } else if (std::optional<Stmt> tiles = TransposeTilesOf(ctx, view)) {
+    stmts.push_back(*tiles);
   } else {
     for (size_t i = 0; i < view.outputs.size(); ++i) {
       const TensorFn* fn = ctx.Find(view.outputs[i]);

@@ -119,6 +119,11 @@ struct LowerOptions {
   // vectorizes those loops.) Off on the GPU, whose row mapping (gpu_mapping.h)
   // splits the scalar reduction loops over a warp.
   bool lane_row_reductions = true;
+  // Transposes that move the innermost axis (NCHW <-> NHWC) copy tiles of this
+  // many elements square, one vector register a row (lower_transpose.h): 16
+  // floats with AVX-512, 8 with AVX2, 4 with SSE. 0: the generic loop nest (the
+  // GPU's, whose lanes are threads).
+  int64_t transpose_tile = 8;
 };
 
 // Lowering options tuned for a CPU target, given its LLVM feature string

@@ -59,6 +59,39 @@ TEST(Movement, Transpose) {
   CheckOp(b, "Transpose", {b.Input("x", {2, 3, 5, 7})}, Attrs({{"perm", std::vector<int64_t>{0, 2, 3, 1}}}), 7);
 }
 
+// Transposes that move the innermost axis copy square tiles (lower_transpose.h),
+// which the CPU back end transposes in registers: batches > 1, axes that are
+// not whole tiles (the tail channels and the tail pixels take other loops),
+// NCHW -> NHWC and back, a plain matrix, at the tile of each ISA's options
+// (16 AVX-512, 8 AVX2, 4 SSE). Too few channels for a tile keeps the generic
+// loop nest.
+TEST(Movement, TransposeInTiles) {
+  struct Case {
+    std::vector<int64_t> shape, perm;
+    bool tiled;  // at every tile size below
+  };
+  const std::vector<Case> cases = {
+      {{2, 37, 9, 7}, {0, 2, 3, 1}, true},    // [2, 37, 63] -> [2, 63, 37]
+      {{3, 5, 6, 20}, {0, 3, 1, 2}, true},    // NHWC -> NCHW: [3, 30, 20] -> [3, 20, 30]
+      {{1, 16, 8, 4}, {0, 2, 3, 1}, true},    // whole tiles only
+      {{33, 50}, {1, 0}, true},
+      {{2, 3, 5, 7}, {0, 2, 3, 1}, false},    // 3 channels
+  };
+  const std::vector<std::string> isas = {"+avx2,+fma,+avx512f", "+avx2,+fma", "+sse4.2"};
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    for (const std::string& isa : isas) {
+      SCOPED_TRACE(isa);
+      GraphBuilder b;
+      ir::Node* n = b.Op("Transpose", {b.Input("x", c.shape)}, Attrs({{"perm", c.perm}}));
+      ASSERT_NE(n, nullptr);
+      KernelSpec spec = CheckNodeAgainstReference(*n, seed++, 1e-7, 4, LowerOptionsForCpuFeatures(isa));
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_EQ(spec.kernel->ToString().find("in_tiles") != std::string::npos, c.tiled);
+    }
+  }
+}
+
 TEST(Movement, ReshapeFlattenSqueezeUnsqueeze) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {2, 3, 4, 5});
