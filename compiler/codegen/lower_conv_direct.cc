@@ -28,6 +28,18 @@ std::vector<Expr> MemoryOrderIndex(LowerContext& ctx, const std::vector<int64_t>
 
 }  // namespace
 
+Status ReadWindow(const ir::Node& node, size_t sp, ConvGeom& c, std::vector<int64_t>& pads) {
+  const ir::Attributes& at = node.attrs();
+  KEEL_ASSIGN_OR_RETURN(c.s, at.GetInts("strides", std::vector<int64_t>(sp, 1)));
+  KEEL_ASSIGN_OR_RETURN(pads, at.GetInts("pads", std::vector<int64_t>(2 * sp, 0)));
+  KEEL_ASSIGN_OR_RETURN(c.d, at.GetInts("dilations", std::vector<int64_t>(sp, 1)));
+  KEEL_ASSIGN_OR_RETURN(c.groups, at.GetInt("group", 1));
+  if (c.s.size() != sp || pads.size() != 2 * sp || c.d.size() != sp || c.groups <= 0)
+    return InvalidArgument(NodeLabel(node) + ": malformed strides/pads/dilations/group");
+  c.pb.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(sp));
+  return Status::Ok();
+}
+
 Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
                 const StoreFn& store) {
   KernelFunc& k = ctx.kernel();

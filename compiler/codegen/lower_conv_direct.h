@@ -1,7 +1,8 @@
 // compiler/codegen/lower_conv_direct.h — the direct (non-GEMM) convolution
 // forms of lower_conv.cc (internal to compiler/codegen): the CPU's depthwise
 // row kernel, the GPU's depthwise/grouped run-of-outputs kernel and the GPU's
-// transposed-convolution gather, with the window geometry they share.
+// transposed-convolution gather, with the window geometry they share (and
+// its reader, which lower_conv.cc and lower_deform_conv.cc use too).
 //
 // Thread-safety: pure functions building kernel IR into `ctx`'s kernel.
 #pragma once
@@ -23,6 +24,11 @@ struct ConvGeom {
   std::vector<int64_t> in, out, k, s, pb, d;
   size_t sp() const { return in.size(); }
 };
+
+// The window attributes of a canonical Conv/ConvTranspose/DeformConv node (strides,
+// pads, dilations, group) into `c` (its strides, dilations, groups and begin pads)
+// and all 2 * sp pads into `pads`; kInvalidArgument naming the node when malformed.
+Status ReadWindow(const ir::Node& node, size_t sp, ConvGeom& c, std::vector<int64_t>& pads);
 
 // One output row (b, co, leading output coords) per parallel iteration (a
 // 2-D convolution with vector chunks: a block of LowerOptions::depthwise_rows
