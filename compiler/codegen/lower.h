@@ -54,12 +54,6 @@ struct LowerOptions {
   // K block of their panel (or the next task's first) into L2, each a share (lower_gemm.cc);
   // otherwise it arrives from memory at the pace of the first tile's loads.
   bool gemm_prefetch_b = true;
-  // GEMMs whose B was packed at compile time and whose rows are split into several M blocks run
-  // their tasks column blocks outermost, so each thread streams its own share of the weight
-  // instead of all of it (lower_gemm.cc). Off: it measured faster only on a loaded machine; on a
-  // quiet one it took resnet50 1.05-1.06x, convnext_tiny 1.02-1.08x and tiny_bert 1.06-1.07x the
-  // time at 1 and 2 threads (docs/MEASUREMENTS.md, "Keel / ONNX Runtime after cpu23, cpu24 and cpu25").
-  bool gemm_panels_outer = false;
   // GEMMs whose B can be read in place (GemmOperands::b_in_place: a pointwise convolution's
   // input) and packed inside each task read its full panels in place instead where the row
   // tiles times K is at most this: every tile then reads K rows N elements apart, on as many

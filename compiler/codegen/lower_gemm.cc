@@ -140,14 +140,11 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // budget of one A block, since a thread then streams A once per panel
   // (ResNet-50's 1x1 convolutions, with up to 4 MB of weights, measured
   // slower so). docs/MEASUREMENTS.md, "Tasks in panel order".
-  bool columns_outer = !batched && !prepacked && !g.rows_outer && nMB > 1 && M * K <= half_l2_floats;
+  // (B packed at compile time with column blocks outermost too, each thread streaming its own
+  // share of the weight, measured slower on a quiet machine: docs/MEASUREMENTS.md, "Weight
+  // panels outermost, off again".)
+  const bool columns_outer = !batched && !prepacked && !g.rows_outer && nMB > 1 && M * K <= half_l2_floats;
   if (columns_outer) NCP = 1;
-  // B packed at compile time (a weight, streamed from memory) with several M blocks: column
-  // blocks outermost too, keeping the blocks, so that the pool's contiguous chunks give each
-  // thread its own share of the weight's panels (its M blocks then reread them from its L2)
-  // instead of every thread streaming all of them for its own rows (ResNet-50's 1x1
-  // convolutions on 14x14 with pixels as rows, 1.5x ORT's at 2 threads so).
-  if (o.gemm_panels_outer && prepacked && !batched && !g.rows_outer && nMB > 1) columns_outer = true;
   const int64_t nNB = CeilDiv(Np, NCP);
 
   // With one M block, every task owns its panels: it packs each K block of
@@ -228,8 +225,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // one base and no garbage rows are computed).
   // The row tiles of a task's K block prefetch what the task reads next from B, each a share:
   // the same rows of its panel's next K block, or in the last K block the first K block of the
-  // panel NCP further on (the next task's; with column blocks outermost, the next column
-  // block's, the next M block rereading these panels from L2). B packed at compile time is a
+  // panel NCP further on (the next task's). B packed at compile time is a
   // large weight that streams from memory; without this its lines arrive at the pace of the
   // first tile's loads (and issued all by that tile, 512 lines at once, they measured 10-14%
   // slower in BERT-base).
