@@ -66,14 +66,6 @@ void Collect(const KernelFunc& k, const StmtNode& s, Access& a) {
   for (const Stmt& c : s.else_body) Collect(k, *c, a);
 }
 
-bool UsesVar(const Expr& e, int64_t var) {
-  if (e.is_null()) return false;
-  if (e->kind == ExprKind::kVar && e->int_value == var) return true;
-  for (const Expr& o : e->operands)
-    if (UsesVar(o, var)) return true;
-  return false;
-}
-
 // True when `e` may read element `index` (constant indices) of `buffer`.
 bool MayReadElement(const Expr& e, int buffer, const std::vector<Expr>& index) {
   if (e.is_null()) return false;
@@ -155,33 +147,6 @@ bool IndependentLoop(const KernelFunc& k, const StmtNode& loop, LocalPolicy loca
   return LocalsFreshPerIteration(k, body, a);
 }
 
-// The coefficient of `var` in integer expression `e` when `e` is affine in it
-// (sums, differences and products by constants of terms); false otherwise.
-bool AffineIn(const Expr& e, int64_t var, int64_t* coef) {
-  if (!UsesVar(e, var)) {
-    *coef = 0;
-    return true;
-  }
-  if (e->kind == ExprKind::kVar) {
-    *coef = 1;
-    return true;
-  }
-  if (e->kind == ExprKind::kCast) return e->operands.size() == 1 && AffineIn(e->operands[0], var, coef);
-  if (e->kind != ExprKind::kBinary) return false;
-  int64_t a = 0, b = 0;
-  if (!AffineIn(e->operands[0], var, &a) || !AffineIn(e->operands[1], var, &b)) return false;
-  switch (e->binary) {
-    case BinaryOp::kAdd: *coef = a + b; return true;
-    case BinaryOp::kSub: *coef = a - b; return true;
-    case BinaryOp::kMul:
-      if (a == 0 && e->operands[0].IsIntConst()) *coef = e->operands[0].int_value() * b;
-      else if (b == 0 && e->operands[1].IsIntConst()) *coef = a * e->operands[1].int_value();
-      else return false;
-      return true;
-    default: return false;
-  }
-}
-
 // Every argument and workspace element that `s` reads or writes is at a flat
 // (row-major) offset whose coefficient in `var` is 0 or 1: consecutive `var`
 // touch consecutive elements, so a thread's run of them is one vector access.
@@ -192,9 +157,9 @@ bool UnitStrideIn(const KernelFunc& k, const StmtNode& s, int64_t var) {
     if (indices.size() != b.shape.size() && !(indices.size() == 1 && b.shape.empty())) return false;
     int64_t flat = 0, stride = 1;
     for (size_t i = indices.size(); i-- > 0;) {
-      int64_t c = 0;
-      if (!AffineIn(indices[i], var, &c)) return false;
-      flat += c * stride;
+      const std::optional<int64_t> c = VarCoefficient(indices[i], var);
+      if (!c) return false;
+      flat += *c * stride;
       stride *= b.shape.empty() ? 1 : b.shape[i];
     }
     return flat == 0 || flat == 1;

@@ -616,6 +616,28 @@ void PrintExpr(const KernelFunc& k, const Expr& e, std::ostream& os) {
 
 }  // namespace
 
+bool UsesVar(const Expr& e, int64_t var) {
+  if (e.is_null()) return false;
+  if (e->kind == ExprKind::kVar && e->int_value == var) return true;
+  for (const Expr& o : e->operands)
+    if (UsesVar(o, var)) return true;
+  return false;
+}
+
+std::optional<int64_t> VarCoefficient(const Expr& e, int64_t var) {
+  if (!UsesVar(e, var)) return 0;
+  if (e->kind == ExprKind::kVar) return 1;
+  if (e->kind != ExprKind::kBinary) return std::nullopt;
+  if (e->binary != BinaryOp::kAdd && e->binary != BinaryOp::kSub && e->binary != BinaryOp::kMul) return std::nullopt;
+  const std::optional<int64_t> a = VarCoefficient(e->operands[0], var), b = VarCoefficient(e->operands[1], var);
+  if (!a || !b) return std::nullopt;
+  if (e->binary == BinaryOp::kAdd) return *a + *b;
+  if (e->binary == BinaryOp::kSub) return *a - *b;
+  if (*b == 0 && e->operands[1].IsIntConst()) return *a * e->operands[1].int_value();
+  if (*a == 0 && e->operands[0].IsIntConst()) return *b * e->operands[0].int_value();
+  return std::nullopt;
+}
+
 std::string ExprToString(const KernelFunc& k, const Expr& e) {
   std::ostringstream os;
   PrintExpr(k, e, os);

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -267,6 +268,15 @@ class KernelFunc {
 };
 
 std::string ExprToString(const KernelFunc& kernel, const Expr& expr);
+
+// Whether `e` reads variable `var` (anywhere in it, load indices included).
+bool UsesVar(const Expr& e, int64_t var);
+// The coefficient of variable `var` in integer expression `e` when `e` is affine
+// in it: sums, differences and products by an integer constant of terms, where
+// terms not using `var` (other variables, loads) count as constants; nullopt
+// otherwise. The back ends' vector accesses and the GPU mapping's row vectors
+// both decide by it.
+std::optional<int64_t> VarCoefficient(const Expr& e, int64_t var);
 
 // prefix + decimal index, e.g. IndexedName("in", 2) == "in2".
 std::string IndexedName(const char* prefix, int64_t index);

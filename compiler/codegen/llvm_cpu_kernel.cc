@@ -150,34 +150,10 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
   // ---- kLanes emission ----
 
   bool UsesLane(const Expr& e) const { return UsesVar(e, lane_var_); }
-  static bool UsesVar(const Expr& e, int64_t var) {
-    if (e.is_null()) return false;
-    if (e->kind == ExprKind::kVar) return e->int_value == var;
-    for (const Expr& o : e->operands)
-      if (UsesVar(o, var)) return true;
-    return false;
-  }
 
-  // The coefficient of the lane variable when `e` is affine in it (other
-  // variables and loads not involving it count as constants), else nullopt.
-  std::optional<int64_t> LaneStride(const Expr& e) const { return VarStride(e, lane_var_); }
-  static std::optional<int64_t> VarStride(const Expr& e, int64_t var) {
-    if (!UsesVar(e, var)) return 0;
-    switch (e->kind) {
-      case ExprKind::kVar: return 1;
-      case ExprKind::kBinary: {
-        if (e->binary != BinaryOp::kAdd && e->binary != BinaryOp::kSub && e->binary != BinaryOp::kMul) return std::nullopt;
-        std::optional<int64_t> a = VarStride(e->operands[0], var), b = VarStride(e->operands[1], var);
-        if (!a || !b) return std::nullopt;
-        if (e->binary == BinaryOp::kAdd) return *a + *b;
-        if (e->binary == BinaryOp::kSub) return *a - *b;
-        if (*b == 0 && e->operands[1].IsIntConst()) return *a * e->operands[1].int_value();
-        if (*a == 0 && e->operands[0].IsIntConst()) return *b * e->operands[0].int_value();
-        return std::nullopt;
-      }
-      default: return std::nullopt;
-    }
-  }
+  // The coefficient of the lane variable when `e` is affine in it (kernel_ir.h
+  // VarCoefficient), else nullopt.
+  std::optional<int64_t> LaneStride(const Expr& e) const { return VarCoefficient(e, lane_var_); }
 
   std::optional<int64_t> LinearLaneStride(const Buffer& buf, const std::vector<Expr>& indices) const {
     return LinearVarStride(buf, indices, lane_var_);
@@ -186,7 +162,7 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
   std::optional<int64_t> LinearVarStride(const Buffer& buf, const std::vector<Expr>& indices, int64_t var) const {
     int64_t total = 0;
     for (const auto& [x, stride] : LinearTerms(buf, indices)) {
-      std::optional<int64_t> s = VarStride(x, var);
+      std::optional<int64_t> s = VarCoefficient(x, var);
       if (!s) return std::nullopt;
       total += *s * stride;
     }
