@@ -65,6 +65,10 @@ class Backend {
   // candidate convolution `conv` with after space-to-depth when the model is
   // stored in `precision` (0: keep it as it is).
   virtual int64_t SpaceToDepthChannels(const ir::Node& /*conv*/, passes::Precision /*precision*/) const { return 0; }
+  // Im2col (passes/im2col.h): the columns to run the candidate convolution
+  // `conv` with as a GEMM over its column matrix when the model is stored in
+  // `precision` (0: keep it as it is).
+  virtual int64_t Im2ColColumns(const ir::Node& /*conv*/, passes::Precision /*precision*/) const { return 0; }
   // The columns per panel this target's GEMM reads a candidate MatMul's or
   // Gemm's constant B with (the B-panel form), 0 to keep B as it is.
   virtual int64_t PackedBColumns(const ir::Node& /*product*/, const ops::BMatrix& /*b*/) const { return 0; }

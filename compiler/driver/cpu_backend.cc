@@ -289,6 +289,9 @@ void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptio
       return backend.SpaceToDepthChannels(conv, precision);
     };
   }
+  pipeline->im2col = [&backend, precision = pipeline->mixed_precision.precision](const ir::Node& conv) {
+    return backend.Im2ColColumns(conv, precision);
+  };
   pipeline->weight_packing_columns = [&backend](const ir::Node& product, const ops::BMatrix& b) {
     return backend.PackedBColumns(product, b);
   };

@@ -581,6 +581,26 @@ class CudaBackend final : public Backend {
     return bf16_stem ? channels : 0;
   }
 
+  // cuDNN 9 has fast f16 kernels for a convolution over fewer than 8 input
+  // channels (a model's first layer over an RGB image), but not bf16 ones: at
+  // batch 32 on an H200, VGG-11's 3x3 stem over 3 channels took 1.17 ms in bf16
+  // against 0.52 ms in f16, MobileNetV3's strided one 368 against 92 us, and
+  // mc3_18's 3x7x7 video stem at batch 8 1.80 against 0.62 ms (each launched
+  // alone). Padding the channels to 4 or 8 did not close the gap. As a GEMM
+  // over the column matrix (K = the whole window, rounded up to the tensor
+  // cores' multiple of 8) bf16 runs at the f16 GEMM's speed. Windows of at most
+  // 512 values: the column matrix holds that many values per output pixel.
+  // Strided stems that space-to-depth already takes (above) keep that form.
+  int64_t Im2ColColumns(const ir::Node& conv, passes::Precision precision) const override {
+    if (precision != passes::Precision::kBf16) return 0;
+    const std::vector<int64_t>& ws = conv.input(1)->type().shape;  // [O, C, k...]
+    if (ws[1] >= 8 || ws.size() < 4) return 0;
+    int64_t window = 1;
+    for (size_t i = 1; i < ws.size(); ++i) window *= ws[i];
+    const int64_t columns = (window + 7) / 8 * 8;
+    return columns <= 512 ? columns : 0;
+  }
+
   std::string Fingerprint() const override { return fingerprint_; }
 
   // cuDNN's convolutions and pools in half precision run on tensor cores in
@@ -605,7 +625,9 @@ class CudaBackend final : public Backend {
   // Grouped convolutions (not depthwise: those are generated) cuDNN runs slower in
   // NHWC than in NCHW, as its depthwise ones measured on an H200 (backend-API
   // engines included): kernels beyond 3x3 (ConvNeXt's 7x7: 5.8 -> 9.5 ms at batch
-  // 32 in fp16) and bf16 (MobileNetV2's 3x3: 2.0 -> 4.7 ms).
+  // 32 in fp16). Not bf16 any more: with the backend-API engines competing, the
+  // NHWC form took ResNeXt-50 in bf16 at batch 32 from 3.056 to 1.415 ms on an
+  // H200 (fp16 1.345), where NCHW also cost two transposes per convolution.
   // 3-D grouped ones stay NCDHW too: the backend-API engines, which give the 2-D
   // ones their fast NHWC kernels, take channels-last 2-D problems only.
   static bool SlowChannelsLast(const ir::Node& conv) {
@@ -615,7 +637,7 @@ class CudaBackend final : public Backend {
     if (w->type().shape.size() == 5) return true;
     if (w->type().shape.size() != 4) return false;
     const auto& ws = w->type().shape;
-    return ws[2] > 3 || ws[3] > 3 || w->type().dtype == ir::DType::kBF16;
+    return ws[2] > 3 || ws[3] > 3;
   }
   bool ChannelsLastByDefault(passes::Precision precision) const override {
     return precision == passes::Precision::kFp16 || precision == passes::Precision::kBf16;

@@ -41,6 +41,7 @@ void RegisterAllOps(Registry& r) {
   RegisterSignalDftOps(r);
   RegisterLinalgOps(r);
   RegisterBitCastOps(r);
+  RegisterIm2ColOps(r);
 }
 
 }  // namespace keel::ops

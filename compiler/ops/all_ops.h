@@ -46,5 +46,6 @@ void RegisterSignalWindowOps(Registry& r);
 void RegisterSignalDftOps(Registry& r);
 void RegisterLinalgOps(Registry& r);
 void RegisterBitCastOps(Registry& r);
+void RegisterIm2ColOps(Registry& r);
 
 }  // namespace keel::ops

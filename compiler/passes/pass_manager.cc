@@ -18,6 +18,7 @@
 #include "compiler/passes/reduction_split.h"
 #include "compiler/passes/shape_inference.h"
 #include "compiler/passes/simplify.h"
+#include "compiler/passes/im2col.h"
 #include "compiler/passes/space_to_depth.h"
 #include "compiler/passes/verify.h"
 #include "compiler/passes/weight_packing.h"
@@ -64,7 +65,7 @@ std::vector<PassInfo> PassManager::List() const {
 namespace {
 const std::vector<std::string>& RegisteredNames() {
   static const std::vector<std::string> names = {"attention-fusion", "batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion", "gelu-fusion",
-                                                 "mixed-precision", "pad-folding", "reduction-split", "shape-inference", "simplify", "space-to-depth", "verify", "weight-packing", "winograd"};
+                                                 "im2col", "mixed-precision", "pad-folding", "reduction-split", "shape-inference", "simplify", "space-to-depth", "verify", "weight-packing", "winograd"};
   return names;
 }
 }  // namespace
@@ -87,6 +88,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "winograd") return std::unique_ptr<Pass>(new WinogradPass(options.winograd));
   if (name == "weight-packing") return std::unique_ptr<Pass>(new WeightPackingPass(options.weight_packing, options.weight_packing_columns));
   if (name == "space-to-depth") return std::unique_ptr<Pass>(new SpaceToDepthPass(options.space_to_depth));
+  if (name == "im2col") return std::unique_ptr<Pass>(new Im2ColPass(options.im2col));
   if (name == "reduction-split") return std::unique_ptr<Pass>(new ReductionSplitPass(options.reduction_split));
   if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
   return NotFound("unknown pass '" + name + "'");
@@ -104,7 +106,7 @@ std::vector<PassInfo> ListPasses() {
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse", "gelu-fusion",
                                  "batchnorm-folding", "pad-folding", "shape-inference", "simplify", "space-to-depth",
-                                 "reduction-split", "mixed-precision",
+                                 "im2col", "reduction-split", "mixed-precision",
                                  "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
                                  "verify"};
   for (const std::string& d : options.disabled) {

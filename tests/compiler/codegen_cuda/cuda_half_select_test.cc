@@ -154,10 +154,11 @@ Compiled ExpectSamePicks(const onnx::ModelProto& m, const std::vector<std::strin
 
 TEST(CudaHalfSelect, ConvolutionsOfEveryRankAreCudnnKernels) {
   onnx::ModelProto m = NewModel(17);
-  // 2-D conv + bias + Relu, a residual Add; then a 1x1 conv (no bias) + Clip(0, 6).
-  AddInput(m, "x", {1, 4, 10, 10});
+  // 2-D conv + bias + Relu, a residual Add (over 8 channels: bf16 runs fewer as a
+  // GEMM, Bf16ConvolutionOverFewChannelsRunsAsAGemm below).
+  AddInput(m, "x", {1, 8, 10, 10});
   AddInput(m, "r", {1, 8, 10, 10});
-  AddInitF32(m, "w", {8, 4, 3, 3}, Filled(8 * 4 * 9, 0.01f));
+  AddInitF32(m, "w", {8, 8, 3, 3}, Filled(8 * 8 * 9, 0.01f));
   AddInitF32(m, "b", {8}, Filled(8, 0.5f));
   onnx::NodeProto* conv = AddNode(m, "Conv", {"x", "w", "b"}, {"c"});
   AttrInts(conv, "pads", {1, 1, 1, 1});
@@ -308,6 +309,46 @@ TEST(CudaHalfSelect, Bf16StemRunsAfterSpaceToDepth) {
     const bool s2d = p == Precision::kBf16;
     EXPECT_EQ(w, s2d ? std::vector<int64_t>({8, 4, 4, 16}) : p == Precision::kFp16 ? std::vector<int64_t>({8, 7, 7, 3})
                                                                                       : std::vector<int64_t>({8, 3, 7, 7}));
+  }
+}
+
+// A convolution over fewer than 8 channels (VGG's 3x3 stem, mc3_18's 3x7x7
+// video stem) runs in bf16 as keel.Im2Col and one GEMM whose K is the window
+// rounded up to 8 (cuDNN has no fast bf16 kernel for it, see cuda_backend.cc);
+// fp16 and fp32 keep cuDNN, and so does a bf16 convolution over 8 channels.
+TEST(CudaHalfSelect, Bf16ConvolutionOverFewChannelsRunsAsAGemm) {
+  struct Case {
+    std::vector<int64_t> x, w, strides, pads;
+    int64_t columns;  // the GEMM's K in bf16; 0: cuDNN in bf16 too
+  };
+  for (const Case& t : {Case{{2, 3, 20, 18}, {16, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, 32},
+                        Case{{1, 3, 6, 14, 14}, {16, 3, 3, 7, 7}, {1, 2, 2}, {1, 3, 3, 1, 3, 3}, 448},
+                        Case{{2, 8, 20, 18}, {16, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}, 0}}) {
+    onnx::ModelProto m = NewModel(17);
+    AddInput(m, "x", t.x);
+    int64_t n = 1;
+    for (int64_t d : t.w) n *= d;
+    AddInitF32(m, "w", t.w, Filled(static_cast<size_t>(n), 0.01f));
+    onnx::NodeProto* conv = AddNode(m, "Conv", {"x", "w"}, {"y"});
+    AttrInts(conv, "strides", t.strides);
+    AttrInts(conv, "pads", t.pads);
+    AddOutput(m, "y");
+    for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
+      SCOPED_TRACE(std::string(passes::PrecisionName(p)) + " over " + std::to_string(t.x[1]) + " channels, " +
+                   std::to_string(t.x.size() - 2) + "-D");
+      auto c = CompileForCuda(m, p);
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      ASSERT_EQ(c->library.size(), 1u);
+      if (p == Precision::kBf16 && t.columns != 0) {
+        EXPECT_EQ(c->library[0].op, lo::kCublasGemm);
+        EXPECT_EQ(c->library[0].shapes[1], (std::vector<int64_t>{t.columns, t.w[0]}));
+        bool gather = false;
+        for (const std::string& name : c->generated_names) gather = gather || name.find("im2col") != std::string::npos;
+        EXPECT_TRUE(gather);
+      } else {
+        EXPECT_NE(c->library[0].op, lo::kCublasGemm);
+      }
+    }
   }
 }
 
