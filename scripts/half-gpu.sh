@@ -33,6 +33,8 @@
 # skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch);
 # KEEL_HALF_TORCH_TIMEOUT=S bounds each PyTorch run (default 500 s: a max-autotune compile
 # included).
+# KEEL_HALF_KEELC_FLAGS: more keelc options for every compile (e.g. --disable-pass=im2col, for an
+# A/B in one call).
 # KEEL_HALF_NCU=P: the device time of every kernel from Nsight Compute (ncu_MODEL.P.bBATCH.txt),
 # without the launch overheads that --kernels includes, with the timing run's library choices
 # (its tuning file).
@@ -136,10 +138,10 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
       for p in $precisions; do echo "$m $b $p $shape" >>"$work/jobs.txt"; done
     done
   done
-  export KEELC="$kdir/keelc/keelc" KEELC_LIB="$kdir/keelc/lib" WORK=$work LOGS=$out
+  export KEELC="$kdir/keelc/keelc" KEELC_LIB="$kdir/keelc/lib" WORK=$work LOGS=$out KEEL_HALF_KEELC_FLAGS=${KEEL_HALF_KEELC_FLAGS:-}
   # A precision may name a layout: fp16-nchw is keelc --precision fp16 --layout nchw.
   xargs -P 6 -L 1 bash -c 'l=auto; case $2 in *-*) l=${2#*-} ;; esac
-    LD_LIBRARY_PATH="$KEELC_LIB:$LD_LIBRARY_PATH" timeout 400 "$KEELC" "$WORK/$0.onnx" \
+    LD_LIBRARY_PATH="$KEELC_LIB:$LD_LIBRARY_PATH" timeout 400 "$KEELC" "$WORK/$0.onnx" $KEEL_HALF_KEELC_FLAGS \
     -o "$WORK/$0.$2.b$1.keel" --target cuda --precision "${2%%-*}" --layout "$l" --input-shape "input=$1,$3" \
     >"$LOGS/keelc_$0.$2.b$1.log" 2>&1 \
     || echo "$0.$2.b$1: keelc failed: $(tail -1 "$LOGS/keelc_$0.$2.b$1.log")" >>"$LOGS/results.txt"' <"$work/jobs.txt"

@@ -1,20 +1,22 @@
-// compiler/ops/im2col.cc — keel.Im2Col, the column matrix of a convolution:
+// compiler/ops/im2col.cc — keel.Im2Col, the transposed column matrix of a
+// convolution:
 //
 //   input   X [N, C, S_1..S_d] (channels first, d = 1..3)
-//   output  [N, O_1..O_d, columns]: for output pixel o, column j = tap * C + c
-//           holds X[n, c, o * stride - pad_begin + t * dilation] for the
-//           kernel offset t = the tap-th of kernel_shape in row-major order;
-//           0 where that position is padding and in columns C * taps and up
-//           (zero columns that round the row up to a library's alignment).
+//   output  [columns, N, O_1..O_d]: row j = tap * C + c holds, for every
+//           output pixel o, X[n, c, o * stride - pad_begin + t * dilation] for
+//           the kernel offset t = the tap-th of kernel_shape in row-major order;
+//           0 where that position is padding, and rows C * taps and up are 0
+//           (zero rows that round K up to a library's alignment).
 //
 // Attributes are a convolution's canonical window (ops/window.h: kernel_shape,
 // strides, dilations, pads) plus `columns` (>= C * prod(kernel_shape)).
-// So Conv(X, W) + B = Im2Col(X) x W' + B with W'[tap * C + c, o] = W[o, c, t]
+// So Conv(X, W) + B = Im2Col(X)^T x W' + B with W'[tap * C + c, o] = W[o, c, t]
 // (zero rows past C * taps): passes/im2col.h rewrites a convolution over few
-// input channels into that GEMM where a target prefers it. Internal (domain
-// "keel"; never imported). Injective: each output element is one input element
-// or zero, so it fuses with its producers (a Cast of the model's input) and
-// its lowering is also its reference semantics.
+// input channels into that GEMM where a target prefers it. Pixels are the
+// innermost axis so that neighbouring elements read neighbouring input
+// positions (coalesced on a GPU) and share their row's index arithmetic.
+// Internal (domain "keel"; never imported). Injective: each output element is
+// one input element or zero, so its lowering is also its reference semantics.
 #include "compiler/codegen/lower_context.h"
 #include "compiler/ops/lowering.h"
 #include "compiler/ops/movement_util.h"
@@ -44,9 +46,8 @@ Result<std::vector<ir::TensorType>> InferIm2Col(const ir::Node& node) {
                                " the window reads");
   }
   KEEL_ASSIGN_OR_RETURN(auto out_spatial, WindowOutput(node, spatial, false));
-  std::vector<int64_t> out{x.shape[0]};
+  std::vector<int64_t> out{columns, x.shape[0]};
   out.insert(out.end(), out_spatial.begin(), out_spatial.end());
-  out.push_back(columns);
   KEEL_RETURN_IF_ERROR(CheckedElements(node, out).status());
   return One({x.dtype, out});
 }
@@ -65,16 +66,16 @@ Status DefineIm2Col(codegen::LowerContext& ctx, const ir::Node& node) {
   TensorFn fn;
   fn.type = node.output(0)->type();
   fn.at = [=](const std::vector<Expr>& idx) -> Expr {
-    const Expr& col = idx[d + 1];
+    const Expr& col = idx[0];
     Expr tap = col / C;
     std::vector<Expr> src(d + 2);
-    src[0] = idx[0];
+    src[0] = idx[1];
     src[1] = col % C;
     Expr inside = col < used;
     for (size_t i = d; i-- > 0;) {  // the last kernel dim varies fastest
       const Expr t = tap % kernel[i];
       tap = tap / kernel[i];
-      Expr s = idx[1 + i] * strides[i] + t * dilations[i] - pads[i];
+      Expr s = idx[2 + i] * strides[i] + t * dilations[i] - pads[i];
       inside = inside && (s >= 0) && (s < xs[2 + i]);
       src[2 + i] = codegen::Clamp(s, 0, xs[2 + i] - 1);
     }

@@ -89,12 +89,24 @@ Status Im2ColPass::Run(ir::Graph& graph) {
     ir::Value* w = n->input(1);
     auto [it, inserted] = rearranged.try_emplace({static_cast<int64_t>(w->id()), columns}, nullptr);
     if (inserted) it->second = graph.AddConstant(w->name() + "/im2col", ColumnWeight(*w->constant(), columns));
-    ir::Node* last = graph.InsertNodeBefore(n, "MatMul", base + "/matmul", {cols->output(0), it->second}, 1);
+    // [columns, N, O...] as the matrix [columns, N * prod(O)], the GEMM's A transposed.
+    const std::vector<int64_t>& ys = n->output(0)->type().shape;  // [N, Co, O...]
+    int64_t pixels = ys[0];
+    for (size_t i = 2; i < ys.size(); ++i) pixels *= ys[i];
+    ir::Node* flat = graph.InsertNodeBefore(n, "keel.Reshape", base + "/matrix", {cols->output(0)}, 1);
+    flat->attrs().Set("shape", std::vector<int64_t>{columns, pixels});
+    KEEL_RETURN_IF_ERROR(SetInferredType(flat));
+    std::vector<ir::Value*> operands{flat->output(0), it->second};
+    if (n->inputs().size() > 2 && n->input(2) != nullptr) operands.push_back(n->input(2));
+    ir::Node* gemm = graph.InsertNodeBefore(n, "Gemm", base + "/gemm", operands, 1);
+    gemm->attrs().Set("transA", int64_t{1});
+    KEEL_RETURN_IF_ERROR(SetInferredType(gemm));
+    std::vector<int64_t> nhwc{ys[0]};
+    nhwc.insert(nhwc.end(), ys.begin() + 2, ys.end());
+    nhwc.push_back(ys[1]);
+    ir::Node* last = graph.InsertNodeBefore(n, "keel.Reshape", base + "/nhwc", {gemm->output(0)}, 1);
+    last->attrs().Set("shape", nhwc);
     KEEL_RETURN_IF_ERROR(SetInferredType(last));
-    if (n->inputs().size() > 2 && n->input(2) != nullptr) {
-      last = graph.InsertNodeBefore(n, "Add", base + "/bias", {last->output(0), n->input(2)}, 1);
-      KEEL_RETURN_IF_ERROR(SetInferredType(last));
-    }
     std::vector<int64_t> perm{0, static_cast<int64_t>(d) + 1};
     for (size_t i = 1; i <= d; ++i) perm.push_back(static_cast<int64_t>(i));
     ir::Node* back = graph.InsertNodeBefore(n, "Transpose", base + "/to_nchw", {last->output(0)}, 1);

@@ -1,15 +1,17 @@
 // compiler/passes/im2col.h — runs a convolution over few input channels as a
 // GEMM over its column matrix:
 //
-//   Conv(X, W, B)  ->  Transpose(Add(MatMul(keel.Im2Col(X), W'), B))
+//   Conv(X, W, B)  ->  Transpose(Reshape(Gemm(Reshape(keel.Im2Col(X)), W', B, transA=1)))
 //
 // keel.Im2Col (ops/im2col.cc) gathers each output pixel's window into one
-// row of `columns` values, tap-major ([N, O..., columns]); W' [columns, Co] is
-// the weight rearranged at compile time to match (zero rows past C * taps);
-// the product is the output channels-last and a Transpose gives the
-// convolution's [N, Co, O...] back (the channels-last pass cancels it against
-// the next layer's). The result is the same function (the same products; only
-// the summation order changes). Why: a library may have no fast kernel for a
+// column of a [columns, pixels] matrix (tap-major rows; pixels innermost, so
+// its reads coalesce), the GEMM takes it transposed; W' [columns, Co] is the
+// weight rearranged at compile time to match (zero rows past C * taps), B the
+// GEMM's row bias. The product is the output channels-last ([N, O..., Co], a
+// view of the GEMM's rows) and a Transpose gives the convolution's
+// [N, Co, O...] back (the channels-last pass cancels it against the next
+// layer's). The result is the same function (the same products; only the
+// summation order changes). Why: a library may have no fast kernel for a
 // convolution over a handful of channels (cuDNN 9's bf16 stems, see
 // driver/cuda_backend.cc), while a GEMM whose K is the whole window runs on the
 // tensor cores at any channel count.

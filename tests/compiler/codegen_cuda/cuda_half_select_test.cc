@@ -313,13 +313,15 @@ TEST(CudaHalfSelect, Bf16StemRunsAfterSpaceToDepth) {
 }
 
 // A convolution over fewer than 8 channels (VGG's 3x3 stem, mc3_18's 3x7x7
-// video stem) runs in bf16 as keel.Im2Col and one GEMM whose K is the window
-// rounded up to 8 (cuDNN has no fast bf16 kernel for it, see cuda_backend.cc);
-// fp16 and fp32 keep cuDNN, and so does a bf16 convolution over 8 channels.
+// video stem) runs in half precision as keel.Im2Col and one GEMM whose K is the
+// window rounded up to 8 (cuDNN has no fast bf16 kernel for it, and its f16 one
+// is slower than the GEMM, see cuda_backend.cc); fp32 keeps cuDNN, and so does
+// a convolution over 8 channels. (ResNet's strided 7x7 stem keeps cuDNN's f16
+// first-layer kernel: Bf16StemRunsAfterSpaceToDepth.)
 TEST(CudaHalfSelect, Bf16ConvolutionOverFewChannelsRunsAsAGemm) {
   struct Case {
     std::vector<int64_t> x, w, strides, pads;
-    int64_t columns;  // the GEMM's K in bf16; 0: cuDNN in bf16 too
+    int64_t columns;  // the GEMM's K in half precision; 0: cuDNN there too
   };
   for (const Case& t : {Case{{2, 3, 20, 18}, {16, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, 32},
                         Case{{1, 3, 6, 14, 14}, {16, 3, 3, 7, 7}, {1, 2, 2}, {1, 3, 3, 1, 3, 3}, 448},
@@ -339,8 +341,9 @@ TEST(CudaHalfSelect, Bf16ConvolutionOverFewChannelsRunsAsAGemm) {
       auto c = CompileForCuda(m, p);
       ASSERT_TRUE(c.ok()) << c.status().ToString();
       ASSERT_EQ(c->library.size(), 1u);
-      if (p == Precision::kBf16 && t.columns != 0) {
+      if (p != Precision::kFp32 && t.columns != 0) {
         EXPECT_EQ(c->library[0].op, lo::kCublasGemm);
+        EXPECT_EQ(c->library[0].shapes[0][0], t.columns);  // A transposed: [columns, pixels]
         EXPECT_EQ(c->library[0].shapes[1], (std::vector<int64_t>{t.columns, t.w[0]}));
         bool gather = false;
         for (const std::string& name : c->generated_names) gather = gather || name.find("im2col") != std::string::npos;

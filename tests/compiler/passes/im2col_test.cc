@@ -1,6 +1,6 @@
 // tests/compiler/passes/im2col_test.cc — the im2col pass (compiler/passes/im2col.h)
 // and keel.Im2Col (compiler/ops/im2col.cc): a convolution over few channels
-// becomes keel.Im2Col, MatMul, (Add) and a Transpose with the same values
+// becomes keel.Im2Col, a Gemm (bias as its C) and a Transpose with the same values
 // (reference evaluator) on odd shapes: VGG's padded 3x3 stem with zero columns
 // past the window, a strided 3x3 over one channel with uneven pads and exactly
 // the window's columns, a dilated 2x3 kernel, a 1-D convolution, and a 3-D
@@ -88,13 +88,13 @@ TEST(Im2Col, ConvolutionsKeepTheirValues) {
     const auto h = Histogram(*g);
     EXPECT_EQ(h.count("Conv"), 0u);
     ASSERT_EQ(h.count("keel.Im2Col"), 1u);
-    EXPECT_EQ(h.at("MatMul"), 1);
-    EXPECT_EQ(h.count("Add") ? h.at("Add") : 0, spec.bias ? 1 : 0);
+    EXPECT_EQ(h.at("Gemm"), 1);
     EXPECT_EQ(h.at("Transpose"), 1);
     for (const ir::Node* n : g->nodes()) {
-      if (n->op_type() != "MatMul") continue;
-      EXPECT_EQ(n->input(0)->type().shape.back(), columns);
+      if (n->op_type() != "Gemm") continue;
+      EXPECT_EQ(n->input(0)->type().shape[0], columns);  // A transposed: [columns, pixels]
       EXPECT_EQ(n->input(1)->type().shape, (std::vector<int64_t>{columns, spec.o}));
+      EXPECT_EQ(n->inputs().size(), spec.bias ? 3u : 2u);
     }
   }
 }
@@ -119,7 +119,7 @@ TEST(Im2Col, SharedWeightIsRearrangedOnce) {
   ASSERT_NE(g, nullptr);
   std::vector<const ir::Value*> weights;
   for (const ir::Node* n : g->nodes())
-    if (n->op_type() == "MatMul") weights.push_back(n->input(1));
+    if (n->op_type() == "Gemm") weights.push_back(n->input(1));
   ASSERT_EQ(weights.size(), 2u);
   EXPECT_EQ(weights[0], weights[1]);
 }
