@@ -62,8 +62,7 @@ Result<Stmt> LowerAnchor(LowerContext& ctx, const ops::OpDef& def, const ir::Nod
     KEEL_ASSIGN_OR_RETURN(const TensorFn* real, ctx.Input(anchor, i));
     TensorFn fn = *real;
     fn.type = twin.twin->input(i)->type();
-    const auto& listed = def.channels_last_operands;
-    if (std::find(listed.begin(), listed.end(), i) != listed.end()) {  // a moved operand
+    if (ops::MovesOperand(def, anchor, i)) {
       fn.buffer = -1;
       fn.channels_last_buffer = real->buffer;
       fn.at = [real, to_last](const std::vector<Expr>& idx) { return real->at(to_last(idx)); };

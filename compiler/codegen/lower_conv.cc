@@ -447,8 +447,11 @@ bool ReadPlainConv(const LowerOptions& o, const ir::Node& conv, PlainConv* p) {
   p->ws = conv.input(1)->type().shape;
   p->ys = conv.output(0)->type().shape;
   const size_t rank = p->xs.size();
-  // Any other form's weight (Winograd's U, channels-last) has another rank or layout.
-  if (rank < 3 || p->ws.size() != rank || p->ys.size() != rank || ops::IsChannelsLast(conv)) return false;
+  // Any other form's weight (Winograd's U, channels-last) has another rank or layout; the
+  // output-only channels-last form keeps the weight and moves the output alone.
+  if (rank < 3 || p->ws.size() != rank || p->ys.size() != rank) return false;
+  if (ops::IsChannelsLast(conv) && !ops::IsOutputChannelsLast(conv)) return false;
+  if (ops::IsOutputChannelsLast(conv)) p->ys = ops::PermuteShape(p->ys, ops::ToChannelsFirstPerm(rank));
   if (conv.input(1)->type().dtype != DType::kF32 || p->ws[1] != p->xs[1] || p->ys[1] != p->ws[0]) return false;
   return ReadWindow(conv, rank - 2, p->c, p->pads).ok() && p->c.groups == 1;
 }
@@ -479,8 +482,11 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   return 1.0 + static_cast<double>(nr) / static_cast<double>(K) < plain ? nr : 0;
 }
 
-int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
-  if (int64_t nr = PointwisePixelRows(o, conv)) return nr;
+int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv, bool nhwc_output) {
+  nhwc_output = nhwc_output || ops::IsOutputChannelsLast(conv);
+  if (!nhwc_output) {
+    if (int64_t nr = PointwisePixelRows(o, conv)) return nr;
+  }
   PlainConv pc;
   if (o.conv_pixel_rows <= 0 || !ReadPlainConv(o, conv, &pc)) return 0;
   const std::vector<int64_t>&xs = pc.xs, &ws = pc.ws, &ys = pc.ys;
@@ -498,8 +504,9 @@ int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
   // convolutions with pixels as rows"): 0.57-0.93 for every such layer of ResNet-18 (3x3 stride
   // 2 from 56x56 to 7x7, 1x1 stride 2, 3x3 at 7x7) and for 3x3 layers at 13x13 and 14x14; a
   // 224x224 stem 0.95-1.05 (not worth the scattered stores of 12,544 pixels: the pixel bound).
+  // Stored channels-last, a pixel's NR output channels are one vector store: no pixel bound.
   const int64_t nr = GemmPanelWidth(o);
-  if (pointwise || pixels > o.conv_pixel_rows || ws[0] % nr != 0 || img > INT32_MAX) return 0;
+  if (pointwise || (!nhwc_output && pixels > o.conv_pixel_rows) || ws[0] % nr != 0 || img > INT32_MAX) return 0;
   // A strided unpadded 1x1 one that runs as the stride-1 one over a compact image (LowerConv):
   // above the pointwise bound, the implicit GEMM's form of that (ResNet-50's 256 -> 512 from
   // 56x56 to 28x28: 0.70 against 1.03 ms at 2 threads).
@@ -560,8 +567,11 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     ic.P[d] = std::max(c.in[d] + c.pb[d], (c.out[d] - 1) * c.s[d] + (c.k[d] - 1) * c.d[d] + 1);
     ic.direct = ic.direct && c.pb[d] == 0 && ic.P[d] == c.in[d];
   }
-  // A dense convolution on few pixels with its weight packed for it: pixels as rows.
-  const bool pixel_rows = packed_rows > 0 && packed_rows == ConvPixelRows(ctx.options(), node);
+  // A dense convolution on few pixels with its weight packed for it: pixels as rows; so is the
+  // twin of one in the output-only channels-last form (ops/channels_last.h: the output stored
+  // NHWC, X a plain NCHW buffer, where a moved X is read through its permutation instead).
+  const bool nhwc_output = ctx.channels_last_output() && X.buffer >= 0;
+  const bool pixel_rows = packed_rows > 0 && packed_rows == ConvPixelRows(ctx.options(), node, nhwc_output);
   KernelFunc* kp = &k;
   if (packed_rows > 0) {
     // Each group's [Mg, Cg * KK] matrix in row panels: flat offsets into the weight.

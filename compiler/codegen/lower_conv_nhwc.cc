@@ -214,7 +214,7 @@ NhwcConv NhwcConvForm(const ConvGeom& c) {
 NhwcConv NhwcConvFormOf(const ir::Node& conv) {
   const ops::OpDef* def = ops::FindOp(conv);
   if (def == nullptr || def->library != ops::LibraryCall::kConv || conv.outputs().size() != 1 ||
-      conv.inputs().size() < 2) {
+      conv.inputs().size() < 2 || ops::IsOutputChannelsLast(conv)) {
     return NhwcConv::kNone;
   }
   const ir::Value *x = conv.input(0), *w = conv.input(1), *y = conv.output(0);

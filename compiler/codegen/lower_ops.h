@@ -125,7 +125,11 @@ int64_t PointwisePixelRows(const LowerOptions& options, const ir::Node& conv);
 // plain implicit GEMM it neither pads the pixels to whole column panels nor
 // packs them at run time. LowerConv takes it when the weight is packed with
 // that many rows; the Winograd rule weighs it (CpuBackend::WinogradTile).
-int64_t ConvPixelRows(const LowerOptions& options, const ir::Node& conv);
+// A node in the output-only channels-last form (ops/channels_last.h), or the
+// twin of one (`nhwc_output`), stores each pixel's NR output channels as one
+// vector: NR for any such dense convolution however many its pixels (a
+// network's stem), never the pointwise form.
+int64_t ConvPixelRows(const LowerOptions& options, const ir::Node& conv, bool nhwc_output = false);
 // A Conv in Winograd form (compiler/ops/winograd.h) with output tile side `tile`
 // (2 or 4): lower_winograd.cc. packed_rows > 0: each of U's (m+2)^2 [Co, Ci]
 // matrices is in the row-panel layout with that many rows per panel.

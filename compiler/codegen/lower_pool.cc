@@ -6,7 +6,9 @@
 // parallel over output rows (image, channel and every spatial dim but the
 // last); the window's leading dims are serial loops guarded per dim, and the
 // last spatial dim is the column: interior columns run as vector chunks
-// (kLanes), border columns with clamped-and-guarded window reads. The Indices
+// (kLanes), border columns with clamped-and-guarded window reads; a max pool
+// on wide rows first takes the maximum over the window's leading dims for every
+// input column, then its taps along the row from that. The Indices
 // output (first maximum's flat input index) and integer max pools always use
 // the scalar column path.
 #include <algorithm>
@@ -181,6 +183,27 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
     const Lead l = make_lead();
     int acc = k.AddLocal("pool_vacc", DType::kF32, {L});
     int cnt = k.AddLocal("pool_cnt", DType::kF32, {1});
+    // A max pool with leading window dims and rows of at least 16 interior outputs first takes
+    // the maximum over those dims for every input column of the row (unit-stride loads), then
+    // the taps along the row from that: KW times fewer strided reads than every tap of every
+    // window row (SqueezeNet's 111x111 -> 55x55, 64 channels: 0.082-0.090 -> 0.075 ms at 2
+    // threads; on rows of 13 outputs the extra pass cost more than it saved).
+    const bool columns_first = mode == PoolKind::kMax && last > 0 && L == 16 && W >= L;
+    int cols = -1;
+    if (columns_first) {
+      const Lead vl = make_lead();
+      cols = k.AddLocal("pool_cols", DType::kF32, {W});
+      Expr qc = k.NewVar("qc"), j0 = k.NewVar("j"), j1 = k.NewVar("j");
+      Expr c0 = Min(qc * L, Expr(W - L));
+      std::vector<Expr> xi{b, c};
+      for (size_t d = 0; d < last; ++d) xi.push_back(vl.coords[d]);
+      xi.push_back(c0 + j1);
+      Stmt update = For(j1, 0, L, LoopKind::kLanes,
+                        k.Store(cols, {c0 + j1}, Max(k.Load(cols, {c0 + j1}), Cast(X.at(xi), DType::kF32))));
+      body.push_back(For(qc, 0, (W + L - 1) / L, LoopKind::kSerial,
+                         Block({For(j0, 0, L, LoopKind::kLanes, k.Store(cols, {c0 + j0}, init)),
+                                wrap_lead(vl, vl.ok.is_null() ? update : If(vl.ok, update))})));
+    }
     Expr q = k.NewVar("q");
     Expr ow0 = Min(q * L + ilo, ihi - L);
     Expr n = k.Load(cnt, {Expr(0)});
@@ -190,12 +213,12 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
       std::vector<Expr> xi{b, c};
       for (size_t d = 0; d < last; ++d) xi.push_back(l.coords[d]);
       xi.push_back((ow0 + j) * sw + (kw * dw - pl));
-      Expr x = Cast(X.at(xi), DType::kF32);
+      Expr x = columns_first ? k.Load(cols, {(ow0 + j) * sw + (kw * dw - pl)}) : Cast(X.at(xi), DType::kF32);
       Expr a = k.Load(acc, {j});
       Expr v = mode == PoolKind::kMax ? Max(a, x) : mode == PoolKind::kLp ? a + LpTerm(x, p) : a + x;
       taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, v)));
     }
-    Stmt tap_block = l.ok.is_null() ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
+    Stmt tap_block = l.ok.is_null() || columns_first ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
     Expr counted = cip ? l.counted : l.ok;
     Stmt count_update =
         k.Store(cnt, {Expr(0)}, n + (counted.is_null() ? FloatConst(static_cast<double>(KW))
@@ -204,7 +227,7 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
     Stmt chunk = Block({
         For(j0, 0, L, LoopKind::kLanes, k.Store(acc, {j0}, init)),
         k.Store(cnt, {Expr(0)}, FloatConst(0)),
-        wrap_lead(l, Block({tap_block, count_update})),
+        columns_first ? tap_block : wrap_lead(l, Block({tap_block, count_update})),
         For(j1, 0, L, LoopKind::kLanes, stores[0](out_index(ow0 + j1), finish(k.Load(acc, {j1}), n))),
     });
     body.push_back(For(q, 0, (ihi - ilo + L - 1) / L, LoopKind::kSerial, chunk));

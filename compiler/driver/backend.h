@@ -48,7 +48,8 @@ class Backend {
   // Text that identifies every kernel selected so far (hashed into the library id).
   virtual std::string Fingerprint() const = 0;
   // Layout (passes/channels_last.h): whether this channels-first node (an op
-  // with a channels-last form) should run in channels-last form; and whether
+  // with a channels-last form) should run in channels-last form, or a node
+  // in the output-only form (ops::IsOutputChannelsLast) in that form; and whether
   // keelc --layout auto means channels-last for graphs stored in `precision`.
   virtual bool PrefersChannelsLast(const ir::Node& /*node*/) const { return false; }
   virtual bool ChannelsLastByDefault(passes::Precision /*precision*/) const { return false; }

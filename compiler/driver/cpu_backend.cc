@@ -19,31 +19,21 @@
 namespace keel::driver {
 namespace {
 
-// The NHWC kernel (lower_conv_nhwc.h) the CPU would run `conv` with, kNone where it keeps
-// NCHW: also a pointwise convolution to at most half a GEMM panel of channels (16 on AVX-512),
-// whose GEMM would compute twice the columns it stores (MobileNetV2's 32 -> 16 at 112x112:
-// 0.062 -> 0.094 ms).
-codegen::NhwcConv NhwcForm(const codegen::LowerOptions& o, const ir::Node& conv) {
-  const codegen::NhwcConv form = codegen::NhwcConvFormOf(conv);
-  if (form != codegen::NhwcConv::kPointwise) return form;
-  const std::vector<int64_t>& y = conv.output(0)->type().shape;
-  const int64_t co = ops::IsChannelsLast(conv) ? y.back() : y[1];
-  return 2 * co <= codegen::GemmPanelWidth(o) ? codegen::NhwcConv::kNone : form;
-}
-
-// Whether `conv` (NhwcForm not kNone) runs NHWC: the component it belongs to (the convolutions
-// with an NHWC form connected through such convolutions, elementwise ops and transposes) has a
+// Whether `conv` (codegen::NhwcConvFormOf not kNone) runs NHWC: the component it belongs to (the
+// convolutions with an NHWC form connected through such convolutions, elementwise ops and transposes) has a
 // depthwise and a pointwise convolution, and at least kConvsPerEdge convolutions for each edge
 // where an image enters or leaves it (each one a transpose; graph inputs and outputs count too).
 // MobileNet-like networks are one component from end to end (MobileNetV2: 51 convolutions, 2
 // edges); ShuffleNetV2's branches are components of 2-3 convolutions between its channel split,
 // concatenation and shuffle (2 edges each), which ran 1.26x slower in NHWC; a pointwise
 // convolution between others that run NCHW (ResNet's downsampling 1x1), or a depthwise one
-// alone, would only add transposes around itself.
-bool InNhwcChain(const codegen::LowerOptions& o, const ir::Node& conv) {
+// alone, would only add transposes around itself. A pointwise convolution to few channels
+// (MobileNetV2's 32 -> 16 at 112x112) runs NHWC too, so that the chain starts at the stem, which
+// then writes it (PrefersChannelsLast's output-only form) instead of a transpose.
+bool InNhwcChain(const ir::Node& conv) {
   constexpr int64_t kConvsPerEdge = 4;
-  auto traversed = [&o](const ir::Node& n) {
-    if (NhwcForm(o, n) != codegen::NhwcConv::kNone) return true;
+  auto traversed = [](const ir::Node& n) {
+    if (codegen::NhwcConvFormOf(n) != codegen::NhwcConv::kNone) return true;
     const ops::OpDef* def = ops::FindOp(n);
     if (def == nullptr || def->library == ops::LibraryCall::kConv) return false;
     return def->fusion == ops::FusionClass::kElementwise || def->permutes_axes;
@@ -55,7 +45,7 @@ bool InNhwcChain(const codegen::LowerOptions& o, const ir::Node& conv) {
   while (!stack.empty()) {
     const ir::Node* n = stack.back();
     stack.pop_back();
-    const codegen::NhwcConv form = NhwcForm(o, *n);
+    const codegen::NhwcConv form = codegen::NhwcConvFormOf(*n);
     depthwise = depthwise || form == codegen::NhwcConv::kDepthwise;
     pointwise = pointwise || form == codegen::NhwcConv::kPointwise;
     if (form != codegen::NhwcConv::kNone) ++convs;
@@ -142,7 +132,7 @@ class CpuBackend final : public Backend {
   // for a dense convolution on few pixels (ConvPixelRows).
   // A channels-last convolution's weight in the panels its NHWC kernel reads (lower_conv_nhwc.h).
   int64_t PackedWeightRows(const ir::Node& conv, const ops::WeightMatrices& matrices) const override {
-    if (ops::IsChannelsLast(conv)) {
+    if (ops::IsChannelsLast(conv) && !ops::IsOutputChannelsLast(conv)) {
       const codegen::NhwcConv form = codegen::NhwcConvFormOf(conv);
       return codegen::NhwcPackedRows(lower_options_, form, conv.output(0)->type().shape.back());
     }
@@ -161,14 +151,18 @@ class CpuBackend final : public Backend {
   // by default at fp32 (docs/MEASUREMENTS.md, "Channels-last pointwise and depthwise convolutions").
   // A global pool takes channels-last input where its input is already transposed back from it
   // (the pass sinks that transpose into it; never a seed of its own).
+  // A dense convolution in the output-only form (asked for the producer of a chain's first
+  // transpose) where it runs with pixels as rows, each pixel's channels one vector store
+  // (lower_ops.h ConvPixelRows): a stem writes the NHWC tensor the chain reads.
   bool PrefersChannelsLast(const ir::Node& node) const override {
+    if (ops::IsOutputChannelsLast(node)) return codegen::ConvPixelRows(lower_options_, node) > 0;
     const ops::OpDef* node_def = ops::FindOp(node);
     if (node_def != nullptr && node_def->global_pool) {
       const ir::Node* producer = node.input(0)->producer();
       const ops::OpDef* def = producer ? ops::FindOp(*producer) : nullptr;
       return def != nullptr && def->permutes_axes && node.input(0)->type().dtype == ir::DType::kF32;
     }
-    return NhwcForm(lower_options_, node) != codegen::NhwcConv::kNone && InNhwcChain(lower_options_, node);
+    return codegen::NhwcConvFormOf(node) != codegen::NhwcConv::kNone && InNhwcChain(node);
   }
   bool ChannelsLastByDefault(passes::Precision precision) const override {
     return precision == passes::Precision::kFp32;

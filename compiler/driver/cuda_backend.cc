@@ -621,7 +621,7 @@ class CudaBackend final : public Backend {
   // pools read either layout equally fast), so that no transpose stays between them.
   bool PrefersChannelsLast(const ir::Node& node) const override {
     const ops::OpDef* def = ops::FindOp(node);
-    if (def == nullptr || def->channels_last_operands.empty()) return false;
+    if (def == nullptr || def->channels_last_operands.empty() || ops::IsOutputChannelsLast(node)) return false;
     const Chain chain(node);
     switch (def->library) {
       case ops::LibraryCall::kConv:

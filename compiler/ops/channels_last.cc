@@ -13,6 +13,11 @@ bool IsChannelsLast(const ir::Node& node) {
   return v.ok() && *v != 0;
 }
 
+bool IsOutputChannelsLast(const ir::Node& node) {
+  auto v = node.attrs().GetInt(kChannelsLastAttr, 0);
+  return v.ok() && *v == kOutputChannelsLast;
+}
+
 std::vector<int64_t> ToChannelsLastPerm(size_t rank) {
   std::vector<int64_t> p{0};
   for (size_t i = 2; i < rank; ++i) p.push_back(static_cast<int64_t>(i));
@@ -58,22 +63,20 @@ ir::TensorDataPtr PermuteTensor(const ir::TensorData& data, const std::vector<in
   return out;
 }
 
-namespace {
 
-bool Listed(const OpDef& def, size_t i) {
+bool MovesOperand(const OpDef& def, const ir::Node& node, size_t i) {
+  if (!IsChannelsLast(node) || IsOutputChannelsLast(node)) return false;
   for (size_t l : def.channels_last_operands)
     if (l == i) return true;
   return false;
 }
 
-}  // namespace
-
 Result<OpTwin> MakeChannelsFirstTwin(const OpDef& def, const ir::Node& node) {
   if (def.channels_last_operands.empty()) {
     return Internal(ir::NodeDescription(node) + ": op " + def.name + " has no channels-last form");
   }
-  return MakeOpTwin(node, kChannelsLastAttr, [&def](ir::Graph& g, size_t i, const ir::Value& in) -> Result<ir::Value*> {
-    const bool moved = Listed(def, i);
+  return MakeOpTwin(node, kChannelsLastAttr, [&def, &node](ir::Graph& g, size_t i, const ir::Value& in) -> Result<ir::Value*> {
+    const bool moved = MovesOperand(def, node, i);
     const std::vector<int64_t> back = ToChannelsFirstPerm(in.type().shape.size());
     if (in.is_constant()) return g.AddConstant(in.name(), moved ? PermuteTensor(*in.constant(), back) : in.constant());
     ir::TensorType type = in.type();
@@ -88,8 +91,9 @@ Status CanonicalizeChannelsLast(const OpDef& def, ir::Node& node) {
   if (t.twin->inputs().size() != node.inputs().size()) {
     return Internal(ir::NodeDescription(node) + ": canonicalizing the channels-last form changed its operands");
   }
+  const int64_t mark = IsOutputChannelsLast(node) ? kOutputChannelsLast : 1;
   node.attrs() = t.twin->attrs();
-  node.attrs().Set(kChannelsLastAttr, int64_t{1});
+  node.attrs().Set(kChannelsLastAttr, mark);
   return Status::Ok();
 }
 
@@ -105,7 +109,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateChannelsLast(const OpDef& def, co
   KEEL_ASSIGN_OR_RETURN(OpTwin t, MakeChannelsFirstTwin(def, node));
   std::vector<ir::TensorDataPtr> args = inputs;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] && Listed(def, i)) args[i] = PermuteTensor(*args[i], ToChannelsFirstPerm(args[i]->type.shape.size()));
+    if (args[i] && MovesOperand(def, node, i)) args[i] = PermuteTensor(*args[i], ToChannelsFirstPerm(args[i]->type.shape.size()));
   }
   KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorDataPtr> outs, EvaluateNode(*t.twin, args));
   outs[0] = PermuteTensor(*outs[0], ToChannelsLastPerm(outs[0]->type.shape.size()));

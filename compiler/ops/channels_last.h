@@ -12,6 +12,11 @@
 // moved to channels-last. So every op that lists operands is correct in this
 // form on every back end; the pass uses it where a library call is faster.
 //
+// keel.channels_last = 2 (kOutputChannelsLast) moves output 0 alone: every
+// operand keeps its channels-first layout. A convolution over an NCHW image
+// (a network's stem over its 3-channel input) then writes the NHWC tensor a
+// channels-last chain reads, instead of a transpose pass over its output.
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -30,7 +35,14 @@ struct OpDef;
 // The attribute that marks the form.
 inline constexpr const char* kChannelsLastAttr = "keel.channels_last";
 
+inline constexpr int64_t kOutputChannelsLast = 2;
+
 bool IsChannelsLast(const ir::Node& node);
+// Whether the node is in the output-only form (mark kOutputChannelsLast).
+bool IsOutputChannelsLast(const ir::Node& node);
+// Whether operand i of a channels-last node holds channels-last data: listed in
+// its OpDef's channels_last_operands, and the node not in the output-only form.
+bool MovesOperand(const OpDef& def, const ir::Node& node, size_t i);
 
 // Permutations for a rank-`rank` tensor (ONNX Transpose's perm: output axis i
 // is input axis perm[i]): channels-first → channels-last [0,2,...,r-1,1] and

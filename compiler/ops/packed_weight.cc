@@ -25,8 +25,9 @@ WeightMatrices MatricesOf(const ir::Node& conv) {
   auto group = conv.attrs().GetInt("group", 1);
   if (ws.size() < 3 || !group.ok() || *group <= 0 || ws[0] % *group != 0) return {};
   // A channels-last weight is OHWI: the same bytes as OIHW where the kernel or I is 1, the only
-  // channels-last weights packed (the reference values unpack the channels-first twin's).
-  const bool last = IsChannelsLast(conv);
+  // channels-last weights packed (the reference values unpack the channels-first twin's). The
+  // output-only form keeps OIHW.
+  const bool last = IsChannelsLast(conv) && !IsOutputChannelsLast(conv);
   const int64_t in_per_group = last ? ws.back() : ws[1];
   int64_t k = 1;
   for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
@@ -66,7 +67,8 @@ bool PackedWeightApplies(const ir::Node& conv, WeightMatrices* matrices) {
   const WeightMatrices mx = MatricesOf(conv);
   if (mx.batch == 0) return false;
   // A channels-first depthwise convolution's kernels read its weight as it is: no candidate.
-  if (!IsChannelsLast(conv) && WinogradTile(conv) == 0 && w->type().shape[1] == 1) return false;
+  if ((!IsChannelsLast(conv) || IsOutputChannelsLast(conv)) && WinogradTile(conv) == 0 && w->type().shape[1] == 1)
+    return false;
   if (matrices) *matrices = mx;
   return true;
 }

@@ -85,7 +85,13 @@ class Rewriter {
         changed = changed || done;
       }
     }
-    // 3. Transposes nothing reads go; those that move no byte become views.
+    // 3. A transpose into channels-last behind an op the target prefers writing it (through
+    // one-operand elementwise ops) goes into that op's output-only form.
+    for (ir::Node* n : std::vector<ir::Node*>(g_.nodes())) {
+      if (removed_.count(n->id())) continue;
+      KEEL_RETURN_IF_ERROR(WriteChannelsLast(n).status());
+    }
+    // 4. Transposes nothing reads go; those that move no byte become views.
     std::vector<ir::Node*> order = g_.nodes();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       ir::Node* n = *it;
@@ -266,6 +272,80 @@ class Rewriter {
     if (producer->output(0)->uses().empty() && !g_.IsGraphOutput(producer->output(0))) {
       KEEL_RETURN_IF_ERROR(Remove(producer));
     }
+    return true;
+  }
+
+  // The one operand of elementwise node `e` with more than one element, or null.
+  static ir::Value* OnlyTensorOperand(const ir::Node& e) {
+    ir::Value* only = nullptr;
+    for (ir::Value* in : e.inputs()) {
+      if (!in || in->type().NumElements() == 1) continue;
+      if (only) return nullptr;
+      only = in;
+    }
+    return only;
+  }
+
+  // Transpose `t` to channels-last of p's output, read through a chain of elementwise ops
+  // with one tensor operand each (a Relu, a Clip), every value of it read once: p in its
+  // output-only form (ops/channels_last.h) when the target prefers it, the chain on its
+  // channels-last output, no transpose. Whether it did.
+  Result<bool> WriteChannelsLast(ir::Node* t) {
+    const std::optional<std::vector<int64_t>> perm = PermOf(t);
+    if (!perm || t->input(0)->is_constant() || g_.IsGraphOutput(t->output(0))) return false;
+    const size_t rank = t->input(0)->type().shape.size();
+    if (!ImageRank(rank) || *perm != ops::ToChannelsLastPerm(rank)) return false;
+    std::vector<ir::Node*> chain;  // producer first
+    const ir::Value* v = t->input(0);
+    for (;;) {
+      ir::Node* p = v->producer();
+      if (p == nullptr || p->outputs().size() != 1 || v->uses().size() != 1 || g_.IsGraphOutput(v)) return false;
+      const ops::OpDef* def = ops::FindOp(*p);
+      if (def == nullptr) return false;
+      chain.insert(chain.begin(), p);
+      if (!def->channels_last_operands.empty()) {
+        if (ops::IsChannelsLast(*p)) return false;
+        break;
+      }
+      if (def->fusion != ops::FusionClass::kElementwise) return false;
+      v = OnlyTensorOperand(*p);
+      if (v == nullptr || v->type().shape.size() != rank) return false;
+    }
+    ir::Node* p = chain.front();
+    const ir::TensorType old_type = p->output(0)->type();
+    const ir::TensorType last_type{old_type.dtype, ops::PermuteShape(old_type.shape, *perm)};
+    ir::Node* m = g_.InsertNodeBefore(p, p->op_type(), p->name(), p->inputs(), 1);
+    m->attrs() = p->attrs();
+    m->attrs().Set(ops::kChannelsLastAttr, ops::kOutputChannelsLast);
+    KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*m));
+    if (!(types[0] == last_type)) {
+      return Internal(ir::NodeDescription(*p) + ": output-only channels-last form has type " + types[0].ToString() +
+                      ", expected " + last_type.ToString());
+    }
+    m->output(0)->set_type(last_type);
+    m->output(0)->set_name(p->output(0)->name() + "/nhwc");
+    if (!prefers_(*m)) {
+      KEEL_RETURN_IF_ERROR(g_.RemoveNode(m));
+      return false;
+    }
+    ir::Value* cur = m->output(0);
+    for (size_t i = 1; i < chain.size(); ++i) {
+      ir::Node* e = chain[i];
+      std::vector<ir::Value*> inputs = e->inputs();
+      for (ir::Value*& in : inputs)
+        if (in == chain[i - 1]->output(0)) in = cur;
+      ir::Node* e2 = g_.InsertNodeBefore(e, e->op_type(), e->name(), inputs, 1);
+      e2->attrs() = e->attrs();
+      const ir::TensorType et = e->output(0)->type();
+      e2->output(0)->set_type({et.dtype, ops::PermuteShape(et.shape, *perm)});
+      e2->output(0)->set_name(e->output(0)->name() + "/nhwc");
+      cur = e2->output(0);
+    }
+    const std::string name = t->output(0)->name();
+    g_.ReplaceAllUsesWith(t->output(0), cur);
+    cur->set_name(name);
+    KEEL_RETURN_IF_ERROR(Remove(t));
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) KEEL_RETURN_IF_ERROR(Remove(*it));
     return true;
   }
 

@@ -20,11 +20,16 @@
 //      An op with an axis hook that drops axes (a mean over H and W without
 //      keepdims) reads the channels-last tensor where its result stays the same
 //      tensor ([N, C] either way).
-//   3. A transpose that only moves size-1 axes (a pooled [N,1,1,C] back to
+//   3. A transpose to NHWC of an op's output (through elementwise ops with one
+//      tensor operand: a stem's Relu) goes into that op where the target
+//      prefers its output-only form (ops/channels_last.h: operands as they
+//      are, output NHWC; the predicate is asked on the node so marked): a
+//      stem convolution writes the NHWC tensor the chain after it reads.
+//   4. A transpose that only moves size-1 axes (a pooled [N,1,1,C] back to
 //      [N,C,1,1]) is a view: it becomes keel.Reshape.
-// What is left is one transpose where NCHW data enters (the image) and one
-// where it leaves (a Flatten/Reshape that needs the NCHW order), both ordinary
-// nodes that the memory plan counts.
+// What is left is one transpose where NCHW data enters (the image, unless an
+// op writes NHWC from it) and one where it leaves (a Flatten/Reshape that
+// needs the NCHW order), both ordinary nodes that the memory plan counts.
 //
 // Only rank-4 and rank-5 tensors are rewritten (a node's operands and result
 // alike: a transposed operand of another rank keeps the node as it is). The pass needs typed, canonical nodes
@@ -45,7 +50,9 @@
 namespace keel::passes {
 
 // Whether the target wants this channels-first node (an op with a
-// channels-last form) in channels-last form (driver/backend.h).
+// channels-last form) in channels-last form (driver/backend.h); asked also on
+// a node in the output-only form (ops::IsOutputChannelsLast), whether it wants
+// that one.
 using ChannelsLastPredicate = std::function<bool(const ir::Node& node)>;
 
 class ChannelsLastPass : public Pass {

@@ -19,6 +19,7 @@
 
 #include "compiler/codegen/gemm_panels.h"
 #include "compiler/codegen/lower_ops.h"
+#include "compiler/ops/channels_last.h"
 #include "compiler/ops/packed_weight.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/winograd.h"
@@ -60,6 +61,7 @@ struct PackedCase {
   int64_t stride, pad, group;
   bool bias;
   int64_t dilation = 1;
+  bool output_channels_last = false;  // the output-only channels-last form (ops/channels_last.h)
 };
 
 // A Conv whose weight (random, seed) is a constant packed with `mr` rows per panel.
@@ -80,6 +82,7 @@ ir::Node* PackedConv(GraphBuilder& b, const PackedCase& p, int64_t mr, uint32_t 
   a.Set("group", p.group);
   if (p.dilation != 1) a.Set("dilations", std::vector<int64_t>(sp, p.dilation));
   a.Set(ops::kPackedRowsAttr, mr);
+  if (p.output_channels_last) a.Set(ops::kChannelsLastAttr, ops::kOutputChannelsLast);
   return b.Op("Conv", ins, a);
 }
 
@@ -248,6 +251,46 @@ TEST(PackedConv, DenseConvPixelRows) {
     EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 30, 30}, nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
     EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 29}, nr, {3}, 1, 1, 1, false}, nr, 1)), 0);
     EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 64, 10, 10}, 4 * nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+  }
+}
+
+// A dense convolution in the output-only channels-last form (X NCHW, Y NHWC): pixels as rows
+// however many (a stem: each pixel's NR channels one vector store), 3 and 5 input channels,
+// batch 2, stride 2 with pads, dilation 2, more pixels than the channels-first bound (784), a
+// fused Relu; both ISAs. The same shapes channels-first beyond 784 pixels are not taken, nor
+// the form for a pointwise convolution or output channels not a multiple of NR.
+TEST(PackedConv, OutputChannelsLastPixelRows) {
+  for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*o);
+    for (const PackedCase& p : {PackedCase{{2, 3, 23, 24}, nr, {3, 3}, 2, 1, 1, true, 1, true},
+                                PackedCase{{1, 5, 30, 36}, 2 * nr, {3, 3}, 1, 1, 1, false, 1, true},
+                                PackedCase{{1, 3, 17, 18}, nr, {3, 3}, 1, 2, 1, true, 2, true}}) {
+      GraphBuilder b;
+      ir::Node* n = PackedConv(b, p, nr, 121);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(nr));
+      ASSERT_EQ(ConvPixelRows(*o, *n), nr);
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 122, 1e-5, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_NE(spec.kernel->ToString().find("conv_px_origin"), std::string::npos);
+    }
+    GraphBuilder b;
+    const PackedCase p{{2, 3, 40, 40}, nr, {3, 3}, 2, 1, 1, true, 1, true};  // 400 pixels an image
+    ir::Node* conv = PackedConv(b, p, nr, 123);
+    ASSERT_NE(conv, nullptr);
+    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2)};
+    const ir::Attributes attrs = conv->attrs();
+    ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+      ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
+      return std::vector<ir::Value*>{g.Op("Relu", {c->output(0)})->output(0)};
+    });
+    const KernelSpec spec = CheckNodeAgainstReference(*f, 124, 1e-5, 4, *o);
+    ASSERT_NE(spec.kernel, nullptr);
+    EXPECT_NE(spec.kernel->ToString().find("conv_px_origin"), std::string::npos);
+    GraphBuilder r;
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 5, 30, 36}, 2 * nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 30, 30}, nr, {1, 1}, 1, 0, 1, false, 1, true}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 3, 30, 30}, nr + 1, {3, 3}, 2, 1, 1, false, 1, true}, nr, 1)), 0);
   }
 }
 

@@ -2,6 +2,7 @@
 // GlobalAveragePool) and row reductions (Softmax, LayerNormalization, ReduceMean).
 #include <gtest/gtest.h>
 
+#include "compiler/codegen/lower_ops.h"
 #include "tests/compiler/codegen/codegen_test_util.h"
 
 namespace keel::codegen::testing {
@@ -42,6 +43,37 @@ TEST(Pool, WideRowsVectorChunks) {
   ir::Value* x = b.Input("x", {1, 4, 30, 70});
   for (int64_t ceil : {0, 1}) CheckOp(b, "MaxPool", {x}, Window({3, 3}, 2, 1, ceil), 43);
   for (int64_t cip : {0, 1}) CheckOp(b, "AveragePool", {x}, AverageWindow({3, 3}, 1, 1, 0, cip), 44);
+}
+
+// Max pools whose rows have at least 16 interior outputs take the maximum over the window's
+// leading dims for every input column first (lower_pool.cc, "pool_cols"): batch 2, 3 channels,
+// ceil_mode, a 2x3 window with dilation 2, 3-D with padded leading dims; both ISAs' options.
+// Rows of fewer outputs keep the taps on the input.
+TEST(Pool, MaxPoolColumnsFirst) {
+  const LowerOptions avx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
+  const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
+  Attributes dilated = Attrs({{"kernel_shape", std::vector<int64_t>{2, 3}},
+                              {"dilations", std::vector<int64_t>{2, 2}}});
+  Attributes volume = Attrs({{"kernel_shape", std::vector<int64_t>{3, 3, 3}},
+                             {"strides", std::vector<int64_t>{1, 2, 2}},
+                             {"pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1}}});
+  struct Case {
+    std::vector<int64_t> x;
+    Attributes attrs;
+    bool columns_first;
+  };
+  for (const LowerOptions* o : {&avx2, &avx512}) {
+    for (const Case& t : {Case{{2, 3, 21, 40}, Window({3, 3}, 2, 1, 1), true}, Case{{1, 2, 9, 34}, dilated, true},
+                          Case{{1, 2, 5, 6, 37}, volume, true}, Case{{1, 4, 27, 27}, Window({3, 3}, 2, 0, 1), false}}) {
+      GraphBuilder b;
+      ir::Node* n = b.Op("MaxPool", {b.Input("x", t.x)}, t.attrs);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE(n->input(0)->type().ToString());
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 45, 1e-6, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_EQ(spec.kernel->ToString().find("pool_cols") != std::string::npos, t.columns_first);
+    }
+  }
 }
 
 TEST(Pool, GlobalAveragePool) {

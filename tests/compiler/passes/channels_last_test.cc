@@ -105,6 +105,38 @@ TEST(ChannelsLastTest, UnpreferredOpsGetTheirLayoutBack) {
   }
 }
 
+// The transpose into a channels-last chain behind a convolution (through a Relu) goes into
+// that convolution's output-only form (ops/channels_last.h) where the target prefers it: it
+// reads the NCHW image and writes NHWC; otherwise the transpose stays.
+TEST(ChannelsLastTest, OutputOnlyFormWritesTheChainsInput) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({2, 3, 8, 7}));
+    ir::Node* c1 = Conv(*g, "c1", x, 3, 8, 3, 31);
+    ir::Node* r = g->AddNode("Relu", "r", {c1->output(0)}, 1);
+    ir::Node* c2 = Conv(*g, "c2", r->output(0), 8, 6, 1, 33);
+    ir::Node* r2 = g->AddNode("Relu", "r2", {c2->output(0)}, 1, {"y"});
+    g->AddOutput(r2->output(0));
+    return g;
+  };
+  const std::vector<ir::TensorDataPtr> in = {Random({2, 3, 8, 7}, 15)};
+  for (bool output_only : {true, false}) {
+    SCOPED_TRACE(output_only ? "output-only form preferred" : "refused");
+    auto prefers = [output_only](const ir::Node& n) {
+      return ops::IsOutputChannelsLast(n) ? output_only : n.name() == "c2";
+    };
+    ir::Graph* g = nullptr;
+    std::unique_ptr<ir::Graph> keep;
+    EXPECT_EQ(CompareAfter(build, Transform(prefers), in, &g, &keep), 0.0);
+    ASSERT_NE(g, nullptr);
+    int outputs_only = 0;
+    for (const ir::Node* n : g->nodes()) outputs_only += ops::IsOutputChannelsLast(*n) ? 1 : 0;
+    EXPECT_EQ(outputs_only, output_only ? 1 : 0);
+    EXPECT_EQ(CountChannelsLast(*g), output_only ? 2 : 1);
+    EXPECT_EQ(Histogram(*g).at("Transpose"), output_only ? 1 : 2) << ir::PrintGraph(*g);
+  }
+}
+
 // An operand the pass cannot move (a second image, not a constant) keeps the
 // elementwise op channels-first: the transpose stays before it.
 TEST(ChannelsLastTest, NonConstantOperandStopsTheSinking) {
