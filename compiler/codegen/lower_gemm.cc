@@ -17,7 +17,9 @@
 //      vector registers; no reliance on the SLP vectorizer, which turned some
 //      tiles into shuffles and spills);
 //   3. the last K block applies the epilogue (bias, activation, residual...) and
-//      stores through `store`, with a guarded path for edge tiles.
+//      stores through `store`, with a guarded path for edge tiles; where the
+//      store's columns are consecutive in memory (GemmOperands::c_rows), each
+//      tile first prefetches the lines the next tile stores and reads there.
 // A tail panel (N % NR columns) of at most half a panel, or a narrow one packed
 // at compile time (GemmOperands::b_packed_narrow_tail), has register tiles of
 // its own width instead of computing NR columns.
@@ -239,6 +241,37 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const bool narrow_tail = prepacked && g.b_packed_narrow_tail && n_tail != 0;
   if (narrow_tail && batched && !g.b_packed_shared) return InvalidArgument(tag + ": a narrow B tail in a batch");
   const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
+  // The output lines of the next register tile (and what the epilogue reads at the same places,
+  // a fused residual) prefetched, a share per k iteration: a tile's MR rows are streams a whole
+  // output row apart, each only a task's panels long, which the hardware prefetchers do not
+  // follow in time, and the stores of every tile missed (docs/MEASUREMENTS.md, "Output lines
+  // prefetched"). Where B is prefetched those tiles keep that alone.
+  std::vector<std::pair<int, std::vector<Expr>>> c_lines;  // (buffer, indices in mv, nv)
+  Expr mv, nv;
+  if (g.c_rows && o.gemm_prefetch_c && !prefetch_b) {
+    mv = k.NewVar("pm");
+    nv = k.NewVar("pn");
+    // The probe's stores, and its loads that depend on the column: one line each per 16 columns.
+    std::function<bool(const Stmt&)> walk;
+    std::function<void(const Expr&)> loads = [&](const Expr& e) {
+      if (e.is_null()) return;
+      if (e->kind == ExprKind::kLoad && k.buffer(e->buffer).scope != BufferScope::kLocal &&
+          k.buffer(e->buffer).scope != BufferScope::kConstant &&
+          std::any_of(e->operands.begin(), e->operands.end(), [&](const Expr& x) { return UsesVar(x, nv->int_value); }))
+        c_lines.emplace_back(e->buffer, e->operands);
+      for (const Expr& x : e->operands) loads(x);
+    };
+    walk = [&](const Stmt& st) {
+      if (!st) return true;
+      if (st->kind == StmtKind::kBlock) return std::all_of(st->body.begin(), st->body.end(), walk);
+      if (st->kind != StmtKind::kStore) return false;
+      if (k.buffer(st->buffer).scope == BufferScope::kLocal) return false;
+      c_lines.emplace_back(st->buffer, st->indices);
+      loads(st->value);
+      return true;
+    };
+    if (!walk(g.store(mv, nv, FloatConst(0)))) c_lines.clear();
+  }
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
   // own, else on every panel (its stores guarded where it meets a tail panel).
@@ -294,6 +327,38 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         const Expr split = Min(k0 + R, k1);
         tile.push_back(For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))));
         tile.push_back(For(kk, split, k1, LoopKind::kNoVectorize, body));
+      } else if (!c_lines.empty() && !tail) {
+        // The next tile in this task's order (or the first of the next task's), its MR rows of
+        // NR / 16 lines for each stream, `per` of them an iteration of the first R.
+        const Expr p_end = Min(nb * NCP + NCP, Np);
+        Expr mt_next, p_next;
+        if (panel_at_a_time) {
+          mt_next = Select(mt + 1 >= Mt, Expr(0), mt + 1);
+          p_next = Select(mt + 1 >= Mt, p + 1, p);
+        } else {
+          mt_next = Select(p + 1 >= p_end, mt + 1, mt);
+          p_next = Select(p + 1 >= p_end, nb * NCP, p + 1);
+        }
+        const int64_t L = CeilDiv(NR, 16), lines = MR * L;
+        const int64_t shortest = K - (nKC - 1) * KC;  // the last K block's length
+        const int64_t per = CeilDiv(lines, std::max<int64_t>(1, shortest)), R = CeilDiv(lines, per);
+        std::vector<Stmt> ahead;
+        for (int64_t s = 0; s < per; ++s) {
+          const Expr q = (kk - k0) * per + s;
+          const Expr row = Min(mt_next * MR + q / L, M - 1), col = Min(p_next * NR + (q % L) * 16, N - 1);
+          for (const auto& [buf, idx] : c_lines) {
+            std::vector<Expr> at;
+            for (const Expr& x : idx)
+              at.push_back(SubstituteVars(x, [&](int64_t id) { return id == mv->int_value ? row : id == nv->int_value ? col : Expr(); }));
+            ahead.push_back(k.Prefetch(buf, std::move(at)));
+          }
+        }
+        ahead.push_back(body);
+        const Expr split = Min(k0 + R, k1);
+        Stmt pf = Block({For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))),
+                         For(kk, split, k1, LoopKind::kNoVectorize, body)});
+        // Only before the K block that stores.
+        tile.push_back(nKC > 1 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), pf, For(kk, k0, k1, LoopKind::kNoVectorize, body)) : pf);
       } else {
         tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
       }

@@ -29,6 +29,45 @@ TEST(Fused, ConvBiasResidualRelu) {
   EXPECT_GT(spec.workspace_bytes, 0);
 }
 
+// The tiles of a channels-first convolution prefetch the next tile's output and residual lines
+// (LowerOptions::gemm_prefetch_c, lower_gemm.cc): the same values as the reference with the
+// option on and off, and prefetches in the kernel only with it on. Odd shapes: an M tail (13
+// and 20 output channels), a tail panel, K blocks (K = 360, the prefetch in the last one only),
+// a 1x1 read in place, 2 images, panels packed a task or a panel at a time, AVX2 and AVX-512.
+TEST(Fused, ConvResidualOutputPrefetch) {
+  struct Case { std::vector<int64_t> x; int64_t co, kh; };
+  const std::vector<Case> cases = {{{1, 8, 9, 11}, 13, 3}, {{2, 40, 12, 12}, 20, 3}, {{1, 16, 17, 19}, 24, 1},
+                                   {{1, 3, 23, 29}, 8, 7}};
+  for (const Case& c : cases) {
+    GraphBuilder b;
+    std::vector<ir::Value*> ins = {b.Input("x", c.x), b.Input("w", {c.co, c.x[1], c.kh, c.kh}), b.Input("bias", {c.co}),
+                                   b.Input("res", {c.x[0], c.co, c.x[2], c.x[3]})};
+    ir::Node* f = MakeFused(b.graph(), ins, [&](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+      Attributes a;
+      a.Set("pads", std::vector<int64_t>(4, c.kh / 2));
+      ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, a);
+      ir::Node* add = g.Op("Add", {conv->output(0), v[3]});
+      ir::Node* relu = g.Op("Relu", {add->output(0)});
+      return std::vector<ir::Value*>{relu->output(0)};
+    });
+    for (LowerOptions o : {LowerOptionsForCpuFeatures("+avx2,+fma"), LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+      for (bool panel_at_a_time : {false, true}) {
+        SCOPED_TRACE("x " + f->input(0)->type().ToString() + ", NR " + std::to_string(o.gemm_nr) +
+                     (panel_at_a_time ? ", a panel at a time" : ""));
+        o.gemm_panel_at_a_time = panel_at_a_time;
+        o.gemm_prefetch_c = false;
+        const KernelSpec off = CheckNodeAgainstReference(*f, 53, 1e-5, 4, o);
+        o.gemm_prefetch_c = true;
+        const KernelSpec on = CheckNodeAgainstReference(*f, 53, 1e-5, 4, o);
+        ASSERT_NE(off.kernel, nullptr);
+        ASSERT_NE(on.kernel, nullptr);
+        EXPECT_EQ(off.kernel->ToString().find("prefetch"), std::string::npos);
+        EXPECT_NE(on.kernel->ToString().find("prefetch"), std::string::npos);
+      }
+    }
+  }
+}
+
 TEST(Fused, DepthwiseConvClip) {
   GraphBuilder b;
   std::vector<ir::Value*> ins = {b.Input("x", {1, 6, 10, 10}), b.Input("w", {6, 1, 3, 3}), b.Input("bias", {6})};
