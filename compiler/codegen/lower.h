@@ -61,6 +61,10 @@ struct LowerOptions {
   // whole image apart, each a task's panels long: too short for the hardware prefetchers, into
   // lines that the layers before evicted.
   bool gemm_prefetch_c = true;
+  // GEMMs that pack B a panel at a time from a plain buffer read in rows N apart (a pointwise
+  // convolution's input, GemmOperands::b_in_place): the row tiles of a panel prefetch the rows
+  // of the next panel into L2, each a share of them (lower_gemm.cc).
+  bool gemm_prefetch_pack = true;
   // GEMMs whose B can be read in place (GemmOperands::b_in_place: a pointwise convolution's
   // input) and packed inside each task read its full panels in place instead where the row
   // tiles times K is at most this: every tile then reads K rows N elements apart, on as many

@@ -20,6 +20,8 @@
 //      stores through `store`, with a guarded path for edge tiles; where the
 //      store's columns are consecutive in memory (GemmOperands::c_rows), each
 //      tile first prefetches the lines the next tile stores and reads there.
+// Where B is packed a panel at a time from a plain buffer (b_in_place), the
+// row tiles of a panel prefetch the rows of the next one for its packing.
 // A tail panel (N % NR columns) of at most half a panel, or a narrow one packed
 // at compile time (GemmOperands::b_packed_narrow_tail), has register tiles of
 // its own width instead of computing NR columns.
@@ -272,6 +274,23 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     };
     if (!walk(g.store(mv, nv, FloatConst(0)))) c_lines.clear();
   }
+  // B packed a panel at a time from a plain buffer (a pointwise convolution's input rows, N apart):
+  // the row tiles of one panel prefetch the rows of the next, each a share, where the packing
+  // would otherwise read its K rows as K streams of NR columns, more than the hardware prefetchers
+  // track (LowerOptions::gemm_prefetch_pack).
+  int b_source = -1;
+  std::vector<Expr> b_source_at;  // in bkv, bnv
+  Expr bkv, bnv;
+  if (o.gemm_prefetch_pack && panel_at_a_time && g.b_in_place && g.b && !batched) {
+    bkv = k.NewVar("pk");
+    bnv = k.NewVar("pn");
+    Expr e = g.b(bkv, bnv);
+    if (e->kind == ExprKind::kCast) e = e->operands[0];
+    if (e->kind == ExprKind::kLoad) {
+      b_source = e->buffer;
+      b_source_at = e->operands;
+    }
+  }
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
   // own, else on every panel (its stores guarded where it meets a tail panel).
@@ -327,38 +346,55 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         const Expr split = Min(k0 + R, k1);
         tile.push_back(For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))));
         tile.push_back(For(kk, split, k1, LoopKind::kNoVectorize, body));
-      } else if (!c_lines.empty() && !tail) {
-        // The next tile in this task's order (or the first of the next task's), its MR rows of
-        // NR / 16 lines for each stream, `per` of them an iteration of the first R.
-        const Expr p_end = Min(nb * NCP + NCP, Np);
-        Expr mt_next, p_next;
-        if (panel_at_a_time) {
-          mt_next = Select(mt + 1 >= Mt, Expr(0), mt + 1);
-          p_next = Select(mt + 1 >= Mt, p + 1, p);
-        } else {
-          mt_next = Select(p + 1 >= p_end, mt + 1, mt);
-          p_next = Select(p + 1 >= p_end, nb * NCP, p + 1);
-        }
-        const int64_t L = CeilDiv(NR, 16), lines = MR * L;
+      } else if ((!c_lines.empty() || b_source >= 0) && !tail) {
+        // Each a share per k iteration of the first R: the lines of the next tile in this task's
+        // order (or the first of the next task's), its MR rows of NR / 16 lines per stream; and
+        // this tile's share of the next panel's rows that its pack reads.
+        const int64_t L = CeilDiv(NR, 16);
         const int64_t shortest = K - (nKC - 1) * KC;  // the last K block's length
-        const int64_t per = CeilDiv(lines, std::max<int64_t>(1, shortest)), R = CeilDiv(lines, per);
-        std::vector<Stmt> ahead;
-        for (int64_t s = 0; s < per; ++s) {
-          const Expr q = (kk - k0) * per + s;
-          const Expr row = Min(mt_next * MR + q / L, M - 1), col = Min(p_next * NR + (q % L) * 16, N - 1);
-          for (const auto& [buf, idx] : c_lines) {
-            std::vector<Expr> at;
-            for (const Expr& x : idx)
-              at.push_back(SubstituteVars(x, [&](int64_t id) { return id == mv->int_value ? row : id == nv->int_value ? col : Expr(); }));
-            ahead.push_back(k.Prefetch(buf, std::move(at)));
+        const int64_t lines = MR * L, per = CeilDiv(lines, std::max<int64_t>(1, shortest));
+        const int64_t Rc = c_lines.empty() ? 0 : CeilDiv(lines, per);
+        const int64_t Rb = b_source >= 0 ? CeilDiv(KC, Mt) : 0;
+        auto substitute = [&](const std::vector<Expr>& idx, const Expr& v0, const Expr& e0, const Expr& v1, const Expr& e1) {
+          std::vector<Expr> at;
+          for (const Expr& x : idx)
+            at.push_back(SubstituteVars(x, [&](int64_t id) { return id == v0->int_value ? e0 : id == v1->int_value ? e1 : Expr(); }));
+          return at;
+        };
+        std::vector<Stmt> ahead_c, ahead_b;
+        if (Rc > 0) {
+          const Expr p_end = Min(nb * NCP + NCP, Np);
+          Expr mt_next, p_next;
+          if (panel_at_a_time) {
+            mt_next = Select(mt + 1 >= Mt, Expr(0), mt + 1);
+            p_next = Select(mt + 1 >= Mt, p + 1, p);
+          } else {
+            mt_next = Select(p + 1 >= p_end, mt + 1, mt);
+            p_next = Select(p + 1 >= p_end, nb * NCP, p + 1);
+          }
+          for (int64_t s = 0; s < per; ++s) {
+            const Expr q = Min((kk - k0) * per + s, lines - 1);
+            const Expr row = Min(mt_next * MR + q / L, M - 1), col = Min(p_next * NR + (q % L) * 16, N - 1);
+            for (const auto& [buf, idx] : c_lines) ahead_c.push_back(k.Prefetch(buf, substitute(idx, mv, row, nv, col)));
           }
         }
-        ahead.push_back(body);
-        const Expr split = Min(k0 + R, k1);
-        Stmt pf = Block({For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))),
-                         For(kk, split, k1, LoopKind::kNoVectorize, body)});
-        // Only before the K block that stores.
-        tile.push_back(nKC > 1 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), pf, For(kk, k0, k1, LoopKind::kNoVectorize, body)) : pf);
+        if (Rb > 0) {
+          const Expr row = Min(k0 + mt * Rb + Min(kk - k0, Rb - 1), K - 1);
+          for (int64_t l = 0; l < L; ++l)
+            ahead_b.push_back(k.Prefetch(b_source, substitute(b_source_at, bkv, row, bnv, Min((p + 1) * NR + l * 16, N - 1))));
+        }
+        auto loops = [&](std::vector<Stmt> ahead, int64_t R) {
+          ahead.push_back(body);
+          const Expr split = Min(k0 + R, k1);
+          return Block({For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))),
+                        For(kk, split, k1, LoopKind::kNoVectorize, body)});
+        };
+        std::vector<Stmt> both = ahead_c;
+        both.insert(both.end(), ahead_b.begin(), ahead_b.end());
+        Stmt pf = loops(both, std::max(Rc, Rb));
+        // The output's lines only before the K block that stores.
+        Stmt others = Rb > 0 ? loops(ahead_b, Rb) : For(kk, k0, k1, LoopKind::kNoVectorize, body);
+        tile.push_back(nKC > 1 && Rc > 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), pf, others) : pf);
       } else {
         tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
       }

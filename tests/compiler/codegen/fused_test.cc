@@ -30,14 +30,16 @@ TEST(Fused, ConvBiasResidualRelu) {
 }
 
 // The tiles of a channels-first convolution prefetch the next tile's output and residual lines
-// (LowerOptions::gemm_prefetch_c, lower_gemm.cc): the same values as the reference with the
-// option on and off, and prefetches in the kernel only with it on. Odd shapes: an M tail (13
-// and 20 output channels), a tail panel, K blocks (K = 360, the prefetch in the last one only),
-// a 1x1 read in place, 2 images, panels packed a task or a panel at a time, AVX2 and AVX-512.
-TEST(Fused, ConvResidualOutputPrefetch) {
+// (LowerOptions::gemm_prefetch_c), and a 1x1 convolution's tiles the input rows of the next
+// panel to pack (gemm_prefetch_pack; lower_gemm.cc): the same values as the reference with each
+// on and off, and prefetches in the kernel only with one on. Odd shapes: an M tail (13 and 20
+// output channels), a tail panel, K blocks (K = 360 and 400: the output's lines in the last one
+// only), 1x1 convolutions read in place and packed a panel at a time (256 pixels), 2
+// images, AVX2 and AVX-512.
+TEST(Fused, ConvResidualPrefetch) {
   struct Case { std::vector<int64_t> x; int64_t co, kh; };
   const std::vector<Case> cases = {{{1, 8, 9, 11}, 13, 3}, {{2, 40, 12, 12}, 20, 3}, {{1, 16, 17, 19}, 24, 1},
-                                   {{1, 3, 23, 29}, 8, 7}};
+                                   {{1, 3, 23, 29}, 8, 7},  {{1, 24, 16, 16}, 20, 1}, {{1, 400, 16, 16}, 20, 1}};
   for (const Case& c : cases) {
     GraphBuilder b;
     std::vector<ir::Value*> ins = {b.Input("x", c.x), b.Input("w", {c.co, c.x[1], c.kh, c.kh}), b.Input("bias", {c.co}),
@@ -51,18 +53,16 @@ TEST(Fused, ConvResidualOutputPrefetch) {
       return std::vector<ir::Value*>{relu->output(0)};
     });
     for (LowerOptions o : {LowerOptionsForCpuFeatures("+avx2,+fma"), LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
-      for (bool panel_at_a_time : {false, true}) {
-        SCOPED_TRACE("x " + f->input(0)->type().ToString() + ", NR " + std::to_string(o.gemm_nr) +
-                     (panel_at_a_time ? ", a panel at a time" : ""));
-        o.gemm_panel_at_a_time = panel_at_a_time;
-        o.gemm_prefetch_c = false;
-        const KernelSpec off = CheckNodeAgainstReference(*f, 53, 1e-5, 4, o);
-        o.gemm_prefetch_c = true;
-        const KernelSpec on = CheckNodeAgainstReference(*f, 53, 1e-5, 4, o);
-        ASSERT_NE(off.kernel, nullptr);
-        ASSERT_NE(on.kernel, nullptr);
-        EXPECT_EQ(off.kernel->ToString().find("prefetch"), std::string::npos);
-        EXPECT_NE(on.kernel->ToString().find("prefetch"), std::string::npos);
+      const bool packs_panels = c.kh == 1 && (c.x[2] * c.x[3]) % o.gemm_nr == 0;
+      for (int on = 0; on < 4; ++on) {
+        SCOPED_TRACE("x " + f->input(0)->type().ToString() + ", NR " + std::to_string(o.gemm_nr) + ", options " +
+                     std::to_string(on));
+        o.gemm_prefetch_c = (on & 1) != 0;
+        o.gemm_prefetch_pack = (on & 2) != 0;
+        const KernelSpec spec = CheckNodeAgainstReference(*f, 53, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        const bool prefetches = spec.kernel->ToString().find("prefetch") != std::string::npos;
+        EXPECT_EQ(prefetches, o.gemm_prefetch_c || (o.gemm_prefetch_pack && packs_panels));
       }
     }
   }
