@@ -59,7 +59,7 @@ struct LowerOptions {
   // output lines of the next tile into L2, and the lines its epilogue reads at the same places
   // (a fused residual), a share per k iteration (lower_gemm.cc). A tile's rows are MR streams a
   // whole image apart, each a task's panels long: too short for the hardware prefetchers, into
-  // lines that the layers before evicted.
+  // lines that the layers before evicted. Only for outputs of at least l2_bytes.
   bool gemm_prefetch_c = true;
   // GEMMs that pack B a panel at a time from a plain buffer read in rows N apart (a pointwise
   // convolution's input, GemmOperands::b_in_place): the row tiles of a panel prefetch the rows

@@ -29,17 +29,19 @@ TEST(Fused, ConvBiasResidualRelu) {
   EXPECT_GT(spec.workspace_bytes, 0);
 }
 
-// The tiles of a channels-first convolution prefetch the next tile's output and residual lines
-// (LowerOptions::gemm_prefetch_c), and a 1x1 convolution's tiles the input rows of the next
-// panel to pack (gemm_prefetch_pack; lower_gemm.cc): the same values as the reference with each
-// on and off, and prefetches in the kernel only with one on. Odd shapes: an M tail (13 and 20
-// output channels), a tail panel, K blocks (K = 360 and 400: the output's lines in the last one
-// only), 1x1 convolutions read in place and packed a panel at a time (256 pixels), 2
-// images, AVX2 and AVX-512.
+// The tiles of a channels-first convolution with an output of at least the cache budget prefetch
+// the next tile's output and residual lines (LowerOptions::gemm_prefetch_c), and a 1x1
+// convolution's tiles the input rows of the next panel to pack (gemm_prefetch_pack;
+// lower_gemm.cc): the same values as the reference with each on and off, and prefetches in the
+// kernel only where one applies. Odd shapes: M tails (33, 20 and 40 output channels), tail
+// panels, K blocks (K = 360 and 400: the output's lines in the last one only), a 7x7 on 3
+// channels, 1x1 convolutions read in place (below the budget: no prefetch) and packed a panel at
+// a time (256 and 4096 pixels), AVX2 and AVX-512.
 TEST(Fused, ConvResidualPrefetch) {
   struct Case { std::vector<int64_t> x; int64_t co, kh; };
-  const std::vector<Case> cases = {{{1, 8, 9, 11}, 13, 3}, {{2, 40, 12, 12}, 20, 3}, {{1, 16, 17, 19}, 24, 1},
-                                   {{1, 3, 23, 29}, 8, 7},  {{1, 24, 16, 16}, 20, 1}, {{1, 400, 16, 16}, 20, 1}};
+  const std::vector<Case> cases = {{{1, 8, 61, 67}, 33, 3},  {{1, 40, 48, 71}, 40, 3},   {{1, 3, 70, 66}, 32, 7},
+                                   {{1, 16, 17, 19}, 24, 1}, {{1, 24, 16, 16}, 20, 1},   {{1, 400, 16, 16}, 20, 1},
+                                   {{1, 24, 64, 64}, 40, 1}};
   for (const Case& c : cases) {
     GraphBuilder b;
     std::vector<ir::Value*> ins = {b.Input("x", c.x), b.Input("w", {c.co, c.x[1], c.kh, c.kh}), b.Input("bias", {c.co}),
@@ -53,7 +55,8 @@ TEST(Fused, ConvResidualPrefetch) {
       return std::vector<ir::Value*>{relu->output(0)};
     });
     for (LowerOptions o : {LowerOptionsForCpuFeatures("+avx2,+fma"), LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
-      const bool packs_panels = c.kh == 1 && (c.x[2] * c.x[3]) % o.gemm_nr == 0;
+      const int64_t pixels = c.x[2] * c.x[3];
+      const bool large = c.co * pixels * 4 >= o.l2_bytes, packs_panels = c.kh == 1 && pixels % o.gemm_nr == 0;
       for (int on = 0; on < 4; ++on) {
         SCOPED_TRACE("x " + f->input(0)->type().ToString() + ", NR " + std::to_string(o.gemm_nr) + ", options " +
                      std::to_string(on));
@@ -62,7 +65,7 @@ TEST(Fused, ConvResidualPrefetch) {
         const KernelSpec spec = CheckNodeAgainstReference(*f, 53, 1e-5, 4, o);
         ASSERT_NE(spec.kernel, nullptr);
         const bool prefetches = spec.kernel->ToString().find("prefetch") != std::string::npos;
-        EXPECT_EQ(prefetches, o.gemm_prefetch_c || (o.gemm_prefetch_pack && packs_panels));
+        EXPECT_EQ(prefetches, (o.gemm_prefetch_c && large) || (o.gemm_prefetch_pack && packs_panels));
       }
     }
   }
