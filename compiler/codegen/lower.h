@@ -54,6 +54,17 @@ struct LowerOptions {
   // K block of their panel (or the next task's first) into L2, each a share (lower_gemm.cc);
   // otherwise it arrives from memory at the pace of the first tile's loads.
   bool gemm_prefetch_b = true;
+  // GEMMs whose store writes consecutive columns of an output row next to each other
+  // (GemmOperands::c_rows, a channels-first convolution): each register tile prefetches the
+  // output lines of the next tile into L2, and the lines its epilogue reads at the same places
+  // (a fused residual), a share per k iteration (lower_gemm.cc). A tile's rows are MR streams a
+  // whole image apart, each a task's panels long: too short for the hardware prefetchers, into
+  // lines that the layers before evicted. Only for outputs of at least l2_bytes.
+  bool gemm_prefetch_c = true;
+  // GEMMs that pack B a panel at a time from a plain buffer read in rows N apart (a pointwise
+  // convolution's input, GemmOperands::b_in_place): the row tiles of a panel prefetch the rows
+  // of the next panel into L2, each a share of them (lower_gemm.cc).
+  bool gemm_prefetch_pack = true;
   // GEMMs whose B can be read in place (GemmOperands::b_in_place: a pointwise convolution's
   // input) and packed inside each task read its full panels in place instead where the row
   // tiles times K is at most this: every tile then reads K rows N elements apart, on as many

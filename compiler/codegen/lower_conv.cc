@@ -246,6 +246,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
   TensorFn bfn = bias ? *bias : TensorFn{};
   // A band's column n is column n + band * N of the whole output (its rows follow the bands').
   const std::vector<int64_t> out = ic.c.out;
+  g.c_rows = true;  // the output's pixels, in order
   g.store = [store, bfn, bi, gi, c, out, band, bands, N](Expr m, Expr n, Expr acc) {
     Expr co = gi * c.Mg + m;
     Expr v = bfn.at ? acc + Cast(bfn.at({co}), DType::kF32) : acc;

@@ -17,7 +17,11 @@
 //      vector registers; no reliance on the SLP vectorizer, which turned some
 //      tiles into shuffles and spills);
 //   3. the last K block applies the epilogue (bias, activation, residual...) and
-//      stores through `store`, with a guarded path for edge tiles.
+//      stores through `store`, with a guarded path for edge tiles; where the
+//      store's columns are consecutive in memory (GemmOperands::c_rows), each
+//      tile first prefetches the lines the next tile stores and reads there.
+// Where B is packed a panel at a time from a plain buffer (b_in_place), the
+// row tiles of a panel prefetch the rows of the next one for its packing.
 // A tail panel (N % NR columns) of at most half a panel, or a narrow one packed
 // at compile time (GemmOperands::b_packed_narrow_tail), has register tiles of
 // its own width instead of computing NR columns.
@@ -127,6 +131,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     if (NCP >= MCT && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
   }
   const int64_t nMB = CeilDiv(Mt, MCT);
+  // M block b's row tiles: [b * Mt / nMB, (b + 1) * Mt / nMB), sizes differing by at most one
+  // (ResNet-50's 1x1 convolutions on 14x14 pixels as rows have 17 row tiles in 4 blocks: 4, 4, 4,
+  // 5 instead of MCT's 5, 5, 5, 2, which gave the first of 2 threads 10 of the 17; measured 0.96
+  // of the time for resnet50, 0.97 for bert_base and convnext_tiny at 2 threads).
+  auto mb_start = [&](Expr b) { return b * Mt / nMB; };
+  auto mb_end = [&](Expr b) { return (b + 1) * Mt / nMB; };
   const bool prepacked = g.b_packed >= 0;
   // Where one product's B is packed by a parallel pass of its own (several M
   // blocks, B not prepacked), the tasks run column blocks outermost, (nb, mb)
@@ -239,6 +249,56 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const bool narrow_tail = prepacked && g.b_packed_narrow_tail && n_tail != 0;
   if (narrow_tail && batched && !g.b_packed_shared) return InvalidArgument(tag + ": a narrow B tail in a batch");
   const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
+  // The output lines of the next register tile (and what the epilogue reads at the same places,
+  // a fused residual) prefetched, a share per k iteration: a tile's MR rows are streams a whole
+  // output row apart, each only a task's panels long, which the hardware prefetchers do not
+  // follow in time, and the stores of every tile missed (docs/MEASUREMENTS.md, "Output lines
+  // prefetched"). Only where the product's output is at least the cache budget (l2_bytes), which
+  // smaller ones may still be in (with every size: the same time for ResNet-18 and -50, 0.98 and
+  // 1.00, and more code). Where B is prefetched those tiles keep that alone.
+  std::vector<std::pair<int, std::vector<Expr>>> c_lines;  // (buffer, indices in mv, nv)
+  Expr mv, nv;
+  if (g.c_rows && o.gemm_prefetch_c && !prefetch_b && batch * M * N * 4 >= o.l2_bytes) {
+    mv = k.NewVar("pm");
+    nv = k.NewVar("pn");
+    // The probe's stores, and its loads that depend on the column: one line each per 16 columns.
+    std::function<bool(const Stmt&)> walk;
+    std::function<void(const Expr&)> loads = [&](const Expr& e) {
+      if (e.is_null()) return;
+      if (e->kind == ExprKind::kLoad && k.buffer(e->buffer).scope != BufferScope::kLocal &&
+          k.buffer(e->buffer).scope != BufferScope::kConstant &&
+          std::any_of(e->operands.begin(), e->operands.end(), [&](const Expr& x) { return UsesVar(x, nv->int_value); }))
+        c_lines.emplace_back(e->buffer, e->operands);
+      for (const Expr& x : e->operands) loads(x);
+    };
+    walk = [&](const Stmt& st) {
+      if (!st) return true;
+      if (st->kind == StmtKind::kBlock) return std::all_of(st->body.begin(), st->body.end(), walk);
+      if (st->kind != StmtKind::kStore) return false;
+      if (k.buffer(st->buffer).scope == BufferScope::kLocal) return false;
+      c_lines.emplace_back(st->buffer, st->indices);
+      loads(st->value);
+      return true;
+    };
+    if (!walk(g.store(mv, nv, FloatConst(0)))) c_lines.clear();
+  }
+  // B packed a panel at a time from a plain buffer (a pointwise convolution's input rows, N apart):
+  // the row tiles of one panel prefetch the rows of the next, each a share, where the packing
+  // would otherwise read its K rows as K streams of NR columns, more than the hardware prefetchers
+  // track (LowerOptions::gemm_prefetch_pack).
+  int b_source = -1;
+  std::vector<Expr> b_source_at;  // in bkv, bnv
+  Expr bkv, bnv;
+  if (o.gemm_prefetch_pack && panel_at_a_time && g.b_in_place && g.b && !batched) {
+    bkv = k.NewVar("pk");
+    bnv = k.NewVar("pn");
+    Expr e = g.b(bkv, bnv);
+    if (e->kind == ExprKind::kCast) e = e->operands[0];
+    if (e->kind == ExprKind::kLoad) {
+      b_source = e->buffer;
+      b_source_at = e->operands;
+    }
+  }
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
   // own, else on every panel (its stores guarded where it meets a tail panel).
@@ -283,17 +343,66 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       });
       if (prefetch) {
         // This row tile's share of the rows to prefetch, one row an iteration in its first R.
-        const int64_t T = std::min(MCT, Mt), R = CeilDiv(KC, T);
+        const int64_t T = Mt / nMB, R = CeilDiv(KC, T);  // the smallest block's tiles
         const Expr last = kc >= nKC - 1;
         // (Never a narrow tail panel, whose rows are TW apart: the last full one instead.)
         const Expr next_p = Select(last, Min(p + NCP, narrow_tail ? std::max<int64_t>(n_full - 1, 0) : Np - 1), p);
-        const Expr row = Min(Select(last, Expr(0), k0 + KC) + (mt - mb * MCT) * R + (kk - k0), K - 1);
+        const Expr row = Min(Select(last, Expr(0), k0 + KC) + (mt - mb_start(mb)) * R + (kk - k0), K - 1);
         std::vector<Stmt> ahead;  // each 64-byte line of that row
         for (int64_t j = 0; j < NR; j += 16) ahead.push_back(k.Prefetch(bp, {bp_at(next_p, row, Expr(j))}));
         ahead.push_back(body);
         const Expr split = Min(k0 + R, k1);
         tile.push_back(For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))));
         tile.push_back(For(kk, split, k1, LoopKind::kNoVectorize, body));
+      } else if ((!c_lines.empty() || b_source >= 0) && !tail) {
+        // Each a share per k iteration of the first R: the lines of the next tile in this task's
+        // order (or the first of the next task's), its MR rows of NR / 16 lines per stream; and
+        // this tile's share of the next panel's rows that its pack reads.
+        const int64_t L = CeilDiv(NR, 16);
+        const int64_t shortest = K - (nKC - 1) * KC;  // the last K block's length
+        const int64_t lines = MR * L, per = CeilDiv(lines, std::max<int64_t>(1, shortest));
+        const int64_t Rc = c_lines.empty() ? 0 : CeilDiv(lines, per);
+        const int64_t Rb = b_source >= 0 ? CeilDiv(KC, Mt) : 0;
+        auto substitute = [&](const std::vector<Expr>& idx, const Expr& v0, const Expr& e0, const Expr& v1, const Expr& e1) {
+          std::vector<Expr> at;
+          for (const Expr& x : idx)
+            at.push_back(SubstituteVars(x, [&](int64_t id) { return id == v0->int_value ? e0 : id == v1->int_value ? e1 : Expr(); }));
+          return at;
+        };
+        std::vector<Stmt> ahead_c, ahead_b;
+        if (Rc > 0) {
+          const Expr p_end = Min(nb * NCP + NCP, Np);
+          Expr mt_next, p_next;
+          if (panel_at_a_time) {
+            mt_next = Select(mt + 1 >= Mt, Expr(0), mt + 1);
+            p_next = Select(mt + 1 >= Mt, p + 1, p);
+          } else {
+            mt_next = Select(p + 1 >= p_end, mt + 1, mt);
+            p_next = Select(p + 1 >= p_end, nb * NCP, p + 1);
+          }
+          for (int64_t s = 0; s < per; ++s) {
+            const Expr q = Min((kk - k0) * per + s, lines - 1);
+            const Expr row = Min(mt_next * MR + q / L, M - 1), col = Min(p_next * NR + (q % L) * 16, N - 1);
+            for (const auto& [buf, idx] : c_lines) ahead_c.push_back(k.Prefetch(buf, substitute(idx, mv, row, nv, col)));
+          }
+        }
+        if (Rb > 0) {
+          const Expr row = Min(k0 + mt * Rb + Min(kk - k0, Rb - 1), K - 1);
+          for (int64_t l = 0; l < L; ++l)
+            ahead_b.push_back(k.Prefetch(b_source, substitute(b_source_at, bkv, row, bnv, Min((p + 1) * NR + l * 16, N - 1))));
+        }
+        auto loops = [&](std::vector<Stmt> ahead, int64_t R) {
+          ahead.push_back(body);
+          const Expr split = Min(k0 + R, k1);
+          return Block({For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))),
+                        For(kk, split, k1, LoopKind::kNoVectorize, body)});
+        };
+        std::vector<Stmt> both = ahead_c;
+        both.insert(both.end(), ahead_b.begin(), ahead_b.end());
+        Stmt pf = loops(both, std::max(Rc, Rb));
+        // The output's lines only before the K block that stores.
+        Stmt others = Rb > 0 ? loops(ahead_b, Rb) : For(kk, k0, k1, LoopKind::kNoVectorize, body);
+        tile.push_back(nKC > 1 && Rc > 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), pf, others) : pf);
       } else {
         tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));
       }
@@ -337,7 +446,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                 Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb),
                        For(mt, 0, Mt, LoopKind::kSerial, tile)}));
   } else {
-    tiles = For(mt, mb * MCT, Min(mb * MCT + MCT, Mt), LoopKind::kSerial,
+    tiles = For(mt, mb_start(mb), mb_end(mb), LoopKind::kSerial,
                 For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
   }
   if (in_place && N % NR != 0) {

@@ -75,6 +75,9 @@ struct GemmOperands {
   // are the pixels, which the layers around it split between threads the same
   // way (lower_conv_nhwc.cc).
   bool rows_outer = false;
+  // store(m, n) writes column n of row m next to column n - 1 (a channels-first convolution's
+  // pixels): the tiles may prefetch their rows' output lines (LowerOptions::gemm_prefetch_c).
+  bool c_rows = false;
   // > 0: the register tile has this many rows (the last tile the M % row_tile
   // left, if any), and A is read as a_tile(m0, i, kk) = A(m0 + i, kk) for the
   // tile at row m0 (i < its rows): a reader whose rows are constant offsets

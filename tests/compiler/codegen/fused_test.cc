@@ -29,6 +29,48 @@ TEST(Fused, ConvBiasResidualRelu) {
   EXPECT_GT(spec.workspace_bytes, 0);
 }
 
+// The tiles of a channels-first convolution with an output of at least the cache budget prefetch
+// the next tile's output and residual lines (LowerOptions::gemm_prefetch_c), and a 1x1
+// convolution's tiles the input rows of the next panel to pack (gemm_prefetch_pack;
+// lower_gemm.cc): the same values as the reference with each on and off, and prefetches in the
+// kernel only where one applies. Odd shapes: M tails (33, 20 and 40 output channels), tail
+// panels, K blocks (K = 360 and 400: the output's lines in the last one only), a 7x7 on 3
+// channels, 1x1 convolutions read in place (below the budget: no prefetch) and packed a panel at
+// a time (256 and 4096 pixels), AVX2 and AVX-512.
+TEST(Fused, ConvResidualPrefetch) {
+  struct Case { std::vector<int64_t> x; int64_t co, kh; };
+  const std::vector<Case> cases = {{{1, 8, 61, 67}, 33, 3},  {{1, 40, 48, 71}, 40, 3},   {{1, 3, 70, 66}, 32, 7},
+                                   {{1, 16, 17, 19}, 24, 1}, {{1, 24, 16, 16}, 20, 1},   {{1, 400, 16, 16}, 20, 1},
+                                   {{1, 24, 64, 64}, 40, 1}};
+  for (const Case& c : cases) {
+    GraphBuilder b;
+    std::vector<ir::Value*> ins = {b.Input("x", c.x), b.Input("w", {c.co, c.x[1], c.kh, c.kh}), b.Input("bias", {c.co}),
+                                   b.Input("res", {c.x[0], c.co, c.x[2], c.x[3]})};
+    ir::Node* f = MakeFused(b.graph(), ins, [&](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+      Attributes a;
+      a.Set("pads", std::vector<int64_t>(4, c.kh / 2));
+      ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, a);
+      ir::Node* add = g.Op("Add", {conv->output(0), v[3]});
+      ir::Node* relu = g.Op("Relu", {add->output(0)});
+      return std::vector<ir::Value*>{relu->output(0)};
+    });
+    for (LowerOptions o : {LowerOptionsForCpuFeatures("+avx2,+fma"), LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+      const int64_t pixels = c.x[2] * c.x[3];
+      const bool large = c.co * pixels * 4 >= o.l2_bytes, packs_panels = c.kh == 1 && pixels % o.gemm_nr == 0;
+      for (int on = 0; on < 4; ++on) {
+        SCOPED_TRACE("x " + f->input(0)->type().ToString() + ", NR " + std::to_string(o.gemm_nr) + ", options " +
+                     std::to_string(on));
+        o.gemm_prefetch_c = (on & 1) != 0;
+        o.gemm_prefetch_pack = (on & 2) != 0;
+        const KernelSpec spec = CheckNodeAgainstReference(*f, 53, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        const bool prefetches = spec.kernel->ToString().find("prefetch") != std::string::npos;
+        EXPECT_EQ(prefetches, (o.gemm_prefetch_c && large) || (o.gemm_prefetch_pack && packs_panels));
+      }
+    }
+  }
+}
+
 TEST(Fused, DepthwiseConvClip) {
   GraphBuilder b;
   std::vector<ir::Value*> ins = {b.Input("x", {1, 6, 10, 10}), b.Input("w", {6, 1, 3, 3}), b.Input("bias", {6})};
