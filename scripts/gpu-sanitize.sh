@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# compute-sanitizer memcheck on the generated CUDA kernels of whole models, in two halves (the GPU
+# machine has no LLVM, so models are compiled here and shipped):
+#
+#   scripts/gpu-sanitize.sh prepare [MODEL:PRECISION,...]   # here: build, compile, stage .gpu/sanitize
+#   (device) bash .gpu/sanitize/run.sh                       # there: keel-run under memcheck
+#
+# Default cases: squeezenet1_1:fp16 and mobilenet_v2:bf16 (their stems run as keel.Im2Col
+# gathers and a GEMM; MobileNetV2's generated depthwise and row kernels), tiny_bert:fp16 (the
+# 128-bit LayerNorm/Softmax row kernels, the fused attention). run.sh runs keel-run --device
+# cuda on each model's bundled input under `compute-sanitizer --tool memcheck`, with the CUDA
+# graph and without it (--no-cuda-graph), and prints one line per run with memcheck's error
+# summary; it exits non-zero when any run reports an error. Logs go to $OUT (default .).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "${1:-}" = prepare ] || { echo "usage: scripts/gpu-sanitize.sh prepare [MODEL:PRECISION,...]"; exit 2; }
+cases=${2:-squeezenet1_1:fp16,mobilenet_v2:bf16,tiny_bert:fp16}
+shared=${KEEL_SHARED_DIR:-../shared}
+stage=.gpu/sanitize
+rm -rf "$stage"; mkdir -p "$stage"
+scripts/setup.sh
+scripts/build.sh -DKEEL_CUDA=ON -DKEEL_BUILD_TESTS=ON -DKEEL_BUILD_BENCH=ON
+cp build/bin/keel-run "$stage/"
+for c in ${cases//,/ }; do
+  m=${c%%:*} p=${c#*:}
+  build/bin/keelc "$shared/models/$m.onnx" -o "$stage/$m.$p.keel" --target cuda --precision "$p" >/dev/null
+  cp "$shared/models/$m.input.bin" "$stage/$m.input.bin"
+done
+cat >"$stage/run.sh" <<'RUN'
+#!/usr/bin/env bash
+cd "$(dirname "$0")"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+out=${OUT:-.}; mkdir -p "$out"
+status=0
+for k in *.keel; do
+  m=${k%%.*}
+  for graph in graph --no-cuda-graph; do
+    flag=(); [ "$graph" = graph ] || flag=("$graph")
+    log=$out/memcheck_${k%.keel}_$graph.log
+    timeout 300 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 ./keel-run "$k" \
+      --device cuda --input "input=$m.input.bin" "${flag[@]}" >"$log" 2>&1
+    rc=$?; [ $rc = 0 ] || status=1
+    echo "$k $graph rc=$rc $(grep -E 'ERROR SUMMARY' "$log")"
+  done
+done
+exit $status
+RUN
+chmod +x "$stage/run.sh"
+echo "device call: carry [\"$stage\"]  command: OUT=\$OUT/sanitize bash $stage/run.sh"
