@@ -581,24 +581,16 @@ class CudaBackend final : public Backend {
     return bf16_stem ? channels : 0;
   }
 
-  // A convolution over fewer than 8 input channels (a model's first layer over
-  // an RGB image) runs as keel.Im2Col and a GEMM whose K is the whole window,
-  // rounded up to the tensor cores' multiple of 8 (passes/im2col.h). cuDNN 9
-  // has no fast bf16 kernel for it: at batch 32 on an H200, VGG-11's 3x3 stem
-  // took 1.17 ms in bf16 against 0.52 ms in f16, MobileNetV3's strided one 368
-  // against 92 us, mc3_18's 3x7x7 video stem at batch 8 1.80 against 0.62 ms
-  // (each launched alone; padding the channels to 4 or 8 did not close the
-  // gap). As the GEMM, models at the large batch, H200, same call: bf16 VGG-11
-  // 1.489 -> 1.339 ms, mc3_18 1.428 -> 1.019, MobileNetV3-L 0.761 -> 0.743;
-  // and in f16 too: VGG-11 1.433 -> 1.350, mc3_18 1.096 -> 1.016,
-  // MobileNetV2 0.983 -> 0.939 (ResNet-50's 7x7 stride-2 stem measured 1.062
-  // -> 1.091 in f16, where cuDNN has a dedicated first-layer kernel: strided
-  // 2-D kernels of at least 4 keep it in f16, and in bf16 space-to-depth takes
-  // them first, above). Windows of at most 512 values: the column matrix holds
-  // that many per output pixel. Not wider convolutions: keel.Im2Col has no
-  // channels-last form, so inside a channels-last chain the transposes around
-  // it cost more than it saves (UNet's 16- and 32-channel layers in bf16:
-  // 0.656 -> 1.547 ms at batch 32).
+  // A convolution over fewer than 8 input channels (a model's first layer)
+  // runs as keel.Im2Col and a GEMM whose K is the window rounded up to 8
+  // (passes/im2col.h): cuDNN 9 has no fast bf16 kernel for it, and the GEMM
+  // beats its f16 one too (H200, large batch: VGG-11 bf16 1.489 -> 1.339 ms,
+  // f16 1.433 -> 1.350; mc3_18 bf16 1.428 -> 1.019, f16 1.096 -> 1.016;
+  // docs/PRECISION.md). ResNet's strided 7x7 stem keeps cuDNN's dedicated f16
+  // kernel (1.062 -> 1.091 ms as the GEMM; bf16 takes space-to-depth, above).
+  // Windows of at most 512 values. Not wider convolutions: inside a
+  // channels-last chain the transposes around keel.Im2Col (channels-first
+  // only) cost more than it saves (UNet bf16 0.656 -> 1.547 ms).
   int64_t Im2ColColumns(const ir::Node& conv, passes::Precision precision) const override {
     if (precision != passes::Precision::kBf16 && precision != passes::Precision::kFp16) return 0;
     const std::vector<int64_t>& ws = conv.input(1)->type().shape;  // [O, C, k...]
