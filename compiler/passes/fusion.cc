@@ -93,9 +93,9 @@ bool WidensToF32(const ir::Node& gemm, const ir::Node& cast) {
   return ops::WidensHalfToF32(cast);
 }
 
-// The generated anchor `n` is a prologue of (rule 0 in fusion.h: a one-input
-// elementwise node that changes the element type and whose only use is that
-// anchor), or null.
+// The generated anchor or injective node `n` is a prologue of (rule 0 in
+// fusion.h: a one-input elementwise node that changes the element type and
+// whose only use is that node), or null.
 ir::Node* PrologueOf(const ir::Graph& graph, const ir::Node& n) {
   if (n.body() || ClassifyOp(n) != OpClass::kElementwise) return nullptr;
   size_t operands = 0;
@@ -109,10 +109,10 @@ ir::Node* PrologueOf(const ir::Graph& graph, const ir::Node& n) {
   if (operands != 1 || out->uses().size() != 1 || graph.IsGraphOutput(out)) return nullptr;
   if (!in->has_type() || !out->has_type() || in->type().dtype == out->type().dtype) return nullptr;
   ir::Node* user = out->uses()[0].node;
-  return !user->body() && GeneratedAnchor(*user) ? user : nullptr;
+  return !user->body() && (GeneratedAnchor(*user) || ClassifyOp(*user) == OpClass::kInjective) ? user : nullptr;
 }
 
-// The prologues of each generated anchor.
+// The prologues of each generated anchor and injective node.
 std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Graph& graph) {
   std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
   for (ir::Node* n : graph.nodes()) {

@@ -22,17 +22,19 @@
 //      vendor-library candidate: Softmax, LayerNorm, reductions, ...) joins that
 //      anchor's group ahead of it, and the anchor's kernel reads through it
 //      (mixed precision's widening Cast in front of an f32 Softmax or LayerNorm:
-//      the kernel reads the half data itself). Other producers stay kernels of
-//      their own: an anchor may read its input several times, and a plain
-//      buffer read keeps its kernel's fast paths. A prologue is not also an
-//      epilogue of the chain before it.
+//      the kernel reads the half data itself). Likewise in front of an
+//      injective node (rule 2): the model input's Cast to half and the
+//      transpose or gather that first reads it are one kernel. Other producers
+//      stay kernels of their own: an anchor may read its input several times,
+//      and a plain buffer read keeps its kernel's fast paths. A prologue is not
+//      also an epilogue of the chain before it.
 //   1. An anchor starts a group (after its prologues). While the group's last output has exactly one
 //      use, is not a graph output, and that user is an ungrouped elementwise
 //      node, the user joins (a linear epilogue chain: bias add, relu, clip,
 //      residual add, ...). Pattern "anchor+epilogue" when something joined,
 //      "anchor" otherwise.
-//   2. An injective node starts a group and takes the elementwise chain after it
-//      by the same rule. Pattern "injective".
+//   2. An injective node starts a group (after its prologues) and takes the
+//      elementwise chain after it by the same rule. Pattern "injective".
 //   3. An elementwise node (not yet grouped) starts a group and takes its
 //      elementwise chain. Pattern "elementwise".
 // An anchor's epilogue keeps the anchor's output shape (it is applied at the
@@ -43,7 +45,7 @@
 // except a half GEMM/MatMul without a bias operand whose first epilogue node
 // widens to f32 (cuBLASLt writes D in f32 from half A and B: bf16's f32
 // residual stream, mixed_precision.h).
-// Hence a body is a chain: [prologues + anchor | injective | elementwise]
+// Hence a body is a chain: [prologues + anchor | prologues + injective | elementwise]
 // followed by zero or more elementwise nodes, each consuming the previous node's
 // output (as any of its inputs) plus values from outside the group. A chain holds at most
 // kMaxGroupNodes nodes (a longer one continues in a new group): a kernel's

@@ -306,5 +306,46 @@ TEST(FusionTest, APrologueIsNotAlsoAnEpilogue) {
   EXPECT_EQ(*fused->nodes()[1]->attrs().GetString("keel.anchor", ""), "GlobalAveragePool");
 }
 
+// The model input's Cast to half in front of the transpose that first reads it
+// (the channels-last pass's to-NHWC on the image) is that injective kernel's
+// prologue: one kernel reads f32 and writes the transposed half data. A Cast
+// with a second use stays a kernel of its own.
+TEST(FusionTest, ACastInFrontOfAnInjectiveNodeIsItsPrologue) {
+  for (const bool second_use : {false, true}) {
+    SCOPED_TRACE(second_use ? "second use" : "one use");
+    auto build = [second_use] {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* x = g->AddInput("x", F32({2, 3, 5, 7}));
+      ir::Node* half = g->AddNode("Cast", "half", {x}, 1);
+      half->attrs().Set("to", std::string("f16"));
+      ir::Node* t = g->AddNode("Transpose", "to_nhwc", {half->output(0)}, 1);
+      t->attrs().Set("perm", std::vector<int64_t>{0, 2, 3, 1});
+      ir::Node* back = g->AddNode("Cast", "back", {t->output(0)}, 1, {"y"});  // f32 outputs to compare
+      back->attrs().Set("to", std::string("f32"));
+      g->AddOutput(back->output(0));
+      if (second_use) {
+        ir::Node* other = g->AddNode("Cast", "other", {half->output(0)}, 1, {"z"});
+        other->attrs().Set("to", std::string("f32"));
+        g->AddOutput(other->output(0));
+      }
+      return g;
+    };
+    ir::Graph* fused = nullptr;
+    std::unique_ptr<ir::Graph> keep;
+    EXPECT_EQ(CompareAfter(build, FusePipeline, {Random({2, 3, 5, 7}, 9)}, &fused, &keep), 0.0);
+    ASSERT_NE(fused, nullptr);
+    bool prologue = false;
+    for (ir::Node* f : fused->nodes())
+      prologue = prologue || Ops(f) == std::vector<std::string>{"Cast", "Transpose", "Cast"};
+    EXPECT_EQ(prologue, !second_use);
+    if (!second_use) {
+      ASSERT_EQ(fused->num_nodes(), 1u);
+      ir::Node* f = fused->nodes()[0];
+      EXPECT_EQ(Pattern(f), "injective");
+      EXPECT_EQ(f->input(0)->type().dtype, ir::DType::kF32);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace keel::passes
