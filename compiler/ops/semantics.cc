@@ -64,6 +64,12 @@ Result<std::vector<ir::TensorType>> InferNodeTypes(const ir::Node& node) {
   return types;
 }
 
+Status SetInferredTypes(ir::Node& node) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, InferNodeTypes(node));
+  for (size_t i = 0; i < types.size(); ++i) node.output(i)->set_type(types[i]);
+  return Status::Ok();
+}
+
 Result<std::vector<ir::TensorDataPtr>> EvaluateNode(const ir::Node& node, const std::vector<ir::TensorDataPtr>& inputs) {
   if (node.body()) return EvaluateGraph(*node.body(), inputs);  // a fused group: its nodes in order
   KEEL_ASSIGN_OR_RETURN(const OpDef* def, DefOf(node));

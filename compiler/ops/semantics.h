@@ -10,6 +10,7 @@
 //                           checks the hook returned one type per output and
 //                           that every shape is sane (no negative dimension,
 //                           at most 2^40 elements).
+//   SetInferredTypes(node)  InferNodeTypes, the results set on the outputs.
 //   EvaluateNode(node, in)  reference outputs: the op's `evaluate`, or the
 //                           interpreter for elementwise/injective ops.
 //   EvaluateGraph(g, in)    every node in order; the graph's outputs.
@@ -27,6 +28,7 @@ namespace keel::ops {
 
 Status CanonicalizeNode(ir::Node& node);
 Result<std::vector<ir::TensorType>> InferNodeTypes(const ir::Node& node);
+Status SetInferredTypes(ir::Node& node);
 Result<std::vector<ir::TensorDataPtr>> EvaluateNode(const ir::Node& node, const std::vector<ir::TensorDataPtr>& inputs);
 Result<std::vector<ir::TensorDataPtr>> EvaluateGraph(const ir::Graph& graph,
                                                      const std::vector<ir::TensorDataPtr>& inputs);

@@ -8,8 +8,8 @@
 
 #include "compiler/ops/channels_last.h"
 #include "compiler/ops/reference.h"
-#include "compiler/ops/registry.h"
 #include "compiler/ops/semantics.h"
+#include "compiler/passes/pattern_match.h"
 
 namespace keel::passes {
 namespace {
@@ -30,35 +30,12 @@ ir::TensorDataPtr ColumnWeight(const ir::TensorData& w, int64_t columns) {
   return ops::MakeTensorF32({columns, o_n}, out);
 }
 
-Status SetInferredType(ir::Node* n) {
-  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*n));
-  n->output(0)->set_type(types[0]);
-  return Status::Ok();
-}
-
 }  // namespace
 
 bool Im2ColApplies(const ir::Node& conv) {
-  const ops::OpDef* def = ops::FindOp(conv);
-  if (def == nullptr || def->library != ops::LibraryCall::kConv || conv.inputs().size() < 2 ||
-      conv.outputs().size() != 1) {
-    return false;
-  }
-  const ir::Value* x = conv.input(0);
-  const ir::Value* w = conv.input(1);
-  if (!x || !w || !x->has_type() || !w->is_constant() || !conv.output(0)->has_type()) return false;
-  const ir::TensorType& xt = x->type();
-  if (xt.dtype != ir::DType::kF32 || w->constant()->type.dtype != ir::DType::kF32) return false;
-  if (xt.shape.size() < 3 || xt.shape.size() > 5 || w->constant()->type.shape.size() != xt.shape.size()) return false;
-  if (conv.attrs().Has(ops::kChannelsLastAttr)) return false;
-  const Result<std::string> auto_pad = conv.attrs().GetString("auto_pad", "NOTSET");
-  const Result<int64_t> group = conv.attrs().GetInt("group", 1);
-  const size_t d = xt.shape.size() - 2;
-  const Result<std::vector<int64_t>> strides = conv.attrs().GetInts("strides", {});
-  const Result<std::vector<int64_t>> dilations = conv.attrs().GetInts("dilations", {});
-  const Result<std::vector<int64_t>> pads = conv.attrs().GetInts("pads", {});
-  return auto_pad.ok() && *auto_pad == "NOTSET" && group.ok() && *group == 1 && strides.ok() &&
-         strides->size() == d && dilations.ok() && dilations->size() == d && pads.ok() && pads->size() == 2 * d;
+  if (!ConstantWeightConv(conv)) return false;
+  const size_t rank = conv.input(0)->type().shape.size();
+  return rank >= 3 && rank <= 5;
 }
 
 Status Im2ColPass::Run(ir::Graph& graph) {
@@ -76,7 +53,6 @@ Status Im2ColPass::Run(ir::Graph& graph) {
       return Internal(ir::NodeDescription(*n) + ": im2col with " + std::to_string(columns) +
                       " columns, fewer than the " + std::to_string(window) + " the window reads");
     }
-    const size_t d = ws.size() - 2;
     const std::string base = n->name() + "/im2col";
     ir::Node* cols = graph.InsertNodeBefore(n, "keel.Im2Col", base, {n->input(0)}, 1);
     cols->attrs().Set("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
@@ -85,7 +61,7 @@ Status Im2ColPass::Run(ir::Graph& graph) {
       cols->attrs().Set(attr, v);
     }
     cols->attrs().Set("columns", columns);
-    KEEL_RETURN_IF_ERROR(SetInferredType(cols));
+    KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*cols));
     ir::Value* w = n->input(1);
     auto [it, inserted] = rearranged.try_emplace({static_cast<int64_t>(w->id()), columns}, nullptr);
     if (inserted) it->second = graph.AddConstant(w->name() + "/im2col", ColumnWeight(*w->constant(), columns));
@@ -95,23 +71,21 @@ Status Im2ColPass::Run(ir::Graph& graph) {
     for (size_t i = 2; i < ys.size(); ++i) pixels *= ys[i];
     ir::Node* flat = graph.InsertNodeBefore(n, "keel.Reshape", base + "/matrix", {cols->output(0)}, 1);
     flat->attrs().Set("shape", std::vector<int64_t>{columns, pixels});
-    KEEL_RETURN_IF_ERROR(SetInferredType(flat));
+    KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*flat));
     std::vector<ir::Value*> operands{flat->output(0), it->second};
     if (n->inputs().size() > 2 && n->input(2) != nullptr) operands.push_back(n->input(2));
     ir::Node* gemm = graph.InsertNodeBefore(n, "Gemm", base + "/gemm", operands, 1);
     gemm->attrs().Set("transA", int64_t{1});
-    KEEL_RETURN_IF_ERROR(SetInferredType(gemm));
+    KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*gemm));
     std::vector<int64_t> nhwc{ys[0]};
     nhwc.insert(nhwc.end(), ys.begin() + 2, ys.end());
     nhwc.push_back(ys[1]);
     ir::Node* last = graph.InsertNodeBefore(n, "keel.Reshape", base + "/nhwc", {gemm->output(0)}, 1);
     last->attrs().Set("shape", nhwc);
-    KEEL_RETURN_IF_ERROR(SetInferredType(last));
-    std::vector<int64_t> perm{0, static_cast<int64_t>(d) + 1};
-    for (size_t i = 1; i <= d; ++i) perm.push_back(static_cast<int64_t>(i));
+    KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*last));
     ir::Node* back = graph.InsertNodeBefore(n, "Transpose", base + "/to_nchw", {last->output(0)}, 1);
-    back->attrs().Set("perm", perm);
-    KEEL_RETURN_IF_ERROR(SetInferredType(back));
+    back->attrs().Set("perm", ops::ToChannelsFirstPerm(ws.size()));
+    KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*back));
     if (!(back->output(0)->type() == n->output(0)->type())) {
       return Internal(ir::NodeDescription(*n) + ": im2col form has type " + back->output(0)->type().ToString() +
                       ", expected " + n->output(0)->type().ToString());

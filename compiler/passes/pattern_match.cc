@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "compiler/ops/channels_last.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/registry.h"
 
@@ -22,6 +23,21 @@ std::optional<double> ConstScalar(const ir::Value* v) {
   const double s = ops::ElementAsDouble(t, 0);  // any float type (f16 after mixed precision)
   if (!std::isfinite(s)) return std::nullopt;
   return s;
+}
+
+bool ConstantWeightConv(const ir::Node& conv) {
+  const ops::OpDef* def = DefOf(&conv);
+  if (def == nullptr || def->library != ops::LibraryCall::kConv || conv.inputs().size() < 2 ||
+      conv.outputs().size() != 1 || conv.attrs().Has(ops::kChannelsLastAttr)) {
+    return false;
+  }
+  const ir::Value* x = conv.input(0);
+  const ir::Value* w = conv.input(1);
+  if (!x || !w || !x->has_type() || !w->is_constant() || !conv.output(0)->has_type()) return false;
+  const ir::TensorType& wt = w->constant()->type;
+  const Result<int64_t> group = conv.attrs().GetInt("group", 1);
+  return x->type().dtype == ir::DType::kF32 && wt.dtype == ir::DType::kF32 &&
+         wt.shape.size() == x->type().shape.size() && group.ok() && *group == 1;
 }
 
 bool SoleUse(const ir::Graph& g, const ir::Value* v) { return v->uses().size() == 1 && !g.IsGraphOutput(v); }

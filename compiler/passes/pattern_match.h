@@ -1,5 +1,5 @@
 // compiler/passes/pattern_match.h — small predicates the pattern-rewriting
-// passes (attention-fusion, gelu-fusion) share: an op's registered roles, a
+// passes (attention-fusion, gelu-fusion, space-to-depth, im2col) share: an op's registered roles, a
 // constant scalar operand, a value with one use, a multiplication by a
 // constant scalar.
 //
@@ -26,6 +26,13 @@ std::optional<double> ConstScalar(const ir::Value* v);
 // `v` has one use (one input of one node) and is not a graph output: a pattern
 // may swallow it.
 bool SoleUse(const ir::Graph& g, const ir::Value* v);
+
+// A convolution that a weight-rearranging rewrite (space-to-depth, im2col) may
+// take: the registry's convolution library op, one output, typed, group 1, a
+// channels-first f32 input and a constant f32 weight of the input's rank.
+// Window attributes are canonical after shape inference (ops/window.h: explicit
+// pads, auto_pad NOTSET).
+bool ConstantWeightConv(const ir::Node& conv);
 
 // `n` = x * c, c * x or x / c with c a nonzero constant scalar and x of the
 // result's type: x and the factor (1 / c for the division).

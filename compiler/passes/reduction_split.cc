@@ -46,12 +46,6 @@ Cut ChooseCut(const std::vector<int64_t>& extents, int64_t length, int64_t want)
   return best;
 }
 
-Status SetInferredType(ir::Node* n) {
-  KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*n));
-  n->output(0)->set_type(types[0]);
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status ReductionSplitPass::Run(ir::Graph& graph) {
@@ -92,7 +86,7 @@ Status ReductionSplitPass::Run(ir::Graph& graph) {
       shape.insert(shape.begin() + at + 1, extents[cut.axis] / cut.factor);
       ir::Node* split = graph.InsertNodeBefore(n, "keel.Reshape", base + "/split", {in}, 1);
       split->attrs().Set("shape", shape);
-      KEEL_RETURN_IF_ERROR(SetInferredType(split));
+      KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*split));
       in = split->output(0);
       inner.push_back(at + 1);
       for (size_t j = cut.axis + 1; j < axes.size(); ++j) inner.push_back(axes[j] + 1);
@@ -102,7 +96,7 @@ Status ReductionSplitPass::Run(ir::Graph& graph) {
     ir::Node* partial = graph.InsertNodeBefore(n, def->reduction_partial, base, {in}, 1);
     partial->attrs().Set("axes", inner);
     partial->attrs().Set("keepdims", int64_t{1});
-    KEEL_RETURN_IF_ERROR(SetInferredType(partial));
+    KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*partial));
     ir::Value* partials = partial->output(0);
     if (splits_axis) {
       // Back to the node's rank: the split axis holds the factor, the inner axes 1.
@@ -111,7 +105,7 @@ Status ReductionSplitPass::Run(ir::Graph& graph) {
       for (size_t j = cut.axis + 1; j < axes.size(); ++j) shape[static_cast<size_t>(axes[j])] = 1;
       ir::Node* join = graph.InsertNodeBefore(n, "keel.Reshape", base + "/join", {partials}, 1);
       join->attrs().Set("shape", shape);
-      KEEL_RETURN_IF_ERROR(SetInferredType(join));
+      KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*join));
       partials = join->output(0);
     }
     n->SetInput(0, partials);

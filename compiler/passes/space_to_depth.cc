@@ -6,9 +6,9 @@
 #include <tuple>
 #include <vector>
 
-#include "compiler/ops/channels_last.h"
 #include "compiler/ops/reference.h"
 #include "compiler/ops/semantics.h"
+#include "compiler/passes/pattern_match.h"
 
 namespace keel::passes {
 namespace {
@@ -39,18 +39,7 @@ ir::TensorDataPtr SpaceToDepthWeight(const ir::TensorData& w, int64_t s, int64_t
 }  // namespace
 
 bool SpaceToDepthApplies(const ir::Node& conv) {
-  if (conv.op_type() != "Conv" || conv.inputs().size() < 2 || conv.outputs().size() != 1) return false;
-  const ir::Value* x = conv.input(0);
-  const ir::Value* w = conv.input(1);
-  if (!x || !w || !x->has_type() || !w->is_constant() || !conv.output(0)->has_type()) return false;
-  const ir::TensorType& xt = x->type();
-  if (xt.dtype != ir::DType::kF32 || w->constant()->type.dtype != ir::DType::kF32) return false;
-  if (xt.shape.size() != 4 || w->constant()->type.shape.size() != 4) return false;
-  const Result<std::string> auto_pad = conv.attrs().GetString("auto_pad", "NOTSET");
-  if (!auto_pad.ok() || *auto_pad != "NOTSET") return false;
-  const Result<int64_t> group = conv.attrs().GetInt("group", 1);
-  if (!group.ok() || *group != 1) return false;
-  if (conv.attrs().Has(ops::kChannelsLastAttr)) return false;
+  if (!ConstantWeightConv(conv) || conv.input(0)->type().shape.size() != 4) return false;
   const std::vector<int64_t> strides = IntsOr(conv, "strides", {1, 1});
   const std::vector<int64_t> dilations = IntsOr(conv, "dilations", {1, 1});
   const std::vector<int64_t> pads = IntsOr(conv, "pads", {0, 0, 0, 0});
@@ -99,10 +88,7 @@ Status SpaceToDepthPass::Run(ir::Graph& graph) {
       last->attrs().Set("pads", std::vector<int64_t>{0, 0, 0, 0, 0, channels - s * s * xs[1], 0, 0});
       added.push_back(last);
     }
-    for (ir::Node* m : added) {
-      KEEL_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ops::InferNodeTypes(*m));
-      m->output(0)->set_type(types[0]);
-    }
+    for (ir::Node* m : added) KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*m));
     const ir::TensorType old_type = n->output(0)->type();
     n->SetInput(0, last->output(0));
     ir::Value* w = n->input(1);
