@@ -35,7 +35,7 @@
 # included).
 # KEEL_HALF_KEELC_FLAGS: more keelc options for every compile (e.g. --disable-pass=im2col, for an
 # A/B in one call).
-# KEEL_HALF_NCU=P: the device time of every kernel from Nsight Compute (ncu_MODEL.P.bBATCH.txt),
+# KEEL_HALF_NCU=P[,P...]: (tf32: the fp32 executable run with TF32) the device time of every kernel from Nsight Compute (ncu_MODEL.P.bBATCH.txt),
 # without the launch overheads that --kernels includes, with the timing run's library choices
 # (its tuning file).
 set -uo pipefail
@@ -60,12 +60,12 @@ prepare() {
 # matching kernel of that inference (ncu_detail_TAG.txt); KEEL_HALF_NCU_SKIP=N skips the first N
 # matching launches (a warm launch instead of the first).
 ncu_kernels() {
-  local bin=$1 k=$2 input=$3 tag=$4
+  local bin=$1 k=$2 input=$3 tag=$4; shift 4  # then keel-cuda-time options (--allow-tf32)
   local flags=(--cache-control none --clock-control none)
   # The timing run's library choices (timing them under the profiler would pick at random).
   local tuning=(--tuning-file "$work/$tag.tuning")
   timeout 300 ncu "${flags[@]}" --metrics gpu__time_duration.sum --csv "$bin/keel-cuda-time" "$k" --warmup 0 \
-    --iterations 1 --input "input=$input" "${tuning[@]}" >"$out/ncu_$tag.csv" 2>"$out/ncu_$tag.err" || true
+    --iterations 1 --input "input=$input" "${tuning[@]}" "$@" >"$out/ncu_$tag.csv" 2>"$out/ncu_$tag.err" || true
   python3 "$here/ncu_summary.py" "$out/ncu_$tag.csv" >"$out/ncu_$tag.txt"
   if [ -n "${KEEL_HALF_NCU_DETAIL:-}" ]; then
     timeout 300 ncu "${flags[@]}" -k "regex:$KEEL_HALF_NCU_DETAIL" -s "${KEEL_HALF_NCU_SKIP:-0}" -c 1 \
@@ -157,12 +157,15 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
       timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 5 --input "input=$work/$m.b$b.input.bin" \
         --kernels >"$out/kernels_$tag.txt" 2>&1 || true
     fi
-    if [ "$p" = "${KEEL_HALF_NCU:-}" ]; then  # the same without launch overheads: Nsight Compute
-      ncu_kernels "$bin" "$k" "$work/$m.b$b.input.bin" "$tag"
-    fi
+    case ",${KEEL_HALF_NCU:-}," in  # the same without launch overheads: Nsight Compute
+      *",$p,"*) ncu_kernels "$bin" "$k" "$work/$m.b$b.input.bin" "$tag" ;;
+    esac
     if [ "$p" = fp32 ]; then
       timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" \
-        --name "$m.tf32.b$b" --allow-tf32 >"$out/time_$m.tf32.b$b.json" 2>>"$out/time_$tag.err" || true
+        --name "$m.tf32.b$b" --allow-tf32 --tuning-file "$work/$m.tf32.b$b.tuning" >"$out/time_$m.tf32.b$b.json" 2>>"$out/time_$tag.err" || true
+      case ",${KEEL_HALF_NCU:-}," in  # with TF32's tuning file
+        *,tf32,*) ncu_kernels "$bin" "$k" "$work/$m.b$b.input.bin" "$m.tf32.b$b" --allow-tf32 ;;
+      esac
     fi
   done <"$work/jobs.txt"
   # 3. PyTorch fp16: NCHW and (image models) channels-last, CUDA-graph replay; torch.compile on request.

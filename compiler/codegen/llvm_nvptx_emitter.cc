@@ -144,8 +144,37 @@ void AvoidBitSelectMiscompile(llvm::Module& m) {
   }
 }
 
+// LLVM 16's NVPTX back end also cannot select a one-bit multiply, and makes one
+// itself: for `X & 1` the DAG narrows X's arithmetic to the one demanded bit, and
+// i1 is a legal (predicate) type there, so `(a * b) & 1` becomes `mul i1`, for
+// which there is no instruction ("LLVM ERROR: Cannot select: i1 = mul", which
+// aborts the compiler). `it % 2` is `it & 1`: a grid-stride loop over two output
+// channels hit it (a segmentation head's 16 -> 2 convolution in fp16). A freeze
+// of X, which the DAG keeps for values not known to be well defined, stops the
+// narrowing there; the value is the same.
+void AvoidOneBitNarrowing(llvm::Module& m) {
+  std::vector<llvm::BinaryOperator*> masks;
+  for (llvm::Function& f : m) {
+    for (llvm::BasicBlock& bb : f) {
+      for (llvm::Instruction& i : bb) {
+        auto* op = llvm::dyn_cast<llvm::BinaryOperator>(&i);
+        if (!op || op->getOpcode() != llvm::Instruction::And || !op->getType()->isIntegerTy() ||
+            op->getType()->getIntegerBitWidth() <= 1 || llvm::isa<llvm::Constant>(op->getOperand(0)))
+          continue;
+        auto* one = llvm::dyn_cast<llvm::ConstantInt>(op->getOperand(1));
+        if (one && one->isOne()) masks.push_back(op);
+      }
+    }
+  }
+  for (llvm::BinaryOperator* op : masks) {
+    llvm::IRBuilder<> b(op);
+    op->setOperand(0, b.CreateFreeze(op->getOperand(0)));
+  }
+}
+
 Result<std::string> ModuleToPtx(llvm::Module& m, llvm::TargetMachine& tm) {
   AvoidBitSelectMiscompile(m);
+  AvoidOneBitNarrowing(m);
   llvm::SmallVector<char, 0> ptx;
   llvm::raw_svector_ostream os(ptx);
   llvm::legacy::PassManager pm;

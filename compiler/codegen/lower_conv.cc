@@ -16,7 +16,8 @@
 //     on a GPU (LowerOptions::gpu_direct_conv) a parallel iteration is a short
 //     run of outputs in one row, flat over the output in its memory order
 //     (channels innermost for a channels-last node); grouped convolutions on a
-//     GPU take that form too, summing over the group's input channels;
+//     GPU take that form too, summing over the group's input channels, and so
+//     do dense ones to few output channels (GpuDirectDenseConv);
 //   * otherwise: implicit GEMM per (image, group): M = output channels of the
 //     group, N = prod(output spatial), K = Cin/group * prod(kernel), with im2col
 //     done while packing B (see lower_gemm.cc) from a zero-padded copy of the
@@ -551,8 +552,9 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     return ctx.options().gpu_direct_conv ? GpuDirectConv(ctx, c, X, Wt, bias, store)
                                          : DirectConv(ctx, c, X, Wt, bias, store);
   }
-  if (c.groups > 1 && ctx.options().gpu_direct_conv) {
-    if (packed_rows > 0) return InvalidArgument(NodeLabel(node) + ": a grouped GPU convolution's weight cannot be panel-packed");
+  if (ctx.options().gpu_direct_conv && (c.groups > 1 || GpuDirectDenseConv(c.groups, c.Co))) {
+    if (packed_rows > 0) return InvalidArgument(NodeLabel(node) + ": a GPU direct convolution's weight cannot be panel-packed");
+    if (c.groups == 1 && ctx.channels_last_output()) return GpuPixelConv(ctx, c, X, Wt, bias, store);
     return GpuDirectConv(ctx, c, X, Wt, bias, store);
   }
 

@@ -318,6 +318,49 @@ Stmt GpuDirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, cons
   return For(it, 0, NumElements(dims), LoopKind::kParallel, Block(std::move(body)));
 }
 
+Stmt GpuPixelConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
+                  const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  const size_t sp = c.sp();
+  std::vector<int64_t> pixels{c.B};
+  pixels.insert(pixels.end(), c.out.begin(), c.out.end());
+  Expr it = k.NewVar("it");
+  const std::vector<Expr> px = Delinearize(pixels, it);  // (b, output coords): the NHWC order
+  const int acc = k.AddLocal("px_acc", DType::kF32, {c.Co});
+  std::vector<Stmt> body;
+  {
+    Expr co = k.NewVar("co");
+    body.push_back(For(co, 0, c.Co, LoopKind::kUnroll,
+                       k.Store(acc, {co}, bias ? Cast(bias->at({co}), DType::kF32) : FloatConst(0))));
+  }
+  std::vector<Expr> kvars;
+  Expr inside;
+  Expr ci = k.NewVar("ci"), co = k.NewVar("co");
+  std::vector<Expr> xi{px[0], ci}, wi{co, ci};
+  for (size_t d = 0; d < sp; ++d) {
+    kvars.push_back(k.NewVar("k" + std::to_string(d)));
+    Expr id = px[1 + d] * c.s[d] - c.pb[d] + kvars[d] * c.d[d];
+    inside = And(inside, (id >= 0) && (id < c.in[d]));
+    xi.push_back(id);
+    wi.push_back(kvars[d]);
+  }
+  // The pixel's input channels are contiguous: unrolled, neighbouring loads merge into
+  // vectors (and the unrolled output channels share each load).
+  Stmt fma = k.Store(acc, {co}, k.Load(acc, {co}) + Cast(X.at(xi), DType::kF32) * Cast(Wt.at(wi), DType::kF32));
+  Stmt channel = For(co, 0, c.Co, LoopKind::kUnroll, fma);
+  Stmt window = For(ci, 0, c.C, c.C <= 64 ? LoopKind::kUnroll : LoopKind::kSerial, channel);
+  if (!inside.is_null()) window = If(inside, window);
+  for (size_t d = sp; d-- > 0;) window = For(kvars[d], 0, c.k[d], LoopKind::kSerial, window);
+  body.push_back(window);
+  {
+    Expr o = k.NewVar("co");
+    std::vector<Expr> oi{px[0], o};
+    for (size_t d = 0; d < sp; ++d) oi.push_back(px[1 + d]);
+    body.push_back(For(o, 0, c.Co, LoopKind::kUnroll, store(oi, k.Load(acc, {o}))));
+  }
+  return For(it, 0, NumElements(pixels), LoopKind::kParallel, Block(std::move(body)));
+}
+
 Stmt GpuDirectConvTranspose(LowerContext& ctx, const ConvGeom& c, const std::vector<int64_t>& stride,
                             const std::vector<int64_t>& pads, const TensorFn& X, const TensorFn& Wt,
                             const TensorFn* bias, const StoreFn& store) {

@@ -46,7 +46,8 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
                 const StoreFn& store);
 
 // The GPU form (LowerOptions::gpu_direct_conv) of depthwise and grouped
-// convolutions (a serial loop over the group's input channels): each parallel
+// convolutions, and of dense ones to few channels (GpuDirectDenseConv; a serial
+// loop over the group's input channels): each parallel
 // iteration computes a run of V neighbouring outputs along the last dim for one
 // (image, channel, leading output coords), so each input row it reads is loaded once into
 // registers (V * stride + taps - 1 values) and feeds V * taps FMAs (one output
@@ -58,6 +59,26 @@ Stmt DirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const T
 // input read clamped and select zero; the last run stores only columns < OW.
 Stmt GpuDirectConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
                    const StoreFn& store);
+
+// Dense (one group) convolutions to at most this many output channels take the
+// GPU direct form too: a network's head (a 1x1 convolution to two classes, a
+// depth or saliency map). Tensor-core GEMMs tile at least 8 output channels, so
+// cuDNN's kernels for them are slow: a UNet's 16 -> 2 head at batch 32 (128x128)
+// took 44.5 us in bf16 (plus a 6.4 us bias pass) and 16.5 us in f16 on an H100,
+// where the direct form reads the 16.8 MB input once. The CUDA back end leaves
+// these to code generation (cuda_backend.cc), and LowerConv takes this form.
+inline constexpr int64_t kGpuDirectDenseConvMaxOutputs = 4;
+inline bool GpuDirectDenseConv(int64_t groups, int64_t out_channels) {
+  return groups == 1 && out_channels <= kGpuDirectDenseConvMaxOutputs;
+}
+
+// The channels-last form of those (GpuDirectDenseConv, input and output NHWC):
+// one output pixel per parallel iteration, all its output channels in registers,
+// the window's taps as loops and each tap's input channels (contiguous in NHWC)
+// unrolled, so a warp reads whole pixels (the run-of-columns form above reads one
+// channel of eight pixels per step, 32 bytes apart: the UNet's head took 38.6 us).
+Stmt GpuPixelConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt, const TensorFn* bias,
+                  const StoreFn& store);
 
 // The GPU form of ConvTranspose (LowerOptions::gpu_direct_conv): one output
 // element per parallel iteration, in the output's memory order (channels

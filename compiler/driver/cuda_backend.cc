@@ -43,6 +43,7 @@
 
 #include "common/conv_geometry.h"
 #include "compiler/codegen/kernel_dedup.h"
+#include "compiler/codegen/lower_conv_direct.h"
 #include "compiler/codegen/llvm_nvptx_emitter.h"
 #include "compiler/codegen/lower.h"
 #include "compiler/ops/channels_last.h"
@@ -306,14 +307,16 @@ bool SymmetricPads(const std::vector<int64_t>& pads) {
 // slower end to end (5.35 vs 2.58 ms), MobileNetV2's 3x3 at batch 32 2.07 vs
 // 1.01 ms; the generated form reads either layout, so it runs channels-last
 // where the model does (no transposes around it). fp32 too: 2.46 vs 1.95 ms
-// (MobileNetV2, batch 32), 12.5 vs 10.6 ms (ConvNeXt-T).
-bool GeneratedDepthwise(const ir::Node& conv) {
+// (MobileNetV2, batch 32), 12.5 vs 10.6 ms (ConvNeXt-T). So are dense ones to
+// few output channels (codegen::GpuDirectDenseConv says why; forward ones: a
+// ConvTranspose's weight is [C_in, C_out / group, k...]).
+bool GeneratedConv(const ir::Node& conv, bool transposed) {
   const ir::Value* w = conv.input(1);
   auto group = conv.attrs().GetInt("group", 1);
-  if (!w || !w->has_type() || !group.ok() || *group <= 1) return false;
+  if (!w || !w->has_type() || !group.ok() || w->type().shape.size() < 3) return false;
   const std::vector<int64_t>& ws = w->type().shape;  // OIHW, or OHWI channels-last
-  if (ws.size() < 3) return false;
-  return ws[ops::IsChannelsLast(conv) ? ws.size() - 1 : 1] == 1;
+  if (!transposed && codegen::GpuDirectDenseConv(*group, ws[0])) return true;
+  return *group > 1 && ws[ops::IsChannelsLast(conv) ? ws.size() - 1 : 1] == 1;
 }
 
 // Conv, or ConvTranspose (`transposed`: the data gradient of the forward
@@ -339,7 +342,7 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index, bool transpos
   auto dil = a.attrs().GetInts("dilations", std::vector<int64_t>(spatial, 1));
   auto group = a.attrs().GetInt("group", 1);
   if (!pads.ok() || !strides.ok() || !dil.ok() || !group.ok()) return std::nullopt;
-  if (GeneratedDepthwise(a)) return std::nullopt;
+  if (GeneratedConv(a, transposed)) return std::nullopt;
   // Exactly what the VM accepts at load (1-3 spatial dims, symmetric pads, int32
   // sizes): anything else stays a generated kernel.
   const auto geometry = transposed ? common::MakeCudnnConvTransposeGeometry : common::MakeCudnnConvGeometry;
@@ -617,7 +620,7 @@ class CudaBackend final : public Backend {
     const Chain chain(node);
     switch (def->library) {
       case ops::LibraryCall::kConv:
-        if (GeneratedDepthwise(node)) return true;  // the generated form takes either layout
+        if (GeneratedConv(node, false)) return true;  // the generated form takes either layout
         return !SlowChannelsLast(node) && PickConv(chain, 0, false).has_value();
       case ops::LibraryCall::kConvTranspose: return !SlowChannelsLast(node) && PickConv(chain, 0, true).has_value();
       case ops::LibraryCall::kMaxPool: return PickPool(chain, 0, true).has_value();

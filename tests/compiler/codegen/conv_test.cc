@@ -3,10 +3,11 @@
 // contiguous and gathered panels) and the direct depthwise kernel (channel
 // multiplier 1 and 2; its CPU row form, one row or blocks of rows per
 // iteration, heights not a multiple of the block, and its GPU run-of-outputs
-// form, which grouped convolutions take on a GPU too); bands of output rows; B packed a
+// form, which grouped and few-output convolutions take on a GPU too); bands of output rows; B packed a
 // panel at a time; a pointwise convolution's input read in place.
 #include <gtest/gtest.h>
 
+#include "compiler/codegen/lower_conv_direct.h"
 #include "compiler/codegen/lower_ops.h"
 #include "tests/compiler/codegen/codegen_test_util.h"
 
@@ -25,6 +26,8 @@ LowerOptions GpuDirectConv() {
   o.gpu_direct_conv = true;
   return o;
 }
+
+bool TakesGpuDirectForm(const ConvCase& p) { return p.group > 1 || GpuDirectDenseConv(p.group, p.co); }
 
 ir::Attributes ConvAttrs(const ConvCase& p) {
   ir::Attributes a;
@@ -48,9 +51,9 @@ TEST_P(ConvTest, MatchesReference) {
   CheckNodeAgainstReference(*n, 31);
   // The AVX-512 lowering: 12- or 8-row x 32-column register tiles, tail row tiles.
   CheckNodeAgainstReference(*n, 31, 1e-5, 4, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f"));
-  // The GPU form of depthwise and grouped convolutions (a run of outputs per iteration):
-  // the kernel IR is device-neutral, so the CPU back end checks it too.
-  if (p.group > 1) CheckNodeAgainstReference(*n, 31, 1e-5, 4, GpuDirectConv());
+  // The GPU form of depthwise, grouped and few-output convolutions (a run of outputs per
+  // iteration): the kernel IR is device-neutral, so the CPU back end checks it too.
+  if (TakesGpuDirectForm(p)) CheckNodeAgainstReference(*n, 31, 1e-5, 4, GpuDirectConv());
   // The CPU depthwise row kernel one row per iteration, and in blocks of 3 rows (the default
   // is 4), with the plane kernel off (by default it takes outputs up to 32 wide).
   for (int64_t rows : {1, 3}) {
@@ -238,7 +241,7 @@ TEST_P(ConvTest, ChannelsLastMatchesReference) {
   EXPECT_EQ(n->output(0)->type().shape, (std::vector<int64_t>{p.n, oh, ow, p.co}));
   CheckNodeAgainstReference(*n, 37);
   // Channels innermost in the GPU form's iteration order.
-  if (p.group > 1) CheckNodeAgainstReference(*n, 37, 1e-5, 4, GpuDirectConv());
+  if (TakesGpuDirectForm(p)) CheckNodeAgainstReference(*n, 37, 1e-5, 4, GpuDirectConv());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -297,7 +300,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // ResNeXt's grouped 3x3 (4 channels per group), stride 2, odd plane.
                       ConvCase{1, 32, 9, 9, 32, 3, 3, 2, 1, 1, 8, true},
                       // Dilated odd kernel with K blocking (K = 36 * 3 * 3 = 324 > 320), 2 images.
-                      ConvCase{2, 36, 11, 9, 10, 3, 3, 1, 2, 2, 1, false}));
+                      ConvCase{2, 36, 11, 9, 10, 3, 3, 1, 2, 2, 1, false},
+                      // Dense, to few output channels (a segmentation or depth head): the GPU direct form.
+                      ConvCase{2, 16, 9, 11, 2, 1, 1, 1, 0, 1, 1, true},
+                      ConvCase{1, 5, 7, 9, 3, 3, 3, 1, 1, 1, 1, false},
+                      ConvCase{2, 9, 10, 13, 1, 3, 3, 2, 1, 2, 1, true}));
 
 // ConvTranspose: the CPU's implicit GEMM over the scattered image and the GPU's
 // one-output-per-iteration gather (LowerOptions::gpu_direct_conv), both against

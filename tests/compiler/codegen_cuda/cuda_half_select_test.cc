@@ -169,8 +169,8 @@ TEST(CudaHalfSelect, ConvolutionsOfEveryRankAreCudnnKernels) {
 
   onnx::ModelProto m1 = NewModel(17);
   AddInput(m1, "x", {2, 6, 20});
-  AddInitF32(m1, "w", {4, 6, 3}, Filled(4 * 6 * 3, 0.02f));
-  AddInitF32(m1, "b", {4}, Filled(4, 0.1f));
+  AddInitF32(m1, "w", {8, 6, 3}, Filled(8 * 6 * 3, 0.02f));  // 8 outputs: fewer are generated
+  AddInitF32(m1, "b", {8}, Filled(8, 0.1f));
   onnx::NodeProto* c1 = AddNode(m1, "Conv", {"x", "w", "b"}, {"c"});
   AttrInts(c1, "pads", {1, 1});
   AttrInts(c1, "strides", {2});
@@ -355,6 +355,41 @@ TEST(CudaHalfSelect, Bf16ConvolutionOverFewChannelsRunsAsAGemm) {
   }
 }
 
+// A convolution to at most four channels (a segmentation head's 1x1 to two
+// classes) is a generated kernel in every precision, channels-last where its
+// input is (codegen::GpuDirectDenseConv: cuDNN's kernels for it are slow); one to
+// eight channels stays cuDNN's. Such a head at 128x128 in half precision, and a
+// depthwise convolution over two channels there, aborted keelc (an LLVM NVPTX
+// selection failure on `it % 2`, llvm_nvptx_emitter.cc AvoidOneBitNarrowing):
+// they must compile.
+TEST(CudaHalfSelect, ConvolutionToFewChannelsIsGenerated) {
+  for (int64_t co : {2, 8, 0}) {  // 0: the depthwise one over 2 channels
+    const int64_t c = co == 0 ? 2 : 16, out = co == 0 ? 2 : co;
+    onnx::ModelProto m = NewModel(17);
+    AddInput(m, "x", {1, c, 128, 128});
+    AddInitF32(m, "w0", {c, c, 3, 3}, Filled(static_cast<size_t>(c * c * 9), 0.01f));
+    AddInitF32(m, "w", {out, co == 0 ? 1 : c, 1, 1}, Filled(static_cast<size_t>(out * (co == 0 ? 1 : c)), 0.01f));
+    AddInitF32(m, "b", {out}, Filled(static_cast<size_t>(out), 0.5f));
+    AttrInts(AddNode(m, "Conv", {"x", "w0"}, {"h"}), "pads", {1, 1, 1, 1});
+    onnx::NodeProto* head = AddNode(m, "Conv", {"h", "w", "b"}, {"y"});
+    if (co == 0) AttrInt(head, "group", c);
+    AddOutput(m, "y");
+    for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
+      SCOPED_TRACE(std::string(passes::PrecisionName(p)) + ", " + std::to_string(co) + " output channels");
+      auto c = CompileForCuda(m, p);
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      // The 16-channel 3x3 convolution is cuDNN's (the 2-channel one is generated too, or in
+      // half precision the im2col pass's GEMM).
+      size_t cudnn = 0;
+      for (const LibraryKernelSeen& k : c->library) cudnn += k.op == lo::kCudnnConv2d ? 1 : 0;
+      EXPECT_EQ(cudnn, co == 8 ? 2u : co == 2 ? 1u : 0u);
+      bool conv = false;
+      for (const std::string& name : c->generated_names) conv = conv || name.find("conv") != std::string::npos;
+      EXPECT_EQ(conv, co != 8);
+    }
+  }
+}
+
 // A patch embedding (ViT's 16x16 stride-16 convolution over 3 channels) runs in
 // half precision as SpaceToDepth and a 1x1 convolution over the 768 values of
 // each patch (a GEMM on the tensor cores); fp32 keeps the convolution, and an
@@ -491,7 +526,7 @@ TEST(CudaHalfSelect, DecoderRunsChannelsLastThroughout) {
   AddInitF32(m, "wt", {16, 8, 2, 2}, Filled(16 * 8 * 4, 0.02f));  // ConvTranspose: [C_in, C_out, kh, kw]
   AddInitF32(m, "bt", {8}, Filled(8, 0.1f));
   AddInitF32(m, "w2", {8, 16, 1, 1}, Filled(8 * 16, 0.03f));
-  AddInitF32(m, "w3", {4, 16, 3, 3}, Filled(4 * 16 * 9, 0.01f));
+  AddInitF32(m, "w3", {8, 16, 3, 3}, Filled(8 * 16 * 9, 0.01f));
   AddInitF32(m, "scales", {4}, {1.f, 1.f, 2.f, 2.f});
   onnx::NodeProto* c1 = AddNode(m, "Conv", {"x", "w1"}, {"c1"});
   AttrInts(c1, "pads", {1, 1, 1, 1});

@@ -224,6 +224,25 @@ TEST(NvptxEmitter, OneBitTimesConstantIndexArithmeticStaysCorrect) {
   EXPECT_EQ(ptx->find(", 63, "), std::string::npos) << *ptx;
 }
 
+// LLVM 16's NVPTX back end narrows `X & 1` to a one-bit multiply it cannot select
+// (a fatal error that aborted keelc): the GPU direct convolution over two output
+// channels (a segmentation head, channels innermost: `it % 2`) hit it in f16.
+// The emitter freezes X first; the kernel compiles.
+TEST(NvptxEmitter, OneBitOfAProductCompiles) {
+  GraphBuilder b;
+  ir::Value* x = b.Input("x", {1, 128, 128, 16}, ir::DType::kF16);
+  ir::Value* w = b.Input("w", {2, 1, 1, 16}, ir::DType::kF16);
+  ir::Value* bias = b.Input("bias", {2}, ir::DType::kF16);
+  Attributes attrs;
+  attrs.Set("keel.channels_last", int64_t{1});
+  ir::Node* n = b.Op("Conv", {x, w, bias}, attrs);
+  ASSERT_NE(n, nullptr);
+  Result<KernelSpec> spec = LowerNodeToKernel(*n, 0, CudaLowering());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  Result<std::string> ptx = EmitNvptxPtx({*spec}, NvptxTargetOptions());
+  ASSERT_TRUE(ptx.ok()) << ptx.status().ToString();
+}
+
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
