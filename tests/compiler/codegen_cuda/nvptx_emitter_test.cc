@@ -225,16 +225,18 @@ TEST(NvptxEmitter, OneBitTimesConstantIndexArithmeticStaysCorrect) {
 }
 
 // LLVM 16's NVPTX back end narrows `X & 1` to a one-bit multiply it cannot select
-// (a fatal error that aborted keelc): the GPU direct convolution over two output
-// channels (a segmentation head, channels innermost: `it % 2`) hit it in f16.
-// The emitter freezes X first; the kernel compiles.
+// (a fatal error that aborted keelc): the GPU direct convolution over two channels
+// (a depthwise one, channels innermost: `it % 2`) hit it in f16. The emitter
+// freezes X first; the kernel compiles.
 TEST(NvptxEmitter, OneBitOfAProductCompiles) {
   GraphBuilder b;
-  ir::Value* x = b.Input("x", {1, 128, 128, 16}, ir::DType::kF16);
-  ir::Value* w = b.Input("w", {2, 1, 1, 16}, ir::DType::kF16);
+  ir::Value* x = b.Input("x", {1, 128, 128, 2}, ir::DType::kF16);
+  ir::Value* w = b.Input("w", {2, 3, 3, 1}, ir::DType::kF16);
   ir::Value* bias = b.Input("bias", {2}, ir::DType::kF16);
   Attributes attrs;
   attrs.Set("keel.channels_last", int64_t{1});
+  attrs.Set("group", int64_t{2});
+  attrs.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
   ir::Node* n = b.Op("Conv", {x, w, bias}, attrs);
   ASSERT_NE(n, nullptr);
   Result<KernelSpec> spec = LowerNodeToKernel(*n, 0, CudaLowering());
