@@ -66,6 +66,10 @@ class Backend {
   // candidate convolution `conv` with after space-to-depth when the model is
   // stored in `precision` (0: keep it as it is).
   virtual int64_t SpaceToDepthChannels(const ir::Node& /*conv*/, passes::Precision /*precision*/) const { return 0; }
+  // Subpixel (passes/subpixel_conv_transpose.h): whether to run the candidate
+  // ConvTranspose as a forward convolution and a pixel shuffle when the model is
+  // stored in `precision`.
+  virtual bool SubpixelConvTranspose(const ir::Node& /*node*/, passes::Precision /*precision*/) const { return false; }
   // Im2col (passes/im2col.h): the columns to run the candidate convolution
   // `conv` with as a GEMM over its column matrix when the model is stored in
   // `precision` (0: keep it as it is).

@@ -283,6 +283,9 @@ void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptio
       return backend.SpaceToDepthChannels(conv, precision);
     };
   }
+  pipeline->subpixel = [&backend, precision = pipeline->mixed_precision.precision](const ir::Node& node) {
+    return backend.SubpixelConvTranspose(node, precision);
+  };
   pipeline->im2col = [&backend, precision = pipeline->mixed_precision.precision](const ir::Node& conv) {
     return backend.Im2ColColumns(conv, precision);
   };

@@ -608,6 +608,10 @@ class CudaBackend final : public Backend {
     return columns <= 512 ? columns : 0;
   }
 
+  // Strided ConvTranspose: a forward convolution and a pixel shuffle in every
+  // precision (passes/subpixel_conv_transpose.h says why).
+  bool SubpixelConvTranspose(const ir::Node&, passes::Precision) const override { return true; }
+
   std::string Fingerprint() const override { return fingerprint_; }
 
   // cuDNN's convolutions and pools in half precision run on tensor cores in

@@ -305,6 +305,18 @@ void RegisterMovementOps(Registry& r) {
     def.infer = InferSlice;
     def.injective = DefineSlice;
     def.strided_view = SliceAsView;
+    // Slicing a transposed input along axes[i] is slicing the input along perm[axes[i]]
+    // (the canonical form lists its axes).
+    def.permute_axes = [](ir::Node& node, const std::vector<int64_t>& perm) -> Result<bool> {
+      KEEL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, node.attrs().GetInts("axes", {}));
+      if (axes.empty()) return false;
+      for (int64_t& a : axes) {
+        if (a < 0 || a >= static_cast<int64_t>(perm.size())) return false;
+        a = perm[static_cast<size_t>(a)];
+      }
+      node.attrs().Set("axes", axes);
+      return true;
+    };
     r.Add(std::move(def));
   }
   {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "compiler/ops/channels_last.h"
 #include "compiler/ops/movement_util.h"
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
@@ -129,13 +130,16 @@ Status DefineDepthToSpace(codegen::LowerContext& ctx, const ir::Node& node) {
   KEEL_ASSIGN_OR_RETURN(std::string mode, node.attrs().GetString("mode", "DCR"));
   TensorFn fn;
   fn.type = node.output(0)->type();
-  const int64_t C = fn.type.shape[1];
+  // Channels-last (channels_last.h): input and output NHWC, the same shuffle.
+  const bool cl = IsChannelsLast(node);
+  const int64_t C = fn.type.shape[cl ? 3 : 1];
   const bool dcr = mode == "DCR";
-  fn.at = [in, b, C, dcr](const std::vector<Expr>& idx) {
-    Expr bh = idx[2] % b, bw = idx[3] % b;
+  fn.at = [in, b, C, dcr, cl](const std::vector<Expr>& idx) {
+    const Expr &c = idx[cl ? 3 : 1], &h = idx[cl ? 1 : 2], &w = idx[cl ? 2 : 3];
+    Expr bh = h % b, bw = w % b;
     // DCR: channel = (bh*b + bw)*C + c; CRD: channel = c*b*b + bh*b + bw.
-    Expr ch = dcr ? (bh * b + bw) * C + idx[1] : idx[1] * (b * b) + bh * b + bw;
-    return in->at({idx[0], ch, idx[2] / b, idx[3] / b});
+    Expr ch = dcr ? (bh * b + bw) * C + c : c * (b * b) + bh * b + bw;
+    return cl ? in->at({idx[0], h / b, w / b, ch}) : in->at({idx[0], ch, h / b, w / b});
   };
   ctx.Define(node.output(0), std::move(fn));
   return Status::Ok();
@@ -277,6 +281,9 @@ void RegisterMovementSplitOps(Registry& r) {
     def.canonicalize = CanonicalizeBlocks;
     def.infer = InferDepthToSpace;
     def.injective = DefineDepthToSpace;
+    // X NHWC (channels_last.h): a pixel shuffle (passes/subpixel_conv_transpose.h)
+    // between channels-last convolutions needs no transposes around it.
+    def.channels_last_operands = {0};
     r.Add(std::move(def));
   }
   {

@@ -65,7 +65,7 @@ std::vector<PassInfo> PassManager::List() const {
 namespace {
 const std::vector<std::string>& RegisteredNames() {
   static const std::vector<std::string> names = {"attention-fusion", "batchnorm-folding", "channels-last", "constant-folding", "cse", "dce", "fusion", "gelu-fusion",
-                                                 "im2col", "mixed-precision", "pad-folding", "reduction-split", "shape-inference", "simplify", "space-to-depth", "verify", "weight-packing", "winograd"};
+                                                 "im2col", "mixed-precision", "pad-folding", "reduction-split", "shape-inference", "simplify", "space-to-depth", "subpixel", "verify", "weight-packing", "winograd"};
   return names;
 }
 }  // namespace
@@ -88,6 +88,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "winograd") return std::unique_ptr<Pass>(new WinogradPass(options.winograd));
   if (name == "weight-packing") return std::unique_ptr<Pass>(new WeightPackingPass(options.weight_packing, options.weight_packing_columns));
   if (name == "space-to-depth") return std::unique_ptr<Pass>(new SpaceToDepthPass(options.space_to_depth));
+  if (name == "subpixel") return std::unique_ptr<Pass>(new SubpixelConvTransposePass(options.subpixel));
   if (name == "im2col") return std::unique_ptr<Pass>(new Im2ColPass(options.im2col));
   if (name == "reduction-split") return std::unique_ptr<Pass>(new ReductionSplitPass(options.reduction_split));
   if (name == "verify") return std::unique_ptr<Pass>(new VerifyPass());
@@ -106,7 +107,7 @@ std::vector<PassInfo> ListPasses() {
 Result<PassManager> BuildDefaultPipeline(const PipelineOptions& options) {
   static const char* kOrder[] = {"simplify", "shape-inference", "constant-folding", "dce",    "cse", "gelu-fusion",
                                  "batchnorm-folding", "pad-folding", "shape-inference", "simplify", "space-to-depth",
-                                 "im2col", "reduction-split", "mixed-precision",
+                                 "subpixel", "im2col", "reduction-split", "mixed-precision",
                                  "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
                                  "verify"};
   for (const std::string& d : options.disabled) {

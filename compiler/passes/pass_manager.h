@@ -9,14 +9,15 @@
 //
 // Registry names (keelc --passes lists them with ListPasses()):
 //   simplify, shape-inference, constant-folding, dce, cse, gelu-fusion,
-//   batchnorm-folding, pad-folding, space-to-depth, im2col, mixed-precision,
+//   batchnorm-folding, pad-folding, space-to-depth, subpixel, im2col, mixed-precision,
 //   attention-fusion, channels-last, winograd, weight-packing, fusion, verify.
 //
 // Default pipeline (RunDefaultPipeline):
 //   simplify, shape-inference, constant-folding, dce, cse, gelu-fusion,
 //   batchnorm-folding, pad-folding, shape-inference, simplify (second run: Reshape-like ops
 //   become keel.Reshape views once every shape is static), space-to-depth (a
-//   no-op without the target's predicate), im2col (likewise), mixed-precision (a no-op at fp32),
+//   no-op without the target's predicate), subpixel (likewise), im2col (likewise),
+//   mixed-precision (a no-op at fp32),
 //   attention-fusion (a no-op without the target's predicate), channels-last
 //   (likewise), winograd (likewise), weight-packing (likewise),
 //   fusion, dce, verify.
@@ -40,6 +41,7 @@
 #include "compiler/passes/attention_fusion.h"
 #include "compiler/passes/weight_packing.h"
 #include "compiler/passes/im2col.h"
+#include "compiler/passes/subpixel_conv_transpose.h"
 #include "compiler/passes/space_to_depth.h"
 #include "compiler/passes/winograd.h"
 
@@ -107,6 +109,9 @@ struct PipelineOptions {
   // space-to-depth: the input channels the target runs a strided convolution
   // with after space-to-depth (driver/backend.h); empty: the pass changes nothing.
   SpaceToDepthPredicate space_to_depth;
+  // subpixel: whether the target runs a strided ConvTranspose as a forward
+  // convolution and a pixel shuffle (driver/backend.h); empty: the pass changes nothing.
+  SubpixelPredicate subpixel;
   // im2col: the columns the target runs a convolution over few channels with
   // as a GEMM (driver/backend.h); empty: the pass changes nothing.
   Im2ColPredicate im2col;

@@ -112,6 +112,18 @@ TEST(Movement, SliceWithStepsAndNegativeIndices) {
           12);
 }
 
+// DepthToSpace in its channels-last form (ops/channels_last.h: input and output
+// NHWC; the subpixel pass's pixel shuffle between channels-last convolutions),
+// both modes, against the reference (which evaluates the channels-first twin).
+TEST(Movement, DepthToSpaceChannelsLast) {
+  for (const char* mode : {"DCR", "CRD"}) {
+    SCOPED_TRACE(mode);
+    GraphBuilder b;
+    CheckOp(b, "DepthToSpace", {b.Input("x", {2, 3, 5, 12})},
+            Attrs({{"blocksize", int64_t{2}}, {"mode", std::string(mode)}, {"keel.channels_last", int64_t{1}}}), 16);
+  }
+}
+
 TEST(Movement, GatherConstantAndRuntimeIndices) {
   GraphBuilder b;
   ir::Value* table = b.Input("table", {7, 5});

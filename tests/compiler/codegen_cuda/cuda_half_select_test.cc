@@ -60,9 +60,11 @@ struct Compiled {
   std::vector<std::string> generated_names;
 };
 
-Result<Compiled> CompileForCuda(const onnx::ModelProto& m, Precision precision, Layout layout = Layout::kAuto) {
+Result<Compiled> CompileForCuda(const onnx::ModelProto& m, Precision precision, Layout layout = Layout::kAuto,
+                                std::vector<std::string> disabled_passes = {}) {
   Dir dir;
   CompileOptions o;
+  o.pipeline.disabled.insert(disabled_passes.begin(), disabled_passes.end());
   o.model_path = WriteModel(m, dir.path.string(), "model.onnx");
   o.output_path = (dir.path / "model.keel").string();
   o.target = "cuda";
@@ -541,15 +543,21 @@ TEST(CudaHalfSelect, DecoderRunsChannelsLastThroughout) {
   onnx::NodeProto* c3 = AddNode(m, "Conv", {"j", "w3"}, {"y"});
   AttrInts(c3, "pads", {1, 1, 1, 1});
   AddOutput(m, "y");
+  // The upsampling runs as cuDNN's data gradient with the subpixel pass off, and as a
+  // forward convolution to 4 x 8 channels and a channels-last DepthToSpace with it on
+  // (the default; passes/subpixel_conv_transpose.h).
+  for (const bool subpixel : {false, true})
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
-    SCOPED_TRACE(passes::PrecisionName(p));
-    auto c = CompileForCuda(m, p);
+    SCOPED_TRACE(std::string(passes::PrecisionName(p)) + (subpixel ? ", subpixel" : ""));
+    auto c = CompileForCuda(m, p, Layout::kAuto, subpixel ? std::vector<std::string>{} : std::vector<std::string>{"subpixel"});
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     size_t conv_transposes = 0;
     EXPECT_EQ(Transposes(*c), 2u);
-    EXPECT_EQ(c->generated, 4u);  // the two transposes, the Resize, the Concat
+    // The two transposes, the Resize, the Concat (and the pixel shuffle).
+    EXPECT_EQ(c->generated, subpixel ? 5u : 4u);
     for (const LibraryKernelSeen& k : c->library) {
       EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.name << " " << k.attrs;
+      if (subpixel && k.shapes.size() > 1 && k.shapes[1] == std::vector<int64_t>{32, 1, 1, 16}) ++conv_transposes;
       if (k.op != lo::kCudnnConvTranspose) continue;
       ++conv_transposes;
       EXPECT_EQ(k.shapes[0], (std::vector<int64_t>{1, 8, 8, 16}));   // X NHWC

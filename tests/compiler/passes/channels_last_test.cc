@@ -242,6 +242,34 @@ TEST(ChannelsLastTest, FlattenedPatchesBecomeTokensWithoutTransposes) {
   }
 }
 
+// A pixel shuffle (DepthToSpace) and a Slice cropping H and W (the subpixel pass's
+// upsampling) stay channels-last between convolutions: transposes only at the edges.
+TEST(ChannelsLastTest, PixelShuffleAndCropStayChannelsLast) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({2, 3, 5, 6}));
+    ir::Node* c1 = Conv(*g, "c1", x, 3, 16, 3, 1);
+    ir::Node* shuffle = g->AddNode("DepthToSpace", "shuffle", {c1->output(0)}, 1);
+    shuffle->attrs().Set("blocksize", int64_t{2});
+    shuffle->attrs().Set("mode", std::string("DCR"));
+    auto ints = [&](const std::string& name, const std::vector<int64_t>& v) {
+      return g->AddConstant(name, ops::MakeTensorI64({static_cast<int64_t>(v.size())}, v));
+    };
+    ir::Node* crop = g->AddNode("Slice", "crop", {shuffle->output(0), ints("starts", {1, 0}), ints("ends", {9, 11}),
+                                                  ints("axes", {2, 3})}, 1);
+    ir::Node* c2 = Conv(*g, "c2", crop->output(0), 4, 5, 3, 3);
+    g->AddOutput(c2->output(0));
+    return g;
+  };
+  const std::vector<ir::TensorDataPtr> in = {Random({2, 3, 5, 6}, 13)};
+  ir::Graph* g = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_EQ(CompareAfter(build, Transform(Always()), in, &g, &keep), 0.0);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(CountChannelsLast(*g), 3);  // the convolutions and the shuffle; the Slice moved its axes
+  EXPECT_EQ(Histogram(*g).at("Transpose"), 2) << ir::PrintGraph(*g);
+}
+
 TEST(ChannelsLastTest, Deterministic) {
   auto a = SmallCnn(), b = SmallCnn();
   ASSERT_TRUE(Transform(Always())(*a).ok());

@@ -31,7 +31,7 @@ TEST(PassManagerTest, ListsRegisteredPasses) {
   EXPECT_EQ(names, (std::vector<std::string>{"attention-fusion", "batchnorm-folding", "channels-last",
                                              "constant-folding", "cse", "dce",
                                              "fusion", "gelu-fusion", "im2col", "mixed-precision", "pad-folding",
-                                             "reduction-split", "shape-inference", "simplify", "space-to-depth", "verify",
+                                             "reduction-split", "shape-inference", "simplify", "space-to-depth", "subpixel", "verify",
                                              "weight-packing", "winograd"}));
   EXPECT_FALSE(CreatePass("no-such-pass").ok());
 }
@@ -50,7 +50,7 @@ TEST(PassManagerTest, DefaultPipelineOrderAndDump) {
   for (const auto& p : pm->List()) order.push_back(p.name);
   EXPECT_EQ(order, (std::vector<std::string>{"simplify", "shape-inference", "constant-folding", "dce", "cse",
                                              "gelu-fusion", "batchnorm-folding", "pad-folding", "shape-inference",
-                                             "simplify", "space-to-depth", "im2col", "reduction-split", "mixed-precision",
+                                             "simplify", "space-to-depth", "subpixel", "im2col", "reduction-split", "mixed-precision",
                                              "attention-fusion", "channels-last", "winograd", "weight-packing", "fusion", "dce",
                                              "verify"}));
   auto g = SmallGraph();
