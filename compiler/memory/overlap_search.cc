@@ -95,6 +95,18 @@ class OverlapMinimizer {
         break;
       }
     }
+    // The best layout settled too (Settle's two keys): a reached capacity
+    // leaves the moves' layout, in which items need not rest on the items
+    // below them, and letting them fall never raises the top (10,000-buffer
+    // perfect packing of seed 2: `exact`'s 10 s plan 1,063,760 B, settled
+    // 1,063,676).
+    offsets_ = best;
+    settled_top_ = best_top;
+    Settle();
+    if (settled_top_ < best_top) {
+      best = std::move(settled_);
+      best_top = settled_top_;
+    }
     result_.offsets = std::move(best);
     result_.top = best_top;
     return std::move(result_);

@@ -55,7 +55,10 @@
 // that lies), and the lowest settled layout below the best top becomes the
 // best (C is still given up, with the step kept, and the next capacity
 // resumes from the overlapping state; greedy starts of 300-buffer perfect
-// packings, 200,000 moves: the optimum on 5 of 8 instead of 4).
+// packings, 200,000 moves: the optimum on 5 of 8 instead of 4). The layout
+// returned is settled once more at the end (a reached capacity leaves the
+// moves' layout, whose items need not rest on anything; settling a valid
+// layout never raises its top).
 //
 // Every layout returned is overlap-free (the input's when nothing better was
 // found).
