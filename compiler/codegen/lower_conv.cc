@@ -304,6 +304,7 @@ Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn&
     };
   }
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * c.C});
+  g.a_k_apart = true;
   g.store = PixelRowsStore(store, bias, bi, out);
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_px"));
   return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
@@ -389,6 +390,7 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
                               Expr((i % OW) * sw + (i / OW) * row_step)});
   };
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * Kdim});
+  g.a_k_apart = true;  // a tap's pixels are rows apart, the next channel's an image
   g.store = PixelRowsStore(store, bias, bi, c.out);
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_pxk"));
   if (fill) body = Block({fill, body});

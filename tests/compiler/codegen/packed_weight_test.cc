@@ -161,6 +161,14 @@ TEST(PackedConv, PointwisePixelRows) {
       const std::string text = spec.kernel->ToString();
       EXPECT_NE(text.find("w_columns"), std::string::npos);
       EXPECT_NE(text.find("x_pixels"), std::string::npos);
+      // K blocks of about gemm_kc_k_apart (64): 83 and 333 channels have partial sums, 37 not;
+      // with the option off, only K above 320 is blocked.
+      EXPECT_EQ(text.find("conv_px_cpart") != std::string::npos, p.x[1] > 80);
+      LowerOptions off = *o;
+      off.gemm_kc_k_apart = 0;
+      const KernelSpec wide = CheckNodeAgainstReference(*n, 102, 1e-5, 4, off);
+      ASSERT_NE(wide.kernel, nullptr);
+      EXPECT_EQ(wide.kernel->ToString().find("conv_px_cpart") != std::string::npos, p.x[1] > 320);
     }
     GraphBuilder b;
     const PackedCase p{{1, 333, 7, 7}, nr, {1, 1}, 1, 0, 1, true};
@@ -226,6 +234,8 @@ TEST(PackedConv, DenseConvPixelRows) {
       const std::string text = spec.kernel->ToString();
       EXPECT_NE(text.find("w_columns"), std::string::npos);
       EXPECT_NE(text.find("conv_px_origin"), std::string::npos);
+      // K blocks of about gemm_kc_k_apart: K = C x taps above 80.
+      EXPECT_EQ(text.find("conv_pxk_cpart") != std::string::npos, p.x[1] * NumElements(p.kernel) > 80);
     }
     GraphBuilder b;
     const PackedCase p{{1, 40, 6, 6}, nr, {3, 3}, 1, 1, 1, true};
