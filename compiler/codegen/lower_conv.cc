@@ -295,6 +295,13 @@ Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   if (X.buffer >= 0) {
     int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_pixels", {c.B, c.C, N});
     g.a = [kp, xview, bi](Expr m, Expr ci) { return kp->Load(xview, {bi, ci, m}); };
+    // Row tiles of balanced sizes up to gemm_mr_max (as the implicit form's): a 7x7 image's 49
+    // pixels are 13, 13, 13 and 10 rows instead of 12-row tiles and a 1-row one, whose two
+    // accumulator chains wait on the FMA latency (ResNet-50's 2048 -> 512 at 7x7: 0.74-0.86 of
+    // the time; docs/MEASUREMENTS.md, cpu28).
+    const int64_t most = std::max<int64_t>(1, ctx.options().gemm_mr_max), tiles = (N + most - 1) / most;
+    g.row_tile = (N + tiles - 1) / tiles;
+    g.a_tile = [kp, xview, bi](Expr m0, int64_t i, Expr ci) { return kp->Load(xview, {bi, ci, m0 + i}); };
   } else {
     IndexFn x_at = X.at;
     g.a = [x_at, bi, out](Expr m, Expr ci) {

@@ -141,7 +141,8 @@ TEST(PackedConv, FusedReluAndResidual) {
 // The transposed form of pointwise convolutions on few pixels (lower_ops.h
 // PointwisePixelRows): the weight packed with NR rows per panel is read as W^T's
 // column panels, pixels are the GEMM's rows. Pixel counts that leave a row-tile
-// tail (9, 17, 49 against 12-, 8- and 6-row tiles), batch 2, 1-D, K blocking
+// tail (9, 17, 49 in balanced tiles of at most 14 rows, AVX-512: 9; 9 + 8; 3 x 13 + 10;
+// at most 6 on AVX2: 5 + 4; 6 x 2 + 5; 8 x 6 + 1), batch 2, 1-D, K blocking
 // (333), several column panels, bias and a fused residual + Relu; both ISAs.
 // The kernel must be the transposed one (its views), and shapes the form does not
 // take must say so.
