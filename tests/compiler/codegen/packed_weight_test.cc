@@ -199,6 +199,41 @@ TEST(PackedConv, PointwisePixelRows) {
   }
 }
 
+// The pixels-as-rows GEMMs prefetch A (the input rows) 16 k ahead where it is at least half the
+// cache budget (LowerOptions::gemm_prefetch_a): a 1x1 convolution over 14x14 pixels of 401 and
+// 160 channels (307 and 122 KB an image), batch 2, and a 3x3 one over 8x8 pixels of 333 channels
+// (749 KB as its K rows, read from the padded copy); the same
+// values as the reference with the option on and off on both ISAs, and `prefetch x_...` exactly
+// where it applies (B's own prefetches name the weight).
+TEST(PackedConv, PixelRowsPrefetchA) {
+  for (const LowerOptions* base : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*base);
+    struct Case {
+      PackedCase p;
+      bool pointwise;
+      const char* view;
+    };
+    for (const Case& t : {Case{{{2, 401, 14, 14}, nr, {1, 1}, 1, 0, 1, true}, true, "prefetch x_pixels"},
+                          Case{{{1, 160, 14, 14}, nr, {1, 1}, 1, 0, 1, false}, true, "prefetch x_pixels"},
+                          Case{{{1, 333, 8, 8}, nr, {3, 3}, 1, 1, 1, false}, false, "prefetch conv_xpad"}}) {
+      for (bool on : {false, true}) {
+        LowerOptions o = *base;
+        o.gemm_prefetch_a = on;
+        GraphBuilder b;
+        ir::Node* n = PackedConv(b, t.p, nr, 121);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(nr) + (on ? ", on" : ", off"));
+        ASSERT_EQ(t.pointwise ? PointwisePixelRows(o, *n) : ConvPixelRows(o, *n), nr);
+        const KernelSpec spec = CheckNodeAgainstReference(*n, 122, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        // The GEMM's A per image: pixels x K.
+        const int64_t a_bytes = t.p.x[1] * t.p.x[2] * t.p.x[3] * 4 * (t.pointwise ? 1 : 9);
+        EXPECT_EQ(spec.kernel->ToString().find(t.view) != std::string::npos, on && a_bytes >= o.l2_bytes / 2);
+      }
+    }
+  }
+}
+
 // The transposed implicit GEMM of dense convolutions on few pixels (lower_ops.h
 // ConvPixelRows): 3x3 stride 2 to a 7x7 image (batch 2: tiles of two output rows
 // and a one-row tail on AVX-512), dilation 2 on a 9x10 output (tiles of a whole
