@@ -86,7 +86,7 @@ void Optimize(llvm::Module& m, llvm::TargetMachine& tm, const CpuTargetOptions& 
 // one kernel growing moved every later function's loops across cache lines and
 // decode windows, which measured up to 15% on kernels whose code was identical
 // (docs/MEASUREMENTS.md, cpu26 and cpu28). With each function on its own line, a
-// kernel's timing depends on its own code only, and A/B runs compare like with like.
+// kernel's code placement no longer depends on the size of the kernels before it.
 void AlignFunctions(llvm::Module& m) {
   for (llvm::Function& f : m)
     if (!f.isDeclaration()) f.setAlignment(llvm::Align(64));
