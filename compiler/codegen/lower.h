@@ -73,6 +73,20 @@ struct LowerOptions {
   // squeezes, Mt x K = 512 and 1024, and ResNet-50's 56x56 1x1 layers, 512-2048, 1.05-1.22x).
   // 0: never.
   int64_t gemm_b_in_place_rows = 256;
+  // The K block of GEMMs whose A has its k rows far apart (GemmOperands::a_k_apart: the
+  // pixels-as-rows convolutions). A register tile of such a GEMM reads a new line or two of A at
+  // every k; at blocks of 256, B's block (32 KB with 32-lane panels) and those lines (~28 KB) did
+  // not fit a 48 KB L1 together and B was read again from L2 by every row tile. ResNet-50's 1x1
+  // layers on 14x14 and 7x7 pixels took 0.76-0.89 of the time at 64, its 3x3 layers on 7x7 and
+  // strided 1x1 ones 0.80-0.90; 32, 48, 96 and 128 measured no better (docs/MEASUREMENTS.md,
+  // cpu28). 0: 256, as every other GEMM.
+  int64_t gemm_kc_k_apart = 64;
+  // Those GEMMs (read through a tile reader) prefetch into L2, at every k, the A lines of k + 16
+  // for the tile's first and last row, where A is at least half of l2_bytes: ResNet-50's 1x1
+  // layers on 14x14 pixels (800 KB of A) took 0.89-0.92 of the time, its 3x3 stride 2 to 7x7
+  // 0.86; distances 4, 8 and 32 and prefetching into L1 measured less, and A of 100 KB
+  // (512 channels of 7x7) 1.01-1.03 (docs/MEASUREMENTS.md, cpu28).
+  bool gemm_prefetch_a = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

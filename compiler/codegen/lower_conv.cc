@@ -296,6 +296,13 @@ Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   if (X.buffer >= 0) {
     int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_pixels", {c.B, c.C, N});
     g.a = [kp, xview, bi](Expr m, Expr ci) { return kp->Load(xview, {bi, ci, m}); };
+    // Row tiles of balanced sizes up to gemm_mr_max (as the implicit form's): a 7x7 image's 49
+    // pixels are 13, 13, 13 and 10 rows instead of 12-row tiles and a 1-row one, whose two
+    // accumulator chains wait on the FMA latency (ResNet-50's 2048 -> 512 at 7x7: 0.74-0.86 of
+    // the time; docs/MEASUREMENTS.md, cpu28).
+    const int64_t most = std::max<int64_t>(1, ctx.options().gemm_mr_max), tiles = (N + most - 1) / most;
+    g.row_tile = (N + tiles - 1) / tiles;
+    g.a_tile = [kp, xview, bi](Expr m0, int64_t i, Expr ci) { return kp->Load(xview, {bi, ci, m0 + i}); };
   } else {
     IndexFn x_at = X.at;
     g.a = [x_at, bi, out](Expr m, Expr ci) {
@@ -305,6 +312,7 @@ Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn&
     };
   }
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * c.C});
+  g.a_k_apart = true;
   g.store = PixelRowsStore(store, bias, bi, out);
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_px"));
   return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
@@ -390,6 +398,7 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
                               Expr((i % OW) * sw + (i / OW) * row_step)});
   };
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * Kdim});
+  g.a_k_apart = true;  // a tap's pixels are rows apart, the next channel's an image
   g.store = PixelRowsStore(store, bias, bi, c.out);
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_pxk"));
   if (fill) body = Block({fill, body});

@@ -22,6 +22,8 @@
 //      tile first prefetches the lines the next tile stores and reads there.
 // Where B is packed a panel at a time from a plain buffer (b_in_place), the
 // row tiles of a panel prefetch the rows of the next one for its packing.
+// Where A is read in place with its k rows far apart (a_k_apart: pixels as rows), the K blocks
+// are sized for L1 (LowerOptions::gemm_kc_k_apart) and the tiles prefetch A 16 k ahead.
 // A tail panel (N % NR columns) of at most half a panel, or a narrow one packed
 // at compile time (GemmOperands::b_packed_narrow_tail), has register tiles of
 // its own width instead of computing NR columns.
@@ -118,8 +120,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     return For(n, 0, N, par ? LoopKind::kParallel : LoopKind::kSerial, body);
   }
   const int64_t Np = CeilDiv(N, NR), Mt = CeilDiv(M, MR);
-  // K blocking: one block when K is small, else balanced blocks of about 256.
-  const int64_t nKC = K <= 320 ? 1 : CeilDiv(K, 256);
+  // K blocking: one block when K is small, else balanced blocks of about 256, or of about
+  // LowerOptions::gemm_kc_k_apart where A's k rows are far apart (GemmOperands::a_k_apart).
+  const int64_t kc_target = g.a_k_apart && o.gemm_kc_k_apart > 0 ? o.gemm_kc_k_apart : 256;
+  const int64_t nKC = K <= kc_target * 5 / 4 ? 1 : CeilDiv(K, kc_target);
   const int64_t KC = CeilDiv(K, nKC);
   // Cache blocking: the A block (MC x KC) and the B panels of a task (NCP x KC x NR) fit half of L2.
   const int64_t half_l2_floats = std::max<int64_t>(1024, o.l2_bytes / 8);
@@ -299,6 +303,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       b_source_at = e->operands;
     }
   }
+  // A read in place with its k rows far apart (GemmOperands::a_k_apart, through a tile reader):
+  // every k iteration prefetches the tile's A lines 16 k ahead into L2, where A is at least half
+  // the cache budget (LowerOptions::gemm_prefetch_a).
+  const bool prefetch_a = o.gemm_prefetch_a && g.a_k_apart && g.a_tile && batch * M * K * 4 >= o.l2_bytes / 2;
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
   // own, else on every panel (its stores guarded where it meets a tail panel).
@@ -341,6 +349,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                                  : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
+      if (prefetch_a && !tail) {
+        // The A lines of k + 16 for the tile's first and last row (its rows are adjacent).
+        std::vector<Stmt> ahead;
+        for (int64_t i : {int64_t(0), mr - 1}) {
+          Expr e = g.a_tile(m0, i, Min(kk + 16, K - 1));
+          if (e->kind == ExprKind::kCast) e = e->operands[0];
+          if (e->kind == ExprKind::kLoad) ahead.push_back(k.Prefetch(e->buffer, e->operands));
+        }
+        ahead.push_back(body);
+        body = Block(std::move(ahead));
+      }
       if (prefetch) {
         // This row tile's share of the rows to prefetch, one row an iteration in its first R.
         const int64_t T = Mt / nMB, R = CeilDiv(KC, T);  // the smallest block's tiles

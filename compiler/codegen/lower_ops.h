@@ -87,6 +87,10 @@ struct GemmOperands {
   // lane. `a` is then unused; not with a_panel.
   int64_t row_tile = 0;
   std::function<Expr(Expr m0, int64_t i, Expr kk)> a_tile;
+  // A(m, k) is unit-stride in m and its k rows are far apart (a pixels-as-rows convolution's
+  // input channels, an image apart): a register tile reads a new line or two of A at every k,
+  // so the K blocks are sized for L1 instead (LowerOptions::gemm_kc_k_apart).
+  bool a_k_apart = false;
 };
 // The packed B panels' count for N columns (their width: GemmPanelWidth, gemm_panels.h).
 int64_t GemmPanels(const LowerOptions& o, int64_t n);

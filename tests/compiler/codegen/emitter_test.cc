@@ -185,5 +185,24 @@ TEST(Emitter, Avx512FunctionsUseZmmRegisters) {
   EXPECT_EQ(ir_text->find("prefer-vector-width"), std::string::npos);
 }
 
+// Every defined function starts on a 64-byte line (llvm_cpu_emitter.cc AlignFunctions), so a
+// kernel's code placement does not depend on the size of the kernels before it.
+TEST(Emitter, FunctionsAlignedTo64Bytes) {
+  GraphBuilder b;
+  auto spec = LowerNodeToKernel(*b.Op("Relu", {b.Input("x", {4, 64})}), 0);
+  ASSERT_TRUE(spec.ok());
+  for (bool optimized : {false, true}) {
+    auto ir_text = EmitCpuKernelModuleIR({*spec}, "id", {}, optimized);
+    ASSERT_TRUE(ir_text.ok()) << ir_text.status().ToString();
+    int defines = 0;
+    for (size_t at = ir_text->find("\ndefine "); at != std::string::npos; at = ir_text->find("\ndefine ", at + 1)) {
+      const std::string line = ir_text->substr(at + 1, ir_text->find('\n', at + 1) - at - 1);
+      EXPECT_NE(line.find(" align 64"), std::string::npos) << line;
+      ++defines;
+    }
+    EXPECT_GT(defines, 0);
+  }
+}
+
 }  // namespace
 }  // namespace keel::codegen::testing

@@ -141,7 +141,8 @@ TEST(PackedConv, FusedReluAndResidual) {
 // The transposed form of pointwise convolutions on few pixels (lower_ops.h
 // PointwisePixelRows): the weight packed with NR rows per panel is read as W^T's
 // column panels, pixels are the GEMM's rows. Pixel counts that leave a row-tile
-// tail (9, 17, 49 against 12-, 8- and 6-row tiles), batch 2, 1-D, K blocking
+// tail (9, 17, 49 in balanced tiles of at most 14 rows, AVX-512: 9; 9 + 8; 3 x 13 + 10;
+// at most 6 on AVX2: 5 + 4; 6 x 2 + 5; 8 x 6 + 1), batch 2, 1-D, K blocking
 // (333), several column panels, bias and a fused residual + Relu; both ISAs.
 // The kernel must be the transposed one (its views), and shapes the form does not
 // take must say so.
@@ -161,6 +162,14 @@ TEST(PackedConv, PointwisePixelRows) {
       const std::string text = spec.kernel->ToString();
       EXPECT_NE(text.find("w_columns"), std::string::npos);
       EXPECT_NE(text.find("x_pixels"), std::string::npos);
+      // K blocks of about gemm_kc_k_apart (64): 83 and 333 channels have partial sums, 37 not;
+      // with the option off, only K above 320 is blocked.
+      EXPECT_EQ(text.find("conv_px_cpart") != std::string::npos, p.x[1] > 80);
+      LowerOptions off = *o;
+      off.gemm_kc_k_apart = 0;
+      const KernelSpec wide = CheckNodeAgainstReference(*n, 102, 1e-5, 4, off);
+      ASSERT_NE(wide.kernel, nullptr);
+      EXPECT_EQ(wide.kernel->ToString().find("conv_px_cpart") != std::string::npos, p.x[1] > 320);
     }
     GraphBuilder b;
     const PackedCase p{{1, 333, 7, 7}, nr, {1, 1}, 1, 0, 1, true};
@@ -187,6 +196,41 @@ TEST(PackedConv, PointwisePixelRows) {
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 8, 14, 14}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 256, 14, 14}, 1024, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 1024, 14, 14}, 256, {1, 1}, 1, 0, 1, false}, nr, 1)), nr);
+  }
+}
+
+// The pixels-as-rows GEMMs prefetch A (the input rows) 16 k ahead where it is at least half the
+// cache budget (LowerOptions::gemm_prefetch_a): a 1x1 convolution over 14x14 pixels of 401 and
+// 160 channels (307 and 122 KB an image), batch 2, and a 3x3 one over 8x8 pixels of 333 channels
+// (749 KB as its K rows, read from the padded copy); the same
+// values as the reference with the option on and off on both ISAs, and `prefetch x_...` exactly
+// where it applies (B's own prefetches name the weight).
+TEST(PackedConv, PixelRowsPrefetchA) {
+  for (const LowerOptions* base : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*base);
+    struct Case {
+      PackedCase p;
+      bool pointwise;
+      const char* view;
+    };
+    for (const Case& t : {Case{{{2, 401, 14, 14}, nr, {1, 1}, 1, 0, 1, true}, true, "prefetch x_pixels"},
+                          Case{{{1, 160, 14, 14}, nr, {1, 1}, 1, 0, 1, false}, true, "prefetch x_pixels"},
+                          Case{{{1, 333, 8, 8}, nr, {3, 3}, 1, 1, 1, false}, false, "prefetch conv_xpad"}}) {
+      for (bool on : {false, true}) {
+        LowerOptions o = *base;
+        o.gemm_prefetch_a = on;
+        GraphBuilder b;
+        ir::Node* n = PackedConv(b, t.p, nr, 121);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(nr) + (on ? ", on" : ", off"));
+        ASSERT_EQ(t.pointwise ? PointwisePixelRows(o, *n) : ConvPixelRows(o, *n), nr);
+        const KernelSpec spec = CheckNodeAgainstReference(*n, 122, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        // The GEMM's A per image: pixels x K.
+        const int64_t a_bytes = t.p.x[1] * t.p.x[2] * t.p.x[3] * 4 * (t.pointwise ? 1 : 9);
+        EXPECT_EQ(spec.kernel->ToString().find(t.view) != std::string::npos, on && a_bytes >= o.l2_bytes / 2);
+      }
+    }
   }
 }
 
@@ -226,6 +270,8 @@ TEST(PackedConv, DenseConvPixelRows) {
       const std::string text = spec.kernel->ToString();
       EXPECT_NE(text.find("w_columns"), std::string::npos);
       EXPECT_NE(text.find("conv_px_origin"), std::string::npos);
+      // K blocks of about gemm_kc_k_apart: K = C x taps above 80.
+      EXPECT_EQ(text.find("conv_pxk_cpart") != std::string::npos, p.x[1] * NumElements(p.kernel) > 80);
     }
     GraphBuilder b;
     const PackedCase p{{1, 40, 6, 6}, nr, {3, 3}, 1, 1, 1, true};
