@@ -5,7 +5,8 @@
 #   scripts/gpu-sanitize.sh prepare [MODEL:PRECISION,...]   # here: build, compile, stage .gpu/sanitize
 #   (device) bash .gpu/sanitize/run.sh                       # there: keel-run under memcheck
 #
-# Default cases: squeezenet1_1:fp16 and mobilenet_v2:bf16 (their stems run as keel.Im2Col
+# MODEL: a bundled model (../shared/models), or an architecture the test set exports
+# (build/tests/e2e/zoo, with a random input). Default cases: squeezenet1_1:fp16 and mobilenet_v2:bf16 (their stems run as keel.Im2Col
 # gathers and a GEMM; MobileNetV2's generated depthwise and row kernels), tiny_bert:fp16 (the
 # 128-bit LayerNorm/Softmax row kernels, the fused attention). run.sh runs keel-run --device
 # cuda on each model's bundled input under `compute-sanitizer --tool memcheck`, with the CUDA
@@ -23,8 +24,17 @@ scripts/build.sh -DKEEL_CUDA=ON -DKEEL_BUILD_TESTS=ON -DKEEL_BUILD_BENCH=ON
 cp build/bin/keel-run "$stage/"
 for c in ${cases//,/ }; do
   m=${c%%:*} p=${c#*:}
-  build/bin/keelc "$shared/models/$m.onnx" -o "$stage/$m.$p.keel" --target cuda --precision "$p" >/dev/null
-  cp "$shared/models/$m.input.bin" "$stage/$m.input.bin"
+  if [ -f "$shared/models/$m.onnx" ]; then
+    build/bin/keelc "$shared/models/$m.onnx" -o "$stage/$m.$p.keel" --target cuda --precision "$p" >/dev/null
+    cp "$shared/models/$m.input.bin" "$stage/$m.input.bin"
+  else  # a test-set architecture (ctest exports build/tests/e2e/zoo): a random input of its shape
+    onnx=build/tests/e2e/zoo/$m.onnx
+    [ -f "$onnx" ] || { echo "gpu-sanitize: no model $m (neither $shared/models nor $onnx)"; exit 2; }
+    build/bin/keelc "$onnx" -o "$stage/$m.$p.keel" --target cuda --precision "$p" >/dev/null
+    .venv/bin/python -c "import onnx, numpy as np, sys
+m = onnx.load(sys.argv[1]); d = [x.dim_value or 1 for x in m.graph.input[0].type.tensor_type.shape.dim]
+np.random.default_rng(0).standard_normal(d).astype(np.float32).tofile(sys.argv[2])" "$onnx" "$stage/$m.input.bin"
+  fi
 done
 cat >"$stage/run.sh" <<'RUN'
 #!/usr/bin/env bash
