@@ -86,12 +86,7 @@ Status Im2ColPass::Run(ir::Graph& graph) {
     ir::Node* back = graph.InsertNodeBefore(n, "Transpose", base + "/to_nchw", {last->output(0)}, 1);
     back->attrs().Set("perm", ops::ToChannelsFirstPerm(ws.size()));
     KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*back));
-    if (!(back->output(0)->type() == n->output(0)->type())) {
-      return Internal(ir::NodeDescription(*n) + ": im2col form has type " + back->output(0)->type().ToString() +
-                      ", expected " + n->output(0)->type().ToString());
-    }
-    graph.ReplaceAllUsesWith(n->output(0), back->output(0));
-    KEEL_RETURN_IF_ERROR(graph.RemoveNode(n));
+    KEEL_RETURN_IF_ERROR(ReplaceWithRewrite(graph, n, back->output(0), "im2col"));
   }
   return Status::Ok();
 }

@@ -25,9 +25,9 @@ std::optional<double> ConstScalar(const ir::Value* v) {
   return s;
 }
 
-bool ConstantWeightConv(const ir::Node& conv) {
+bool ConstantWeightConv(const ir::Node& conv, ops::LibraryCall call) {
   const ops::OpDef* def = DefOf(&conv);
-  if (def == nullptr || def->library != ops::LibraryCall::kConv || conv.inputs().size() < 2 ||
+  if (def == nullptr || def->library != call || conv.inputs().size() < 2 ||
       conv.outputs().size() != 1 || conv.attrs().Has(ops::kChannelsLastAttr)) {
     return false;
   }
@@ -38,6 +38,15 @@ bool ConstantWeightConv(const ir::Node& conv) {
   const Result<int64_t> group = conv.attrs().GetInt("group", 1);
   return x->type().dtype == ir::DType::kF32 && wt.dtype == ir::DType::kF32 &&
          wt.shape.size() == x->type().shape.size() && group.ok() && *group == 1;
+}
+
+Status ReplaceWithRewrite(ir::Graph& graph, ir::Node* n, ir::Value* out, const std::string& form) {
+  if (!(out->type() == n->output(0)->type())) {
+    return Internal(ir::NodeDescription(*n) + ": " + form + " form has type " + out->type().ToString() +
+                    ", expected " + n->output(0)->type().ToString());
+  }
+  graph.ReplaceAllUsesWith(n->output(0), out);
+  return graph.RemoveNode(n);
 }
 
 bool SoleUse(const ir::Graph& g, const ir::Value* v) { return v->uses().size() == 1 && !g.IsGraphOutput(v); }

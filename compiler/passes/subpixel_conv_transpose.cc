@@ -6,10 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ops/channels_last.h"
 #include "compiler/ops/reference.h"
-#include "compiler/ops/registry.h"
 #include "compiler/ops/semantics.h"
+#include "compiler/passes/pattern_match.h"
 
 namespace keel::passes {
 namespace {
@@ -22,28 +21,17 @@ struct Window {
 };
 
 std::optional<Window> CandidateWindow(const ir::Node& n) {
-  const ops::OpDef* def = ops::FindOp(n);
-  if (def == nullptr || def->library != ops::LibraryCall::kConvTranspose || n.inputs().size() < 2 ||
-      n.outputs().size() != 1 || n.attrs().Has(ops::kChannelsLastAttr)) {
-    return std::nullopt;
-  }
-  const ir::Value* x = n.input(0);
-  const ir::Value* w = n.input(1);
+  if (!ConstantWeightConv(n, ops::LibraryCall::kConvTranspose)) return std::nullopt;
   const ir::Value* b = n.inputs().size() > 2 ? n.input(2) : nullptr;
-  if (!x || !w || !x->has_type() || !w->is_constant() || !n.output(0)->has_type() || (b && !b->is_constant()))
-    return std::nullopt;
-  const std::vector<int64_t>& xs = x->type().shape;
-  const std::vector<int64_t>& ws = w->constant()->type.shape;
+  if (b && (!b->is_constant() || b->constant()->type.dtype != ir::DType::kF32)) return std::nullopt;
+  const std::vector<int64_t>& xs = n.input(0)->type().shape;
+  const std::vector<int64_t>& ws = n.input(1)->constant()->type.shape;
   const std::vector<int64_t>& ys = n.output(0)->type().shape;
-  if (x->type().dtype != ir::DType::kF32 || w->constant()->type.dtype != ir::DType::kF32 || xs.size() != 4 ||
-      ws.size() != 4 || ys.size() != 4 || (b && b->constant()->type.dtype != ir::DType::kF32)) {
-    return std::nullopt;
-  }
-  const auto group = n.attrs().GetInt("group", 1);
+  if (xs.size() != 4) return std::nullopt;
   const auto strides = n.attrs().GetInts("strides", {1, 1});
   const auto dil = n.attrs().GetInts("dilations", {1, 1});
   const auto pads = n.attrs().GetInts("pads", {0, 0, 0, 0});
-  if (!group.ok() || *group != 1 || !strides.ok() || strides->size() != 2 || (*strides)[0] != (*strides)[1] ||
+  if (!strides.ok() || strides->size() != 2 || (*strides)[0] != (*strides)[1] ||
       (*strides)[0] < 2 || !dil.ok() || *dil != std::vector<int64_t>{1, 1} || !pads.ok() || pads->size() != 4) {
     return std::nullopt;
   }
@@ -131,12 +119,7 @@ Status SubpixelConvTransposePass::Run(ir::Graph& graph) {
       KEEL_RETURN_IF_ERROR(ops::SetInferredTypes(*crop));
       out = crop->output(0);
     }
-    if (!(out->type() == n->output(0)->type())) {
-      return Internal(ir::NodeDescription(*n) + ": subpixel form has type " + out->type().ToString() + ", expected " +
-                      n->output(0)->type().ToString());
-    }
-    graph.ReplaceAllUsesWith(n->output(0), out);
-    KEEL_RETURN_IF_ERROR(graph.RemoveNode(n));
+    KEEL_RETURN_IF_ERROR(ReplaceWithRewrite(graph, n, out, "subpixel"));
   }
   return Status::Ok();
 }
