@@ -207,6 +207,25 @@ inline constexpr char kKeelAttention[] = "keel.attention";
 inline constexpr int kAttentionMaxBatchDigits = 6;
 inline constexpr int kAttentionMaxHeadWidth = 128;
 
+// ============================================================================
+// "keel.conv2d" — a 2-D channels-last convolution with few channels, Keel's own
+// tensor-core kernel (vm/cuda/conv_kernel.cuh; set-up and limits in
+// vm/cuda/library_calls_conv.h), where cuDNN's kernels, which tile many
+// channels, waste most of their work.
+//
+//   args, attrs and semantics: those of cudnn.conv2d with "layout" "nhwc",
+//     2 spatial dims and "group" 1 (X [N,H,W,C], W [K,R,S,C], bias [K],
+//     residual and Y [N,OH,OW,K]; symmetric pads; the same geometry check,
+//     common/conv_geometry.h), all tensors f16 or all bf16, no workspace.
+//   limits: C a multiple of 8 and K even, each at most kKeelConvMaxChannels;
+//     the kernel window's shared memory within the VM's bound (library_calls_conv.h
+//     ConvKernelRefusal); else kUnsupported at load. The compiler writes it
+//     only inside those limits (compiler/driver/cuda_backend_conv.h).
+//   numerics: products on the tensor cores with f32 accumulation; bias,
+//     residual and activation in f32, rounded once to the data type.
+inline constexpr char kKeelConv2d[] = "keel.conv2d";
+inline constexpr int kKeelConvMaxChannels = 64;
+
 // Attribute keys (shared spellings).
 namespace attr {
 inline constexpr char kM[] = "m";

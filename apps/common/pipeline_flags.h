@@ -1,6 +1,6 @@
 // apps/common/pipeline_flags.h — the flags that shape the compile pipeline, read
 // the same way by keelc and keel-plan (so a plan is made for the graph keelc
-// compiles): --precision, --layout, --winograd.
+// compiles): --precision, --layout, --winograd, --conv-kernel.
 //
 // Header-only, like cli.h. Thread-safety: reentrant.
 #pragma once
@@ -29,6 +29,12 @@ bool PipelineFlag(ArgScanner& args, Options& options, std::string& error) {
     auto l = driver::ParseLayout(v);
     if (l.ok()) options.backend.layout = *l;
     else error = "--layout: " + l.status().message();
+    return true;
+  }
+  if (args.Value("--conv-kernel", v)) {
+    auto k = driver::ParseConvKernelMode(v);
+    if (k.ok()) options.backend.conv_kernel = *k;
+    else error = "--conv-kernel: " + k.status().message();
     return true;
   }
   if (args.Value("--winograd", v)) {

@@ -61,6 +61,9 @@ options:
                            with weights transformed at compile time: auto (default:
                            per convolution, F(4,3), F(2,3) or none by estimated cost),
                            off, f2 or f4 (every such convolution with that tile)
+  --conv-kernel K          CUDA convolutions in half precision: auto (default: Keel's
+                           own tensor-core kernel for channels-last ones with few
+                           channels, cuDNN for the rest) or cudnn (cuDNN for all)
   --cpu NAME               LLVM CPU for CPU kernels: auto (x86-64-v4 when the build
                            host has AVX-512, x86-64-v3 with AVX2+FMA, else x86-64),
                            native, x86-64, x86-64-v3, ... The VM refuses to load

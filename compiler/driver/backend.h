@@ -98,10 +98,18 @@ Result<Layout> ParseLayout(const std::string& text);
 enum class WinogradMode { kAuto, kOff, kF2, kF4 };
 Result<WinogradMode> ParseWinogradMode(const std::string& text);
 
+// keelc --conv-kernel (CUDA): auto (Keel's own kernel, keel.conv2d, for the
+// channels-last half convolutions with few channels that cuda_backend_conv.h
+// UsesKeelConv picks; cuDNN for the others) or cudnn (cuDNN for every library
+// convolution: the comparison).
+enum class ConvKernelMode { kAuto, kCudnn };
+Result<ConvKernelMode> ParseConvKernelMode(const std::string& text);
+
 struct BackendOptions {
   std::string cpu = "auto";  // LLVM CPU name for the CPU target
   Layout layout = Layout::kAuto;
   WinogradMode winograd = WinogradMode::kAuto;
+  ConvKernelMode conv_kernel = ConvKernelMode::kAuto;
 };
 
 // The channels-last pass's predicate for `backend` (empty: the pass is off).

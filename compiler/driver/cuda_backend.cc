@@ -10,6 +10,9 @@
 //                          rank, despite the name) with Conv's bias, one
 //                          residual Add (same shape as the output), then Relu
 //                          or Clip(min 0).
+//                          Channels-last half ones with few channels →
+//                          "keel.conv2d", Keel's own kernel with the same
+//                          arguments (cuda_backend_conv.h UsesKeelConv).
 //   ConvTranspose        → "cudnn.conv_transpose", likewise (cuDNN's data
 //                          gradient of the forward convolution).
 //   MaxPool/AveragePool (2-D, no dilation, symmetric pads, no Indices
@@ -43,13 +46,13 @@
 
 #include "common/conv_geometry.h"
 #include "compiler/codegen/kernel_dedup.h"
-#include "compiler/codegen/lower_conv_direct.h"
 #include "compiler/codegen/llvm_nvptx_emitter.h"
 #include "compiler/codegen/lower.h"
 #include "compiler/ops/channels_last.h"
 #include "compiler/ops/fused_attention.h"
 #include "compiler/ops/registry.h"
 #include "compiler/driver/backend.h"
+#include "compiler/driver/cuda_backend_conv.h"
 #include "serialization/library_ops.h"
 
 namespace keel::driver {
@@ -301,27 +304,9 @@ bool SymmetricPads(const std::vector<int64_t>& pads) {
   return pads.size() == 4 && pads[0] == pads[2] && pads[1] == pads[3];
 }
 
-// Depthwise convolutions (one input channel per group) are generated kernels
-// (codegen's GPU direct form), never cuDNN: measured on an H200 in fp16, cuDNN's
-// took 0.1-0.45 ms per ConvNeXt-T 7x7 layer at batch 32 and made the model 2.1x
-// slower end to end (5.35 vs 2.58 ms), MobileNetV2's 3x3 at batch 32 2.07 vs
-// 1.01 ms; the generated form reads either layout, so it runs channels-last
-// where the model does (no transposes around it). fp32 too: 2.46 vs 1.95 ms
-// (MobileNetV2, batch 32), 12.5 vs 10.6 ms (ConvNeXt-T). So are dense ones to
-// few output channels (codegen::GpuDirectDenseConv says why; forward ones: a
-// ConvTranspose's weight is [C_in, C_out / group, k...]).
-bool GeneratedConv(const ir::Node& conv, bool transposed) {
-  const ir::Value* w = conv.input(1);
-  auto group = conv.attrs().GetInt("group", 1);
-  if (!w || !w->has_type() || !group.ok() || w->type().shape.size() < 3) return false;
-  const std::vector<int64_t>& ws = w->type().shape;  // OIHW, or OHWI channels-last
-  if (!transposed && codegen::GpuDirectDenseConv(*group, ws[0])) return true;
-  return *group > 1 && ws[ops::IsChannelsLast(conv) ? ws.size() - 1 : 1] == 1;
-}
-
 // Conv, or ConvTranspose (`transposed`: the data gradient of the forward
 // convolution from Y's shape to X's, which the geometry check sees).
-std::optional<LibraryPick> PickConv(const Chain& c, int64_t index, bool transposed) {
+std::optional<LibraryPick> PickConv(const Chain& c, int64_t index, bool transposed, ConvKernelMode mode) {
   const ir::Node& a = *c.nodes[0];
   const ir::Value* X = a.input(0);
   const ir::Value* W = a.input(1);
@@ -346,14 +331,18 @@ std::optional<LibraryPick> PickConv(const Chain& c, int64_t index, bool transpos
   // Exactly what the VM accepts at load (1-3 spatial dims, symmetric pads, int32
   // sizes): anything else stays a generated kernel.
   const auto geometry = transposed ? common::MakeCudnnConvTransposeGeometry : common::MakeCudnnConvGeometry;
-  if (!geometry(first(X), first(W), first(Y), *pads, *strides, *dil, *group).ok()) return std::nullopt;
+  const Result<common::CudnnConvGeometry> g = geometry(first(X), first(W), first(Y), *pads, *strides, *dil, *group);
+  if (!g.ok()) return std::nullopt;
+  // Keel's own kernel takes cudnn.conv2d's arguments and attributes.
+  const bool own = !transposed && mode == ConvKernelMode::kAuto && UsesKeelConv(*g, nhwc, Y->type().dtype);
 
   LibraryPick p;
   p.kernel.kind = ser::KernelKind::kLibrary;
   p.kernel.device = ser::DeviceKind::kCuda;
   // Any spatial rank (serialization/library_ops.h).
-  p.kernel.library_op = transposed ? lib::kCudnnConvTranspose : lib::kCudnnConv2d;
-  p.kernel.name = codegen::IndexedName("k", index) + (transposed ? "_cudnn_conv_transpose" : "_cudnn_conv") +
+  p.kernel.library_op = own ? lib::kKeelConv2d : transposed ? lib::kCudnnConvTranspose : lib::kCudnnConv2d;
+  p.kernel.name = codegen::IndexedName("k", index) +
+                  (own ? "_keel_conv" : transposed ? "_cudnn_conv_transpose" : "_cudnn_conv") +
                   std::to_string(spatial) + "d";
   p.args = {In(c.InputIndex(X)), In(c.InputIndex(W))};
   p.kernel.args = {ArgOf(X, ser::ArgAccess::kRead), ArgOf(W, ser::ArgAccess::kRead)};
@@ -511,7 +500,8 @@ std::string DescribeLibrary(const ser::KernelDesc& k) {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(const BackendOptions&) : lower_options_(codegen::LowerOptionsForCuda()) {}
+  explicit CudaBackend(const BackendOptions& options)
+      : conv_kernel_(options.conv_kernel), lower_options_(codegen::LowerOptionsForCuda()) {}
 
   std::string name() const override { return "cuda"; }
 
@@ -524,7 +514,7 @@ class CudaBackend final : public Backend {
       using ops::LibraryCall;
       if (call == LibraryCall::kGemm || call == LibraryCall::kMatMul) pick = PickGemm(chain, index, call == LibraryCall::kGemm);
       else if (call == LibraryCall::kConv || call == LibraryCall::kConvTranspose)
-        pick = PickConv(chain, index, call == LibraryCall::kConvTranspose);
+        pick = PickConv(chain, index, call == LibraryCall::kConvTranspose, conv_kernel_);
       else if (call == LibraryCall::kMaxPool || call == LibraryCall::kAveragePool)
         pick = PickPool(chain, index, call == LibraryCall::kMaxPool);
       else if (call == LibraryCall::kAttention) pick = PickAttention(chain, index);
@@ -625,30 +615,14 @@ class CudaBackend final : public Backend {
     switch (def->library) {
       case ops::LibraryCall::kConv:
         if (GeneratedConv(node, false)) return true;  // the generated form takes either layout
-        return !SlowChannelsLast(node) && PickConv(chain, 0, false).has_value();
-      case ops::LibraryCall::kConvTranspose: return !SlowChannelsLast(node) && PickConv(chain, 0, true).has_value();
+        return !SlowChannelsLast(node) && PickConv(chain, 0, false, conv_kernel_).has_value();
+      case ops::LibraryCall::kConvTranspose:
+        return !SlowChannelsLast(node) && PickConv(chain, 0, true, conv_kernel_).has_value();
       case ops::LibraryCall::kMaxPool: return PickPool(chain, 0, true).has_value();
       case ops::LibraryCall::kAveragePool: return PickPool(chain, 0, false).has_value();
       case ops::LibraryCall::kNone: return true;
       default: return false;
     }
-  }
-  // Grouped convolutions (not depthwise: those are generated) cuDNN runs slower in
-  // NHWC than in NCHW, as its depthwise ones measured on an H200 (backend-API
-  // engines included): kernels beyond 3x3 (ConvNeXt's 7x7: 5.8 -> 9.5 ms at batch
-  // 32 in fp16). Not bf16 any more: with the backend-API engines competing, the
-  // NHWC form took ResNeXt-50 in bf16 at batch 32 from 3.056 to 1.415 ms on an
-  // H200 (fp16 1.345), where NCHW also cost two transposes per convolution.
-  // 3-D grouped ones stay NCDHW too: the backend-API engines, which give the 2-D
-  // ones their fast NHWC kernels, take channels-last 2-D problems only.
-  static bool SlowChannelsLast(const ir::Node& conv) {
-    const ir::Value* w = conv.input(1);
-    auto group = conv.attrs().GetInt("group", 1);
-    if (!w || !group.ok() || *group == 1) return false;
-    if (w->type().shape.size() == 5) return true;
-    if (w->type().shape.size() != 4) return false;
-    const auto& ws = w->type().shape;
-    return ws[2] > 3 || ws[3] > 3;
   }
   bool ChannelsLastByDefault(passes::Precision precision) const override {
     return precision == passes::Precision::kFp16 || precision == passes::Precision::kBf16;
@@ -779,6 +753,7 @@ class CudaBackend final : public Backend {
     return std::optional<lower::StepKernel>(std::move(step));
   }
 
+  ConvKernelMode conv_kernel_;
   codegen::LowerOptions lower_options_;
   codegen::NvptxTargetOptions target_options_;
   codegen::NvptxLibraryInfo info_;

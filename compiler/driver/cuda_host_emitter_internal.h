@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/conv_geometry.h"
 #include "compiler/driver/cuda_host_emitter.h"
 #include "keel/status.h"
 #include "serialization/executable_reader.h"
@@ -64,6 +65,9 @@ const char* CudaHostCudnnAttentionCallsSource();
 const char* CudaHostCudnnEngineCallsSource();
 const char* CudaHostAttentionCallsSource();
 const char* CudaHostAttentionKernelSource();
+const char* CudaHostConvCallsSource();
+const char* CudaHostMmaPrimitivesSource();
+const char* CudaHostConvKernelSource();
 // The library-kernel part of the prelude (cuda_host_emitter_prelude_library.cc).
 const char* CudaHostLibraryPrelude();
 
@@ -92,6 +96,8 @@ class Emitter {
   Status EmitConv(size_t index, const fb::Kernel& k, KernelPlan& p);
   Status EmitPool(size_t index, const fb::Kernel& k, KernelPlan& p);
   Status EmitAttention(size_t index, const fb::Kernel& k, KernelPlan& p);
+  Status EmitKeelConv(size_t index, const common::CudnnConvGeometry& g, int act_kind, const std::string& clip_lit,
+                      const std::string& type, bool nhwc, KernelPlan& p);
   // cuda_host_emitter.cc
   void EmitLoad();
   void EmitOutputsAndMain();

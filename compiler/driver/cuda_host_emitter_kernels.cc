@@ -112,6 +112,7 @@ Status Emitter::EmitKernels() {
                        : IsCudnnConv(op)                          ? "ConvKernel"
                        : op == lo::kCudnnPool2d                   ? "PoolKernel"
                        : op == lo::kKeelAttention                 ? "AttentionKernel"
+                       : op == lo::kKeelConv2d                    ? "KeelConvKernel"
                                                                   : nullptr;
     if (type == nullptr) return Unsupported("kernel " + Str(k.name()) + ": unknown library op \"" + op + "\"");
     o_ << "static " << type << " k" << i << (k.kind() == fb::KernelKind::cuda_generated ? " = nullptr" : "")
@@ -154,7 +155,7 @@ Status Emitter::EmitKernels() {
       }
     } else if (p.op == lo::kCublasGemm) {
       KEEL_RETURN_IF_ERROR(EmitGemm(i, k, p));
-    } else if (IsCudnnConv(p.op)) {
+    } else if (IsCudnnConv(p.op) || p.op == lo::kKeelConv2d) {
       KEEL_RETURN_IF_ERROR(EmitConv(i, k, p));
     } else if (p.op == lo::kKeelAttention) {
       KEEL_RETURN_IF_ERROR(EmitAttention(i, k, p));
@@ -307,13 +308,14 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   const common::CudnnConvGeometry& g = *geometry;
   const int act_kind = act == lo::value::kActivationRelu ? 1 : clip ? 2 : 0;
   KEEL_ASSIGN_OR_RETURN(const std::string type, LibraryElementType(k, p.name));
+  KEEL_ASSIGN_OR_RETURN(const std::string clip_lit, FloatLit(clip_max, false));
+  if (p.op == lo::kKeelConv2d) return EmitKeelConv(i, g, act_kind, clip_lit, type, nhwc, p);
   // vm/cuda/autotune.h ConvProblemKey less "|tf32<0|1>" (the program adds it: --allow-tf32).
   const std::string problem = std::string(transposed ? "conv_transpose|" : "conv|") + ShapeText(xs) +
                               ShapeText(ws) + ShapeText(ys) + ShapeText(pads) + ShapeText(strides) + ShapeText(dil) +
                               "|g" + std::to_string(group) + "|b" + std::to_string(p.has_bias ? 1 : 0) + "|r" + std::to_string(p.has_residual ? 1 : 0) +
                               "|a" + std::to_string(act_kind) + (nhwc ? "|nhwc" : "") + DTypeKeySegment(k);
   ++tuned_problems_;
-  KEEL_ASSIGN_OR_RETURN(const std::string clip_lit, FloatLit(clip_max, false));
   o_ << "  // kernel " << i << ": " << Com(p.name) << " (" << p.op << ", " << spatial << "-D) X" << ShapeText(xs)
      << " W" << ShapeText(ws) << " Y" << ShapeText(ys) << " pads " << ShapeText(pads) << " strides "
      << ShapeText(strides) << " dilations " << ShapeText(dil) << " group " << group
@@ -339,6 +341,28 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
      << (nhwc ? "    c.p.nhwc = true;  // layout nhwc: X, residual, Y channels-last, W KRSC\n" : "")
      << (transposed ? "    c.p.transposed = true;  // the data gradient of this forward convolution\n" : "")
      << "    ConvPlanKernel(c, " << Lit(p.name) << ", " << Lit(problem) << ");\n  }\n";
+  return Status::Ok();
+}
+
+// keel.conv2d: cudnn.conv2d's attributes, checked by EmitConv, as the VM's
+// KeelConv::Plan fills the kernel's argument block (library_calls_conv.h).
+Status Emitter::EmitKeelConv(size_t i, const common::CudnnConvGeometry& g, int act_kind, const std::string& clip_lit,
+                             const std::string& type, bool nhwc, KernelPlan& p) {
+  if (!nhwc || g.spatial != 2 || g.group != 1) {
+    return Unsupported("kernel " + p.name + " (keel.conv2d): takes 2-D layout nhwc convolutions of group 1 only");
+  }
+  o_ << "  // kernel " << i << ": " << Com(p.name) << " (keel.conv2d) X" << ShapeText(g.x) << " W" << ShapeText(g.w)
+     << " Y" << ShapeText(g.y) << " (channels-first views)" << (p.has_bias ? " +bias" : "")
+     << (p.has_residual ? " +residual" : "") << " activation " << act_kind << "\n"
+     << "  {\n    KeelConvKernel& c = k" << i << ";\n"
+     << "    c.args.n = " << g.x[0] << ";\n    c.args.c = " << g.x[1] << ";\n    c.args.h = " << g.x[2]
+     << ";\n    c.args.w_in = " << g.x[3] << ";\n    c.args.k = " << g.y[1] << ";\n    c.args.oh = " << g.y[2]
+     << ";\n    c.args.ow = " << g.y[3] << ";\n    c.args.r = " << g.w[2] << ";\n    c.args.s = " << g.w[3]
+     << ";\n    c.args.sh = " << g.strides[0] << ";\n    c.args.sw = " << g.strides[1] << ";\n    c.args.ph = "
+     << g.pads[0] << ";\n    c.args.pw = " << g.pads[1] << ";\n    c.args.dh = " << g.dilations[0]
+     << ";\n    c.args.dw = " << g.dilations[1] << ";\n    c.args.act = " << act_kind
+     << ";\n    c.args.clip_max = " << clip_lit << ";\n"
+     << "    KeelConvPlanKernel(c, " << type << ", " << Lit(p.name) << ");\n  }\n";
   return Status::Ok();
 }
 

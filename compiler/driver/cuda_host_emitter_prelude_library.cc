@@ -431,6 +431,45 @@ struct AttentionKernel {
   return a.call;
 }
 
+// ---- keel.conv2d: vm/cuda/conv_kernel.cc (KeelConv) ----
+struct KeelConvKernel {
+  cl::ConvKernelArgs args;  // the attributes' part; the tensors are set per launch
+  CUfunction fn = nullptr;
+  cl::ConvKernelLaunch launch;
+  std::string call;
+};
+
+[[maybe_unused]] static void KeelConvPlanKernel(KeelConvKernel& c, cl::ElementType t, const char* name) {
+  (void)RuntimeKernels(cl::ElementType::kF32);  // decides the runtime module's launch mode once
+  c.launch = cl::ConvKernelPlan(&c.args);
+  if (const char* why = cl::ConvKernelRefusal(c.args, c.launch)) Die(std::string("kernel ") + name + " (keel.conv2d): " + why);
+  const std::string fn = cl::ConvKernelName(t, c.args.c, c.args.k);
+#define KEEL_CONV_SYMBOL(CP, NT)                                                                                    \
+  if (fn == "keel_conv_nhwc_f16_c" #CP "_n" #NT)                                                                   \
+    c.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_conv_nhwc_f16_c##CP##_n##NT));                      \
+  if (fn == "keel_conv_nhwc_bf16_c" #CP "_n" #NT)                                                                  \
+    c.fn = RuntimeFunction(reinterpret_cast<const void*>(&keel_conv_nhwc_bf16_c##CP##_n##NT));
+  KEEL_CONV_CLASSES(KEEL_CONV_SYMBOL)
+#undef KEEL_CONV_SYMBOL
+  if (c.fn == nullptr) Die(std::string("kernel ") + name + " (keel.conv2d): no runtime kernel " + fn);
+  // The function is shared by every kernel of its class: the largest limit any may take (as the VM).
+  CU_CHECK(cuFuncSetAttribute(c.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(cl::kConvMaxShared)));
+  c.call = cl::ConvKernelCallName(fn, c.launch);
+}
+// KeelConv::Launch; returns the call's trace name.
+[[maybe_unused]] static const std::string& KeelConvRun(KeelConvKernel& c, const void* x, const void* w,
+                                                       const void* bias, const void* res, void* y) {
+  c.args.x = x;
+  c.args.w = w;
+  c.args.bias = bias;
+  c.args.res = res;
+  c.args.y = y;
+  void* params[] = {&c.args};
+  CU_CHECK(LaunchRuntimeKernelShared(c.fn, static_cast<unsigned>(c.launch.blocks), c.launch.threads, params,
+                                     c.launch.shared));
+  return c.call;
+}
+
 )KEELPRELUDE";
 }
 

@@ -53,15 +53,17 @@ Status Emitter::EmitInvoke(uint32_t pc, const std::string& dbg, const fb::Invoke
        << "  " << tr << "\" launch \" + call + " << kname << ");\n  }\n";
     return Status::Ok();
   }
-  if (IsCudnnConv(p.op)) {
+  if (IsCudnnConv(p.op) || p.op == lo::kKeelConv2d) {
     KEEL_ASSIGN_OR_RETURN(const std::string X, arg(0));
     KEEL_ASSIGN_OR_RETURN(const std::string W, arg(1));
     KEEL_ASSIGN_OR_RETURN(const std::string Y, arg(p.y_arg));
     std::string bias = "nullptr", res;
     if (p.has_bias) { KEEL_ASSIGN_OR_RETURN(bias, arg(p.bias_arg)); }
     if (p.has_residual) { KEEL_ASSIGN_OR_RETURN(res, arg(p.res_arg)); }
-    // CudnnConv::Launch: the fused call or conv + keel_bias_act, as chosen at load (ConvRun).
-    o_ << "  {\n    const std::string& call = ConvRun(" << k << ", " << X << ", " << W << ", " << bias << ", "
+    // CudnnConv::Launch: the fused call or conv + keel_bias_act, as chosen at load (ConvRun);
+    // KeelConv::Launch (KeelConvRun).
+    const char* run = p.op == lo::kKeelConv2d ? "KeelConvRun(" : "ConvRun(";
+    o_ << "  {\n    const std::string& call = " << run << k << ", " << X << ", " << W << ", " << bias << ", "
        << (p.has_residual ? res : std::string("nullptr")) << ", " << Y << ");\n"
        << "  " << tr << "\" launch \" + call + " << kname << ");\n  }\n";
     return Status::Ok();

@@ -14,25 +14,14 @@
 // also where the A operand of the next MMA wants them, so the probabilities
 // go from the score accumulators to P V's operand without shared memory.
 #include "vm/cuda/library_calls_attention.h"
+#include "vm/cuda/mma_primitives.cuh"
 
 namespace keel_attention {
 
 namespace cl = keel::cuda_lib;
 constexpr int kKeys = cl::kAttentionBlockKeys;
 constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ unsigned SharedAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared without the registers; zeros where !valid (no read).
-__device__ __forceinline__ void CopyAsync16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SharedAddress(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::); }
-// Every committed group has landed (visible to this thread; to the others after a barrier).
-__device__ __forceinline__ void WaitAllCopies() { asm volatile("cp.async.wait_group 0;\n" ::); }
+using namespace keel_mma;  // NOLINT: the tensor-core primitives this kernel is written in
 
 // 2^x in one instruction (ex2.approx, subnormal results flushed to 0: a
 // probability that small is 0 in every 2-byte type but bf16, and negligible
@@ -43,52 +32,6 @@ __device__ __forceinline__ float Exp2(float x) {
   return y;
 }
 
-// Four 8x8 matrices of 2-byte elements; lane l gives the address of row l%8 of matrix l/8.
-__device__ __forceinline__ void LoadMatrices(unsigned r[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(SharedAddress(row)));
-}
-__device__ __forceinline__ void LoadMatricesTransposed(unsigned r[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(SharedAddress(row)));
-}
-
-// c (16x8, f32) += a (16x16) b (16x8).
-template <typename T>
-__device__ __forceinline__ void Mma(float c[4], const unsigned a[4], unsigned b0, unsigned b1);
-template <>
-__device__ __forceinline__ void Mma<__half>(float c[4], const unsigned a[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void Mma<__nv_bfloat16>(float c[4], const unsigned a[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two values rounded to T in one register, the first in the low half (one
-// cvt.rn.{f16,bf16}x2.f32).
-template <typename T>
-__device__ __forceinline__ unsigned Pack(float x, float y);
-template <>
-__device__ __forceinline__ unsigned Pack<__half>(float x, float y) {
-  const __half2 h = __floats2half2_rn(x, y);
-  return *reinterpret_cast<const unsigned*>(&h);
-}
-template <>
-__device__ __forceinline__ unsigned Pack<__nv_bfloat16>(float x, float y) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
-  return *reinterpret_cast<const unsigned*>(&h);
-}
 // Both halves 1.0: the B operand that turns an MMA into row sums.
 template <typename T>
 __device__ __forceinline__ unsigned OnePair() {

@@ -8,6 +8,7 @@
 #include "vm/cuda/autotune.h"
 #include "serialization/library_ops.h"
 #include "vm/cuda/attention_kernel.h"
+#include "vm/cuda/conv_kernel.h"
 #include "vm/cuda/cublas_kernels.h"
 #include "vm/cuda/cuda_errors.h"
 #include "vm/cuda/cudnn_kernels.h"
@@ -440,6 +441,8 @@ Result<KernelCallable> CudaDevice::ResolveKernel(const KernelEntry& k) {
       KEEL_ASSIGN_OR_RETURN(state, MakeCudnnPool2d(*this, k));
     } else if (k.library_op == lo::kKeelAttention) {
       KEEL_ASSIGN_OR_RETURN(state, MakeKeelAttention(*this, k));
+    } else if (k.library_op == lo::kKeelConv2d) {
+      KEEL_ASSIGN_OR_RETURN(state, MakeKeelConv(*this, k));
     } else {
       return Unsupported("kernel " + k.name + ": unknown library op \"" + k.library_op + "\" on " + name_);
     }

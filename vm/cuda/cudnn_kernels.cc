@@ -61,13 +61,6 @@ Status CheckRank4(const KernelEntry& k, size_t arg, const char* what, const Libr
   return Status::Ok();
 }
 
-// The library attribute "layout" (serialization/library_ops.h): true for "nhwc".
-Result<bool> ReadLayout(AttrReader& at) {
-  KEEL_ASSIGN_OR_RETURN(const std::string layout,
-                        at.Str(lo::attr::kLayout, lo::value::kLayoutNchw, {lo::value::kLayoutNchw, lo::value::kLayoutNhwc}));
-  return layout == lo::value::kLayoutNhwc;
-}
-
 // Values the geometry check bounded to int32 (common/conv_geometry.h).
 std::vector<int> Int32s(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
 
@@ -166,33 +159,24 @@ Status CudnnConv::Plan(const KernelEntry& k) {
     return ShapeError(k, "X must have 1 to 3 spatial dims (rank 3 to 5), got " +
                              (k.args.empty() ? std::string("no arguments") : ShapeString(k.args[0].shape)));
   }
-  AttrReader at(k);
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> pads,
-                        at.Ints(lo::attr::kPads, 2 * spatial, std::vector<int64_t>(2 * spatial, 0), 0, INT32_MAX));
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides,
-                        at.Ints(lo::attr::kStrides, spatial, std::vector<int64_t>(spatial, 1), 1, INT32_MAX));
-  KEEL_ASSIGN_OR_RETURN(const std::vector<int64_t> dil,
-                        at.Ints(lo::attr::kDilations, spatial, std::vector<int64_t>(spatial, 1), 1, INT32_MAX));
-  KEEL_ASSIGN_OR_RETURN(const int64_t group, at.Int(lo::attr::kGroup, 1, 1, INT32_MAX));
-  KEEL_ASSIGN_OR_RETURN(const int64_t has_bias, at.Int(lo::attr::kHasBias, 0, 0, 1));
-  KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0, 0, 1));
-  KEEL_ASSIGN_OR_RETURN(const std::string act,
-                        at.Str(lo::attr::kActivation, "", {lo::value::kActivationNone, lo::value::kActivationRelu,
-                                                           lo::value::kActivationClip}));
+  KEEL_ASSIGN_OR_RETURN(const ConvAttrs attrs, ReadConvAttrs(k, spatial));
+  const std::vector<int64_t>& pads = attrs.pads;
+  const std::vector<int64_t>& strides = attrs.strides;
+  const std::vector<int64_t>& dil = attrs.dilations;
+  const int64_t group = attrs.group;
+  const std::string& act = attrs.activation;
   const bool clip = act == lo::value::kActivationClip;
-  KEEL_ASSIGN_OR_RETURN(const double clip_min, at.Float(lo::attr::kClipMin, 0.0));
-  KEEL_ASSIGN_OR_RETURN(const double clip_max, at.Float(lo::attr::kClipMax, 6.0));
+  const double clip_min = attrs.clip_min, clip_max = attrs.clip_max;
   cl::ConvProblem& p = problem_;
   p.transposed = k.library_op == lo::kCudnnConvTranspose;
-  KEEL_ASSIGN_OR_RETURN(p.nhwc, ReadLayout(at));
-  KEEL_RETURN_IF_ERROR(at.Finish());
+  p.nhwc = attrs.nhwc;
   if (p.nhwc && spatial < 2) {
     return Unsupported("kernel " + k.name + " (" + k.library_op + "): layout nhwc needs 2 or 3 spatial dims, got " +
                        std::to_string(spatial));
   }
 
-  p.has_bias = has_bias != 0;
-  p.has_residual = has_res != 0;
+  p.has_bias = attrs.has_bias;
+  p.has_residual = attrs.has_residual;
   int next = 2;
   bias_arg_ = p.has_bias ? next++ : -1;
   res_arg_ = p.has_residual ? next++ : -1;

@@ -1,6 +1,10 @@
 // vm/cuda/library_attrs.cc — see library_attrs.h.
 #include "vm/cuda/library_attrs.h"
 
+#include <climits>
+
+#include "serialization/library_ops.h"
+
 namespace keel::vm_internal {
 
 const AttrEntry* AttrReader::Find(std::string_view key) {
@@ -92,6 +96,35 @@ Status AttrReader::Finish() const {
     }
   }
   return Status::Ok();
+}
+
+namespace lo = ser::library_ops;
+
+Result<bool> ReadLayout(AttrReader& at) {
+  KEEL_ASSIGN_OR_RETURN(const std::string layout,
+                        at.Str(lo::attr::kLayout, lo::value::kLayoutNchw, {lo::value::kLayoutNchw, lo::value::kLayoutNhwc}));
+  return layout == lo::value::kLayoutNhwc;
+}
+
+Result<ConvAttrs> ReadConvAttrs(const KernelEntry& k, size_t spatial) {
+  AttrReader at(k);
+  ConvAttrs c;
+  KEEL_ASSIGN_OR_RETURN(c.pads, at.Ints(lo::attr::kPads, 2 * spatial, std::vector<int64_t>(2 * spatial, 0), 0, INT32_MAX));
+  KEEL_ASSIGN_OR_RETURN(c.strides, at.Ints(lo::attr::kStrides, spatial, std::vector<int64_t>(spatial, 1), 1, INT32_MAX));
+  KEEL_ASSIGN_OR_RETURN(c.dilations, at.Ints(lo::attr::kDilations, spatial, std::vector<int64_t>(spatial, 1), 1, INT32_MAX));
+  KEEL_ASSIGN_OR_RETURN(c.group, at.Int(lo::attr::kGroup, 1, 1, INT32_MAX));
+  KEEL_ASSIGN_OR_RETURN(const int64_t has_bias, at.Int(lo::attr::kHasBias, 0, 0, 1));
+  KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0, 0, 1));
+  c.has_bias = has_bias != 0;
+  c.has_residual = has_res != 0;
+  KEEL_ASSIGN_OR_RETURN(c.activation,
+                        at.Str(lo::attr::kActivation, "", {lo::value::kActivationNone, lo::value::kActivationRelu,
+                                                           lo::value::kActivationClip}));
+  KEEL_ASSIGN_OR_RETURN(c.clip_min, at.Float(lo::attr::kClipMin, 0.0));
+  KEEL_ASSIGN_OR_RETURN(c.clip_max, at.Float(lo::attr::kClipMax, 6.0));
+  KEEL_ASSIGN_OR_RETURN(c.nhwc, ReadLayout(at));
+  KEEL_RETURN_IF_ERROR(at.Finish());
+  return c;
 }
 
 }  // namespace keel::vm_internal

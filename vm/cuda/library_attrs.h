@@ -6,6 +6,10 @@
 // and the key. Finish() rejects keys that no lookup asked for (a misspelled
 // attribute must not be silently ignored).
 //
+// ReadConvAttrs reads the attributes every convolution library kernel shares
+// (cudnn.conv2d, cudnn.conv_transpose, keel.conv2d): one reader, one set of
+// defaults and ranges.
+//
 // Lifetime: borrows the KernelEntry, which outlives it (used at VM creation only).
 // Thread-safety: a plain object, one thread.
 #pragma once
@@ -49,5 +53,20 @@ class AttrReader {
   const KernelEntry& k_;
   std::vector<bool> used_;
 };
+
+// The library attribute "layout" (serialization/library_ops.h): true for "nhwc".
+Result<bool> ReadLayout(AttrReader& at);
+
+// A convolution kernel's attributes (serialization/library_ops.h, cudnn.conv2d):
+// `spatial` values per axis (pads: 2 * spatial), every value within int32.
+struct ConvAttrs {
+  std::vector<int64_t> pads, strides, dilations;
+  int64_t group = 1;
+  bool has_bias = false, has_residual = false, nhwc = false;
+  std::string activation;  // "", "relu" or "clip"
+  double clip_min = 0.0, clip_max = 6.0;
+};
+// Reads them and rejects any other key (AttrReader::Finish).
+Result<ConvAttrs> ReadConvAttrs(const KernelEntry& k, size_t spatial);
 
 }  // namespace keel::vm_internal

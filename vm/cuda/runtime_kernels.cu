@@ -118,3 +118,6 @@ extern "C" __global__ void keel_spin(unsigned long long ns) {
 
 // keel_attention_f16 / keel_attention_bf16 ("keel.attention", serialization/library_ops.h).
 #include "vm/cuda/attention_kernel.cuh"
+
+// keel_conv_nhwc_{f16,bf16}_n{1,2,4,8} ("keel.conv2d", serialization/library_ops.h).
+#include "vm/cuda/conv_kernel.cuh"

@@ -317,8 +317,8 @@ TEST(CudaHalfSelect, Bf16StemRunsAfterSpaceToDepth) {
 // A convolution over fewer than 8 channels (VGG's 3x3 stem, mc3_18's 3x7x7
 // video stem) runs in half precision as keel.Im2Col and one GEMM whose K is the
 // window rounded up to 8 (cuDNN has no fast bf16 kernel for it, and its f16 one
-// is slower than the GEMM, see cuda_backend.cc); fp32 keeps cuDNN, and so does
-// a convolution over 8 channels. (ResNet's strided 7x7 stem keeps cuDNN's f16
+// is slower than the GEMM, see cuda_backend.cc); fp32 keeps cuDNN, and a
+// convolution over 8 channels keeps a convolution kernel. (ResNet's strided 7x7 stem keeps cuDNN's f16
 // first-layer kernel: Bf16StemRunsAfterSpaceToDepth.)
 TEST(CudaHalfSelect, Bf16ConvolutionOverFewChannelsRunsAsAGemm) {
   struct Case {
@@ -380,14 +380,61 @@ TEST(CudaHalfSelect, ConvolutionToFewChannelsIsGenerated) {
       SCOPED_TRACE(std::string(passes::PrecisionName(p)) + ", " + std::to_string(co) + " output channels");
       auto c = CompileForCuda(m, p);
       ASSERT_TRUE(c.ok()) << c.status().ToString();
-      // The 16-channel 3x3 convolution is cuDNN's (the 2-channel one is generated too, or in
-      // half precision the im2col pass's GEMM).
+      // The 16-channel 3x3 convolution is a library kernel, cuDNN's or in half precision
+      // Keel's own (the 2-channel one is generated too, or in half precision the im2col
+      // pass's GEMM).
       size_t cudnn = 0;
-      for (const LibraryKernelSeen& k : c->library) cudnn += k.op == lo::kCudnnConv2d ? 1 : 0;
+      for (const LibraryKernelSeen& k : c->library) cudnn += k.op == lo::kCudnnConv2d || k.op == lo::kKeelConv2d;
       EXPECT_EQ(cudnn, co == 8 ? 2u : co == 2 ? 1u : 0u);
       bool conv = false;
       for (const std::string& name : c->generated_names) conv = conv || name.find("conv") != std::string::npos;
       EXPECT_EQ(conv, co != 8);
+    }
+  }
+}
+
+// Channels-last half convolutions with few channels and many pixels run Keel's
+// own tensor-core kernel (keel.conv2d, cuda_backend_conv.h UsesKeelConv) with
+// cudnn.conv2d's arguments and attributes; beyond its rule (more than 32
+// outputs, more than 64 inputs, channels not a multiple of 8, strides, windows
+// beyond 3x3, fewer than 2^17 output pixels) and in fp32 or channels-first,
+// cuDNN's.
+TEST(CudaHalfSelect, FewChannelConvolutionsRunKeelsKernel) {
+  struct Case {
+    int64_t batch, c, k, kernel, stride;
+    bool keel;
+  };
+  for (const Case& t : {Case{2, 16, 16, 3, 1, true}, Case{2, 64, 32, 3, 1, true}, Case{2, 8, 8, 1, 1, true},
+                        Case{1, 16, 16, 3, 1, false}, Case{2, 16, 64, 3, 1, false}, Case{2, 128, 16, 3, 1, false},
+                        Case{2, 12, 16, 3, 1, false}, Case{2, 16, 16, 3, 2, false}, Case{2, 16, 16, 5, 1, false}}) {
+    onnx::ModelProto m = NewModel(17);
+    AddInput(m, "x", {t.batch, t.c, 256, 256});  // 2^17 output pixels at batch 2 and stride 1
+    AddInitF32(m, "w", {t.k, t.c, t.kernel, t.kernel}, Filled(static_cast<size_t>(t.k * t.c * t.kernel * t.kernel), 0.01f));
+    AddInitF32(m, "b", {t.k}, Filled(static_cast<size_t>(t.k), 0.5f));
+    onnx::NodeProto* conv = AddNode(m, "Conv", {"x", "w", "b"}, {"c"});
+    const int64_t pad = t.kernel / 2;
+    AttrInts(conv, "pads", {pad, pad, pad, pad});
+    AttrInts(conv, "strides", {t.stride, t.stride});
+    AddNode(m, "Relu", {"c"}, {"y"});
+    AddOutput(m, "y");
+    for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
+      for (Layout layout : {Layout::kAuto, Layout::kChannelsFirst}) {
+        SCOPED_TRACE(std::string(passes::PrecisionName(p)) + (layout == Layout::kAuto ? " auto" : " nchw") + ", batch " +
+                     std::to_string(t.batch) + ", " + std::to_string(t.c) + " -> " + std::to_string(t.k) + ", " +
+                     std::to_string(t.kernel) + "x" + std::to_string(t.kernel) + " stride " + std::to_string(t.stride));
+        auto c = CompileForCuda(m, p, layout);
+        ASSERT_TRUE(c.ok()) << c.status().ToString();
+        ASSERT_EQ(c->library.size(), 1u);
+        const bool keel = t.keel && p != Precision::kFp32 && layout == Layout::kAuto;
+        const LibraryKernelSeen& k = c->library[0];
+        EXPECT_EQ(k.op, keel ? lo::kKeelConv2d : lo::kCudnnConv2d) << k.name;
+        if (!keel) continue;
+        EXPECT_NE(k.name.find("_keel_conv2d"), std::string::npos) << k.name;
+        EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.attrs;
+        EXPECT_NE(k.attrs.find("has_bias=1"), std::string::npos) << k.attrs;
+        EXPECT_NE(k.attrs.find("activation=relu"), std::string::npos) << k.attrs;
+        EXPECT_EQ(k.shapes[1], (std::vector<int64_t>{t.k, t.kernel, t.kernel, t.c}));  // W KRSC
+      }
     }
   }
 }
@@ -503,7 +550,7 @@ TEST(CudaHalfSelect, ChannelsLastByDefault) {
     EXPECT_EQ(c->generated, 2u);
     ASSERT_EQ(c->library.size(), 2u);
     for (const LibraryKernelSeen& k : c->library) {
-      EXPECT_EQ(k.op, lo::kCudnnConv2d);
+      EXPECT_EQ(k.op, lo::kCudnnConv2d);  // few pixels for Keel's kernel (FewChannelConvolutionsRunKeelsKernel)
       EXPECT_NE(k.attrs.find("layout=nhwc"), std::string::npos) << k.attrs;
       EXPECT_EQ(k.shapes[0], (std::vector<int64_t>{1, 10, 10, 8})) << k.name;
       EXPECT_EQ(k.shapes[1], (std::vector<int64_t>{8, 3, 3, 8})) << k.name;

@@ -105,7 +105,8 @@ TEST(CudaHostEmitter, EmbedsTheVmLibraryCallsVerbatim) {
   std::string shared;
   for (const char* name : {"library_calls.h", "library_calls_cublaslt.h", "library_calls_engine_choice.h", "library_calls_tuning.h",
                            "library_calls_cudnn.h", "library_calls_cudnn_engine.h", "library_calls_attention.h",
-                           "library_calls_cudnn_attention.h", "attention_kernel.cuh"}) {
+                           "library_calls_cudnn_attention.h", "library_calls_conv.h", "mma_primitives.cuh",
+                           "attention_kernel.cuh", "conv_kernel.cuh"}) {
     std::ifstream in(dir / name, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     text = EmbeddedText(text);
@@ -247,6 +248,69 @@ TEST(CudaHostEmitter, GroupedHalfConvTakesTheEnginePath) {
   const fs::path cu = dir.path() / "grouped_f16.cu";
   std::ofstream(cu) << *src;
   const std::string err = CompileWithNvcc(cu, dir.path() / "grouped_f16");
+  EXPECT_TRUE(err.empty()) << err;
+}
+
+// Keel's own convolution kernel (keel.conv2d: cudnn.conv2d's arguments and
+// attributes, channels-last, bf16): the program fills the kernel's argument block
+// from the channels-first view the VM checks, plans it with the shared launch
+// contract (library_calls_conv.h) and launches the VM's kernel, pasted verbatim;
+// it compiles.
+TEST(CudaHostEmitter, KeelConvRunsTheVmsKernel) {
+  using ser::DeviceKind;
+  const ser::DType t = ser::DType::kBF16;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  const std::vector<uint8_t> zeros(32 * 3 * 3 * 16 * 2, 0);
+  const uint32_t cw = w.AddConstant("W", t, {32, 3, 3, 16}, DeviceKind::kCuda, zeros);  // KRSC
+  const uint32_t cb = w.AddConstant("b", t, {32}, DeviceKind::kCuda, std::span<const uint8_t>(zeros.data(), 64));
+  ser::KernelDesc k;
+  k.name = "conv_keel";
+  k.kind = ser::KernelKind::kLibrary;
+  k.device = DeviceKind::kCuda;
+  k.library_op = lo::kKeelConv2d;
+  k.args = {{t, {2, 12, 20, 16}, ser::ArgAccess::kRead},
+            {t, {32, 3, 3, 16}, ser::ArgAccess::kRead},
+            {t, {32}, ser::ArgAccess::kRead},
+            {t, {2, 12, 20, 32}, ser::ArgAccess::kWrite}};
+  k.attrs = {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("has_bias", {1}),
+             ser::AttrDesc::Str("activation", "clip"), ser::AttrDesc::Floats("clip_min", {0.0}),
+             ser::AttrDesc::Floats("clip_max", {6.0}), ser::AttrDesc::Str("layout", "nhwc")};
+  const uint32_t kc = w.AddKernel(k);
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "greedy-size";
+  plan.storages = {{2 * 12 * 20 * 32 * 2, 256, DeviceKind::kCuda, 0, 0}};
+  plan.arenas = {{DeviceKind::kCuda, 2 * 12 * 20 * 32 * 2, 256}};
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", {2, 12, 20, 16}, t, DeviceKind::kCuda}},
+                          {{"y", {2, 12, 20, 32}, t, DeviceKind::kCuda}}, 5);
+  f.LoadConst(1, cw).LoadConst(2, cb).AllocStorage(3, 0).AllocTensor(4, 3, 0, {2, 12, 20, 32}, t);
+  f.Invoke(kc, {0, 1, 2, 4}, "conv").Ret({4});
+  auto bytes = w.Finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  const Image img(*bytes);
+  auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+
+  const std::string resolve = FunctionBody(*src, "static void ResolveKernels()");
+  for (const char* field : {"c.args.n = 2;", "c.args.c = 16;", "c.args.h = 12;", "c.args.w_in = 20;", "c.args.k = 32;",
+                            "c.args.oh = 12;", "c.args.ow = 20;", "c.args.r = 3;", "c.args.s = 3;", "c.args.ph = 1;",
+                            "c.args.pw = 1;", "c.args.act = 2;", "c.args.clip_max = 0x1.8p+2;"}) {
+    EXPECT_NE(resolve.find(field), std::string::npos) << field << " in " << resolve;
+  }
+  EXPECT_NE(resolve.find("KeelConvPlanKernel(c, cl::ElementType::kBF16, \"conv_keel\");"), std::string::npos) << resolve;
+  EXPECT_EQ(resolve.find("ConvPlanKernel(c, \"conv_keel\""), std::string::npos);  // no cuDNN set-up
+  const std::string plan_keel = FunctionBody(*src, "static void KeelConvPlanKernel(");
+  for (const char* call : {"cl::ConvKernelPlan(&c.args)", "cl::ConvKernelRefusal(", "cl::ConvKernelName(",
+                           "cl::ConvKernelCallName("}) {
+    EXPECT_NE(plan_keel.find(call), std::string::npos) << call;
+  }
+  EXPECT_NE(FunctionBody(*src, "static void Run(").find("KeelConvRun(k0, "), std::string::npos);
+  if (!HaveNvcc()) GTEST_SKIP() << "nvcc not found: the program was not compiled";
+  TempDir dir;
+  const fs::path cu = dir.path() / "keel_conv_bf16.cu";
+  std::ofstream(cu) << *src;
+  const std::string err = CompileWithNvcc(cu, dir.path() / "keel_conv_bf16");
   EXPECT_TRUE(err.empty()) << err;
 }
 

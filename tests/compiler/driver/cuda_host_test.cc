@@ -583,7 +583,7 @@ TEST(CudaHostZooHalf, SqueezenetFp16) {
   std::ifstream in(cu);
   const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string resolve = FunctionBody(s, "static void ResolveKernels()");
-  const size_t convs = Count(resolve, "ConvPlanKernel(c, ");
+  const size_t convs = Count(resolve, "    ConvPlanKernel(c, ");
   EXPECT_GT(convs, 0u);
   EXPECT_EQ(Count(resolve, "c.p.type = cl::ElementType::kF16;"), convs);
   EXPECT_EQ(Count(resolve, "c.p.type = cl::ElementType::kF32;"), 0u);

@@ -511,4 +511,38 @@ Status CreateOneKernelVm(const ser::KernelDesc& k, ProgramSpec base) {
   return vm.ok() ? Status::Ok() : vm.status();
 }
 
+std::vector<int64_t> Nhwc(const std::vector<int64_t>& s) {
+  std::vector<int64_t> r = {s[0]};
+  r.insert(r.end(), s.begin() + 2, s.end());
+  r.push_back(s[1]);
+  return r;
+}
+std::vector<float> Nhwc(const std::vector<float>& v, const std::vector<int64_t>& s) {
+  int64_t inner = 1;  // elements per (a, b): the spatial block
+  for (size_t i = 2; i < s.size(); ++i) inner *= s[i];
+  std::vector<float> out(v.size());
+  for (int64_t a = 0; a < s[0]; ++a)
+    for (int64_t b = 0; b < s[1]; ++b)
+      for (int64_t i = 0; i < inner; ++i) {
+        out[static_cast<size_t>((a * inner + i) * s[1] + b)] = v[static_cast<size_t>((a * s[1] + b) * inner + i)];
+      }
+  return out;
+}
+
+void MoveToChannelsLast(ProgramSpec& p, std::vector<std::vector<float>>& inputs, std::vector<float>& want) {
+  size_t input = 0;
+  auto image = [](const std::vector<int64_t>& s) { return s.size() == 4 || s.size() == 5; };
+  for (TensorSpec& t : p.tensors) {
+    const std::vector<int64_t> s = t.shape;
+    if (image(s) && t.role == Role::kConst) t.data = Nhwc(t.data, s);
+    if (image(s) && t.role == Role::kInput) inputs[input] = Nhwc(inputs[input], s);
+    if (image(s) && t.role == Role::kOutput) want = Nhwc(want, s);
+    if (t.role == Role::kInput) ++input;
+    if (image(s)) t.shape = Nhwc(s);
+  }
+  for (auto& a : p.kernels[0].args)
+    if (image(a.shape)) a.shape = Nhwc(a.shape);
+  p.kernels[0].attrs.push_back(ser::AttrDesc::Str("layout", "nhwc"));
+}
+
 }  // namespace keel::cudatest

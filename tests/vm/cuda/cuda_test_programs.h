@@ -168,6 +168,13 @@ ConvProgram MakeConvProgram(const ConvRef& c, bool bias, bool residual, uint32_t
 // first (the reference then sees exactly the device's inputs).
 ConvProgram MakeConvNdProgram(const ConvNdRef& c, bool bias, bool residual, uint32_t seed,
                               DataType dtype = DataType::kF32);
+// Row-major [a,b,c...] shapes and data as [a,c...,b]: NCHW -> NHWC, KCRS -> KRSC
+// (and the 3-D NCDHW -> NDHWC, KCTRS -> KTRSC).
+std::vector<int64_t> Nhwc(const std::vector<int64_t>& s);
+std::vector<float> Nhwc(const std::vector<float>& v, const std::vector<int64_t>& s);
+// A one-kernel program with its image tensors (rank 4 or 5), data and expected
+// output moved to channels-last, and the kernel's "layout" attribute "nhwc".
+void MoveToChannelsLast(ProgramSpec& p, std::vector<std::vector<float>>& inputs, std::vector<float>& want);
 struct PoolRef {
   int64_t n = 1, c = 1, h = 1, w = 1, kh = 1, kw = 1, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
   std::string mode;  // max | avg | avg_exclude_pad
