@@ -217,7 +217,8 @@ inline constexpr int kAttentionMaxHeadWidth = 128;
 //     2 spatial dims and "group" 1 (X [N,H,W,C], W [K,R,S,C], bias [K],
 //     residual and Y [N,OH,OW,K]; symmetric pads; the same geometry check,
 //     common/conv_geometry.h), all tensors f16 or all bf16, no workspace.
-//   limits: C a multiple of 8 and K even, each at most kKeelConvMaxChannels;
+//   limits: C a multiple of 8, at most kKeelConvMaxChannels; K even, at most
+//     kKeelConvMaxOutputs;
 //     the kernel window's shared memory within the VM's bound (library_calls_conv.h
 //     ConvKernelRefusal); else kUnsupported at load. The compiler writes it
 //     only inside those limits (compiler/driver/cuda_backend_conv.h).
@@ -225,6 +226,7 @@ inline constexpr int kAttentionMaxHeadWidth = 128;
 //     residual and activation in f32, rounded once to the data type.
 inline constexpr char kKeelConv2d[] = "keel.conv2d";
 inline constexpr int kKeelConvMaxChannels = 64;
+inline constexpr int kKeelConvMaxOutputs = 32;
 
 // Attribute keys (shared spellings).
 namespace attr {

@@ -17,7 +17,8 @@ namespace {
 
 namespace lo = ser::library_ops;
 namespace cl = cuda_lib;
-static_assert(cl::kConvMaxChannels == lo::kKeelConvMaxChannels, "one limit for the compiler and the VM");
+static_assert(cl::kConvMaxChannels == lo::kKeelConvMaxChannels && cl::kConvMaxOutputs == lo::kKeelConvMaxOutputs,
+              "one limit for the compiler and the VM");
 
 class KeelConv final : public CudaLaunchState {
  public:

@@ -1,5 +1,5 @@
 // vm/cuda/conv_kernel.cuh — the "keel.conv2d" runtime kernels
-// (keel_conv_nhwc_{f16,bf16}_c{16,32,64}_n{1,2,4,8}): channels-last convolutions with few
+// (keel_conv_nhwc_{f16,bf16}_c{16,32,64}_n{1,2,4}): channels-last convolutions with few
 // channels as an implicit GEMM on the tensor cores. The algorithm, launch
 // geometry and shared-memory layout are described in
 // vm/cuda/library_calls_conv.h (ConvKernelArgs is the one parameter).
@@ -203,7 +203,7 @@ __device__ __forceinline__ void ConvNhwc(const cl::ConvKernelArgs& a) {
 
 }  // namespace keel_conv
 
-// keel_conv_nhwc_{f16,bf16}_c{16,32,64}_n{1,2,4,8} (library_calls_conv.h ConvKernelName).
+// keel_conv_nhwc_{f16,bf16}_c{16,32,64}_n{1,2,4} (library_calls_conv.h ConvKernelName).
 #define KEEL_CONV_KERNEL(TYPE, NAME, CP, NT)                                                        \
   extern "C" __global__ void __launch_bounds__(32 * keel::cuda_lib::kConvWarps)                     \
       NAME(const keel::cuda_lib::ConvKernelArgs a) {                                                \

@@ -42,7 +42,8 @@ namespace keel::cuda_lib {
 [[maybe_unused]] constexpr int kConvTileRows = 8;   // output rows per block
 [[maybe_unused]] constexpr int kConvTileCols = 16;  // output columns per block: one MMA tile of pixels
 [[maybe_unused]] constexpr int kConvWarps = 4;      // per block; each takes kConvTileRows / kConvWarps rows
-[[maybe_unused]] constexpr int kConvMaxChannels = 64;  // input and output (library_ops.h kKeelConvMaxChannels)
+[[maybe_unused]] constexpr int kConvMaxChannels = 64;  // input (library_ops.h kKeelConvMaxChannels)
+[[maybe_unused]] constexpr int kConvMaxOutputs = 32;   // output (library_ops.h kKeelConvMaxOutputs)
 [[maybe_unused]] constexpr long long kConvTargetBlocks = 512;  // runs of tiles are sized to give about this many
 // The most shared memory a block may take: what every sm_80+ GPU grants (sm_86
 // and sm_89 allow 99 KB a block).
@@ -78,15 +79,15 @@ struct ConvKernelLaunch {
 };
 
 // The runtime kernels are compiled per class: input channels padded to 16, 32
-// or 64 (the channel loop unrolled) and 1, 2, 4 or 8 n-tiles of 8 output
+// or 64 (the channel loop unrolled) and 1, 2 or 4 n-tiles of 8 output
 // channels (the accumulators are registers); the smallest class that holds
-// (c, k) runs it. X(CP, NT) for every class.
-#define KEEL_CONV_CLASSES(X)                                                                     \
-  X(16, 1) X(16, 2) X(16, 4) X(16, 8) X(32, 1) X(32, 2) X(32, 4) X(32, 8) X(64, 1) X(64, 2) X(64, 4) \
-  X(64, 8)
+// (c, k) runs it. X(CP, NT) for every class. (Each class is about 60 KB of
+// the runtime module, cubin and PTX: classes nothing uses are left out.)
+#define KEEL_CONV_CLASSES(X) \
+  X(16, 1) X(16, 2) X(16, 4) X(32, 1) X(32, 2) X(32, 4) X(64, 1) X(64, 2) X(64, 4)
 inline int ConvNTiles(int k) {
   const int tiles = (k + 7) / 8;
-  return tiles <= 1 ? 1 : tiles <= 2 ? 2 : tiles <= 4 ? 4 : 8;
+  return tiles <= 1 ? 1 : tiles <= 2 ? 2 : 4;
 }
 inline int ConvPaddedChannels(int c) { return c <= 16 ? 16 : c <= 32 ? 32 : 64; }
 
@@ -115,11 +116,11 @@ inline ConvKernelLaunch ConvKernelPlan(ConvKernelArgs* a) {
 
 // Why the kernel cannot run a planned problem (nullptr: it can): the layout
 // rules above (channels multiple of 8 for 16-byte copies, at most
-// kConvMaxChannels each way, an even k for paired stores, shared memory within
+// kConvMaxChannels in and kConvMaxOutputs out, an even k for paired stores, shared memory within
 // kConvMaxShared, fewer than 2^31 blocks and elements).
 inline const char* ConvKernelRefusal(const ConvKernelArgs& a, const ConvKernelLaunch& l) {
   if (a.c % 8 != 0 || a.c > kConvMaxChannels) return "input channels must be a multiple of 8, at most 64";
-  if (a.k % 2 != 0 || a.k > kConvMaxChannels) return "output channels must be even, at most 64";
+  if (a.k % 2 != 0 || a.k > kConvMaxOutputs) return "output channels must be even, at most 32";
   if (l.shared > kConvMaxShared) return "the kernel window needs more than 96 KB of shared memory a block";
   if (l.blocks > 0x7fffffffull) return "more than 2^31 blocks";
   const long long in = static_cast<long long>(a.n) * a.h * a.w_in * a.c;
