@@ -4,7 +4,8 @@
 // its packed form (ops/packed_weight.h: W^T's column panels, or [KH*KW][C]);
 // channels not a multiple of the vector width (3, 13, 24, 40) or below it,
 // stride 2, pads, dilation, batch 2, 3x3 / 5x5 / 7x7 windows on images narrower
-// and wider than the kernel's row groups (16 pixels; blocks of 4 with a rest),
+// and wider than the kernel's row groups (16 pixels; blocks of 4 with a rest of 1-3
+// pixels, every input address one base per group plus a constant),
 // rows whose window is partly padding, a fused residual + Relu; both ISAs'
 // options. The kernel must be the NHWC one (its views), and the shapes it does
 // not take keep the generic lowering.
@@ -106,6 +107,12 @@ INSTANTIATE_TEST_SUITE_P(
                       NhwcCase{1, 40, 7, 7, 0, 5, 1, 2, 1, false},    // 5x5 on 7x7: mostly border
                       NhwcCase{1, 3, 9, 11, 0, 3, 1, 1, 1, true},     // 3 channels: a scalar loop
                       NhwcCase{1, 20, 12, 30, 0, 3, 1, 2, 2, true},   // dilation 2, rows of 30: blocks of 4
+                      // 5x5 stride 2, 29 interior pixels: 7 blocks + 1
+                      NhwcCase{1, 40, 9, 61, 0, 5, 2, 2, 1, true},
+                      // batch 2, 5x5, 23 interior pixels of 27: 5 blocks + 3
+                      NhwcCase{2, 24, 6, 27, 0, 5, 1, 2, 1, false},
+                      // 3x3 on rows of 112: 110 interior pixels, 27 blocks + 2; 32 channels
+                      NhwcCase{1, 32, 3, 112, 0, 3, 1, 1, 1, true},
                       NhwcCase{1, 17, 23, 23, 0, 7, 2, 3, 1, true},   // 7x7 stride 2
                       NhwcCase{1, 8, 6, 6, 0, 5, 1, 0, 1, true},      // no padding: only interior
                       NhwcCase{1, 16, 3, 5, 0, 5, 1, 2, 1, false}     // windows wider than the image
