@@ -138,7 +138,11 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // pixel alone waits on its chain's FMA latency). Every input address is one base per group plus
   // a constant, so at stride 1 the pixels' equal taps are one load (LLVM's CSE); with per-pixel
   // bases it loaded every (pixel, tap) again (KW times the loads at stride 1), and the loads, not
-  // the FMAs, bounded MnasNet's 5x5 layers (docs/MEASUREMENTS.md, cpu29).
+  // the FMAs, bounded MnasNet's 5x5 layers (docs/MEASUREMENTS.md, cpu29). At a stride above 1 the
+  // pixels share fewer taps, and with 16 vector registers (AVX2, a chunk two ymm) keeping those
+  // values live spilled: MobileNetV2's 3x3 stride 2 at 112x112 took 1.28x the time, so there each
+  // pixel keeps its own base and every tap folds its load into the FMA.
+  const bool shared_taps = sw == 1 || ctx.options().vector_registers >= 32;
   using Taps = std::pair<int64_t, int64_t>;
   auto pixels = [&](Expr oh, Expr anchor, const std::vector<std::pair<int64_t, Taps>>& ows, Taps rows) {
     return ChannelChunks(k, C, [&](Expr ch) {
@@ -146,14 +150,16 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
       Expr base = ((bi * H + (oh * sh - ph)) * W + col0) * C + ch;
       std::vector<Stmt> stores;
       for (const auto& [j, cols] : ows) {
+        Expr ow = anchor.is_null() ? Expr(j) : anchor + j;
         Expr acc = bias ? Cast(bias->at({ch}), DType::kF32) : Expr();
         for (int64_t kh = rows.first; kh < rows.second; ++kh) {
           for (int64_t kw = cols.first; kw < cols.second; ++kw) {
-            Expr term = kp->Load(xflat, {base + Expr((kh * dh * W + j * sw + kw * dw) * C)}) * weight(kh, kw, ch);
+            Expr at = shared_taps ? base + Expr((kh * dh * W + j * sw + kw * dw) * C)
+                                  : ((bi * H + (oh * sh + (kh * dh - ph))) * W + (ow * sw + (kw * dw - pw))) * C + ch;
+            Expr term = kp->Load(xflat, {at}) * weight(kh, kw, ch);
             acc = acc.is_null() ? term : acc + term;
           }
         }
-        Expr ow = anchor.is_null() ? Expr(j) : anchor + j;
         stores.push_back(store({bi, ch, oh, ow}, acc.is_null() ? FloatConst(0) : acc));
       }
       return Block(stores);
