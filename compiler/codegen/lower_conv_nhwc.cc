@@ -64,6 +64,17 @@ Result<Stmt> PointwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   g.rows_outer = true;
   int xview = k.AddArgView(k.buffer(X.channels_last_buffer).arg_index, "x_nhwc", {c.B * P, c.C});
   g.a = [kp, xview](Expr m, Expr ci) { return kp->Load(xview, {m, ci}); };
+  // Where the GEMM's own row tile leaves a ragged last tile (the 7x7 stage's 49 pixels: four tiles
+  // of 12 and one of 1, whose two accumulator chains wait on the FMA latency; 196 at 14x14: a tile
+  // of 4), row tiles of balanced sizes up to gemm_mr_max instead (13, 13, 13 and 10; 14 x 14), as
+  // the channels-first pixels-as-rows form has (lower_conv.cc PixelRowsConv). MnasNet's 1x1
+  // layers at 7x7 took 0.89-0.95 of the time; where the tile divides M (112x112 to 28x28) the
+  // balanced 14-row tiles measured 1.06-1.10 on its 16 -> 48 at 112x112 (docs/MEASUREMENTS.md, cpu29).
+  if (g.m % GemmRowTile(ctx.options(), g.m) != 0) {
+    const int64_t most = std::max<int64_t>(1, ctx.options().gemm_mr_max), tiles = (g.m + most - 1) / most;
+    g.row_tile = (g.m + tiles - 1) / tiles;
+    g.a_tile = [kp, xview](Expr m0, int64_t i, Expr ci) { return kp->Load(xview, {m0 + i, ci}); };
+  }
   if (packed_rows > 0) {
     if (packed_rows != NhwcPackedRows(ctx.options(), NhwcConv::kPointwise, c.Co) || Wt.channels_last_buffer < 0)
       return InvalidArgument("channels-last pointwise convolution: the weight must be in row panels of " +

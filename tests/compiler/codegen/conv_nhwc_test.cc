@@ -6,7 +6,8 @@
 // stride 2, pads, dilation, batch 2, 3x3 / 5x5 / 7x7 windows on images narrower
 // and wider than the kernel's row groups (16 pixels; blocks of 4 with a rest of 1-3
 // pixels, every input address one base per group plus a constant),
-// rows whose window is partly padding, a fused residual + Relu; both ISAs'
+// rows whose window is partly padding, a fused residual + Relu; pointwise row
+// counts that the GEMM's row tile does not divide (balanced row tiles); both ISAs'
 // options. The kernel must be the NHWC one (its views), and the shapes it does
 // not take keep the generic lowering.
 #include <gtest/gtest.h>
@@ -102,6 +103,9 @@ INSTANTIATE_TEST_SUITE_P(
                       NhwcCase{1, 24, 6, 7, 48, 1, 1, 0, 1, true},
                       NhwcCase{1, 330, 5, 5, 120, 1, 1, 0, 1, false},
                       NhwcCase{2, 12, 3, 5, 20, 1, 1, 0, 1, true},
+                      // pointwise on 7x7 (49 pixel rows): on AVX-512 balanced row tiles of 13, 13, 13
+                      // and 10 where 12-row tiles leave 1 row; 81 and 63 rows above take them too
+                      NhwcCase{1, 64, 7, 7, 96, 1, 1, 0, 1, true},
                       NhwcCase{1, 24, 13, 13, 0, 3, 1, 1, 1, true},   // depthwise 3x3: 24 = 16 + 8 overlapping
                       NhwcCase{2, 13, 14, 15, 0, 3, 2, 1, 1, true},   // batch 2, stride 2, 13 channels
                       NhwcCase{1, 40, 7, 7, 0, 5, 1, 2, 1, false},    // 5x5 on 7x7: mostly border
