@@ -106,6 +106,10 @@ struct LowerOptions {
   // 16-lane chunks per group of the plane kernel, each its own accumulator
   // chain: 4 fits AVX2's 16 ymm registers; AVX-512 has room for 8.
   int64_t depthwise_plane_chains = 4;
+  // The target's vector registers (16 ymm with AVX2, 32 zmm with AVX-512): the channels-last
+  // depthwise kernel shares its strided taps' loads between pixels only with 32, as with 16 the
+  // shared values spilled (lower_conv_nhwc.cc).
+  int64_t vector_registers = 16;
   // 1x1 stride-1 convolutions over at most this many pixels (a network's 7x7
   // and 14x14 stages) may run as the transposed GEMM (lower_conv.cc,
   // PointwisePixelRows: pixels as the product's rows, output channels as its

@@ -64,6 +64,17 @@ Result<Stmt> PointwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   g.rows_outer = true;
   int xview = k.AddArgView(k.buffer(X.channels_last_buffer).arg_index, "x_nhwc", {c.B * P, c.C});
   g.a = [kp, xview](Expr m, Expr ci) { return kp->Load(xview, {m, ci}); };
+  // Where the GEMM's own row tile leaves a ragged last tile (the 7x7 stage's 49 pixels: four tiles
+  // of 12 and one of 1, whose two accumulator chains wait on the FMA latency; 196 at 14x14: a tile
+  // of 4), row tiles of balanced sizes up to gemm_mr_max instead (13, 13, 13 and 10; 14 x 14), as
+  // the channels-first pixels-as-rows form has (lower_conv.cc PixelRowsConv). MnasNet's 1x1
+  // layers at 7x7 took 0.89-0.95 of the time; where the tile divides M (112x112 to 28x28) the
+  // balanced 14-row tiles measured 1.06-1.10 on its 16 -> 48 at 112x112 (docs/MEASUREMENTS.md, cpu29).
+  if (g.m % GemmRowTile(ctx.options(), g.m) != 0) {
+    const int64_t most = std::max<int64_t>(1, ctx.options().gemm_mr_max), tiles = (g.m + most - 1) / most;
+    g.row_tile = (g.m + tiles - 1) / tiles;
+    g.a_tile = [kp, xview](Expr m0, int64_t i, Expr ci) { return kp->Load(xview, {m0 + i, ci}); };
+  }
   if (packed_rows > 0) {
     if (packed_rows != NhwcPackedRows(ctx.options(), NhwcConv::kPointwise, c.Co) || Wt.channels_last_buffer < 0)
       return InvalidArgument("channels-last pointwise convolution: the weight must be in row panels of " +
@@ -132,20 +143,31 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   };
   Expr r = k.NewVar("row");
   Expr bi = c.B > 1 ? r / OH : Expr(0), oh_var = c.B > 1 ? r % OH : r;
-  // Output pixels of row `oh`, each (ow, its taps [kw0, kw1)), every channel, over the taps
-  // [kh0, kh1) x [kw0, kw1), all inside the input: one store per pixel in each chunk's body, so
-  // the pixels share the weights' loads (and, at stride 1, the input's) and keep independent
-  // accumulator chains (one pixel alone waits on its chain's FMA latency).
+  // Output pixels `anchor + j` of row `oh`, each (j, its taps [kw0, kw1)), every channel, over
+  // the taps [kh0, kh1) x [kw0, kw1), all inside the input: one store per pixel in each chunk's
+  // body, so the pixels share the weights' loads and keep independent accumulator chains (one
+  // pixel alone waits on its chain's FMA latency). Every input address is one base per group plus
+  // a constant, so at stride 1 the pixels' equal taps are one load (LLVM's CSE); with per-pixel
+  // bases it loaded every (pixel, tap) again (KW times the loads at stride 1), and the loads, not
+  // the FMAs, bounded MnasNet's 5x5 layers (docs/MEASUREMENTS.md, cpu29). At a stride above 1 the
+  // pixels share fewer taps, and with 16 vector registers (AVX2, a chunk two ymm) keeping those
+  // values live spilled: MobileNetV2's 3x3 stride 2 at 112x112 took 1.28x the time, so there each
+  // pixel keeps its own base and every tap folds its load into the FMA.
+  const bool shared_taps = sw == 1 || ctx.options().vector_registers >= 32;
   using Taps = std::pair<int64_t, int64_t>;
-  auto pixels = [&](Expr oh, const std::vector<std::pair<Expr, Taps>>& ows, Taps rows) {
+  auto pixels = [&](Expr oh, Expr anchor, const std::vector<std::pair<int64_t, Taps>>& ows, Taps rows) {
     return ChannelChunks(k, C, [&](Expr ch) {
+      Expr col0 = anchor.is_null() ? Expr(-pw) : anchor * sw - pw;
+      Expr base = ((bi * H + (oh * sh - ph)) * W + col0) * C + ch;
       std::vector<Stmt> stores;
-      for (const auto& [ow, cols] : ows) {
+      for (const auto& [j, cols] : ows) {
+        Expr ow = anchor.is_null() ? Expr(j) : anchor + j;
         Expr acc = bias ? Cast(bias->at({ch}), DType::kF32) : Expr();
         for (int64_t kh = rows.first; kh < rows.second; ++kh) {
           for (int64_t kw = cols.first; kw < cols.second; ++kw) {
-            Expr ih = oh * sh + (kh * dh - ph), iw = ow * sw + (kw * dw - pw);
-            Expr term = kp->Load(xflat, {((bi * H + ih) * W + iw) * C + ch}) * weight(kh, kw, ch);
+            Expr at = shared_taps ? base + Expr((kh * dh * W + j * sw + kw * dw) * C)
+                                  : ((bi * H + (oh * sh + (kh * dh - ph))) * W + (ow * sw + (kw * dw - pw))) * C + ch;
+            Expr term = kp->Load(xflat, {at}) * weight(kh, kw, ch);
             acc = acc.is_null() ? term : acc + term;
           }
         }
@@ -157,7 +179,9 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // Border rows and columns (some tap outside the input) are generated one by one with the taps
   // inside, the interior as loops with every tap: no guards anywhere. A row of at most
   // kRowPixels outputs is one group; a wider one groups its left border, blocks of kPixelBlock
-  // interior pixels, the interior's rest one by one, and its right border.
+  // interior pixels, the interior's rest together, and its right border. (Blocks of 6, 8 or 12 on
+  // AVX-512, and two partial sums per pixel, measured no better: the 5x5 layers' 25 weights and
+  // 8 accumulators spill.)
   // (Plain variables, not structured bindings: the lambdas below capture them,
   // which clang before 16 refuses for bindings.)
   const std::pair<int64_t, int64_t> rows_inside = Interior(sh, ph, dh, KH, H, OH);
@@ -165,28 +189,30 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   const int64_t oh_lo = rows_inside.first, oh_hi = rows_inside.second;
   const int64_t ow_lo = cols_inside.first, ow_hi = cols_inside.second;
   auto border_cols = [&](int64_t lo, int64_t hi) {
-    std::vector<std::pair<Expr, Taps>> ows;
-    for (int64_t ow = lo; ow < hi; ++ow) ows.push_back({Expr(ow), TapsInside(ow, sw, pw, dw, KW, W)});
+    std::vector<std::pair<int64_t, Taps>> ows;
+    for (int64_t ow = lo; ow < hi; ++ow) ows.push_back({ow, TapsInside(ow, sw, pw, dw, KW, W)});
     return ows;
   };
   auto row = [&](Expr oh, Taps rows) {
-    if (OW <= kRowPixels) return pixels(oh, border_cols(0, OW), rows);
+    if (OW <= kRowPixels) return pixels(oh, Expr(), border_cols(0, OW), rows);
     std::vector<Stmt> parts;
-    if (ow_lo > 0) parts.push_back(pixels(oh, border_cols(0, ow_lo), rows));
+    if (ow_lo > 0) parts.push_back(pixels(oh, Expr(), border_cols(0, ow_lo), rows));
     if (ow_hi > ow_lo) {
       const int64_t blocks = (ow_hi - ow_lo) / kPixelBlock, rest = ow_lo + blocks * kPixelBlock;
       if (blocks > 0) {
         Expr ob = k.NewVar("ob");
-        std::vector<std::pair<Expr, Taps>> ows;
-        for (int64_t j = 0; j < kPixelBlock; ++j) ows.push_back({ob * kPixelBlock + (ow_lo + j), {0, KW}});
-        parts.push_back(For(ob, 0, blocks, LoopKind::kSerial, pixels(oh, ows, rows)));
+        std::vector<std::pair<int64_t, Taps>> ows;
+        for (int64_t j = 0; j < kPixelBlock; ++j) ows.push_back({j, {0, KW}});
+        parts.push_back(For(ob, 0, blocks, LoopKind::kSerial, pixels(oh, ob * kPixelBlock + ow_lo, ows, rows)));
       }
       if (rest < ow_hi) {
-        Expr ow = k.NewVar("ow");
-        parts.push_back(For(ow, rest, ow_hi, LoopKind::kSerial, pixels(oh, {{ow, {0, KW}}}, rows)));
+        // The rest together (each pixel alone waited on its one chain's FMA latency).
+        std::vector<std::pair<int64_t, Taps>> ows;
+        for (int64_t ow = rest; ow < ow_hi; ++ow) ows.push_back({ow - rest, {0, KW}});
+        parts.push_back(pixels(oh, Expr(rest), ows, rows));
       }
     }
-    if (std::max(ow_lo, ow_hi) < OW) parts.push_back(pixels(oh, border_cols(std::max(ow_lo, ow_hi), OW), rows));
+    if (std::max(ow_lo, ow_hi) < OW) parts.push_back(pixels(oh, Expr(), border_cols(std::max(ow_lo, ow_hi), OW), rows));
     return Block(parts);
   };
   Stmt body = oh_hi > oh_lo ? row(oh_var, {0, KH}) : Stmt();

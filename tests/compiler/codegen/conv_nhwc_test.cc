@@ -4,8 +4,10 @@
 // its packed form (ops/packed_weight.h: W^T's column panels, or [KH*KW][C]);
 // channels not a multiple of the vector width (3, 13, 24, 40) or below it,
 // stride 2, pads, dilation, batch 2, 3x3 / 5x5 / 7x7 windows on images narrower
-// and wider than the kernel's row groups (16 pixels; blocks of 4 with a rest),
-// rows whose window is partly padding, a fused residual + Relu; both ISAs'
+// and wider than the kernel's row groups (16 pixels; blocks of 4 with a rest of 1-3
+// pixels, every input address one base per group plus a constant),
+// rows whose window is partly padding, a fused residual + Relu; pointwise row
+// counts that the GEMM's row tile does not divide (balanced row tiles); both ISAs'
 // options. The kernel must be the NHWC one (its views), and the shapes it does
 // not take keep the generic lowering.
 #include <gtest/gtest.h>
@@ -101,11 +103,20 @@ INSTANTIATE_TEST_SUITE_P(
                       NhwcCase{1, 24, 6, 7, 48, 1, 1, 0, 1, true},
                       NhwcCase{1, 330, 5, 5, 120, 1, 1, 0, 1, false},
                       NhwcCase{2, 12, 3, 5, 20, 1, 1, 0, 1, true},
+                      // pointwise on 7x7 (49 pixel rows): on AVX-512 balanced row tiles of 13, 13, 13
+                      // and 10 where 12-row tiles leave 1 row; 81 and 63 rows above take them too
+                      NhwcCase{1, 64, 7, 7, 96, 1, 1, 0, 1, true},
                       NhwcCase{1, 24, 13, 13, 0, 3, 1, 1, 1, true},   // depthwise 3x3: 24 = 16 + 8 overlapping
                       NhwcCase{2, 13, 14, 15, 0, 3, 2, 1, 1, true},   // batch 2, stride 2, 13 channels
                       NhwcCase{1, 40, 7, 7, 0, 5, 1, 2, 1, false},    // 5x5 on 7x7: mostly border
                       NhwcCase{1, 3, 9, 11, 0, 3, 1, 1, 1, true},     // 3 channels: a scalar loop
                       NhwcCase{1, 20, 12, 30, 0, 3, 1, 2, 2, true},   // dilation 2, rows of 30: blocks of 4
+                      // 5x5 stride 2, 29 interior pixels: 7 blocks + 1
+                      NhwcCase{1, 40, 9, 61, 0, 5, 2, 2, 1, true},
+                      // batch 2, 5x5, 23 interior pixels of 27: 5 blocks + 3
+                      NhwcCase{2, 24, 6, 27, 0, 5, 1, 2, 1, false},
+                      // 3x3 on rows of 112: 110 interior pixels, 27 blocks + 2; 32 channels
+                      NhwcCase{1, 32, 3, 112, 0, 3, 1, 1, 1, true},
                       NhwcCase{1, 17, 23, 23, 0, 7, 2, 3, 1, true},   // 7x7 stride 2
                       NhwcCase{1, 8, 6, 6, 0, 5, 1, 0, 1, true},      // no padding: only interior
                       NhwcCase{1, 16, 3, 5, 0, 5, 1, 2, 1, false}     // windows wider than the image

@@ -54,11 +54,13 @@ TEST_P(ConvTest, MatchesReference) {
   // The GPU form of depthwise, grouped and few-output convolutions (a run of outputs per
   // iteration): the kernel IR is device-neutral, so the CPU back end checks it too.
   if (TakesGpuDirectForm(p)) CheckNodeAgainstReference(*n, 31, 1e-5, 4, GpuDirectConv());
-  // The CPU depthwise row kernel one row per iteration, and in blocks of 3 rows (the default
-  // is 4), with the plane kernel off (by default it takes outputs up to 32 wide).
-  for (int64_t rows : {1, 3}) {
+  // The CPU depthwise row kernel one row per iteration, in blocks of 3 rows (the default
+  // is 4), and in the AVX-512 options' blocks of 8 (the last block overlapping the one before it
+  // where 8 does not divide the height), with the plane kernel off (by default it takes outputs
+  // up to 32 wide).
+  for (int64_t rows : {1, 3, 8}) {
     if (p.c / p.group != 1) break;
-    LowerOptions o;
+    LowerOptions o = rows == 8 ? LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f") : LowerOptions{};
     o.depthwise_rows = rows;
     o.depthwise_plane_width = 0;
     CheckNodeAgainstReference(*n, 31, 1e-5, 4, o);
@@ -262,6 +264,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{1, 8, 20, 70, 8, 3, 3, 2, 1, 1, 8, true},     // depthwise wide rows, stride 2
                       ConvCase{1, 8, 12, 40, 8, 3, 3, 1, 2, 2, 8, false},    // depthwise dilation 2
                       ConvCase{2, 12, 9, 11, 12, 7, 7, 1, 3, 1, 12, true},   // depthwise 7x7 (ConvNeXt's)
+                      ConvCase{1, 3, 21, 36, 3, 7, 7, 1, 3, 1, 3, true},     // 7x7 on rows of 36: 3 blocks of 8
                       // Depthwise 1x11, pad 5: five border columns a side (the guarded loop, not
                       // unrolled border columns) and rows whose whole window is padding.
                       ConvCase{1, 6, 9, 30, 6, 1, 11, 1, 5, 1, 6, true},
