@@ -12,7 +12,6 @@
 #include "compiler/memory/greedy_size_planner.h"
 #include "compiler/memory/large_neighbourhood_search.h"
 #include "compiler/memory/lower_bounds.h"
-#include "compiler/memory/overlap_portfolio.h"
 #include "compiler/memory/overlap_search.h"
 #include "compiler/memory/planning_support.h"
 #include "compiler/memory/skyline_search.h"
@@ -396,8 +395,7 @@ class BlockConstruction {
     internal::RefineLimits refine;
     refine.deadline = deadline;
     refine.max_moves = nodes_left_;
-    internal::RefineResult refined =
-        internal::MinimizeOverlapPortfolio(items_, graph, std::move(layout), target_, refine);
+    internal::RefineResult refined = internal::MinimizeOverlap(items_, graph, std::move(layout), target_, refine);
     Spend(refined.moves);
     return std::move(refined.offsets);
   }
@@ -450,7 +448,7 @@ class BlockConstruction {
       refine.deadline = deadline;
       refine.max_moves = nodes_left_;
       internal::RefineResult r =
-          internal::MinimizeOverlapPortfolio(best->blocks, best_graph, std::move(improved.offsets), target_, refine);
+          internal::MinimizeOverlap(best->blocks, best_graph, std::move(improved.offsets), target_, refine);
       Spend(r.moves);
       improved.offsets = std::move(r.offsets);
       improved.top = r.top;

@@ -121,9 +121,7 @@ class OverlapMinimizer {
   }
   bool Spent() {
     if (result_.moves >= limits_.max_moves) return true;
-    if ((result_.moves & 255) == 0 &&
-        (SearchClock::now() > limits_.deadline ||
-         (limits_.stop != nullptr && limits_.stop->load(std::memory_order_relaxed)))) {
+    if ((result_.moves & 255) == 0 && SearchClock::now() > limits_.deadline) {
       result_.stopped_by_deadline = true;
       return true;
     }

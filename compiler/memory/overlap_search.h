@@ -79,7 +79,6 @@
 // caller validates items: sizes > 0, begin < end, alignments powers of two).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -91,9 +90,6 @@ namespace keel::memory::internal {
 struct RefineLimits {
   SearchClock::time_point deadline = SearchClock::time_point::max();
   uint64_t max_moves = UINT64_MAX;  // item moves tried, by all capacities together
-  // When set, the search ends (as at the deadline) once it reads true: another
-  // search has finished the job (overlap_portfolio.h).
-  const std::atomic<bool>* stop = nullptr;
 };
 
 struct RefineResult {
