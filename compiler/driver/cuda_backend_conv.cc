@@ -52,13 +52,16 @@ bool SlowChannelsLast(const ir::Node& conv) {
 // most of their work. A UNet at batch 32 (128x128) on an H200, cuDNN's kernel
 // against Keel's (Nsight Compute): 16 -> 16 3x3 44 / 30 us in f16, 60 / 30 us
 // in bf16; 32 -> 16 44 / 40 and 60 / 40 us; its 64x64 layers to 32 channels
-// 21 / 19-22.5 us in both types. Up to 3x3 windows with unit stride and
-// dilation, at most 64 input and 32 output channels: the kernel's shared
-// memory (library_calls_conv.h: (2 cp + 16) bytes a weight row and a pixel, two
-// input windows) then stays under 96 KB. Only with at least 2^17 output
-// pixels: below that Keel's kernel runs about one tile a block, with nothing
-// to overlap its copies with, and the UNet at batch 1 took 0.11 ms against
-// cuDNN's 0.09 (per kernel the two were within 10%).
+// 21 / 19-22.5 us in both types. Not 1x1 convolutions (GEMMs, which cuDNN runs
+// well: MobileNetV2 at batch 32, whose one such layer, 32 -> 16 at 112x112,
+// took the model from 1.003 to 1.031 ms in f16 on an H100). 2x2 and 3x3
+// windows with unit stride and dilation, at most 64 input and 32 output
+// channels: the kernel's shared memory (library_calls_conv.h: (2 cp + 16)
+// bytes a weight row and a pixel, two input windows) then stays under 96 KB.
+// Only with at least 2^17 output pixels: below that Keel's kernel runs about
+// one tile a block, with nothing to overlap its copies with, and the UNet at
+// batch 1 took 0.11 ms against cuDNN's 0.09 (per kernel the two were within
+// 10%).
 bool UsesKeelConv(const common::CudnnConvGeometry& g, bool nhwc, ir::DType t) {
   constexpr int64_t kMinPixels = int64_t{1} << 17;
   if (!nhwc || g.rank() != 4 || g.spatial != 2 || g.group != 1) return false;
@@ -66,7 +69,7 @@ bool UsesKeelConv(const common::CudnnConvGeometry& g, bool nhwc, ir::DType t) {
   namespace lo = ser::library_ops;
   const int64_t c = g.x[1], k = g.y[1];
   if (c % 8 != 0 || c > lo::kKeelConvMaxChannels || k % 8 != 0 || k > lo::kKeelConvMaxOutputs) return false;
-  if (g.w[2] > 3 || g.w[3] > 3) return false;
+  if (g.w[2] > 3 || g.w[3] > 3 || g.w[2] * g.w[3] == 1) return false;
   for (int64_t v : g.strides)
     if (v != 1) return false;
   for (int64_t v : g.dilations)

@@ -396,15 +396,16 @@ TEST(CudaHalfSelect, ConvolutionToFewChannelsIsGenerated) {
 // Channels-last half convolutions with few channels and many pixels run Keel's
 // own tensor-core kernel (keel.conv2d, cuda_backend_conv.h UsesKeelConv) with
 // cudnn.conv2d's arguments and attributes; beyond its rule (more than 32
-// outputs, more than 64 inputs, channels not a multiple of 8, strides, windows
-// beyond 3x3, fewer than 2^17 output pixels) and in fp32 or channels-first,
-// cuDNN's.
+// outputs, more than 64 inputs, channels not a multiple of 8, strides, 1x1
+// windows and windows beyond 3x3, fewer than 2^17 output pixels) and in fp32
+// or channels-first, cuDNN's.
 TEST(CudaHalfSelect, FewChannelConvolutionsRunKeelsKernel) {
   struct Case {
     int64_t batch, c, k, kernel, stride;
     bool keel;
   };
-  for (const Case& t : {Case{2, 16, 16, 3, 1, true}, Case{2, 64, 32, 3, 1, true}, Case{2, 8, 8, 1, 1, true},
+  for (const Case& t : {Case{2, 16, 16, 3, 1, true}, Case{2, 64, 32, 3, 1, true}, Case{2, 8, 8, 2, 1, true},
+                        Case{2, 32, 16, 1, 1, false},
                         Case{1, 16, 16, 3, 1, false}, Case{2, 16, 64, 3, 1, false}, Case{2, 128, 16, 3, 1, false},
                         Case{2, 12, 16, 3, 1, false}, Case{2, 16, 16, 3, 2, false}, Case{2, 16, 16, 5, 1, false}}) {
     onnx::ModelProto m = NewModel(17);
