@@ -1,10 +1,12 @@
 """Extra models for scripts/cuda-host-check.sh: a folder to pass as KEEL_SHARED_DIR.
 
 The bundled models (../shared/models) are all channels-first fp32 classifiers or encoders; these add
-what they lack, exported at batch 1 with fixed seeds:
+what they lack, exported with fixed seeds (batch 1 unless said):
   prenorm  a 2-layer pre-norm Transformer encoder (bf16 keeps its residual stream in f32,
            passes/mixed_precision.h: a half GEMM writing f32);
   unet     the zoo's UNet (tests/models/zoo_models.py: ConvTranspose, Resize, skip Concats);
+  unet8    the same at batch 8, where its full-resolution half convolutions run Keel's own
+           kernel (keel.conv2d: 2^17 output pixels, compiler/driver/cuda_backend_conv.h);
   video    a small 3-D ResNet on an 8-frame clip (3-D convolutions: NDHWC at half precision);
   resnext  ResNeXt bottlenecks (grouped 3x3 convolutions, NHWC at fp16, and a grouped 5x5, which
            stays NCHW): the convolutions the VM runs as cuDNN backend-API engines by default.
@@ -98,6 +100,8 @@ def main():
     torch.manual_seed(0)
     build, make_input, _ = zoo_models.MODELS["unet"]
     export("unet", build(), make_input(), "input", out_dir)
+    torch.manual_seed(0)
+    export("unet8", build(), torch.cat([make_input() for _ in range(8)]), "input", out_dir)
     torch.manual_seed(0)
     export("video", Video(), torch.rand(1, 3, 8, 56, 56) * 2 - 1, "input", out_dir)
     torch.manual_seed(0)
