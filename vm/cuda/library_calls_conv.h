@@ -81,8 +81,10 @@ struct ConvKernelLaunch {
 // The runtime kernels are compiled per class: input channels padded to 16, 32
 // or 64 (the channel loop unrolled) and 1, 2 or 4 n-tiles of 8 output
 // channels (the accumulators are registers); the smallest class that holds
-// (c, k) runs it. X(CP, NT) for every class. (Each class is about 60 KB of
-// the runtime module, cubin and PTX: classes nothing uses are left out.)
+// (c, k) runs it. X(CP, NT) for every class. The 18 kernels take 1.2 MB of the
+// runtime module (sm_90 cubin and compute_80 PTX); with the channel chunks a
+// loop (6 kernels) they took 0.36 MB, but the UNet at batch 32 took 0.479
+// instead of 0.453 ms in f16 (H200). Classes nothing uses are left out.
 #define KEEL_CONV_CLASSES(X) \
   X(16, 1) X(16, 2) X(16, 4) X(32, 1) X(32, 2) X(32, 4) X(64, 1) X(64, 2) X(64, 4)
 inline int ConvNTiles(int k) {

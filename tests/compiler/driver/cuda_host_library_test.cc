@@ -168,6 +168,46 @@ TEST(CudaHostEmitter, HalfLibraryKernels) {
 }
 #endif
 
+// One convolution library kernel `op` with a constant weight and bias (zeros),
+// every tensor of type `t`, X an input and Y the output; `attrs` as given.
+Result<std::vector<uint8_t>> OneConvExecutable(const char* name, const char* op, ser::DType t,
+                                               const std::vector<int64_t>& x, const std::vector<int64_t>& wt,
+                                               const std::vector<int64_t>& y, std::vector<ser::AttrDesc> attrs) {
+  using ser::DeviceKind;
+  ser::ExecutableWriter w;
+  w.AddTarget(DeviceKind::kCuda, "sm_90");
+  auto elements = [](const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return static_cast<uint64_t>(n);
+  };
+  const std::vector<uint8_t> zeros(elements(wt) * ser::DTypeSize(t), 0);
+  const uint32_t cw = w.AddConstant("W", t, wt, DeviceKind::kCuda, zeros);
+  const uint32_t cb = w.AddConstant("b", t, {wt[0]}, DeviceKind::kCuda,
+                                    std::span<const uint8_t>(zeros.data(), static_cast<size_t>(wt[0]) * ser::DTypeSize(t)));
+  ser::KernelDesc k;
+  k.name = name;
+  k.kind = ser::KernelKind::kLibrary;
+  k.device = DeviceKind::kCuda;
+  k.library_op = op;
+  k.args = {{t, x, ser::ArgAccess::kRead},
+            {t, wt, ser::ArgAccess::kRead},
+            {t, {wt[0]}, ser::ArgAccess::kRead},
+            {t, y, ser::ArgAccess::kWrite}};
+  k.attrs = std::move(attrs);
+  const uint32_t kc = w.AddKernel(k);
+  const uint64_t y_bytes = (elements(y) * ser::DTypeSize(t) + 255) / 256 * 256;
+  ser::MemoryPlanDesc plan;
+  plan.strategy = "greedy-size";
+  plan.storages = {{y_bytes, 256, DeviceKind::kCuda, 0, 0}};
+  plan.arenas = {{DeviceKind::kCuda, y_bytes, 256}};
+  w.SetMemoryPlan(plan);
+  auto& f = w.AddFunction("main", {{"x", x, t, DeviceKind::kCuda}}, {{"y", y, t, DeviceKind::kCuda}}, 5);
+  f.LoadConst(1, cw).LoadConst(2, cb).AllocStorage(3, 0).AllocTensor(4, 3, 0, y, t);
+  f.Invoke(kc, {0, 1, 2, 4}, "conv").Ret({4});
+  return w.Finish();
+}
+
 // A grouped f16 convolution stored channels-last (a ResNeXt block's 3x3 at
 // --precision fp16): the VM holds its cuDNN engine competition by default
 // (cuda_lib::EnginesConsidered), so the program plans it through the shared
@@ -175,36 +215,12 @@ TEST(CudaHostEmitter, HalfLibraryKernels) {
 // entry names (EnginePlanOf), execution and the legacy fallback per launch. The
 // program compiles.
 TEST(CudaHostEmitter, GroupedHalfConvTakesTheEnginePath) {
-  using ser::DeviceKind;
-  const ser::DType t = ser::DType::kF16;
-  ser::ExecutableWriter w;
-  w.AddTarget(DeviceKind::kCuda, "sm_90");
-  const std::vector<uint8_t> zeros(16 * 3 * 3 * 2 * 2, 0);
-  const uint32_t cw = w.AddConstant("W", t, {16, 3, 3, 2}, DeviceKind::kCuda, zeros);  // KRSC, 8 groups of 2 channels
-  const uint32_t cb = w.AddConstant("b", t, {16}, DeviceKind::kCuda, std::span<const uint8_t>(zeros.data(), 32));
-  ser::KernelDesc k;
-  k.name = "conv_grouped";
-  k.kind = ser::KernelKind::kLibrary;
-  k.device = DeviceKind::kCuda;
-  k.library_op = lo::kCudnnConv2d;
-  k.args = {{t, {1, 8, 8, 16}, ser::ArgAccess::kRead},
-            {t, {16, 3, 3, 2}, ser::ArgAccess::kRead},
-            {t, {16}, ser::ArgAccess::kRead},
-            {t, {1, 8, 8, 16}, ser::ArgAccess::kWrite}};
-  k.attrs = {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("group", {8}),
-             ser::AttrDesc::Ints("has_bias", {1}), ser::AttrDesc::Str("activation", "relu"),
-             ser::AttrDesc::Str("layout", "nhwc")};
-  const uint32_t kc = w.AddKernel(k);
-  ser::MemoryPlanDesc plan;
-  plan.strategy = "greedy-size";
-  plan.storages = {{2048, 256, DeviceKind::kCuda, 0, 0}};
-  plan.arenas = {{DeviceKind::kCuda, 2048, 256}};
-  w.SetMemoryPlan(plan);
-  auto& f = w.AddFunction("main", {{"x", {1, 8, 8, 16}, t, DeviceKind::kCuda}}, {{"y", {1, 8, 8, 16}, t, DeviceKind::kCuda}},
-                          5);
-  f.LoadConst(1, cw).LoadConst(2, cb).AllocStorage(3, 0).AllocTensor(4, 3, 0, {1, 8, 8, 16}, t);
-  f.Invoke(kc, {0, 1, 2, 4}, "conv").Ret({4});
-  auto bytes = w.Finish();
+  auto bytes = OneConvExecutable("conv_grouped", lo::kCudnnConv2d, ser::DType::kF16, {1, 8, 8, 16},
+                                 {16, 3, 3, 2},  // KRSC, 8 groups of 2 channels
+                                 {1, 8, 8, 16},
+                                 {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("group", {8}),
+                                  ser::AttrDesc::Ints("has_bias", {1}), ser::AttrDesc::Str("activation", "relu"),
+                                  ser::AttrDesc::Str("layout", "nhwc")});
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   const Image img(*bytes);
   auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
@@ -257,36 +273,12 @@ TEST(CudaHostEmitter, GroupedHalfConvTakesTheEnginePath) {
 // contract (library_calls_conv.h) and launches the VM's kernel, pasted verbatim;
 // it compiles.
 TEST(CudaHostEmitter, KeelConvRunsTheVmsKernel) {
-  using ser::DeviceKind;
-  const ser::DType t = ser::DType::kBF16;
-  ser::ExecutableWriter w;
-  w.AddTarget(DeviceKind::kCuda, "sm_90");
-  const std::vector<uint8_t> zeros(32 * 3 * 3 * 16 * 2, 0);
-  const uint32_t cw = w.AddConstant("W", t, {32, 3, 3, 16}, DeviceKind::kCuda, zeros);  // KRSC
-  const uint32_t cb = w.AddConstant("b", t, {32}, DeviceKind::kCuda, std::span<const uint8_t>(zeros.data(), 64));
-  ser::KernelDesc k;
-  k.name = "conv_keel";
-  k.kind = ser::KernelKind::kLibrary;
-  k.device = DeviceKind::kCuda;
-  k.library_op = lo::kKeelConv2d;
-  k.args = {{t, {2, 12, 20, 16}, ser::ArgAccess::kRead},
-            {t, {32, 3, 3, 16}, ser::ArgAccess::kRead},
-            {t, {32}, ser::ArgAccess::kRead},
-            {t, {2, 12, 20, 32}, ser::ArgAccess::kWrite}};
-  k.attrs = {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("has_bias", {1}),
-             ser::AttrDesc::Str("activation", "clip"), ser::AttrDesc::Floats("clip_min", {0.0}),
-             ser::AttrDesc::Floats("clip_max", {6.0}), ser::AttrDesc::Str("layout", "nhwc")};
-  const uint32_t kc = w.AddKernel(k);
-  ser::MemoryPlanDesc plan;
-  plan.strategy = "greedy-size";
-  plan.storages = {{2 * 12 * 20 * 32 * 2, 256, DeviceKind::kCuda, 0, 0}};
-  plan.arenas = {{DeviceKind::kCuda, 2 * 12 * 20 * 32 * 2, 256}};
-  w.SetMemoryPlan(plan);
-  auto& f = w.AddFunction("main", {{"x", {2, 12, 20, 16}, t, DeviceKind::kCuda}},
-                          {{"y", {2, 12, 20, 32}, t, DeviceKind::kCuda}}, 5);
-  f.LoadConst(1, cw).LoadConst(2, cb).AllocStorage(3, 0).AllocTensor(4, 3, 0, {2, 12, 20, 32}, t);
-  f.Invoke(kc, {0, 1, 2, 4}, "conv").Ret({4});
-  auto bytes = w.Finish();
+  auto bytes = OneConvExecutable("conv_keel", lo::kKeelConv2d, ser::DType::kBF16, {2, 12, 20, 16},
+                                 {32, 3, 3, 16},  // KRSC
+                                 {2, 12, 20, 32},
+                                 {ser::AttrDesc::Ints("pads", {1, 1, 1, 1}), ser::AttrDesc::Ints("has_bias", {1}),
+                                  ser::AttrDesc::Str("activation", "clip"), ser::AttrDesc::Floats("clip_min", {0.0}),
+                                  ser::AttrDesc::Floats("clip_max", {6.0}), ser::AttrDesc::Str("layout", "nhwc")});
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   const Image img(*bytes);
   auto src = EmitCudaHostSource(img.span(), CudaHostOptions{});
