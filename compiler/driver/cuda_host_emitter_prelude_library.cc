@@ -459,6 +459,10 @@ struct KeelConvKernel {
 // KeelConv::Launch; returns the call's trace name.
 [[maybe_unused]] static const std::string& KeelConvRun(KeelConvKernel& c, const void* x, const void* w,
                                                        const void* bias, const void* res, void* y) {
+  auto address = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
+  if (((address(x) | address(w)) & 15) != 0 || ((address(y) | address(res)) & 3) != 0) {
+    Die("keel.conv2d: X and W must be 16-byte aligned, Y and the residual 4-byte aligned");
+  }
   c.args.x = x;
   c.args.w = w;
   c.args.bias = bias;

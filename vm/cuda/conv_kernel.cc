@@ -1,6 +1,7 @@
 // vm/cuda/conv_kernel.cc — see conv_kernel.h.
 #include "vm/cuda/conv_kernel.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,15 @@ Status KeelConv::Plan(const KernelEntry& k) {
 }
 
 Status KeelConv::Launch(void* const* args) {
+  // The kernel copies X and W in 16-byte chunks and stores channel pairs. The
+  // memory plan aligns every tensor to 256 bytes; anything else is refused,
+  // never read misaligned.
+  auto address = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
+  const uintptr_t pairs = address(args[y_arg_]) | (res_arg_ >= 0 ? address(args[res_arg_]) : 0);
+  if (((address(args[0]) | address(args[1])) & 15) != 0 || (pairs & 3) != 0) {
+    return InvalidArgument("kernel " + name_ + " (keel.conv2d): X and W must be 16-byte aligned, Y and the residual " +
+                           "4-byte aligned");
+  }
   dev_.Bind();
   dev_.BeginOp();
   args_.x = args[0];
