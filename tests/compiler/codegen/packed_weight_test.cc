@@ -146,8 +146,8 @@ TEST(PackedConv, FusedReluAndResidual) {
 // (333), several column panels, bias and a fused residual + Relu; both ISAs.
 // Output channels past whole panels in a narrow panel of whole quarter panels: 1.5
 // panels at 13x13 over 384 channels (SqueezeNet's squeezes), 1.25 panels in a batch of 2,
-// half a panel alone (no whole panel), 2.75 panels with the residual; those with the
-// option on for both ISAs (by default AVX-512's only: AVX2 must refuse them).
+// half a panel alone (no whole panel), 2.75 panels with the residual; those with quarter
+// panels taken on both ISAs (by default AVX-512 takes half panels only, AVX2 none).
 // The kernel must be the transposed one (its views), and shapes the form does not
 // take must say so.
 TEST(PackedConv, PointwisePixelRows) {
@@ -156,8 +156,9 @@ TEST(PackedConv, PointwisePixelRows) {
     GraphBuilder d;
     EXPECT_EQ(PointwisePixelRows(*isa, *PackedConv(d, {{1, 384, 13, 13}, nr + nr / 2, {1, 1}, 1, 0, 1, true}, nr, 1)),
               isa == &kAvx512 ? nr : 0);
+    EXPECT_EQ(PointwisePixelRows(*isa, *PackedConv(d, {{1, 384, 13, 13}, nr + nr / 4, {1, 1}, 1, 0, 1, true}, nr, 1)), 0);
     LowerOptions tail_on = *isa;
-    tail_on.pointwise_pixel_rows_narrow_tail = true;
+    tail_on.pointwise_pixel_rows_tail = nr / 4;
     const LowerOptions* o = &tail_on;
     for (const PackedCase& p : {PackedCase{{1, 37, 3, 3}, 2 * nr, {1, 1}, 1, 0, 1, true},
                                 PackedCase{{2, 83, 17}, nr, {1}, 1, 0, 1, false},
