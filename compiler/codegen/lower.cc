@@ -114,6 +114,7 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     // 8 rows of one 16-lane zmm accumulator each (4 chains waited on the FMA latency): ConvNeXt's
     // 7x7 layers at 56x56 took 0.90-0.92 of the time; 6, 7 and 14 rows no better (cpu29).
     o.depthwise_rows = 8;
+    o.pointwise_pixel_rows_tail = 8;  // a quarter panel
     o.transpose_tile = 16;
   } else if (features.find("+avx") == std::string::npos) {
     // SSE only (16 xmm registers of 4 floats): 4 x 8 keeps 8 accumulators.

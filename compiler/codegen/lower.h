@@ -115,6 +115,13 @@ struct LowerOptions {
   // PointwisePixelRows: pixels as the product's rows, output channels as its
   // vector columns) where that estimates cheaper; 0: never.
   int64_t pointwise_pixel_rows = 196;
+  // > 0: those may also have output channels past whole panels, in a narrow last panel
+  // (GemmReadsRowPanelsAsB) of a multiple of this many columns. 8 (a quarter panel) on AVX-512,
+  // where SqueezeNet's 384 -> 48 at 13x13 took 0.72-0.80 of the time and ShuffleNetV2's
+  // 232 -> 232 at 7x7 0.87-0.95 on a quiet machine (1.1-1.55 with another process on the
+  // cores); with AVX2's 16-lane panels its 116 -> 116 at 14x14 took 1.24-1.33 and its 232 -> 232
+  // 1.10-1.36 (docs/MEASUREMENTS.md, cpu30). 0: whole panels only.
+  int64_t pointwise_pixel_rows_tail = 0;
   // Convolutions of one group (any kernel but the pointwise ones above) with
   // at most this many output pixels per image (a network's 28x28 and smaller
   // stages) run as the transposed implicit GEMM (lower_conv.cc, ConvPixelRows)

@@ -312,6 +312,7 @@ Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn&
     };
   }
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * c.C});
+  g.b_packed_narrow_tail = true;  // the last Co % NR rows are a panel of their own
   g.a_k_apart = true;
   g.store = PixelRowsStore(store, bias, bi, out);
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_px"));
@@ -481,7 +482,11 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   }
   for (int64_t p : pc.pads) if (p != 0) return 0;
   const int64_t nr = GemmPanelWidth(o), K = ws[1];
-  if (pixels > o.pointwise_pixel_rows || ws[0] % nr != 0) return 0;
+  // Output channels past whole panels: a narrow last panel where the target takes it
+  // (LowerOptions::pointwise_pixel_rows_tail; SqueezeNet's 384 -> 48 squeezes at 13x13).
+  const int64_t tail = ws[0] % nr, min_tail = o.pointwise_pixel_rows_tail;
+  const bool columns_ok = tail == 0 || (min_tail > 0 && tail % min_tail == 0 && GemmReadsRowPanelsAsB(o, ws[0]));
+  if (pixels > o.pointwise_pixel_rows || !columns_ok) return 0;
   // Work per output, relative to the N x K FMAs: the plain form computes whole column panels
   // (7x7: 64 columns for 49) and packs X at run time (~0.1); the transposed form scatters
   // every output alone, NR channels N pixels apart (~NR / K), and reads X again for every NR

@@ -144,14 +144,30 @@ TEST(PackedConv, FusedReluAndResidual) {
 // tail (9, 17, 49 in balanced tiles of at most 14 rows, AVX-512: 9; 9 + 8; 3 x 13 + 10;
 // at most 6 on AVX2: 5 + 4; 6 x 2 + 5; 8 x 6 + 1), batch 2, 1-D, K blocking
 // (333), several column panels, bias and a fused residual + Relu; both ISAs.
+// Output channels past whole panels in a narrow panel of whole quarter panels: 1.5
+// panels at 13x13 over 384 channels (SqueezeNet's squeezes), 1.25 panels in a batch of 2,
+// half a panel alone (no whole panel), 2.75 panels with the residual; those with quarter
+// panels taken on both ISAs (by default AVX-512 takes them, AVX2 does not).
 // The kernel must be the transposed one (its views), and shapes the form does not
 // take must say so.
 TEST(PackedConv, PointwisePixelRows) {
-  for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
-    const int64_t nr = GemmPanelWidth(*o);
+  for (const LowerOptions* isa : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*isa);
+    GraphBuilder d;
+    EXPECT_EQ(PointwisePixelRows(*isa, *PackedConv(d, {{1, 384, 13, 13}, nr + nr / 2, {1, 1}, 1, 0, 1, true}, nr, 1)),
+              isa == &kAvx512 ? nr : 0);
+    EXPECT_EQ(PointwisePixelRows(*isa, *PackedConv(d, {{1, 384, 13, 13}, nr + nr / 4, {1, 1}, 1, 0, 1, true}, nr, 1)),
+              isa == &kAvx512 ? nr : 0);
+    EXPECT_EQ(PointwisePixelRows(*isa, *PackedConv(d, {{1, 384, 13, 13}, nr + nr / 8, {1, 1}, 1, 0, 1, true}, nr, 1)), 0);
+    LowerOptions tail_on = *isa;
+    tail_on.pointwise_pixel_rows_tail = nr / 4;
+    const LowerOptions* o = &tail_on;
     for (const PackedCase& p : {PackedCase{{1, 37, 3, 3}, 2 * nr, {1, 1}, 1, 0, 1, true},
                                 PackedCase{{2, 83, 17}, nr, {1}, 1, 0, 1, false},
-                                PackedCase{{1, 333, 7, 7}, 3 * nr, {1, 1}, 1, 0, 1, true}}) {
+                                PackedCase{{1, 333, 7, 7}, 3 * nr, {1, 1}, 1, 0, 1, true},
+                                PackedCase{{1, 384, 13, 13}, nr + nr / 2, {1, 1}, 1, 0, 1, true},
+                                PackedCase{{2, 96, 5, 5}, nr + nr / 4, {1, 1}, 1, 0, 1, false},
+                                PackedCase{{1, 37, 3, 3}, nr / 2, {1, 1}, 1, 0, 1, true}}) {
       GraphBuilder b;
       ir::Node* n = PackedConv(b, p, nr, 101);
       ASSERT_NE(n, nullptr);
@@ -172,10 +188,10 @@ TEST(PackedConv, PointwisePixelRows) {
       EXPECT_EQ(wide.kernel->ToString().find("conv_px_cpart") != std::string::npos, p.x[1] > 320);
     }
     GraphBuilder b;
-    const PackedCase p{{1, 333, 7, 7}, nr, {1, 1}, 1, 0, 1, true};
+    const PackedCase p{{1, 333, 7, 7}, 2 * nr + 3 * nr / 4, {1, 1}, 1, 0, 1, true};
     ir::Node* conv = PackedConv(b, p, nr, 103);
     ASSERT_NE(conv, nullptr);
-    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {1, nr, 7, 7})};
+    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {1, p.co, 7, 7})};
     const ir::Attributes attrs = conv->attrs();
     ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
       ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
@@ -185,7 +201,7 @@ TEST(PackedConv, PointwisePixelRows) {
     const KernelSpec spec = CheckNodeAgainstReference(*f, 104, 1e-5, 4, *o);
     ASSERT_NE(spec.kernel, nullptr);
     EXPECT_NE(spec.kernel->ToString().find("w_columns"), std::string::npos);
-    // Not taken: output channels not a multiple of NR, a stride, a 3x3 kernel, too many
+    // Not taken: output channels past whole panels not whole quarter panels, a stride, a 3x3 kernel, too many
     // pixels, few input channels (the strided stores would cost more than the padding), and
     // an expansion on more than 64 pixels (ResNet-50's 256 -> 1024 at 14x14).
     GraphBuilder r;
