@@ -48,16 +48,14 @@ Status KeelConv::Plan(const KernelEntry& k) {
   if (at.activation == lo::value::kActivationClip && at.clip_min != 0.0) {
     return Unsupported("kernel " + name_ + " (keel.conv2d): clip_min must be 0");
   }
-  int next = 2;
-  bias_arg_ = at.has_bias ? next++ : -1;
-  res_arg_ = at.has_residual ? next++ : -1;
-  y_arg_ = next++;
-  if (k.args.size() != static_cast<size_t>(next)) {
-    return Error("expected " + std::to_string(next) + " arguments, got " + std::to_string(k.args.size()));
+  bias_arg_ = at.bias_arg;
+  res_arg_ = at.res_arg;
+  y_arg_ = at.y_arg;
+  if (k.args.size() != static_cast<size_t>(at.args)) {
+    return Error("expected " + std::to_string(at.args) + " arguments, got " + std::to_string(k.args.size()));
   }
   KEEL_ASSIGN_OR_RETURN(const LibraryDType t, LibraryDTypeOfArg(k, 0, "X"));
-  const std::string kernel = cl::ConvKernelName(t.element, 16, 8);
-  if (kernel.empty()) return Unsupported("kernel " + name_ + " (keel.conv2d): takes f16 or bf16, got " + t.name);
+  if (!t.half) return Unsupported("kernel " + name_ + " (keel.conv2d): takes f16 or bf16, got " + t.name);
   KEEL_RETURN_IF_ERROR(RequireDType(k, 1, "W", t));
   KEEL_RETURN_IF_ERROR(RequireDType(k, static_cast<size_t>(y_arg_), "Y", t));
   const std::vector<int64_t>& xs = k.args[0].shape;

@@ -82,12 +82,6 @@ __device__ __forceinline__ void StageWindow(const cl::ConvKernelArgs& a, const W
   }
 }
 
-// Waits until at most `pending` of this thread's committed copy groups are in flight.
-template <int pending>
-__device__ __forceinline__ void WaitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
-}
-
 template <typename T, int CP, int NT>
 __device__ __forceinline__ void ConvNhwc(const cl::ConvKernelArgs& a) {
   extern __shared__ __align__(16) unsigned char smem[];

@@ -177,11 +177,10 @@ Status CudnnConv::Plan(const KernelEntry& k) {
 
   p.has_bias = attrs.has_bias;
   p.has_residual = attrs.has_residual;
-  int next = 2;
-  bias_arg_ = p.has_bias ? next++ : -1;
-  res_arg_ = p.has_residual ? next++ : -1;
-  y_arg_ = next++;
-  const size_t nargs = static_cast<size_t>(next) + (k.workspace_bytes > 0 ? 1 : 0);
+  bias_arg_ = attrs.bias_arg;
+  res_arg_ = attrs.res_arg;
+  y_arg_ = attrs.y_arg;
+  const size_t nargs = static_cast<size_t>(attrs.args) + (k.workspace_bytes > 0 ? 1 : 0);
   if (k.args.size() != nargs) {
     return ShapeError(k, "expected " + std::to_string(nargs) + " arguments, got " + std::to_string(k.args.size()));
   }

@@ -65,6 +65,9 @@ struct ConvAttrs {
   bool has_bias = false, has_residual = false, nhwc = false;
   std::string activation;  // "", "relu" or "clip"
   double clip_min = 0.0, clip_max = 6.0;
+  // The arguments' order (X, W, [bias], [residual], Y, [workspace]): bias and
+  // residual -1 when absent; `args` counts them without the workspace.
+  int bias_arg = -1, res_arg = -1, y_arg = 2, args = 3;
 };
 // Reads them and rejects any other key (AttrReader::Finish).
 Result<ConvAttrs> ReadConvAttrs(const KernelEntry& k, size_t spatial);

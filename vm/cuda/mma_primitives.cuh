@@ -30,8 +30,14 @@ __device__ __forceinline__ void CopyAsync16(void* dst, const void* src, bool val
                "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::); }
-// Every committed group has landed (visible to this thread; to the others after a barrier).
-__device__ __forceinline__ void WaitAllCopies() { asm volatile("cp.async.wait_group 0;\n" ::); }
+// At most `pending` of this thread's committed groups are still in flight (the
+// rest landed: visible to this thread; to the others after a barrier).
+template <int pending>
+__device__ __forceinline__ void WaitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
+}
+// Every committed group has landed.
+__device__ __forceinline__ void WaitAllCopies() { WaitCopies<0>(); }
 
 // Four 8x8 matrices of 2-byte elements; lane l gives the address of row l%8 of matrix l/8.
 __device__ __forceinline__ void LoadMatrices(unsigned r[4], const void* row) {
