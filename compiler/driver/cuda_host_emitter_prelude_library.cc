@@ -337,10 +337,17 @@ struct AttentionKernel {
   cl::EngineVariantPack pack;
   float scale = 1.f;  // the by-value scale's host value (the pack points here)
   std::string call_engine;
+  bool borrowed = false;  // graph and engine are an earlier kernel's (g_attention_plans)
 };
+// Kernels of one attention problem (its tuning key) share the first one's graph
+// and engine plan, as in the VM (CudaDevice::FindSharedPlan): finalizing a
+// fused attention plan compiles its kernel (NVRTC), tens of milliseconds each.
+// The owner outlives the borrowers: every kernel is destroyed at exit.
+[[maybe_unused]] static std::map<std::string, const AttentionKernel*> g_attention_plans;
 
 [[maybe_unused]] static void DestroyAttentionKernel(AttentionKernel& a) {
   cl::DestroyEngineVariantPack(a.pack);
+  if (a.borrowed) return;
   cl::DestroyEnginePlan(a.engine);
   cl::DestroyEngineGraph(a.graph);
 }
@@ -365,6 +372,14 @@ struct AttentionKernel {
     Die(std::string("kernel ") + name + ": malformed engine verdict in the tuning entry " + key);
   }
   if (!force && (!recorded || id.index < 0)) return;
+  if (auto it = g_attention_plans.find(key); it != g_attention_plans.end()) {
+    a.graph = it->second->graph;
+    a.engine = it->second->engine;
+    a.borrowed = true;
+    a.scale = a.p.scale;
+    a.call_engine = it->second->call_engine;
+    return;
+  }
   if (!cl::BuildAttentionGraph(CudnnHandle(), a.p, &a.graph).ok()) {
     if (!force) Die(std::string("kernel ") + name + ": cuDNN cannot build the attention graph the tuning entry " + key + " needs");
     return;  // as the VM: no graph leaves Keel's kernel
@@ -394,6 +409,7 @@ struct AttentionKernel {
   a.scale = a.p.scale;
   a.call_engine = cl::AttentionEngineCallName(a.engine.id, a.engine.workspace);
   ReserveWorkspace(a.engine.workspace);
+  g_attention_plans[key] = &a;
 }
 
 [[maybe_unused]] static void AttentionPlanKernel(AttentionKernel& a, cl::ElementType t, bool has_mask,
