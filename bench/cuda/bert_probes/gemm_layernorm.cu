@@ -1,19 +1,13 @@
 // bench/cuda/bert_probes/gemm_layernorm.cu — GEMM + bias + residual + LayerNorm over rows of N = 128 x (cluster size)
 // columns, one thread-block cluster per row block; against cuBLASLt + a LayerNorm kernel (run.sh says how to run).
 #include <cooperative_groups.h>
-#include <cublasLt.h>
-#include <cuda_fp16.h>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <functional>
-#include <algorithm>
+
 #include <cmath>
+
+#include "bench/cuda/bert_probes/probe_util.cuh"
 #include "vm/cuda/mma_primitives.cuh"
 namespace cg = cooperative_groups;
 using namespace keel_mma;
-
-#define CK(x) do { auto e = (x); if (e != 0) { printf("%s:%d err %d\n", __FILE__, __LINE__, (int)e); exit(1);} } while (0)
 
 struct Args { const __half *a, *w, *bias, *res, *gamma, *beta; __half* y; int m, n, k; float eps; };
 
@@ -237,33 +231,13 @@ struct Config {
   }
 };
 
-static float Bench(cudaStream_t s, int reps, const std::function<void()>& f) {
-  // graph of `reps` launches, replayed; per-launch time.
-  cudaGraph_t g; cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < reps; ++i) f();
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  for (int i = 0; i < 5; ++i) CK(cudaGraphLaunch(ge, s));
-  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-  float best = 1e9;
-  for (int t = 0; t < 7; ++t) {
-    cudaEventRecord(e0, s);
-    for (int i = 0; i < 10; ++i) CK(cudaGraphLaunch(ge, s));
-    cudaEventRecord(e1, s); CK(cudaEventSynchronize(e1));
-    float ms; cudaEventElapsedTime(&ms, e0, e1); best = std::min(best, ms * 1000 / (10 * reps));
-  }
-  cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
-  return best;
-}
-
 int main(int argc, char** argv) {
   int m = 1024, n = 768;
   std::vector<int> ks = {768, 3072};
   if (argc > 1) m = atoi(argv[1]);
   cudaStream_t s; CK(cudaStreamCreate(&s));
   cublasLtHandle_t lt; CK(cublasLtCreate(&lt));
-  void* ws; size_t wsz = 32 << 20; CK(cudaMalloc(&ws, wsz));
+  const size_t wsz = 32 << 20; void* ws; CK(cudaMalloc(&ws, wsz));
   for (int k : ks) {
     std::vector<__half> ha((size_t)m * k), hw((size_t)k * n), hb(n), hr((size_t)m * n), hg(n), hbe(n);
     srand(1);
@@ -295,33 +269,23 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < h.size(); ++i) { const double e = __half2float(h[i]) - ref[i]; num += e * e; den += ref[i] * ref[i]; mx = std::max(mx, std::abs(e)); }
       printf("  %-28s relL2 %.2e maxabs %.2e\n", name, std::sqrt(num / den), mx);
     };
-    // cuBLASLt: D = A W + bias + C (col-major view: D^T[n,m] = W^T[n,k] A^T[k,m] + C^T)
-    cublasLtMatmulDesc_t op; CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS; CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof(b)));
-    cudaDataType_t bt = CUDA_R_16F; CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
-    cublasLtMatrixLayout_t la, lb, lc;
-    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, n, k, n));
-    CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, k, m, k));
-    CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16F, n, m, n));
-    cublasLtMatmulPreference_t pref; CK(cublasLtMatmulPreferenceCreate(&pref));
-    CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsz, sizeof(wsz)));
-    cublasLtMatmulHeuristicResult_t hr8[8]; int nres = 0;
-    CK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 8, hr8, &nres));
-    const float alpha = 1, beta = 1;
-    float best_lt = 1e9; int best_i = 0;
-    for (int i = 0; i < nres; ++i) {
-      float tm = Bench(s, 20, [&] { CK(cublasLtMatmul(lt, op, &alpha, w, la, a, lb, &beta, r, lc, t, lc, &hr8[i].algo, ws, wsz, s)); });
-      if (tm < best_lt) { best_lt = tm; best_i = i; }
+    // cuBLASLt: D = A W + bias + C, the best of the heuristics' 8, then the LayerNorm kernel.
+    const LtGemm lt_gemm(lt, m, n, k, false, CUBLASLT_EPILOGUE_BIAS, b, wsz, 8);
+    float best_lt = 1e9f;
+    size_t best_i = 0;
+    for (size_t i = 0; i < lt_gemm.algos.size(); ++i) {
+      const float tm = GraphMicros(s, 20, [&] { lt_gemm.Run(lt, i, a, w, 1.f, r, t, ws, wsz, s); }, 7);
+      if (tm < best_lt) best_lt = tm, best_i = i;
     }
+    const size_t nres = lt_gemm.algos.size();
     auto ln = [&] { LnKernel<<<(m + 3) / 4, 128, 0, s>>>(t, ga, be, y2, m, n, 1e-5f); };
-    float tln = Bench(s, 20, ln);
-    float tboth = Bench(s, 20, [&] { CK(cublasLtMatmul(lt, op, &alpha, w, la, a, lb, &beta, r, lc, t, lc, &hr8[best_i].algo, ws, wsz, s)); ln(); });
+    float tln = GraphMicros(s, 20, ln, 7);
+    float tboth = GraphMicros(s, 20, [&] { lt_gemm.Run(lt, best_i, a, w, 1.f, r, t, ws, wsz, s); ln(); }, 7);
     CK(cudaStreamSynchronize(s));
-    printf("m %d n %d k %d: cuBLASLt best of %d %.2f us, LN %.2f us, both %.2f us\n", m, n, k, nres, best_lt, tln, tboth);
+    printf("m %d n %d k %d: cuBLASLt best of %zu %.2f us, LN %.2f us, both %.2f us\n", m, n, k, nres, best_lt, tln, tboth);
     check(y2, "cublasLt+LN");
 #define TRY(BM, WM, WN, ST, BK, LN) { CK(cudaMemset(y, 0, (size_t)m * n * 2)); Config<BM, WM, WN, ST, BK, LN>::Launch(args, s); CK(cudaStreamSynchronize(s)); \
-      float tm = Bench(s, 20, [&] { Config<BM, WM, WN, ST, BK, LN>::Launch(args, s); }); \
+      float tm = GraphMicros(s, 20, [&] { Config<BM, WM, WN, ST, BK, LN>::Launch(args, s); }, 7); \
       printf("  fused BM%d warps %dx%d stages %d BK %d LN %d: %.2f us (%.2fx both, %.2fx gemm)\n", BM, WM, WN, ST, BK, LN, tm, tm / tboth, tm / best_lt); if (LN) check(y, "fused"); }
     TRY(64, 2, 4, 4, 32, false) TRY(64, 2, 4, 4, 32, true) TRY(64, 2, 4, 3, 64, false) TRY(64, 2, 4, 3, 64, true) TRY(64, 2, 2, 3, 64, true) TRY(128, 2, 4, 3, 32, false) TRY(128, 2, 4, 3, 64, false) TRY(128, 2, 2, 3, 64, false)
   }

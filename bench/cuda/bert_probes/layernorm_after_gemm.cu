@@ -1,13 +1,7 @@
 // bench/cuda/bert_probes/layernorm_after_gemm.cu — LayerNorm variants after a cuBLASLt GEMM (BERT-base out-projection shape), CUDA-graph replay:
 // what a LayerNorm costs in the graph, and how close Keel's form is to the floor.
-#include <cublasLt.h>
-#include <cuda_fp16.h>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <functional>
-#include <algorithm>
-#define CK(x) do { auto e = (x); if (e != 0) { printf("%s:%d err %d\n", __FILE__, __LINE__, (int)e); exit(1);} } while (0)
+#include "bench/cuda/bert_probes/probe_util.cuh"
+
 constexpr int N = 768;
 __device__ __forceinline__ void Wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void Trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
@@ -116,24 +110,6 @@ void LaunchWide(cudaStream_t s, int m, const __half* x, const float* g, const fl
   CK(cudaLaunchKernelEx(&cfg, LnWide<ROWS>, x, g, b, y, m));
 }
 
-static float Bench(cudaStream_t s, int reps, const std::function<void()>& f) {
-  cudaGraph_t g; cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < reps; ++i) f();
-  CK(cudaStreamEndCapture(s, &g)); CK(cudaGraphInstantiate(&ge, g, 0));
-  for (int i = 0; i < 5; ++i) CK(cudaGraphLaunch(ge, s));
-  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-  float best = 1e9;
-  for (int t = 0; t < 11; ++t) {
-    cudaEventRecord(e0, s);
-    for (int i = 0; i < 10; ++i) CK(cudaGraphLaunch(ge, s));
-    cudaEventRecord(e1, s); CK(cudaEventSynchronize(e1));
-    float ms; cudaEventElapsedTime(&ms, e0, e1); best = std::min(best, ms * 1000 / (10 * reps));
-  }
-  cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
-  return best;
-}
-
 template <int VEC, bool EARLY, int WARPS>
 void LaunchLn(cudaStream_t s, bool pdl, int grid, const __half* x, const float* g, const float* b, __half* y, int m) {
   cudaLaunchConfig_t cfg = {};
@@ -147,7 +123,7 @@ void LaunchLn(cudaStream_t s, bool pdl, int grid, const __half* x, const float* 
 int main() {
   cudaStream_t s; CK(cudaStreamCreate(&s));
   cublasLtHandle_t lt; CK(cublasLtCreate(&lt));
-  void* ws; size_t wsz = 32 << 20; CK(cudaMalloc(&ws, wsz));
+  const size_t wsz = 32 << 20; void* ws; CK(cudaMalloc(&ws, wsz));
   for (int m : {1024, 128}) {
     const int k = 768, n = N;
     __half *a, *w, *c, *d, *y; float *g, *be;
@@ -155,21 +131,13 @@ int main() {
     CK(cudaMalloc(&d, (size_t)m * n * 2)); CK(cudaMalloc(&y, (size_t)m * n * 2)); CK(cudaMalloc(&g, n * 4)); CK(cudaMalloc(&be, n * 4));
     CK(cudaMemset(a, 0, (size_t)m * k * 2)); CK(cudaMemset(w, 0, (size_t)k * n * 2)); CK(cudaMemset(c, 0, (size_t)m * n * 2));
     CK(cudaMemset(g, 0, n * 4)); CK(cudaMemset(be, 0, n * 4));
-    cublasLtMatmulDesc_t op; CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasLtMatrixLayout_t la, lb, lc;
-    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, n, k, n)); CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, k, m, k));
-    CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16F, n, m, n));
-    cublasLtMatmulPreference_t pref; CK(cublasLtMatmulPreferenceCreate(&pref));
-    CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsz, sizeof(wsz)));
-    cublasLtMatmulHeuristicResult_t hr[1]; int nres = 0;
-    CK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, hr, &nres));
-    const float alpha = 1, beta = 1;
-    auto gemm = [&] { CK(cublasLtMatmul(lt, op, &alpha, w, la, a, lb, &beta, c, lc, d, lc, &hr[0].algo, ws, wsz, s)); };
+    const LtGemm lt_gemm(lt, m, n, k, false, CUBLASLT_EPILOGUE_DEFAULT, nullptr, wsz, 1);
+    auto gemm = [&] { lt_gemm.Run(lt, 0, a, w, 1.f, c, d, ws, wsz, s); };
     for (int round = 0; round < 1; ++round) {
-      const float tg = Bench(s, 20, gemm);
+      const float tg = GraphMicros(s, 20, gemm);
       printf("m %d round %d: GEMM alone %.2f us per launch\n", m, round, tg);
 #define V(VEC, EARLY, WARPS, PDL, GRID) { auto f = [&] { LaunchLn<VEC, EARLY, WARPS>(s, PDL, GRID, d, g, be, y, m); }; \
-      const float tl = Bench(s, 20, f); const float tp = Bench(s, 20, [&] { gemm(); f(); }); \
+      const float tl = GraphMicros(s, 20, f); const float tp = GraphMicros(s, 20, [&] { gemm(); f(); }); \
       printf("  LN vec %d gb_early %d warps %d pdl %d grid %4d: alone %.2f us, after the GEMM +%.2f us\n", VEC, EARLY, WARPS, PDL, GRID, tl, tp - tg); }
       V(4, false, 7, true, (m + 6) / 7)   // Keel's form today at b8
       V(4, false, 1, true, m)   // Keel's form today at b1
@@ -183,7 +151,7 @@ int main() {
       V(8, true, 8, true, 132)
       V(8, true, 2, true, (m + 1) / 2)
 #define W(ROWS) { auto f = [&] { LaunchWide<ROWS>(s, m, d, g, be, y); }; \
-      const float tl = Bench(s, 20, f); const float tp = Bench(s, 20, [&] { gemm(); f(); }); \
+      const float tl = GraphMicros(s, 20, f); const float tp = GraphMicros(s, 20, [&] { gemm(); f(); }); \
       printf("  LN wide rows %d: alone %.2f us, after the GEMM +%.2f us\n", ROWS, tl, tp - tg); }
       W(1) W(2) W(4)
     }
