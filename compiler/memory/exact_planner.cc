@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <numeric>
 
 #include "compiler/memory/block_merging.h"
@@ -365,6 +367,7 @@ class BlockConstruction {
         }
         seen.push_back(problem.blocks.size());
         problems_.push_back(std::move(problem));
+        rules_.push_back(r);
       }
       refuted_.assign(problems_.size(), 0);
     }
@@ -390,6 +393,8 @@ class BlockConstruction {
   // can move apart here. Returns the lower of the two layouts.
   std::vector<uint64_t> RefineItems(std::vector<uint64_t> layout, Clock::time_point deadline) {
     if (layout.empty() || nodes_left_ == 0 || TopOf(items_, layout) <= target_) return layout;
+    layout = RefineLevels(std::move(layout), deadline);
+    if (TopOf(items_, layout) <= target_) return layout;
     internal::OverlapGraph graph;
     if (!internal::BuildOverlapGraph(items_, &graph)) return layout;
     internal::RefineLimits refine;
@@ -398,6 +403,53 @@ class BlockConstruction {
     internal::RefineResult refined = internal::MinimizeOverlap(items_, graph, std::move(layout), target_, refine);
     Spend(refined.moves);
     return std::move(refined.offsets);
+  }
+
+  // Multilevel refinement (experiment): overlap minimization on levels of
+  // Improve's merging between its blocks and the items, coarse to fine.
+  std::vector<uint64_t> RefineLevels(std::vector<uint64_t> layout, Clock::time_point deadline) {
+    const char* factor_env = std::getenv("KEEL_ML_FACTOR");
+    const char* share_env = std::getenv("KEEL_ML_SHARE");
+    if (improved_rules_ == nullptr || factor_env == nullptr) return layout;
+    const double factor = std::atof(factor_env);
+    const double share = share_env != nullptr ? std::atof(share_env) : 0.5;
+    std::vector<internal::BlockProblem> levels = internal::MergeIntoLevels(items_, *improved_rules_);
+    if (levels.size() < 2) return layout;
+    // Coarse to fine, each at least `factor` times the blocks of the last one
+    // picked, fewer blocks than items / factor.
+    std::vector<size_t> picked;
+    size_t last = levels.back().blocks.size();
+    for (size_t k = levels.size() - 1; k-- > 0;) {
+      const size_t count = levels[k].blocks.size();
+      if (count >= factor * static_cast<double>(last) && factor * static_cast<double>(count) <= static_cast<double>(items_.size())) {
+        picked.push_back(k);
+        last = count;
+      }
+    }
+    if (picked.empty()) return layout;
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point levels_end = start + std::chrono::duration_cast<Clock::duration>((deadline - start) * share);
+    for (size_t j = 0; j < picked.size(); ++j) {
+      const internal::BlockProblem& level = levels[picked[j]];
+      internal::OverlapGraph graph;
+      if (!internal::BuildOverlapGraph(level.blocks, &graph)) continue;
+      const Clock::time_point now = Clock::now();
+      if (now >= levels_end) break;
+      internal::RefineLimits refine;
+      refine.deadline = now + (levels_end - now) / static_cast<int>(picked.size() - j);
+      refine.max_moves = nodes_left_;
+      internal::RefineResult r = internal::MinimizeOverlap(level.blocks, graph, internal::BlockOffsetsOf(level, layout),
+                                                           target_, refine);
+      Spend(r.moves);
+      if (std::getenv("KEEL_ML_TRACE") != nullptr) {
+        std::fprintf(stderr, "level %zu: %zu blocks, top %llu -> %llu (%.2f s)\n", picked[j], level.blocks.size(),
+                     static_cast<unsigned long long>(TopOf(items_, layout)), static_cast<unsigned long long>(r.top),
+                     std::chrono::duration<double>(Clock::now() - now).count());
+      }
+      layout = internal::ExpandBlockLayout(level, r.offsets);
+      if (r.top <= target_) break;
+    }
+    return layout;
   }
 
   // `refine_blocks` (the optimization form without a node budget): overlap
@@ -432,6 +484,7 @@ class BlockConstruction {
       }
     }
     if (best == nullptr) return {};
+    improved_rules_ = &rules_[static_cast<size_t>(best - problems_.data())];
     // The large-neighbourhood search with half the time and nodes, then
     // bisection between the target and its top by the block search.
     internal::LnsLimits limits;
@@ -480,6 +533,8 @@ class BlockConstruction {
   uint64_t max_nodes_;  // the construction's budget (UINT64_MAX: none)
   uint64_t nodes_left_;
   std::vector<internal::BlockProblem> problems_;  // the distinct merges
+  std::vector<internal::MergeRules> rules_;       // per problem: the merging that made it
+  const internal::MergeRules* improved_rules_ = nullptr;  // Improve's blocks' merging
   std::vector<char> refuted_;                    // per problem: proven not to fit the target
   bool merged_ = false;
 };
@@ -520,8 +575,12 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
         // did not reach). (Half and three quarters until the overlap
         // search's window repairs: on the 10,000-buffer perfect packings
         // its moves, not the blocks' repairs, lower the top.)
+        const bool trace = std::getenv("KEEL_ML_TRACE") != nullptr;
+        if (trace) std::fprintf(stderr, "probes done at %.2f s\n", std::chrono::duration<double>(Clock::now() - group_start).count());
         block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) / 3, true);
+        if (trace) std::fprintf(stderr, "improve done at %.2f s: %llu\n", std::chrono::duration<double>(Clock::now() - group_start).count(), (unsigned long long)TopOf(items, block_layout));
         block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + (deadline - Clock::now()) * 9 / 10);
+        if (trace) std::fprintf(stderr, "refine done at %.2f s: %llu\n", std::chrono::duration<double>(Clock::now() - group_start).count(), (unsigned long long)TopOf(items, block_layout));
       }
     }
   }
