@@ -400,9 +400,77 @@ class BlockConstruction {
     internal::RefineLimits refine;
     refine.deadline = deadline;
     refine.max_moves = nodes_left_;
+    const char* sink_env = std::getenv("KEEL_SINK");
+    if (sink_env != nullptr) {
+      // Experiment: half the time, then long items sunk to the bottom of
+      // their columns (a plateau move), then the rest.
+      const int rounds = std::getenv("KEEL_SINK_ROUNDS") != nullptr ? std::atoi(std::getenv("KEEL_SINK_ROUNDS")) : 1;
+      for (int round = 0; round < rounds; ++round) {
+        internal::RefineLimits first = refine;
+        const Clock::time_point now = Clock::now();
+        first.deadline = now + (deadline - now) / (2 * (rounds - round));
+        internal::RefineResult r = internal::MinimizeOverlap(items_, graph, std::move(layout), target_, first);
+        Spend(r.moves);
+        layout = std::move(r.offsets);
+        if (r.top <= target_) return layout;
+        const uint64_t before = TopOf(items_, layout);
+        const int sunk = SinkLongItems(graph, std::atoll(sink_env), &layout);
+        if (std::getenv("KEEL_ML_TRACE") != nullptr) {
+          std::fprintf(stderr, "sink round %d: top %llu, %d items sunk, top after %llu\n", round,
+                       static_cast<unsigned long long>(before), sunk, static_cast<unsigned long long>(TopOf(items_, layout)));
+        }
+      }
+    }
     internal::RefineResult refined = internal::MinimizeOverlap(items_, graph, std::move(layout), target_, refine);
     Spend(refined.moves);
     return std::move(refined.offsets);
+  }
+
+  // Each item living at least `min_life` steps, longest first, moves to the
+  // lowest height of its column (its lifetime) that nothing crossing the
+  // column's ends reaches, and the items of the column between there and it
+  // move up by its size: the layout stays valid and no higher.
+  int SinkLongItems(const internal::OverlapGraph& graph, int64_t min_life, std::vector<uint64_t>* layout) {
+    for (const internal::PackingItem& item : items_) {
+      if (item.alignment != 1) return 0;
+    }
+    std::vector<int32_t> order;
+    for (int32_t i = 0; i < static_cast<int32_t>(items_.size()); ++i) {
+      if (items_[i].end - items_[i].begin >= min_life) order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return items_[a].end - items_[a].begin > items_[b].end - items_[b].begin;
+    });
+    std::vector<uint64_t>& off = *layout;
+    int sunk = 0;
+    for (int32_t x : order) {
+      const internal::PackingItem& X = items_[x];
+      auto inside = [&](int32_t z) { return items_[z].begin >= X.begin && items_[z].end <= X.end; };
+      uint64_t floor = 0;
+      for (int64_t e = graph.start[x]; e < graph.start[x + 1]; ++e) {
+        const int32_t z = graph.neighbours[e];
+        if (!inside(z) && off[z] < off[x]) floor = std::max(floor, off[z] + items_[z].size);
+      }
+      bool raised = true;
+      while (raised) {
+        raised = false;
+        for (int64_t e = graph.start[x]; e < graph.start[x + 1]; ++e) {
+          const int32_t z = graph.neighbours[e];
+          if (inside(z) && off[z] < floor && off[z] + items_[z].size > floor && off[z] < off[x]) {
+            floor = off[z] + items_[z].size;
+            raised = true;
+          }
+        }
+      }
+      if (floor >= off[x]) continue;
+      for (int64_t e = graph.start[x]; e < graph.start[x + 1]; ++e) {
+        const int32_t z = graph.neighbours[e];
+        if (inside(z) && off[z] >= floor && off[z] < off[x]) off[z] += X.size;
+      }
+      off[x] = floor;
+      ++sunk;
+    }
+    return sunk;
   }
 
   // Multilevel refinement (experiment): overlap minimization on levels of
@@ -577,9 +645,11 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
         // its moves, not the blocks' repairs, lower the top.)
         const bool trace = std::getenv("KEEL_ML_TRACE") != nullptr;
         if (trace) std::fprintf(stderr, "probes done at %.2f s\n", std::chrono::duration<double>(Clock::now() - group_start).count());
-        block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) / 3, true);
+        const double improve_share = std::getenv("KEEL_IMPROVE_SHARE") ? std::atof(std::getenv("KEEL_IMPROVE_SHARE")) : 1.0 / 3;
+        const double refine_share = std::getenv("KEEL_REFINE_SHARE") ? std::atof(std::getenv("KEEL_REFINE_SHARE")) : 0.9;
+        block_layout = blocks.Improve(Clock::now() + std::chrono::duration_cast<Clock::duration>((deadline - Clock::now()) * improve_share), true);
         if (trace) std::fprintf(stderr, "improve done at %.2f s: %llu\n", std::chrono::duration<double>(Clock::now() - group_start).count(), (unsigned long long)TopOf(items, block_layout));
-        block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + (deadline - Clock::now()) * 9 / 10);
+        block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + std::chrono::duration_cast<Clock::duration>((deadline - Clock::now()) * refine_share));
         if (trace) std::fprintf(stderr, "refine done at %.2f s: %llu\n", std::chrono::duration<double>(Clock::now() - group_start).count(), (unsigned long long)TopOf(items, block_layout));
       }
     }
