@@ -45,35 +45,6 @@ class Merger {
       while (StackSameLifetimes() | ChainSameSizes()) {
       }
     }
-    return Snapshot();
-  }
-
-  // The roots after every merging step that changed them, finest first (the
-  // last is Run's result).
-  std::vector<BlockProblem> RunLevels() {
-    std::vector<BlockProblem> levels;
-    auto record = [&](bool changed) {
-      if (changed) levels.push_back(Snapshot());
-      return changed;
-    };
-    if (chains_first_) {
-      do {
-        while (record(ChainSameSizes())) {
-        }
-      } while (record(StackSameLifetimes()));
-    } else {
-      while (true) {
-        const bool stacked = record(StackSameLifetimes());
-        const bool chained = record(ChainSameSizes());
-        if (!stacked && !chained) break;
-      }
-    }
-    return levels;
-  }
-
- private:
-  // The current roots as blocks of the input items.
-  BlockProblem Snapshot() const {
     BlockProblem out;
     out.block_of.assign(n_, -1);
     out.offset_in_block.assign(n_, 0);
@@ -95,6 +66,7 @@ class Merger {
     return out;
   }
 
+ private:
   const PackingItem& ItemAt(int32_t node) const { return nodes_[node].item; }
 
   int32_t NewBlock(PackingItem item, std::vector<std::pair<int32_t, uint64_t>> parts) {
@@ -196,18 +168,6 @@ class Merger {
 
 BlockProblem MergeIntoBlocks(const std::vector<PackingItem>& items, const MergeRules& rules) {
   return Merger(items, rules).Run();
-}
-
-std::vector<BlockProblem> MergeIntoLevels(const std::vector<PackingItem>& items, const MergeRules& rules) {
-  return Merger(items, rules).RunLevels();
-}
-
-std::vector<uint64_t> BlockOffsetsOf(const BlockProblem& problem, const std::vector<uint64_t>& item_offsets) {
-  std::vector<uint64_t> offsets(problem.blocks.size(), 0);
-  for (size_t i = 0; i < item_offsets.size(); ++i) {
-    offsets[problem.block_of[i]] = item_offsets[i] - problem.offset_in_block[i];
-  }
-  return offsets;
 }
 
 std::vector<uint64_t> ExpandBlockLayout(const BlockProblem& problem, const std::vector<uint64_t>& block_offsets) {

@@ -71,18 +71,6 @@ inline constexpr MergeRules kMergeVariants[] = {{SIZE_MAX, false}, {SIZE_MAX, tr
 
 BlockProblem MergeIntoBlocks(const std::vector<PackingItem>& items, const MergeRules& rules = {});
 
-// The same merging, step by step: the blocks after every step (a round's
-// stacking or chaining) that merged something, finest first; the last is
-// MergeIntoBlocks's result (empty when nothing merges). Each level's blocks
-// are unions of the previous level's, so a layout of one level expands into a
-// layout of every finer one — the levels of a multilevel refinement
-// (overlap_search.h's RefineByLevels).
-std::vector<BlockProblem> MergeIntoLevels(const std::vector<PackingItem>& items, const MergeRules& rules = {});
-
-// The blocks' offsets in a layout of the items that keeps every block's parts
-// at their places inside it (e.g. ExpandBlockLayout's of a coarser level).
-std::vector<uint64_t> BlockOffsetsOf(const BlockProblem& problem, const std::vector<uint64_t>& item_offsets);
-
 // The items' offsets for `block_offsets` (one per block, a layout of
 // problem.blocks).
 std::vector<uint64_t> ExpandBlockLayout(const BlockProblem& problem, const std::vector<uint64_t>& block_offsets);

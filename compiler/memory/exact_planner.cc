@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <numeric>
 
 #include "compiler/memory/block_merging.h"
@@ -367,7 +365,6 @@ class BlockConstruction {
         }
         seen.push_back(problem.blocks.size());
         problems_.push_back(std::move(problem));
-        rules_.push_back(r);
       }
       refuted_.assign(problems_.size(), 0);
     }
@@ -393,131 +390,14 @@ class BlockConstruction {
   // can move apart here. Returns the lower of the two layouts.
   std::vector<uint64_t> RefineItems(std::vector<uint64_t> layout, Clock::time_point deadline) {
     if (layout.empty() || nodes_left_ == 0 || TopOf(items_, layout) <= target_) return layout;
-    layout = RefineLevels(std::move(layout), deadline);
-    if (TopOf(items_, layout) <= target_) return layout;
     internal::OverlapGraph graph;
     if (!internal::BuildOverlapGraph(items_, &graph)) return layout;
     internal::RefineLimits refine;
     refine.deadline = deadline;
     refine.max_moves = nodes_left_;
-    const char* sink_env = std::getenv("KEEL_SINK");
-    if (sink_env != nullptr) {
-      // Experiment: half the time, then long items sunk to the bottom of
-      // their columns (a plateau move), then the rest.
-      const int rounds = std::getenv("KEEL_SINK_ROUNDS") != nullptr ? std::atoi(std::getenv("KEEL_SINK_ROUNDS")) : 1;
-      for (int round = 0; round < rounds; ++round) {
-        internal::RefineLimits first = refine;
-        const Clock::time_point now = Clock::now();
-        first.deadline = now + (deadline - now) / (2 * (rounds - round));
-        internal::RefineResult r = internal::MinimizeOverlap(items_, graph, std::move(layout), target_, first);
-        Spend(r.moves);
-        layout = std::move(r.offsets);
-        if (r.top <= target_) return layout;
-        const uint64_t before = TopOf(items_, layout);
-        const int sunk = SinkLongItems(graph, std::atoll(sink_env), &layout);
-        if (std::getenv("KEEL_ML_TRACE") != nullptr) {
-          std::fprintf(stderr, "sink round %d: top %llu, %d items sunk, top after %llu\n", round,
-                       static_cast<unsigned long long>(before), sunk, static_cast<unsigned long long>(TopOf(items_, layout)));
-        }
-      }
-    }
     internal::RefineResult refined = internal::MinimizeOverlap(items_, graph, std::move(layout), target_, refine);
     Spend(refined.moves);
     return std::move(refined.offsets);
-  }
-
-  // Each item living at least `min_life` steps, longest first, moves to the
-  // lowest height of its column (its lifetime) that nothing crossing the
-  // column's ends reaches, and the items of the column between there and it
-  // move up by its size: the layout stays valid and no higher.
-  int SinkLongItems(const internal::OverlapGraph& graph, int64_t min_life, std::vector<uint64_t>* layout) {
-    for (const internal::PackingItem& item : items_) {
-      if (item.alignment != 1) return 0;
-    }
-    std::vector<int32_t> order;
-    for (int32_t i = 0; i < static_cast<int32_t>(items_.size()); ++i) {
-      if (items_[i].end - items_[i].begin >= min_life) order.push_back(i);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      return items_[a].end - items_[a].begin > items_[b].end - items_[b].begin;
-    });
-    std::vector<uint64_t>& off = *layout;
-    int sunk = 0;
-    for (int32_t x : order) {
-      const internal::PackingItem& X = items_[x];
-      auto inside = [&](int32_t z) { return items_[z].begin >= X.begin && items_[z].end <= X.end; };
-      uint64_t floor = 0;
-      for (int64_t e = graph.start[x]; e < graph.start[x + 1]; ++e) {
-        const int32_t z = graph.neighbours[e];
-        if (!inside(z) && off[z] < off[x]) floor = std::max(floor, off[z] + items_[z].size);
-      }
-      bool raised = true;
-      while (raised) {
-        raised = false;
-        for (int64_t e = graph.start[x]; e < graph.start[x + 1]; ++e) {
-          const int32_t z = graph.neighbours[e];
-          if (inside(z) && off[z] < floor && off[z] + items_[z].size > floor && off[z] < off[x]) {
-            floor = off[z] + items_[z].size;
-            raised = true;
-          }
-        }
-      }
-      if (floor >= off[x]) continue;
-      for (int64_t e = graph.start[x]; e < graph.start[x + 1]; ++e) {
-        const int32_t z = graph.neighbours[e];
-        if (inside(z) && off[z] >= floor && off[z] < off[x]) off[z] += X.size;
-      }
-      off[x] = floor;
-      ++sunk;
-    }
-    return sunk;
-  }
-
-  // Multilevel refinement (experiment): overlap minimization on levels of
-  // Improve's merging between its blocks and the items, coarse to fine.
-  std::vector<uint64_t> RefineLevels(std::vector<uint64_t> layout, Clock::time_point deadline) {
-    const char* factor_env = std::getenv("KEEL_ML_FACTOR");
-    const char* share_env = std::getenv("KEEL_ML_SHARE");
-    if (improved_rules_ == nullptr || factor_env == nullptr) return layout;
-    const double factor = std::atof(factor_env);
-    const double share = share_env != nullptr ? std::atof(share_env) : 0.5;
-    std::vector<internal::BlockProblem> levels = internal::MergeIntoLevels(items_, *improved_rules_);
-    if (levels.size() < 2) return layout;
-    // Coarse to fine, each at least `factor` times the blocks of the last one
-    // picked, fewer blocks than items / factor.
-    std::vector<size_t> picked;
-    size_t last = levels.back().blocks.size();
-    for (size_t k = levels.size() - 1; k-- > 0;) {
-      const size_t count = levels[k].blocks.size();
-      if (count >= factor * static_cast<double>(last) && factor * static_cast<double>(count) <= static_cast<double>(items_.size())) {
-        picked.push_back(k);
-        last = count;
-      }
-    }
-    if (picked.empty()) return layout;
-    const Clock::time_point start = Clock::now();
-    const Clock::time_point levels_end = start + std::chrono::duration_cast<Clock::duration>((deadline - start) * share);
-    for (size_t j = 0; j < picked.size(); ++j) {
-      const internal::BlockProblem& level = levels[picked[j]];
-      internal::OverlapGraph graph;
-      if (!internal::BuildOverlapGraph(level.blocks, &graph)) continue;
-      const Clock::time_point now = Clock::now();
-      if (now >= levels_end) break;
-      internal::RefineLimits refine;
-      refine.deadline = now + (levels_end - now) / static_cast<int>(picked.size() - j);
-      refine.max_moves = nodes_left_;
-      internal::RefineResult r = internal::MinimizeOverlap(level.blocks, graph, internal::BlockOffsetsOf(level, layout),
-                                                           target_, refine);
-      Spend(r.moves);
-      if (std::getenv("KEEL_ML_TRACE") != nullptr) {
-        std::fprintf(stderr, "level %zu: %zu blocks, top %llu -> %llu (%.2f s)\n", picked[j], level.blocks.size(),
-                     static_cast<unsigned long long>(TopOf(items_, layout)), static_cast<unsigned long long>(r.top),
-                     std::chrono::duration<double>(Clock::now() - now).count());
-      }
-      layout = internal::ExpandBlockLayout(level, r.offsets);
-      if (r.top <= target_) break;
-    }
-    return layout;
   }
 
   // `refine_blocks` (the optimization form without a node budget): overlap
@@ -552,7 +432,6 @@ class BlockConstruction {
       }
     }
     if (best == nullptr) return {};
-    improved_rules_ = &rules_[static_cast<size_t>(best - problems_.data())];
     // The large-neighbourhood search with half the time and nodes, then
     // bisection between the target and its top by the block search.
     internal::LnsLimits limits;
@@ -601,8 +480,6 @@ class BlockConstruction {
   uint64_t max_nodes_;  // the construction's budget (UINT64_MAX: none)
   uint64_t nodes_left_;
   std::vector<internal::BlockProblem> problems_;  // the distinct merges
-  std::vector<internal::MergeRules> rules_;       // per problem: the merging that made it
-  const internal::MergeRules* improved_rules_ = nullptr;  // Improve's blocks' merging
   std::vector<char> refuted_;                    // per problem: proven not to fit the target
   bool merged_ = false;
 };
@@ -643,14 +520,8 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
         // did not reach). (Half and three quarters until the overlap
         // search's window repairs: on the 10,000-buffer perfect packings
         // its moves, not the blocks' repairs, lower the top.)
-        const bool trace = std::getenv("KEEL_ML_TRACE") != nullptr;
-        if (trace) std::fprintf(stderr, "probes done at %.2f s\n", std::chrono::duration<double>(Clock::now() - group_start).count());
-        const double improve_share = std::getenv("KEEL_IMPROVE_SHARE") ? std::atof(std::getenv("KEEL_IMPROVE_SHARE")) : 1.0 / 3;
-        const double refine_share = std::getenv("KEEL_REFINE_SHARE") ? std::atof(std::getenv("KEEL_REFINE_SHARE")) : 0.9;
-        block_layout = blocks.Improve(Clock::now() + std::chrono::duration_cast<Clock::duration>((deadline - Clock::now()) * improve_share), true);
-        if (trace) std::fprintf(stderr, "improve done at %.2f s: %llu\n", std::chrono::duration<double>(Clock::now() - group_start).count(), (unsigned long long)TopOf(items, block_layout));
-        block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + std::chrono::duration_cast<Clock::duration>((deadline - Clock::now()) * refine_share));
-        if (trace) std::fprintf(stderr, "refine done at %.2f s: %llu\n", std::chrono::duration<double>(Clock::now() - group_start).count(), (unsigned long long)TopOf(items, block_layout));
+        block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) / 3, true);
+        block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + (deadline - Clock::now()) * 9 / 10);
       }
     }
   }
