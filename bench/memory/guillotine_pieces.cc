@@ -1,0 +1,172 @@
+// bench/memory/guillotine_pieces.cc — the generator's own guillotine cuts of a
+// generated problem (perfect_packing.h), as a tree of pieces, and any piece
+// written out as a problem of its own.
+//
+//   keel_guillotine_pieces [--buffers 10000] [--seed 2] [--capacity 1048576]
+//                          [--steps 100000] [--min-buffers 100]
+//                          [--export K PATH]
+//
+// Rebuilds a guillotine tree from the generator's layout: a piece (a set of
+// buffers tiling a rectangle of time x bytes) is split across time where no
+// buffer of it lives across a step, else across bytes where no buffer of it
+// straddles an offset (time first; the generator's own order of cuts is not
+// recoverable, any tree of the tiling will do). Prints every piece of at least
+// --min-buffers buffers, indented by depth, numbered in that order: its steps,
+// bytes, buffers, how it is cut and its median buffer lifetime. --export K
+// writes piece K as MiniMalloc's CSV (its buffers as they are; `keel-plan
+// --buffers PATH --strategies exact`), whose optimum is the piece's height:
+// the buffers tile it, every step of it is full.
+//
+// Why: a piece that a planner cannot pack alone at its height is where the
+// planner loses bytes on the whole problem too, and it is far smaller (seed
+// 2 at 10,000 buffers: 1,430 buffers in 77 steps, docs/MEASUREMENTS.md,
+// "Memory planning, issue 10: the hard core of seed 2"). The tree is the
+// generator's knowledge, for measurement only; no planner sees it.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench/memory/perfect_packing.h"
+#include "compiler/memory/buffer_csv.h"
+
+namespace {
+
+namespace memory = keel::memory;
+
+struct Piece {
+  std::vector<int32_t> buffers;
+  int depth = 0;
+};
+
+class Tree {
+ public:
+  explicit Tree(const memory::bench::PerfectPackingProblem& problem) : p_(problem) {}
+
+  // Splits `piece` recursively, printing (and numbering) the pieces of at
+  // least `min_buffers` buffers; `exported` receives piece `export_index`.
+  void Walk(Piece piece, size_t min_buffers, long export_index, std::vector<int32_t>* exported) {
+    if (piece.buffers.size() < min_buffers) return;
+    const long index = next_index_++;
+    if (index == export_index) *exported = piece.buffers;
+    int64_t t0 = INT64_MAX, t1 = 0;
+    uint64_t b0 = UINT64_MAX, b1 = 0;
+    std::vector<int64_t> lifetimes;
+    for (int32_t i : piece.buffers) {
+      t0 = std::min<int64_t>(t0, Begin(i));
+      t1 = std::max<int64_t>(t1, End(i));
+      b0 = std::min(b0, p_.offsets[i]);
+      b1 = std::max(b1, p_.offsets[i] + p_.tensors[i].size);
+      lifetimes.push_back(End(i) - Begin(i));
+    }
+    std::nth_element(lifetimes.begin(), lifetimes.begin() + lifetimes.size() / 2, lifetimes.end());
+    std::vector<int32_t> low, high;
+    const char* how = "not cut";
+    int64_t at = 0;
+    if (Split(piece.buffers, [&](int32_t i) { return Begin(i); }, [&](int32_t i) { return End(i); }, &low, &high, &at)) {
+      how = "time";
+    } else if (Split(
+                   piece.buffers, [&](int32_t i) { return static_cast<int64_t>(p_.offsets[i]); },
+                   [&](int32_t i) { return static_cast<int64_t>(p_.offsets[i] + p_.tensors[i].size); }, &low, &high,
+                   &at)) {
+      how = "bytes";
+    }
+    std::printf("%4ld %*s[%lld, %lld) x [%llu, %llu): %zu buffers, median lifetime %lld; cut: %s",
+                index, 2 * piece.depth, "", static_cast<long long>(t0), static_cast<long long>(t1),
+                static_cast<unsigned long long>(b0), static_cast<unsigned long long>(b1), piece.buffers.size(),
+                static_cast<long long>(lifetimes[lifetimes.size() / 2]), how);
+    if (low.empty()) {
+      std::printf("\n");
+      return;
+    }
+    std::printf(" at %lld\n", static_cast<long long>(at));
+    Walk({std::move(low), piece.depth + 1}, min_buffers, export_index, exported);
+    Walk({std::move(high), piece.depth + 1}, min_buffers, export_index, exported);
+  }
+
+ private:
+  int64_t Begin(int32_t i) const { return p_.tensors[i].first_use; }
+  int64_t End(int32_t i) const { return int64_t{p_.tensors[i].last_use} + 1; }
+
+  // The first point x (in `lo` order) that no buffer spans (lo < x < hi), with
+  // buffers on both sides: `low` gets those ending at or before it.
+  template <typename Lo, typename Hi>
+  static bool Split(std::vector<int32_t> buffers, Lo lo, Hi hi, std::vector<int32_t>* low, std::vector<int32_t>* high,
+                    int64_t* at) {
+    std::sort(buffers.begin(), buffers.end(), [&](int32_t a, int32_t b) { return lo(a) < lo(b); });
+    int64_t reach = hi(buffers[0]);
+    for (size_t k = 1; k < buffers.size(); ++k) {
+      if (lo(buffers[k]) >= reach) {
+        low->assign(buffers.begin(), buffers.begin() + static_cast<std::ptrdiff_t>(k));
+        high->assign(buffers.begin() + static_cast<std::ptrdiff_t>(k), buffers.end());
+        *at = lo(buffers[k]);
+        return true;
+      }
+      reach = std::max(reach, hi(buffers[k]));
+    }
+    return false;
+  }
+
+  const memory::bench::PerfectPackingProblem& p_;
+  long next_index_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int buffers = 10000;
+  uint32_t seed = 2;
+  uint64_t capacity = uint64_t{1} << 20;
+  int32_t steps = 100000;
+  size_t min_buffers = 100;
+  long export_index = -1;
+  std::string export_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--export" && i + 2 < argc) {
+      export_index = std::atol(argv[++i]);
+      export_path = argv[++i];
+    } else if (flag == "--buffers" && i + 1 < argc) {
+      buffers = std::atoi(argv[++i]);
+    } else if (flag == "--seed" && i + 1 < argc) {
+      seed = static_cast<uint32_t>(std::atoi(argv[++i]));
+    } else if (flag == "--capacity" && i + 1 < argc) {
+      capacity = std::strtoull(argv[++i], nullptr, 10);
+    } else if (flag == "--steps" && i + 1 < argc) {
+      steps = std::atoi(argv[++i]);
+    } else if (flag == "--min-buffers" && i + 1 < argc) {
+      min_buffers = static_cast<size_t>(std::atol(argv[++i]));
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--buffers N] [--seed S] [--capacity BYTES] [--steps N] [--min-buffers N] "
+                   "[--export K PATH]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  const memory::bench::PerfectPackingProblem problem =
+      memory::bench::PerfectPackingWithLayout(buffers, seed, capacity, steps);
+  Piece all;
+  for (int32_t i = 0; i < static_cast<int32_t>(problem.tensors.size()); ++i) all.buffers.push_back(i);
+  std::vector<int32_t> exported;
+  Tree(problem).Walk(std::move(all), std::max<size_t>(min_buffers, 1), export_index, &exported);
+  if (export_index >= 0) {
+    if (exported.empty()) {
+      std::fprintf(stderr, "no piece %ld of at least %zu buffers\n", export_index, min_buffers);
+      return 1;
+    }
+    std::sort(exported.begin(), exported.end());
+    std::vector<memory::TensorLifetime> part;
+    for (int32_t i : exported) part.push_back(problem.tensors[i]);
+    auto csv = memory::FormatBufferCsv(part, nullptr);
+    if (!csv.ok()) {
+      std::fprintf(stderr, "%s\n", csv.status().ToString().c_str());
+      return 1;
+    }
+    std::ofstream(export_path) << *csv;
+    std::printf("piece %ld: %zu buffers written to %s\n", export_index, part.size(), export_path.c_str());
+  }
+  return 0;
+}
