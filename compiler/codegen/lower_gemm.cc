@@ -66,6 +66,22 @@ Result<int> PackedBView(LowerContext& ctx, const ir::Node& node, const TensorFn&
   return kf.AddArgView(kf.buffer(b.buffer).arg_index, "b_panels", {want[0] * k * nr});
 }
 
+// A B in one-column panels, [N, K, 1], is B transposed: the CUDA back end's
+// form for cuBLASLt (ops/packed_weight.h). Where such a product is generated
+// instead (a target whose GEMM reads wider panels), it reads B in place as the
+// [K, N] matrix it stands for, and the product is lowered as an unpacked one.
+bool OneColumnPanels(LowerContext& ctx, const TensorFn& b, int64_t packed_cols) {
+  const std::vector<int64_t>& s = b.type.shape;
+  return packed_cols > 0 && s.size() == 3 && s[0] == packed_cols && s[2] == 1 && GemmPanelWidth(ctx.options()) != 1;
+}
+TensorFn FromOneColumnPanels(const TensorFn& b, int64_t packed_cols) {
+  TensorFn t;
+  t.type = ir::TensorType{b.type.dtype, {b.type.shape[1], packed_cols}};
+  IndexFn at = b.at;
+  t.at = [at](const std::vector<Expr>& kn) { return at({kn[1], kn[0], IntConst(0)}); };
+  return t;
+}
+
 }  // namespace
 
 int64_t GemmPanels(const LowerOptions& o, int64_t n) { return CeilDiv(n, GemmPanelWidth(o)); }
@@ -483,6 +499,12 @@ Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, int64_t packed_c
   const ir::Attributes& at = node.attrs();
   KEEL_ASSIGN_OR_RETURN(const TensorFn* A, ctx.Input(node, 0));
   KEEL_ASSIGN_OR_RETURN(const TensorFn* B, ctx.Input(node, 1));
+  TensorFn b_kn;
+  if (OneColumnPanels(ctx, *B, packed_cols)) {
+    b_kn = FromOneColumnPanels(*B, packed_cols);
+    B = &b_kn;
+    packed_cols = 0;
+  }
   const TensorFn* C = nullptr;
   if (node.input(2)) { KEEL_ASSIGN_OR_RETURN(C, ctx.Input(node, 2)); }
   KEEL_ASSIGN_OR_RETURN(int64_t ta, at.GetInt("transA", 0));
@@ -526,6 +548,10 @@ Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, int64_t packed
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Ap, ctx.Input(node, 0));
   KEEL_ASSIGN_OR_RETURN(const TensorFn* Bp, ctx.Input(node, 1));
   TensorFn A = *Ap, B = *Bp;
+  if (OneColumnPanels(ctx, B, packed_cols)) {
+    B = FromOneColumnPanels(B, packed_cols);
+    packed_cols = 0;
+  }
   if (!IsWidenedFloat(A.type.dtype) || !IsWidenedFloat(B.type.dtype))
     return Unsupported(NodeLabel(node) + ": MatMul on " + ir::DTypeName(A.type.dtype));
   const std::vector<int64_t> as = A.type.shape;

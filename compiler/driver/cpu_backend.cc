@@ -142,8 +142,8 @@ class CpuBackend final : public Backend {
 
   // Every MatMul/Gemm constant B in the GEMM's column panels (what it would pack at run time), except
   // a transposed B under a single row: lower_gemm.cc's dot-product path reads those rows in place.
-  int64_t PackedBColumns(const ir::Node& /*product*/, const ops::BMatrix& b) const override {
-    if (b.m == 1 && b.transposed) return 0;
+  int64_t PackedBColumns(const ir::Node& product, const ops::BMatrix& b) const override {
+    if (product.input(1)->type().dtype != ir::DType::kF32 || (b.m == 1 && b.transposed)) return 0;
     return codegen::GemmPanelWidth(lower_options_);
   }
 

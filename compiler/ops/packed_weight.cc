@@ -113,9 +113,8 @@ bool PackedColumnsApplies(const ir::Node& node, BMatrix* matrix) {
   if (!a || !b || !a->has_type() || !b->is_constant() || !b->has_type()) return false;
   const ir::TensorType& at = a->type();
   const ir::TensorType& bt = b->type();
-  if (bt.dtype != ir::DType::kF32 || at.dtype != ir::DType::kF32 || bt.shape.size() != 2 || at.shape.size() < 2) {
-    return false;
-  }
+  const bool float_type = bt.dtype == ir::DType::kF32 || bt.dtype == ir::DType::kF16 || bt.dtype == ir::DType::kBF16;
+  if (!float_type || at.dtype != bt.dtype || bt.shape.size() != 2 || at.shape.size() < 2) return false;
   BMatrix mx;
   if (gemm) {
     auto ta = node.attrs().GetInt("transA", 0);
@@ -136,9 +135,8 @@ bool PackedColumnsApplies(const ir::Node& node, BMatrix* matrix) {
 
 Result<ir::TensorDataPtr> PackColumns(const ir::TensorData& b, const BMatrix& mx, int64_t nr) {
   const int64_t es = static_cast<int64_t>(ir::DTypeSize(b.type.dtype));
-  if (nr < 1 || mx.k < 1 || mx.n < 1 || b.type.dtype != ir::DType::kF32 ||
-      static_cast<int64_t>(b.bytes.size()) != mx.k * mx.n * es) {
-    return InvalidArgument("B panels: " + b.type.ToString() + " is not an f32 [" + std::to_string(mx.k) + ", " +
+  if (nr < 1 || mx.k < 1 || mx.n < 1 || es <= 0 || static_cast<int64_t>(b.bytes.size()) != mx.k * mx.n * es) {
+    return InvalidArgument("B panels: " + b.type.ToString() + " is not a [" + std::to_string(mx.k) + ", " +
                            std::to_string(mx.n) + "] matrix to pack in " + std::to_string(nr) + "-column panels");
   }
   auto out = std::make_shared<ir::TensorData>();

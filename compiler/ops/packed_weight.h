@@ -26,7 +26,7 @@
 // (a channel multiplier above 1) have no packed form.
 //
 // The B-panel form of a MatMul or Gemm (the same mechanism for the other GEMM
-// operand): its B (input 1, a constant [K, N] f32 matrix, or [N, K] under
+// operand): its B (input 1, a constant [K, N] matrix, or [N, K] under
 // transB) was reordered at compile time into the column panels of the blocked
 // GEMM (gemm_panels.h): ceil(N / NR) panels of [K][NR], zero padded past N,
 // stored as a constant of type [ceil(N / NR), K, NR]. The node carries
@@ -35,6 +35,9 @@
 // K x N operand whatever B's stored orientation was). The GEMM then reads its
 // B panels in place, with no packing pass at run time. Types and reference
 // values come from the twin with B unpacked to [K, N].
+// Panels one column wide ([N, K, 1]) are B transposed: the CUDA back end
+// gives half-precision products that form so that cuBLASLt reads an [N, K]
+// weight, the layout its kernels are fastest on (CudaBackend::PackedBColumns).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -90,8 +93,8 @@ struct BMatrix {
 };
 
 // Whether a (canonical, typed) MatMul or Gemm can take the form: not yet in
-// it, one output, B a constant 2-D f32 matrix (a MatMul's A of rank >= 2);
-// `matrix` receives B's shape.
+// it, one output, B a constant 2-D f32, f16 or bf16 matrix of A's type (a
+// MatMul's A of rank >= 2); `matrix` receives B's shape.
 bool PackedColumnsApplies(const ir::Node& node, BMatrix* matrix);
 
 // B (K x N per `matrix`, f32) into column panels of `nr` columns, typed

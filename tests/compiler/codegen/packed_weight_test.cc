@@ -530,6 +530,26 @@ TEST(PackedProduct, FusedBiasAndResidual) {
   }
 }
 
+// One-column panels ([N, K, 1]: B transposed, the CUDA back end's form for
+// cuBLASLt) lowered where the GEMM reads wider panels: B read in place as the
+// [K, N] matrix it stands for, the same numbers as the reference.
+TEST(PackedProduct, OneColumnPanelsReadAsTheTransposedB) {
+  for (const BPanelCase& c : {BPanelCase{"MatMul", {2, 13, 40}, 40, 19}, BPanelCase{"MatMul", {37, 333}, 333, 50},
+                              BPanelCase{"Gemm", {9, 7}, 9, 65, 1, 0, 1.0, 1.0, true},
+                              BPanelCase{"Gemm", {7, 9}, 9, 17, 0, 1, 0.5, 2.0, true}}) {
+    for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
+      GraphBuilder b;
+      ir::Node* n = PackedProduct(b, c, 1, 131);
+      ASSERT_NE(n, nullptr);
+      ASSERT_EQ(n->input(1)->type().shape, (std::vector<int64_t>{c.n, c.k, 1}));
+      SCOPED_TRACE(c.op + ", panel width " + std::to_string(GemmPanelWidth(*o)));
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 132, 1e-5, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_EQ(spec.kernel->ToString().find("b_panels"), std::string::npos) << "B read as a plain operand";
+    }
+  }
+}
+
 TEST(PackedProduct, WrongPanelWidthAndMalformedAreRefused) {
   // Panels 16 wide lowered for AVX-512 (32-wide tiles): a clear error, not a wrong result.
   GraphBuilder b;

@@ -117,6 +117,22 @@ size_t Transposes(const Compiled& c) {
   return n;
 }
 
+// Half products take a constant [K, N] weight transposed, as [N, K] panels one
+// column wide (CudaBackend::PackedBColumns): the same cuBLASLt call with B
+// transposed. `h` spelled as the f32 compile `f` has it.
+LibraryKernelSeen AsF32Spelling(LibraryKernelSeen h, const LibraryKernelSeen& f) {
+  const std::string nk = std::string(lo::attr::kTransB) + "=1,", kn = std::string(lo::attr::kTransB) + "=0,";
+  if (h.op != lo::kCublasGemm || h.shapes.size() < 2 || h.attrs.find(nk) == std::string::npos ||
+      f.attrs.find(kn) == std::string::npos) {
+    return h;
+  }
+  const std::vector<int64_t> s = h.shapes[1];
+  if (s.size() != 3 || s[2] != 1) return h;
+  h.attrs.replace(h.attrs.find(nk), nk.size(), kn);
+  h.shapes[1] = {s[1], s[0]};
+  return h;
+}
+
 // Compiles `m` in fp32, and in fp16 and bf16 with the model's NCHW layout
 // (--layout nchw; the default, channels-last, is ChannelsLastByDefault's): the half compiles pick exactly the fp32
 // compile's library kernels (names, ops, attributes, shapes), every argument in
@@ -141,8 +157,8 @@ Compiled ExpectSamePicks(const onnx::ModelProto& m, const std::vector<std::strin
     EXPECT_EQ(half->generated, f32->generated);
     EXPECT_EQ(half->library.size(), f32->library.size());
     for (size_t i = 0; i < half->library.size() && i < f32->library.size(); ++i) {
-      const LibraryKernelSeen& h = half->library[i];
       const LibraryKernelSeen& f = f32->library[i];
+      const LibraryKernelSeen h = AsF32Spelling(half->library[i], f);
       EXPECT_EQ(h.name, f.name);
       EXPECT_EQ(h.op, f.op);
       EXPECT_EQ(h.attrs, f.attrs) << h.name;
@@ -255,6 +271,46 @@ TEST(CudaHalfSelect, GemmResidualIsTheCMatrix) {
   EXPECT_NE(half.library[0].attrs.find("has_residual=1,"), std::string::npos) << half.library[0].attrs;
   EXPECT_NE(half.library[0].attrs.find("epilogue=relu"), std::string::npos) << half.library[0].attrs;
   EXPECT_EQ(half.library[0].shapes.size(), 5u);  // A, B, bias, residual, Y
+}
+
+// Half products read a constant weight as [N, K] (PyTorch's nn.Linear layout,
+// where cuBLASLt's kernels were faster: CudaBackend::PackedBColumns); fp32 keeps
+// [K, N]. A Gemm whose weight is [N, K] already (transB) and a product of two
+// activations are unchanged.
+TEST(CudaHalfSelect, HalfProductsReadTheirWeightTransposed) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2, 16, 32});
+  AddInput(m, "p", {4, 16, 32});
+  AddInput(m, "q", {4, 32, 8});
+  AddInitF32(m, "w", {32, 24}, Filled(32 * 24, 0.01f));
+  AddInitF32(m, "wt", {24, 32}, Filled(24 * 32, 0.02f));
+  AddNode(m, "MatMul", {"x", "w"}, {"y"});
+  AddInput(m, "f", {4, 32});
+  onnx::NodeProto* g = AddNode(m, "Gemm", {"f", "wt"}, {"z"});
+  AttrInt(g, "transB", 1);
+  AddNode(m, "MatMul", {"p", "q"}, {"u"});
+  AddOutput(m, "y");
+  AddOutput(m, "z");
+  AddOutput(m, "u");
+  const std::string nk = std::string(lo::attr::kTransB) + "=1,";
+  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(passes::PrecisionName(p));
+    auto c = CompileForCuda(m, p);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_EQ(c->library.size(), 3u);
+    const bool half = p != Precision::kFp32;
+    std::map<std::vector<int64_t>, bool> transposed_b;  // B's shape -> trans_b
+    for (const LibraryKernelSeen& k : c->library) {
+      ASSERT_EQ(k.op, lo::kCublasGemm);
+      transposed_b[k.shapes[1]] = k.attrs.find(nk) != std::string::npos;
+    }
+    const std::vector<int64_t> w_form = half ? std::vector<int64_t>{24, 32, 1} : std::vector<int64_t>{32, 24};
+    ASSERT_EQ(transposed_b.count(w_form), 1u);
+    EXPECT_EQ(transposed_b[w_form], half);
+    const std::vector<int64_t> gemm_nk = {24, 32}, activations = {4, 32, 8};
+    EXPECT_TRUE(transposed_b[gemm_nk]);        // the Gemm's own [N, K]
+    EXPECT_FALSE(transposed_b[activations]);  // two activations
+  }
 }
 
 // The erf form of GELU after a GEMM's bias (as exporters spell it: five nodes)
