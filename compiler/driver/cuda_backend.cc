@@ -166,27 +166,19 @@ std::optional<LibraryPick> PickGemm(const Chain& c, int64_t index, bool is_gemm)
   const auto& bs = B->type().shape;
   int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = -1, stride_b = -1, trans_a = 0, trans_b = 0;
   double alpha = 1.0, beta = 1.0;
-  // B as one-column panels [N, K, 1] (CudaBackend::PackedBColumns): the
-  // transpose of the [K, N] operand, stored as cuBLASLt's transposed B.
+  // B in one-column panels [N, K, 1] (PackedBColumns): cuBLASLt's transposed B.
   const int64_t packed_n = ops::PackedColumns(a);
   const bool b_nk = packed_n > 0 && bs.size() == 3 && bs[0] == packed_n && bs[2] == 1;
   if (packed_n > 0 && !b_nk) return std::nullopt;
-  if (b_nk) {
-    if (as.size() < 2 || (is_gemm && as.size() != 2)) return std::nullopt;
+  if (b_nk) {  // never under transA (PackedBColumns); a MatMul has no alpha/beta (1)
     auto ta = a.attrs().GetInt("transA", 0);
-    if (!ta.ok() || (*ta && !is_gemm)) return std::nullopt;
-    if (is_gemm) {
-      auto al = a.attrs().GetFloat("alpha", 1.0), be = a.attrs().GetFloat("beta", 1.0);
-      if (!al.ok() || !be.ok()) return std::nullopt;
-      alpha = *al;
-      beta = *be;
+    auto al = a.attrs().GetFloat("alpha", 1.0), be = a.attrs().GetFloat("beta", 1.0);
+    if (!ta.ok() || *ta != 0 || !al.ok() || !be.ok() || as.size() < 2 || (is_gemm && as.size() != 2) ||
+        bs[1] != as.back()) {
+      return std::nullopt;
     }
-    trans_a = *ta;
-    trans_b = 1;
-    k = trans_a ? as[0] : as.back();
-    m = trans_a ? as[1] : Prod(as, 0, as.size() - 1);
-    n = packed_n;
-    if (bs[1] != k) return std::nullopt;
+    alpha = *al, beta = *be, trans_b = 1, n = packed_n, k = as.back();
+    m = Prod(as, 0, as.size() - 1);
     if (!is_gemm) stride_b = 0;
   } else if (is_gemm) {
     if (as.size() != 2 || bs.size() != 2) return std::nullopt;
@@ -653,13 +645,11 @@ class CudaBackend final : public Backend {
   // A reduction runs one block per result: fewer than 512 results (four blocks
   // for each SM of an H100) over more than 4,096 elements each leave the GPU
   // mostly idle, so they run as at least 512 partial results first.
-  // Half-precision products take their constant [K, N] weight transposed,
-  // [N, K] (one-column panels, ops/packed_weight.h), PyTorch's nn.Linear
-  // layout: cuBLASLt's kernels for it were faster on BERT-base's in-projection
-  // and FFN2 at 1,024 rows (H100 7.71 -> 7.30 and 10.41 -> 9.99 us, H200 7.71 ->
-  // 7.48 and 10.71 -> 9.61 us; bench/cuda/bert_probes/gemm_weight_layout.cu) and
-  // equal on the others and at 128 rows. Not under transA (the im2col pass's
-  // GEMMs, passes/im2col.h, measured with [K, N]).
+  // Half-precision products take their constant [K, N] weight as [N, K]
+  // (one-column panels, ops/packed_weight.h), PyTorch's nn.Linear layout, on
+  // which cuBLASLt was faster (BERT-base b8 -2%, ViT-B/16 b32 -3%, H100;
+  // bench/cuda/bert_probes/gemm_weight_layout.cu, docs/PRECISION.md). Not under
+  // transA: the im2col pass's GEMMs were measured with [K, N].
   int64_t PackedBColumns(const ir::Node& product, const ops::BMatrix& b) const override {
     const ir::DType t = product.input(1)->type().dtype;
     const auto ta = product.attrs().GetInt("transA", 0);
