@@ -87,6 +87,11 @@ struct LowerOptions {
   // 0.86; distances 4, 8 and 32 and prefetching into L1 measured less, and A of 100 KB
   // (512 channels of 7x7) 1.01-1.03 (docs/MEASUREMENTS.md, cpu28).
   bool gemm_prefetch_a = true;
+  // GEMMs whose A is a weight packed at compile time in row panels (a channels-first
+  // convolution's), run row tile after row tile over a task's panels: the tiles of one row tile
+  // prefetch the next one's A panel into L2, each a share (lower_gemm.cc), where A is at least
+  // half of l2_bytes (a smaller weight stays in cache between runs of its tiles).
+  bool gemm_prefetch_a_panels = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

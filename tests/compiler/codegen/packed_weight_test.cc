@@ -250,6 +250,41 @@ TEST(PackedConv, PixelRowsPrefetchA) {
   }
 }
 
+// The channels-first implicit GEMM over a weight packed in row panels, run row tile after row
+// tile over a task's panels (several M blocks): each row tile's tiles prefetch the next row
+// tile's A panel (LowerOptions::gemm_prefetch_a_panels) where the weight is at least half the
+// cache budget. 3x3 stride 2 to 31x31 over 64 channels (K = 576: K blocks; 130 rows: a last row
+// tile of 10 rows on AVX-512, 4 on AVX2; 961 pixels: a tail panel), a 1x1 over 600 channels in a
+// batch of 2 with 90 pixels (a tail panel; 136 rows), both with bias; and a small weight that is
+// left alone. Against the reference evaluator with the option on and off, on both ISAs.
+TEST(PackedConv, PrefetchNextAPanel) {
+  struct Case {
+    PackedCase p;
+    int64_t k;  // the GEMM's K
+  };
+  for (const Case& t : {Case{{{1, 64, 61, 61}, 130, {3, 3}, 2, 1, 1, true}, 576},
+                        Case{{{2, 600, 9, 10}, 136, {1, 1}, 1, 0, 1, true}, 600},
+                        Case{{{1, 16, 20, 20}, 24, {3, 3}, 1, 1, 1, false}, 144}}) {
+    for (const LowerOptions* base : {&kAvx2, &kAvx512}) {
+      for (bool on : {false, true}) {
+        LowerOptions o = *base;
+        o.gemm_prefetch_a_panels = on;
+        const int64_t mr = GemmRowTile(o, t.p.co);
+        GraphBuilder b;
+        ir::Node* n = PackedConv(b, t.p, mr, 131);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(GemmPanelWidth(o)) +
+                     (on ? ", on" : ", off"));
+        ASSERT_EQ(ConvPixelRows(o, *n), 0);
+        const KernelSpec spec = CheckNodeAgainstReference(*n, 132, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        EXPECT_EQ(spec.kernel->ToString().find("prefetch w_panels") != std::string::npos,
+                  on && t.p.co * t.k * 4 >= o.l2_bytes / 2);
+      }
+    }
+  }
+}
+
 // The transposed implicit GEMM of dense convolutions on few pixels (lower_ops.h
 // ConvPixelRows): 3x3 stride 2 to a 7x7 image (batch 2: tiles of two output rows
 // and a one-row tail on AVX-512), dilation 2 on a 9x10 output (tiles of a whole
