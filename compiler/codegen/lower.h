@@ -149,6 +149,12 @@ struct LowerOptions {
   // and whole models got slower: ResNet-18 and MobileNetV2 1.06x, MnasNet 1.03x
   // (docs/MEASUREMENTS.md). Worth turning on once bands split across threads.
   int64_t conv_row_band_bytes = 0;
+  // Implicit-GEMM convolutions with a last-dim stride of 2..4 copy their padded image in column
+  // phases (column x at (x % stride) * ceil(width / stride) + x / stride), so that the packing
+  // reads each run of output columns' tap as consecutive elements instead of a strided run
+  // (masked loads and a shuffle per vector; lower_conv.cc ImplicitGemmConv). A 224x224 7x7
+  // stride-2 stem took 0.94 of the time at 1 and 2 threads (docs/MEASUREMENTS.md, cpu31).
+  bool conv_column_phases = true;
   // Softmax and LogSoftmax rows of at least kRowLanes elements reduce over
   // vector lanes (lower_rows.h LaneReduce: partial maxima and sums per lane, one
   // vectorized exp per element) instead of scalar loops, in which LLVM leaves

@@ -167,7 +167,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     // stored as sw phases (column x at (x % sw) * Wq + x / sw), so that a run of output columns
     // reads its tap's columns as consecutive elements of one phase: the packing's runs become
     // plain vector loads instead of masked loads and a shuffle per 16 lanes (a 224x224 stem's
-    // 7x7 stride-2 runs: docs/MEASUREMENTS.md, cpu31). The tables below stay sums of a per-pixel
+    // 7x7 stride-2 runs; LowerOptions::conv_column_phases). The tables below stay sums of a per-pixel
     // and a per-row part, since (ow * sw + t) % sw = t % sw and (ow * sw + t) / sw = ow + t / sw.
     const int64_t phases = runs && !direct && ic.phased && sw > 1 ? sw : 1;
     std::vector<int64_t> P = image;
@@ -639,7 +639,7 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
   // in column phases, each phase's columns inside the input (for every phase) as one vector loop
   // of `phases` interleaved reads, the few border columns guarded.
   ic.bands = true;
-  ic.phased = true;
+  ic.phased = ctx.options().conv_column_phases;
   ic.fill = [kp, &ctx, c, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
                              Expr row_off, int64_t phases) -> Stmt {
     KernelFunc& k = *kp;
