@@ -23,7 +23,8 @@
 // Where B is packed a panel at a time from a plain buffer (b_in_place), the
 // row tiles of a panel prefetch the rows of the next one for its packing.
 // Where A is read in place with its k rows far apart (a_k_apart: pixels as rows), the K blocks
-// are sized for L1 (LowerOptions::gemm_kc_k_apart) and the tiles prefetch A 16 k ahead.
+// are sized for L1 (LowerOptions::gemm_kc_k_apart) and the tiles prefetch A 16 k ahead; where A is
+// a weight in row panels run row tile after row tile, the tiles prefetch the next row tile's panel.
 // A tail panel (N % NR columns) of at most half a panel, or a narrow one packed
 // at compile time (GemmOperands::b_packed_narrow_tail), has register tiles of
 // its own width instead of computing NR columns.
