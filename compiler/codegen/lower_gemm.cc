@@ -326,6 +326,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       a_source_at = e->operands;
     }
   }
+  // The next row tile's A panel rows [k0, k1) (MR floats a k, 16 a line), in shares of Ra lines
+  // for each of the task's panels: the line of k iteration kk of this panel's tile.
+  const int64_t La = a_source >= 0 ? CeilDiv(KC * MR, 16) : 0, Ra = a_source >= 0 ? CeilDiv(La, NCP) : 0;
+  auto a_ahead = [&](Expr kk) {
+    const Expr line = Min((p - nb * NCP) * Ra + (kk - k0), La - 1);
+    const Expr at = Min((m0 + MR) * K + k0 * MR + line * 16, M * K - 1);
+    std::vector<Expr> idx;
+    for (const Expr& x : a_source_at)
+      idx.push_back(SubstituteVars(x, [&](int64_t id) { return id == apv->int_value ? at : Expr(); }));
+    return k.Prefetch(a_source, std::move(idx));
+  };
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
   // own, else on every panel (its stores guarded where it meets a tail panel).
@@ -388,8 +399,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         const Expr row = Min(Select(last, Expr(0), k0 + KC) + (mt - mb_start(mb)) * R + (kk - k0), K - 1);
         std::vector<Stmt> ahead;  // each 64-byte line of that row
         for (int64_t j = 0; j < NR; j += 16) ahead.push_back(k.Prefetch(bp, {bp_at(next_p, row, Expr(j))}));
+        // (And the next row tile's A panel, where it applies: Winograd's transformed weights.)
+        if (Ra > 0 && !tail) ahead.push_back(a_ahead(kk));
         ahead.push_back(body);
-        const Expr split = Min(k0 + R, k1);
+        const Expr split = Min(k0 + std::max(R, tail ? 0 : Ra), k1);
         tile.push_back(For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))));
         tile.push_back(For(kk, split, k1, LoopKind::kNoVectorize, body));
       } else if ((!c_lines.empty() || b_source >= 0 || a_source >= 0) && !tail) {
@@ -407,18 +420,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
             at.push_back(SubstituteVars(x, [&](int64_t id) { return id == v0->int_value ? e0 : id == v1->int_value ? e1 : Expr(); }));
           return at;
         };
-        // The next row tile's A panel rows [k0, k1): MR floats a k, 16 a line; this panel's share.
-        const int64_t La = a_source >= 0 ? CeilDiv(KC * MR, 16) : 0;
-        const int64_t Ra = a_source >= 0 ? CeilDiv(La, NCP) : 0;
         std::vector<Stmt> ahead_c, ahead_b, ahead_a;
-        if (Ra > 0) {
-          const Expr line = Min((p - nb * NCP) * Ra + (kk - k0), La - 1);
-          const Expr at = Min((m0 + MR) * K + k0 * MR + line * 16, M * K - 1);
-          std::vector<Expr> idx;
-          for (const Expr& x : a_source_at)
-            idx.push_back(SubstituteVars(x, [&](int64_t id) { return id == apv->int_value ? at : Expr(); }));
-          ahead_a.push_back(k.Prefetch(a_source, std::move(idx)));
-        }
+        if (Ra > 0) ahead_a.push_back(a_ahead(kk));
         if (Rc > 0) {
           const Expr p_end = Min(nb * NCP + NCP, Np);
           Expr mt_next, p_next;
