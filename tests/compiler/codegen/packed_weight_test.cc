@@ -392,15 +392,22 @@ TEST(PackedConv, OutputChannelsLastPixelRows) {
 }
 
 // Winograd's U [(m+2)^2, Co, Ci] packed matrix by matrix: odd Co (a short last
-// panel), F(2,3) and F(4,3), K blocking, both register tiles.
+// panel), F(2,3) and F(4,3), K blocking, both register tiles; the next row tile's U
+// panel prefetched or not (U of 298 KB with 2 or 3 row tiles, of 768 KB over K = 400
+// in two K blocks with a row-tile tail, and of 640 KB over 42 tiles).
 TEST(PackedConv, WinogradForm) {
   struct Case {
     int64_t n, c, h, w, co, m;
   };
   for (const Case& p : {Case{2, 5, 9, 11, 7, 4}, Case{1, 19, 13, 10, 17, 2}, Case{1, 333, 6, 6, 14, 2},
-                        Case{1, 16, 12, 12, 64, 4}}) {
-    for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
-      const int64_t mr = GemmRowTile(*o, p.co), nn = (p.m + 2) * (p.m + 2);
+                        Case{1, 16, 12, 12, 64, 4}, Case{1, 400, 8, 8, 30, 2}, Case{1, 333, 12, 14, 30, 2}}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      // Each ISA with and without the next row tile's U panel prefetched (gemm_prefetch_a_panels):
+      // it must be there exactly where U is at least half the cache budget and has several row tiles.
+      LowerOptions o = variant < 2 ? kAvx2 : kAvx512;
+      const bool on = variant % 2 == 1;
+      o.gemm_prefetch_a_panels = on;
+      const int64_t mr = GemmRowTile(o, p.co), nn = (p.m + 2) * (p.m + 2);
       GraphBuilder b;
       auto u = ops::WinogradWeight(*ops::MakeTensorF32({p.co, p.c, 3, 3}, RandomFloats(p.co * p.c * 9, 91)), p.m);
       ASSERT_TRUE(u.ok());
@@ -412,10 +419,17 @@ TEST(PackedConv, WinogradForm) {
       a.Set(ops::kPackedRowsAttr, mr);
       ir::Node* n = b.Op("Conv", {b.Input("x", {p.n, p.c, p.h, p.w}), b.graph().AddConstant("u", *packed), b.Input("bias", {p.co})}, a);
       ASSERT_NE(n, nullptr);
-      SCOPED_TRACE("F(" + std::to_string(p.m) + ",3), Co " + std::to_string(p.co) + ", rows " + std::to_string(mr));
-      const KernelSpec spec = CheckNodeAgainstReference(*n, 92, 1e-5, 4, *o);
+      SCOPED_TRACE("F(" + std::to_string(p.m) + ",3), Co " + std::to_string(p.co) + ", rows " + std::to_string(mr) +
+                   (on ? ", prefetch on" : ", prefetch off"));
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 92, 1e-5, 4, o);
       ASSERT_NE(spec.kernel, nullptr);
       EXPECT_NE(spec.kernel->ToString().find("u_panels"), std::string::npos);
+      // (A product of at most half a panel of tiles has only the tail panel's narrow tiles, which
+      // prefetch nothing: 9 and 16 tiles with AVX-512's 32 lanes.)
+      const int64_t tiles = p.n * ((p.h + p.m - 1) / p.m) * ((p.w + p.m - 1) / p.m), nr = GemmPanelWidth(o);
+      const bool prefetched = on && nn * p.co * p.c * 4 >= o.l2_bytes / 2 && (p.co + mr - 1) / mr > 1 &&
+                              (tiles >= nr || 2 * tiles > nr);
+      EXPECT_EQ(spec.kernel->ToString().find("prefetch u_panels") != std::string::npos, prefetched);
     }
   }
 }
