@@ -87,6 +87,14 @@ struct LowerOptions {
   // 0.86; distances 4, 8 and 32 and prefetching into L1 measured less, and A of 100 KB
   // (512 channels of 7x7) 1.01-1.03 (docs/MEASUREMENTS.md, cpu28).
   bool gemm_prefetch_a = true;
+  // GEMMs whose A is a weight packed at compile time in row panels (a channels-first
+  // convolution's, Winograd's transformed weights), run row tile after row tile over a task's
+  // panels: the tiles of one row tile prefetch the next one's A panel into L2, each a share
+  // (lower_gemm.cc), where A is at least half of l2_bytes (a smaller weight stays in cache
+  // between runs of its tiles; ResNet-50's 64 KB ones measured 1.01-1.03). ResNet-50's 1x1
+  // layers on 14x14 took 0.87-0.89 of the time, its Winograd layers on 14x14 0.72-0.77 and on
+  // 28x28 0.85-0.88 (docs/MEASUREMENTS.md, cpu31).
+  bool gemm_prefetch_a_panels = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;
@@ -144,6 +152,12 @@ struct LowerOptions {
   // and whole models got slower: ResNet-18 and MobileNetV2 1.06x, MnasNet 1.03x
   // (docs/MEASUREMENTS.md). Worth turning on once bands split across threads.
   int64_t conv_row_band_bytes = 0;
+  // Implicit-GEMM convolutions with a last-dim stride of 2..4 copy their padded image in column
+  // phases (column x at (x % stride) * ceil(width / stride) + x / stride), so that the packing
+  // reads each run of output columns' tap as consecutive elements instead of a strided run
+  // (masked loads and a shuffle per vector; lower_conv.cc ImplicitGemmConv). A 224x224 7x7
+  // stride-2 stem took 0.94 of the time at 1 and 2 threads (docs/MEASUREMENTS.md, cpu31).
+  bool conv_column_phases = true;
   // Softmax and LogSoftmax rows of at least kRowLanes elements reduce over
   // vector lanes (lower_rows.h LaneReduce: partial maxima and sums per lane, one
   // vectorized exp per element) instead of scalar loops, in which LLVM leaves

@@ -54,6 +54,9 @@ namespace {
 //         elements of slack first); null when the image is X itself (`direct`).
 //         With `bands`, `row_off` (else 0) is the image row of dim 0 that `P`'s
 //         first row stands for (a band of output rows reads only its rows).
+//         With `phases` > 1 (only where `phased`), each image row of P.back()
+//         columns is stored as `phases` column phases of ColumnPhase(...) each:
+//         column x at (x % phases) * that + x / phases.
 struct ImageConv {
   ConvGeom c;
   std::vector<int64_t> P;
@@ -64,10 +67,15 @@ struct ImageConv {
   // reads element `offset` of group gi's packed matrix (a is then unused).
   int64_t a_panel_rows = 0;
   std::function<Expr(Expr offset, Expr gi)> a_panel;
-  std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P, Expr row_off)>
+  std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P, Expr row_off,
+                     int64_t phases)>
       fill;
-  bool bands = false;  // fill reads any band of rows (row_off)
+  bool bands = false;   // fill reads any band of rows (row_off)
+  bool phased = false;  // fill writes column phases
 };
+
+// The length of one column phase of an image row of `width` columns split into `phases`.
+int64_t ColumnPhase(int64_t width, int64_t phases) { return (width + phases - 1) / phases; }
 
 // Bands of output rows (dim 0) for a convolution over the workspace image `P`:
 // 1 unless the image and the output together exceed 4 x `budget` bytes; then
@@ -155,7 +163,17 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     const bool direct = !runs && ic.direct && X.buffer >= 0;
     const int64_t slack = NR * sw;           // lanes outside a run read up to this far
     const int64_t lead = direct ? 0 : slack;  // slack before the image
-    const std::vector<int64_t>& P = image;
+    // Column phases: with a last-dim stride of 2..4 and the image copied anyway, each image row is
+    // stored as sw phases (column x at (x % sw) * Wq + x / sw), so that a run of output columns
+    // reads its tap's columns as consecutive elements of one phase: the packing's runs become
+    // plain vector loads instead of masked loads and a shuffle per 16 lanes (a 224x224 stem's
+    // 7x7 stride-2 runs; LowerOptions::conv_column_phases). The tables below stay sums of a per-pixel
+    // and a per-row part, since (ow * sw + t) % sw = t % sw and (ow * sw + t) / sw = ow + t / sw.
+    const int64_t phases = runs && !direct && ic.phased && sw > 1 ? sw : 1;
+    std::vector<int64_t> P = image;
+    const int64_t Wq = ColumnPhase(P[last], phases);
+    P[last] = phases * Wq;
+    auto column = [phases, Wq](int64_t x) { return (x % phases) * Wq + x / phases; };
     const int64_t img = NumElements(P);
     std::vector<int64_t> st(sp, 1);  // image strides
     for (size_t d = last; d-- > 0;) st[d] = st[d + 1] * P[d + 1];
@@ -164,7 +182,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
       src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * img});
     } else {
       src = k.AddWorkspace("conv_xpad", DType::kF32, {lead + c.Cg * img + slack});
-      pad_copy = ic.fill(src, lead, bi, gi, image, band * (band_rows * c.s[0]));
+      pad_copy = ic.fill(src, lead, bi, gi, image, band * (band_rows * c.s[0]), phases);
     }
     auto put32 = [](std::vector<uint8_t>& v, int64_t i, int64_t x) {
       int32_t x32 = static_cast<int32_t>(x);
@@ -173,7 +191,7 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     auto origin = [&](int64_t n) {
       int64_t off = lead;
       for (size_t d = sp; d-- > 0;) {
-        off += (n % c.out[d]) * c.s[d] * st[d];
+        off += d == last ? column((n % c.out[d]) * c.s[d]) : (n % c.out[d]) * c.s[d] * st[d];
         n /= c.out[d];
       }
       return off;
@@ -187,12 +205,13 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
     auto row_offset = [&](int64_t kk) {
       int64_t o = (kk / KK) * img, rem = kk % KK;
       for (size_t d = sp; d-- > 0;) {
-        o += (rem % c.k[d]) * c.d[d] * st[d];
+        o += d == last ? column((rem % c.k[d]) * c.d[d]) : (rem % c.k[d]) * c.d[d] * st[d];
         rem /= c.k[d];
       }
       return o;
     };
     const bool table = row_offset(Kdim - 1) <= INT32_MAX;
+    if (!table && phases > 1) return InvalidArgument("convolution: column phases need the row-offset table");
     int rb = -1;
     if (table) {
       std::vector<uint8_t> rows(static_cast<size_t>(Kdim) * 4);
@@ -218,14 +237,15 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
       // Runs per full panel: a panel touches at most S output rows.
       int64_t S = 1;
       for (int64_t p = 0; p < Nfull; ++p) S = std::max(S, (p * NR + NR - 1) / OW - (p * NR) / OW + 1);
-      // base[p][s]: lane j of run s reads base + j * sw; end[p][s]: first lane after run s.
+      // base[p][s]: lane j of run s reads base + j * step; end[p][s]: first lane after run s.
+      const int64_t step = phases > 1 ? 1 : sw;
       std::vector<uint8_t> base(static_cast<size_t>(Nfull * S) * 4), end(static_cast<size_t>(Nfull * S) * 4);
       for (int64_t p = 0; p < Nfull; ++p) {
         int64_t s = 0, j = 0;
         while (j < NR) {
           const int64_t n = p * NR + j;
           const int64_t len = std::min(NR - j, OW - n % OW);
-          put32(base, p * S + s, origin(n) - j * sw);
+          put32(base, p * S + s, origin(n) - j * step);
           put32(end, p * S + s, j + len);
           j += len;
           ++s;
@@ -234,10 +254,10 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
       }
       int bb = k.AddConstant("conv_run_base", DType::kI32, {Nfull, S}, std::move(base));
       int eb = k.AddConstant("conv_run_end", DType::kI32, {Nfull, S}, std::move(end));
-      g.b_fast = [kp, src, coff, bb, eb, S, sw](Expr kk, Expr p, Expr j) {
+      g.b_fast = [kp, src, coff, bb, eb, S, step](Expr kk, Expr p, Expr j) {
         Expr v;
         for (int64_t s = S; s-- > 0;) {
-          Expr x = kp->Load(src, {coff(kk) + Cast(kp->Load(bb, {p, Expr(s)}), DType::kI64) + j * sw});
+          Expr x = kp->Load(src, {coff(kk) + Cast(kp->Load(bb, {p, Expr(s)}), DType::kI64) + j * step});
           v = v.is_null() ? x : Select(j < Cast(kp->Load(eb, {p, Expr(s)}), DType::kI64), x, v);
         }
         return v;
@@ -381,7 +401,7 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
     src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * img});
   } else {
     src = k.AddWorkspace("conv_xpad", DType::kF32, {c.C * img});
-    fill = ic.fill(src, 0, bi, Expr(0), ic.P, Expr(0));
+    fill = ic.fill(src, 0, bi, Expr(0), ic.P, Expr(0), 1);
   }
   KernelFunc* kp = &k;
   const int ob = k.AddConstant("conv_px_origin", DType::kI32, {N}, std::move(origin));
@@ -615,13 +635,16 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
       return w_at(idx);
     };
   }
-  // Rows of the image (channel, leading coords): copied with zero borders, or zero outside the input.
+  // Rows of the image (channel, leading coords): copied with zero borders, or zero outside the input;
+  // in column phases, each phase's columns inside the input (for every phase) as one vector loop
+  // of `phases` interleaved reads, the few border columns guarded.
   ic.bands = true;
+  ic.phased = ctx.options().conv_column_phases;
   ic.fill = [kp, &ctx, c, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
-                             Expr row_off) -> Stmt {
+                             Expr row_off, int64_t phases) -> Stmt {
     KernelFunc& k = *kp;
     const size_t sp = c.sp(), last = sp - 1;
-    const int64_t Wp = P[last], W = c.in[last], pl = c.pb[last];
+    const int64_t W = c.in[last], pl = c.pb[last], Wq = ColumnPhase(P[last], phases), Wp = phases * Wq;
     std::vector<int64_t> row_dims{c.Cg};
     row_dims.insert(row_dims.end(), P.begin(), P.end() - 1);
     const int64_t rows = NumElements(row_dims);
@@ -636,12 +659,34 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
       ok = And(ok, (h >= 0) && (h < c.in[d]));
     }
     Expr row0 = r * Wp + lead;
-    xi.push_back(w2);
-    Stmt copy = Block({
-        For(w, 0, pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
-        For(w2, 0, W, LoopKind::kVectorize, k.Store(src, {row0 + pl + w2}, Cast(X.at(xi), DType::kF32))),
-        For(w3, pl + W, Wp, LoopKind::kSerial, k.Store(src, {row0 + w3}, FloatConst(0))),
-    });
+    auto x_at = [&](Expr col) {
+      std::vector<Expr> at = xi;
+      at.push_back(col);
+      return Cast(X.at(at), DType::kF32);
+    };
+    Stmt copy;
+    if (phases == 1) {
+      copy = Block({
+          For(w, 0, pl, LoopKind::kSerial, k.Store(src, {row0 + w}, FloatConst(0))),
+          For(w2, 0, W, LoopKind::kVectorize, k.Store(src, {row0 + pl + w2}, x_at(w2))),
+          For(w3, pl + W, Wp, LoopKind::kSerial, k.Store(src, {row0 + w3}, FloatConst(0))),
+      });
+    } else {
+      // Phase f's element q is column q * phases + f - pl of the input row.
+      auto put = [&](Expr q, bool guarded) {
+        std::vector<Stmt> stores;
+        for (int64_t f = 0; f < phases; ++f) {
+          Expr x = q * phases + (f - pl), at = row0 + f * Wq + q;
+          Stmt st = k.Store(src, {at}, x_at(x));
+          stores.push_back(guarded ? If((x >= 0) && (x < W), st, k.Store(src, {at}, FloatConst(0))) : st);
+        }
+        return Block(std::move(stores));
+      };
+      const int64_t q_lo = std::min(Wq, (pl + phases - 1) / phases);
+      const int64_t q_hi = std::clamp<int64_t>(W + pl >= phases ? (W + pl - phases) / phases + 1 : 0, q_lo, Wq);
+      copy = Block({For(w, 0, q_lo, LoopKind::kSerial, put(w, true)), For(w2, q_lo, q_hi, LoopKind::kVectorize, put(w2, false)),
+                    For(w3, q_hi, Wq, LoopKind::kSerial, put(w3, true))});
+    }
     Stmt zero = For(w4, 0, Wp, LoopKind::kVectorize, k.Store(src, {row0 + w4}, FloatConst(0)));
     bool par = rows > 1 && rows * Wp >= ctx.options().min_parallel_elements;
     return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, ok.is_null() ? copy : If(ok, copy, zero));
@@ -657,8 +702,9 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     ic.c.in = c.out;
     ic.P = c.out;
     ic.direct = false;
+    ic.phased = false;  // (its image has stride 1)
     ic.fill = [kp, &ctx, c, s, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
-                                  Expr row_off) -> Stmt {
+                                  Expr row_off, int64_t /*phases: 1*/) -> Stmt {
       KernelFunc& k = *kp;
       const size_t last = c.sp() - 1;
       std::vector<int64_t> row_dims{c.Cg};
@@ -723,7 +769,7 @@ Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const S
   const std::vector<int64_t> s = t.s;
   // No bands here (ic.bands stays false): the whole scattered image, row_off 0.
   ic.fill = [kp, &ctx, c, s, border, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
-                                        Expr /*row_off*/) -> Stmt {
+                                        Expr /*row_off*/, int64_t /*phases: 1, stride 1*/) -> Stmt {
     KernelFunc& k = *kp;
     const size_t sp = c.sp(), last = sp - 1;
     std::vector<int64_t> row_dims{c.Cg};

@@ -23,7 +23,8 @@
 // Where B is packed a panel at a time from a plain buffer (b_in_place), the
 // row tiles of a panel prefetch the rows of the next one for its packing.
 // Where A is read in place with its k rows far apart (a_k_apart: pixels as rows), the K blocks
-// are sized for L1 (LowerOptions::gemm_kc_k_apart) and the tiles prefetch A 16 k ahead.
+// are sized for L1 (LowerOptions::gemm_kc_k_apart) and the tiles prefetch A 16 k ahead; where A is
+// a weight in row panels run row tile after row tile, the tiles prefetch the next row tile's panel.
 // A tail panel (N % NR columns) of at most half a panel, or a narrow one packed
 // at compile time (GemmOperands::b_packed_narrow_tail), has register tiles of
 // its own width instead of computing NR columns.
@@ -323,6 +324,35 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // every k iteration prefetches the tile's A lines 16 k ahead into L2, where A is at least half
   // the cache budget (LowerOptions::gemm_prefetch_a).
   const bool prefetch_a = o.gemm_prefetch_a && g.a_k_apart && g.a_tile && batch * M * K * 4 >= o.l2_bytes / 2;
+  // A packed at compile time in row panels (a convolution's weight) and run row tile by row tile,
+  // each over the task's panels (not a panel at a time, where every row tile's panel is reused
+  // by each panel): a tile's A panel is read from memory by its first panel's loads, MR x KC
+  // floats of a weight that the layers before evicted. So the tiles of one row tile prefetch
+  // the next row tile's panel (its K block) into L2, each panel's tile a share, one line per k
+  // iteration, where A is at least half the cache budget (LowerOptions::gemm_prefetch_a_panels).
+  int a_source = -1;
+  std::vector<Expr> a_source_at;  // in apv
+  Expr apv;
+  if (o.gemm_prefetch_a_panels && a_panels && !panel_at_a_time && Mt > 1 && batch * M * K * 4 >= o.l2_bytes / 2) {
+    apv = k.NewVar("pa");
+    Expr e = g.a_panel(apv);
+    if (e->kind == ExprKind::kCast) e = e->operands[0];
+    if (e->kind == ExprKind::kLoad) {
+      a_source = e->buffer;
+      a_source_at = e->operands;
+    }
+  }
+  // The next row tile's A panel rows [k0, k1) (MR floats a k, 16 a line), in shares of Ra lines
+  // for each of the task's panels: the line of k iteration kk of this panel's tile.
+  const int64_t La = a_source >= 0 ? CeilDiv(KC * MR, 16) : 0, Ra = a_source >= 0 ? CeilDiv(La, NCP) : 0;
+  auto a_ahead = [&](Expr kk) {
+    const Expr line = Min((p - nb * NCP) * Ra + (kk - k0), La - 1);
+    const Expr at = Min((m0 + MR) * K + k0 * MR + line * 16, M * K - 1);
+    std::vector<Expr> idx;
+    for (const Expr& x : a_source_at)
+      idx.push_back(SubstituteVars(x, [&](int64_t id) { return id == apv->int_value ? at : Expr(); }));
+    return k.Prefetch(a_source, std::move(idx));
+  };
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
   // own, else on every panel (its stores guarded where it meets a tail panel).
@@ -385,11 +415,13 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         const Expr row = Min(Select(last, Expr(0), k0 + KC) + (mt - mb_start(mb)) * R + (kk - k0), K - 1);
         std::vector<Stmt> ahead;  // each 64-byte line of that row
         for (int64_t j = 0; j < NR; j += 16) ahead.push_back(k.Prefetch(bp, {bp_at(next_p, row, Expr(j))}));
+        // (And the next row tile's A panel, where it applies: Winograd's transformed weights.)
+        if (Ra > 0 && !tail) ahead.push_back(a_ahead(kk));
         ahead.push_back(body);
-        const Expr split = Min(k0 + R, k1);
+        const Expr split = Min(k0 + std::max(R, tail ? 0 : Ra), k1);
         tile.push_back(For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))));
         tile.push_back(For(kk, split, k1, LoopKind::kNoVectorize, body));
-      } else if ((!c_lines.empty() || b_source >= 0) && !tail) {
+      } else if ((!c_lines.empty() || b_source >= 0 || a_source >= 0) && !tail) {
         // Each a share per k iteration of the first R: the lines of the next tile in this task's
         // order (or the first of the next task's), its MR rows of NR / 16 lines per stream; and
         // this tile's share of the next panel's rows that its pack reads.
@@ -404,7 +436,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
             at.push_back(SubstituteVars(x, [&](int64_t id) { return id == v0->int_value ? e0 : id == v1->int_value ? e1 : Expr(); }));
           return at;
         };
-        std::vector<Stmt> ahead_c, ahead_b;
+        std::vector<Stmt> ahead_c, ahead_b, ahead_a;
+        if (Ra > 0) ahead_a.push_back(a_ahead(kk));
         if (Rc > 0) {
           const Expr p_end = Min(nb * NCP + NCP, Np);
           Expr mt_next, p_next;
@@ -432,11 +465,13 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
           return Block({For(kk, k0, split, LoopKind::kNoVectorize, Block(std::move(ahead))),
                         For(kk, split, k1, LoopKind::kNoVectorize, body)});
         };
-        std::vector<Stmt> both = ahead_c;
+        std::vector<Stmt> both = ahead_c, not_c = ahead_b;
         both.insert(both.end(), ahead_b.begin(), ahead_b.end());
-        Stmt pf = loops(both, std::max(Rc, Rb));
+        both.insert(both.end(), ahead_a.begin(), ahead_a.end());
+        not_c.insert(not_c.end(), ahead_a.begin(), ahead_a.end());
+        Stmt pf = loops(both, std::max({Rc, Rb, Ra}));
         // The output's lines only before the K block that stores.
-        Stmt others = Rb > 0 ? loops(ahead_b, Rb) : For(kk, k0, k1, LoopKind::kNoVectorize, body);
+        Stmt others = Rb > 0 || Ra > 0 ? loops(not_c, std::max(Rb, Ra)) : For(kk, k0, k1, LoopKind::kNoVectorize, body);
         tile.push_back(nKC > 1 && Rc > 0 ? If(Binary(BinaryOp::kEq, kc, nKC - 1), pf, others) : pf);
       } else {
         tile.push_back(For(kk, k0, k1, LoopKind::kNoVectorize, body));

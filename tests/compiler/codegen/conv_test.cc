@@ -4,7 +4,8 @@
 // multiplier 1 and 2; its CPU row form, one row or blocks of rows per
 // iteration, heights not a multiple of the block, and its GPU run-of-outputs
 // form, which grouped and few-output convolutions take on a GPU too); bands of output rows; B packed a
-// panel at a time; a pointwise convolution's input read in place.
+// panel at a time; a pointwise convolution's input read in place; strided runs from column
+// phases.
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/lower_conv_direct.h"
@@ -130,6 +131,52 @@ TEST(ConvPanels, PanelAtATimeMatchesReference) {
           EXPECT_EQ(panels.workspace_bytes, tasks.workspace_bytes) << "C " << c << ", gemm_nr " << o.gemm_nr;
         }
       }
+    }
+  }
+}
+
+// Column phases (LowerOptions::conv_column_phases, lower_conv.cc ImplicitGemmConv): a last-dim
+// stride of 2..4 copies the padded image as `stride` column phases, so that the packing's runs
+// read consecutive elements. Odd shapes: a 7x7 stride-2 stem-like window on 2 images of 45x67
+// (padded rows of 73: phases of 37 and 36 columns) with 19 output channels and a bias, stride 3
+// with dilation 2 and 2 groups, a 4x4 stride-4 patchify without padding, 1-D stride 2 and 3-D
+// stride 2; each with the option off and on, on both ISAs, against the reference evaluator, and
+// the kernel must differ (its fill and tables). Stride 1 (no phases) and stride 5 (gathered,
+// not run by run) give the same kernel either way.
+TEST(ConvPhases, StridedRunsFromColumnPhases) {
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t stride, pad, dil, group;
+    bool phased;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 45, 67}, {19, 3, 7, 7}, 2, 3, 1, 1, true},    {{1, 8, 40, 53}, {12, 4, 3, 3}, 3, 2, 2, 2, true},
+      {{1, 3, 36, 44}, {24, 3, 4, 4}, 4, 0, 1, 1, true},    {{2, 5, 301}, {7, 5, 5}, 2, 2, 1, 1, true},
+      {{1, 3, 9, 20, 70}, {6, 3, 3, 3, 3}, 2, 1, 1, 1, true}, {{1, 4, 30, 70}, {9, 4, 3, 3}, 1, 1, 1, 1, false},
+      {{1, 4, 30, 200}, {9, 4, 3, 3}, 5, 1, 1, 1, false}};
+  for (const Case& t : cases) {
+    const size_t sp = t.x.size() - 2;
+    GraphBuilder b;
+    ir::Value* x = b.Input("x", t.x);
+    ir::Value* w = b.Input("w", t.w);
+    ir::Value* bias = b.Input("bias", {t.w[0]});
+    ir::Attributes a;
+    a.Set("strides", std::vector<int64_t>(sp, t.stride));
+    a.Set("pads", std::vector<int64_t>(2 * sp, t.pad));
+    a.Set("dilations", std::vector<int64_t>(sp, t.dil));
+    a.Set("group", t.group);
+    ir::Node* n = b.Op("Conv", {x, w, bias}, a);
+    ASSERT_NE(n, nullptr);
+    for (LowerOptions o : {LowerOptions{}, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+      SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", stride " + std::to_string(t.stride) + ", gemm_nr " +
+                   std::to_string(o.gemm_nr));
+      o.conv_column_phases = false;
+      const KernelSpec plain = CheckNodeAgainstReference(*n, 45, 1e-5, 4, o);
+      o.conv_column_phases = true;
+      const KernelSpec phased = CheckNodeAgainstReference(*n, 45, 1e-5, 4, o);
+      ASSERT_NE(plain.kernel, nullptr);
+      ASSERT_NE(phased.kernel, nullptr);
+      EXPECT_EQ(plain.kernel->ToString() != phased.kernel->ToString(), t.phased);
     }
   }
 }

@@ -250,6 +250,41 @@ TEST(PackedConv, PixelRowsPrefetchA) {
   }
 }
 
+// The channels-first implicit GEMM over a weight packed in row panels, run row tile after row
+// tile over a task's panels (several M blocks): each row tile's tiles prefetch the next row
+// tile's A panel (LowerOptions::gemm_prefetch_a_panels) where the weight is at least half the
+// cache budget. 3x3 stride 2 to 31x31 over 64 channels (K = 576: K blocks; 130 rows: a last row
+// tile of 10 rows on AVX-512, 4 on AVX2; 961 pixels: a tail panel), a 1x1 over 600 channels in a
+// batch of 2 with 90 pixels (a tail panel; 136 rows), both with bias; and a small weight that is
+// left alone. Against the reference evaluator with the option on and off, on both ISAs.
+TEST(PackedConv, PrefetchNextAPanel) {
+  struct Case {
+    PackedCase p;
+    int64_t k;  // the GEMM's K
+  };
+  for (const Case& t : {Case{{{1, 64, 61, 61}, 130, {3, 3}, 2, 1, 1, true}, 576},
+                        Case{{{2, 600, 9, 10}, 136, {1, 1}, 1, 0, 1, true}, 600},
+                        Case{{{1, 16, 20, 20}, 24, {3, 3}, 1, 1, 1, false}, 144}}) {
+    for (const LowerOptions* base : {&kAvx2, &kAvx512}) {
+      for (bool on : {false, true}) {
+        LowerOptions o = *base;
+        o.gemm_prefetch_a_panels = on;
+        const int64_t mr = GemmRowTile(o, t.p.co);
+        GraphBuilder b;
+        ir::Node* n = PackedConv(b, t.p, mr, 131);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(GemmPanelWidth(o)) +
+                     (on ? ", on" : ", off"));
+        ASSERT_NE(ConvPixelRows(o, *n), mr);  // the weight's panels are not those of the pixels-as-rows form
+        const KernelSpec spec = CheckNodeAgainstReference(*n, 132, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        EXPECT_EQ(spec.kernel->ToString().find("prefetch w_panels") != std::string::npos,
+                  on && t.p.co * t.k * 4 >= o.l2_bytes / 2);
+      }
+    }
+  }
+}
+
 // The transposed implicit GEMM of dense convolutions on few pixels (lower_ops.h
 // ConvPixelRows): 3x3 stride 2 to a 7x7 image (batch 2: tiles of two output rows
 // and a one-row tail on AVX-512), dilation 2 on a 9x10 output (tiles of a whole
@@ -357,15 +392,22 @@ TEST(PackedConv, OutputChannelsLastPixelRows) {
 }
 
 // Winograd's U [(m+2)^2, Co, Ci] packed matrix by matrix: odd Co (a short last
-// panel), F(2,3) and F(4,3), K blocking, both register tiles.
+// panel), F(2,3) and F(4,3), K blocking, both register tiles; the next row tile's U
+// panel prefetched or not (U of 298 KB with 2 or 3 row tiles, of 768 KB over K = 400
+// in two K blocks with a row-tile tail, and of 640 KB over 42 tiles).
 TEST(PackedConv, WinogradForm) {
   struct Case {
     int64_t n, c, h, w, co, m;
   };
   for (const Case& p : {Case{2, 5, 9, 11, 7, 4}, Case{1, 19, 13, 10, 17, 2}, Case{1, 333, 6, 6, 14, 2},
-                        Case{1, 16, 12, 12, 64, 4}}) {
-    for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
-      const int64_t mr = GemmRowTile(*o, p.co), nn = (p.m + 2) * (p.m + 2);
+                        Case{1, 16, 12, 12, 64, 4}, Case{1, 400, 8, 8, 30, 2}, Case{1, 333, 12, 14, 30, 2}}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      // Each ISA with and without the next row tile's U panel prefetched (gemm_prefetch_a_panels):
+      // it must be there exactly where U is at least half the cache budget and has several row tiles.
+      LowerOptions o = variant < 2 ? kAvx2 : kAvx512;
+      const bool on = variant % 2 == 1;
+      o.gemm_prefetch_a_panels = on;
+      const int64_t mr = GemmRowTile(o, p.co), nn = (p.m + 2) * (p.m + 2);
       GraphBuilder b;
       auto u = ops::WinogradWeight(*ops::MakeTensorF32({p.co, p.c, 3, 3}, RandomFloats(p.co * p.c * 9, 91)), p.m);
       ASSERT_TRUE(u.ok());
@@ -377,10 +419,17 @@ TEST(PackedConv, WinogradForm) {
       a.Set(ops::kPackedRowsAttr, mr);
       ir::Node* n = b.Op("Conv", {b.Input("x", {p.n, p.c, p.h, p.w}), b.graph().AddConstant("u", *packed), b.Input("bias", {p.co})}, a);
       ASSERT_NE(n, nullptr);
-      SCOPED_TRACE("F(" + std::to_string(p.m) + ",3), Co " + std::to_string(p.co) + ", rows " + std::to_string(mr));
-      const KernelSpec spec = CheckNodeAgainstReference(*n, 92, 1e-5, 4, *o);
+      SCOPED_TRACE("F(" + std::to_string(p.m) + ",3), Co " + std::to_string(p.co) + ", rows " + std::to_string(mr) +
+                   (on ? ", prefetch on" : ", prefetch off"));
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 92, 1e-5, 4, o);
       ASSERT_NE(spec.kernel, nullptr);
       EXPECT_NE(spec.kernel->ToString().find("u_panels"), std::string::npos);
+      // (A product of at most half a panel of tiles has only the tail panel's narrow tiles, which
+      // prefetch nothing: 9 and 16 tiles with AVX-512's 32 lanes.)
+      const int64_t tiles = p.n * ((p.h + p.m - 1) / p.m) * ((p.w + p.m - 1) / p.m), nr = GemmPanelWidth(o);
+      const bool prefetched = on && nn * p.co * p.c * 4 >= o.l2_bytes / 2 && (p.co + mr - 1) / mr > 1 &&
+                              (tiles >= nr || 2 * tiles > nr);
+      EXPECT_EQ(spec.kernel->ToString().find("prefetch u_panels") != std::string::npos, prefetched);
     }
   }
 }
