@@ -87,6 +87,13 @@ struct LowerOptions {
   // 0.86; distances 4, 8 and 32 and prefetching into L1 measured less, and A of 100 KB
   // (512 channels of 7x7) 1.01-1.03 (docs/MEASUREMENTS.md, cpu28).
   bool gemm_prefetch_a = true;
+  // GEMMs whose A is a constant in row panels (GemmOperands::a_panel: a convolution's weights, also
+  // Winograd's transformed ones) of at least l2_bytes / 4: each k iteration of a register tile
+  // prefetches into L2 the next tile's A line at the same k (lower_gemm.cc). In a whole model
+  // those weights come from L3 or memory on every run. SqueezeNet's classifier (2 MB of weights)
+  // took 0.79-0.82 of its time at 1 thread, ResNet-18's 14x14 and 28x28 3x3 layers 0.67-0.78
+  // (docs/MEASUREMENTS.md, cpu32).
+  bool gemm_prefetch_a_panel = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

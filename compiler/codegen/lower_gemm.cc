@@ -306,6 +306,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // A read in place with its k rows far apart (GemmOperands::a_k_apart, through a tile reader):
   // every k iteration prefetches the tile's A lines 16 k ahead into L2, where A is at least half
   // the cache budget (LowerOptions::gemm_prefetch_a).
+  // A constant A in row panels (a convolution's weights; a batch's products together) of at least
+  // a quarter of the cache budget: every k iteration prefetches into L2 the line of the next row
+  // tile's panel at the same k (LowerOptions::gemm_prefetch_a_panel). Without it, a tile's first
+  // reads of each 4 KB page of its panel miss to L3 or memory: a model's later layers find their
+  // weights evicted by the earlier ones, and the hardware prefetchers stop at page boundaries.
+  const bool prefetch_a_panel = o.gemm_prefetch_a_panel && a_panels && batch * M * K * 4 >= o.l2_bytes / 4;
   const bool prefetch_a = o.gemm_prefetch_a && g.a_k_apart && g.a_tile && batch * M * K * 4 >= o.l2_bytes / 2;
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
@@ -349,6 +355,13 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                                  : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
+      if (prefetch_a_panel && !tail) {
+        // The next row tile's A line at this k (its panel starts MR * K further on; the last
+        // tile's reads stay inside this product's A).
+        Expr e = g.a_panel(Min(RowPanelOffset(m0 + MR, MR, K, kk, 0), M * K - 1));
+        if (e->kind == ExprKind::kCast) e = e->operands[0];
+        if (e->kind == ExprKind::kLoad) body = Block({k.Prefetch(e->buffer, e->operands), body});
+      }
       if (prefetch_a && !tail) {
         // The A lines of k + 16 for the tile's first and last row (its rows are adjacent).
         std::vector<Stmt> ahead;

@@ -250,6 +250,38 @@ TEST(PackedConv, PixelRowsPrefetchA) {
   }
 }
 
+// Channels-first convolutions whose packed weight is at least a quarter of the cache budget
+// prefetch the next row tile's weight line at every k (LowerOptions::gemm_prefetch_a_panel): a
+// 1x1 over 300 channels of 15x15 pixels to 130 (152 KB of weights: 10 full AVX-512 tiles and a
+// 10-row one, 21 AVX2 tiles and a 4-row one; two K blocks), a 3x3 over 64 channels of 29x29
+// (batch 2, 166 KB), and a 1x1 with 5.6 KB of weights that does not. The same values as the
+// reference with the option on and off on both ISAs, and `prefetch w_panels` exactly where it
+// applies.
+TEST(PackedConv, PrefetchAPanel) {
+  for (const LowerOptions* base : {&kAvx2, &kAvx512}) {
+    for (const PackedCase& p : {PackedCase{{1, 300, 15, 15}, 130, {1, 1}, 1, 0, 1, true},
+                                PackedCase{{2, 64, 29, 29}, 72, {3, 3}, 1, 1, 1, false},
+                                PackedCase{{1, 40, 15, 15}, 36, {1, 1}, 1, 0, 1, true}}) {
+      for (bool on : {false, true}) {
+        LowerOptions o = *base;
+        o.gemm_prefetch_a_panel = on;
+        GraphBuilder b;
+        ir::Node* n = PackedConv(b, p, GemmRowTile(o, p.co), 131);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", Co " + std::to_string(p.co) + ", NR " +
+                     std::to_string(GemmPanelWidth(o)) + (on ? ", on" : ", off"));
+        ASSERT_EQ(PointwisePixelRows(o, *n), 0);
+        ASSERT_EQ(ConvPixelRows(o, *n), 0);
+        const KernelSpec spec = CheckNodeAgainstReference(*n, 132, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        const int64_t w_bytes = p.co * p.x[1] * NumElements(p.kernel) * 4;
+        EXPECT_EQ(spec.kernel->ToString().find("prefetch w_panels") != std::string::npos,
+                  on && w_bytes >= o.l2_bytes / 4);
+      }
+    }
+  }
+}
+
 // The transposed implicit GEMM of dense convolutions on few pixels (lower_ops.h
 // ConvPixelRows): 3x3 stride 2 to a 7x7 image (batch 2: tiles of two output rows
 // and a one-row tail on AVX-512), dilation 2 on a 9x10 output (tiles of a whole
