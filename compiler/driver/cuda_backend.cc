@@ -642,9 +642,6 @@ class CudaBackend final : public Backend {
   bool ChannelsLastByDefault(passes::Precision precision) const override {
     return precision == passes::Precision::kFp16 || precision == passes::Precision::kBf16;
   }
-  // A reduction runs one block per result: fewer than 512 results (four blocks
-  // for each SM of an H100) over more than 4,096 elements each leave the GPU
-  // mostly idle, so they run as at least 512 partial results first.
   // Half-precision products take their constant [K, N] weight as [N, K]
   // (one-column panels, ops/packed_weight.h), PyTorch's nn.Linear layout, on
   // which cuBLASLt was faster (BERT-base b8 -2%, ViT-B/16 b32 -3%, H100;
@@ -656,6 +653,9 @@ class CudaBackend final : public Backend {
     if (b.transposed || !ta.ok() || *ta != 0 || (t != ir::DType::kF16 && t != ir::DType::kBF16)) return 0;
     return SameLibraryDType({product.input(0), product.input(1), product.output(0)}) ? 1 : 0;
   }
+  // A reduction runs one block per result: fewer than 512 results (four blocks
+  // for each SM of an H100) over more than 4,096 elements each leave the GPU
+  // mostly idle, so they run as at least 512 partial results first.
   int64_t ReductionParts(int64_t rows, int64_t length) const override {
     constexpr int64_t kBlocks = 512;
     if (rows >= kBlocks || length <= 4096) return 0;
