@@ -7,7 +7,8 @@
 // validates them against this header, builds descriptors/plans once and calls the
 // library on every invoke. This header is that contract: every library_op string,
 // its argument order, its attribute keys with their types, and its exact
-// semantics. It has no code dependencies: constants and comments only.
+// semantics. It has no code dependencies: constants, comments and one
+// constexpr rule (EpilogueArgOrder).
 //
 // General rules (all ops):
 //   * Arguments are tensor registers in the order listed; `[x]` marks an optional
@@ -92,6 +93,23 @@ namespace keel::ser::library_ops {
 //              lda' = trans_b ? k : n, ldb' = trans_a ? m : k, ldc' = n),
 //     and the "row" bias (one value per column j of row-major Y) becomes
 //     cuBLASLt's per-row bias vector of the column-major result (EPILOGUE_BIAS).
+// Where the optional operands stand in cublas.gemm, cudnn.conv2d,
+// cudnn.conv_transpose and keel.conv2d: the two inputs (0, 1), then the bias
+// and the residual where their attributes say they are present, then Y (a
+// workspace, when the kernel has one, after it). -1: absent.
+struct EpilogueArgs {
+  int bias = -1, residual = -1, y = 2;
+  constexpr int count() const { return y + 1; }  // without the workspace
+};
+constexpr EpilogueArgs EpilogueArgOrder(bool has_bias, bool has_residual) {
+  EpilogueArgs a;
+  int next = 2;
+  if (has_bias) a.bias = next++;
+  if (has_residual) a.residual = next++;
+  a.y = next;
+  return a;
+}
+
 inline constexpr char kCublasGemm[] = "cublas.gemm";
 
 // ============================================================================

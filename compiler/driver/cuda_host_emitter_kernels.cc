@@ -198,10 +198,11 @@ Status Emitter::EmitGemm(size_t i, const fb::Kernel& k, KernelPlan& p) {
   if (p.full_bias && p.has_residual) {
     return InvalidExecutable("kernel " + p.name + " (cublas.gemm): a residual cannot go with a full bias");
   }
-  p.bias_arg = p.has_bias ? 2 : -1;
-  p.res_arg = p.has_residual ? 2 + (p.has_bias ? 1 : 0) : -1;
-  p.y_arg = 2 + (p.has_bias ? 1 : 0) + (p.has_residual ? 1 : 0);
-  if (NumArgs(k) != static_cast<size_t>(p.y_arg + 1) + (k.workspace_bytes() > 0 ? 1 : 0)) {
+  const lo::EpilogueArgs gemm_order = lo::EpilogueArgOrder(p.has_bias, p.has_residual);
+  p.bias_arg = gemm_order.bias;
+  p.res_arg = gemm_order.residual;
+  p.y_arg = gemm_order.y;
+  if (NumArgs(k) != static_cast<size_t>(gemm_order.count()) + (k.workspace_bytes() > 0 ? 1 : 0)) {
     return InvalidExecutable("kernel " + p.name + " (cublas.gemm): wrong argument count");
   }
   if (!epi.empty() && epi != lo::value::kEpilogueRelu && epi != lo::value::kEpilogueGeluTanh) {
@@ -290,11 +291,11 @@ Status Emitter::EmitConv(size_t i, const fb::Kernel& k, KernelPlan& p) {
   }
   p.has_bias = has_bias != 0;
   p.has_residual = has_res != 0;
-  int next = 2;
-  p.bias_arg = p.has_bias ? next++ : -1;
-  p.res_arg = p.has_residual ? next++ : -1;
-  p.y_arg = next++;
-  if (NumArgs(k) != static_cast<size_t>(next) + (k.workspace_bytes() > 0 ? 1 : 0)) {
+  const lo::EpilogueArgs order = lo::EpilogueArgOrder(p.has_bias, p.has_residual);
+  p.bias_arg = order.bias;
+  p.res_arg = order.residual;
+  p.y_arg = order.y;
+  if (NumArgs(k) != static_cast<size_t>(order.count()) + (k.workspace_bytes() > 0 ? 1 : 0)) {
     return InvalidExecutable("kernel " + p.name + what + ": wrong argument count");
   }
   const std::vector<int64_t> xs = x_shape, ws = ArgShape(k, 1), ys = ArgShape(k, static_cast<size_t>(p.y_arg));

@@ -139,15 +139,16 @@ Status CublasGemm::Plan(const KernelEntry& k) {
   if (full_bias && has_r) {
     return InvalidExecutable("kernel " + k.name + " (cublas.gemm): a residual cannot go with a \"full\" bias");
   }
-  const size_t nargs = 3 + (has_b ? 1 : 0) + (has_r ? 1 : 0) + (k.workspace_bytes > 0 ? 1 : 0);
+  const lo::EpilogueArgs order = lo::EpilogueArgOrder(has_b, has_r);
+  const size_t nargs = static_cast<size_t>(order.count()) + (k.workspace_bytes > 0 ? 1 : 0);
   if (k.args.size() != nargs) {
     return InvalidExecutable("kernel " + k.name + " (cublas.gemm): expected " + std::to_string(nargs) +
                              " arguments (A, B" + (has_b ? ", bias" : "") + (has_r ? ", residual" : "") + ", Y" +
                              (k.workspace_bytes ? ", workspace" : "") + "), got " + std::to_string(k.args.size()));
   }
-  bias_arg_ = has_b ? 2 : -1;
-  res_arg_ = has_r ? 2 + (has_b ? 1 : 0) : -1;
-  y_arg_ = 2 + (has_b ? 1 : 0) + (has_r ? 1 : 0);
+  bias_arg_ = order.bias;
+  res_arg_ = order.residual;
+  y_arg_ = order.y;
   // A and B in one type: f32, f16 or bf16. Y, the bias (row vector or C
   // matrix) and the residual in Y's type: A's, or f32 from half A and B
   // (cuBLASLt's D in f32; it takes a bias only in D's type).

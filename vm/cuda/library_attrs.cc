@@ -117,11 +117,11 @@ Result<ConvAttrs> ReadConvAttrs(const KernelEntry& k, size_t spatial) {
   KEEL_ASSIGN_OR_RETURN(const int64_t has_res, at.Int(lo::attr::kHasResidual, 0, 0, 1));
   c.has_bias = has_bias != 0;
   c.has_residual = has_res != 0;
-  int next = 2;
-  c.bias_arg = c.has_bias ? next++ : -1;
-  c.res_arg = c.has_residual ? next++ : -1;
-  c.y_arg = next++;
-  c.args = next;
+  const lo::EpilogueArgs order = lo::EpilogueArgOrder(c.has_bias, c.has_residual);
+  c.bias_arg = order.bias;
+  c.res_arg = order.residual;
+  c.y_arg = order.y;
+  c.args = order.count();
   KEEL_ASSIGN_OR_RETURN(c.activation,
                         at.Str(lo::attr::kActivation, "", {lo::value::kActivationNone, lo::value::kActivationRelu,
                                                            lo::value::kActivationClip}));
