@@ -33,6 +33,9 @@
 # skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch);
 # KEEL_HALF_TORCH_TIMEOUT=S bounds each PyTorch run (default 500 s: a max-autotune compile
 # included).
+# KEEL_HALF_TRACE=P: also P's timing run and PyTorch's under the CUPTI kernel tracer
+# (bench/cuda/kernel_trace, staged by prepare): every kernel of the replayed graphs with its device
+# time and the gap before it, Keel's and PyTorch's node by node (trace_TAG.txt in logs.tar.gz).
 # KEEL_HALF_KEELC_FLAGS: more keelc options for every compile (e.g. --disable-pass=im2col, for an
 # A/B in one call).
 # KEEL_HALF_NCU=P[,P...]: (tf32: the fp32 executable run with TF32) the device time of every kernel from Nsight Compute (ncu_MODEL.P.bBATCH.txt),
@@ -49,6 +52,7 @@ prepare() {
   KEEL_ZOO_STAGE=$stage scripts/zoo-gpu.sh prepare-onnx "$models"
   cp scripts/half-gpu.sh scripts/ncu_summary.py scripts/torch_zoo_latency.py tests/models/zoo_models.py \
     "${KEEL_SHARED_DIR:-../shared}/anchors/torch_latency.py" "$stage/common/"
+  bash bench/cuda/kernel_trace/build.sh "$stage/common/trace" || echo "(no CUPTI kernel tracer: KEEL_HALF_TRACE will not work)"
   echo "device calls, one per group:"
   for g in $(ls -d "$stage"/g* | sort -V); do
     echo "  carry [\"$stage/common\", \"$g\"]  command: bash $stage/common/half-gpu.sh run $(basename "$g")"
@@ -86,6 +90,18 @@ unpack_keelc() {
     rm -rf "$kdir" && mkdir -p "$kdir" && echo "$sum" >"$kdir/bundle.md5" && python3 -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
       "$stage/common/keelc-bundle.tar.xz" "$kdir"
   fi
+}
+
+# traced STAGE OUT TAG PROGRAM ARGS...: PROGRAM under the CUPTI tracer; the per-replay table of
+# its most replayed graph in OUT/trace_TAG.txt.
+traced() {
+  local stage=$1 out=$2 tag=$3; shift 3
+  local t=$stage/common/trace
+  [ -f "$t/libkeel_cupti_trace.so" ] || { echo "no tracer staged" >"$out/trace_$tag.txt"; return; }
+  LD_PRELOAD=$t/libkeel_cupti_trace.so LD_LIBRARY_PATH="$t:$LD_LIBRARY_PATH" KEEL_CUPTI_OUT=$out/trace_$tag.tsv \
+    timeout 300 "$@" >/dev/null 2>"$out/trace_$tag.err" || true
+  python3 "$t/kernel_trace.py" "$out/trace_$tag.tsv" --nodes >"$out/trace_$tag.txt" 2>&1 || true
+  rm -f "$out/trace_$tag.tsv"
 }
 
 run() {
@@ -151,8 +167,12 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
     [ -f "$k" ] || continue
     timeout 60 "$bin/keel-run" "$k" --device cuda --input "input=$work/$m.b$b.input.bin" --output-dir "$work/out_$tag" \
       >"$out/run_$tag.log" 2>&1 || echo "$tag: keel-run failed: $(tail -1 "$out/run_$tag.log")" | tee -a "$out/results.txt"
-    timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
+    timeout 90 "$bin/keel-cuda-time" "$k" --warmup 10 --iterations 50 --input "input=$work/$m.b$b.input.bin" --name "$tag" \
       --tuning-file "$work/$tag.tuning" >"$out/time_$tag.json" 2>"$out/time_$tag.err" || true
+    if [ "$p" = "${KEEL_HALF_TRACE:-}" ]; then  # every kernel of the replays, from CUPTI
+      traced "$stage" "$out" "$tag" "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 \
+        --input "input=$work/$m.b$b.input.bin" --tuning-file "$work/$tag.tuning"
+    fi
     if [ "$p" = "${KEEL_HALF_KERNELS:-}" ]; then  # where the time goes: one line per kernel
       timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 5 --input "input=$work/$m.b$b.input.bin" \
         --kernels >"$out/kernels_$tag.txt" 2>&1 || true
@@ -161,7 +181,7 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
       *",$p,"*) ncu_kernels "$bin" "$k" "$work/$m.b$b.input.bin" "$tag" ;;
     esac
     if [ "$p" = fp32 ]; then
-      timeout 90 "$bin/keel-cuda-time" "$k" --warmup 3 --iterations 30 --input "input=$work/$m.b$b.input.bin" \
+      timeout 90 "$bin/keel-cuda-time" "$k" --warmup 10 --iterations 50 --input "input=$work/$m.b$b.input.bin" \
         --name "$m.tf32.b$b" --allow-tf32 --tuning-file "$work/$m.tf32.b$b.tuning" >"$out/time_$m.tf32.b$b.json" 2>>"$out/time_$tag.err" || true
       case ",${KEEL_HALF_NCU:-}," in  # with TF32's tuning file
         *,tf32,*) ncu_kernels "$bin" "$k" "$work/$m.b$b.input.bin" "$m.tf32.b$b" --allow-tf32 ;;
@@ -178,6 +198,10 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
         timeout "${KEEL_HALF_TORCH_TIMEOUT:-500}" python3 "$stage/common/torch_zoo_latency.py" --models "$m" --batch "$b" --dtype float16 $flags \
           --iters 50 --out "$out/torch_$m.b$b.$form.json" >"$out/torch_$m.b$b.$form.log" 2>&1 \
           || echo "$m b$b: torch ($form) failed: $(tail -1 "$out/torch_$m.b$b.$form.log")" | tee -a "$out/results.txt"
+        if [ -n "${KEEL_HALF_TRACE:-}" ]; then
+          traced "$stage" "$out" "torch_$m.b$b.$form" python3 "$stage/common/torch_zoo_latency.py" --models "$m" \
+            --batch "$b" --dtype float16 $flags --iters 50 --out /dev/null
+        fi
       done
     done
   done <"$work/batches.txt"

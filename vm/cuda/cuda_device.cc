@@ -11,6 +11,7 @@
 #include "vm/cuda/conv_kernel.h"
 #include "vm/cuda/cublas_kernels.h"
 #include "vm/cuda/cuda_errors.h"
+#include "vm/cuda/graph_rewrite.h"
 #include "vm/cuda/cudnn_kernels.h"
 #include "vm/cuda/device_memory.h"
 #include "vm/executable.h"
@@ -355,6 +356,14 @@ Status CudaDevice::EndRecording(bool keep) {
   if (!keep) {
     (void)cudaGraphDestroy(graph);
     return Status::Ok();
+  }
+  // Library memsets as kernel nodes (graph_rewrite.h). Without the runtime kernels (another GPU
+  // whose JIT failed) the graph keeps them.
+  Result<CUfunction> fill = RuntimeFunction("keel_fill");
+  const Status rewritten = MemsetNodesAsKernels(graph, fill.ok() ? *fill : nullptr, nullptr);
+  if (!rewritten.ok()) {
+    (void)cudaGraphDestroy(graph);
+    return rewritten.WithContext("recording a run on " + name_);
   }
   const cudaError_t ie = cudaGraphInstantiate(&graph_exec_, graph, 0);
   (void)cudaGraphDestroy(graph);

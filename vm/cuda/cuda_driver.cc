@@ -39,6 +39,7 @@ Status ResolveAll(DriverApi& d) {
   KEEL_RETURN_IF_ERROR(Resolve("cuGetErrorString", &d.GetErrorString));
   KEEL_RETURN_IF_ERROR(Resolve("cuGetErrorName", &d.GetErrorName));
   if (!Resolve("cuLaunchKernelEx", &d.LaunchKernelEx).ok()) d.LaunchKernelEx = nullptr;
+  if (!Resolve("cuGraphAddKernelNode", &d.GraphAddKernelNode).ok()) d.GraphAddKernelNode = nullptr;
   return Status::Ok();
 }
 

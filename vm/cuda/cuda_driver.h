@@ -33,6 +33,8 @@ struct DriverApi {
   // Optional (null when the driver lacks it): launches with attributes
   // (programmatic dependent launch of generated kernels).
   decltype(&::cuLaunchKernelEx) LaunchKernelEx = nullptr;
+  // Optional: kernel nodes added to a captured graph (graph_rewrite.h).
+  decltype(&::cuGraphAddKernelNode) GraphAddKernelNode = nullptr;
   decltype(&::cuGetErrorString) GetErrorString = nullptr;
   decltype(&::cuGetErrorName) GetErrorName = nullptr;
   Status status;  // OK when every required member above is set

@@ -116,6 +116,17 @@ extern "C" __global__ void keel_spin(unsigned long long ns) {
   } while (now - start < ns);
 }
 
+// keel_fill: `count` elements of `element_size` bytes (1, 2 or 4) at dst set to `value`'s low
+// bytes, the work of a 1-D memset node of a captured graph that graph_rewrite.h turns into a
+// kernel node (a memset node between two kernels costs microseconds of idle GPU).
+extern "C" __global__ void keel_fill(void* dst, unsigned value, unsigned long long count, int element_size) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < count; i += 1ull * gridDim.x * blockDim.x) {
+    if (element_size == 4) static_cast<unsigned*>(dst)[i] = value;
+    else if (element_size == 2) static_cast<unsigned short*>(dst)[i] = static_cast<unsigned short>(value);
+    else static_cast<unsigned char*>(dst)[i] = static_cast<unsigned char>(value);
+  }
+}
+
 // keel_attention_f16 / keel_attention_bf16 ("keel.attention", serialization/library_ops.h).
 #include "vm/cuda/attention_kernel.cuh"
 

@@ -18,7 +18,7 @@ case ${1:-} in
   build)
     here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../../.." && pwd); out=$root/.gpu/bert_probes
     mkdir -p "$out"
-    for p in gemm_layernorm layernorm_after_gemm gemm_weight_layout layer_streams; do
+    for p in gemm_layernorm layernorm_after_gemm gemm_weight_layout layer_streams gemm_algo_search; do
       nvcc -std=c++17 -O3 -arch=sm_90 -I"$root" "$here/$p.cu" -o "$out/$p" -lcublasLt
     done
     cp "$0" "$out/run.sh" ;;

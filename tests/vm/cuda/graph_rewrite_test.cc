@@ -1,0 +1,126 @@
+// tests/vm/cuda/graph_rewrite_test.cc — vm/cuda/graph_rewrite.h: a captured graph's 1-D memset
+// nodes become keel_fill kernel nodes (the runtime module's kernel) that write the same bytes in
+// the same order; 2-D memsets stay. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "tests/vm/cuda/cuda_test_programs.h"
+#include "vm/cuda/cuda_driver.h"
+#include "vm/cuda/graph_rewrite.h"
+
+namespace keel::vm_internal {
+extern const unsigned char kKeelRuntimeCubin[];
+extern const unsigned long long kKeelRuntimeCubin_size;
+}  // namespace keel::vm_internal
+
+namespace keel::cudatest {
+namespace {
+
+using vm_internal::Driver;
+
+int CountNodes(cudaGraph_t g, cudaGraphNodeType type) {
+  size_t n = 0;
+  EXPECT_EQ(cudaGraphGetNodes(g, nullptr, &n), cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(n);
+  EXPECT_EQ(cudaGraphGetNodes(g, nodes.data(), &n), cudaSuccess);
+  int c = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType t{};
+    EXPECT_EQ(cudaGraphNodeGetType(node, &t), cudaSuccess);
+    c += t == type;
+  }
+  return c;
+}
+
+// Fills bytes [offset, offset + count * element_size) of host memory as a memset node would.
+void HostFill(std::vector<unsigned char>* bytes, size_t offset, unsigned value, size_t element_size, size_t count) {
+  for (size_t i = 0; i < count; ++i) std::memcpy(bytes->data() + offset + i * element_size, &value, element_size);
+}
+
+TEST(GraphRewrite, MemsetNodesBecomeFillKernelsInOrder) {
+  KEEL_SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(Driver().status.ok()) << Driver().status.message();
+  ASSERT_NE(Driver().GraphAddKernelNode, nullptr);
+  ASSERT_NE(vm_internal::kKeelRuntimeCubin_size, 0u);
+  CUmodule module = nullptr;
+  ASSERT_EQ(Driver().ModuleLoadData(&module, vm_internal::kKeelRuntimeCubin), CUDA_SUCCESS);
+  CUfunction fill = nullptr;
+  ASSERT_EQ(Driver().ModuleGetFunction(&fill, module, "keel_fill"), CUDA_SUCCESS);
+
+  constexpr size_t kBytes = 1 << 20;  // more than one grid-stride pass of 1,024 x 256 bytes
+  unsigned char* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, kBytes), cudaSuccess);
+  cudaGraph_t g = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  // A chain of overlapping fills: the result depends on their order. Element sizes 4, 2, a 2-D
+  // fill (kept), then 1.
+  struct Fill {
+    size_t offset, element_size, width, height, pitch;
+    unsigned value;
+  };
+  const Fill fills[] = {{0, 4, kBytes / 4, 1, 0, 0x3f800001u},
+                        {1000, 2, 300000, 1, 0, 0xbeefu},
+                        {4096, 1, 100, 3, 512, 0x11u},
+                        {1500, 1, 999, 1, 0, 0x77u}};
+  std::vector<unsigned char> expected(kBytes);
+  cudaGraphNode_t prev = nullptr;
+  for (const Fill& f : fills) {
+    cudaMemsetParams p{};
+    p.dst = buf + f.offset;
+    p.value = f.value;
+    p.elementSize = static_cast<unsigned>(f.element_size);
+    p.width = f.width;
+    p.height = f.height;
+    p.pitch = f.pitch;
+    cudaGraphNode_t node = nullptr;
+    ASSERT_EQ(cudaGraphAddMemsetNode(&node, g, prev != nullptr ? &prev : nullptr, prev != nullptr ? 1 : 0, &p),
+              cudaSuccess);
+    prev = node;
+    for (size_t row = 0; row < f.height; ++row)
+      HostFill(&expected, f.offset + row * f.pitch, f.value, f.element_size, f.width);
+  }
+  int replaced = -1;
+  const Status s = vm_internal::MemsetNodesAsKernels(g, fill, &replaced);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(replaced, 3);
+  EXPECT_EQ(CountNodes(g, cudaGraphNodeTypeMemset), 1);  // the 2-D one
+  EXPECT_EQ(CountNodes(g, cudaGraphNodeTypeKernel), 3);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+  for (int run = 0; run < 3; ++run) {
+    ASSERT_EQ(cudaMemset(buf, 0, kBytes), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+    std::vector<unsigned char> got(kBytes);
+    ASSERT_EQ(cudaMemcpy(got.data(), buf, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(got, expected) << "run " << run;
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(cudaFree(buf), cudaSuccess);
+}
+
+TEST(GraphRewrite, WithoutTheFillKernelTheGraphIsUnchanged) {
+  KEEL_SKIP_WITHOUT_GPU();
+  cudaGraph_t g = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  void* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 64), cudaSuccess);
+  cudaMemsetParams p{};
+  p.dst = buf;
+  p.elementSize = 4;
+  p.width = 16;
+  p.height = 1;
+  cudaGraphNode_t node = nullptr;
+  ASSERT_EQ(cudaGraphAddMemsetNode(&node, g, nullptr, 0, &p), cudaSuccess);
+  int replaced = -1;
+  ASSERT_TRUE(vm_internal::MemsetNodesAsKernels(g, nullptr, &replaced).ok());
+  EXPECT_EQ(replaced, 0);
+  EXPECT_EQ(CountNodes(g, cudaGraphNodeTypeMemset), 1);
+  EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(cudaFree(buf), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace keel::cudatest
