@@ -218,7 +218,10 @@ struct VmOptions {
   // CUDA only. A static-plan program whose device work is all on the GPU is
   // captured into a CUDA graph on its first Run and replayed by later Runs
   // (inputs bound with BindInput are then copied into the VM's own staging
-  // buffers at each Run, so the graph's addresses stay fixed). false: never.
+  // buffers at each Run, so the graph's addresses stay fixed). Memsets the
+  // libraries record (cuDNN's attention clears 4 bytes per call) become kernel
+  // nodes in the graph, which start sooner after the kernel before them
+  // (vm/cuda/graph_rewrite.h). false: never.
   bool cuda_graph = true;
   // CUDA only: let cuBLAS/cuDNN use TF32 tensor cores for f32 (faster, ~1e-3
   // relative error). Unset: what the executable was compiled for
