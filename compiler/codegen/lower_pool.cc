@@ -8,7 +8,8 @@
 // last spatial dim is the column: interior columns run as vector chunks
 // (kLanes), border columns with clamped-and-guarded window reads; a max pool
 // on wide rows first takes the maximum over the window's leading dims for every
-// input column, then its taps along the row from that. The Indices
+// input column, then its taps along the row from that, a block of rows per
+// parallel iteration. The Indices
 // output (first maximum's flat input index) and integer max pools always use
 // the scalar column path.
 #include <algorithm>
