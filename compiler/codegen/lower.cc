@@ -114,6 +114,9 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     // 8 rows of one 16-lane zmm accumulator each (4 chains waited on the FMA latency): ConvNeXt's
     // 7x7 layers at 56x56 took 0.90-0.92 of the time; 6, 7 and 14 rows no better (cpu29).
     o.depthwise_rows = 8;
+    // ConvNeXt-T's 7x7 layers at 56x56: 0.36 -> 0.22 ms at one thread; a 5x5 at 56x56 0.17 ->
+    // 0.14. A 3x3 there, and every window with AVX2 (7x7 at 56x56: 0.46 -> 0.57), lost (cpu33).
+    o.depthwise_plane_wide_window_width = 64;
     o.pointwise_pixel_rows_tail = 8;  // a quarter panel
     o.transpose_tile = 16;
   } else if (features.find("+avx") == std::string::npos) {

@@ -111,6 +111,9 @@ struct LowerOptions {
   // 2-D depthwise convolutions with an output at most this wide (and strides
   // 1 or 2) use the plane kernel (lower_depthwise_plane.cc) on the CPU; 0: never.
   int64_t depthwise_plane_width = 32;
+  // ...and those whose window has at least 5 columns, up to this output width where it is
+  // wider: their row kernel runs (KW - 1) border columns per row as scalar code.
+  int64_t depthwise_plane_wide_window_width = 0;
   // 16-lane chunks per group of the plane kernel, each its own accumulator
   // chain: 4 fits AVX2's 16 ymm registers; AVX-512 has room for 8.
   int64_t depthwise_plane_chains = 4;

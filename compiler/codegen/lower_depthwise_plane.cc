@@ -113,7 +113,9 @@ Stmt Chunked(KernelFunc& k, int64_t lo, int64_t hi, const std::function<Stmt(Exp
 }  // namespace
 
 bool DepthwisePlaneApplies(const LowerOptions& o, const DepthwiseGeom2D& g) {
-  if (o.gpu_direct_conv || o.depthwise_plane_width <= 0 || g.OW > o.depthwise_plane_width) return false;
+  const int64_t width = g.KW >= 5 ? std::max(o.depthwise_plane_width, o.depthwise_plane_wide_window_width)
+                                  : o.depthwise_plane_width;
+  if (o.gpu_direct_conv || o.depthwise_plane_width <= 0 || g.OW > width) return false;
   if (g.sh < 1 || g.sh > 2 || g.sw < 1 || g.sw > 2 || g.OH < 1 || g.OW < 1) return false;
   return g.sh * g.sw * Layout(g).plane <= kMaxPlaneFloats;
 }

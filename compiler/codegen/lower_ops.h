@@ -149,7 +149,8 @@ struct DepthwiseGeom2D {
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;  // strides, dilations, leading pads
 };
 // lower_depthwise_plane.cc: the CPU kernel for small images (output width at
-// most LowerOptions::depthwise_plane_width, strides 1 or 2, the zero-padded
+// most LowerOptions::depthwise_plane_width, or depthwise_plane_wide_window_width
+// for windows of at least 5 columns, strides 1 or 2, the zero-padded
 // plane within a local buffer): one (image, channel) plane per parallel
 // iteration (up to 4 small ones, all copied before their taps run),
 // copied into padded stride phases so that every tap is a

@@ -8,7 +8,8 @@
 // last spatial dim is the column: interior columns run as vector chunks
 // (kLanes), border columns with clamped-and-guarded window reads; a max pool
 // on wide rows first takes the maximum over the window's leading dims for every
-// input column, then its taps along the row from that. The Indices
+// input column, then its taps along the row from that, a block of rows per
+// parallel iteration. The Indices
 // output (first maximum's flat input index) and integer max pools always use
 // the scalar column path.
 #include <algorithm>
@@ -37,6 +38,11 @@ Expr LpRoot(const Expr& s, double p) {
 
 // The accumulator type: f32 for floats (f16/bf16 widened), i64 for integer max pools.
 DType AccType(DType t) { return IsFloat(t) ? DType::kF32 : DType::kI64; }
+// The column maxima of a columns-first max pool's block of rows (floats, 8 KiB): the rows
+// of one parallel iteration.
+constexpr int64_t kColumnBlockFloats = 2048;
+constexpr int64_t kColumnLanes = 16;  // columns per chunk of the column maxima
+
 Expr MaxInit(DType acc) {
   return acc == DType::kF32 ? FloatConst(-std::numeric_limits<double>::infinity())
                             : IntConst(std::numeric_limits<int64_t>::min(), DType::kI64);
@@ -71,13 +77,45 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   const int64_t W = in[last], OW = out[last], KW = kernel[last], sw = strides[last], dw = dil[last];
   const int64_t pl = pads[last], pr = pads[last + sp];
 
-  // Rows: (b, c, leading output coordinates).
+  // Interior columns [ilo, ihi): every kw tap inside [0, W).
+  const int64_t ilo = std::clamp<int64_t>((pl + sw - 1) / sw, 0, OW);
+  const int64_t ihi = std::clamp<int64_t>(W - 1 + pl - (KW - 1) * dw >= 0 ? (W - 1 + pl - (KW - 1) * dw) / sw + 1 : 0,
+                                          ilo, OW);
+  int64_t L = 16;
+  while (L > 4 && ihi - ilo < L) L /= 2;
+  const bool vector_cols = ihi - ilo >= L && !with_indices && acc_t == DType::kF32;
+  // A max pool with leading window dims, rows of at least 16 input columns and 8 interior
+  // outputs first takes the maximum over those dims for every input column of the row
+  // (unit-stride loads), then the taps along the row from that: KW times fewer strided reads
+  // than every tap of every window row (SqueezeNet's 111x111 -> 55x55, 64 channels: 0.082-0.090
+  // -> 0.075 ms at 2 threads. Rows of 13 outputs lost while each row's taps ran right behind its
+  // own column maxima, and gain since rows run in blocks: 27x27 -> 13x13, 0.023 -> 0.011 ms).
+  const bool columns_first = vector_cols && mode == PoolKind::kMax && last > 0 && L >= 8 && W >= 16;
+
+  // Rows: (b, c, leading output coordinates). A columns-first pool runs R rows of its innermost
+  // leading dim per parallel iteration: first the column maxima of all R rows, then their taps.
+  // Right behind its own stores a tap's load (unaligned, across two of them) cannot be served by
+  // store forwarding and waits for them to reach the cache; a block of rows puts the other rows'
+  // work between a row's stores and its loads.
   std::vector<int64_t> row_dims{B, C};
   row_dims.insert(row_dims.end(), out.begin(), out.end() - 1);
   const int64_t rows = NumElements(row_dims);
+  const int64_t LH = last > 0 ? out[last - 1] : 1;
+  // Blocks of balanced sizes (the last block overlaps its predecessor by less than one block).
+  const int64_t most_rows = std::max<int64_t>(kColumnBlockFloats / W, 1);
+  const int64_t blocks = columns_first ? (LH + most_rows - 1) / most_rows : 1;
+  const int64_t R = (LH + blocks - 1) / blocks;
+  std::vector<int64_t> outer_dims = row_dims;
+  if (columns_first) outer_dims.back() = blocks;
   Expr r = k.NewVar("r");
-  const std::vector<Expr> rix = Delinearize(row_dims, r);
-  const Expr b = rix[0], c = rix[1];
+  const std::vector<Expr> oix = Delinearize(outer_dims, r);
+  // The row coordinates in use: rix[2 + last - 1] is the block's row `i` in the columns-first form.
+  std::vector<Expr> rix = oix;
+  Expr b = rix[0], c = rix[1];
+  auto use_block_row = [&](const Expr& i) {
+    rix = oix;
+    rix.back() = Min(oix.back() * R, Expr(LH - R)) + i;
+  };
 
   // The window's leading dims: one serial loop each, with the input coordinate
   // and its guards (inside the input; inside the padded input for count_include_pad).
@@ -92,7 +130,9 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
       Expr id = rix[2 + d] * strides[d] - pads[d] + kd * dil[d];
       l.vars.push_back(kd);
       l.coords.push_back(id);
-      l.ok = And(l.ok, (id >= 0) && (id < in[d]));
+      // Statically inside for every output row (no leading pads, the last window inside): no guard.
+      if (pads[d] > 0 || (out[d] - 1) * strides[d] - pads[d] + (kernel[d] - 1) * dil[d] >= in[d])
+        l.ok = And(l.ok, (id >= 0) && (id < in[d]));
       l.counted = And(l.counted, id < in[d] + pads[d + sp]);
     }
     return l;
@@ -167,43 +207,38 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
     return For(ow, from, to, LoopKind::kSerial, Block(std::move(per_out)));
   };
 
-  // Interior columns [ilo, ihi) (every kw tap inside [0, W)) as L-lane vector
-  // chunks, the last one overlapping its predecessor; leading window positions
-  // outside the input are skipped as a whole, and an average's divisor is
-  // uniform over the chunk. The overlapping last chunk stores some columns
-  // twice, so the output must not alias an input (in-place reuse is only
-  // granted to elementwise groups).
-  const int64_t ilo = std::clamp<int64_t>((pl + sw - 1) / sw, 0, OW);
-  const int64_t ihi = std::clamp<int64_t>(W - 1 + pl - (KW - 1) * dw >= 0 ? (W - 1 + pl - (KW - 1) * dw) / sw + 1 : 0,
-                                          ilo, OW);
-  int64_t L = 16;
-  while (L > 4 && ihi - ilo < L) L /= 2;
+  // Interior columns [ilo, ihi) as L-lane vector chunks, the last one overlapping
+  // its predecessor; leading window positions outside the input are skipped as a
+  // whole, and an average's divisor is uniform over the chunk. The overlapping
+  // last chunk stores some columns twice, so the output must not alias an input
+  // (in-place reuse is only granted to elementwise groups).
   std::vector<Stmt> body;
-  if (ihi - ilo >= L && !with_indices && acc_t == DType::kF32) {
+  if (vector_cols) {
+    int cols = -1;
+    Expr row = IntConst(0), i2;  // the row's offset into pool_cols, and the taps' row loop variable
+    if (columns_first) {
+      Expr i1 = k.NewVar("i");
+      use_block_row(i1);
+      const Lead vl = make_lead();
+      cols = k.AddLocal("pool_cols", DType::kF32, {R * W});
+      Expr qc = k.NewVar("qc"), j0 = k.NewVar("j"), j1 = k.NewVar("j");
+      Expr c0 = i1 * W + Min(qc * kColumnLanes, Expr(W - kColumnLanes));
+      std::vector<Expr> xi{b, c};
+      for (size_t d = 0; d < last; ++d) xi.push_back(vl.coords[d]);
+      xi.push_back(c0 - i1 * W + j1);
+      Stmt update = For(j1, 0, kColumnLanes, LoopKind::kLanes,
+                        k.Store(cols, {c0 + j1}, Max(k.Load(cols, {c0 + j1}), Cast(X.at(xi), DType::kF32))));
+      Stmt per_chunk = For(qc, 0, (W + kColumnLanes - 1) / kColumnLanes, LoopKind::kSerial,
+                           Block({For(j0, 0, kColumnLanes, LoopKind::kLanes, k.Store(cols, {c0 + j0}, init)),
+                                  wrap_lead(vl, vl.ok.is_null() ? update : If(vl.ok, update))}));
+      body.push_back(For(i1, 0, R, LoopKind::kSerial, per_chunk));
+      i2 = k.NewVar("i");
+      use_block_row(i2);
+      row = i2 * W;
+    }
     const Lead l = make_lead();
     int acc = k.AddLocal("pool_vacc", DType::kF32, {L});
     int cnt = k.AddLocal("pool_cnt", DType::kF32, {1});
-    // A max pool with leading window dims and rows of at least 16 interior outputs first takes
-    // the maximum over those dims for every input column of the row (unit-stride loads), then
-    // the taps along the row from that: KW times fewer strided reads than every tap of every
-    // window row (SqueezeNet's 111x111 -> 55x55, 64 channels: 0.082-0.090 -> 0.075 ms at 2
-    // threads; on rows of 13 outputs the extra pass cost more than it saved).
-    const bool columns_first = mode == PoolKind::kMax && last > 0 && L == 16 && W >= L;
-    int cols = -1;
-    if (columns_first) {
-      const Lead vl = make_lead();
-      cols = k.AddLocal("pool_cols", DType::kF32, {W});
-      Expr qc = k.NewVar("qc"), j0 = k.NewVar("j"), j1 = k.NewVar("j");
-      Expr c0 = Min(qc * L, Expr(W - L));
-      std::vector<Expr> xi{b, c};
-      for (size_t d = 0; d < last; ++d) xi.push_back(vl.coords[d]);
-      xi.push_back(c0 + j1);
-      Stmt update = For(j1, 0, L, LoopKind::kLanes,
-                        k.Store(cols, {c0 + j1}, Max(k.Load(cols, {c0 + j1}), Cast(X.at(xi), DType::kF32))));
-      body.push_back(For(qc, 0, (W + L - 1) / L, LoopKind::kSerial,
-                         Block({For(j0, 0, L, LoopKind::kLanes, k.Store(cols, {c0 + j0}, init)),
-                                wrap_lead(vl, vl.ok.is_null() ? update : If(vl.ok, update))})));
-    }
     Expr q = k.NewVar("q");
     Expr ow0 = Min(q * L + ilo, ihi - L);
     Expr n = k.Load(cnt, {Expr(0)});
@@ -213,7 +248,7 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
       std::vector<Expr> xi{b, c};
       for (size_t d = 0; d < last; ++d) xi.push_back(l.coords[d]);
       xi.push_back((ow0 + j) * sw + (kw * dw - pl));
-      Expr x = columns_first ? k.Load(cols, {(ow0 + j) * sw + (kw * dw - pl)}) : Cast(X.at(xi), DType::kF32);
+      Expr x = columns_first ? k.Load(cols, {row + (ow0 + j) * sw + (kw * dw - pl)}) : Cast(X.at(xi), DType::kF32);
       Expr a = k.Load(acc, {j});
       Expr v = mode == PoolKind::kMax ? Max(a, x) : mode == PoolKind::kLp ? a + LpTerm(x, p) : a + x;
       taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, v)));
@@ -230,14 +265,17 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
         columns_first ? tap_block : wrap_lead(l, Block({tap_block, count_update})),
         For(j1, 0, L, LoopKind::kLanes, stores[0](out_index(ow0 + j1), finish(k.Load(acc, {j1}), n))),
     });
-    body.push_back(For(q, 0, (ihi - ilo + L - 1) / L, LoopKind::kSerial, chunk));
-    if (ilo > 0) body.push_back(scalar_cols(0, ilo));
-    if (ihi < OW) body.push_back(scalar_cols(ihi, OW));
+    std::vector<Stmt> per_row{For(q, 0, (ihi - ilo + L - 1) / L, LoopKind::kSerial, chunk)};
+    if (ilo > 0) per_row.push_back(scalar_cols(0, ilo));
+    if (ihi < OW) per_row.push_back(scalar_cols(ihi, OW));
+    body.push_back(columns_first ? For(i2, 0, R, LoopKind::kSerial, Block(std::move(per_row)))
+                                 : Block(std::move(per_row)));
   } else {
     body.push_back(scalar_cols(0, OW));
   }
-  bool par = rows > 1 && rows * OW >= ctx.options().min_parallel_elements / 4;
-  return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
+  const int64_t iterations = NumElements(outer_dims);
+  bool par = iterations > 1 && rows * OW >= ctx.options().min_parallel_elements / 4;
+  return For(r, 0, iterations, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(body)));
 }
 
 Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, const StoreFn& store) {

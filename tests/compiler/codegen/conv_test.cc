@@ -3,7 +3,8 @@
 // contiguous and gathered panels) and the direct depthwise kernel (channel
 // multiplier 1 and 2; its CPU row form, one row or blocks of rows per
 // iteration, heights not a multiple of the block, and its GPU run-of-outputs
-// form, which grouped and few-output convolutions take on a GPU too); bands of output rows; B packed a
+// form, which grouped and few-output convolutions take on a GPU too); the plane kernel for wide
+// windows on AVX-512; bands of output rows; B packed a
 // panel at a time; a pointwise convolution's input read in place; strided runs from column
 // phases.
 #include <gtest/gtest.h>
@@ -77,6 +78,37 @@ TEST_P(ConvTest, MatchesReference) {
       g.OW = n->output(0)->type().shape[3];
       if (!DepthwisePlaneApplies(o, g)) continue;
       CheckNodeAgainstReference(*n, 31, 1e-5, 4, o);
+    }
+  }
+}
+
+// Wide windows on AVX-512 (LowerOptions::depthwise_plane_wide_window_width): depthwise
+// convolutions whose window has at least 5 columns take the plane kernel ("dwp_plane") up to
+// 64 outputs wide, others up to 32 (depthwise_plane_width), and AVX2 keeps 32 for every window.
+// Odd shapes: 7x7 on 45x45 with a bias, 5x5 with dilation 2 on 2 images of 30x68 (64 wide), 7x7
+// on 70x70 (too wide), 3x3 on 45x45 (too narrow a window); each against the reference evaluator.
+TEST(ConvPlane, WideWindowsTakeThePlaneKernelOnAvx512) {
+  struct Case {
+    ConvCase conv;
+    bool plane_avx512;
+  };
+  for (const Case& t : {Case{{1, 5, 45, 45, 5, 7, 7, 1, 3, 1, 5, true}, true},
+                        Case{{2, 3, 30, 68, 3, 5, 5, 1, 2, 2, 3, false}, true},
+                        Case{{1, 2, 70, 70, 2, 7, 7, 1, 3, 1, 2, true}, false},
+                        Case{{1, 4, 45, 45, 4, 3, 3, 1, 1, 1, 4, true}, false}}) {
+    const ConvCase& p = t.conv;
+    GraphBuilder b;
+    std::vector<ir::Value*> ins{b.Input("x", {p.n, p.c, p.h, p.w}), b.Input("w", {p.co, 1, p.kh, p.kw})};
+    if (p.bias) ins.push_back(b.Input("bias", {p.co}));
+    ir::Node* n = b.Op("Conv", ins, ConvAttrs(p));
+    ASSERT_NE(n, nullptr);
+    SCOPED_TRACE(n->input(0)->type().ToString() + " " + std::to_string(p.kh) + "x" + std::to_string(p.kw));
+    for (const bool avx512 : {false, true}) {
+      const LowerOptions o = LowerOptionsForCpuFeatures(avx512 ? "+avx2,+fma,+avx512f" : "+avx2,+fma");
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 47, 1e-5, 4, o);
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_EQ(spec.kernel->ToString().find("dwp_plane") != std::string::npos, avx512 && t.plane_avx512)
+          << (avx512 ? "AVX-512" : "AVX2");
     }
   }
 }

@@ -45,10 +45,13 @@ TEST(Pool, WideRowsVectorChunks) {
   for (int64_t cip : {0, 1}) CheckOp(b, "AveragePool", {x}, AverageWindow({3, 3}, 1, 1, 0, cip), 44);
 }
 
-// Max pools whose rows have at least 16 interior outputs take the maximum over the window's
-// leading dims for every input column first (lower_pool.cc, "pool_cols"): batch 2, 3 channels,
-// ceil_mode, a 2x3 window with dilation 2, 3-D with padded leading dims; both ISAs' options.
-// Rows of fewer outputs keep the taps on the input.
+// Max pools whose rows have at least 8 interior outputs, over at least 16 input columns, take the
+// maximum over the window's leading dims for every input column first (lower_pool.cc,
+// "pool_cols"), for a block of rows per parallel iteration: batch 2, 3 channels, ceil_mode, a 2x3
+// window with dilation 2, 3-D with padded leading dims, rows of 13 outputs, 55 rows in 4 blocks
+// of 14 (the last overlapping), rows wider than a block (one row per block), unpadded rows whose
+// leading window dims need no guard; both ISAs' options. Rows of fewer outputs, or of fewer than
+// 16 input columns, keep the taps on the input.
 TEST(Pool, MaxPoolColumnsFirst) {
   const LowerOptions avx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
   const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
@@ -64,7 +67,11 @@ TEST(Pool, MaxPoolColumnsFirst) {
   };
   for (const LowerOptions* o : {&avx2, &avx512}) {
     for (const Case& t : {Case{{2, 3, 21, 40}, Window({3, 3}, 2, 1, 1), true}, Case{{1, 2, 9, 34}, dilated, true},
-                          Case{{1, 2, 5, 6, 37}, volume, true}, Case{{1, 4, 27, 27}, Window({3, 3}, 2, 0, 1), false}}) {
+                          Case{{1, 2, 5, 6, 37}, volume, true}, Case{{1, 4, 27, 27}, Window({3, 3}, 2, 0, 1), true},
+                          Case{{1, 2, 111, 111}, Window({3, 3}, 2, 0, 1), true},
+                          Case{{1, 2, 4, 2100}, Window({3, 3}, 2, 0, 0), true},
+                          Case{{2, 3, 12, 36}, Window({2, 2}, 2, 0, 0), true},
+                          Case{{1, 4, 15, 15}, Window({3, 3}, 2, 0, 1), false}}) {
       GraphBuilder b;
       ir::Node* n = b.Op("MaxPool", {b.Input("x", t.x)}, t.attrs);
       ASSERT_NE(n, nullptr);
