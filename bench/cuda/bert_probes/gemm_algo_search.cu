@@ -58,28 +58,10 @@ int main(int argc, char** argv) {
   const size_t wsz = 32 << 20;
   void* ws;
   CK(cudaMalloc(&ws, wsz));
-  struct Shape {
-    const char* name;
-    int n, k;
-    cublasLtEpilogue_t epilogue;
-    bool residual;
-  };
-  const Shape shapes[] = {{"qkv", 2304, 768, CUBLASLT_EPILOGUE_BIAS, false},
-                          {"out", 768, 768, CUBLASLT_EPILOGUE_BIAS, true},
-                          {"ff1", 3072, 768, CUBLASLT_EPILOGUE_GELU_BIAS, false},
-                          {"ff2", 768, 3072, CUBLASLT_EPILOGUE_BIAS, true}};
-  __half *a, *w, *b, *c, *d;
-  CK(cudaMalloc(&a, size_t(m) * 3072 * 2));
-  CK(cudaMalloc(&w, 3072 * 3072 * 2));
-  CK(cudaMalloc(&b, 3072 * 2));
-  CK(cudaMalloc(&c, size_t(m) * 3072 * 2));
-  CK(cudaMalloc(&d, size_t(m) * 3072 * 2));
-  CK(cudaMemset(a, 0, size_t(m) * 3072 * 2));
-  CK(cudaMemset(w, 0, 3072 * 3072 * 2));
-  CK(cudaMemset(b, 0, 3072 * 2));
-  CK(cudaMemset(c, 0, size_t(m) * 3072 * 2));
+  const BertGemmBuffers buf(m);
+  __half *a = buf.a, *w = buf.w, *b = buf.b, *c = buf.c, *d = buf.d;
   float total_first = 0, total_best8 = 0, total_best64 = 0, total_split = 0, total_enum = 0;
-  for (const Shape& sh : shapes) {
+  for (const BertGemm& sh : kBertGemms) {
     const LtGemm g(lt, m, sh.n, sh.k, /*w_nk=*/true, sh.epilogue, b, wsz, 64);
     const float beta = sh.residual ? 1.f : 0.f;
     auto time_algo = [&](const cublasLtMatmulAlgo_t& algo, int samples) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #define CK(x)                                                              \
@@ -88,5 +89,30 @@ struct LtGemm {
     const float alpha = 1.f;
     CK(cublasLtMatmul(lt, op, &alpha, w, la, a, lb, &beta, c, lc, d, lc, &algos[algo].algo, workspace,
                       workspace_bytes, s));
+  }
+};
+
+// BERT-base's four GEMMs per layer (width 768, FFN 3072), as the probes time them.
+struct BertGemm {
+  const char* name;
+  int n, k;
+  cublasLtEpilogue_t epilogue;
+  bool residual;  // the residual added as C (beta 1)
+};
+inline constexpr BertGemm kBertGemms[] = {{"qkv", 2304, 768, CUBLASLT_EPILOGUE_BIAS, false},
+                                          {"out", 768, 768, CUBLASLT_EPILOGUE_BIAS, true},
+                                          {"ff1", 3072, 768, CUBLASLT_EPILOGUE_GELU_BIAS, false},
+                                          {"ff2", 768, 3072, CUBLASLT_EPILOGUE_BIAS, true}};
+
+// Zeroed f16 operands large enough for any of kBertGemms at `m` rows: A, W, the bias, C and D.
+struct BertGemmBuffers {
+  __half *a, *w, *b, *c, *d;
+  explicit BertGemmBuffers(int m) {
+    const size_t rows = size_t(m) * 3072 * 2;
+    for (auto [p, bytes] : {std::pair<__half**, size_t>{&a, rows}, {&w, size_t(3072) * 3072 * 2}, {&b, 3072 * 2},
+                            {&c, rows}, {&d, rows}}) {
+      CK(cudaMalloc(p, bytes));
+      CK(cudaMemset(*p, 0, bytes));
+    }
   }
 };
