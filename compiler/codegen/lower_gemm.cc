@@ -190,12 +190,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // panel's stores complete right away in the task-at-a-time order but a whole column of row
   // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
   // panel at a time").
-  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0;
+  // Full panels read in place a vector at a time (GemmOperands::b_vector): no packing pass at all
+  // but a tail panel's. A convolution's workspace image is read by every row tile, as packed
+  // panels would be, without the copy of each panel's K rows (an eighth of a 224x224 7x7 stem's
+  // time; docs/MEASUREMENTS.md, cpu34).
+  const bool vectors_in_place = g.b_vector && fused_pack && !batched && !columns_outer && NR % 2 == 0;
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0 && !vectors_in_place;
   // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
   // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
   // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
-  const bool in_place = g.b_in_place && g.b && fused_pack && !panel_at_a_time && !batched && !columns_outer &&
-                        Mt * K <= o.gemm_b_in_place_rows;
+  const bool in_place = vectors_in_place || (g.b_in_place && g.b && fused_pack && !panel_at_a_time && !batched &&
+                                             !columns_outer && Mt * K <= o.gemm_b_in_place_rows);
   const int64_t slots = in_place ? 1 : panel_at_a_time ? nNB : Np;  // panels per product in the packed B
   // (None at all where every panel is read in place.)
   int bp = prepacked                   ? g.b_packed
@@ -361,18 +366,24 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     // One vector statement per tile row (rows(f(i, j)) = mr unrolled kLanes loops), a narrower
     // tile's in pieces of powers of two (24 lanes as 16 + 8: LLVM assembled a 24-lane vector
     // accumulator element by element, 50x slower).
+    // (B read in place a vector at a time: one piece per vector, each its own load.)
+    const bool by_vector = direct && vectors_in_place && width == NR;
     std::vector<std::pair<int64_t, int64_t>> pieces;  // [begin, end) of each lane run
     for (int64_t j0 = 0, w = NR; j0 < width; w /= 2)
       if (j0 + w <= width) { pieces.emplace_back(j0, j0 + w); j0 += w; }
-    auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
+    if (by_vector) pieces = {{0, NR / 2}, {NR / 2, NR}};
+    auto rows_at = [&](const std::function<Stmt(int64_t i, Expr j, int64_t lo)>& f) {
       std::vector<Stmt> out;
       for (int64_t i = 0; i < mr; ++i) {
         for (const auto& [lo, hi] : pieces) {
           Expr j = k.NewVar("j");
-          out.push_back(For(j, lo, hi, LoopKind::kLanes, f(i, j)));
+          out.push_back(For(j, lo, hi, LoopKind::kLanes, f(i, j, lo)));
         }
       }
       return Block(std::move(out));
+    };
+    auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
+      return rows_at([&](int64_t i, Expr j, int64_t) { return f(i, j); });
     };
     std::vector<Stmt> tile;
     // init
@@ -386,11 +397,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     // k loop: acc[i][j] += A(m0+i, kk) * Bp[p][kk][j]
     {
       Expr kk = k.NewVar("kk");
-      Stmt body = rows([&](int64_t i, Expr j) {
+      Stmt body = rows_at([&](int64_t i, Expr j, int64_t lo) {
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a_tile ? g.a_tile(m0, i, kk) : g.a(m0 + i, kk),
                       DType::kF32);
         // A narrow tail panel is [K][TW] after the full panels (at the offset of panel n_full).
-        Expr b = direct        ? Cast(g.b(kk, n0 + j), DType::kF32)
+        Expr b = by_vector     ? Cast(g.b_vector(kk, p, lo / (NR / 2), j - lo), DType::kF32)
+                 : direct      ? Cast(g.b(kk, n0 + j), DType::kF32)
                  : tail && narrow_tail ? k.Load(bp, {bp_at(p, Expr(0), Expr(0)) + kk * TW + j})
                                  : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
