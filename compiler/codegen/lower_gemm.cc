@@ -191,17 +191,18 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
   // panel at a time").
   // Full panels read in place a vector at a time (GemmOperands::b_vector): no packing pass at all
-  // but a tail panel's. A convolution's workspace image is read by every row tile, as packed
-  // panels would be, without the copy of each panel's K rows (an eighth of a 224x224 7x7 stem's
-  // time; docs/MEASUREMENTS.md, cpu34).
-  const bool vectors_in_place = g.b_vector && fused_pack && !batched && !columns_outer && NR % 2 == 0;
+  // but a tail panel's, by the task that has it (into its M block's slot). A convolution's
+  // workspace image is read by every row tile, as packed panels would be, without the copy of each
+  // panel's K rows (an eighth of a 224x224 7x7 stem's time; docs/MEASUREMENTS.md, cpu34).
+  const bool vectors_in_place = g.b_vector && !prepacked && !batched && NR % 2 == 0;
   const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0 && !vectors_in_place;
   // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
   // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
   // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
   const bool in_place = vectors_in_place || (g.b_in_place && g.b && fused_pack && !panel_at_a_time && !batched &&
                                              !columns_outer && Mt * K <= o.gemm_b_in_place_rows);
-  const int64_t slots = in_place ? 1 : panel_at_a_time ? nNB : Np;  // panels per product in the packed B
+  // (Panels per product in the packed B: a tail panel per M block where only that is packed.)
+  const int64_t slots = in_place ? (vectors_in_place ? nMB : 1) : panel_at_a_time ? nNB : Np;
   // (None at all where every panel is read in place.)
   int bp = prepacked                   ? g.b_packed
            : in_place && N % NR == 0 ? -1
@@ -253,6 +254,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Expr mb = columns_outer ? tt % nMB : tt / nNB, nb = columns_outer ? tt / nMB : tt % nNB;
   Expr m0 = mt * MR, n0 = p * NR;
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
+  const Expr in_place_slot = vectors_in_place && nMB > 1 ? mb : Expr(0);  // of a packed tail panel
 
   auto acc_at = [&](int64_t i, int64_t j) { return k.Load(acc, {Expr(i * NR + j)}); };
   auto acc_lane = [&](int64_t i, Expr j) { return k.Load(acc, {i * NR + j}); };
@@ -404,7 +406,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         Expr b = by_vector     ? Cast(g.b_vector(kk, p, lo / (NR / 2), j - lo), DType::kF32)
                  : direct      ? Cast(g.b(kk, n0 + j), DType::kF32)
                  : tail && narrow_tail ? k.Load(bp, {bp_at(p, Expr(0), Expr(0)) + kk * TW + j})
-                                 : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
+                                 : k.Load(bp, {bp_at(in_place ? in_place_slot : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       if (prefetch_a && !tail) {
@@ -533,7 +535,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   }
   if (in_place && N % NR != 0) {
     // Only the tail panel, by the task that has it.
-    tiles = Block({pack_panels(Max(nb * NCP, Expr(N / NR)), Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial, Expr(0)), tiles});
+    tiles = Block({pack_panels(Max(nb * NCP, Expr(N / NR)), Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial, in_place_slot),
+                   tiles});
   } else if (fused_pack && !panel_at_a_time && !in_place) {
     tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
   }

@@ -45,9 +45,9 @@ struct GemmOperands {
   // Optional: each vector of a full panel (NR / 2 lanes, h = 0 or 1) is one plain load unit-stride
   // in j: B(k, p * NR + h * NR / 2 + j) == b_vector(k, p, h, j) for j < NR / 2 (a strided
   // convolution's runs of output columns from its workspace image in column phases, each vector
-  // inside one output row). Where one M block would pack a task's panels, the micro-kernel reads
-  // full panels through it instead and packs only a tail panel (N % NR): no pass that copies each
-  // panel's K rows before its row tiles (LowerOptions::conv_runs_in_place).
+  // inside one output row). The micro-kernel then reads full panels through it and packs only a
+  // tail panel (N % NR), one per M block: no pass that copies each panel's K rows before its row
+  // tiles (LowerOptions::conv_runs_in_place). Not batched.
   std::function<Expr(Expr k, Expr p, int64_t h, Expr j)> b_vector;
   // `batch` independent products of the same shape, all in the same parallel
   // regions (one fork-join for all of them, not one each: what lets a
