@@ -39,7 +39,9 @@
 // MR rows K elements apart; an A read through a tile reader (GemmOperands::
 // a_tile) picks its own register tile rows. A B that is a plain unit-stride
 // buffer (a pointwise convolution's input, GemmOperands::b_in_place) is read in
-// place by the micro-kernel where few row tiles reuse it, only a tail panel packed.
+// place by the micro-kernel where few row tiles reuse it, only a tail panel packed;
+// one read a vector at a time (GemmOperands::b_vector, a strided convolution's runs)
+// always, with balanced column blocks.
 #include <algorithm>
 
 #include "compiler/codegen/lower_ops.h"

@@ -184,14 +184,15 @@ TEST(ConvPhases, StridedRunsFromColumnPhases) {
 
 // Full panels read in place a vector at a time (LowerOptions::conv_runs_in_place, lower_conv.cc
 // ImplicitGemmConv, GemmOperands::b_vector): where the runs are unit-stride (column phases, or
-// stride 1) and the output rows are whole vectors (NR / 2 columns: 8 with AVX2, 16 with
-// AVX-512), the micro-kernel reads the workspace image itself and packs only a tail panel. Odd
-// shapes: a 7x7 stride-2 stem-like window on 2 images with 19 output channels and a bias (rows
-// of 32), rows of 48 (a 16-column tail panel with 32-column panels), stride 1, a 4x4 stride-4
-// patchify (rows of 16), stride 2 with 2 groups, 1-D, and rows of 24 (whole vectors with AVX2
-// only); each with the option off and on, on both ISAs, against the reference evaluator. Where
-// it applies the kernel differs and its workspace is smaller (no packed panels but a tail);
-// elsewhere (rows of 30, or strided runs without column phases) the kernel is the same.
+// stride 1) and the output rows are whole vectors (NR / 2 columns: 4 with SSE, 8 with AVX2, 16
+// with AVX-512), the micro-kernel reads the workspace image itself and packs only a tail panel.
+// Odd shapes: a 7x7 stride-2 stem-like window on 2 images with 19 output channels and a bias
+// (rows of 32), rows of 48 (a 16-column tail panel with 32-column panels), stride 1, a 4x4
+// stride-4 patchify (rows of 16), stride 2 with 2 groups, 1-D, rows of 24 (whole vectors but with
+// AVX-512) and rows of 30 (with none); each with the option off and on, on SSE, AVX2 and AVX-512,
+// against the reference evaluator. Where it applies the kernel differs and its workspace is
+// smaller (no packed panels but a tail); elsewhere (rows of 30 or of 24 on AVX-512, or strided
+// runs without column phases) the kernel is the same.
 TEST(ConvRunsInPlace, VectorsReadFromTheImage) {
   struct Case {
     std::vector<int64_t> x, w;
@@ -213,7 +214,8 @@ TEST(ConvRunsInPlace, VectorsReadFromTheImage) {
     ASSERT_NE(n, nullptr);
     ASSERT_EQ(n->output(0)->type().shape.back(), t.out_width);
     for (bool phases : {true, false}) {
-      for (LowerOptions o : {LowerOptionsForCpuFeatures("+avx2,+fma"), LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+      for (LowerOptions o : {LowerOptionsForCpuFeatures("+sse4.2"), LowerOptionsForCpuFeatures("+avx2,+fma"),
+                             LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
         SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", stride " + std::to_string(t.stride) + ", NR " +
                      std::to_string(o.gemm_nr) + (phases ? "" : ", no column phases"));
         o.conv_column_phases = phases;
