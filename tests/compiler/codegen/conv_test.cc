@@ -189,10 +189,11 @@ TEST(ConvPhases, StridedRunsFromColumnPhases) {
 // Odd shapes: a 7x7 stride-2 stem-like window on 2 images with 19 output channels and a bias
 // (rows of 32), rows of 48 (a 16-column tail panel with 32-column panels), stride 1, a 4x4
 // stride-4 patchify (rows of 16), stride 2 with 2 groups, 1-D, rows of 24 (whole vectors but with
-// AVX-512) and rows of 30 (with none); each with the option off and on, on SSE, AVX2 and AVX-512,
-// against the reference evaluator. Where it applies the kernel differs and its workspace is
-// smaller (no packed panels but a tail); elsewhere (rows of 30 or of 24 on AVX-512, or strided
-// runs without column phases) the kernel is the same.
+// AVX-512), rows of 30 (with none) and 8 channels (K = 392: two K blocks, partial sums); each
+// with the option off and on, on SSE, AVX2 and AVX-512, against the reference evaluator. Where it
+// applies the kernel differs and its workspace is smaller (no packed panels but a tail);
+// elsewhere (rows of 30 or of 24 on AVX-512, or strided runs without column phases) the kernel
+// is the same.
 TEST(ConvRunsInPlace, VectorsReadFromTheImage) {
   struct Case {
     std::vector<int64_t> x, w;
@@ -203,7 +204,8 @@ TEST(ConvRunsInPlace, VectorsReadFromTheImage) {
       {{2, 3, 30, 64}, {19, 3, 7, 7}, 2, 3, 1, 32}, {{1, 3, 26, 96}, {10, 3, 7, 7}, 2, 3, 1, 48},
       {{1, 4, 20, 64}, {9, 4, 3, 3}, 1, 1, 1, 64},  {{1, 3, 36, 64}, {24, 3, 4, 4}, 4, 0, 1, 16},
       {{1, 8, 40, 64}, {12, 4, 3, 3}, 2, 1, 2, 32}, {{2, 5, 128}, {7, 5, 5}, 2, 2, 1, 64},
-      {{1, 3, 48, 48}, {11, 3, 3, 3}, 2, 1, 1, 24}, {{1, 3, 30, 60}, {19, 3, 7, 7}, 2, 3, 1, 30}};
+      {{1, 3, 48, 48}, {11, 3, 3, 3}, 2, 1, 1, 24}, {{1, 3, 30, 60}, {19, 3, 7, 7}, 2, 3, 1, 30},
+      {{1, 8, 24, 64}, {6, 8, 7, 7}, 2, 3, 1, 32}};
   for (const Case& t : cases) {
     const size_t sp = t.x.size() - 2;
     GraphBuilder b;
