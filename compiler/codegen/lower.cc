@@ -141,6 +141,7 @@ LowerOptions LowerOptionsForCuda() {
   o.gemm_prefetch_a_panels = false;  // a CPU cache hint
   o.conv_subsample_bytes = 0;      // a CPU copy trade-off (measured there only)
   o.conv_column_phases = false;    // a CPU packing trade-off (measured there only)
+  o.conv_runs_in_place = false;    // a CPU packing trade-off (measured there only)
   o.gemm_b_in_place_rows = 0;      // a CPU cache trade-off (measured there only)
   o.transpose_tile = 0;            // register tiles are a CPU form
   return o;

@@ -161,6 +161,11 @@ struct LowerOptions {
   // (masked loads and a shuffle per vector; lower_conv.cc ImplicitGemmConv). A 224x224 7x7
   // stride-2 stem took 0.94 of the time at 1 and 2 threads (docs/MEASUREMENTS.md, cpu31).
   bool conv_column_phases = true;
+  // Those whose runs are unit-stride (in column phases, or stride 1) and whose output rows are
+  // whole vectors (NR / 2 columns) give the GEMM a reader of each panel's vectors in place
+  // (GemmOperands::b_vector): the micro-kernel then reads the workspace image itself and only a
+  // tail panel is packed (lower_conv.cc ImplicitGemmConv, lower_gemm.cc).
+  bool conv_runs_in_place = true;
   // Softmax and LogSoftmax rows of at least kRowLanes elements reduce over
   // vector lanes (lower_rows.h LaneReduce: partial maxima and sums per lane, one
   // vectorized exp per element) instead of scalar loops, in which LLVM leaves

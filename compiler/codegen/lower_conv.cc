@@ -21,7 +21,8 @@
 //   * otherwise: implicit GEMM per (image, group): M = output channels of the
 //     group, N = prod(output spatial), K = Cin/group * prod(kernel), with im2col
 //     done while packing B (see lower_gemm.cc) from a zero-padded copy of the
-//     group's input (or the input itself), so no column buffer is materialized;
+//     group's input (or the input itself), so no column buffer is materialized
+//     (unit-stride runs of whole vectors read in place instead: b_vector);
 //     a large image (a network's stem) in bands of output rows, each band
 //     copying only the image rows it reads (RowBands);
 //     pointwise ones on few pixels with their weight packed for it run as the
@@ -252,6 +253,12 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
         }
         for (; s < S; ++s) { put32(base, p * S + s, origin(p * NR)); put32(end, p * S + s, NR); }
       }
+      // Unit-stride runs in output rows of whole vectors (NR / 2 columns): the GEMM may read full panels
+      // in place, vector h of panel p from its first column's window origin (conv_runs_in_place).
+      if (ctx.options().conv_runs_in_place && step == 1 && NR % 2 == 0 && OW % (NR / 2) == 0)
+        g.b_vector = [kp, src, coff, ob, NR](Expr kk, Expr p, int64_t h, Expr j) {
+          return kp->Load(src, {coff(kk) + Cast(kp->Load(ob, {p * NR + h * (NR / 2)}), DType::kI64) + j});
+        };
       int bb = k.AddConstant("conv_run_base", DType::kI32, {Nfull, S}, std::move(base));
       int eb = k.AddConstant("conv_run_end", DType::kI32, {Nfull, S}, std::move(end));
       g.b_fast = [kp, src, coff, bb, eb, S, step](Expr kk, Expr p, Expr j) {

@@ -39,7 +39,9 @@
 // MR rows K elements apart; an A read through a tile reader (GemmOperands::
 // a_tile) picks its own register tile rows. A B that is a plain unit-stride
 // buffer (a pointwise convolution's input, GemmOperands::b_in_place) is read in
-// place by the micro-kernel where few row tiles reuse it, only a tail panel packed.
+// place by the micro-kernel where few row tiles reuse it, only a tail panel packed;
+// one read a vector at a time (GemmOperands::b_vector, a strided convolution's runs)
+// always, with balanced column blocks.
 #include <algorithm>
 
 #include "compiler/codegen/lower_ops.h"
@@ -176,7 +178,20 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // panels outermost, off again".)
   const bool columns_outer = !batched && !prepacked && !g.rows_outer && nMB > 1 && M * K <= half_l2_floats;
   if (columns_outer) NCP = 1;
-  const int64_t nNB = CeilDiv(Np, NCP);
+  // Full panels read in place a vector at a time (GemmOperands::b_vector): no packing pass at all
+  // but a tail panel's, by the task that has it (into its M block's slot). A convolution's
+  // workspace image is read by every row tile, as packed panels would be, without the copy of each
+  // panel's K rows (an eighth of a 224x224 7x7 stem's time; docs/MEASUREMENTS.md, cpu34).
+  const bool vectors_in_place = g.b_vector && !prepacked && !batched && NR % 2 == 0;
+  // Their column blocks (no packed panels to size) are of balanced sizes, [b * Np / nNB, (b + 1) *
+  // Np / nNB), a multiple of 8 of them: ResNet's stem had 31 blocks of 13 panels (the last of 2),
+  // 208 : 184 panels between 2 threads (0.96-0.97 of the stem's time at 2 threads so).
+  int64_t nNB = CeilDiv(Np, NCP);
+  const bool balanced_columns = vectors_in_place && !columns_outer && nNB > 1;
+  if (balanced_columns) nNB = std::min(Np, CeilDiv(nNB, 8) * 8);
+  const int64_t NCP_most = balanced_columns ? CeilDiv(Np, nNB) : NCP;  // panels in the largest block
+  auto nb_start = [&](Expr b) { return balanced_columns ? b * Np / nNB : b * NCP; };
+  auto nb_end = [&](Expr b) { return balanced_columns ? (b + 1) * Np / nNB : Min(b * NCP + NCP, Np); };
 
   // With one M block, every task owns its panels: it packs each K block of
   // them right before using it (still in L2), instead of a separate pass over
@@ -190,13 +205,14 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // panel's stores complete right away in the task-at-a-time order but a whole column of row
   // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
   // panel at a time").
-  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0;
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0 && !vectors_in_place;
   // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
   // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
   // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
-  const bool in_place = g.b_in_place && g.b && fused_pack && !panel_at_a_time && !batched && !columns_outer &&
-                        Mt * K <= o.gemm_b_in_place_rows;
-  const int64_t slots = in_place ? 1 : panel_at_a_time ? nNB : Np;  // panels per product in the packed B
+  const bool in_place = vectors_in_place || (g.b_in_place && g.b && fused_pack && !panel_at_a_time && !batched &&
+                                             !columns_outer && Mt * K <= o.gemm_b_in_place_rows);
+  // (Panels per product in the packed B: a tail panel per M block where only that is packed.)
+  const int64_t slots = in_place ? (vectors_in_place ? nMB : 1) : panel_at_a_time ? nNB : Np;
   // (None at all where every panel is read in place.)
   int bp = prepacked                   ? g.b_packed
            : in_place && N % NR == 0 ? -1
@@ -248,6 +264,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Expr mb = columns_outer ? tt % nMB : tt / nNB, nb = columns_outer ? tt / nMB : tt % nNB;
   Expr m0 = mt * MR, n0 = p * NR;
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
+  const Expr in_place_slot = vectors_in_place && nMB > 1 ? mb : Expr(0);  // of a packed tail panel
 
   auto acc_at = [&](int64_t i, int64_t j) { return k.Load(acc, {Expr(i * NR + j)}); };
   auto acc_lane = [&](int64_t i, Expr j) { return k.Load(acc, {i * NR + j}); };
@@ -344,9 +361,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   }
   // The next row tile's A panel rows [k0, k1) (MR floats a k, 16 a line), in shares of Ra lines
   // for each of the task's panels: the line of k iteration kk of this panel's tile.
-  const int64_t La = a_source >= 0 ? CeilDiv(KC * MR, 16) : 0, Ra = a_source >= 0 ? CeilDiv(La, NCP) : 0;
+  const int64_t La = a_source >= 0 ? CeilDiv(KC * MR, 16) : 0, Ra = a_source >= 0 ? CeilDiv(La, NCP_most) : 0;
   auto a_ahead = [&](Expr kk) {
-    const Expr line = Min((p - nb * NCP) * Ra + (kk - k0), La - 1);
+    const Expr line = Min((p - nb_start(nb)) * Ra + (kk - k0), La - 1);
     const Expr at = Min((m0 + MR) * K + k0 * MR + line * 16, M * K - 1);
     std::vector<Expr> idx;
     for (const Expr& x : a_source_at)
@@ -361,18 +378,24 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     // One vector statement per tile row (rows(f(i, j)) = mr unrolled kLanes loops), a narrower
     // tile's in pieces of powers of two (24 lanes as 16 + 8: LLVM assembled a 24-lane vector
     // accumulator element by element, 50x slower).
+    // (B read in place a vector at a time: one piece per vector, each its own load.)
+    const bool by_vector = direct && vectors_in_place && width == NR;
     std::vector<std::pair<int64_t, int64_t>> pieces;  // [begin, end) of each lane run
     for (int64_t j0 = 0, w = NR; j0 < width; w /= 2)
       if (j0 + w <= width) { pieces.emplace_back(j0, j0 + w); j0 += w; }
-    auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
+    if (by_vector) pieces = {{0, NR / 2}, {NR / 2, NR}};
+    auto rows_at = [&](const std::function<Stmt(int64_t i, Expr j, int64_t lo)>& f) {
       std::vector<Stmt> out;
       for (int64_t i = 0; i < mr; ++i) {
         for (const auto& [lo, hi] : pieces) {
           Expr j = k.NewVar("j");
-          out.push_back(For(j, lo, hi, LoopKind::kLanes, f(i, j)));
+          out.push_back(For(j, lo, hi, LoopKind::kLanes, f(i, j, lo)));
         }
       }
       return Block(std::move(out));
+    };
+    auto rows = [&](const std::function<Stmt(int64_t i, Expr j)>& f) {
+      return rows_at([&](int64_t i, Expr j, int64_t) { return f(i, j); });
     };
     std::vector<Stmt> tile;
     // init
@@ -386,13 +409,14 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     // k loop: acc[i][j] += A(m0+i, kk) * Bp[p][kk][j]
     {
       Expr kk = k.NewVar("kk");
-      Stmt body = rows([&](int64_t i, Expr j) {
+      Stmt body = rows_at([&](int64_t i, Expr j, int64_t lo) {
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a_tile ? g.a_tile(m0, i, kk) : g.a(m0 + i, kk),
                       DType::kF32);
         // A narrow tail panel is [K][TW] after the full panels (at the offset of panel n_full).
-        Expr b = direct        ? Cast(g.b(kk, n0 + j), DType::kF32)
+        Expr b = by_vector     ? Cast(g.b_vector(kk, p, lo / (NR / 2), j - lo), DType::kF32)
+                 : direct      ? Cast(g.b(kk, n0 + j), DType::kF32)
                  : tail && narrow_tail ? k.Load(bp, {bp_at(p, Expr(0), Expr(0)) + kk * TW + j})
-                                 : k.Load(bp, {bp_at(in_place ? Expr(0) : panel_at_a_time ? nb : p, kk, j)});
+                                 : k.Load(bp, {bp_at(in_place ? in_place_slot : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       if (prefetch_a && !tail) {
@@ -439,14 +463,14 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         std::vector<Stmt> ahead_c, ahead_b, ahead_a;
         if (Ra > 0) ahead_a.push_back(a_ahead(kk));
         if (Rc > 0) {
-          const Expr p_end = Min(nb * NCP + NCP, Np);
+          const Expr p_end = nb_end(nb);
           Expr mt_next, p_next;
           if (panel_at_a_time) {
             mt_next = Select(mt + 1 >= Mt, Expr(0), mt + 1);
             p_next = Select(mt + 1 >= Mt, p + 1, p);
           } else {
             mt_next = Select(p + 1 >= p_end, mt + 1, mt);
-            p_next = Select(p + 1 >= p_end, nb * NCP, p + 1);
+            p_next = Select(p + 1 >= p_end, nb_start(nb), p + 1);
           }
           for (int64_t s = 0; s < per; ++s) {
             const Expr q = Min((kk - k0) * per + s, lines - 1);
@@ -512,18 +536,19 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   }
   Stmt tiles;
   if (panel_at_a_time) {
-    tiles = For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial,
+    tiles = For(p, nb_start(nb), nb_end(nb), LoopKind::kSerial,
                 Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb),
                        For(mt, 0, Mt, LoopKind::kSerial, tile)}));
   } else {
     tiles = For(mt, mb_start(mb), mb_end(mb), LoopKind::kSerial,
-                For(p, nb * NCP, Min(nb * NCP + NCP, Np), LoopKind::kSerial, tile));
+                For(p, nb_start(nb), nb_end(nb), LoopKind::kSerial, tile));
   }
   if (in_place && N % NR != 0) {
     // Only the tail panel, by the task that has it.
-    tiles = Block({pack_panels(Max(nb * NCP, Expr(N / NR)), Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial, Expr(0)), tiles});
+    tiles = Block({pack_panels(Max(nb_start(nb), Expr(N / NR)), nb_end(nb), k0, k1, LoopKind::kSerial, in_place_slot),
+                   tiles});
   } else if (fused_pack && !panel_at_a_time && !in_place) {
-    tiles = Block({pack_panels(nb * NCP, Min(nb * NCP + NCP, Np), k0, k1, LoopKind::kSerial), tiles});
+    tiles = Block({pack_panels(nb_start(nb), nb_end(nb), k0, k1, LoopKind::kSerial), tiles});
   }
   Stmt compute = For(t, 0, batch * tasks, LoopKind::kParallel,
                      bind_batch(t / tasks, For(kc, 0, nKC, LoopKind::kSerial, tiles)));

@@ -42,6 +42,13 @@ struct GemmOperands {
   // SqueezeNet's squeeze layers (16 output channels over 55x55 pixels); the
   // in-place read is strided by N per k row, which packing hides from many tiles.
   bool b_in_place = false;
+  // Optional: each vector of a full panel (NR / 2 lanes, h = 0 or 1) is one plain load unit-stride
+  // in j: B(k, p * NR + h * NR / 2 + j) == b_vector(k, p, h, j) for j < NR / 2 (a strided
+  // convolution's runs of output columns from its workspace image in column phases, each vector
+  // inside one output row). The micro-kernel then reads full panels through it and packs only a
+  // tail panel (N % NR), one per M block: no pass that copies each panel's K rows before its row
+  // tiles (LowerOptions::conv_runs_in_place). Not batched.
+  std::function<Expr(Expr k, Expr p, int64_t h, Expr j)> b_vector;
   // `batch` independent products of the same shape, all in the same parallel
   // regions (one fork-join for all of them, not one each: what lets a
   // Winograd convolution's (m+2)^2 small GEMMs gain from a second thread).

@@ -6,7 +6,7 @@
 // form, which grouped and few-output convolutions take on a GPU too); the plane kernel for wide
 // windows on AVX-512; bands of output rows; B packed a
 // panel at a time; a pointwise convolution's input read in place; strided runs from column
-// phases.
+// phases; full panels read in place from the workspace image a vector at a time.
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/lower_conv_direct.h"
@@ -153,6 +153,7 @@ TEST(ConvPanels, PanelAtATimeMatchesReference) {
       ir::Node* n = b.Op("Conv", {x, wt, bias}, ConvAttrs(ConvCase{2, c, 61, w, 19, 7, 7, 2, 3, 1, 1, true}));
       ASSERT_NE(n, nullptr);
       for (LowerOptions o : {LowerOptions{}, LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+        o.conv_runs_in_place = false;  // (rows of 32 would be read in place, nothing packed)
         o.gemm_panel_at_a_time = false;
         const KernelSpec tasks = CheckNodeAgainstReference(*n, 43, 1e-5, 4, o);
         o.gemm_panel_at_a_time = true;
@@ -209,6 +210,61 @@ TEST(ConvPhases, StridedRunsFromColumnPhases) {
       ASSERT_NE(plain.kernel, nullptr);
       ASSERT_NE(phased.kernel, nullptr);
       EXPECT_EQ(plain.kernel->ToString() != phased.kernel->ToString(), t.phased);
+    }
+  }
+}
+
+// Full panels read in place a vector at a time (LowerOptions::conv_runs_in_place, lower_conv.cc
+// ImplicitGemmConv, GemmOperands::b_vector): where the runs are unit-stride (column phases, or
+// stride 1) and the output rows are whole vectors (NR / 2 columns: 4 with SSE, 8 with AVX2, 16
+// with AVX-512), the micro-kernel reads the workspace image itself and packs only a tail panel.
+// Odd shapes: a 7x7 stride-2 stem-like window on 2 images with 19 output channels and a bias
+// (rows of 32), rows of 48 (a 16-column tail panel with 32-column panels), stride 1, a 4x4
+// stride-4 patchify (rows of 16), stride 2 with 2 groups, 1-D, rows of 24 (whole vectors but with
+// AVX-512), rows of 30 (with none) and 8 channels (K = 392: two K blocks, partial sums); each
+// with the option off and on, on SSE, AVX2 and AVX-512, against the reference evaluator. Where it
+// applies the kernel differs and its workspace is smaller (no packed panels but a tail);
+// elsewhere (rows of 30 or of 24 on AVX-512, or strided runs without column phases) the kernel
+// is the same.
+TEST(ConvRunsInPlace, VectorsReadFromTheImage) {
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t stride, pad, group;
+    int64_t out_width;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 30, 64}, {19, 3, 7, 7}, 2, 3, 1, 32}, {{1, 3, 26, 96}, {10, 3, 7, 7}, 2, 3, 1, 48},
+      {{1, 4, 20, 64}, {9, 4, 3, 3}, 1, 1, 1, 64},  {{1, 3, 36, 64}, {24, 3, 4, 4}, 4, 0, 1, 16},
+      {{1, 8, 40, 64}, {12, 4, 3, 3}, 2, 1, 2, 32}, {{2, 5, 128}, {7, 5, 5}, 2, 2, 1, 64},
+      {{1, 3, 48, 48}, {11, 3, 3, 3}, 2, 1, 1, 24}, {{1, 3, 30, 60}, {19, 3, 7, 7}, 2, 3, 1, 30},
+      {{1, 8, 24, 64}, {6, 8, 7, 7}, 2, 3, 1, 32}};
+  for (const Case& t : cases) {
+    const size_t sp = t.x.size() - 2;
+    GraphBuilder b;
+    ir::Node* n = b.Op("Conv", {b.Input("x", t.x), b.Input("w", t.w), b.Input("bias", {t.w[0]})},
+                       Attrs({{"strides", std::vector<int64_t>(sp, t.stride)},
+                              {"pads", std::vector<int64_t>(2 * sp, t.pad)},
+                              {"group", t.group}}));
+    ASSERT_NE(n, nullptr);
+    ASSERT_EQ(n->output(0)->type().shape.back(), t.out_width);
+    for (bool phases : {true, false}) {
+      for (LowerOptions o : {LowerOptionsForCpuFeatures("+sse4.2"), LowerOptionsForCpuFeatures("+avx2,+fma"),
+                             LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f")}) {
+        SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", stride " + std::to_string(t.stride) + ", NR " +
+                     std::to_string(o.gemm_nr) + (phases ? "" : ", no column phases"));
+        o.conv_column_phases = phases;
+        o.conv_runs_in_place = false;
+        const KernelSpec packed = CheckNodeAgainstReference(*n, 49, 1e-5, 4, o);
+        o.conv_runs_in_place = true;
+        const KernelSpec in_place = CheckNodeAgainstReference(*n, 49, 1e-5, 4, o);
+        ASSERT_NE(packed.kernel, nullptr);
+        ASSERT_NE(in_place.kernel, nullptr);
+        const bool applies = (phases || t.stride == 1) && t.out_width % (o.gemm_nr / 2) == 0;
+        EXPECT_EQ(packed.kernel->ToString() != in_place.kernel->ToString(), applies);
+        if (applies) {
+          EXPECT_LT(in_place.workspace_bytes, packed.workspace_bytes);
+        }
+      }
     }
   }
 }

@@ -285,6 +285,35 @@ TEST(PackedConv, PrefetchNextAPanel) {
   }
 }
 
+// A stem with its weight packed (as keelc packs ResNet's 7x7 stride-2 one): the workspace image's
+// vectors read in place by the micro-kernel (LowerOptions::conv_runs_in_place) with the weight's
+// row panels as A. 3 -> 64 channels on 2 images to 20x32 and 3 -> 40 (a tail row tile) to 17x48
+// (a 16-column tail panel with AVX-512's 32-column panels), with bias; against the reference
+// evaluator with the option off and on, on both ISAs: the kernels must differ.
+TEST(PackedConv, StemVectorsInPlace) {
+  for (const PackedCase& p : {PackedCase{{2, 3, 40, 64}, 64, {7, 7}, 2, 3, 1, true},
+                              PackedCase{{1, 3, 34, 96}, 40, {7, 7}, 2, 3, 1, true}}) {
+    for (const LowerOptions* base : {&kAvx2, &kAvx512}) {
+      std::string kernels[2];
+      for (bool on : {false, true}) {
+        LowerOptions o = *base;
+        o.conv_runs_in_place = on;
+        const int64_t mr = GemmRowTile(o, p.co);
+        GraphBuilder b;
+        ir::Node* n = PackedConv(b, p, mr, 141);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(GemmPanelWidth(o)) +
+                     (on ? ", on" : ", off"));
+        ASSERT_NE(ConvPixelRows(o, *n), mr);
+        const KernelSpec spec = CheckNodeAgainstReference(*n, 142, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        kernels[on] = spec.kernel->ToString();
+      }
+      EXPECT_NE(kernels[0], kernels[1]);
+    }
+  }
+}
+
 // The transposed implicit GEMM of dense convolutions on few pixels (lower_ops.h
 // ConvPixelRows): 3x3 stride 2 to a 7x7 image (batch 2: tiles of two output rows
 // and a one-row tail on AVX-512), dilation 2 on a 9x10 output (tiles of a whole
