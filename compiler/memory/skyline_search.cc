@@ -11,8 +11,10 @@
 #include "compiler/memory/skyline_search.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "compiler/memory/canonical_order_search.h"
+#include "compiler/memory/local_fill.h"
 
 namespace keel::memory::internal {
 
@@ -47,6 +49,12 @@ constexpr int kRestVisitsPerCandidate = 512;
 // A search deeper than this many real choices gives up (kUnknown) rather than
 // risk the thread's stack.
 constexpr int kMaxRecursion = 50000;
+// Local mode: nodes of the assignment of a section's locals to its gaps while
+// the section still has other buffers to place (beyond it the check passes:
+// it only prunes) and once it has none (beyond it the branch fails and the
+// search can no longer prove infeasibility).
+constexpr uint64_t kOpenFillNodes = 4096;
+constexpr uint64_t kFinalFillNodes = uint64_t{1} << 20;
 
 // Point-update segment tree over uint64 with min (or max) and "leftmost index in
 // [a, b) whose value is <= v".
@@ -112,6 +120,7 @@ class Search {
     end_ = std::move(form.end);
     min_size_ = kNone;
     for (int32_t i = 0; i < n_; ++i) min_size_ = std::min(min_size_, size_[i]);
+    SetUpLocals();
     // Candidate order: larger buffers first (they are the hardest to fit later),
     // then longer lifetimes, then index.
     std::vector<int32_t> order(n_);
@@ -124,12 +133,14 @@ class Search {
     });
     cover_start_.assign(sections_ + 1, 0);
     for (int32_t i = 0; i < n_; ++i) {
+      if (local_[i]) continue;
       for (int32_t s = first_[i]; s < end_[i]; ++s) ++cover_start_[s + 1];
     }
     for (int32_t s = 0; s < sections_; ++s) cover_start_[s + 1] += cover_start_[s];
     cover_.resize(cover_start_[sections_]);
     std::vector<int32_t> fill(cover_start_.begin(), cover_start_.end() - 1);
     for (int32_t i : order) {
+      if (local_[i]) continue;
       for (int32_t s = first_[i]; s < end_[i]; ++s) cover_[fill[s]++] = i;
     }
     floor_ = base_floor_;
@@ -142,6 +153,7 @@ class Search {
     top_.assign(sections_, -1);
     cross_.assign(sections_ + 1, 0);
     for (int32_t i = 0; i < n_; ++i) {
+      if (local_[i]) continue;
       for (int32_t s = first_[i]; s < end_[i]; ++s) {
         ++count_[s];
         rem_[s] += size_[i];
@@ -164,25 +176,115 @@ class Search {
     PackingResult result;
     bool fits = true;
     for (int32_t i = 0; i < n_ && fits; ++i) fits = size_[i] <= item_cap_[i];
-    for (int32_t s = 0; s < sections_ && fits; ++s) fits = floor_[s] + rem_[s] <= cap_[s];
-    const bool found = fits && Solve(0, sections_);
+    for (int32_t s = 0; s < sections_ && fits; ++s) fits = floor_[s] + rem_[s] + local_sum_[s] <= cap_[s];
+    const bool found = fits && Solve(0, sections_) && AssignLocals();
     result.nodes = nodes_;
     if (found) {
       result.outcome = PackingOutcome::kFound;
       result.offsets = offset_;
     } else {
-      result.outcome = aborted_ ? PackingOutcome::kUnknown : PackingOutcome::kInfeasible;
+      result.outcome = aborted_ || incomplete_ ? PackingOutcome::kUnknown : PackingOutcome::kInfeasible;
     }
     return result;
   }
 
  private:
-  enum class Change : uint8_t { kPlace, kRaise };
+  enum class Change : uint8_t { kPlace, kRaise, kGap };
   struct TrailEntry {
     Change change;
-    int32_t index;      // buffer (kPlace) or section (kRaise)
+    int32_t index;      // buffer (kPlace) or section (kRaise, kGap)
     uint64_t previous;  // kRaise: the floor before
   };
+
+  // Local mode (local_fill.h): which buffers are locals, and per section its
+  // locals (largest first), their sum and achievable sums. Without it every
+  // buffer is placed by the search and local_sum_ is 0.
+  void SetUpLocals() {
+    local_.assign(n_, 0);
+    local_sum_.assign(sections_, 0);
+    locals_of_.assign(sections_, {});
+    gaps_of_.assign(sections_, {});
+    if (!limits_.local_fill) return;
+    for (int32_t i = 0; i < n_; ++i) {
+      if (end_[i] != first_[i] + 1 || align_[i] != 1) continue;
+      local_[i] = 1;
+      locals_of_[first_[i]].push_back(i);
+      local_sum_[first_[i]] += size_[i];
+    }
+    sums_.resize(sections_);
+    for (int32_t s = 0; s < sections_; ++s) {
+      std::vector<int32_t>& ids = locals_of_[s];
+      if (ids.empty()) continue;
+      std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+        return size_[a] != size_[b] ? size_[a] > size_[b] : a < b;
+      });
+      std::vector<uint64_t> sizes;
+      for (int32_t i : ids) sizes.push_back(size_[i]);
+      sums_[s].Build(sizes);
+    }
+  }
+  bool HasLocals(int32_t s) const { return !locals_of_[s].empty(); }
+  // The highest end of a placed buffer in section s (its fixed floor if none):
+  // where the gap that locals may fill there begins.
+  uint64_t GapStart(int32_t s) const {
+    return top_[s] >= 0 ? offset_[top_[s]] + size_[top_[s]] : base_floor_[s];
+  }
+  // Whether x at h can rest on locals stacked from the gap start of one of its
+  // sections (all of x's sections are at h or below).
+  bool RestsOnLocals(int32_t x, uint64_t h) const {
+    for (int32_t t = first_[x]; t < end_[x]; ++t) {
+      if (!HasLocals(t)) continue;
+      const uint64_t g = GapStart(t);
+      if (h > g && sums_[t].Contains(h - g)) return true;
+    }
+    return false;
+  }
+  // The lowest offset above h at which x can rest on locals, or kNone.
+  uint64_t LocalRest(int32_t x, uint64_t h) const {
+    uint64_t best = kNone;
+    for (int32_t t = first_[x]; t < end_[x]; ++t) {
+      if (!HasLocals(t)) continue;
+      const uint64_t g = GapStart(t);
+      const uint64_t next = sums_[t].NextAbove(h - g);
+      if (next != kNone) best = std::min(best, AlignUp(g + next, align_[x]));
+    }
+    return best;
+  }
+  // Can section s's locals still fill its closed gaps and the room left at the
+  // top? Final (no other buffer left there): the answer must be certain.
+  bool LocalsStillFit(int32_t s) {
+    const bool final_check = count_[s] == 0;
+    fill_items_.clear();
+    for (int32_t i : locals_of_[s]) fill_items_.push_back(size_[i]);
+    fill_bins_.clear();
+    for (const auto& gap : gaps_of_[s]) fill_bins_.push_back(gap.second);
+    fill_bins_.push_back(cap_[s] - GapStart(s) - rem_[s]);
+    const FillAnswer answer =
+        AssignToBins(fill_items_, fill_bins_, final_check ? kFinalFillNodes : kOpenFillNodes, nullptr);
+    if (answer == FillAnswer::kUnknown && final_check) incomplete_ = true;
+    return answer == FillAnswer::kYes || (answer == FillAnswer::kUnknown && !final_check);
+  }
+  // After a complete placement of the others: each section's locals stacked
+  // from the bottom of the gap (or the top room) they are assigned to.
+  bool AssignLocals() {
+    std::vector<int32_t> bin_of;
+    for (int32_t s = 0; s < sections_; ++s) {
+      if (!HasLocals(s)) continue;
+      fill_items_.clear();
+      for (int32_t i : locals_of_[s]) fill_items_.push_back(size_[i]);
+      std::vector<std::pair<uint64_t, uint64_t>> bins = gaps_of_[s];
+      bins.emplace_back(GapStart(s), cap_[s] - GapStart(s));
+      fill_bins_.clear();
+      for (const auto& bin : bins) fill_bins_.push_back(bin.second);
+      if (AssignToBins(fill_items_, fill_bins_, UINT64_MAX, &bin_of) != FillAnswer::kYes) return false;
+      for (size_t k = 0; k < bin_of.size(); ++k) {
+        const int32_t i = locals_of_[s][k];
+        offset_[i] = bins[bin_of[k]].first;
+        bins[bin_of[k]].first += size_[i];
+      }
+    }
+    return true;
+  }
 
   uint64_t CanonicalOffset(int32_t x) const {
     return AlignUp(high_.Query(first_[x], end_[x]), align_[x]);
@@ -204,7 +306,16 @@ class Search {
     placed_[x] = 1;
     offset_[x] = h;
     trail_.push_back({Change::kPlace, x, 0});
+    fill_checks_.clear();
     for (int32_t s = first_[x]; s < end_[x]; ++s) {
+      if (HasLocals(s)) {
+        const uint64_t g = GapStart(s);
+        if (h > g) {  // x closes a gap of s: its locals must fill it
+          gaps_of_[s].emplace_back(g, h - g);
+          trail_.push_back({Change::kGap, s, 0});
+        }
+        if (h > g || count_[s] == 1) fill_checks_.push_back(s);
+      }
       tops_trail_.push_back(top_[s]);
       top_[s] = x;
       --count_[s];
@@ -240,6 +351,7 @@ class Search {
       const TrailEntry e = trail_.back();
       trail_.pop_back();
       if (e.change == Change::kPlace) Unplace(e.index);
+      else if (e.change == Change::kGap) gaps_of_[e.index].pop_back();
       else SetFloor(e.index, e.previous);
     }
   }
@@ -285,13 +397,14 @@ class Search {
         o.dead = true;
         return o;
       }
-      if (off == h && SupportedOffset(x) == h) {
+      if (off == h && (SupportedOffset(x) == h || RestsOnLocals(x, h))) {
         cand_.push_back(x);
         ++o.num_candidates;
       } else if (off == h) {
         // All its sections are at h but nothing placed holds it there (the floors
-        // were raised): in a canonical layout it rests on a buffer still to come.
-        const uint64_t bound = RestLowerBound(x, s, h, false);
+        // were raised): in a canonical layout it rests on a buffer still to come
+        // (or, in local mode, on locals reaching higher).
+        const uint64_t bound = std::min(RestLowerBound(x, s, h, false), LocalRest(x, h));
         if (bound == kNone || bound + size_[x] > item_cap_[x]) {
           o.dead = true;
           return o;
@@ -333,7 +446,7 @@ class Search {
   uint64_t WasteRaise(int32_t s, uint64_t h, size_t first, size_t last, uint64_t noncandidate_raise) const {
     uint64_t raise = noncandidate_raise;
     for (size_t k = first; k < last; ++k) {
-      const uint64_t bound = RestLowerBound(cand_[k], s, h, true);
+      const uint64_t bound = std::min(RestLowerBound(cand_[k], s, h, true), LocalRest(cand_[k], h));
       if (bound == kNone) return kNone;  // nothing can hold it up: it must sit at h
       raise = std::min(raise, bound);
     }
@@ -369,12 +482,23 @@ class Search {
     return true;
   }
 
-  // Whether the search may go on after placing x (fail-first runs check more).
-  bool PlacementLeavesRoom(int32_t x) const { return !limits_.fail_first || SectionsAroundStillFit(x); }
+  // Whether the search may go on after placing x (local mode: the locals of
+  // the sections where x closed a gap, or placed the last other buffer, still
+  // fit; fail-first runs check more).
+  bool PlacementLeavesRoom(int32_t x) {
+    for (int32_t s : fill_checks_) {
+      if (!LocalsStillFit(s)) return false;
+    }
+    return !limits_.fail_first || SectionsAroundStillFit(x);
+  }
 
-  bool Hatless(int32_t x) const {
+  // Nothing else to place over x's lifetime: x at h is as good as higher. In
+  // local mode only where x closes no gap (a gap closed lower may be one that
+  // the locals cannot fill).
+  bool Hatless(int32_t x, uint64_t h) const {
     for (int32_t s = first_[x]; s < end_[x]; ++s) {
       if (count_[s] != 1) return false;
+      if (HasLocals(s) && GapStart(s) != h) return false;
     }
     return true;
   }
@@ -477,7 +601,7 @@ class Search {
       // A hatless candidate, or a single branch: apply it and go on.
       int32_t forced = -1;
       for (size_t k = base; k < end && forced < 0; ++k) {
-        if (Hatless(cand_[k])) forced = cand_[k];
+        if (Hatless(cand_[k], h)) forced = cand_[k];
       }
       if (forced < 0 && best.num_candidates == 1 && !best.waste_possible) forced = cand_[base];
       if (forced >= 0) {
@@ -499,12 +623,13 @@ class Search {
       for (size_t k = base; k < end; ++k) {
         const int32_t x = cand_[k];
         if (BrokenSymmetry(x, h)) continue;
+        const size_t before = trail_.size();
         Place(x, h);
         if (PlacementLeavesRoom(x) && Solve(a, b)) {
           cand_.resize(base);
           return true;
         }
-        UndoTo(trail_.size() - 1);
+        UndoTo(before);
         if (aborted_) break;
       }
       uint64_t raise = kNone;
@@ -542,6 +667,15 @@ class Search {
   uint64_t cut_events_ = 0;  // boundaries whose crossing count fell to 0, ever
   int depth_ = 0;
   bool aborted_ = false;
+  // Local mode (SetUpLocals).
+  std::vector<char> local_;
+  std::vector<uint64_t> local_sum_;
+  std::vector<std::vector<int32_t>> locals_of_;
+  std::vector<SubsetSums> sums_;
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> gaps_of_;  // closed gaps: start, size
+  std::vector<int32_t> fill_checks_;                                 // sections the last Place affected
+  std::vector<uint64_t> fill_items_, fill_bins_;
+  bool incomplete_ = false;  // a final fill check gave up: infeasibility not proven
 };
 
 // The nonzero seed of the k-th perturbed run.
@@ -598,10 +732,15 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   uint64_t total_nodes = 0;
   PackingResult last;
   // One run; true when it decided or the limits are spent.
+  static const int exp_mode = getenv("KEEL_LOCAL_FILL") ? atoi(getenv("KEEL_LOCAL_FILL")) : 0;
   auto run = [&](bool canonical, CandidateOrder order, bool rerank, uint32_t seed, uint64_t budget,
                  bool fail_first = false) {
     PackingLimits limits;
     limits.fail_first = fail_first;
+    if (exp_mode == 2) {
+      if (canonical) return SearchClock::now() > deadline || total_nodes >= max_nodes;
+      limits.local_fill = true;
+    }
     limits.rerank_parts = rerank;
     limits.deadline = deadline;
     limits.max_nodes = std::min(budget, max_nodes - total_nodes);

@@ -133,6 +133,11 @@ struct PackingLimits {
   // between its floor and the lowest canonical offset of its buffers stay
   // empty). Costlier nodes, far fewer of them on problems with little slack.
   bool fail_first = false;
+  // The skyline search, local mode (local_fill.h): buffers of alignment 1 that
+  // live in one section only are not placed one by one; each section's are a
+  // multiset that must fill the gaps the other buffers leave there (checked
+  // whenever a gap closes), and floors rise only to heights those sums reach.
+  bool local_fill = false;
 };
 
 PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
