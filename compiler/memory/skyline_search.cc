@@ -11,6 +11,7 @@
 #include "compiler/memory/skyline_search.h"
 
 #include <algorithm>
+#include <tuple>
 #include <cstdlib>
 
 #include "compiler/memory/canonical_order_search.h"
@@ -53,8 +54,8 @@ constexpr int kMaxRecursion = 50000;
 // the section still has other buffers to place (beyond it the check passes:
 // it only prunes) and once it has none (beyond it the branch fails and the
 // search can no longer prove infeasibility).
-constexpr uint64_t kOpenFillNodes = 4096;
-constexpr uint64_t kFinalFillNodes = uint64_t{1} << 20;
+constexpr uint64_t kOpenFillNodes = 1024;
+constexpr uint64_t kFinalFillNodes = uint64_t{1} << 16;
 
 // Point-update segment tree over uint64 with min (or max) and "leftmost index in
 // [a, b) whose value is <= v".
@@ -121,6 +122,7 @@ class Search {
     min_size_ = kNone;
     for (int32_t i = 0; i < n_; ++i) min_size_ = std::min(min_size_, size_[i]);
     SetUpLocals();
+    SetUpTwins();
     // Candidate order: larger buffers first (they are the hardest to fit later),
     // then longer lifetimes, then index.
     std::vector<int32_t> order(n_);
@@ -224,6 +226,23 @@ class Search {
     }
   }
   bool HasLocals(int32_t s) const { return !locals_of_[s].empty(); }
+  bool HasAnyLocals() const { return !sums_.empty(); }
+
+  // Twins: buffers of one size, alignment and lifetime are interchangeable, so
+  // only layouts where they come in index order (the lower index lower) are
+  // searched: a buffer is a candidate only once its previous twin is placed.
+  void SetUpTwins() {
+    twin_prev_.assign(n_, -1);
+    if (!limits_.twins) return;
+    std::vector<int32_t> ids(n_);
+    for (int32_t i = 0; i < n_; ++i) ids[i] = i;
+    auto key = [&](int32_t i) { return std::make_tuple(first_[i], end_[i], size_[i], align_[i]); };
+    std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return key(a) != key(b) ? key(a) < key(b) : a < b; });
+    for (size_t k = 1; k < ids.size(); ++k) {
+      if (key(ids[k]) == key(ids[k - 1])) twin_prev_[ids[k]] = ids[k - 1];
+    }
+  }
+  bool WaitsForTwin(int32_t x) const { return twin_prev_[x] >= 0 && !placed_[twin_prev_[x]]; }
   // The highest end of a placed buffer in section s (its fixed floor if none):
   // where the gap that locals may fill there begins.
   uint64_t GapStart(int32_t s) const {
@@ -398,6 +417,7 @@ class Search {
         return o;
       }
       if (off == h && (SupportedOffset(x) == h || RestsOnLocals(x, h))) {
+        if (limits_.twins && WaitsForTwin(x)) continue;  // its previous twin is a candidate here too
         cand_.push_back(x);
         ++o.num_candidates;
       } else if (off == h) {
@@ -414,7 +434,11 @@ class Search {
         o.noncandidate_raise = std::min(o.noncandidate_raise, off);
       }
     }
-    const uint64_t cheapest_raise = std::min(o.noncandidate_raise, h + min_size_);
+    uint64_t cheapest_raise = std::min(o.noncandidate_raise, h + min_size_);
+    // Local mode: a rejected candidate may rest on locals lower than that.
+    for (size_t k = cand_.size() - o.num_candidates; k < cand_.size() && HasAnyLocals(); ++k) {
+      cheapest_raise = std::min(cheapest_raise, LocalRest(cand_[k], h));
+    }
     o.waste_possible = cheapest_raise + rem_[s] <= cap_[s];
     return o;
   }
@@ -668,6 +692,7 @@ class Search {
   int depth_ = 0;
   bool aborted_ = false;
   // Local mode (SetUpLocals).
+  std::vector<int32_t> twin_prev_;  // the previous twin (SetUpTwins), or -1
   std::vector<char> local_;
   std::vector<uint64_t> local_sum_;
   std::vector<std::vector<int32_t>> locals_of_;
@@ -732,21 +757,33 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   uint64_t total_nodes = 0;
   PackingResult last;
   // One run; true when it decided or the limits are spent.
-  static const int exp_mode = getenv("KEEL_LOCAL_FILL") ? atoi(getenv("KEEL_LOCAL_FILL")) : 0;
+  static const int exp_mode = getenv("KEEL_LOCAL_FILL") ? atoi(getenv("KEEL_LOCAL_FILL")) : 1;
+  std::vector<PackingItem> mirrored;  // time reversed (same conflicts), made on first use
+  bool in_rounds = false;
   auto run = [&](bool canonical, CandidateOrder order, bool rerank, uint32_t seed, uint64_t budget,
-                 bool fail_first = false) {
+                 bool fail_first = false, bool local_fill = false, bool mirror = false) {
     PackingLimits limits;
     limits.fail_first = fail_first;
-    if (exp_mode == 2) {
-      if (canonical) return SearchClock::now() > deadline || total_nodes >= max_nodes;
-      limits.local_fill = true;
+    limits.local_fill = local_fill;
+    limits.twins = in_rounds && exp_mode != 0;
+    if (exp_mode == 0 && (local_fill || mirror)) return SearchClock::now() > deadline || total_nodes >= max_nodes;
+    if (mirror && mirrored.empty()) {
+      int64_t last_end = 0;
+      for (const PackingItem& it : items) last_end = std::max(last_end, it.end);
+      for (PackingItem it : items) {
+        const int64_t begin = it.begin;
+        it.begin = last_end - it.end;
+        it.end = last_end - begin;
+        mirrored.push_back(it);
+      }
     }
+    const std::vector<PackingItem>& input = mirror ? mirrored : items;
     limits.rerank_parts = rerank;
     limits.deadline = deadline;
     limits.max_nodes = std::min(budget, max_nodes - total_nodes);
     limits.seed = seed;
     limits.order = order;
-    last = canonical ? PackInCanonicalOrder(items, capacity, limits) : PackWithinCapacity(items, capacity, limits);
+    last = canonical ? PackInCanonicalOrder(input, capacity, limits) : PackWithinCapacity(input, capacity, limits);
     total_nodes += last.nodes;
     last.nodes = total_nodes;
     return last.outcome != PackingOutcome::kUnknown || SearchClock::now() > deadline || total_nodes >= max_nodes;
@@ -756,6 +793,7 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   const uint64_t first_run = std::max<uint64_t>(kFirstRunNodes, kFirstRunNodesPerBuffer * items.size());
   if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, first_run)) return last;
   const uint64_t base = std::max<uint64_t>(2 * items.size(), kMinRoundNodes);
+  in_rounds = true;
   for (uint32_t round = 0;; ++round) {
     const uint64_t budget = base << std::min<uint32_t>(round, 40);
     for (bool rerank : {false, true}) {
@@ -770,6 +808,10 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
       if (run(false, CandidateOrder::kCrowdAreaLength, false, Seed(round * kPerturbedRunsPerRound + k), budget / 2)) {
         return last;
       }
+    }
+    // Local mode, on the buffers and time reversed (its nodes cost more).
+    for (bool mirror : {false, true}) {
+      if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, budget / 2, false, true, mirror)) return last;
     }
   }
 }

@@ -138,6 +138,9 @@ struct PackingLimits {
   // multiset that must fill the gaps the other buffers leave there (checked
   // whenever a gap closes), and floors rise only to heights those sums reach.
   bool local_fill = false;
+  // Buffers of one size, alignment and lifetime ("twins") are placed in index
+  // order only (any layout can swap them into it).
+  bool twins = false;
 };
 
 PackingResult PackWithinCapacity(const std::vector<PackingItem>& items, uint64_t capacity,
