@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <tuple>
-#include <cstdlib>
 
 #include "compiler/memory/canonical_order_search.h"
 #include "compiler/memory/local_fill.h"
@@ -757,7 +756,6 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   uint64_t total_nodes = 0;
   PackingResult last;
   // One run; true when it decided or the limits are spent.
-  static const int exp_mode = getenv("KEEL_LOCAL_FILL") ? atoi(getenv("KEEL_LOCAL_FILL")) : 1;
   std::vector<PackingItem> mirrored;  // time reversed (same conflicts), made on first use
   bool in_rounds = false;
   auto run = [&](bool canonical, CandidateOrder order, bool rerank, uint32_t seed, uint64_t budget,
@@ -765,8 +763,7 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
     PackingLimits limits;
     limits.fail_first = fail_first;
     limits.local_fill = local_fill;
-    limits.twins = in_rounds && exp_mode != 0;
-    if (exp_mode == 0 && (local_fill || mirror)) return SearchClock::now() > deadline || total_nodes >= max_nodes;
+    limits.twins = in_rounds;  // the first run stays as keelc's budgets know it
     if (mirror && mirrored.empty()) {
       int64_t last_end = 0;
       for (const PackingItem& it : items) last_end = std::max(last_end, it.end);
