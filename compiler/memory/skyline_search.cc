@@ -248,12 +248,15 @@ class Search {
     return top_[s] >= 0 ? offset_[top_[s]] + size_[top_[s]] : base_floor_[s];
   }
   // Whether x at h can rest on locals stacked from the gap start of one of its
-  // sections (all of x's sections are at h or below).
+  // sections (all of x's sections are at h or below; h is aligned for x): some
+  // sum v > 0 of them with AlignUp(gap start + v) = h.
   bool RestsOnLocals(int32_t x, uint64_t h) const {
     for (int32_t t = first_[x]; t < end_[x]; ++t) {
       if (!HasLocals(t)) continue;
       const uint64_t g = GapStart(t);
-      if (h > g && sums_[t].Contains(h - g)) return true;
+      if (h <= g) continue;
+      const uint64_t lowest = h - g > align_[x] ? h - g - align_[x] : 0;
+      if (sums_[t].NextAbove(lowest) <= h - g) return true;
     }
     return false;
   }
@@ -757,13 +760,14 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   PackingResult last;
   // One run; true when it decided or the limits are spent.
   std::vector<PackingItem> mirrored;  // time reversed (same conflicts), made on first use
-  bool in_rounds = false;
   auto run = [&](bool canonical, CandidateOrder order, bool rerank, uint32_t seed, uint64_t budget,
                  bool fail_first = false, bool local_fill = false, bool mirror = false) {
     PackingLimits limits;
     limits.fail_first = fail_first;
     limits.local_fill = local_fill;
-    limits.twins = in_rounds;  // the first run stays as keelc's budgets know it
+    // Twins only with local mode: in the other runs the changed order made
+    // MiniMalloc's E and H 15-150x slower to decide (heavy tails).
+    limits.twins = local_fill;
     if (mirror && mirrored.empty()) {
       int64_t last_end = 0;
       for (const PackingItem& it : items) last_end = std::max(last_end, it.end);
@@ -790,7 +794,6 @@ PackingResult PackWithRestarts(const std::vector<PackingItem>& items, uint64_t c
   const uint64_t first_run = std::max<uint64_t>(kFirstRunNodes, kFirstRunNodesPerBuffer * items.size());
   if (run(false, CandidateOrder::kCrowdAreaLength, false, 0, first_run)) return last;
   const uint64_t base = std::max<uint64_t>(2 * items.size(), kMinRoundNodes);
-  in_rounds = true;
   for (uint32_t round = 0;; ++round) {
     const uint64_t budget = base << std::min<uint32_t>(round, 40);
     for (bool rerank : {false, true}) {
