@@ -51,6 +51,12 @@
 //   - decomposition: when no unplaced buffer crosses a section boundary, the two
 //     sides are independent; each side is solved on its own and a failure on one
 //     side never re-opens the other;
+//   - local mode (PackingLimits::local_fill, local_fill.h): buffers of
+//     alignment 1 living in one section are not placed by the branching; a
+//     buffer may also rest on a sum of them (aligned up), floors rise to such
+//     sums, and each closed gap must stay fillable by them;
+//   - twins (PackingLimits::twins): buffers of one size, alignment and
+//     lifetime become candidates in index order only;
 //   - fail-first runs (PackingLimits::fail_first) branch on the section with
 //     the fewest branches among up to 256 at the lowest floor, and after each
 //     placement check every section whose buffers it may have pushed up: the
@@ -166,8 +172,10 @@ PackingResult PackBetweenBounds(const std::vector<PackingItem>& items, const Sec
 // canonical-order search (canonical_order_search.h) in each CandidateOrder,
 // with and without re-ranked parts (b nodes each), then the skyline search
 // fail-first in its static order (b/4: its nodes cost more), then in four
-// perturbed orders (b/2 each), until one run decides or the limits are
-// spent. (Fail-first decides generated perfect packings of 300 buffers in a
+// perturbed orders (b/2 each), then in local mode with twins broken
+// (PackingLimits::local_fill, ::twins; b/2) on the buffers and on the buffers
+// time reversed (the same conflicts; the search sweeps the other way), until
+// one run decides or the limits are spent. (Fail-first decides generated perfect packings of 300 buffers in a
 // few hundred nodes where the other runs need millions, and MiniMalloc's
 // instance A; keelc's small budgets never reach it.) Each engine and order is fast on some problems and heavy-tailed on
 // others (on MiniMalloc's challenging set, every instance is decided by a run
