@@ -44,6 +44,7 @@ TEST(GraphRewrite, MemsetNodesBecomeFillKernelsInOrder) {
   ASSERT_TRUE(Driver().status.ok()) << Driver().status.message();
   ASSERT_NE(Driver().GraphAddKernelNode, nullptr);
   ASSERT_NE(vm_internal::kKeelRuntimeCubin_size, 0u);
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the runtime makes the primary context current
   CUmodule module = nullptr;
   ASSERT_EQ(Driver().ModuleLoadData(&module, vm_internal::kKeelRuntimeCubin), CUDA_SUCCESS);
   CUfunction fill = nullptr;
@@ -99,6 +100,7 @@ TEST(GraphRewrite, MemsetNodesBecomeFillKernelsInOrder) {
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
   EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
   EXPECT_EQ(cudaFree(buf), cudaSuccess);
+  EXPECT_EQ(Driver().ModuleUnload(module), CUDA_SUCCESS);
 }
 
 TEST(GraphRewrite, WithoutTheFillKernelTheGraphIsUnchanged) {
