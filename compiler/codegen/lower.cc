@@ -118,6 +118,7 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     // 0.14. A 3x3 there, and every window with AVX2 (7x7 at 56x56: 0.46 -> 0.57), lost (cpu33).
     o.depthwise_plane_wide_window_width = 64;
     o.pointwise_pixel_rows_tail = 8;  // a quarter panel
+    o.pointwise_pixel_rows_one_panel = 784;  // a 28x28 image
     o.transpose_tile = 16;
   } else if (features.find("+avx") == std::string::npos) {
     // SSE only (16 xmm registers of 4 floats): 4 x 8 keeps 8 accumulators.

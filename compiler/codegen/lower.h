@@ -133,6 +133,15 @@ struct LowerOptions {
   // cores); with AVX2's 16-lane panels its 116 -> 116 at 14x14 took 1.24-1.33 and its 232 -> 232
   // 1.10-1.36 (docs/MEASUREMENTS.md, cpu30). 0: whole panels only.
   int64_t pointwise_pixel_rows_tail = 0;
+  // > pointwise_pixel_rows: those over more pixels, up to this many, with exactly one whole panel
+  // of output channels (NR) and at least as many input channels, run as the transposed GEMM
+  // too, without the cost estimate (fit on 7x7 and 14x14 images). The plain form packs X into
+  // column panels that only Co / MR row tiles read (4 with Co = 32), each task's packed panels
+  // beyond L1; the transposed form reads X in place exactly once (one panel of channels) and
+  // keeps the weight in L1. 784 on AVX-512: SqueezeNet's 27x27 squeezes 256 -> 32 and 128 -> 32
+  // took 0.78 and 0.88 of the time at one thread, 0.78 and 0.93 at two; its 55x55 squeezes to 16
+  // channels (a half panel) took twice the time so (docs/MEASUREMENTS.md, cpu35). 0: never.
+  int64_t pointwise_pixel_rows_one_panel = 0;
   // Convolutions of one group (any kernel but the pointwise ones above) with
   // at most this many output pixels per image (a network's 28x28 and smaller
   // stages) run as the transposed implicit GEMM (lower_conv.cc, ConvPixelRows)

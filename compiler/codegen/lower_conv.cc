@@ -513,7 +513,13 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   // (LowerOptions::pointwise_pixel_rows_tail; SqueezeNet's 384 -> 48 squeezes at 13x13).
   const int64_t tail = ws[0] % nr, min_tail = o.pointwise_pixel_rows_tail;
   const bool columns_ok = tail == 0 || (min_tail > 0 && tail % min_tail == 0 && GemmReadsRowPanelsAsB(o, ws[0]));
-  if (pixels > o.pointwise_pixel_rows || !columns_ok) return 0;
+  if (!columns_ok) return 0;
+  if (pixels > o.pointwise_pixel_rows) {
+    // A larger image with one whole panel of output channels, a projection (K >= NR): X read in
+    // place once either way, the plain form's packed panels reused by few row tiles
+    // (LowerOptions::pointwise_pixel_rows_one_panel; SqueezeNet's 27x27 squeezes to 32).
+    return pixels <= o.pointwise_pixel_rows_one_panel && ws[0] == nr && K >= nr ? nr : 0;
+  }
   // Work per output, relative to the N x K FMAs: the plain form computes whole column panels
   // (7x7: 64 columns for 49) and packs X at run time (~0.1); the transposed form scatters
   // every output alone, NR channels N pixels apart (~NR / K), and reads X again for every NR
