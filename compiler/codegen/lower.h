@@ -134,8 +134,8 @@ struct LowerOptions {
   // 1.10-1.36 (docs/MEASUREMENTS.md, cpu30). 0: whole panels only.
   int64_t pointwise_pixel_rows_tail = 0;
   // > pointwise_pixel_rows: those over more pixels, up to this many, with exactly one whole panel
-  // of output channels (NR) and at least as many input channels, run as the transposed GEMM
-  // too, without the cost estimate (fit on 7x7 and 14x14 images). The plain form packs X into
+  // of output channels (NR) and at least 4 NR input channels, run as the transposed GEMM too,
+  // without the cost estimate (fit on 7x7 and 14x14 images). The plain form packs X into
   // column panels that only Co / MR row tiles read (4 with Co = 32), each task's packed panels
   // beyond L1; the transposed form reads X in place exactly once (one panel of channels) and
   // keeps the weight in L1. 784 on AVX-512: SqueezeNet's 27x27 squeezes 256 -> 32 and 128 -> 32

@@ -515,10 +515,11 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   const bool columns_ok = tail == 0 || (min_tail > 0 && tail % min_tail == 0 && GemmReadsRowPanelsAsB(o, ws[0]));
   if (!columns_ok) return 0;
   if (pixels > o.pointwise_pixel_rows) {
-    // A larger image with one whole panel of output channels, a projection (K >= NR): X read in
-    // place once either way, the plain form's packed panels reused by few row tiles
-    // (LowerOptions::pointwise_pixel_rows_one_panel; SqueezeNet's 27x27 squeezes to 32).
-    return pixels <= o.pointwise_pixel_rows_one_panel && ws[0] == nr && K >= nr ? nr : 0;
+    // A larger image with one whole panel of output channels and K >= 4 NR: X read in place
+    // once either way, the plain form's packed panels reused by few row tiles, and the
+    // transposed form's scattered stores at most a quarter of its FMAs' time (K = 32 and 64 at
+    // 28x28 took 2.2x and 1.6x the time so; LowerOptions::pointwise_pixel_rows_one_panel).
+    return pixels <= o.pointwise_pixel_rows_one_panel && ws[0] == nr && K >= 4 * nr ? nr : 0;
   }
   // Work per output, relative to the N x K FMAs: the plain form computes whole column panels
   // (7x7: 64 columns for 49) and packs X at run time (~0.1); the transposed form scatters

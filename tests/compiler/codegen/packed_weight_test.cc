@@ -208,7 +208,7 @@ TEST(PackedConv, PointwisePixelRows) {
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 7, 7}, nr + 1, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 13, 13}, nr, {1, 1}, 2, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 64, 7, 7}, nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
-    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 28, 28}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 333, 29, 29}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 8, 14, 14}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 256, 14, 14}, 1024, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
     EXPECT_EQ(PointwisePixelRows(*o, *PackedConv(r, {{1, 1024, 14, 14}, 256, {1, 1}, 1, 0, 1, false}, nr, 1)), nr);
@@ -221,6 +221,58 @@ TEST(PackedConv, PointwisePixelRows) {
 // (749 KB as its K rows, read from the padded copy); the same
 // values as the reference with the option on and off on both ISAs, and `prefetch x_...` exactly
 // where it applies (B's own prefetches name the weight).
+// Pointwise convolutions on more pixels than pointwise_pixel_rows (up to
+// pointwise_pixel_rows_one_panel: 784 on AVX-512, 0 on AVX2) with exactly one whole panel of
+// output channels and K >= 4 NR take the transposed form without the cost estimate
+// (SqueezeNet's 27x27 squeezes 128 -> 32 and 256 -> 32). Odd shapes on both ISAs (the option
+// turned on for AVX2): 23x31 pixels over K = 4 NR + 3 with a bias and a fused Relu (row tiles of
+// 14 with a tail, K blocks of 64), 2 images of 15x17 without a bias, 1-D over 700, and 28x28
+// over 333 channels (K = 333: partial sums); each against the reference evaluator, the kernel
+// the transposed one. Not taken: 785 pixels, two panels or half a panel of output channels,
+// K = 4 NR - 1, a stride, and the option at 0 (AVX2's default).
+TEST(PackedConv, PointwisePixelRowsOnePanel) {
+  for (const LowerOptions* isa : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*isa);
+    LowerOptions on = *isa;
+    on.pointwise_pixel_rows_one_panel = 784;
+    SCOPED_TRACE("NR " + std::to_string(nr));
+    EXPECT_EQ(isa->pointwise_pixel_rows_one_panel, isa == &kAvx512 ? 784 : 0);
+    for (const PackedCase& p : {PackedCase{{1, 4 * nr + 3, 23, 31}, nr, {1, 1}, 1, 0, 1, true},
+                                PackedCase{{2, 4 * nr, 15, 17}, nr, {1, 1}, 1, 0, 1, false},
+                                PackedCase{{1, 5 * nr + 1, 700}, nr, {1}, 1, 0, 1, true},
+                                PackedCase{{1, 333, 28, 28}, nr, {1, 1}, 1, 0, 1, true}}) {
+      GraphBuilder b;
+      ir::Node* conv = PackedConv(b, p, nr, 111);
+      ASSERT_NE(conv, nullptr);
+      SCOPED_TRACE("x " + conv->input(0)->type().ToString());
+      ASSERT_EQ(PointwisePixelRows(on, *conv), nr);
+      LowerOptions off = on;
+      off.pointwise_pixel_rows_one_panel = 0;
+      EXPECT_EQ(PointwisePixelRows(off, *conv), 0);
+      std::vector<ir::Value*> ins = {conv->input(0), conv->input(1)};
+      if (p.bias) ins.push_back(conv->input(2));
+      const ir::Attributes attrs = conv->attrs();
+      ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+        ir::Node* c = g.Op("Conv", v, attrs);
+        return std::vector<ir::Value*>{g.Op("Relu", {c->output(0)})->output(0)};
+      });
+      const KernelSpec spec = CheckNodeAgainstReference(*f, 112, 1e-5, 4, on);
+      ASSERT_NE(spec.kernel, nullptr);
+      const std::string text = spec.kernel->ToString();
+      EXPECT_NE(text.find("w_columns"), std::string::npos);
+      EXPECT_NE(text.find("x_pixels"), std::string::npos);
+    }
+    GraphBuilder r;
+    EXPECT_EQ(PointwisePixelRows(on, *PackedConv(r, {{1, 4 * nr, 5, 157}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(on, *PackedConv(r, {{1, 8 * nr, 27, 27}, 2 * nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(on, *PackedConv(r, {{1, 8 * nr, 27, 27}, nr / 2, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(on, *PackedConv(r, {{1, 4 * nr - 1, 27, 27}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(on, *PackedConv(r, {{1, 8 * nr, 55, 55}, nr, {1, 1}, 2, 0, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(PointwisePixelRows(*isa, *PackedConv(r, {{1, 8 * nr, 27, 27}, nr, {1, 1}, 1, 0, 1, false}, nr, 1)),
+              isa == &kAvx512 ? nr : 0);
+  }
+}
+
 TEST(PackedConv, PixelRowsPrefetchA) {
   for (const LowerOptions* base : {&kAvx2, &kAvx512}) {
     const int64_t nr = GemmPanelWidth(*base);
