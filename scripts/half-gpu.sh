@@ -24,7 +24,7 @@
 # machine by the carried keelc, once per precision and batch. Accuracy: batch entry 0 (the
 # reference input) against PyTorch's fp32 CPU output of the same weights (fp32: rel L2 <= 1e-4;
 # fp16/bf16: <= 1e-2 and the same top-1 class for classifiers), and at the large batch the other
-# entries (the input rotated) against Keel's fp32 output when fp32 is in the run. Latency: keel-cuda-time's compute_ms (the replayed CUDA
+# entries (the input rotated) against Keel's fp32 output when fp32 is in the run. Latency: keel-cuda-time's compute_ms (10 warm-up runs, median of 50; the library choices the accuracy run recorded in a tuning file, as deployed; the replayed CUDA
 # graph less its input/output copies) against PyTorch's CUDA-graph replay with the input already
 # on the GPU (../shared/anchors/torch_latency.py, its own random weights, cudnn.benchmark on;
 # scripts/torch_zoo_latency.py adds the zoo's other architectures to its list). TF32: the fp32 executable timed with --allow-tf32. Writes $OUT/results.txt, $OUT/half.json.
