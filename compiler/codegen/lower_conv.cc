@@ -32,13 +32,14 @@
 //   * ConvTranspose is the same implicit GEMM: a stride-1 convolution with the
 //     flipped, transposed weights over the input scattered (stride apart) into
 //     a zero image with (kernel-1)*dilation - pad border; on a GPU a direct
-//     gather of each output's inputs (lower_conv_direct.h).
+//     gather of each output's inputs (lower_conv_direct.h); lower_conv_transpose.cc.
 // Bias (input 2) is added before the fused epilogue. DeformConv: lower_deform_conv.cc.
 #include <algorithm>
 #include <climits>
 #include <cstring>
 
 #include "compiler/codegen/lower_conv_direct.h"
+#include "compiler/codegen/lower_conv_implicit.h"
 #include "compiler/codegen/lower_conv_nhwc.h"
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/channels_last.h"
@@ -46,34 +47,6 @@
 
 namespace keel::codegen {
 namespace {
-
-// The implicit GEMM of a convolution over an "image": per (image bi, group
-// gi), C[m, n] = sum_kk A(m, kk) * B(kk, n) with B read from the group's image
-// at window (n) + tap (kk). `c` is the convolution over the image (c.in is
-// unused: `P` gives the image's extent, `c.pb` is already part of it).
-//   fill: fills the workspace image `src` (extent `P` per spatial dim, `lead`
-//         elements of slack first); null when the image is X itself (`direct`).
-//         With `bands`, `row_off` (else 0) is the image row of dim 0 that `P`'s
-//         first row stands for (a band of output rows reads only its rows).
-//         With `phases` > 1 (only where `phased`), each image row of P.back()
-//         columns is stored as `phases` column phases of ColumnPhase(...) each:
-//         column x at (x % phases) * that + x / phases.
-struct ImageConv {
-  ConvGeom c;
-  std::vector<int64_t> P;
-  bool direct = false;  // B read straight from X (no padding, P == in)
-  std::function<Expr(Expr m, Expr kk, Expr gi)> a;
-  // > 0: the weight is in the row-panel layout (gemm_panels.h), each group's
-  // [Mg, K] matrix packed with this many rows per panel; a_panel(offset, gi)
-  // reads element `offset` of group gi's packed matrix (a is then unused).
-  int64_t a_panel_rows = 0;
-  std::function<Expr(Expr offset, Expr gi)> a_panel;
-  std::function<Stmt(int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P, Expr row_off,
-                     int64_t phases)>
-      fill;
-  bool bands = false;   // fill reads any band of rows (row_off)
-  bool phased = false;  // fill writes column phases
-};
 
 // The length of one column phase of an image row of `width` columns split into `phases`.
 int64_t ColumnPhase(int64_t width, int64_t phases) { return (width + phases - 1) / phases; }
@@ -102,6 +75,193 @@ int64_t RowBands(const ConvGeom& c, const std::vector<int64_t>& P, int64_t budge
   }
   return 1;
 }
+
+
+// The pixels-as-rows GEMMs' epilogue: row m is output pixel m of image bi,
+// column n output channel n; adds the bias (when given) before `store`.
+std::function<Stmt(Expr, Expr, Expr)> PixelRowsStore(const StoreFn& store, const TensorFn* bias, Expr bi,
+                                                     std::vector<int64_t> out) {
+  TensorFn bfn = bias ? *bias : TensorFn{};
+  return [store, bfn, bi, out](Expr m, Expr n, Expr acc) {
+    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
+    std::vector<Expr> idx{bi, n};
+    for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
+    return store(idx, v);
+  };
+}
+
+// The transposed pointwise product (PointwisePixelRows, lower_ops.h): per image,
+// rows = pixels, columns = output channels, K = input channels. A(p, ci) is read
+// inside the micro-kernel (a row tile's broadcasts are adjacent pixels of one
+// channel row), B is the weight in row panels of NR rows, read in place as W^T's
+// column panels; the stores go to channel co at pixel p (NR channels a vector,
+// N pixels apart).
+Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt,
+                           const TensorFn* bias, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  const int64_t N = NumElements(c.out);
+  if (Wt.buffer < 0 || Wt.type.dtype != DType::kF32)
+    return InvalidArgument("pointwise pixel rows: the weight must be an f32 buffer in column panels");
+  Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
+  KernelFunc* kp = &k;
+  GemmOperands g;
+  g.m = N; g.n = c.Co; g.k = c.C;
+  const std::vector<int64_t> out = c.out;
+  if (X.buffer >= 0) {
+    int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_pixels", {c.B, c.C, N});
+    g.a = [kp, xview, bi](Expr m, Expr ci) { return kp->Load(xview, {bi, ci, m}); };
+    // Row tiles of balanced sizes up to gemm_mr_max (as the implicit form's): a 7x7 image's 49
+    // pixels are 13, 13, 13 and 10 rows instead of 12-row tiles and a 1-row one, whose two
+    // accumulator chains wait on the FMA latency (ResNet-50's 2048 -> 512 at 7x7: 0.74-0.86 of
+    // the time; docs/MEASUREMENTS.md, cpu28).
+    const int64_t most = std::max<int64_t>(1, ctx.options().gemm_mr_max), tiles = (N + most - 1) / most;
+    g.row_tile = (N + tiles - 1) / tiles;
+    g.a_tile = [kp, xview, bi](Expr m0, int64_t i, Expr ci) { return kp->Load(xview, {bi, ci, m0 + i}); };
+  } else {
+    IndexFn x_at = X.at;
+    g.a = [x_at, bi, out](Expr m, Expr ci) {
+      std::vector<Expr> idx{bi, ci};
+      for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
+      return x_at(idx);
+    };
+  }
+  g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * c.C});
+  g.b_packed_narrow_tail = true;  // the last Co % NR rows are a panel of their own
+  g.a_k_apart = true;
+  g.store = PixelRowsStore(store, bias, bi, out);
+  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_px"));
+  return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
+}
+
+// The row tile of the transposed implicit GEMM over output rows of `ow` pixels: whole output
+// rows (the most that fit LowerOptions::gemm_mr_max rows; in 3-D and beyond, a divisor of
+// the `oh` rows of a plane, so that no tile crosses planes), else the largest divisor of `ow`
+// between half the GEMM's row tile and that maximum; 0 if none. A tile's rows are then
+// constant offsets from the window origin of its first pixel.
+int64_t PixelRowTile(const LowerOptions& o, int64_t ow, int64_t oh, bool planes) {
+  const int64_t most = std::max<int64_t>(1, o.gemm_mr_max), mr = std::max<int64_t>(1, o.gemm_mr);
+  if (ow <= most) {
+    int64_t r = most / ow;
+    while (planes && oh % r != 0) --r;
+    return r * ow;
+  }
+  for (int64_t t = most; 2 * t >= mr; --t)
+    if (ow % t == 0) return t;
+  return 0;
+}
+
+// The transposed implicit GEMM of a dense convolution on few pixels (ConvPixelRows,
+// lower_ops.h): per image, rows = output pixels, columns = output channels, K = C * taps.
+// A(p, kk) is read inside the micro-kernel from the (zero-padded copy of the) image at
+// origin[p] + row_off[kk], two baked tables (the window origin of pixel p, the channel and
+// tap of row kk), so there is no im2col pass and no guard: the row tile's broadcasts are
+// the tile's pixels at one (channel, tap), constant offsets from one address (the tile is
+// whole output rows or a part of one: PixelRowTile; 14 x 32 on AVX-512 at 7x7 and 14x14). B is the weight [Co, C * taps] packed in row
+// panels of NR rows, read in place as W^T's column panels (whole panels: NR divides Co),
+// so the weights stream once per row block instead of a 7x7 image's 49 pixels padding two
+// 32-column panels to 64. The stores go to channel co at pixel p (NR channels a vector, N
+// pixels apart), as in PixelRowsConv.
+Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const TensorFn& X, const TensorFn& Wt,
+                                   const TensorFn* bias, const StoreFn& store) {
+  KernelFunc& k = ctx.kernel();
+  const ConvGeom& c = ic.c;
+  const size_t sp = c.sp();
+  const int64_t N = NumElements(c.out), KK = NumElements(c.k), Kdim = c.C * KK, img = NumElements(ic.P);
+  if (Wt.buffer < 0 || Wt.type.dtype != DType::kF32 || c.groups != 1)
+    return InvalidArgument("convolution pixel rows: the weight must be an f32 buffer in column panels");
+  std::vector<int64_t> st(sp, 1);  // image strides
+  for (size_t d = sp - 1; d-- > 0;) st[d] = st[d + 1] * ic.P[d + 1];
+  const bool direct = ic.direct && X.buffer >= 0;
+  std::vector<uint8_t> origin(static_cast<size_t>(N) * 4);
+  auto put32 = [](std::vector<uint8_t>& v, int64_t i, int64_t x) {
+    int32_t x32 = static_cast<int32_t>(x);
+    std::memcpy(&v[static_cast<size_t>(i) * 4], &x32, 4);
+  };
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t off = 0, r = n;
+    for (size_t d = sp; d-- > 0;) { off += (r % c.out[d]) * c.s[d] * st[d]; r /= c.out[d]; }
+    put32(origin, n, off);
+  }
+  std::vector<uint8_t> rows(static_cast<size_t>(Kdim) * 4);
+  for (int64_t kk = 0; kk < Kdim; ++kk) {
+    int64_t off = (kk / KK) * img, r = kk % KK;
+    for (size_t d = sp; d-- > 0;) { off += (r % c.k[d]) * c.d[d] * st[d]; r /= c.k[d]; }
+    put32(rows, kk, off);
+  }
+  Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
+  int src = -1;
+  Stmt fill;
+  if (direct) {
+    src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * img});
+  } else {
+    src = k.AddWorkspace("conv_xpad", DType::kF32, {c.C * img});
+    fill = ic.fill(src, 0, bi, Expr(0), ic.P, Expr(0), 1);
+  }
+  KernelFunc* kp = &k;
+  const int ob = k.AddConstant("conv_px_origin", DType::kI32, {N}, std::move(origin));
+  const Expr image = direct ? bi * (c.C * img) : Expr(0);
+  GemmOperands g;
+  g.m = N; g.n = c.Co; g.k = Kdim;
+  const int rb = k.AddConstant("conv_px_row_off", DType::kI32, {Kdim}, std::move(rows));
+  // A tile is whole output rows or a part of one (PixelRowTile): its row i is the window origin
+  // of its first pixel plus i / OW image rows and i % OW strides.
+  const int64_t OW = c.out[sp - 1], sw = c.s[sp - 1], row_step = sp > 1 ? c.s[sp - 2] * st[sp - 2] : 0;
+  g.row_tile = PixelRowTile(ctx.options(), OW, sp > 1 ? c.out[sp - 2] : 1, sp > 2);
+  if (g.row_tile <= 0) return InvalidArgument("convolution pixel rows: no row tile for output rows of " + std::to_string(OW));
+  g.a_tile = [kp, src, ob, rb, image, sw, OW, row_step](Expr m0, int64_t i, Expr kk) {
+    return kp->Load(src, {image + Cast(kp->Load(ob, {m0}), DType::kI64) + Cast(kp->Load(rb, {kk}), DType::kI64) +
+                              Expr((i % OW) * sw + (i / OW) * row_step)});
+  };
+  g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * Kdim});
+  g.a_k_apart = true;  // a tap's pixels are rows apart, the next channel's an image
+  g.store = PixelRowsStore(store, bias, bi, c.out);
+  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_pxk"));
+  if (fill) body = Block({fill, body});
+  return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
+}
+
+// X, W and the optional bias of a convolution node, checked: one rank >= 3
+// for input, weight and output; f32 data, or f16/bf16 read widened to f32
+// (the kernels accumulate in f32; f64 would lose precision).
+// Whether a convolution (input, weight shapes; strides, pads) is a strided unpadded 1x1 one
+// that runs as the stride-1 one over a compact image (LowerOptions::conv_subsample_bytes).
+bool CompactsStridedPointwise(const LowerOptions& o, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+                              const std::vector<int64_t>& strides, const std::vector<int64_t>& pads) {
+  if (o.conv_subsample_bytes <= 0 || xs.size() < 3 || ws.size() != xs.size()) return false;
+  if (NumElements(std::vector<int64_t>(ws.begin() + 2, ws.end())) != 1) return false;
+  for (int64_t p : pads) if (p != 0) return false;
+  bool strided = false;
+  for (int64_t s : strides) strided = strided || s > 1;
+  return strided && NumElements(std::vector<int64_t>(xs.begin() + 1, xs.end())) * 4 >= o.conv_subsample_bytes;
+}
+
+// A one-group channels-first CPU Conv over f32 weights whose shapes are known,
+// the kind both pixels-as-rows forms take: its shapes and window; false for
+// any other node.
+struct PlainConv {
+  std::vector<int64_t> xs, ws, ys, pads;
+  ConvGeom c;
+};
+bool ReadPlainConv(const LowerOptions& o, const ir::Node& conv, PlainConv* p) {
+  const ops::OpDef* def = ops::FindOp(conv);
+  if (def == nullptr || def->library != ops::LibraryCall::kConv || o.gpu_direct_conv || conv.inputs().size() < 2)
+    return false;
+  if (conv.outputs().size() != 1 || !conv.input(0) || !conv.input(1)) return false;
+  if (!conv.input(0)->has_type() || !conv.input(1)->has_type() || !conv.output(0)->has_type()) return false;
+  p->xs = conv.input(0)->type().shape;
+  p->ws = conv.input(1)->type().shape;
+  p->ys = conv.output(0)->type().shape;
+  const size_t rank = p->xs.size();
+  // Any other form's weight (Winograd's U, channels-last) has another rank or layout; the
+  // output-only channels-last form keeps the weight and moves the output alone.
+  if (rank < 3 || p->ws.size() != rank || p->ys.size() != rank) return false;
+  if (ops::IsChannelsLast(conv) && !ops::IsOutputChannelsLast(conv)) return false;
+  if (ops::IsOutputChannelsLast(conv)) p->ys = ops::PermuteShape(p->ys, ops::ToChannelsFirstPerm(rank));
+  if (conv.input(1)->type().dtype != DType::kF32 || p->ws[1] != p->xs[1] || p->ys[1] != p->ws[0]) return false;
+  return ReadWindow(conv, rank - 2, p->c, p->pads).ok() && p->c.groups == 1;
+}
+
+}  // namespace
 
 Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const TensorFn& X, const TensorFn* bias,
                               const StoreFn& store) {
@@ -290,157 +450,6 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
   return body;
 }
 
-// The pixels-as-rows GEMMs' epilogue: row m is output pixel m of image bi,
-// column n output channel n; adds the bias (when given) before `store`.
-std::function<Stmt(Expr, Expr, Expr)> PixelRowsStore(const StoreFn& store, const TensorFn* bias, Expr bi,
-                                                     std::vector<int64_t> out) {
-  TensorFn bfn = bias ? *bias : TensorFn{};
-  return [store, bfn, bi, out](Expr m, Expr n, Expr acc) {
-    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
-    std::vector<Expr> idx{bi, n};
-    for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
-    return store(idx, v);
-  };
-}
-
-// The transposed pointwise product (PointwisePixelRows, lower_ops.h): per image,
-// rows = pixels, columns = output channels, K = input channels. A(p, ci) is read
-// inside the micro-kernel (a row tile's broadcasts are adjacent pixels of one
-// channel row), B is the weight in row panels of NR rows, read in place as W^T's
-// column panels; the stores go to channel co at pixel p (NR channels a vector,
-// N pixels apart).
-Result<Stmt> PixelRowsConv(LowerContext& ctx, const ConvGeom& c, const TensorFn& X, const TensorFn& Wt,
-                           const TensorFn* bias, const StoreFn& store) {
-  KernelFunc& k = ctx.kernel();
-  const int64_t N = NumElements(c.out);
-  if (Wt.buffer < 0 || Wt.type.dtype != DType::kF32)
-    return InvalidArgument("pointwise pixel rows: the weight must be an f32 buffer in column panels");
-  Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
-  KernelFunc* kp = &k;
-  GemmOperands g;
-  g.m = N; g.n = c.Co; g.k = c.C;
-  const std::vector<int64_t> out = c.out;
-  if (X.buffer >= 0) {
-    int xview = k.AddArgView(k.buffer(X.buffer).arg_index, "x_pixels", {c.B, c.C, N});
-    g.a = [kp, xview, bi](Expr m, Expr ci) { return kp->Load(xview, {bi, ci, m}); };
-    // Row tiles of balanced sizes up to gemm_mr_max (as the implicit form's): a 7x7 image's 49
-    // pixels are 13, 13, 13 and 10 rows instead of 12-row tiles and a 1-row one, whose two
-    // accumulator chains wait on the FMA latency (ResNet-50's 2048 -> 512 at 7x7: 0.74-0.86 of
-    // the time; docs/MEASUREMENTS.md, cpu28).
-    const int64_t most = std::max<int64_t>(1, ctx.options().gemm_mr_max), tiles = (N + most - 1) / most;
-    g.row_tile = (N + tiles - 1) / tiles;
-    g.a_tile = [kp, xview, bi](Expr m0, int64_t i, Expr ci) { return kp->Load(xview, {bi, ci, m0 + i}); };
-  } else {
-    IndexFn x_at = X.at;
-    g.a = [x_at, bi, out](Expr m, Expr ci) {
-      std::vector<Expr> idx{bi, ci};
-      for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
-      return x_at(idx);
-    };
-  }
-  g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * c.C});
-  g.b_packed_narrow_tail = true;  // the last Co % NR rows are a panel of their own
-  g.a_k_apart = true;
-  g.store = PixelRowsStore(store, bias, bi, out);
-  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_px"));
-  return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
-}
-
-// The row tile of the transposed implicit GEMM over output rows of `ow` pixels: whole output
-// rows (the most that fit LowerOptions::gemm_mr_max rows; in 3-D and beyond, a divisor of
-// the `oh` rows of a plane, so that no tile crosses planes), else the largest divisor of `ow`
-// between half the GEMM's row tile and that maximum; 0 if none. A tile's rows are then
-// constant offsets from the window origin of its first pixel.
-int64_t PixelRowTile(const LowerOptions& o, int64_t ow, int64_t oh, bool planes) {
-  const int64_t most = std::max<int64_t>(1, o.gemm_mr_max), mr = std::max<int64_t>(1, o.gemm_mr);
-  if (ow <= most) {
-    int64_t r = most / ow;
-    while (planes && oh % r != 0) --r;
-    return r * ow;
-  }
-  for (int64_t t = most; 2 * t >= mr; --t)
-    if (ow % t == 0) return t;
-  return 0;
-}
-
-// The transposed implicit GEMM of a dense convolution on few pixels (ConvPixelRows,
-// lower_ops.h): per image, rows = output pixels, columns = output channels, K = C * taps.
-// A(p, kk) is read inside the micro-kernel from the (zero-padded copy of the) image at
-// origin[p] + row_off[kk], two baked tables (the window origin of pixel p, the channel and
-// tap of row kk), so there is no im2col pass and no guard: the row tile's broadcasts are
-// the tile's pixels at one (channel, tap), constant offsets from one address (the tile is
-// whole output rows or a part of one: PixelRowTile; 14 x 32 on AVX-512 at 7x7 and 14x14). B is the weight [Co, C * taps] packed in row
-// panels of NR rows, read in place as W^T's column panels (whole panels: NR divides Co),
-// so the weights stream once per row block instead of a 7x7 image's 49 pixels padding two
-// 32-column panels to 64. The stores go to channel co at pixel p (NR channels a vector, N
-// pixels apart), as in PixelRowsConv.
-Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const TensorFn& X, const TensorFn& Wt,
-                                   const TensorFn* bias, const StoreFn& store) {
-  KernelFunc& k = ctx.kernel();
-  const ConvGeom& c = ic.c;
-  const size_t sp = c.sp();
-  const int64_t N = NumElements(c.out), KK = NumElements(c.k), Kdim = c.C * KK, img = NumElements(ic.P);
-  if (Wt.buffer < 0 || Wt.type.dtype != DType::kF32 || c.groups != 1)
-    return InvalidArgument("convolution pixel rows: the weight must be an f32 buffer in column panels");
-  std::vector<int64_t> st(sp, 1);  // image strides
-  for (size_t d = sp - 1; d-- > 0;) st[d] = st[d + 1] * ic.P[d + 1];
-  const bool direct = ic.direct && X.buffer >= 0;
-  std::vector<uint8_t> origin(static_cast<size_t>(N) * 4);
-  auto put32 = [](std::vector<uint8_t>& v, int64_t i, int64_t x) {
-    int32_t x32 = static_cast<int32_t>(x);
-    std::memcpy(&v[static_cast<size_t>(i) * 4], &x32, 4);
-  };
-  for (int64_t n = 0; n < N; ++n) {
-    int64_t off = 0, r = n;
-    for (size_t d = sp; d-- > 0;) { off += (r % c.out[d]) * c.s[d] * st[d]; r /= c.out[d]; }
-    put32(origin, n, off);
-  }
-  std::vector<uint8_t> rows(static_cast<size_t>(Kdim) * 4);
-  for (int64_t kk = 0; kk < Kdim; ++kk) {
-    int64_t off = (kk / KK) * img, r = kk % KK;
-    for (size_t d = sp; d-- > 0;) { off += (r % c.k[d]) * c.d[d] * st[d]; r /= c.k[d]; }
-    put32(rows, kk, off);
-  }
-  Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
-  int src = -1;
-  Stmt fill;
-  if (direct) {
-    src = k.AddArgView(k.buffer(X.buffer).arg_index, "x_flat", {c.B * c.C * img});
-  } else {
-    src = k.AddWorkspace("conv_xpad", DType::kF32, {c.C * img});
-    fill = ic.fill(src, 0, bi, Expr(0), ic.P, Expr(0), 1);
-  }
-  KernelFunc* kp = &k;
-  const int ob = k.AddConstant("conv_px_origin", DType::kI32, {N}, std::move(origin));
-  const Expr image = direct ? bi * (c.C * img) : Expr(0);
-  GemmOperands g;
-  g.m = N; g.n = c.Co; g.k = Kdim;
-  const int rb = k.AddConstant("conv_px_row_off", DType::kI32, {Kdim}, std::move(rows));
-  // A tile is whole output rows or a part of one (PixelRowTile): its row i is the window origin
-  // of its first pixel plus i / OW image rows and i % OW strides.
-  const int64_t OW = c.out[sp - 1], sw = c.s[sp - 1], row_step = sp > 1 ? c.s[sp - 2] * st[sp - 2] : 0;
-  g.row_tile = PixelRowTile(ctx.options(), OW, sp > 1 ? c.out[sp - 2] : 1, sp > 2);
-  if (g.row_tile <= 0) return InvalidArgument("convolution pixel rows: no row tile for output rows of " + std::to_string(OW));
-  g.a_tile = [kp, src, ob, rb, image, sw, OW, row_step](Expr m0, int64_t i, Expr kk) {
-    return kp->Load(src, {image + Cast(kp->Load(ob, {m0}), DType::kI64) + Cast(kp->Load(rb, {kk}), DType::kI64) +
-                              Expr((i % OW) * sw + (i / OW) * row_step)});
-  };
-  g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * Kdim});
-  g.a_k_apart = true;  // a tap's pixels are rows apart, the next channel's an image
-  g.store = PixelRowsStore(store, bias, bi, c.out);
-  KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_pxk"));
-  if (fill) body = Block({fill, body});
-  return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
-}
-
-// X, W and the optional bias of a convolution node, checked: one rank >= 3
-// for input, weight and output; f32 data, or f16/bf16 read widened to f32
-// (the kernels accumulate in f32; f64 would lose precision).
-struct ConvOperands {
-  TensorFn x, w;
-  const TensorFn* bias = nullptr;
-};
-
 Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, const char* op) {
   KEEL_ASSIGN_OR_RETURN(const TensorFn* x, ctx.Input(node, 0));
   KEEL_ASSIGN_OR_RETURN(const TensorFn* w, ctx.Input(node, 1));
@@ -457,45 +466,6 @@ Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, c
   return in;
 }
 
-// Whether a convolution (input, weight shapes; strides, pads) is a strided unpadded 1x1 one
-// that runs as the stride-1 one over a compact image (LowerOptions::conv_subsample_bytes).
-bool CompactsStridedPointwise(const LowerOptions& o, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
-                              const std::vector<int64_t>& strides, const std::vector<int64_t>& pads) {
-  if (o.conv_subsample_bytes <= 0 || xs.size() < 3 || ws.size() != xs.size()) return false;
-  if (NumElements(std::vector<int64_t>(ws.begin() + 2, ws.end())) != 1) return false;
-  for (int64_t p : pads) if (p != 0) return false;
-  bool strided = false;
-  for (int64_t s : strides) strided = strided || s > 1;
-  return strided && NumElements(std::vector<int64_t>(xs.begin() + 1, xs.end())) * 4 >= o.conv_subsample_bytes;
-}
-
-// A one-group channels-first CPU Conv over f32 weights whose shapes are known,
-// the kind both pixels-as-rows forms take: its shapes and window; false for
-// any other node.
-struct PlainConv {
-  std::vector<int64_t> xs, ws, ys, pads;
-  ConvGeom c;
-};
-bool ReadPlainConv(const LowerOptions& o, const ir::Node& conv, PlainConv* p) {
-  const ops::OpDef* def = ops::FindOp(conv);
-  if (def == nullptr || def->library != ops::LibraryCall::kConv || o.gpu_direct_conv || conv.inputs().size() < 2)
-    return false;
-  if (conv.outputs().size() != 1 || !conv.input(0) || !conv.input(1)) return false;
-  if (!conv.input(0)->has_type() || !conv.input(1)->has_type() || !conv.output(0)->has_type()) return false;
-  p->xs = conv.input(0)->type().shape;
-  p->ws = conv.input(1)->type().shape;
-  p->ys = conv.output(0)->type().shape;
-  const size_t rank = p->xs.size();
-  // Any other form's weight (Winograd's U, channels-last) has another rank or layout; the
-  // output-only channels-last form keeps the weight and moves the output alone.
-  if (rank < 3 || p->ws.size() != rank || p->ys.size() != rank) return false;
-  if (ops::IsChannelsLast(conv) && !ops::IsOutputChannelsLast(conv)) return false;
-  if (ops::IsOutputChannelsLast(conv)) p->ys = ops::PermuteShape(p->ys, ops::ToChannelsFirstPerm(rank));
-  if (conv.input(1)->type().dtype != DType::kF32 || p->ws[1] != p->xs[1] || p->ys[1] != p->ws[0]) return false;
-  return ReadWindow(conv, rank - 2, p->c, p->pads).ok() && p->c.groups == 1;
-}
-
-}  // namespace
 
 int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   PlainConv pc;
@@ -735,77 +705,6 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     };
   }
   return pixel_rows ? PixelRowsImplicitConv(ctx, ic, X, Wt, bias, store) : ImplicitGemmConv(ctx, ic, X, bias, store);
-}
-
-Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const StoreFn& store) {
-  KernelFunc& k = ctx.kernel();
-  KEEL_ASSIGN_OR_RETURN(ConvOperands in, ReadConvOperands(ctx, node, "ConvTranspose"));
-  TensorFn X = in.x, Wt = in.w;
-  const TensorFn* bias = in.bias;
-  const std::vector<int64_t>& xs = X.type.shape;
-  const std::vector<int64_t>& ws = Wt.type.shape;
-  const std::vector<int64_t>& os = node.output(0)->type().shape;
-  const size_t sp = xs.size() - 2;
-  ConvGeom t;  // the transposed convolution's own attributes
-  std::vector<int64_t> pads;
-  KEEL_RETURN_IF_ERROR(ReadWindow(node, sp, t, pads));
-  // The equivalent stride-1 convolution over the scattered image: input channels
-  // of a group = Cin/group, output channels = W's dim 1 per group.
-  ConvGeom c;
-  c.B = xs[0]; c.C = xs[1]; c.groups = t.groups;
-  c.Cg = c.C / c.groups; c.Mg = ws[1]; c.Co = c.Mg * c.groups;
-  if (c.C % c.groups != 0 || ws[0] != c.C || os[1] != c.Co)
-    return InvalidArgument(NodeLabel(node) + ": inconsistent channels/groups");
-  c.in.assign(xs.begin() + 2, xs.end());
-  c.out.assign(os.begin() + 2, os.end());
-  c.k.assign(ws.begin() + 2, ws.end());
-  c.d = t.d;
-  c.s.assign(sp, 1);
-  c.pb.assign(sp, 0);
-  if (ctx.options().gpu_direct_conv) return GpuDirectConvTranspose(ctx, c, t.s, pads, X, Wt, bias, store);
-  ImageConv ic;
-  ic.c = c;
-  ic.P.resize(sp);
-  std::vector<int64_t> border(sp);  // image coordinate of input position 0
-  for (size_t d = 0; d < sp; ++d) {
-    border[d] = (c.k[d] - 1) * c.d[d] - pads[d];
-    ic.P[d] = c.out[d] + (c.k[d] - 1) * c.d[d];
-  }
-  const int64_t KK = NumElements(c.k);
-  IndexFn w_at = Wt.at;
-  ic.a = [w_at, c, KK](Expr m, Expr kk, Expr gi) {
-    std::vector<Expr> idx{gi * c.Cg + kk / KK, m};
-    const std::vector<Expr> kpos = Delinearize(c.k, kk % KK);
-    for (size_t d = 0; d < c.sp(); ++d) idx.push_back((c.k[d] - 1) - kpos[d]);  // flipped
-    return w_at(idx);
-  };
-  KernelFunc* kp = &k;
-  const std::vector<int64_t> s = t.s;
-  // No bands here (ic.bands stays false): the whole scattered image, row_off 0.
-  ic.fill = [kp, &ctx, c, s, border, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
-                                        Expr /*row_off*/, int64_t /*phases: 1, stride 1*/) -> Stmt {
-    KernelFunc& k = *kp;
-    const size_t sp = c.sp(), last = sp - 1;
-    std::vector<int64_t> row_dims{c.Cg};
-    row_dims.insert(row_dims.end(), P.begin(), P.end() - 1);
-    const int64_t rows = NumElements(row_dims);
-    Expr r = k.NewVar("r"), w = k.NewVar("w");
-    std::vector<Expr> rix = Delinearize(row_dims, r);
-    rix.push_back(w);
-    std::vector<Expr> xi{bi, gi * c.Cg + rix[0]};
-    Expr ok;
-    for (size_t d = 0; d < sp; ++d) {
-      // Image coordinate j holds input position (j - border) / stride when that divides.
-      Expr z = rix[1 + d] - border[d];
-      ok = And(ok, (z >= 0) && Binary(BinaryOp::kEq, z % s[d], Expr(0)) && (z < (c.in[d] - 1) * s[d] + 1));
-      xi.push_back(Clamp(s[d] == 1 ? z : z / s[d], 0, c.in[d] - 1));
-    }
-    Stmt row = For(w, 0, P[last], LoopKind::kSerial,
-                   k.Store(src, {r * P[last] + lead + w}, Select(ok, Cast(X.at(xi), DType::kF32), FloatConst(0))));
-    bool par = rows > 1 && rows * P[last] >= ctx.options().min_parallel_elements;
-    return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, row);
-  };
-  return ImplicitGemmConv(ctx, ic, X, bias, store);
 }
 
 }  // namespace keel::codegen
