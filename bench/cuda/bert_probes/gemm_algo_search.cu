@@ -51,13 +51,8 @@ bool Set(cublasLtMatmulAlgo_t* a, cublasLtMatmulAlgoConfigAttributes_t attr, T v
 int main(int argc, char** argv) {
   const int m = argc > 1 ? std::atoi(argv[1]) : 1024;
   const bool quick = argc > 2 && std::strcmp(argv[2], "quick") == 0;
-  cudaStream_t s;
-  CK(cudaStreamCreate(&s));
-  cublasLtHandle_t lt;
-  CK(cublasLtCreate(&lt));
-  const size_t wsz = 32 << 20;
-  void* ws;
-  CK(cudaMalloc(&ws, wsz));
+  const LtSession ses = LtSession::Create();
+  cudaStream_t s = ses.s; cublasLtHandle_t lt = ses.lt; void* ws = ses.ws; const size_t wsz = ses.wsz;
   const BertGemmBuffers buf(m);
   __half *a = buf.a, *w = buf.w, *b = buf.b, *c = buf.c, *d = buf.d;
   float total_first = 0, total_best8 = 0, total_best64 = 0, total_split = 0, total_enum = 0;

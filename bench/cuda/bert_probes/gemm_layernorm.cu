@@ -235,9 +235,8 @@ int main(int argc, char** argv) {
   int m = 1024, n = 768;
   std::vector<int> ks = {768, 3072};
   if (argc > 1) m = atoi(argv[1]);
-  cudaStream_t s; CK(cudaStreamCreate(&s));
-  cublasLtHandle_t lt; CK(cublasLtCreate(&lt));
-  const size_t wsz = 32 << 20; void* ws; CK(cudaMalloc(&ws, wsz));
+  const LtSession ses = LtSession::Create();
+  cudaStream_t s = ses.s; cublasLtHandle_t lt = ses.lt; void* ws = ses.ws; const size_t wsz = ses.wsz;
   for (int k : ks) {
     std::vector<__half> ha((size_t)m * k), hw((size_t)k * n), hb(n), hr((size_t)m * n), hg(n), hbe(n);
     srand(1);

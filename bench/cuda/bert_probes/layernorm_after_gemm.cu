@@ -121,9 +121,8 @@ void LaunchLn(cudaStream_t s, bool pdl, int grid, const __half* x, const float* 
 }
 
 int main() {
-  cudaStream_t s; CK(cudaStreamCreate(&s));
-  cublasLtHandle_t lt; CK(cublasLtCreate(&lt));
-  const size_t wsz = 32 << 20; void* ws; CK(cudaMalloc(&ws, wsz));
+  const LtSession ses = LtSession::Create();
+  cudaStream_t s = ses.s; cublasLtHandle_t lt = ses.lt; void* ws = ses.ws; const size_t wsz = ses.wsz;
   for (int m : {1024, 128}) {
     const int k = 768, n = N;
     __half *a, *w, *c, *d, *y; float *g, *be;

@@ -92,6 +92,21 @@ struct LtGemm {
   }
 };
 
+// A stream, a cuBLASLt handle and a 32 MiB workspace: what every probe times on.
+struct LtSession {
+  cudaStream_t s;
+  cublasLtHandle_t lt;
+  void* ws;
+  size_t wsz;
+  static LtSession Create() {
+    LtSession r{nullptr, nullptr, nullptr, size_t(32) << 20};
+    CK(cudaStreamCreate(&r.s));
+    CK(cublasLtCreate(&r.lt));
+    CK(cudaMalloc(&r.ws, r.wsz));
+    return r;
+  }
+};
+
 // BERT-base's four GEMMs per layer (width 768, FFN 3072), as the probes time them.
 struct BertGemm {
   const char* name;
