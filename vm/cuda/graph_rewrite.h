@@ -8,6 +8,8 @@
 // `keel_fill` (runtime_kernels.cu) with the same destination, value and dependencies; 2-D
 // memsets are left as they are.
 //
+// When: once per recording, inside the Run that records (CudaDevice::EndRecording), before
+// cudaGraphInstantiate, which allocates anyway; replays do none of this work.
 // Thread-safety: the caller owns `graph` (not yet instantiated); nothing else may use it.
 // Errors: a graph API failure is returned with the call's name; the graph may then be partly
 // rewritten (every node still does its work), and the caller discards it.
