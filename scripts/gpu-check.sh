@@ -25,7 +25,8 @@ scripts/setup.sh
 scripts/build.sh -DKEEL_CUDA=ON -DKEEL_BUILD_TESTS=ON -DKEEL_BUILD_BENCH=ON
 # The tests that need a GPU (each skips without one); run.sh runs every keel_*_test it finds.
 gpu_tests="keel_cuda_vm_test keel_cuda_library_kernels_test keel_cudnn_engine_conv_test keel_tuning_file_test
-  keel_device_alloc_failure_test keel_cuda_half_library_kernels_test keel_cuda_attention_test keel_cuda_keel_conv_test keel_graph_rewrite_test"
+  keel_device_alloc_failure_test keel_cuda_half_library_kernels_test keel_cuda_attention_test keel_cuda_keel_conv_test keel_graph_rewrite_test
+  keel_autotune_timing_test"
 cmake --build build --target keelc keel-run keel-cuda-time $gpu_tests -j"$(nproc)"
 for t in keel-run keel-cuda-time $gpu_tests; do cp "build/bin/$t" "$stage/bin/"; done
 strip "$stage"/bin/* 2>/dev/null || true  # symbols are not needed there; the carry is 64 MiB

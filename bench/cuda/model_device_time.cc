@@ -2,7 +2,7 @@
 // CUDA time goes, like for like with a framework's CUDA-graph replay.
 //
 //   keel-cuda-time model.keel [--input name=file.bin ...] [--warmup N] [--iterations N]
-//                  [--name NAME] [--kernels] [--allow-tf32] [--tuning-file PATH]
+//                  [--name NAME] [--kernels] [--allow-tf32] [--tuning-file PATH] [--load-twice] [--first-runs N] [--first-plain]
 //
 // Prints one JSON object:
 //   e2e_ms        median wall time of VirtualMachine::Run with CUDA-graph replay:
@@ -19,7 +19,14 @@
 // --kernels also prints one line per traced instruction with its device time,
 // sorted by time (the heaviest first). --tuning-file: VmOptions::tuning_file
 // (records the timed cuDNN/cuBLASLt choices, or reuses them: a profiler that
-// slows every kernel would otherwise distort the timing). Uses only the
+// slows every kernel would otherwise distort the timing). --load-twice creates
+// and destroys one VM before the timed one: with a --tuning-file that does not
+// exist yet, the first times the library choices and records them, and the
+// second, in the same process, reads them (does timing at load leave the
+// process's replays slower, or only the VM that timed?). --first-runs N
+// (implies --load-twice) runs that first VM N times before it goes;
+// --first-plain makes it a VM without CUDA graphs (its launches go straight to
+// the stream). Uses only the
 // public API.
 #include <algorithm>
 #include <chrono>
@@ -83,8 +90,8 @@ class OpTimes final : public keel::TraceObserver {
 
 int main(int argc, char** argv) {
   std::string model, name, tuning_file;
-  int warmup = 10, iterations = 200;
-  bool kernels = false, tf32 = false;
+  int warmup = 10, iterations = 200, first_runs = 0;
+  bool kernels = false, tf32 = false, load_twice = false, first_plain = false;
   std::vector<std::pair<std::string, std::string>> inputs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -92,9 +99,13 @@ int main(int argc, char** argv) {
     const char* v = nullptr;
     if (a == "--kernels") kernels = true;
     else if (a == "--allow-tf32") tf32 = true;
-    else if ((a == "--warmup" || a == "--iterations" || a == "--name" || a == "--input" || a == "--tuning-file") &&
+    else if (a == "--load-twice") load_twice = true;
+    else if (a == "--first-plain") first_plain = load_twice = true;
+    else if ((a == "--warmup" || a == "--iterations" || a == "--name" || a == "--input" || a == "--tuning-file" ||
+              a == "--first-runs") &&
              (v = next())) {
       if (a == "--tuning-file") tuning_file = v;
+      if (a == "--first-runs") first_runs = std::max(0, std::atoi(v)), load_twice = true;
       if (a == "--warmup") warmup = std::max(0, std::atoi(v));
       if (a == "--iterations") iterations = std::max(1, std::atoi(v));
       if (a == "--name") name = v;
@@ -141,6 +152,17 @@ int main(int argc, char** argv) {
   opt.allow_tf32 = tf32;
   opt.tuning_file = tuning_file;
   keel::tools::ApplyEnvironmentOverrides(opt);  // KEEL_CUDA_AUTOTUNE(_LOG), ... (apps/common/vm_env.h)
+  if (load_twice) {
+    keel::VmOptions first_opt = opt;
+    first_opt.cuda_graph = !first_plain;
+    auto first = keel::VirtualMachine::Create(*exe, first_opt);
+    if (!first.ok()) return Fail(first.status().ToString());
+    if (first_runs > 0) {
+      if (keel::Status s = set_inputs(**first); !s.ok()) return Fail(s.ToString());
+      for (int i = 0; i < first_runs; ++i)
+        if (keel::Status s = (*first)->Run(); !s.ok()) return Fail(s.ToString());
+    }
+  }
   auto vm = keel::VirtualMachine::Create(*exe, opt);
   if (!vm.ok()) return Fail(vm.status().ToString());
   if (keel::Status s = set_inputs(**vm); !s.ok()) return Fail(s.ToString());

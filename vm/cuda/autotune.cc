@@ -77,6 +77,40 @@ Result<double> TimeOnStream(cudaStream_t stream, CUfunction spin, int reps, cons
   return us;
 }
 
+Result<double> TimeInGraph(cudaStream_t stream, int reps, const std::function<bool()>& enqueue) {
+  g_timings.fetch_add(1);
+  cudaEvent_t start = nullptr, end = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&end) != cudaSuccess) {
+    if (start != nullptr) (void)cudaEventDestroy(start);
+    (void)cudaGetLastError();
+    return DeviceError("cudaEventCreate failed while autotuning");
+  }
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  bool ok = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+  if (ok) {
+    for (int i = 0; i < reps && ok; ++i) ok = enqueue();
+    // Ends the capture even after a failed call (which invalidates it).
+    ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok && graph != nullptr;
+  }
+  ok = ok && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  ok = ok && cudaGraphLaunch(exec, stream) == cudaSuccess && cudaStreamSynchronize(stream) == cudaSuccess;
+  double us = -1;
+  float ms = 0;
+  if (ok && cudaEventRecord(start, stream) == cudaSuccess && cudaGraphLaunch(exec, stream) == cudaSuccess &&
+      cudaEventRecord(end, stream) == cudaSuccess && cudaEventSynchronize(end) == cudaSuccess &&
+      cudaEventElapsedTime(&ms, start, end) == cudaSuccess) {
+    us = 1000.0 * ms / reps;
+  }
+  (void)cudaStreamSynchronize(stream);
+  if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(end);
+  (void)cudaGetLastError();  // a refused candidate must not poison later calls
+  return us;
+}
+
 int PickFastest(const std::vector<double>& us) {
   double best = -1;
   for (double t : us)

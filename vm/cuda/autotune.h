@@ -79,7 +79,20 @@ namespace keel::vm_internal {
 // then -1 (and the stream's sticky error state is clean).
 Result<double> TimeOnStream(cudaStream_t stream, CUfunction spin, int reps, const std::function<bool()>& enqueue);
 
-// How many times TimeOnStream ran in this process (tests: a VM created from a
+// Mean device time in microseconds of one `enqueue` on `stream`, measured the
+// way the VM runs it: `reps` calls captured into one CUDA graph, launched once
+// untimed (lazy initialization) and once between two cudaEvents. Used for
+// cuBLASLt: on an H100, timing its candidates with plain launches (as
+// TimeOnStream does) left every later graph replay in the process slower
+// (BERT-base fp16 at batch 8: 0.62 against 0.59 ms, docs/PRECISION.md "Timing
+// cuBLASLt in graphs"); candidates timed inside graphs leave no such trace.
+// (cuDNN keeps TimeOnStream: some of its algorithms hang when captured before
+// they ever ran.) `enqueue` returns false when the candidate cannot run; the
+// result is then -1, the stream is out of capture mode and its sticky error
+// state is clean. Errors: kDeviceError when the events cannot be created.
+Result<double> TimeInGraph(cudaStream_t stream, int reps, const std::function<bool()>& enqueue);
+
+// How many times TimeOnStream or TimeInGraph ran in this process (tests: a VM created from a
 // complete tuning file times nothing).
 uint64_t TimingsSoFar();
 

@@ -54,8 +54,8 @@ class CublasGemm final : public CudaLaunchState {
 };
 
 // The 16-byte algorithm (plan_.aligned16): the tuning file's, else the
-// heuristics' top candidates timed on scratch buffers (autotune.h), else the
-// heuristics' first.
+// heuristics' top candidates timed in CUDA graphs on scratch buffers
+// (autotune.h TimeInGraph), else the heuristics' first.
 Status CublasGemm::Tune(const std::string& key, uint64_t a_bytes, uint64_t b_bytes, uint64_t bias_bytes,
                         uint64_t y_bytes) {
   if (const std::vector<int64_t>* t = dev_.FindTuning(key); t != nullptr) {
@@ -80,7 +80,6 @@ Status CublasGemm::Tune(const std::string& key, uint64_t a_bytes, uint64_t b_byt
                          sizeof bias);
     }
     const void* c = full_bias ? bias : y;
-    KEEL_ASSIGN_OR_RETURN(CUfunction spin, dev_.RuntimeFunction("keel_spin"));
     std::vector<double> us;
     for (const auto& cand : cands) {
       auto enqueue = [&]() {
@@ -88,7 +87,7 @@ Status CublasGemm::Tune(const std::string& key, uint64_t a_bytes, uint64_t b_byt
                               plan_.d.c, y, plan_.d.d, &cand.algo, ws, cand.workspaceSize,
                               dev_.stream()) == CUBLAS_STATUS_SUCCESS;
       };
-      KEEL_ASSIGN_OR_RETURN(double t, TimeOnStream(dev_.stream(), spin, 10, enqueue));
+      KEEL_ASSIGN_OR_RETURN(double t, TimeInGraph(dev_.stream(), 10, enqueue));
       us.push_back(t);
       if (dev_.autotune_log()) {
         int id = -1, tile = -1;
