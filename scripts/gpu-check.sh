@@ -30,6 +30,8 @@ gpu_tests="keel_cuda_vm_test keel_cuda_library_kernels_test keel_cudnn_engine_co
 cmake --build build --target keelc keel-run keel-cuda-time $gpu_tests -j"$(nproc)"
 for t in keel-run keel-cuda-time $gpu_tests; do cp "build/bin/$t" "$stage/bin/"; done
 strip "$stage"/bin/* 2>/dev/null || true  # symbols are not needed there; the carry is 64 MiB
+# The test programs each hold the whole VM: compressed together they take a fifth (run.sh unpacks).
+(cd "$stage/bin" && tar -cJf ../tests.tar.xz keel_*_test && rm keel_*_test)
 cp build/lib/libkeel_cuda_test_kernels*.so "$stage/lib/"
 cp "$shared/anchors/torch_latency.py" "$stage/"
 cp scripts/gpu-run.sh "$stage/run.sh"

@@ -15,6 +15,8 @@ res=$OUT/results.txt
 : >"$res"
 say() { echo "$*" | tee -a "$res"; }
 
+[ -f "$R/tests.tar.xz" ] && tar -xJf "$R/tests.tar.xz" -C "$R/bin"  # staged compressed (gpu-check.sh)
+
 # Rebuild batch variants staged as a head plus the shared suffix of another file.
 for t in "$R"/models/*.keel.tail; do
   [ -e "$t" ] || continue
