@@ -166,8 +166,9 @@ np.concatenate([np.roll(x, 7*i) for i in range(int(sys.argv[3]))]).tofile(sys.ar
     local k=$work/$m.$p.b$b.keel tag=$m.$p.b$b
     [ -f "$k" ] || continue
     # The accuracy run records the cuDNN/cuBLASLt choices; the timing runs read them, as a
-    # deployment with a tuning file does (a process that times them at load replayed BERT-base
-    # ~4% slower on an H100; docs/PRECISION.md).
+    # deployment with a tuning file does (the same choices in every timing process; a process
+    # that timed cuBLASLt at load with plain launches replayed ~4% slower on an H100, fixed by
+    # timing in graphs; docs/PRECISION.md).
     timeout 60 "$bin/keel-run" "$k" --device cuda --input "input=$work/$m.b$b.input.bin" --output-dir "$work/out_$tag" \
       --tuning-file "$work/$tag.tuning" \
       >"$out/run_$tag.log" 2>&1 || echo "$tag: keel-run failed: $(tail -1 "$out/run_$tag.log")" | tee -a "$out/results.txt"
