@@ -32,7 +32,9 @@
 # the device time of every kernel (logs.tar.gz: kernels_MODEL.P.bBATCH.txt). KEEL_HALF_TORCH=0
 # skips PyTorch (a second Keel build in the same call, compared with the first call's PyTorch);
 # KEEL_HALF_TORCH_TIMEOUT=S bounds each PyTorch run (default 500 s: a max-autotune compile
-# included).
+# included). Inductor's own switches pass through the environment: a CNN's full max-autotune
+# search can outlast a device call, TORCHINDUCTOR_MAX_AUTOTUNE_CONV_BACKENDS=ATEN leaves its
+# convolutions to cuDNN (docs/PRECISION.md).
 # KEEL_HALF_TRACE=P: also P's timing run and PyTorch's under the CUPTI kernel tracer
 # (bench/cuda/kernel_trace, staged by prepare): every kernel of the replayed graphs with its device
 # time and the gap before it, Keel's and PyTorch's node by node (trace_TAG.txt in logs.tar.gz).
