@@ -4,6 +4,7 @@
 #include "compiler/memory/overlap_search.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "compiler/memory/planning_support.h"
 #include "compiler/memory/settle_layout.h"
@@ -40,6 +41,12 @@ constexpr uint64_t kMaxRepairScale = 16;
 // against 1.0073-1.0094, seed 2 1.0149-1.0162 against 1.0145).
 constexpr size_t kMaxSettleOverlaps = 64;
 
+std::atomic<OverlapTrace> g_trace{nullptr};
+
+void Trace(size_t items, uint64_t top) {
+  if (const OverlapTrace trace = g_trace.load(std::memory_order_relaxed)) trace(items, top);
+}
+
 uint64_t AlignDown(uint64_t value, uint32_t alignment) { return value & ~(uint64_t{alignment} - 1); }
 
 class OverlapMinimizer {
@@ -57,6 +64,7 @@ class OverlapMinimizer {
     for (const PackingItem& it : items_) lower_bound = std::max(lower_bound, it.size);  // capacities hold every item
     std::vector<uint64_t> best = offsets_;
     uint64_t best_top = TopOf(best);
+    Trace(items_.size(), best_top);
     uint64_t step = best_top > lower_bound ? std::max<uint64_t>(1, (best_top - lower_bound) / kFirstStepDivisor) : 0;
     bool resume = false;
     bool failed_last = false;  // the previous capacity was given up
@@ -73,10 +81,12 @@ class OverlapMinimizer {
         best = std::move(settled_);
         best_top = settled_top_;
         ++result_.improvements;
+        Trace(items_.size(), best_top);
       } else if (ok) {
         best = offsets_;
         best_top = TopOf(best);
         ++result_.improvements;
+        Trace(items_.size(), best_top);
         // The step doubles after a success, unless the capacity before
         // was given up: the step that just worked is the one to repeat
         // (eight greedy starts per size, 200,000 moves each: at 300
@@ -106,6 +116,7 @@ class OverlapMinimizer {
     if (settled_top_ < best_top) {
       best = std::move(settled_);
       best_top = settled_top_;
+      Trace(items_.size(), best_top);
     }
     result_.offsets = std::move(best);
     result_.top = best_top;
@@ -400,6 +411,8 @@ class OverlapMinimizer {
 };
 
 }  // namespace
+
+void SetOverlapTrace(OverlapTrace trace) { g_trace.store(trace, std::memory_order_relaxed); }
 
 RefineResult MinimizeOverlap(const std::vector<PackingItem>& items, const OverlapGraph& graph,
                              std::vector<uint64_t> offsets, uint64_t lower_bound, const RefineLimits& limits) {

@@ -105,4 +105,10 @@ struct RefineResult {
 RefineResult MinimizeOverlap(const std::vector<PackingItem>& items, const OverlapGraph& graph,
                              std::vector<uint64_t> offsets, uint64_t lower_bound, const RefineLimits& limits);
 
+// Measurement only (`keel_perfect_packing_table --trace`): when set, called
+// with the number of items and the top at a call's start and each time its
+// best layout gets lower. Process-wide; null (the default) traces nothing.
+using OverlapTrace = void (*)(size_t items, uint64_t top);
+void SetOverlapTrace(OverlapTrace trace);
+
 }  // namespace keel::memory::internal
