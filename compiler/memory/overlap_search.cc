@@ -4,6 +4,7 @@
 #include "compiler/memory/overlap_search.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "compiler/memory/planning_support.h"
 #include "compiler/memory/settle_layout.h"
@@ -39,6 +40,16 @@ constexpr uint64_t kMaxRepairScale = 16;
 // ended 10,000-buffer perfect packings higher in 10 s: seed 1 1.0093-1.0101
 // against 1.0073-1.0094, seed 2 1.0149-1.0162 against 1.0145).
 constexpr size_t kMaxSettleOverlaps = 64;
+// SortEvents' digits: at most this many bits, at most 8 below kFewEvents
+// events.
+constexpr int kMaxRadixBits = 11;
+constexpr size_t kFewEvents = 1024;
+
+std::atomic<OverlapTrace> g_trace{nullptr};
+
+void Trace(size_t items, uint64_t top) {
+  if (const OverlapTrace trace = g_trace.load(std::memory_order_relaxed)) trace(items, top);
+}
 
 uint64_t AlignDown(uint64_t value, uint32_t alignment) { return value & ~(uint64_t{alignment} - 1); }
 
@@ -48,7 +59,23 @@ class OverlapMinimizer {
                    const RefineLimits& limits)
       : items_(items), graph_(graph), limits_(limits), n_(static_cast<int32_t>(items.size())),
         offsets_(std::move(offsets)) {
-    weight_.assign(graph_.neighbours.size() / 2, 1);  // one per pair
+    // A pair's weight is kept at both of its entries of the graph, so that
+    // a move reads its neighbours' weights in order (one per pair, looked
+    // up through pair_of, the lookup missed the cache on most neighbours:
+    // 30% of a move's time on 10,000 buffers).
+    weight_.assign(graph_.neighbours.size(), 1);
+    mirror_.resize(graph_.neighbours.size());
+    // (Entries < 2 * kMaxOverlapPairs = 2^25: int32_t holds them.)
+    std::vector<int32_t> first(graph_.neighbours.size() / 2, -1);  // per pair: its first entry
+    for (int32_t k = 0; k < static_cast<int32_t>(graph_.neighbours.size()); ++k) {
+      int32_t& other = first[graph_.pair_of[k]];
+      if (other < 0) {
+        other = k;
+      } else {
+        mirror_[k] = other;
+        mirror_[other] = k;
+      }
+    }
     overlaps_.assign(n_, 0);
     slot_.assign(n_, -1);
   }
@@ -57,6 +84,7 @@ class OverlapMinimizer {
     for (const PackingItem& it : items_) lower_bound = std::max(lower_bound, it.size);  // capacities hold every item
     std::vector<uint64_t> best = offsets_;
     uint64_t best_top = TopOf(best);
+    Trace(items_.size(), best_top);
     uint64_t step = best_top > lower_bound ? std::max<uint64_t>(1, (best_top - lower_bound) / kFirstStepDivisor) : 0;
     bool resume = false;
     bool failed_last = false;  // the previous capacity was given up
@@ -73,10 +101,12 @@ class OverlapMinimizer {
         best = std::move(settled_);
         best_top = settled_top_;
         ++result_.improvements;
+        Trace(items_.size(), best_top);
       } else if (ok) {
         best = offsets_;
         best_top = TopOf(best);
         ++result_.improvements;
+        Trace(items_.size(), best_top);
         // The step doubles after a success, unless the capacity before
         // was given up: the step that just worked is the one to repeat
         // (eight greedy starts per size, 200,000 moves each: at 300
@@ -106,6 +136,7 @@ class OverlapMinimizer {
     if (settled_top_ < best_top) {
       best = std::move(settled_);
       best_top = settled_top_;
+      Trace(items_.size(), best_top);
     }
     result_.offsets = std::move(best);
     result_.top = best_top;
@@ -293,21 +324,28 @@ class OverlapMinimizer {
     events_.push_back(Event{low, 0.0});
     events_.push_back(Event{high, 0.0});
     events_.push_back(Event{current, 0.0});
+    int64_t lowest = std::min(low, current), highest = std::max(high, current);
     for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
       const int32_t y = graph_.neighbours[k];
       const int64_t a = static_cast<int64_t>(offsets_[y]), b = static_cast<int64_t>(End(y));
       if (b <= low || a - size >= high) continue;  // never overlaps inside [low, high + size)
-      const double c = static_cast<double>(weight_[graph_.pair_of[k]]) *
+      const double c = static_cast<double>(weight_[k]) *
                        static_cast<double>(std::min(it.end, items_[y].end) - std::max(it.begin, items_[y].begin));
       events_.push_back(Event{a - size, c});
       events_.push_back(Event{std::min(a, b - size), -c});
       events_.push_back(Event{std::max(a, b - size), -c});
       events_.push_back(Event{b, c});
+      lowest = std::min(lowest, a - size);  // the least of the four
+      highest = std::max(highest, b);       // the largest
     }
-    SortEvents();
-    const int64_t alignment = it.alignment;
-    auto align_up = [&](int64_t v) { return (v + alignment - 1) / alignment * alignment; };
-    auto align_down = [&](int64_t v) { return v / alignment * alignment; };
+    SortEvents(lowest, highest);
+    // Alignments are powers of two: masks, not divisions (which were a
+    // tenth of a move). align_up's argument is never negative;
+    // align_down's may be, and rounds towards zero there, as the division
+    // did.
+    const int64_t mask = ~(static_cast<int64_t>(it.alignment) - 1);
+    auto align_up = [&](int64_t v) { return (v + ~mask) & mask; };
+    auto align_down = [&](int64_t v) { return v >= 0 ? v & mask : -(-v & mask); };
     double f = 0, slope = 0, f_current = 0, f_best = 0;
     int64_t best = -1;
     auto consider = [&](int64_t o, double value) {
@@ -344,23 +382,40 @@ class OverlapMinimizer {
     return true;
   }
 
-  // events_ by position: a stable LSD radix sort on the positions above the
-  // lowest, one byte per pass, as many passes as the span needs (the sort
-  // was half of a move's time with std::sort).
-  void SortEvents() {
-    int64_t lowest = events_[0].at, highest = events_[0].at;
-    for (const Event& e : events_) {
-      lowest = std::min(lowest, e.at);
-      highest = std::max(highest, e.at);
-    }
+  // events_ by position (all in [lowest, highest]): a stable LSD radix
+  // sort on the positions above the lowest, in as few passes of at most kMaxRadixBits bits as the span
+  // needs (the sort was half of a move's time with std::sort; spans of
+  // 1 MiB take two passes of 10-11 bits instead of three of 8), with
+  // digits of at most 8 bits for few events, where clearing and summing
+  // a larger count table would cost more than the pass it saves.
+  void SortEvents(int64_t lowest, int64_t highest) {
     const uint64_t span = static_cast<uint64_t>(highest) - static_cast<uint64_t>(lowest);
+    int bits = 0;
+    while (bits < 64 && (span >> bits) != 0) ++bits;
+    const int max_digit = events_.size() < kFewEvents ? 8 : kMaxRadixBits;
+    const int passes = (bits + max_digit - 1) / max_digit;
+    if (passes == 0) return;
+    const int digit = (bits + passes - 1) / passes;
+    const uint64_t mask = (uint64_t{1} << digit) - 1;
     sorted_.resize(events_.size());
-    for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 8) {
-      size_t count[257] = {};
-      for (const Event& e : events_) ++count[((static_cast<uint64_t>(e.at) - static_cast<uint64_t>(lowest)) >> shift & 255) + 1];
-      for (int d = 0; d < 256; ++d) count[d + 1] += count[d];
+    // Every pass's digit counts from one scan of the events.
+    const size_t buckets = size_t{1} << digit;
+    count_.assign(static_cast<size_t>(passes) * buckets, 0);
+    for (const Event& e : events_) {
+      const uint64_t key = static_cast<uint64_t>(e.at) - static_cast<uint64_t>(lowest);
+      for (int pass = 0; pass < passes; ++pass) ++count_[pass * buckets + (key >> (pass * digit) & mask)];
+    }
+    for (int pass = 0; pass < passes; ++pass) {
+      uint32_t* count = count_.data() + pass * buckets;
+      uint32_t sum = 0;
+      for (size_t d = 0; d < buckets; ++d) {
+        const uint32_t c = count[d];
+        count[d] = sum;
+        sum += c;
+      }
+      const int shift = pass * digit;
       for (const Event& e : events_) {
-        sorted_[count[(static_cast<uint64_t>(e.at) - static_cast<uint64_t>(lowest)) >> shift & 255]++] = e;
+        sorted_[count[(static_cast<uint64_t>(e.at) - static_cast<uint64_t>(lowest)) >> shift & mask]++] = e;
       }
       events_.swap(sorted_);
     }
@@ -372,7 +427,8 @@ class OverlapMinimizer {
       for (int64_t k = graph_.start[x]; k < graph_.start[x + 1]; ++k) {
         const int32_t y = graph_.neighbours[k];
         if (y > x && Share(x, offsets_[x], y)) {
-          ++weight_[graph_.pair_of[k]];
+          ++weight_[k];
+          ++weight_[mirror_[k]];
         }
       }
     }
@@ -383,7 +439,8 @@ class OverlapMinimizer {
   RefineLimits limits_;
   int32_t n_;
   std::vector<uint64_t> offsets_;
-  std::vector<uint32_t> weight_;
+  std::vector<uint32_t> weight_;  // per entry of graph_.neighbours: its pair's weight
+  std::vector<int32_t> mirror_;   // per entry: the pair's other entry
   std::vector<int64_t> overlaps_;  // per item: neighbours it shares bytes with
   std::vector<int32_t> overlapping_, slot_, pass_;
   struct Event {
@@ -391,6 +448,7 @@ class OverlapMinimizer {
     double slope_change;
   };
   std::vector<Event> events_, sorted_;
+  std::vector<uint32_t> count_;  // SortEvents' digit counts, per pass (events < 2^32)
   uint64_t capacity_ = 0;
   std::vector<uint64_t> heights_;  // Settle's vertical order
   std::vector<uint64_t> settled_;  // the lowest settled layout of this capacity
@@ -400,6 +458,8 @@ class OverlapMinimizer {
 };
 
 }  // namespace
+
+void SetOverlapTrace(OverlapTrace trace) { g_trace.store(trace, std::memory_order_relaxed); }
 
 RefineResult MinimizeOverlap(const std::vector<PackingItem>& items, const OverlapGraph& graph,
                              std::vector<uint64_t> offsets, uint64_t lower_bound, const RefineLimits& limits) {

@@ -72,11 +72,14 @@
 // cluster needs exists only in a band of hundreds of kilobytes, more items
 // than a repair may free.
 //
-// Cost: a move is O(d log d), d the item's overlaps in time (a repair's
-// search nodes count as moves, kNodesPerMove to one); memory O(pairs)
-// (the caller's overlap graph, large_neighbourhood_search.h, plus a weight
-// per pair). Thread-safety: each call has its own state. Errors: none (the
-// caller validates items: sizes > 0, begin < end, alignments powers of two).
+// Cost: a move is O(d), d the item's overlaps in time (its 4d breakpoints
+// radix-sorted: at 1 MiB capacities in two passes, in three below 1,024
+// breakpoints); a repair's search nodes count as moves, kNodesPerMove to
+// one. Memory O(pairs): the caller's overlap graph
+// (large_neighbourhood_search.h), a pair's weight at both of its entries,
+// and each entry's partner. Thread-safety: each call has its own state.
+// Errors: none (the caller validates items: sizes > 0, begin < end,
+// alignments powers of two).
 #pragma once
 
 #include <cstdint>
@@ -104,5 +107,11 @@ struct RefineResult {
 // search stops there).
 RefineResult MinimizeOverlap(const std::vector<PackingItem>& items, const OverlapGraph& graph,
                              std::vector<uint64_t> offsets, uint64_t lower_bound, const RefineLimits& limits);
+
+// Measurement only (`keel_perfect_packing_table --trace`): when set, called
+// with the number of items and the top at a call's start and each time its
+// best layout gets lower. Process-wide; null (the default) traces nothing.
+using OverlapTrace = void (*)(size_t items, uint64_t top);
+void SetOverlapTrace(OverlapTrace trace);
 
 }  // namespace keel::memory::internal
