@@ -411,7 +411,7 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
     return out;
   }
 
-  // libm / libmvec for exp, log, tanh; inline erf for f32 (no vector variant).
+  // libm / libmvec for exp, log, tanh; erf of f32 inline, its exp too (llvm_math.h).
   llvm::Value* EmitMath(UnaryOp op, llvm::Value* a) override {
     switch (op) {
       case UnaryOp::kExp:
@@ -424,13 +424,7 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
         return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), Intrinsic1(llvm::Intrinsic::sqrt, a));
       case UnaryOp::kErf:
         if (!a->getType()->getScalarType()->isFloatTy()) return LibCall("erff", "erf", a);
-        return EmitErfF32(
-            b_, m_, a,
-            [this](llvm::Value* v) -> llvm::Value* {
-              if (llvm::Value* e = VectorLibmCall("expf", v)) return e;
-              return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::exp, {v->getType()}), {v});
-            },
-            [this](llvm::Value* x, llvm::Value* y) { return EmitFDiv(x, y); });
+        return EmitErfF32(b_, m_, a, [this](llvm::Value* v) { return EmitExpNonPositiveF32(b_, v); });
       case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:
         if (const char* name = LibmName(op)) return LibCall(std::string(name) + "f", name, a);
