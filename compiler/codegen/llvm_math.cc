@@ -30,8 +30,8 @@ llvm::Value* EmitExpNonPositiveF32(llvm::IRBuilder<>& b, llvm::Value* v) {
   ContractOnly(b);
   llvm::Type* t = v->getType();
   auto c = [&](double x) { return llvm::ConstantFP::get(t, x); };
-  // max(v, -87) that keeps a NaN (select on an ordered less-than).
-  v = b.CreateSelect(b.CreateFCmpOLT(v, c(-87.0)), c(-87.0), v);
+  // max(v, -86) that keeps a NaN (select on an ordered less-than).
+  v = b.CreateSelect(b.CreateFCmpOLT(v, c(-86.0)), c(-86.0), v);
   // n = round(v / ln 2) as trunc(v / ln 2 - 0.5), right for v <= 0 and free of
   // roundps, which SSE2 lacks (llvm.roundeven would become a libm call per
   // lane there). Frozen: a NaN's conversion is poison, its result NaN anyway.
@@ -47,9 +47,10 @@ llvm::Value* EmitExpNonPositiveF32(llvm::IRBuilder<>& b, llvm::Value* v) {
                                  0.00836869701743126, 0.0013814546400681138});
   p = b.CreateFAdd(b.CreateFMul(p, f), c(1.0));
   p = b.CreateFAdd(b.CreateFMul(p, f), c(1.0));
-  // 2^n: n + 127 in the exponent field (n is in [-126, 0] for v in [-87, 0]).
-  llvm::Value* bits = b.CreateShl(b.CreateAdd(ni, llvm::ConstantInt::get(it, 127)), 23);
-  return b.CreateFMul(p, b.CreateBitCast(bits, t));
+  // p * 2^n: n added to p's exponent field (p is in [0.7, 1.42], biased exponent 126 or 127,
+  // and n >= -124 for v >= -86, so the result stays normal).
+  llvm::Value* bits = b.CreateAdd(b.CreateBitCast(p, it), b.CreateShl(ni, 23));
+  return b.CreateBitCast(bits, t);
 }
 
 llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, const EmitFn1& exp) {
@@ -61,9 +62,10 @@ llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, c
     return b.CreateCall(llvm::Intrinsic::getDeclaration(&m, id, {t}), args);
   };
   llvm::Value* ax = intrinsic(llvm::Intrinsic::fabs, {x});
-  // min(|x|, 3.9) that keeps a NaN.
-  llvm::Value* at = b.CreateSelect(b.CreateFCmpOGT(ax, c(3.9)), c(3.9), ax);
-  // P(t) = t (c1 + c2 t + ... + c8 t^7) ~ log(erfc(t)).
+  // P(t) = t (c1 + c2 t + ... + c8 t^7) ~ log(erfc(t)), fitted on [0, 3.9]. Beyond, P falls
+  // monotonically from P(3.9) = -17.2 (to -inf where t^8 overflows), so erf stays 1 in f32 and
+  // |x| needs no clamp; a NaN stays NaN.
+  llvm::Value* at = ax;
   llvm::Value* poly = Horner(b, at, {-1.128380298614502, -0.636597752571106, -0.10291961580514908,
                                      0.019583968445658684, -0.0005369423306547105, -0.0010323961032554507,
                                      0.00030880043050274253, -3.1439947633771226e-05});

@@ -28,20 +28,21 @@ namespace keel::codegen {
 
 // e^v of f32 (or a vector of f32) for v <= 0, straight-line: n = round(v /
 // ln 2) (by truncation, SSE2 has no vector rounding), f = v - n ln 2
-// (two-constant Cody-Waite), e^f by a degree-6
-// polynomial (relative error 3.1e-9 on |f| <= ln 2 / 2), times 2^n built in
-// the exponent bits. v is clamped below at -87 (e^-87 = 1.6e-38, still
-// normal) and a NaN stays NaN; results for v > 0 are not defined (2^n
-// overflows the exponent field above v = 88).
+// (two-constant Cody-Waite), e^f by a degree-6 polynomial (relative error
+// 3.1e-9 on |f| <= ln 2 / 2), and n added to its exponent field. v is
+// clamped below at -86 (e^-86 = 4.5e-38, still normal) and a NaN stays NaN;
+// results for v > 0 are not defined (the exponent field overflows above
+// v = 88).
 llvm::Value* EmitExpNonPositiveF32(llvm::IRBuilder<>& b, llvm::Value* v);
 
 // erf of f32 (or a vector of f32) without a division:
-// erf(x) = sign(x) (1 - e^{P(t)}), t = min(|x|, 3.9), where P is a degree-8
-// polynomial with P(0) = 0 fitted to log(erfc(t)), weighted by erfc(t) (so
-// the absolute error of erf is even across the range). Evaluated in f32 the
+// erf(x) = sign(x) (1 - e^{P(t)}), t = |x|, where P is a degree-8
+// polynomial with P(0) = 0 fitted to log(erfc(t)) on [0, 3.9], weighted by
+// erfc(t) (so the absolute error of erf is even across the range). Evaluated in f32 the
 // absolute error is at most 8.7e-8 with FMAs and 9.1e-8 without, over
 // [-6, 6] against the correctly rounded erf (the A&S 7.1.26 form this
-// replaced: 5.3e-7); beyond 3.9, erf is 1 to f32 precision. `exp` emits e^v
+// replaced: 5.3e-7); beyond 3.9, P falls monotonically below -17.2 and erf
+// is 1 to f32 precision. `exp` emits e^v
 // for v <= 0 (the CPU: EmitExpNonPositiveF32; the GPU: libdevice's expf).
 using EmitFn1 = std::function<llvm::Value*(llvm::Value*)>;
 llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, const EmitFn1& exp);
