@@ -32,13 +32,14 @@ llvm::Value* EmitExpNonPositiveF32(llvm::IRBuilder<>& b, llvm::Value* v) {
   auto c = [&](double x) { return llvm::ConstantFP::get(t, x); };
   // max(v, -86) that keeps a NaN (select on an ordered less-than).
   v = b.CreateSelect(b.CreateFCmpOLT(v, c(-86.0)), c(-86.0), v);
-  // n = round(v / ln 2) as trunc(v / ln 2 - 0.5), right for v <= 0 and free of
-  // roundps, which SSE2 lacks (llvm.roundeven would become a libm call per
-  // lane there). Frozen: a NaN's conversion is poison, its result NaN anyway.
+  // n = round(v / ln 2) by adding 1.5 * 2^23: the sum's unit is 1, so its rounding rounds v / ln 2
+  // to an integer (ties to even; exact for v / ln 2 in [-124, 0]), which then sits in the low
+  // mantissa bits, and subtracting the constant again gives n exactly. No conversion
+  // instructions (SSE2 has no vector rounding; llvm.roundeven would be a libm call per lane).
   llvm::Type* it = t->isVectorTy() ? llvm::VectorType::get(b.getInt32Ty(), llvm::cast<llvm::VectorType>(t))
                                    : static_cast<llvm::Type*>(b.getInt32Ty());
-  llvm::Value* ni = b.CreateFreeze(b.CreateFPToSI(b.CreateFSub(b.CreateFMul(v, c(1.4426950408889634)), c(0.5)), it));
-  llvm::Value* n = b.CreateSIToFP(ni, t);
+  llvm::Value* shifted = b.CreateFAdd(b.CreateFMul(v, c(1.4426950408889634)), c(12582912.0));
+  llvm::Value* n = b.CreateFSub(shifted, c(12582912.0));
   // ln 2 = 0.693145751953125 (exact in 16 bits, so n * hi is exact) + 1.4286068e-6.
   llvm::Value* f = b.CreateFSub(v, b.CreateFMul(n, c(0.693145751953125)));
   f = b.CreateFSub(f, b.CreateFMul(n, c(1.428606765330187e-06)));
@@ -48,8 +49,10 @@ llvm::Value* EmitExpNonPositiveF32(llvm::IRBuilder<>& b, llvm::Value* v) {
   p = b.CreateFAdd(b.CreateFMul(p, f), c(1.0));
   p = b.CreateFAdd(b.CreateFMul(p, f), c(1.0));
   // p * 2^n: n added to p's exponent field (p is in [0.7, 1.42], biased exponent 126 or 127,
-  // and n >= -124 for v >= -86, so the result stays normal).
-  llvm::Value* bits = b.CreateAdd(b.CreateBitCast(p, it), b.CreateShl(ni, 23));
+  // and n >= -124 for v >= -86, so the result stays normal). The shifted sum's bits are
+  // 0x4B400000 + n; shifted left by 23, only n's two's complement is left in the top 9 bits
+  // (0x4B400000 << 23 is 0 mod 2^32), and a NaN's shifted bits are 0: it stays NaN.
+  llvm::Value* bits = b.CreateAdd(b.CreateBitCast(p, it), b.CreateShl(b.CreateBitCast(shifted, it), 23));
   return b.CreateBitCast(bits, t);
 }
 

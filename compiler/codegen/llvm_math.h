@@ -27,7 +27,7 @@
 namespace keel::codegen {
 
 // e^v of f32 (or a vector of f32) for v <= 0, straight-line: n = round(v /
-// ln 2) (by truncation, SSE2 has no vector rounding), f = v - n ln 2
+// ln 2) (by adding and subtracting 1.5 * 2^23), f = v - n ln 2
 // (two-constant Cody-Waite), e^f by a degree-6 polynomial (relative error
 // 3.1e-9 on |f| <= ln 2 / 2), and n added to its exponent field. v is
 // clamped below at -86 (e^-86 = 4.5e-38, still normal) and a NaN stays NaN;
