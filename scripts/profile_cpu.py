@@ -3,7 +3,7 @@
     .venv/bin/python scripts/profile_cpu.py MODEL.onnx MODEL.keel [--threads T] [--runs N]
         [--keel-bench build/bin/keel-bench] [--input name=file.bin ...] [--top K]
 
-Runs `keel-bench MODEL.keel --profile` (median wall time per instruction over N traced runs) and,
+Runs `keel-bench MODEL.keel --profile-all` (median wall time per instruction over N traced runs) and,
 for every invoke whose source node is a Conv, Gemm or MatMul of MODEL.onnx (the trace names the
 kernel's first node; fused epilogues add "+N"), its multiply-adds from ONNX shape inference, so each
 line shows GFLOP/s (2 FLOPs per multiply-add) to compare with the machine's FMA peak.
@@ -52,7 +52,7 @@ def main():
     a = p.parse_args()
     macs = node_macs(onnx.load(a.onnx))
     cmd = [a.keel_bench, a.keel, "--threads", str(a.threads), "--iterations", str(a.runs), "--warmup", "3",
-           "--profile"]
+           "--profile-all"]
     for i in a.input:
         cmd += ["--input", i]
     text = subprocess.check_output(cmd, text=True)

@@ -3,7 +3,7 @@
     python3 scripts/profile_cpu_scaling.py MODEL.keel [--threads T] [--runs N] [--rounds R]
         [--keel-bench build/bin/keel-bench] [--input name=file.bin ...] [--top K]
 
-Runs `keel-bench MODEL.keel --profile` at 1 thread and at T threads, alternating, R rounds each (the
+Runs `keel-bench MODEL.keel --profile-all` at 1 thread and at T threads, alternating, R rounds each (the
 median of the rounds' per-instruction medians), and prints per instruction its time at 1 and at T
 threads, the speedup, and the time lost against perfect scaling (time at T - time at 1 / T), sorted by
 that loss: the instructions that a T-thread run pays for. The total line compares the sums of the
@@ -15,7 +15,7 @@ import argparse, os, re, statistics, subprocess
 
 def profile(keel_bench, keel, threads, runs, inputs):
     cmd = [keel_bench, keel, "--threads", str(threads), "--iterations", str(runs), "--warmup", "3",
-           "--min-seconds", "0", "--profile"]
+           "--min-seconds", "0", "--profile-all"]
     for i in inputs:
         cmd += ["--input", i]
     rows = {}

@@ -3,8 +3,8 @@
     .venv/bin/python scripts/profile_vs_ort.py MODEL.onnx MODEL.keel [--threads T] [--runs N]
         [--keel-bench build/bin/keel-bench] [--input name=file.bin ...] [--top K]
 
-Both sides are profiled with their own tracing at the same thread count: `keel-bench --profile`
-(median per instruction) and ONNX Runtime's profiler (all graph optimizations on, median per node
+Both sides are profiled with their own tracing at the same thread count: `keel-bench --profile-all`
+(median per instruction, every one) and ONNX Runtime's profiler (all graph optimizations on, median per node
 over N runs). Their kernels do not line up one to one (each fuses differently, and ORT's NCHWc
 layout adds reorder nodes), so both are charged to the model's *anchors*: every Conv, ConvTranspose,
 Gemm or MatMul node of MODEL.onnx takes the time of the kernels that start at it or at the
@@ -63,7 +63,7 @@ class Graph:
 
 
 def keel_profile(a):
-    """(node name, median ms) of every invoke of keel-bench --profile (profile_cpu_scaling.profile)."""
+    """(node name, median ms) of every invoke of keel-bench --profile-all (profile_cpu_scaling.profile)."""
     rows = profile(a.keel_bench, a.keel, a.threads, a.runs, a.input)
     return [(re.sub(r"\+\d+$", "", name.strip("[]")), ms) for ms, op, name in rows.values() if op == "invoke"]
 
@@ -135,7 +135,7 @@ def main():
     for name, ms, op in ort_times:
         charge(ort_at, 1, name, ms, op)
 
-    print("%s: Keel (keel-bench --profile) and ORT %s, %d threads, %d profiled runs; per-node medians" % (a.keel, __import__("onnxruntime").__version__, a.threads, a.runs))
+    print("%s: Keel (keel-bench --profile-all) and ORT %s, %d threads, %d profiled runs; per-node medians" % (a.keel, __import__("onnxruntime").__version__, a.threads, a.runs))
     rows = sorted(set(keel_at) | set(ort_at), key=lambda n: ort_at.get(n, 0) - keel_at.get(n, 0))
     print("\n%-56s %9s %9s %6s" % ("anchor (Conv/Gemm/MatMul and what is fused behind it)", "Keel ms", "ORT ms", "K/O"))
     for n in rows[: a.top]:

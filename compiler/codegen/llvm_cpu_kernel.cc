@@ -36,6 +36,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -277,13 +278,17 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
     return status_;
   }
 
-  // A square tile copy `for j (kUnroll, T): for i (kLanes, T): out[..i..j..] =
-  // in[..i..j..]` whose store is unit-stride in i and whose load is unit-stride
-  // in j (the lanes' loads are far apart: a transpose, which emits as T-lane
-  // gathers) is emitted as T contiguous loads along j, an in-register transpose
-  // (log2 T rounds of two-input shuffles) and T contiguous stores along i. The
-  // same values reach the same addresses; only the order of the accesses
-  // differs, and the lanes of a kLanes loop never read what another writes.
+  // A square tile `for j (kUnroll, T): for i (kLanes, T): out[..i..j..] =
+  // f(in[..i..j..], ...)` whose store is unit-stride in i and whose value reads
+  // `in` (one load node) unit-stride in j and far apart in i (a transpose,
+  // which emits as T-lane gathers) is emitted as T contiguous loads along j,
+  // an in-register transpose (log2 T rounds of two-input shuffles), then per
+  // row j the value as a T-lane expression with that load replaced by the
+  // transposed row (f's other operands load along i as in any kLanes loop: a
+  // residual add's operand is one contiguous load) and T contiguous stores
+  // along i. A plain copy (f the identity) is the common case. The same values
+  // reach the same addresses; only the order of the accesses differs, and the
+  // lanes of a kLanes loop never read what another writes.
   // Returns false (nothing emitted) for any other loop.
   bool TryTransposeTile(Region& r, const StmtNode& s, Status& result) {
     if (lane_var_ >= 0 || s.body.size() != 1 || !s.begin.IsIntConst() || !s.end.IsIntConst()) return false;
@@ -294,15 +299,29 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
     const int64_t t = s.end.int_value() - s.begin.int_value();
     if (t < 2 || t > 16 || (t & (t - 1)) != 0 || lanes.end.int_value() - lanes.begin.int_value() != t) return false;
     const StmtNode& st = *lanes.body[0];
-    if (st.kind != StmtKind::kStore || st.value->kind != ExprKind::kLoad) return false;
+    if (st.kind != StmtKind::kStore) return false;
     const Buffer& out = k_.buffer(st.buffer);
-    const Buffer& in = k_.buffer(st.value->buffer);
-    if (out.dtype != in.dtype || out.dtype == DType::kBool || st.buffer == st.value->buffer) return false;
-    const int64_t j = s.var->int_value, i = lanes.var->int_value;
-    std::optional<int64_t> load_i = LinearVarStride(in, st.value->operands, i);
-    if (LinearVarStride(out, st.indices, i) != std::optional<int64_t>(1) ||
-        LinearVarStride(in, st.value->operands, j) != std::optional<int64_t>(1) || !load_i || *load_i == 1)
+    if (out.dtype == DType::kBool || LinearVarStride(out, st.indices, lanes.var->int_value) != std::optional<int64_t>(1))
       return false;
+    const int64_t j = s.var->int_value, i = lanes.var->int_value;
+    // The transposed load: unit-stride in j, strided in i (not lane-invariant: a
+    // per-channel scale's load is unit-stride in j too); exactly one such node.
+    std::set<const ExprNode*> transposed;
+    Expr tload;
+    std::function<void(const Expr&)> find = [&](const Expr& e) {
+      if (e.is_null()) return;
+      if (e->kind == ExprKind::kLoad && e->buffer != st.buffer) {
+        const Buffer& b = k_.buffer(e->buffer);
+        std::optional<int64_t> si = LinearVarStride(b, e->operands, i);
+        if (b.dtype != DType::kBool && LinearVarStride(b, e->operands, j) == std::optional<int64_t>(1) && si && *si != 0 && *si != 1 &&
+            transposed.insert(e.get()).second)
+          tload = e;
+      }
+      for (const Expr& o : e->operands) find(o);
+    };
+    find(st.value);
+    if (transposed.size() != 1) return false;
+    const Buffer& in = k_.buffer(tload->buffer);
     llvm::Type* vt = llvm::FixedVectorType::get(MemType(in.dtype), static_cast<unsigned>(t));
     const llvm::Align align = ElementAlign(in.dtype);
     auto address_at = [&](int buffer, const std::vector<Expr>& indices, int64_t iv, int64_t jv) {
@@ -313,7 +332,7 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
     };
     std::vector<llvm::Value*> rows;  // rows[a][b]: the value lane a stores in iteration b
     for (int64_t a = 0; a < t; ++a) {
-      llvm::Value* addr = address_at(st.value->buffer, st.value->operands, a, 0);
+      llvm::Value* addr = address_at(tload->buffer, tload->operands, a, 0);
       if (!addr) { result = Fail("bad transpose load"); return true; }
       rows.push_back(b_.CreateAlignedLoad(vt, addr, align));
     }
@@ -333,10 +352,24 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
         rows[static_cast<size_t>(a + h)] = b_.CreateShuffleVector(x, y, high);
       }
     }
+    const bool copy = st.value.get() == tload.get() && out.dtype == in.dtype;
     for (int64_t b = 0; b < t; ++b) {
       llvm::Value* addr = address_at(st.buffer, st.indices, 0, b);
       if (!addr) { result = Fail("bad transpose store"); return true; }
-      b_.CreateAlignedStore(rows[static_cast<size_t>(b)], addr, align);
+      llvm::Value* v = rows[static_cast<size_t>(b)];
+      if (!copy) {  // the value as a T-lane expression over row b, the load replaced by the row
+        r.vars.erase(i);
+        lane_var_ = i;
+        lanes_ = static_cast<unsigned>(t);
+        lane_begin_ = lanes.begin.int_value();
+        memo_.clear();
+        memo_[tload.get()] = v;
+        v = EmitExpr(r, st.value);
+        lane_var_ = -1;
+        if (!v) { result = Fail("bad transpose value"); return true; }
+        v = Splat(v);
+      }
+      b_.CreateAlignedStore(v, addr, ElementAlign(out.dtype));
     }
     r.vars.erase(i);
     r.vars.erase(j);
@@ -411,7 +444,7 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
     return out;
   }
 
-  // libm / libmvec for exp, log, tanh; inline erf for f32 (no vector variant).
+  // libm / libmvec for exp, log, tanh; erf of f32 inline, its exp too (llvm_math.h).
   llvm::Value* EmitMath(UnaryOp op, llvm::Value* a) override {
     switch (op) {
       case UnaryOp::kExp:
@@ -424,13 +457,7 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
         return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0), Intrinsic1(llvm::Intrinsic::sqrt, a));
       case UnaryOp::kErf:
         if (!a->getType()->getScalarType()->isFloatTy()) return LibCall("erff", "erf", a);
-        return EmitErfF32(
-            b_, m_, a,
-            [this](llvm::Value* v) -> llvm::Value* {
-              if (llvm::Value* e = VectorLibmCall("expf", v)) return e;
-              return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::exp, {v->getType()}), {v});
-            },
-            [this](llvm::Value* x, llvm::Value* y) { return EmitFDiv(x, y); });
+        return EmitErfF32(b_, m_, a, [this](llvm::Value* v) { return EmitExpNonPositiveF32(b_, v); });
       case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:
         if (const char* name = LibmName(op)) return LibCall(std::string(name) + "f", name, a);

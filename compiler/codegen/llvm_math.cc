@@ -5,21 +5,74 @@
 #include <llvm/IR/Intrinsics.h>
 
 namespace keel::codegen {
+namespace {
 
-llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, const EmitFn1& exp,
-                        const EmitFn2& div) {
+// Horner's rule over `coefficients` (lowest degree first) at t.
+llvm::Value* Horner(llvm::IRBuilder<>& b, llvm::Value* t, std::initializer_list<double> coefficients) {
+  llvm::Type* type = t->getType();
+  const double* c = coefficients.end();
+  llvm::Value* p = llvm::ConstantFP::get(type, *--c);
+  while (c != coefficients.begin()) p = b.CreateFAdd(b.CreateFMul(p, t), llvm::ConstantFP::get(type, *--c));
+  return p;
+}
+
+// Contraction into FMAs only: no reassociation, no sign-of-zero freedom.
+void ContractOnly(llvm::IRBuilder<>& b) {
+  llvm::FastMathFlags fmf;
+  fmf.setAllowContract();
+  b.setFastMathFlags(fmf);
+}
+
+}  // namespace
+
+llvm::Value* EmitExpNonPositiveF32(llvm::IRBuilder<>& b, llvm::Value* v) {
+  llvm::IRBuilderBase::FastMathFlagGuard keep(b);
+  ContractOnly(b);
+  llvm::Type* t = v->getType();
+  auto c = [&](double x) { return llvm::ConstantFP::get(t, x); };
+  // max(v, -86) that keeps a NaN (select on an ordered less-than).
+  v = b.CreateSelect(b.CreateFCmpOLT(v, c(-86.0)), c(-86.0), v);
+  // n = round(v / ln 2) by adding 1.5 * 2^23: the sum's unit is 1, so its rounding rounds v / ln 2
+  // to an integer (ties to even; exact for v / ln 2 in [-124, 0]), which then sits in the low
+  // mantissa bits, and subtracting the constant again gives n exactly. No conversion
+  // instructions (SSE2 has no vector rounding; llvm.roundeven would be a libm call per lane).
+  llvm::Type* it = t->isVectorTy() ? llvm::VectorType::get(b.getInt32Ty(), llvm::cast<llvm::VectorType>(t))
+                                   : static_cast<llvm::Type*>(b.getInt32Ty());
+  llvm::Value* shifted = b.CreateFAdd(b.CreateFMul(v, c(1.4426950408889634)), c(12582912.0));
+  llvm::Value* n = b.CreateFSub(shifted, c(12582912.0));
+  // ln 2 = 0.693145751953125 (exact in 16 bits, so n * hi is exact) + 1.4286068e-6.
+  llvm::Value* f = b.CreateFSub(v, b.CreateFMul(n, c(0.693145751953125)));
+  f = b.CreateFSub(f, b.CreateFMul(n, c(1.428606765330187e-06)));
+  // e^f = 1 + f (1 + f (c2 + c3 f + ... + c6 f^4)).
+  llvm::Value* p = Horner(b, f, {0.4999999403953552, 0.1666652113199234, 0.04166838899254799,
+                                 0.00836869701743126, 0.0013814546400681138});
+  p = b.CreateFAdd(b.CreateFMul(p, f), c(1.0));
+  p = b.CreateFAdd(b.CreateFMul(p, f), c(1.0));
+  // p * 2^n: n added to p's exponent field (p is in [0.7, 1.42], biased exponent 126 or 127,
+  // and n >= -124 for v >= -86, so the result stays normal). The shifted sum's bits are
+  // 0x4B400000 + n; shifted left by 23, only n's two's complement is left in the top 9 bits
+  // (0x4B400000 << 23 is 0 mod 2^32), and a NaN's shifted bits are 0: it stays NaN.
+  llvm::Value* bits = b.CreateAdd(b.CreateBitCast(p, it), b.CreateShl(b.CreateBitCast(shifted, it), 23));
+  return b.CreateBitCast(bits, t);
+}
+
+llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, const EmitFn1& exp) {
+  llvm::IRBuilderBase::FastMathFlagGuard keep(b);
+  ContractOnly(b);
   llvm::Type* t = x->getType();
   auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
   auto intrinsic = [&](llvm::Intrinsic::ID id, std::vector<llvm::Value*> args) {
     return b.CreateCall(llvm::Intrinsic::getDeclaration(&m, id, {t}), args);
   };
   llvm::Value* ax = intrinsic(llvm::Intrinsic::fabs, {x});
-  llvm::Value* tt = div(c(1.0), b.CreateFAdd(c(1.0), b.CreateFMul(c(0.3275911), ax)));
-  llvm::Value* poly = c(1.061405429);
-  for (double a : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) poly = b.CreateFAdd(c(a), b.CreateFMul(tt, poly));
-  poly = b.CreateFMul(tt, poly);
-  llvm::Value* e = exp(b.CreateFNeg(b.CreateFMul(ax, ax)));
-  llvm::Value* y = b.CreateFSub(c(1.0), b.CreateFMul(poly, e));
+  // P(t) = t (c1 + c2 t + ... + c8 t^7) ~ log(erfc(t)), fitted on [0, 3.9]. Beyond, P falls
+  // monotonically from P(3.9) = -17.2 (to -inf where t^8 overflows), so erf stays 1 in f32 and
+  // |x| needs no clamp; a NaN stays NaN.
+  llvm::Value* at = ax;
+  llvm::Value* poly = Horner(b, at, {-1.128380298614502, -0.636597752571106, -0.10291961580514908,
+                                     0.019583968445658684, -0.0005369423306547105, -0.0010323961032554507,
+                                     0.00030880043050274253, -3.1439947633771226e-05});
+  llvm::Value* y = b.CreateFSub(c(1.0), exp(b.CreateFMul(poly, at)));
   return intrinsic(llvm::Intrinsic::copysign, {y, x});
 }
 

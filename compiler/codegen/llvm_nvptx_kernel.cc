@@ -439,9 +439,7 @@ class NvptxKernelEmitter : public LlvmKernelBuilder {
       case UnaryOp::kRsqrt: return Libdevice("rsqrt", {a});
       case UnaryOp::kErf:  // straight-line for f32 (llvm_math.h: libdevice's erff branches)
         if (!a->getType()->isFloatTy()) return Libdevice("erf", {a});
-        return EmitErfF32(
-            b_, m_, a, [this](llvm::Value* v) { return Libdevice("exp", {v}); },
-            [this](llvm::Value* x, llvm::Value* y) { return EmitFDiv(x, y); });
+        return EmitErfF32(b_, m_, a, [this](llvm::Value* v) { return Libdevice("exp", {v}); });
       // Ties to even (cvt.rni): libdevice's rint came out as roundf (ties away).
       case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:

@@ -79,15 +79,31 @@ Result<Stmt> LowerAnchor(LowerContext& ctx, const ops::OpDef& def, const ir::Nod
 }
 
 // A group that is one transpose of a kernel input, as tiles (lower_transpose.h)
-// where that form applies.
-std::optional<Stmt> TransposeTilesOf(LowerContext& ctx, const GroupView& view) {
-  if (view.nodes.size() != 1 || view.inputs.size() != 1 || view.outputs.size() != 1) return std::nullopt;
+// where that form applies; also one followed by elementwise ops that keep its
+// output's shape (their expression applied to each tile's elements: ConvNeXt's
+// transpose back to NCHW with the layer scale and the residual add, whose
+// lanes otherwise gather one element from every 96th).
+std::optional<Stmt> TransposeTilesOf(LowerContext& ctx, const GroupView& view, const std::vector<int>& out_bufs) {
+  if (view.nodes.empty() || view.outputs.size() != 1 || out_bufs.size() != 1) return std::nullopt;
+  const int out_buf = out_bufs[0];
   const ir::Node& n = *view.nodes[0];
   const ops::OpDef* def = ops::FindOp(n);
   if (!def || !def->permutes_axes || n.input(0) != view.inputs[0]) return std::nullopt;
   Result<std::vector<int64_t>> perm = n.attrs().GetInts("perm", {});
   if (!perm.ok()) return std::nullopt;
-  return TransposeInTiles(ctx, 0, 1, view.inputs[0]->type().shape, *perm);
+  if (view.nodes.size() == 1) {
+    if (view.inputs.size() != 1) return std::nullopt;
+    return TransposeInTiles(ctx, 0, out_buf, view.inputs[0]->type().shape, *perm);
+  }
+  for (size_t i = 1; i < view.nodes.size(); ++i) {
+    const ops::OpDef* d = ops::FindOp(*view.nodes[i]);
+    if (!d || d->fusion != ops::FusionClass::kElementwise) return std::nullopt;
+  }
+  if (view.outputs[0]->type().shape != n.output(0)->type().shape) return std::nullopt;
+  const TensorFn* fn = ctx.Find(view.outputs[0]);
+  if (!fn) return std::nullopt;
+  return TransposeInTiles(ctx, 0, out_buf, view.inputs[0]->type().shape, *perm,
+                          [fn](const std::vector<Expr>& idx) { return fn->at(idx); });
 }
 
 std::string Lower(std::string s) {
@@ -268,7 +284,7 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
     ops::OpTwin twin;  // outlives the kernel's construction
     KEEL_ASSIGN_OR_RETURN(Stmt body, LowerAnchor(ctx, *anchor_def, *anchor, stores, twin));
     stmts.push_back(body);
-  } else if (std::optional<Stmt> tiles = TransposeTilesOf(ctx, view)) {
+  } else if (std::optional<Stmt> tiles = TransposeTilesOf(ctx, view, out_bufs)) {
     stmts.push_back(*tiles);
   } else {
     for (size_t i = 0; i < view.outputs.size(); ++i) {

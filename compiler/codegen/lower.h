@@ -179,8 +179,10 @@ struct LowerOptions {
   // vector lanes (lower_rows.h LaneReduce: partial maxima and sums per lane, one
   // vectorized exp per element) instead of scalar loops, in which LLVM leaves
   // the exp scalar. (The row normalizations' plain sums gained nothing: LLVM
-  // vectorizes those loops.) Off on the GPU, whose row mapping (gpu_mapping.h)
-  // splits the scalar reduction loops over a warp.
+  // vectorizes those loops.) Likewise Reduce* ops that keep the innermost axis
+  // fold vector lanes of neighbouring outputs (lower_reduce.cc ColumnReduce).
+  // Off on the GPU, whose row mapping (gpu_mapping.h) splits the scalar
+  // reduction loops over a warp.
   bool lane_row_reductions = true;
   // Transposes that move the innermost axis (NCHW <-> NHWC) copy tiles of this
   // many elements square, one vector register a row (lower_transpose.h): 16

@@ -5,6 +5,7 @@
 // (reassociation is allowed).
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/codegen/lower_rows.h"
@@ -84,6 +85,61 @@ Expr Identity(Combine c, DType acc) {
   return Expr();
 }
 
+// Reduce* whose input keeps its innermost axis (a channels-last global mean:
+// MnasNet's mean over H and W of [1, 7, 7, 1280]), as columns: kRowLanes
+// neighbouring outputs per parallel iteration, each a lane of one vector
+// accumulator, folded over the reduced elements with unit-stride vector loads.
+// The row form folds each output alone over elements kept-innermost-extent
+// apart (one scalar load each: 0.0175 ms for MnasNet's mean, 62,720 elements,
+// at one thread). The last block of lanes overlaps the one before it where
+// kRowLanes does not divide the extent (its outputs are computed twice, the
+// same way). Nullopt where the form does not apply.
+std::optional<Stmt> ColumnReduce(LowerContext& ctx, const TensorFn& X, const std::vector<int64_t>& axes, bool keep,
+                                 const ReduceRecipe& recipe, DType acc_t, const StoreFn& store) {
+  const std::vector<int64_t>& s = X.type.shape;
+  const size_t rank = s.size();
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+  if (!ctx.options().lane_row_reductions || recipe.two_pass || acc_t != DType::kF32 || rank < 2 ||
+      reduced[rank - 1] || s[rank - 1] < kRowLanes)
+    return std::nullopt;
+  std::vector<int64_t> outer_dims, row_dims;
+  for (size_t d = 0; d + 1 < rank; ++d) (reduced[d] ? row_dims : outer_dims).push_back(s[d]);
+  if (row_dims.empty()) return std::nullopt;
+  const int64_t C = s[rank - 1], blocks = (C + kRowLanes - 1) / kRowLanes;
+  const int64_t outer = NumElements(outer_dims), len = NumElements(row_dims);
+  KernelFunc& k = ctx.kernel();
+  int acc = k.AddLocal("reduce_cols", acc_t, {kRowLanes});
+  Expr t = k.NewVar("t"), r = k.NewVar("r");
+  Expr c0 = Min((t % blocks) * kRowLanes, Expr(C - kRowLanes));
+  std::vector<Expr> outer_idx = Delinearize(outer_dims, t / blocks), row_idx = Delinearize(row_dims, r);
+  auto index = [&](const Expr& c, bool output) {
+    std::vector<Expr> idx;
+    size_t o = 0, q = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      if (!reduced[d]) idx.push_back(outer_idx[o++]);
+      else if (!output) idx.push_back(row_idx[q++]);
+      else if (keep) idx.push_back(Expr(0));
+    }
+    idx.push_back(c);
+    return idx;
+  };
+  Expr j0 = k.NewVar("j"), j1 = k.NewVar("j"), j2 = k.NewVar("j");
+  Expr x = Cast(X.at(index(c0 + j1, false)), acc_t);
+  Expr a1 = k.Load(acc, {j1});
+  Stmt body = Block({
+      For(j0, 0, kRowLanes, LoopKind::kLanes, k.Store(acc, {j0}, Identity(recipe.combine, acc_t))),
+      For(r, 0, len, LoopKind::kSerial,
+          For(j1, 0, kRowLanes, LoopKind::kLanes,
+              k.Store(acc, {j1}, CombineExpr(recipe.combine, a1, recipe.map(x, FloatConst(0, acc_t)))))),
+      For(j2, 0, kRowLanes, LoopKind::kLanes,
+          store(index(c0 + j2, true), recipe.finish(k.Load(acc, {j2}), FloatConst(0, acc_t), len))),
+  });
+  const int64_t tasks = outer * blocks;
+  const bool par = tasks > 1 && outer * C * len >= ctx.options().min_parallel_elements;
+  return For(t, 0, tasks, par ? LoopKind::kParallel : LoopKind::kSerial, body);
+}
+
 }  // namespace
 
 // Reduce* over any axes: one row per output element, the reduced elements
@@ -107,6 +163,7 @@ Result<Stmt> LowerReduce(LowerContext& ctx, const ir::Node& node, ReduceKind kin
     if (a < 0) a += static_cast<int64_t>(s.size());
     if (a < 0 || a >= static_cast<int64_t>(s.size())) return InvalidArgument(NodeLabel(node) + ": axis");
   }
+  if (std::optional<Stmt> columns = ColumnReduce(ctx, X, axes, keep != 0, recipe, acc_t, store)) return *columns;
   const RowSpace rs = MakeRowSpace(s, axes);
   int acc = k.AddLocal("reduce_acc", acc_t, {recipe.two_pass ? 2 : 1});  // [acc, max]
   Expr t = k.NewVar("t"), rr = k.NewVar("rr");

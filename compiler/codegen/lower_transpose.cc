@@ -12,6 +12,7 @@ namespace {
 struct Collapsed {
   std::vector<int64_t> in_shape;  // merged input axes, in input order
   std::vector<int64_t> perm;      // output axis k is merged input axis perm[k]
+  std::vector<std::vector<int64_t>> out_parts;  // merged output axis k: the sizes of the output axes it holds
 };
 
 Collapsed Collapse(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm) {
@@ -27,6 +28,10 @@ Collapsed Collapse(const std::vector<int64_t>& in_shape, const std::vector<int64
     return runs[static_cast<size_t>(x)].first < runs[static_cast<size_t>(y)].first;
   });
   Collapsed c;
+  for (const auto& [first, last] : runs) {
+    c.out_parts.emplace_back();
+    for (int64_t a = first; a <= last; ++a) c.out_parts.back().push_back(in_shape[static_cast<size_t>(a)]);
+  }
   c.perm.resize(runs.size());
   for (size_t pos = 0; pos < order.size(); ++pos) {
     const auto& [first, last] = runs[static_cast<size_t>(order[pos])];
@@ -41,7 +46,7 @@ Collapsed Collapse(const std::vector<int64_t>& in_shape, const std::vector<int64
 }  // namespace
 
 std::optional<Stmt> TransposeInTiles(LowerContext& ctx, int in_arg, int out_arg, const std::vector<int64_t>& in_shape,
-                                     const std::vector<int64_t>& perm) {
+                                     const std::vector<int64_t>& perm, const TransposeEpilogue& epilogue) {
   const int64_t tile = ctx.options().transpose_tile;
   if (tile < 2 || perm.empty()) return std::nullopt;
   const Collapsed c = Collapse(in_shape, perm);
@@ -73,6 +78,17 @@ std::optional<Stmt> TransposeInTiles(LowerContext& ctx, int in_arg, int out_arg,
     size_t o = 0;
     for (size_t i = 0; i + 1 < r; ++i) idx[i] = i == b ? bt * tile + j : outer[o++];
     idx[r - 1] = a;
+    if (epilogue) {  // the output's own axes: each merged one delinearized
+      std::vector<Expr> full;
+      for (size_t i = 0; i < r; ++i) {
+        if (c.out_parts[i].size() == 1) {
+          full.push_back(idx[i]);
+          continue;
+        }
+        for (const Expr& e : Delinearize(c.out_parts[i], idx[i])) full.push_back(e);
+      }
+      return k.Store(out_arg, full, Cast(epilogue(full), k.buffer(out_arg).dtype));
+    }
     for (size_t i = 0; i < r; ++i) in_idx[static_cast<size_t>(c.perm[i])] = idx[i];
     return k.Store(out, idx, k.Load(in, in_idx));
   };

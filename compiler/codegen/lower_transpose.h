@@ -12,6 +12,7 @@
 // TryTransposeTile). Any other back end runs the same loops as written.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -25,7 +26,17 @@ namespace keel::codegen {
 // innermost axis stays innermost (the generic loop nest's loads are contiguous
 // then), where either axis that trades places is shorter than a tile, or where
 // tiles are off (transpose_tile 0).
+//
+// With `epilogue` (a transpose followed by elementwise ops of the same output
+// shape, e.g. ConvNeXt's NHWC -> NCHW transpose, layer scale and residual
+// add), each element stored is epilogue(full output index) instead of the
+// copied input element: the tiles run over the same collapsed axes, the
+// index is expanded to the output's own axes, and out_arg is written through
+// them. The expression reads in_arg once, transposed (through the transpose's
+// reader), which the CPU back end recognizes in the tile (TryTransposeTile)
+// while its other operands load along the output's innermost axis.
+using TransposeEpilogue = std::function<Expr(const std::vector<Expr>& out_index)>;
 std::optional<Stmt> TransposeInTiles(LowerContext& ctx, int in_arg, int out_arg, const std::vector<int64_t>& in_shape,
-                                     const std::vector<int64_t>& perm);
+                                     const std::vector<int64_t>& perm, const TransposeEpilogue& epilogue = nullptr);
 
 }  // namespace keel::codegen

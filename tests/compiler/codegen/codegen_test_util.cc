@@ -88,13 +88,16 @@ keel_cpu_kernel_fn LoadedLibrary::Kernel(const std::string& name) const {
   return reinterpret_cast<keel_cpu_kernel_fn>(dlsym(handle, name.c_str()));
 }
 
-std::unique_ptr<LoadedLibrary> CompileAndLoad(const std::vector<KernelSpec>& specs, const std::string& library_id) {
+std::unique_ptr<LoadedLibrary> CompileAndLoad(const std::vector<KernelSpec>& specs, const std::string& library_id,
+                                              const std::string& cpu) {
   auto lib = std::make_unique<LoadedLibrary>();
   char tmpl[] = "/tmp/keel-cgtest-XXXXXX";
   if (!mkdtemp(tmpl)) { ADD_FAILURE() << "mkdtemp"; return nullptr; }
   lib->dir = tmpl;
   lib->path = lib->dir + "/model.keel.so";
-  Status s = EmitCpuKernelLibrary(specs, library_id, lib->path, CpuTargetOptions{});
+  CpuTargetOptions options;
+  options.cpu = cpu;
+  Status s = EmitCpuKernelLibrary(specs, library_id, lib->path, options);
   if (!s.ok()) { ADD_FAILURE() << s.ToString(); return nullptr; }
   lib->handle = dlopen(lib->path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->handle) { ADD_FAILURE() << dlerror(); return nullptr; }

@@ -66,8 +66,12 @@ inline KernelSpec SpecOf(std::shared_ptr<const KernelFunc> k, int num_inputs) {
   return spec;
 }
 
-// Emits `specs` into a fresh temp dir and dlopens the result; nullptr + test failure on error.
-std::unique_ptr<LoadedLibrary> CompileAndLoad(const std::vector<KernelSpec>& specs, const std::string& library_id);
+// Emits `specs` into a fresh temp dir for LLVM CPU `cpu` ("auto": the host's
+// widest ISA; "x86-64", "x86-64-v3" and "x86-64-v4" pick SSE2, AVX2 or
+// AVX-512, which the host must support to run them) and dlopens the result;
+// nullptr + test failure on error.
+std::unique_ptr<LoadedLibrary> CompileAndLoad(const std::vector<KernelSpec>& specs, const std::string& library_id,
+                                              const std::string& cpu = "auto");
 
 // Runs `kernel` on `inputs` (one per spec input arg) with either a serial or a
 // threaded parallel_for; returns the outputs (one per spec output arg).

@@ -3,6 +3,7 @@
 // and 1-sized dims.
 #include <gtest/gtest.h>
 
+#include "compiler/codegen/llvm_cpu_emitter.h"
 #include "tests/compiler/codegen/codegen_test_util.h"
 
 namespace keel::codegen::testing {
@@ -88,6 +89,58 @@ TEST(Movement, TransposeInTiles) {
       KernelSpec spec = CheckNodeAgainstReference(*n, seed++, 1e-7, 4, LowerOptionsForCpuFeatures(isa));
       ASSERT_NE(spec.kernel, nullptr);
       EXPECT_EQ(spec.kernel->ToString().find("in_tiles") != std::string::npos, c.tiled);
+    }
+  }
+}
+
+// A transpose followed by elementwise ops of its output's shape (ConvNeXt's
+// NHWC -> NCHW transpose, layer scale and residual add; NCHW -> NHWC and a
+// Relu) runs in the same tiles, the ops applied to each transposed row: odd
+// shapes with tail channels and tail pixels, at each ISA's tile, against the
+// reference evaluator. On the host's ISA the tile's loads are rows (no
+// gather is left in the optimized IR where the channels fill whole tiles).
+TEST(Movement, TransposeWithElementwiseEpilogueInTiles) {
+  struct Case {
+    std::vector<int64_t> shape, perm;
+    bool whole_tiles;  // pixels and channels at the AVX-512 tile (16): no gathering tail
+  };
+  const std::vector<Case> cases = {
+      {{2, 5, 7, 32}, {0, 3, 1, 2}, false},   // NHWC -> NCHW, 35 pixels (2 tiles + 3)
+      {{1, 6, 9, 37}, {0, 3, 1, 2}, false},   // 37 channels: 2 tiles + 5
+      {{2, 4, 8, 48}, {0, 3, 1, 2}, true},
+      {{2, 48, 4, 8}, {0, 2, 3, 1}, true},    // NCHW -> NHWC
+      {{1, 20, 5, 7}, {0, 2, 3, 1}, false},
+  };
+  const std::vector<std::string> isas = {"+avx2,+fma,+avx512f", "+avx2,+fma", "+sse4.2"};
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    for (const std::string& isa : isas) {
+      SCOPED_TRACE(isa);
+      std::vector<int64_t> out_shape;
+      for (int64_t a : c.perm) out_shape.push_back(c.shape[static_cast<size_t>(a)]);
+      const bool to_nchw = c.perm[1] == 3;
+      GraphBuilder b;
+      std::vector<ir::Value*> ins = {b.Input("x", c.shape), b.Input("residual", out_shape)};
+      ir::Node* f = MakeFused(b.graph(), ins, [&](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+        ir::Node* t = g.Op("Transpose", {v[0]}, Attrs({{"perm", c.perm}}));
+        if (!to_nchw) return std::vector<ir::Value*>{g.Op("Relu", {t->output(0)})->output(0)};
+        const int64_t channels = out_shape[1];
+        std::vector<float> scale(static_cast<size_t>(channels));
+        for (int64_t i = 0; i < channels; ++i) scale[static_cast<size_t>(i)] = 0.5f + 0.01f * static_cast<float>(i);
+        ir::Node* mul = g.Op("Mul", {g.ConstF32("scale", {channels, 1, 1}, scale), t->output(0)});
+        return std::vector<ir::Value*>{g.Op("Add", {mul->output(0), v[1]})->output(0)};
+      });
+      ASSERT_NE(f, nullptr);
+      KernelSpec spec = CheckNodeAgainstReference(*f, seed++, 1e-6, 4, LowerOptionsForCpuFeatures(isa));
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_NE(spec.kernel->ToString().find("in_tiles"), std::string::npos) << spec.kernel->ToString();
+      if (isa == "+avx2,+fma,+avx512f" && c.whole_tiles && __builtin_cpu_supports("avx512f")) {
+        CpuTargetOptions target;
+        target.cpu = "x86-64-v4";
+        Result<std::string> ir = EmitCpuKernelModuleIR({spec}, "transpose_epilogue", target, true);
+        ASSERT_TRUE(ir.ok()) << ir.status().ToString();
+        EXPECT_EQ(ir->find("masked.gather"), std::string::npos) << spec.kernel->ToString();
+      }
     }
   }
 }

@@ -5,6 +5,8 @@
 // and a library call per lane), compared with the same loop written in plain
 // C++ here. The verifier's kLanes rules are checked too.
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -103,6 +105,56 @@ TEST(Lanes, VectorMathMatchesLibm) {
       EXPECT_NEAR(e[i], std::exp(x_in[i]), 2e-6 * std::exp(x_in[i])) << lanes << " lanes, lane " << i;
       EXPECT_NEAR(l[i], std::log(std::fabs(x_in[i]) + 0.25f), 2e-6) << lanes << " lanes, lane " << i;
       EXPECT_NEAR(r[i], std::erf(x_in[i]), 2e-6) << lanes << " lanes, lane " << i;
+    }
+  }
+}
+
+// f32 erf is emitted inline (llvm_math.h), its exp included: checked on every
+// ISA (SSE2 without FMA and its truncating rounding, AVX2, AVX-512), as kLanes
+// statements of 20 lanes (a padded last part on each ISA) and as a plain loop,
+// on a dense grid over [-6, 6] and the special values, against erf in double.
+TEST(Lanes, InlineErfOnEveryIsa) {
+  std::vector<float> xs;
+  for (int i = -6000; i <= 6000; ++i) xs.push_back(static_cast<float>(i) * 1e-3f);
+  for (float v : {0.0f, -0.0f, 3.9f, 3.8999f, -3.9001f, 1e-40f, -1e-30f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN})
+    xs.push_back(v);
+  constexpr int64_t kLanes = 20;
+  while (xs.size() % kLanes != 0) xs.push_back(0.5f);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  auto k = std::make_shared<KernelFunc>("k0_inline_erf");
+  int in = k->AddArg("in", DType::kF32, {n}, ArgAccess::kRead);
+  int o_lanes = k->AddArg("o_lanes", DType::kF32, {n}, ArgAccess::kWrite);
+  int o_loop = k->AddArg("o_loop", DType::kF32, {n}, ArgAccess::kWrite);
+  Expr i = k->NewVar("i"), j = k->NewVar("j"), e = k->NewVar("e");
+  Expr at = i * kLanes + j;
+  k->set_body(Block({For(i, 0, n / kLanes, LoopKind::kSerial,
+                         For(j, 0, kLanes, LoopKind::kLanes, k->Store(o_lanes, {at}, Unary(UnaryOp::kErf, k->Load(in, {at}))))),
+                     For(e, 0, n, LoopKind::kSerial, k->Store(o_loop, {e}, Unary(UnaryOp::kErf, k->Load(in, {e}))))}));
+  ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
+  const KernelSpec spec = SpecOf(k, 1);
+  for (const char* cpu : {"x86-64", "x86-64-v3", "x86-64-v4"}) {
+    if (std::string(cpu) == "x86-64-v3" && !__builtin_cpu_supports("avx2")) continue;
+    if (std::string(cpu) == "x86-64-v4" && !__builtin_cpu_supports("avx512f")) continue;
+    auto lib = CompileAndLoad({spec}, std::string("inline_erf_") + cpu, cpu);
+    ASSERT_NE(lib, nullptr) << cpu;
+    keel_cpu_kernel_fn fn = lib->Kernel(spec.name);
+    ASSERT_NE(fn, nullptr) << cpu;
+    std::vector<float> lanes(xs.size(), -7), loop(xs.size(), -7);
+    std::vector<void*> args = {xs.data(), lanes.data(), loop.data()};
+    keel_cpu_kernel_ctx ctx{nullptr, nullptr};
+    ASSERT_EQ(fn(args.data(), &ctx), 0) << cpu;
+    for (size_t t = 0; t < xs.size(); ++t) {
+      for (float got : {lanes[t], loop[t]}) {
+        if (std::isnan(xs[t])) {
+          EXPECT_TRUE(std::isnan(got)) << cpu << ": erf(NaN) = " << got;
+          continue;
+        }
+        // 9.1e-8 is the bound without FMAs (llvm_math.h); the sign of zero is kept.
+        EXPECT_NEAR(got, std::erf(static_cast<double>(xs[t])), 1e-7) << cpu << ", x = " << xs[t];
+        if (xs[t] == 0) {
+          EXPECT_EQ(std::signbit(got), std::signbit(xs[t])) << cpu;
+        }
+      }
     }
   }
 }

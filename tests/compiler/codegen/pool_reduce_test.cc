@@ -140,5 +140,35 @@ TEST(Reduce, ReduceMeanKeepAndDropDims) {
   }
 }
 
+// Reductions that keep the innermost axis run as columns (lower_reduce.cc
+// ColumnReduce): a channels-last global mean (MnasNet's), kept axes before the
+// reduced ones, an extent of 37 (two blocks of 16 lanes and one overlapping
+// block), both keepdims, max and sum-of-squares recipes; an innermost extent
+// below 16 keeps the row form.
+TEST(Reduce, ColumnsWhenTheInnermostAxisIsKept) {
+  struct Case {
+    std::string op;
+    std::vector<int64_t> shape, axes;
+    bool columns;
+  };
+  const std::vector<Case> cases = {
+      {"ReduceMean", {1, 7, 7, 80}, {1, 2}, true},
+      {"ReduceMean", {2, 3, 5, 37}, {1, 2}, true},
+      {"ReduceMax", {3, 9, 37}, {1}, true},
+      {"ReduceSumSquare", {4, 6, 2, 21}, {0, 2}, true},
+      {"ReduceMean", {2, 5, 7, 9}, {1, 2}, false},
+  };
+  uint32_t seed = 47;
+  for (const Case& c : cases) {
+    for (int64_t keep : {0, 1}) {
+      SCOPED_TRACE(c.op + " keepdims " + std::to_string(keep));
+      GraphBuilder b;
+      KernelSpec spec = CheckOp(b, c.op, {b.Input("x", c.shape)}, Attrs({{"axes", c.axes}, {"keepdims", keep}}), seed++);
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_EQ(spec.kernel->ToString().find("reduce_cols") != std::string::npos, c.columns);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace keel::codegen::testing
