@@ -266,8 +266,6 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Expr k0 = kc * KC, k1 = Min(k0 + KC, K);
   const Expr in_place_slot = vectors_in_place && nMB > 1 ? mb : Expr(0);  // of a packed tail panel
 
-  auto acc_at = [&](int64_t i, int64_t j) { return k.Load(acc, {Expr(i * NR + j)}); };
-  auto acc_lane = [&](int64_t i, Expr j) { return k.Load(acc, {i * NR + j}); };
   // One register tile of `mr` rows (MR, or the M % MR rows of the last row
   // tile: rows are never clamped, so A's row addresses stay constant offsets of
   // one base and no garbage rows are computed).
@@ -287,6 +285,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const bool narrow_tail = prepacked && g.b_packed_narrow_tail && n_tail != 0;
   if (narrow_tail && batched && !g.b_packed_shared) return InvalidArgument(tag + ": a narrow B tail in a batch");
   const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
+  // The tail panel's tiles keep their accumulators in a local of their own. In the one they
+  // shared with the full panels' tiles, an 8-lane piece (a narrow tail of 8, 24... columns) is
+  // part of a 16-lane slice there: LLVM kept it in a zmm and re-inserted the low half after every
+  // FMA (a vmovapd and a vinsertf64x4 in the FMA's chain; MnasNet's 1x1 layers to 40 and 72
+  // channels, docs/MEASUREMENTS.md, cpu39).
+  const int acc_tail = TW < NR ? k.AddLocal(tag + "_acc_tail", DType::kF32, {MR * NR}) : -1;
   // The output lines of the next register tile (and what the epilogue reads at the same places,
   // a fused residual) prefetched, a share per k iteration: a tile's MR rows are streams a whole
   // output row apart, each only a task's panels long, which the hardware prefetchers do not
@@ -375,6 +379,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // own, else on every panel (its stores guarded where it meets a tail panel).
   auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false) {
     if (width == 0) width = NR;
+    const int tile_acc = tail ? acc_tail : acc;
+    auto acc_at = [&](int64_t i, int64_t j) { return k.Load(tile_acc, {Expr(i * NR + j)}); };
+    auto acc_lane = [&](int64_t i, Expr j) { return k.Load(tile_acc, {i * NR + j}); };
     // One vector statement per tile row (rows(f(i, j)) = mr unrolled kLanes loops), a narrower
     // tile's in pieces of powers of two (24 lanes as 16 + 8: LLVM assembled a 24-lane vector
     // accumulator element by element, 50x slower).
@@ -400,9 +407,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     std::vector<Stmt> tile;
     // init
     {
-      Stmt zero = rows([&](int64_t i, Expr j) { return k.Store(acc, {i * NR + j}, FloatConst(0)); });
+      Stmt zero = rows([&](int64_t i, Expr j) { return k.Store(tile_acc, {i * NR + j}, FloatConst(0)); });
       Stmt reload = cpart >= 0 ? rows([&](int64_t i, Expr j) {
-        return k.Store(acc, {i * NR + j}, k.Load(cpart, {cpart_row(m0 + i), n0 + j}));
+        return k.Store(tile_acc, {i * NR + j}, k.Load(cpart, {cpart_row(m0 + i), n0 + j}));
       }) : nullptr;
       tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, 0), zero, reload) : zero);
     }
@@ -417,7 +424,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                  : direct      ? Cast(g.b(kk, n0 + j), DType::kF32)
                  : tail && narrow_tail ? k.Load(bp, {bp_at(p, Expr(0), Expr(0)) + kk * TW + j})
                                  : k.Load(bp, {bp_at(in_place ? in_place_slot : panel_at_a_time ? nb : p, kk, j)});
-        return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
+        return k.Store(tile_acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
       if (prefetch_a && !tail) {
         // The A lines of k + 16 for the tile's first and last row (its rows are adjacent).

@@ -13,8 +13,10 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <sstream>
 
 #include "compiler/codegen/gemm_panels.h"
+#include "compiler/codegen/llvm_cpu_emitter.h"
 #include "compiler/codegen/lower_conv_nhwc.h"
 #include "compiler/codegen/lower_ops.h"
 #include "compiler/ops/packed_weight.h"
@@ -142,6 +144,53 @@ TEST(ConvNhwc, FusedResidualAndRelu) {
     const KernelSpec spec = CheckNodeAgainstReference(*f, 52, 1e-5, 4, kAvx512);
     ASSERT_NE(spec.kernel, nullptr);
     EXPECT_NE(spec.kernel->ToString().find("x_nhwc"), std::string::npos);
+  }
+}
+
+// Output channels past whole panels in a narrow last panel (AVX-512: 40 = 32 + 8, 72 = 64 + 8,
+// 56 = 32 + 16 + 8; AVX2 and SSE: 40 and 72 = whole 16-lane panels + 8) on odd pixel counts and
+// channels, batch 2, against the reference evaluator on each ISA. The tail panel's tiles keep
+// their accumulators apart from the full panels' (lower_gemm.cc, cpu39): in one shared local,
+// LLVM kept each 8-lane tail accumulator in the low half of a 16-lane vector and, in the
+// optimized AVX-512 IR, re-inserted it with a shufflevector after every multiply-add.
+TEST(ConvNhwc, NarrowTailPanelAccumulators) {
+  const std::vector<NhwcCase> cases = {
+      NhwcCase{1, 72, 5, 7, 40, 1, 1, 0, 1, false},   // 35 pixel rows, K = 72
+      NhwcCase{2, 13, 3, 9, 72, 1, 1, 0, 1, true},    // batch 2, 27 rows each, odd K
+      NhwcCase{1, 24, 7, 7, 56, 1, 1, 0, 1, true},    // 49 rows, a 24-lane tail (16 + 8)
+  };
+  const std::vector<std::string> isas = {"+avx2,+fma,+avx512f", "+avx2,+fma", "+sse4.2"};
+  uint32_t seed = 80;
+  for (const NhwcCase& p : cases) {
+    for (const std::string& isa : isas) {
+      SCOPED_TRACE(isa + " co " + std::to_string(p.co));
+      const LowerOptions o = LowerOptionsForCpuFeatures(isa);
+      const int64_t packed = NhwcPackedRows(o, NhwcConv::kPointwise, p.co);
+      ASSERT_GT(packed, 0);
+      GraphBuilder b;
+      ir::Node* n = MakeNhwcConv(b, p, packed, seed++);
+      ASSERT_NE(n, nullptr);
+      const KernelSpec spec = CheckNodeAgainstReference(*n, seed++, 1e-5, 4, o);
+      ASSERT_NE(spec.kernel, nullptr);
+      const std::string text = spec.kernel->ToString();
+      EXPECT_NE(text.find("w_columns"), std::string::npos);
+      if (p.co % GemmPanelWidth(o) != 0) {
+        EXPECT_NE(text.find("_acc_tail"), std::string::npos) << text;
+      }
+      if (isa == "+avx2,+fma,+avx512f" && __builtin_cpu_supports("avx512f")) {
+        CpuTargetOptions target;
+        target.cpu = "x86-64-v4";
+        Result<std::string> ir = EmitCpuKernelModuleIR({spec}, "narrow_tail", target, true);
+        ASSERT_TRUE(ir.ok()) << ir.status().ToString();
+        // No 8-lane value widened into a wider vector (the re-insert; 8-lane splats stay 8 wide).
+        std::istringstream lines(*ir);
+        for (std::string line; std::getline(lines, line);) {
+          const bool widened = line.find("shufflevector <8 x float>") != std::string::npos &&
+                               (line.find("<16 x i32>") != std::string::npos || line.find("<32 x i32>") != std::string::npos);
+          EXPECT_FALSE(widened) << line;
+        }
+      }
+    }
   }
 }
 
