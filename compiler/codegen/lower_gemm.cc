@@ -285,12 +285,15 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const bool narrow_tail = prepacked && g.b_packed_narrow_tail && n_tail != 0;
   if (narrow_tail && batched && !g.b_packed_shared) return InvalidArgument(tag + ": a narrow B tail in a batch");
   const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
-  // The tail panel's tiles keep their accumulators in a local of their own. In the one they
-  // shared with the full panels' tiles, an 8-lane piece (a narrow tail of 8, 24... columns) is
-  // part of a 16-lane slice there: LLVM kept it in a zmm and re-inserted the low half after every
-  // FMA (a vmovapd and a vinsertf64x4 in the FMA's chain; MnasNet's 1x1 layers to 40 and 72
-  // channels, docs/MEASUREMENTS.md, cpu39).
-  const int acc_tail = TW < NR ? k.AddLocal(tag + "_acc_tail", DType::kF32, {MR * NR}) : -1;
+  // A tail panel whose tiles have a piece narrower than a vector (NR / 2 lanes: an 8-column
+  // tail on AVX-512, 4 on AVX2) keeps its accumulators in a local of its own. In the one it
+  // shared with the full panels' tiles, such a piece is part of a full-width slice there: LLVM
+  // kept it in a zmm and re-inserted the low half after every FMA (a vmovapd and a vinsertf64x4
+  // in the FMA's chain; MnasNet's 1x1 layers to 40 and 72 channels, docs/MEASUREMENTS.md, cpu39).
+  // Tails of whole vectors are whole registers of that slice and keep sharing it.
+  const int acc_tail = TW < NR && TW % std::max<int64_t>(1, NR / 2) != 0
+                           ? k.AddLocal(tag + "_acc_tail", DType::kF32, {MR * NR})
+                           : -1;
   // The output lines of the next register tile (and what the epilogue reads at the same places,
   // a fused residual) prefetched, a share per k iteration: a tile's MR rows are streams a whole
   // output row apart, each only a task's panels long, which the hardware prefetchers do not
@@ -379,7 +382,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // own, else on every panel (its stores guarded where it meets a tail panel).
   auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false) {
     if (width == 0) width = NR;
-    const int tile_acc = tail ? acc_tail : acc;
+    const int tile_acc = tail && acc_tail >= 0 ? acc_tail : acc;
     auto acc_at = [&](int64_t i, int64_t j) { return k.Load(tile_acc, {Expr(i * NR + j)}); };
     auto acc_lane = [&](int64_t i, Expr j) { return k.Load(tile_acc, {i * NR + j}); };
     // One vector statement per tile row (rows(f(i, j)) = mr unrolled kLanes loops), a narrower
