@@ -50,6 +50,11 @@ struct LowerOptions {
   // GEMMs whose B is packed inside each task (one M block): pack one panel, then run every row
   // tile on it, instead of packing the task's panels first (lower_gemm.cc; where N is whole panels).
   bool gemm_panel_at_a_time = true;
+  // Those whose B is a plain unit-stride buffer (GemmOperands::b_in_place, a pointwise
+  // convolution's input): the panel's first row tile reads its K rows in place and stores them
+  // into the slot as it goes, and only the other row tiles read the slot, instead of a copy loop
+  // over the panel before them (lower_gemm.cc).
+  bool gemm_first_tile_packs = true;
   // GEMMs whose B was packed at compile time: the row tiles of every K block prefetch the next
   // K block of their panel (or the next task's first) into L2, each a share (lower_gemm.cc);
   // otherwise it arrives from memory at the pace of the first tile's loads.

@@ -206,6 +206,13 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
   // panel at a time").
   const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0 && !vectors_in_place;
+  // A panel at a time from a plain unit-stride B (GemmOperands::b_in_place): the panel's first
+  // row tile reads B in place, as an in-place tile does, and stores each vector it loads into
+  // the slot; the other row tiles read the slot. The copy loop before the tiles loaded every
+  // vector once more and its loads waited on the source rows with no FMAs to overlap
+  // (LowerOptions::gemm_first_tile_packs).
+  const bool first_tile_packs = panel_at_a_time && o.gemm_first_tile_packs && g.b_in_place && g.b && !g.b_fast &&
+                                !batched;
   // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
   // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
   // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
@@ -373,8 +380,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
   // own, else on every panel (its stores guarded where it meets a tail panel).
-  auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false) {
+  // `packs`: B is read in place (as `direct`) and every vector read is also stored into the
+  // task's panel slot (first_tile_packs).
+  auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false,
+                       bool packs = false) {
     if (width == 0) width = NR;
+    direct = direct || packs;
     // One vector statement per tile row (rows(f(i, j)) = mr unrolled kLanes loops), a narrower
     // tile's in pieces of powers of two (24 lanes as 16 + 8: LLVM assembled a 24-lane vector
     // accumulator element by element, 50x slower).
@@ -419,6 +430,16 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                                  : k.Load(bp, {bp_at(in_place ? in_place_slot : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
+      if (packs) {
+        // After the rows' FMAs, the same loads (one each after CSE) into the slot.
+        std::vector<Stmt> to_slot{body};
+        for (const auto& [lo, hi] : pieces) {
+          Expr j = k.NewVar("j");
+          to_slot.push_back(For(j, lo, hi, LoopKind::kLanes,
+                                k.Store(bp, {bp_at(nb, kk, j)}, Cast(g.b(kk, n0 + j), DType::kF32))));
+        }
+        body = Block(std::move(to_slot));
+      }
       if (prefetch_a && !tail) {
         // The A lines of k + 16 for the tile's first and last row (its rows are adjacent).
         std::vector<Stmt> ahead;
@@ -519,10 +540,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     return Block(std::move(tile));
   };
   const int64_t m_tail = M % MR;
-  auto row_tile = [&](bool prefetch, bool direct = false, int64_t width = 0, bool tail = false) {
-    return m_tail == 0 ? make_tile(MR, prefetch, direct, width, tail)
-                       : If(mt < M / MR, make_tile(MR, prefetch, direct, width, tail),
-                            make_tile(m_tail, prefetch, direct, width, tail));
+  auto row_tile = [&](bool prefetch, bool direct = false, int64_t width = 0, bool tail = false, bool packs = false) {
+    return m_tail == 0 ? make_tile(MR, prefetch, direct, width, tail, packs)
+                       : If(mt < M / MR, make_tile(MR, prefetch, direct, width, tail, packs),
+                            make_tile(m_tail, prefetch, direct, width, tail, packs));
   };
   Stmt tile = !in_place     ? row_tile(false)
               : N % NR == 0 ? row_tile(false, true)
@@ -535,7 +556,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     tile = n_full == 0 ? tail : If(p < n_full, full, tail);
   }
   Stmt tiles;
-  if (panel_at_a_time) {
+  if (first_tile_packs) {
+    // (Row tile 0 packs: Mt > 1 here, so the other tiles are never empty.)
+    tiles = For(p, nb_start(nb), nb_end(nb), LoopKind::kSerial,
+                Block({For(mt, 0, 1, LoopKind::kSerial, row_tile(false, true, 0, false, true)),
+                       For(mt, 1, Mt, LoopKind::kSerial, tile)}));
+  } else if (panel_at_a_time) {
     tiles = For(p, nb_start(nb), nb_end(nb), LoopKind::kSerial,
                 Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb),
                        For(mt, 0, Mt, LoopKind::kSerial, tile)}));
