@@ -150,8 +150,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   int64_t NCP = std::clamp<int64_t>(half_l2_floats / (KC * NR), 1, Np);
   // Enough tasks to spread over threads (per product even in a batch: the
   // smaller blocks also keep a task's B panels in L1, which measured faster).
+  // A plain unit-stride B (a pointwise convolution's input) that its first row tile can pack a
+  // panel at a time (first_tile_packs below): output rows of whole cache lines (N % 16), and
+  // more row tiles times K than an in-place read takes. Its tasks keep one M block (column
+  // blocks only), so that every panel is packed once, by one task, into L1, instead of by a
+  // pass of its own through L2 for two M blocks (ResNet-50's 1x1 layers at 28x28 and 64 -> 256
+  // at 56x56, docs/MEASUREMENTS.md, cpu37).
+  const bool tile_packed_b = o.gemm_first_tile_packs && o.gemm_panel_at_a_time && g.b_in_place && g.b &&
+                             !g.b_fast && !g.b_vector && !batched && g.b_packed < 0 && Mt > 1 && N % 16 == 0 &&
+                             Mt * K > o.gemm_b_in_place_rows;
   while (CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
-    if (NCP >= MCT && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
+    if ((NCP >= MCT || tile_packed_b) && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
   }
   const int64_t nMB = CeilDiv(Mt, MCT);
   // M block b's row tiles: [b * Mt / nMB, (b + 1) * Mt / nMB), sizes differing by at most one
@@ -205,14 +214,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // panel's stores complete right away in the task-at-a-time order but a whole column of row
   // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
   // panel at a time").
-  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0 && !vectors_in_place;
+  // (And with a tail panel where the first tile packs the full ones: rows of whole lines do not
+  // split their stores.)
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && !vectors_in_place &&
+                               (N % NR == 0 || tile_packed_b);
   // A panel at a time from a plain unit-stride B (GemmOperands::b_in_place): the panel's first
   // row tile reads B in place, as an in-place tile does, and stores each vector it loads into
   // the slot; the other row tiles read the slot. The copy loop before the tiles loaded every
   // vector once more and its loads waited on the source rows with no FMAs to overlap
   // (LowerOptions::gemm_first_tile_packs).
   const bool first_tile_packs = panel_at_a_time && o.gemm_first_tile_packs && g.b_in_place && g.b && !g.b_fast &&
-                                !batched;
+                                !batched;  // (every tile_packed_b one with one M block)
   // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
   // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
   // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
@@ -558,9 +570,11 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   Stmt tiles;
   if (first_tile_packs) {
     // (Row tile 0 packs: Mt > 1 here, so the other tiles are never empty.)
+    Stmt packed_by_tile = Block({For(mt, 0, 1, LoopKind::kSerial, row_tile(false, true, 0, false, true)),
+                                 For(mt, 1, Mt, LoopKind::kSerial, tile)});
+    Stmt tail_panel = Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb), For(mt, 0, Mt, LoopKind::kSerial, tile)});
     tiles = For(p, nb_start(nb), nb_end(nb), LoopKind::kSerial,
-                Block({For(mt, 0, 1, LoopKind::kSerial, row_tile(false, true, 0, false, true)),
-                       For(mt, 1, Mt, LoopKind::kSerial, tile)}));
+                N % NR == 0 ? packed_by_tile : If(p < N / NR, packed_by_tile, tail_panel));
   } else if (panel_at_a_time) {
     tiles = For(p, nb_start(nb), nb_end(nb), LoopKind::kSerial,
                 Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb),
