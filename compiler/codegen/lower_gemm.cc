@@ -155,10 +155,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // more row tiles times K than an in-place read takes. Its tasks keep one M block (column
   // blocks only), so that every panel is packed once, by one task, into L1, instead of by a
   // pass of its own through L2 for two M blocks (ResNet-50's 1x1 layers at 28x28 and 64 -> 256
-  // at 56x56, docs/MEASUREMENTS.md, cpu37).
+  // at 56x56, docs/MEASUREMENTS.md, cpu37). Only where at most 32 row tiles share a panel: with
+  // more the pack was a small share (2% of 128 -> 512 at 28x28, 64 row tiles), and that layer
+  // took 1.02x the time at one thread so.
   const bool tile_packed_b = o.gemm_first_tile_packs && o.gemm_panel_at_a_time && g.b_in_place && g.b &&
-                             !g.b_fast && !g.b_vector && !batched && g.b_packed < 0 && Mt > 1 && N % 16 == 0 &&
-                             Mt * K > o.gemm_b_in_place_rows;
+                             !g.b_fast && !g.b_vector && !batched && g.b_packed < 0 && Mt > 1 && Mt <= 32 &&
+                             N % 16 == 0 && Mt * K > o.gemm_b_in_place_rows;
   while (CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
     if ((NCP >= MCT || tile_packed_b) && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
   }

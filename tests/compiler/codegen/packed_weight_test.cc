@@ -344,10 +344,12 @@ TEST(PackedConv, PrefetchNextAPanel) {
 // (a tail row tile) over 16x24 pixels (whole panels); 37 channels on 2 images of 12x20 (240
 // pixels: a tail panel of 16 with AVX-512's 32-column panels, packed by its own pass, and one M
 // block where there were two); 24 channels over 400 input channels at 8x30 (two K blocks, partial
-// sums; a tail panel); 136 channels over 520 at 8x46 (a weight of at least half the cache budget:
+// sums; a tail panel); 120 channels over 560 at 8x46 (a weight of at least half the cache budget:
 // the task's first panel prefetches the next row tile's A panel, `prefetch w_panels`). The kernel
 // must differ with the option where a panel is packed a panel at a time, and not where none is
-// (15x17 pixels: rows of no whole cache lines; a 3x3 window).
+// (15x17 pixels: rows of no whole cache lines; 400 channels at 8x30: more than 32 row tiles share
+// each panel, which AVX-512 would otherwise pack by the first tile with its tail panel; a 3x3
+// window).
 TEST(PackedConv, FirstTilePacksPanels) {
   struct Case {
     PackedCase p;
@@ -357,7 +359,8 @@ TEST(PackedConv, FirstTilePacksPanels) {
   for (const Case& t : {Case{{{1, 40, 16, 24}, 20, {1, 1}, 1, 0, 1, true}, true},
                         Case{{{2, 72, 12, 20}, 37, {1, 1}, 1, 0, 1, true}, true},
                         Case{{{1, 400, 8, 30}, 24, {1, 1}, 1, 0, 1, true}, true},
-                        Case{{{1, 520, 8, 46}, 136, {1, 1}, 1, 0, 1, true}, true},
+                        Case{{{1, 560, 8, 46}, 120, {1, 1}, 1, 0, 1, true}, true},
+                        Case{{{1, 72, 8, 30}, 400, {1, 1}, 1, 0, 1, true}, false},
                         Case{{{1, 72, 15, 17}, 37, {1, 1}, 1, 0, 1, true}, false},
                         Case{{{1, 24, 16, 24}, 20, {3, 3}, 1, 1, 1, true}, false}}) {
     for (const LowerOptions* base : {&sse, &kAvx2, &kAvx512}) {
