@@ -5,8 +5,9 @@
 //   1. pack B into NR-wide panels Bp[p][k][0..NR) in the workspace (zero padded
 //      past N), in parallel over panels, or (one M block) inside each task: one
 //      K block of one panel at a time into the task's one slot, right before
-//      every row tile runs on it (still in L1; N whole panels), else one K block
-//      of the task's panels at a time; this is where Conv does its im2col
+//      every row tile runs on it (still in L1; N whole panels, or a plain B
+//      whose first row tile packs each full panel as it reads it in place),
+//      else one K block of the task's panels at a time; this is where Conv does its im2col
 //      and where transposed/broadcast B operands are resolved, so the hot loop
 //      only sees unit-stride panels;
 //   2. parallel over (M-block, N-block) tasks; inside, K is split into KC blocks
