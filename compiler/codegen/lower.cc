@@ -152,6 +152,7 @@ LowerOptions LowerOptionsForCuda() {
   o.gpu_direct_conv = true;
   o.lane_row_reductions = false;
   o.gemm_panel_at_a_time = false;  // a CPU cache blocking (measured there only)
+  o.gemm_first_tile_packs = false;  // a CPU packing trade-off (measured there only)
   o.gemm_prefetch_b = false;       // a CPU cache hint
   o.gemm_prefetch_c = false;       // a CPU cache hint
   o.gemm_prefetch_pack = false;    // a CPU cache hint

@@ -50,6 +50,14 @@ struct LowerOptions {
   // GEMMs whose B is packed inside each task (one M block): pack one panel, then run every row
   // tile on it, instead of packing the task's panels first (lower_gemm.cc; where N is whole panels).
   bool gemm_panel_at_a_time = true;
+  // Those whose B is a plain unit-stride buffer (GemmOperands::b_in_place, a pointwise
+  // convolution's input): the panel's first row tile reads its K rows in place and stores them
+  // into the slot as it goes, and only the other row tiles read the slot, instead of a copy loop
+  // over the panel before them (lower_gemm.cc); also with a tail panel where output rows are whole
+  // cache lines, in one M block, for at most 32 row tiles a panel. ResNet-50's 256 -> 64 at 56x56
+  // and 512 -> 128 at 28x28 took 0.95 of the time at one thread and 0.93-0.94 at two, its 512 ->
+  // 256 at 28x28 1.01 and 0.87 (docs/MEASUREMENTS.md, cpu37).
+  bool gemm_first_tile_packs = true;
   // GEMMs whose B was packed at compile time: the row tiles of every K block prefetch the next
   // K block of their panel (or the next task's first) into L2, each a share (lower_gemm.cc);
   // otherwise it arrives from memory at the pace of the first tile's loads.

@@ -5,8 +5,9 @@
 //   1. pack B into NR-wide panels Bp[p][k][0..NR) in the workspace (zero padded
 //      past N), in parallel over panels, or (one M block) inside each task: one
 //      K block of one panel at a time into the task's one slot, right before
-//      every row tile runs on it (still in L1; N whole panels), else one K block
-//      of the task's panels at a time; this is where Conv does its im2col
+//      every row tile runs on it (still in L1; N whole panels, or a plain B
+//      whose first row tile packs each full panel as it reads it in place),
+//      else one K block of the task's panels at a time; this is where Conv does its im2col
 //      and where transposed/broadcast B operands are resolved, so the hot loop
 //      only sees unit-stride panels;
 //   2. parallel over (M-block, N-block) tasks; inside, K is split into KC blocks
@@ -150,8 +151,19 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   int64_t NCP = std::clamp<int64_t>(half_l2_floats / (KC * NR), 1, Np);
   // Enough tasks to spread over threads (per product even in a batch: the
   // smaller blocks also keep a task's B panels in L1, which measured faster).
+  // A plain unit-stride B (a pointwise convolution's input) that its first row tile can pack a
+  // panel at a time (first_tile_packs below): output rows of whole cache lines (N % 16), and
+  // more row tiles times K than an in-place read takes. Its tasks keep one M block (column
+  // blocks only), so that every panel is packed once, by one task, into L1, instead of by a
+  // pass of its own through L2 for two M blocks (ResNet-50's 1x1 layers at 28x28 and 64 -> 256
+  // at 56x56, docs/MEASUREMENTS.md, cpu37). Only where at most 32 row tiles share a panel: with
+  // more the pack was a small share (2% of 128 -> 512 at 28x28, 64 row tiles), and that layer
+  // took 1.02x the time at one thread so.
+  const bool tile_packed_b = o.gemm_first_tile_packs && o.gemm_panel_at_a_time && g.b_in_place && g.b &&
+                             !g.b_fast && !g.b_vector && !batched && g.b_packed < 0 && Mt > 1 && Mt <= 32 &&
+                             N % 16 == 0 && Mt * K > o.gemm_b_in_place_rows;
   while (CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
-    if (NCP >= MCT && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
+    if ((NCP >= MCT || tile_packed_b) && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
   }
   const int64_t nMB = CeilDiv(Mt, MCT);
   // M block b's row tiles: [b * Mt / nMB, (b + 1) * Mt / nMB), sizes differing by at most one
@@ -205,7 +217,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // panel's stores complete right away in the task-at-a-time order but a whole column of row
   // tiles later here (measured 1.06-1.10x on such a stem; docs/MEASUREMENTS.md, "B packed a
   // panel at a time").
-  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && N % NR == 0 && !vectors_in_place;
+  // (And with a tail panel where the first tile packs the full ones: rows of whole lines do not
+  // split their stores.)
+  const bool panel_at_a_time = fused_pack && o.gemm_panel_at_a_time && Mt > 1 && !vectors_in_place &&
+                               (N % NR == 0 || tile_packed_b);
+  // A panel at a time from a plain unit-stride B (GemmOperands::b_in_place): the panel's first
+  // row tile reads B in place, as an in-place tile does, and stores each vector it loads into
+  // the slot; the other row tiles read the slot. The copy loop before the tiles loaded every
+  // vector once more and its loads waited on the source rows with no FMAs to overlap
+  // (LowerOptions::gemm_first_tile_packs).
+  const bool first_tile_packs = panel_at_a_time && o.gemm_first_tile_packs && g.b_in_place && g.b && !g.b_fast &&
+                                !batched;  // (every tile_packed_b one with one M block)
   // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
   // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
   // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
@@ -357,7 +379,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   int a_source = -1;
   std::vector<Expr> a_source_at;  // in apv
   Expr apv;
-  if (o.gemm_prefetch_a_panels && a_panels && !panel_at_a_time && Mt > 1 && batch * M * K * 4 >= o.l2_bytes / 2) {
+  // (A panel at a time packed by its first tile runs every row tile on the task's first panel
+  // right away: each tile of a panel prefetches the whole next row tile's panel instead, which
+  // reaches the lines of the task's first panel from memory and those of the others from L2.
+  // Without it ResNet-50's 512 -> 256 at 28x28 took 1.03x the time in the model, not alone.)
+  if (o.gemm_prefetch_a_panels && a_panels && (!panel_at_a_time || first_tile_packs) && Mt > 1 &&
+      batch * M * K * 4 >= o.l2_bytes / 2) {
     apv = k.NewVar("pa");
     Expr e = g.a_panel(apv);
     if (e->kind == ExprKind::kCast) e = e->operands[0];
@@ -368,9 +395,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   }
   // The next row tile's A panel rows [k0, k1) (MR floats a k, 16 a line), in shares of Ra lines
   // for each of the task's panels: the line of k iteration kk of this panel's tile.
-  const int64_t La = a_source >= 0 ? CeilDiv(KC * MR, 16) : 0, Ra = a_source >= 0 ? CeilDiv(La, NCP_most) : 0;
+  const int64_t La = a_source >= 0 ? CeilDiv(KC * MR, 16) : 0;
+  const int64_t Ra_all = a_source < 0 ? 0 : panel_at_a_time ? La : CeilDiv(La, NCP_most);
   auto a_ahead = [&](Expr kk) {
-    const Expr line = Min((p - nb_start(nb)) * Ra + (kk - k0), La - 1);
+    const Expr line = panel_at_a_time ? Min(kk - k0, La - 1) : Min((p - nb_start(nb)) * Ra_all + (kk - k0), La - 1);
     const Expr at = Min((m0 + MR) * K + k0 * MR + line * 16, M * K - 1);
     std::vector<Expr> idx;
     for (const Expr& x : a_source_at)
@@ -380,8 +408,13 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // `width` lanes of the tile (NR, or TW for the tail panel's own tiles); `tail`: the tile runs
   // only on the tail panel. Otherwise it runs on the full panels where the tail has tiles of its
   // own, else on every panel (its stores guarded where it meets a tail panel).
-  auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false) {
+  // `packs`: B is read in place (as `direct`) and every vector read is also stored into the
+  // task's panel slot (first_tile_packs).
+  auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false,
+                       bool packs = false, bool a_pf = true) {
     if (width == 0) width = NR;
+    const int64_t Ra = a_pf ? Ra_all : 0;  // (`a_pf` false: no A prefetch in this tile)
+    direct = direct || packs;
     const int tile_acc = tail && acc_tail >= 0 ? acc_tail : acc;
     auto acc_at = [&](int64_t i, int64_t j) { return k.Load(tile_acc, {Expr(i * NR + j)}); };
     auto acc_lane = [&](int64_t i, Expr j) { return k.Load(tile_acc, {i * NR + j}); };
@@ -429,6 +462,16 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                                  : k.Load(bp, {bp_at(in_place ? in_place_slot : panel_at_a_time ? nb : p, kk, j)});
         return k.Store(tile_acc, {i * NR + j}, acc_lane(i, j) + a * b);
       });
+      if (packs) {
+        // After the rows' FMAs, the same loads (one each after CSE) into the slot.
+        std::vector<Stmt> to_slot{body};
+        for (const auto& [lo, hi] : pieces) {
+          Expr j = k.NewVar("j");
+          to_slot.push_back(For(j, lo, hi, LoopKind::kLanes,
+                                k.Store(bp, {bp_at(nb, kk, j)}, Cast(g.b(kk, n0 + j), DType::kF32))));
+        }
+        body = Block(std::move(to_slot));
+      }
       if (prefetch_a && !tail) {
         // The A lines of k + 16 for the tile's first and last row (its rows are adjacent).
         std::vector<Stmt> ahead;
@@ -529,10 +572,11 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     return Block(std::move(tile));
   };
   const int64_t m_tail = M % MR;
-  auto row_tile = [&](bool prefetch, bool direct = false, int64_t width = 0, bool tail = false) {
-    return m_tail == 0 ? make_tile(MR, prefetch, direct, width, tail)
-                       : If(mt < M / MR, make_tile(MR, prefetch, direct, width, tail),
-                            make_tile(m_tail, prefetch, direct, width, tail));
+  auto row_tile = [&](bool prefetch, bool direct = false, int64_t width = 0, bool tail = false, bool packs = false,
+                      bool a_pf = true) {
+    return m_tail == 0 ? make_tile(MR, prefetch, direct, width, tail, packs, a_pf)
+                       : If(mt < M / MR, make_tile(MR, prefetch, direct, width, tail, packs, a_pf),
+                            make_tile(m_tail, prefetch, direct, width, tail, packs, a_pf));
   };
   Stmt tile = !in_place     ? row_tile(false)
               : N % NR == 0 ? row_tile(false, true)
@@ -545,7 +589,21 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     tile = n_full == 0 ? tail : If(p < n_full, full, tail);
   }
   Stmt tiles;
-  if (panel_at_a_time) {
+  if (first_tile_packs) {
+    // (Row tile 0 packs: Mt > 1 here, so the other tiles are never empty.)
+    // (Where A is prefetched, only the tiles of the task's first panel do: the next ones find it in L2.)
+    auto panel = [&](bool a_pf) {
+      // (`tile` with the A prefetch on or off: B is neither in place nor prepacked here.)
+      Stmt rest = row_tile(false, false, 0, false, false, a_pf);
+      if (TW < NR) rest = If(p < n_full, rest, row_tile(false, false, TW, true));
+      Stmt packed_by_tile = Block({For(mt, 0, 1, LoopKind::kSerial, row_tile(false, true, 0, false, true, a_pf)),
+                                   For(mt, 1, Mt, LoopKind::kSerial, rest)});
+      Stmt tail_panel = Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb), For(mt, 0, Mt, LoopKind::kSerial, rest)});
+      return N % NR == 0 ? packed_by_tile : If(p < N / NR, packed_by_tile, tail_panel);
+    };
+    tiles = For(p, nb_start(nb), nb_end(nb), LoopKind::kSerial,
+                Ra_all > 0 ? If(Binary(BinaryOp::kEq, p, nb_start(nb)), panel(true), panel(false)) : panel(false));
+  } else if (panel_at_a_time) {
     tiles = For(p, nb_start(nb), nb_end(nb), LoopKind::kSerial,
                 Block({pack_panels(p, p + 1, k0, k1, LoopKind::kSerial, nb),
                        For(mt, 0, Mt, LoopKind::kSerial, tile)}));

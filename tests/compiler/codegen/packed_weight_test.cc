@@ -337,6 +337,59 @@ TEST(PackedConv, PrefetchNextAPanel) {
   }
 }
 
+// A pointwise convolution packed a panel at a time by the panel's first row tile
+// (LowerOptions::gemm_first_tile_packs, lower_gemm.cc): that tile reads the input rows in place and
+// stores them into the slot, the other row tiles read the slot. Odd shapes, with bias, on SSE,
+// AVX2 and AVX-512, against the reference evaluator with the option off and on: 20 output channels
+// (a tail row tile) over 16x24 pixels (whole panels); 37 channels on 2 images of 12x20 (240
+// pixels: a tail panel of 16 with AVX-512's 32-column panels, packed by its own pass, and one M
+// block where there were two); 24 channels over 400 input channels at 8x30 (two K blocks, partial
+// sums; a tail panel); 120 channels over 560 at 8x46 (a weight of at least half the cache budget:
+// the task's first panel prefetches the next row tile's A panel, `prefetch w_panels`). The kernel
+// must differ with the option where a panel is packed a panel at a time, and not where none is
+// (15x17 pixels: rows of no whole cache lines; 400 channels at 8x30: more than 32 row tiles share
+// each panel, which AVX-512 would otherwise pack by the first tile with its tail panel; a 3x3
+// window).
+TEST(PackedConv, FirstTilePacksPanels) {
+  struct Case {
+    PackedCase p;
+    bool taken;
+  };
+  const LowerOptions sse = LowerOptionsForCpuFeatures("");
+  for (const Case& t : {Case{{{1, 40, 16, 24}, 20, {1, 1}, 1, 0, 1, true}, true},
+                        Case{{{2, 72, 12, 20}, 37, {1, 1}, 1, 0, 1, true}, true},
+                        Case{{{1, 400, 8, 30}, 24, {1, 1}, 1, 0, 1, true}, true},
+                        Case{{{1, 560, 8, 46}, 120, {1, 1}, 1, 0, 1, true}, true},
+                        Case{{{1, 72, 8, 30}, 400, {1, 1}, 1, 0, 1, true}, false},
+                        Case{{{1, 72, 15, 17}, 37, {1, 1}, 1, 0, 1, true}, false},
+                        Case{{{1, 24, 16, 24}, 20, {3, 3}, 1, 1, 1, true}, false}}) {
+    for (const LowerOptions* base : {&sse, &kAvx2, &kAvx512}) {
+      std::string kernels[2];
+      for (bool on : {false, true}) {
+        LowerOptions o = *base;
+        o.gemm_first_tile_packs = on;
+        o.pointwise_pixel_rows = 0;  // (the channels-first form for every pixel count)
+        o.pointwise_pixel_rows_one_panel = 0;
+        o.conv_pixel_rows = 0;
+        const int64_t mr = GemmRowTile(o, t.p.co);
+        GraphBuilder b;
+        ir::Node* n = PackedConv(b, t.p, mr, 151);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", co " + std::to_string(t.p.co) + ", NR " +
+                     std::to_string(GemmPanelWidth(o)) + (on ? ", on" : ", off"));
+        const KernelSpec spec = CheckNodeAgainstReference(*n, 152, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        kernels[on] = spec.kernel->ToString();
+        const int64_t k = t.p.x[1] * t.p.kernel[0] * t.p.kernel[1];
+        if (on && t.taken) {
+          EXPECT_EQ(kernels[on].find("prefetch w_panels") != std::string::npos, t.p.co * k * 4 >= o.l2_bytes / 2);
+        }
+      }
+      EXPECT_EQ(kernels[0] != kernels[1], t.taken) << "NR " << GemmPanelWidth(*base);
+    }
+  }
+}
+
 // A stem with its weight packed (as keelc packs ResNet's 7x7 stride-2 one): the workspace image's
 // vectors read in place by the micro-kernel (LowerOptions::conv_runs_in_place) with the weight's
 // row panels as A. 3 -> 64 channels on 2 images to 20x32 and 3 -> 40 (a tail row tile) to 17x48
