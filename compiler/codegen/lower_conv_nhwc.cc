@@ -147,13 +147,9 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // constant from 112x112 to 14x14) do not fit the 48 KB L1, and at one row per iteration the
   // depthwise layers ran at one 16-lane FMA per cycle of the two the core issues. Two rows
   // share KH - sh of their input rows in registers and keep twice the accumulator chains. Where
-  // that does not pay it is not taken: 5x5 windows at a stride above 1, and rows of at most
-  // kRowPixels pixels (every pixel a chain) unless at stride 1 both rows' chains and the
-  // weights fit the registers (3x3 at 7x7: 14 + 9; at 14x14, 28 + 9 took 1.04-1.07x the time,
-  // 3x3 stride 2 to 7x7 1.23x; docs/MEASUREMENTS.md, cpu40).
-  const int64_t vregs = ctx.options().vector_registers;
-  const bool pair_rows = vregs >= 32 && (OW > kRowPixels ? (KH * KW <= 9 || sh == 1)
-                                                         : (sh == 1 && 2 * OW + KH * KW <= vregs));
+  // that spills it is not taken: 5x5 windows over rows of at most kRowPixels pixels (every
+  // pixel is a chain: 14 or 28 with 25 weights) or at a stride above 1 (docs/MEASUREMENTS.md, cpu40).
+  const bool pair_rows = ctx.options().vector_registers >= 32 && (KH * KW <= 9 || (OW > kRowPixels && sh == 1));
   const int64_t R = pair_rows ? 2 : 1;
   const int64_t NG = (OH + R - 1) / R;  // row groups per image
   Expr r = k.NewVar("row");

@@ -195,10 +195,9 @@ TEST(ConvNhwc, NarrowTailPanelAccumulators) {
   }
 }
 
-// Depthwise layers with two interior output rows per parallel iteration (AVX-512: on rows wider
-// than 16 pixels 3x3 windows and 5x5 at stride 1, on narrower rows at stride 1 where two rows'
-// pixels and the weights fit 32 registers; one row on AVX2 and SSE, for 5x5 at stride 2, 3x3 on
-// rows of 14 and narrow rows at stride 2): even and odd row counts (a last group of one row), interior rows
+// Depthwise layers with two interior output rows per parallel iteration (AVX-512: 3x3 windows,
+// 5x5 at stride 1 on rows wider than 16 pixels; one row on AVX2 and SSE, and for 5x5 windows on
+// narrow rows or at stride 2): even and odd row counts (a last group of one row), interior rows
 // starting at an odd row (pads of 1 and 2), batch 2, stride 2, dilation 2, 72 channels (4 chunks
 // and an overlapping one), narrow rows (every pixel a chain) and rows of blocks of 4 plus a rest.
 TEST(ConvNhwc, DepthwiseRowPairs) {
@@ -208,11 +207,9 @@ TEST(ConvNhwc, DepthwiseRowPairs) {
   };
   const std::vector<PairCase> cases = {
       {NhwcCase{1, 72, 10, 21, 0, 3, 1, 1, 1, true}, true},    // 10 rows: 0-1 alone, 2-7 in pairs, 8-9 alone
-      {NhwcCase{2, 24, 13, 19, 0, 3, 2, 1, 1, false}, false},  // batch 2, stride 2, 7 rows of 10 pixels
-      {NhwcCase{2, 24, 13, 41, 0, 3, 2, 1, 1, false}, true},   // batch 2, stride 2, 7 rows of 21 pixels
-      {NhwcCase{1, 40, 14, 14, 0, 3, 1, 1, 1, true}, false},   // 3x3 on rows of 14: 28 chains, one row
+      {NhwcCase{2, 24, 13, 19, 0, 3, 2, 1, 1, false}, true},   // batch 2, stride 2, 7 rows of 10 pixels
       {NhwcCase{1, 40, 12, 33, 0, 5, 1, 2, 1, true}, true},    // 5x5 on rows of 33: pairs from row 2
-      {NhwcCase{2, 20, 9, 9, 0, 3, 1, 1, 1, true}, true},      // batch 2, rows of 9 (18 + 9 registers), a last group of one
+      {NhwcCase{2, 20, 9, 9, 0, 3, 1, 1, 1, true}, true},      // batch 2, 9 rows: a last group of one
       {NhwcCase{1, 16, 11, 26, 0, 3, 1, 2, 2, false}, true},   // dilation 2, 11 rows
       {NhwcCase{1, 24, 14, 14, 0, 5, 1, 2, 1, true}, false},   // 5x5 on rows of 14: one row
       {NhwcCase{1, 24, 15, 40, 0, 5, 2, 2, 1, true}, false},   // 5x5 stride 2: one row
