@@ -149,7 +149,12 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // share KH - sh of their input rows in registers and keep twice the accumulator chains. Where
   // that spills it is not taken: 5x5 windows over rows of at most kRowPixels pixels (every
   // pixel is a chain: 14 or 28 with 25 weights) or at a stride above 1 (docs/MEASUREMENTS.md, cpu40).
-  const bool pair_rows = ctx.options().vector_registers >= 32 && (KH * KW <= 9 || (OW > kRowPixels && sh == 1));
+  // An odd number of groups splits unevenly between 2 threads (14 rows: 7 pairs, 8 rows on one
+  // thread where single rows give 7 each; MobileNetV2's 14x14 layers took 1.13-1.29x the time at
+  // 2 threads), so only an even number or at least 16 of them.
+  const int64_t pair_groups = c.B * ((OH + 1) / 2);
+  const bool pair_rows = ctx.options().vector_registers >= 32 && (KH * KW <= 9 || (OW > kRowPixels && sh == 1)) &&
+                         (pair_groups % 2 == 0 || pair_groups >= 16);
   const int64_t R = pair_rows ? 2 : 1;
   const int64_t NG = (OH + R - 1) / R;  // row groups per image
   Expr r = k.NewVar("row");

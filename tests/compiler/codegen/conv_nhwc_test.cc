@@ -197,7 +197,7 @@ TEST(ConvNhwc, NarrowTailPanelAccumulators) {
 
 // Depthwise layers with two interior output rows per parallel iteration (AVX-512: 3x3 windows,
 // 5x5 at stride 1 on rows wider than 16 pixels; one row on AVX2 and SSE, and for 5x5 windows on
-// narrow rows or at stride 2): even and odd row counts (a last group of one row), interior rows
+// narrow rows or at stride 2, and where the groups are an odd number below 16): even and odd row counts (a last group of one row), interior rows
 // starting at an odd row (pads of 1 and 2), batch 2, stride 2, dilation 2, 72 channels (4 chunks
 // and an overlapping one), narrow rows (every pixel a chain) and rows of blocks of 4 plus a rest.
 TEST(ConvNhwc, DepthwiseRowPairs) {
@@ -206,7 +206,8 @@ TEST(ConvNhwc, DepthwiseRowPairs) {
     bool pairs_on_avx512;
   };
   const std::vector<PairCase> cases = {
-      {NhwcCase{1, 72, 10, 21, 0, 3, 1, 1, 1, true}, true},    // 10 rows: 0-1 alone, 2-7 in pairs, 8-9 alone
+      {NhwcCase{1, 72, 12, 21, 0, 3, 1, 1, 1, true}, true},    // 12 rows: 0-1 alone, 2-9 in pairs, 10-11 alone
+      {NhwcCase{1, 24, 14, 20, 0, 3, 1, 1, 1, true}, false},   // 14 rows: 7 pairs, uneven at 2 threads
       {NhwcCase{2, 24, 13, 19, 0, 3, 2, 1, 1, false}, true},   // batch 2, stride 2, 7 rows of 10 pixels
       {NhwcCase{1, 40, 12, 33, 0, 5, 1, 2, 1, true}, true},    // 5x5 on rows of 33: pairs from row 2
       {NhwcCase{2, 20, 9, 9, 0, 3, 1, 1, 1, true}, true},      // batch 2, 9 rows: a last group of one
