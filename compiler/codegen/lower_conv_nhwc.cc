@@ -17,7 +17,7 @@
 //     a narrow panel; otherwise packed at run time), K = C; the tasks keep row blocks outermost (GemmOperands::
 //     rows_outer), so each thread writes the pixels the next layer reads on it.
 //   * depthwise (one input channel per group, multiplier 1, 2-D): one output
-//     row (image, oh) per parallel iteration; per output pixel, the channels in
+//     row (image, oh) per parallel iteration, or two interior rows with AVX-512; per output pixel, the channels in
 //     vector chunks of up to 16 lanes (the last chunk overlapping the one before
 //     it), every tap an unit-stride load of the input pixel's channels times
 //     the tap's weights (packed at compile time as [KH*KW][C], the row-panel
@@ -141,8 +141,24 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
     return wflat >= 0 ? kp->Load(wflat, {Expr((kh * KW + kw) * C) + ch})
                       : Cast(w_at({ch, Expr(0), Expr(kh), Expr(kw)}), DType::kF32);
   };
+  // Two output rows per parallel iteration where both are interior rows (AVX-512). One row of
+  // blocks read each input row from L2 three times (3x3): the three input rows an output row
+  // reads (3 * W * C floats, 43-64 KB in MobileNetV2 and MnasNet, where W * C stays about
+  // constant from 112x112 to 14x14) do not fit the 48 KB L1, and at one row per iteration the
+  // depthwise layers ran at one 16-lane FMA per cycle of the two the core issues. Two rows
+  // share KH - sh of their input rows in registers and keep twice the accumulator chains. Where
+  // that spills it is not taken: 5x5 windows over rows of at most kRowPixels pixels (every
+  // pixel is a chain: 14 or 28 with 25 weights) or at a stride above 1 (docs/MEASUREMENTS.md, cpu40).
+  // An odd number of groups splits unevenly between 2 threads (14 rows: 7 pairs, 8 rows on one
+  // thread where single rows give 7 each; MobileNetV2's 14x14 layers took 1.13-1.29x the time at
+  // 2 threads), so only an even number or at least 16 of them.
+  const int64_t pair_groups = c.B * ((OH + 1) / 2);
+  const bool pair_rows = ctx.options().vector_registers >= 32 && (KH * KW <= 9 || (OW > kRowPixels && sh == 1)) &&
+                         (pair_groups % 2 == 0 || pair_groups >= 16);
+  const int64_t R = pair_rows ? 2 : 1;
+  const int64_t NG = (OH + R - 1) / R;  // row groups per image
   Expr r = k.NewVar("row");
-  Expr bi = c.B > 1 ? r / OH : Expr(0), oh_var = c.B > 1 ? r % OH : r;
+  Expr bi = c.B > 1 ? r / NG : Expr(0), g_var = c.B > 1 ? r % NG : r;
   // Output pixels `anchor + j` of row `oh`, each (j, its taps [kw0, kw1)), every channel, over
   // the taps [kh0, kh1) x [kw0, kw1), all inside the input: one store per pixel in each chunk's
   // body, so the pixels share the weights' loads and keep independent accumulator chains (one
@@ -155,23 +171,24 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // pixel keeps its own base and every tap folds its load into the FMA.
   const bool shared_taps = sw == 1 || ctx.options().vector_registers >= 32;
   using Taps = std::pair<int64_t, int64_t>;
-  auto pixels = [&](Expr oh, Expr anchor, const std::vector<std::pair<int64_t, Taps>>& ows, Taps rows) {
+  auto pixels = [&](Expr oh, Expr anchor, const std::vector<std::pair<int64_t, Taps>>& ows, Taps rows, int64_t nrows) {
     return ChannelChunks(k, C, [&](Expr ch) {
       Expr col0 = anchor.is_null() ? Expr(-pw) : anchor * sw - pw;
       Expr base = ((bi * H + (oh * sh - ph)) * W + col0) * C + ch;
       std::vector<Stmt> stores;
+      for (int64_t dy = 0; dy < nrows; ++dy)
       for (const auto& [j, cols] : ows) {
         Expr ow = anchor.is_null() ? Expr(j) : anchor + j;
         Expr acc = bias ? Cast(bias->at({ch}), DType::kF32) : Expr();
         for (int64_t kh = rows.first; kh < rows.second; ++kh) {
           for (int64_t kw = cols.first; kw < cols.second; ++kw) {
-            Expr at = shared_taps ? base + Expr((kh * dh * W + j * sw + kw * dw) * C)
-                                  : ((bi * H + (oh * sh + (kh * dh - ph))) * W + (ow * sw + (kw * dw - pw))) * C + ch;
+            Expr at = shared_taps ? base + Expr(((dy * sh + kh * dh) * W + j * sw + kw * dw) * C)
+                                  : ((bi * H + (oh * sh + (dy * sh + kh * dh - ph))) * W + (ow * sw + (kw * dw - pw))) * C + ch;
             Expr term = kp->Load(xflat, {at}) * weight(kh, kw, ch);
             acc = acc.is_null() ? term : acc + term;
           }
         }
-        stores.push_back(store({bi, ch, oh, ow}, acc.is_null() ? FloatConst(0) : acc));
+        stores.push_back(store({bi, ch, dy == 0 ? oh : oh + dy, ow}, acc.is_null() ? FloatConst(0) : acc));
       }
       return Block(stores);
     });
@@ -193,36 +210,58 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
     for (int64_t ow = lo; ow < hi; ++ow) ows.push_back({ow, TapsInside(ow, sw, pw, dw, KW, W)});
     return ows;
   };
-  auto row = [&](Expr oh, Taps rows) {
-    if (OW <= kRowPixels) return pixels(oh, Expr(), border_cols(0, OW), rows);
+  auto row = [&](Expr oh, Taps rows, int64_t nrows) {
+    if (OW <= kRowPixels) return pixels(oh, Expr(), border_cols(0, OW), rows, nrows);
     std::vector<Stmt> parts;
-    if (ow_lo > 0) parts.push_back(pixels(oh, Expr(), border_cols(0, ow_lo), rows));
+    if (ow_lo > 0) parts.push_back(pixels(oh, Expr(), border_cols(0, ow_lo), rows, nrows));
     if (ow_hi > ow_lo) {
       const int64_t blocks = (ow_hi - ow_lo) / kPixelBlock, rest = ow_lo + blocks * kPixelBlock;
       if (blocks > 0) {
         Expr ob = k.NewVar("ob");
         std::vector<std::pair<int64_t, Taps>> ows;
         for (int64_t j = 0; j < kPixelBlock; ++j) ows.push_back({j, {0, KW}});
-        parts.push_back(For(ob, 0, blocks, LoopKind::kSerial, pixels(oh, ob * kPixelBlock + ow_lo, ows, rows)));
+        parts.push_back(For(ob, 0, blocks, LoopKind::kSerial, pixels(oh, ob * kPixelBlock + ow_lo, ows, rows, nrows)));
       }
       if (rest < ow_hi) {
         // The rest together (each pixel alone waited on its one chain's FMA latency).
         std::vector<std::pair<int64_t, Taps>> ows;
         for (int64_t ow = rest; ow < ow_hi; ++ow) ows.push_back({ow - rest, {0, KW}});
-        parts.push_back(pixels(oh, Expr(rest), ows, rows));
+        parts.push_back(pixels(oh, Expr(rest), ows, rows, nrows));
       }
     }
-    if (std::max(ow_lo, ow_hi) < OW) parts.push_back(pixels(oh, Expr(), border_cols(std::max(ow_lo, ow_hi), OW), rows));
+    if (std::max(ow_lo, ow_hi) < OW) parts.push_back(pixels(oh, Expr(), border_cols(std::max(ow_lo, ow_hi), OW), rows, nrows));
     return Block(parts);
   };
-  Stmt body = oh_hi > oh_lo ? row(oh_var, {0, KH}) : Stmt();
-  for (int64_t oh = OH; oh-- > 0;) {
-    if (oh >= oh_lo && oh < oh_hi) continue;
-    Stmt border = row(Expr(oh), TapsInside(oh, sh, ph, dh, KH, H));
-    body = body ? If(Binary(BinaryOp::kEq, oh_var, Expr(oh)), border, body) : border;
+  // One output row `oh_var`: the interior form, or the border row it equals.
+  auto single = [&](Expr oh_var) {
+    Stmt body = oh_hi > oh_lo ? row(oh_var, {0, KH}, 1) : Stmt();
+    for (int64_t oh = OH; oh-- > 0;) {
+      if (oh >= oh_lo && oh < oh_hi) continue;
+      Stmt border = row(Expr(oh), TapsInside(oh, sh, ph, dh, KH, H), 1);
+      body = body ? If(Binary(BinaryOp::kEq, oh_var, Expr(oh)), border, body) : border;
+    }
+    return body;
+  };
+  Stmt body;
+  if (R == 1) {
+    body = single(g_var);
+  } else {
+    // Groups whose R rows are all interior: [glo, ghi); the others row by row.
+    const int64_t glo = (oh_lo + R - 1) / R, ghi = std::max(glo, oh_hi / R);
+    Expr oh0 = g_var * R;
+    std::vector<Stmt> each;
+    for (int64_t dy = 0; dy < R; ++dy) {
+      Stmt one = single(dy == 0 ? oh0 : oh0 + dy);
+      if (dy > 0 && OH % R != 0) one = If(Binary(BinaryOp::kLt, oh0 + dy, Expr(OH)), one);
+      each.push_back(one);
+    }
+    body = Block(each);
+    if (ghi > glo)
+      body = If(Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, g_var, Expr(glo)), Binary(BinaryOp::kLt, g_var, Expr(ghi))),
+                row(oh0, {0, KH}, R), body);
   }
-  const int64_t rows = c.B * OH;
-  const bool par = rows > 1 && rows * OW * C >= ctx.options().min_parallel_elements;
+  const int64_t rows = c.B * NG;
+  const bool par = rows > 1 && c.B * OH * OW * C >= ctx.options().min_parallel_elements;
   return For(r, 0, rows, par ? LoopKind::kParallel : LoopKind::kSerial, body);
 }
 

@@ -195,6 +195,61 @@ TEST(ConvNhwc, NarrowTailPanelAccumulators) {
   }
 }
 
+// Depthwise layers with two interior output rows per parallel iteration (AVX-512: 3x3 windows,
+// 5x5 at stride 1 on rows wider than 16 pixels; one row on AVX2 and SSE, and for 5x5 windows on
+// narrow rows or at stride 2, and where the groups are an odd number below 16): even and odd row counts (a last group of one row), interior rows
+// starting at an odd row (pads of 1 and 2), batch 2, stride 2, dilation 2, 72 channels (4 chunks
+// and an overlapping one), narrow rows (every pixel a chain) and rows of blocks of 4 plus a rest.
+TEST(ConvNhwc, DepthwiseRowPairs) {
+  struct PairCase {
+    NhwcCase p;
+    bool pairs_on_avx512;
+  };
+  const std::vector<PairCase> cases = {
+      {NhwcCase{1, 72, 12, 21, 0, 3, 1, 1, 1, true}, true},    // 12 rows: 0-1 alone, 2-9 in pairs, 10-11 alone
+      {NhwcCase{1, 24, 14, 20, 0, 3, 1, 1, 1, true}, false},   // 14 rows: 7 pairs, uneven at 2 threads
+      {NhwcCase{2, 24, 13, 19, 0, 3, 2, 1, 1, false}, true},   // batch 2, stride 2, 7 rows of 10 pixels
+      {NhwcCase{1, 40, 12, 33, 0, 5, 1, 2, 1, true}, true},    // 5x5 on rows of 33: pairs from row 2
+      {NhwcCase{2, 20, 9, 9, 0, 3, 1, 1, 1, true}, true},      // batch 2, 9 rows: a last group of one
+      {NhwcCase{1, 16, 11, 26, 0, 3, 1, 2, 2, false}, true},   // dilation 2, 11 rows
+      {NhwcCase{1, 24, 14, 14, 0, 5, 1, 2, 1, true}, false},   // 5x5 on rows of 14: one row
+      {NhwcCase{1, 24, 15, 40, 0, 5, 2, 2, 1, true}, false},   // 5x5 stride 2: one row
+  };
+  const std::vector<std::string> isas = {"+avx2,+fma,+avx512f", "+avx2,+fma", "+sse4.2"};
+  uint32_t seed = 120;
+  for (const PairCase& pc : cases) {
+    const NhwcCase& p = pc.p;
+    const int64_t oh = (p.h + 2 * p.pad - p.dil * (p.k - 1) - 1) / p.stride + 1;
+    for (const std::string& isa : isas) {
+      SCOPED_TRACE(isa + " c " + std::to_string(p.c) + " " + std::to_string(p.h) + "x" + std::to_string(p.w) +
+                   " k " + std::to_string(p.k));
+      const LowerOptions o = LowerOptionsForCpuFeatures(isa);
+      const int64_t packed = NhwcPackedRows(o, NhwcConv::kDepthwise, p.c);
+      for (int64_t rows : {int64_t{0}, packed}) {
+        GraphBuilder b;
+        ir::Node* n = MakeNhwcConv(b, p, rows, seed++);
+        ASSERT_NE(n, nullptr);
+        const KernelSpec spec = CheckNodeAgainstReference(*n, seed++, 1e-5, 4, o);
+        ASSERT_NE(spec.kernel, nullptr);
+        const std::string text = spec.kernel->ToString();
+        EXPECT_NE(text.find("x_nhwc"), std::string::npos);
+        // The parallel loop runs over groups of rows: ceil(OH / 2) per image with pairs.
+        const bool pairs = pc.pairs_on_avx512 && o.vector_registers >= 32;
+        const int64_t groups = p.n * (pairs ? (oh + 1) / 2 : oh);
+        bool found = false;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+          found = found || (line.find("for row") != std::string::npos &&
+                            line.find(" in [0, " + std::to_string(groups) + ")") != std::string::npos);
+        }
+        EXPECT_TRUE(found) << "no row loop over " << groups << " groups:\n" << text;
+        if (rows == 0) continue;
+        EXPECT_NE(text.find("w_taps"), std::string::npos);
+      }
+    }
+  }
+}
+
 // Shapes without an NHWC kernel: a 3x3 dense convolution, a strided or padded 1x1, a channel
 // multiplier of 2, a depthwise window with more than 16 border columns; channels-first nodes
 // are classified by the same rule.
