@@ -453,7 +453,9 @@ Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const Tens
 Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, const char* op) {
   KEEL_ASSIGN_OR_RETURN(const TensorFn* x, ctx.Input(node, 0));
   KEEL_ASSIGN_OR_RETURN(const TensorFn* w, ctx.Input(node, 1));
-  ConvOperands in{*x, *w};
+  ConvOperands in;
+  in.x = *x;
+  in.w = *w;
   if (node.input(2)) {
     KEEL_ASSIGN_OR_RETURN(in.bias, ctx.Input(node, 2));
   }
@@ -463,6 +465,7 @@ Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, c
   auto widened = [](DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; };
   if (!widened(in.x.type.dtype) || !widened(in.w.type.dtype))
     return Unsupported(NodeLabel(node) + ": " + op + " on " + ir::DTypeName(in.x.type.dtype));
+  KEEL_RETURN_IF_ERROR(ReadWindow(node, rank - 2, in.window, in.pads));
   return in;
 }
 
@@ -543,9 +546,8 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
   const std::vector<int64_t>& ws = Wt.type.shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   const size_t sp = xs.size() - 2;
-  ConvGeom c;
-  std::vector<int64_t> pads;
-  KEEL_RETURN_IF_ERROR(ReadWindow(node, sp, c, pads));
+  ConvGeom c = in.window;
+  const std::vector<int64_t>& pads = in.pads;
   c.B = xs[0]; c.C = xs[1]; c.Co = ws[0];
   c.Cg = c.C / c.groups; c.Mg = c.Co / c.groups;
   c.in.assign(xs.begin() + 2, xs.end());

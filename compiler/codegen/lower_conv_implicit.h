@@ -44,11 +44,14 @@ struct ImageConv {
 Result<Stmt> ImplicitGemmConv(LowerContext& ctx, const ImageConv& ic, const TensorFn& X, const TensorFn* bias,
                               const StoreFn& store);
 
-// A convolution node's input, weight and optional bias, with their ranks and types checked; `op`
-// names the node's kind in errors.
+// A convolution node's input, weight and optional bias, with their ranks and types checked, and its
+// window attributes (ReadWindow: strides, dilations, groups, pads); `op` names the node's kind in
+// errors.
 struct ConvOperands {
   TensorFn x, w;
   const TensorFn* bias = nullptr;
+  ConvGeom window;  // the node's own attributes only (no shapes)
+  std::vector<int64_t> pads;
 };
 Result<ConvOperands> ReadConvOperands(LowerContext& ctx, const ir::Node& node, const char* op);
 

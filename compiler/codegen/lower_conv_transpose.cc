@@ -18,9 +18,8 @@ Result<Stmt> LowerConvTranspose(LowerContext& ctx, const ir::Node& node, const S
   const std::vector<int64_t>& ws = Wt.type.shape;
   const std::vector<int64_t>& os = node.output(0)->type().shape;
   const size_t sp = xs.size() - 2;
-  ConvGeom t;  // the transposed convolution's own attributes
-  std::vector<int64_t> pads;
-  KEEL_RETURN_IF_ERROR(ReadWindow(node, sp, t, pads));
+  const ConvGeom& t = in.window;  // the transposed convolution's own attributes
+  const std::vector<int64_t>& pads = in.pads;
   // The equivalent stride-1 convolution over the scattered image: input channels
   // of a group = Cin/group, output channels = W's dim 1 per group.
   ConvGeom c;
