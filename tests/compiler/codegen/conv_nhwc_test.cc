@@ -67,6 +67,21 @@ ir::Node* MakeNhwcConv(GraphBuilder& b, const NhwcCase& p, int64_t packed_rows, 
   return b.Op("Conv", ins, a);
 }
 
+// `p` with its weights packed for `rows` rows (0: the weights as an input), lowered with `o` and
+// checked against the reference evaluator (seeds `seed` and `seed + 1`); the spec, whose kernel is
+// null (a test failure) when it does not lower.
+KernelSpec CheckNhwcConv(const NhwcCase& p, int64_t rows, const LowerOptions& o, uint32_t seed) {
+  GraphBuilder b;
+  ir::Node* n = MakeNhwcConv(b, p, rows, seed);
+  if (n == nullptr) {
+    ADD_FAILURE() << "the test case does not build";
+    return {};
+  }
+  KernelSpec spec = CheckNodeAgainstReference(*n, seed + 1, 1e-5, 4, o);
+  EXPECT_NE(spec.kernel, nullptr);
+  return spec;
+}
+
 class ConvNhwcTest : public ::testing::TestWithParam<NhwcCase> {};
 
 TEST_P(ConvNhwcTest, MatchesReference) {
@@ -168,10 +183,8 @@ TEST(ConvNhwc, NarrowTailPanelAccumulators) {
       const LowerOptions o = LowerOptionsForCpuFeatures(isa);
       const int64_t packed = NhwcPackedRows(o, NhwcConv::kPointwise, p.co);
       ASSERT_GT(packed, 0);
-      GraphBuilder b;
-      ir::Node* n = MakeNhwcConv(b, p, packed, seed++);
-      ASSERT_NE(n, nullptr);
-      const KernelSpec spec = CheckNodeAgainstReference(*n, seed++, 1e-5, 4, o);
+      const KernelSpec spec = CheckNhwcConv(p, packed, o, seed);
+      seed += 2;
       ASSERT_NE(spec.kernel, nullptr);
       const std::string text = spec.kernel->ToString();
       EXPECT_NE(text.find("w_columns"), std::string::npos);
@@ -226,10 +239,8 @@ TEST(ConvNhwc, DepthwiseRowPairs) {
       const LowerOptions o = LowerOptionsForCpuFeatures(isa);
       const int64_t packed = NhwcPackedRows(o, NhwcConv::kDepthwise, p.c);
       for (int64_t rows : {int64_t{0}, packed}) {
-        GraphBuilder b;
-        ir::Node* n = MakeNhwcConv(b, p, rows, seed++);
-        ASSERT_NE(n, nullptr);
-        const KernelSpec spec = CheckNodeAgainstReference(*n, seed++, 1e-5, 4, o);
+        const KernelSpec spec = CheckNhwcConv(p, rows, o, seed);
+        seed += 2;
         ASSERT_NE(spec.kernel, nullptr);
         const std::string text = spec.kernel->ToString();
         EXPECT_NE(text.find("x_nhwc"), std::string::npos);
