@@ -16,10 +16,10 @@ import argparse, collections, os, re, sys
 
 import numpy as np
 import onnx
-from onnx import shape_inference
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_cpu_scaling import profile  # noqa: E402
+from profile_cpu import node_macs, tensor_shapes  # noqa: E402
+from profile_cpu_scaling import add_profile_arguments, profile  # noqa: E402
 from profile_vs_ort import Graph  # noqa: E402
 
 
@@ -27,16 +27,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("onnx")
     p.add_argument("keel")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--runs", type=int, default=40)
-    p.add_argument("--keel-bench", default="build/bin/keel-bench")
-    p.add_argument("--input", action="append", default=[])
+    add_profile_arguments(p, threads=1, runs=40)
     a = p.parse_args()
-    model = shape_inference.infer_shapes(onnx.load(a.onnx))
+    model = onnx.load(a.onnx)
     g = Graph(model)
-    shapes = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
-              for vi in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
-    weights = {i.name: list(i.dims) for i in model.graph.initializer}
+    shapes = tensor_shapes(model)
+    macs = node_macs(model, shapes)
 
     ms_at = collections.defaultdict(float)
     for ms, op, name in profile(a.keel_bench, a.keel, a.threads, a.runs, a.input).values():
@@ -50,11 +46,11 @@ def main():
     for n in model.graph.node:
         if n.op_type != "Conv" or n.name not in ms_at:
             continue
-        w, x, y = weights[n.input[1]], shapes[n.input[0]], shapes[n.output[0]]
+        w, x, y = shapes[n.input[1]], shapes[n.input[0]], shapes[n.output[0]]
         group = next((at.i for at in n.attribute if at.name == "group"), 1)
         stride = next((at.ints[0] for at in n.attribute if at.name == "strides"), 1)
         form = "dw" if group > 1 else ("pw" if w[2] == w[3] == 1 else "dense")
-        fma = float(np.prod(y) * np.prod(w[1:]))
+        fma = float(macs[n.name])
         mb = float(np.prod(x) + np.prod(y)) * 4 / 1e6
         ms = ms_at[n.name]
         desc = "%s %dx%d %d->%d k%d s%d" % (form, y[2], y[3], x[1], y[1], w[2], stride)

@@ -8,23 +8,30 @@ for every invoke whose source node is a Conv, Gemm or MatMul of MODEL.onnx (the 
 kernel's first node; fused epilogues add "+N"), its multiply-adds from ONNX shape inference, so each
 line shows GFLOP/s (2 FLOPs per multiply-add) to compare with the machine's FMA peak.
 """
-import argparse, re, subprocess
+import argparse, os, re, subprocess, sys
 
 import numpy as np
 import onnx
-from onnx import numpy_helper, shape_inference
+from onnx import shape_inference
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_cpu_scaling import add_profile_arguments  # noqa: E402
 
 
-def node_macs(model):
-    """Multiply-adds of each Conv / Gemm / MatMul node, by node name."""
+def tensor_shapes(model):
+    """Every tensor's shape from ONNX shape inference, initializers included, by name."""
     g = shape_inference.infer_shapes(model).graph
-    shapes = {}
-    for v in list(g.value_info) + list(g.input) + list(g.output):
-        shapes[v.name] = [d.dim_value for d in v.type.tensor_type.shape.dim]
-    for t in g.initializer:
-        shapes[t.name] = list(numpy_helper.to_array(t).shape)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(g.value_info) + list(g.input) + list(g.output)}
+    shapes.update({t.name: list(t.dims) for t in g.initializer})
+    return shapes
+
+
+def node_macs(model, shapes=None):
+    """Multiply-adds of each Conv / Gemm / MatMul node, by node name (`shapes`: tensor_shapes(model))."""
+    shapes = shapes if shapes is not None else tensor_shapes(model)
     macs = {}
-    for n in g.node:
+    for n in model.graph.node:
         out = shapes.get(n.output[0])
         if not out:
             continue
@@ -44,10 +51,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("onnx")
     p.add_argument("keel")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--runs", type=int, default=30)
-    p.add_argument("--keel-bench", default="build/bin/keel-bench")
-    p.add_argument("--input", action="append", default=[])
+    add_profile_arguments(p, threads=2)
     p.add_argument("--top", type=int, default=25)
     a = p.parse_args()
     macs = node_macs(onnx.load(a.onnx))
@@ -66,7 +70,7 @@ def main():
             continue
         ms, share, op, name = float(m.group(1)), m.group(2), m.group(4), m.group(5).strip()
         node = re.sub(r"\+\d+$", "", name.strip("[]"))
-        mac = macs.get(node)
+        mac = macs.get(node) if ms > 0 else None  # --profile-all lists instructions under 0.05 us as 0
         rate = "%7.1f GFLOP/s" % (2 * mac / ms / 1e6) if mac else ""
         if mac:
             total_macs += mac

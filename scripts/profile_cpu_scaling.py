@@ -26,14 +26,19 @@ def profile(keel_bench, keel, threads, runs, inputs):
     return rows
 
 
+def add_profile_arguments(p, threads, runs=30):
+    """The options every profiling script passes to profile(): --threads, --runs, --keel-bench, --input."""
+    p.add_argument("--threads", type=int, default=threads)
+    p.add_argument("--runs", type=int, default=runs)
+    p.add_argument("--keel-bench", default="build/bin/keel-bench")
+    p.add_argument("--input", action="append", default=[])
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("keel")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--runs", type=int, default=30)
+    add_profile_arguments(p, threads=2)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--keel-bench", default="build/bin/keel-bench")
-    p.add_argument("--input", action="append", default=[])
     p.add_argument("--top", type=int, default=25)
     a = p.parse_args()
     load = os.getloadavg()[0]

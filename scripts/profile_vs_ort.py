@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_cpu_scaling import profile  # noqa: E402
+from profile_cpu_scaling import add_profile_arguments, profile  # noqa: E402
 
 ANCHORS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 # Ops that the compilers fuse behind an anchor (walked back through to find it).
@@ -104,10 +104,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("onnx")
     p.add_argument("keel")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--runs", type=int, default=30)
-    p.add_argument("--keel-bench", default="build/bin/keel-bench")
-    p.add_argument("--input", action="append", default=[])
+    add_profile_arguments(p, threads=1)
     p.add_argument("--top", type=int, default=20)
     a = p.parse_args()
     g = Graph(onnx.load(a.onnx))
