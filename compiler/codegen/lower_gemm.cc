@@ -159,9 +159,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // at 56x56, docs/MEASUREMENTS.md, cpu37). Only where at most 32 row tiles share a panel: with
   // more the pack was a small share (2% of 128 -> 512 at 28x28, 64 row tiles), and that layer
   // took 1.02x the time at one thread so.
-  const bool tile_packed_b = o.gemm_first_tile_packs && o.gemm_panel_at_a_time && g.b_in_place && g.b &&
-                             !g.b_fast && !g.b_vector && !batched && g.b_packed < 0 && Mt > 1 && Mt <= 32 &&
-                             N % 16 == 0 && Mt * K > o.gemm_b_in_place_rows;
+  const bool plain_b = o.gemm_first_tile_packs && g.b_in_place && g.b && !g.b_fast && !batched;
+  const bool tile_packed_b = plain_b && o.gemm_panel_at_a_time && !g.b_vector && g.b_packed < 0 && Mt > 1 &&
+                             Mt <= 32 && N % 16 == 0 && Mt * K > o.gemm_b_in_place_rows;
   while (CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
     if ((NCP >= MCT || tile_packed_b) && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
   }
@@ -226,8 +226,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // the slot; the other row tiles read the slot. The copy loop before the tiles loaded every
   // vector once more and its loads waited on the source rows with no FMAs to overlap
   // (LowerOptions::gemm_first_tile_packs).
-  const bool first_tile_packs = panel_at_a_time && o.gemm_first_tile_packs && g.b_in_place && g.b && !g.b_fast &&
-                                !batched;  // (every tile_packed_b one with one M block)
+  const bool first_tile_packs = panel_at_a_time && plain_b;  // (every tile_packed_b one with one M block)
   // Full panels read in place (GemmOperands::b_in_place): packing only a tail panel, if any. Not
   // where a panel at a time keeps the packed panel in L1 for every row tile: in place, the second
   // tile reads it again from L2 (MnasNet's 32 -> 16 at 112x112, 1.5x slower so).
