@@ -176,19 +176,20 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
       Expr col0 = anchor.is_null() ? Expr(-pw) : anchor * sw - pw;
       Expr base = ((bi * H + (oh * sh - ph)) * W + col0) * C + ch;
       std::vector<Stmt> stores;
-      for (int64_t dy = 0; dy < nrows; ++dy)
-      for (const auto& [j, cols] : ows) {
-        Expr ow = anchor.is_null() ? Expr(j) : anchor + j;
-        Expr acc = bias ? Cast(bias->at({ch}), DType::kF32) : Expr();
-        for (int64_t kh = rows.first; kh < rows.second; ++kh) {
-          for (int64_t kw = cols.first; kw < cols.second; ++kw) {
-            Expr at = shared_taps ? base + Expr(((dy * sh + kh * dh) * W + j * sw + kw * dw) * C)
-                                  : ((bi * H + (oh * sh + (dy * sh + kh * dh - ph))) * W + (ow * sw + (kw * dw - pw))) * C + ch;
-            Expr term = kp->Load(xflat, {at}) * weight(kh, kw, ch);
-            acc = acc.is_null() ? term : acc + term;
+      for (int64_t dy = 0; dy < nrows; ++dy) {  // the iteration's rows oh + dy
+        for (const auto& [j, cols] : ows) {
+          Expr ow = anchor.is_null() ? Expr(j) : anchor + j;
+          Expr acc = bias ? Cast(bias->at({ch}), DType::kF32) : Expr();
+          for (int64_t kh = rows.first; kh < rows.second; ++kh) {
+            for (int64_t kw = cols.first; kw < cols.second; ++kw) {
+              Expr at = shared_taps ? base + Expr(((dy * sh + kh * dh) * W + j * sw + kw * dw) * C)
+                                    : ((bi * H + (oh * sh + (dy * sh + kh * dh - ph))) * W + (ow * sw + (kw * dw - pw))) * C + ch;
+              Expr term = kp->Load(xflat, {at}) * weight(kh, kw, ch);
+              acc = acc.is_null() ? term : acc + term;
+            }
           }
+          stores.push_back(store({bi, ch, dy == 0 ? oh : oh + dy, ow}, acc.is_null() ? FloatConst(0) : acc));
         }
-        stores.push_back(store({bi, ch, dy == 0 ? oh : oh + dy, ow}, acc.is_null() ? FloatConst(0) : acc));
       }
       return Block(stores);
     });
