@@ -11,9 +11,11 @@
 // input column, then its taps along the row from that, a block of rows per
 // parallel iteration. The Indices
 // output (first maximum's flat input index) and integer max pools always use
-// the scalar column path.
+// the scalar column path. A channels-last pool (NHWC) instead runs one output
+// pixel per parallel iteration with the channels innermost (ChannelsLastPool).
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "compiler/codegen/lower_ops.h"
 
@@ -48,6 +50,85 @@ Expr MaxInit(DType acc) {
                             : IntConst(std::numeric_limits<int64_t>::min(), DType::kI64);
 }
 
+// A channels-last pool's windows have at most this many taps to take the form below.
+constexpr int64_t kMaxUnrolledTaps = 64;
+
+// A channels-last pool (ops/channels_last.h: lowered as its channels-first twin, whose reads
+// and store permute the indices): one output pixel per parallel iteration with the channels
+// innermost, the window's taps unrolled into one expression. Neighbouring channels are
+// neighbouring addresses, so a GPU's threads take contiguous channels and read and write
+// coalesced (gpu_mapping.h kFlat, 128-bit accesses), where the row form below has each thread
+// walk a row C elements apart. cuDNN has no fast NHWC average pool (Inception-v3's 35x35 pools
+// at batch 32, fp16, H100: 188-251 us each; docs/PRECISION.md). Taps that can leave the input
+// read it clamped and count only where inside; count_include_pad counts the pads, never a
+// ceil_mode overhang past them. Nullopt for larger windows (the row form serves them).
+std::optional<Stmt> ChannelsLastPool(LowerContext& ctx, const TensorFn& X, PoolKind mode, double p, bool cip,
+                                     const std::vector<int64_t>& out, const std::vector<int64_t>& kernel,
+                                     const std::vector<int64_t>& strides, const std::vector<int64_t>& pads,
+                                     const std::vector<int64_t>& dil, const StoreFn& store) {
+  const std::vector<int64_t>& xs = X.type.shape;
+  const size_t sp = xs.size() - 2;
+  const int64_t taps = NumElements(kernel);
+  if (taps > kMaxUnrolledTaps) return std::nullopt;
+  KernelFunc& k = ctx.kernel();
+  const DType acc_t = AccType(X.type.dtype);
+  std::vector<int64_t> pixel_dims{xs[0]};
+  pixel_dims.insert(pixel_dims.end(), out.begin(), out.end());
+  Expr r = k.NewVar("r"), c = k.NewVar("c");
+  const std::vector<Expr> o = Delinearize(pixel_dims, r);  // b, then the output coordinates
+  // Each tap's term enters the accumulator once (a Select on the term, not on the sum), so the
+  // expression stays linear in the taps.
+  Expr acc = mode == PoolKind::kMax ? MaxInit(acc_t) : FloatConst(0);
+  Expr varying_count;
+  double fixed_count = 0;
+  for (int64_t t = 0; t < taps; ++t) {
+    Expr inside, counted;
+    std::vector<Expr> xi{o[0], c};
+    for (size_t d = 0, rest = static_cast<size_t>(t); d < sp; ++d) {
+      int64_t stride_below = 1;
+      for (size_t e = d + 1; e < sp; ++e) stride_below *= kernel[e];
+      const int64_t offset = static_cast<int64_t>(rest) / stride_below * dil[d] - pads[d];
+      rest %= static_cast<size_t>(stride_below);
+      const int64_t last_read = (out[d] - 1) * strides[d] + offset;
+      Expr id = o[1 + d] * strides[d] + offset;
+      if (offset < 0 || last_read >= xs[2 + d]) {
+        inside = And(inside, (id >= 0) && (id < xs[2 + d]));
+        xi.push_back(Clamp(id, 0, xs[2 + d] - 1));
+      } else {
+        xi.push_back(id);
+      }
+      if (last_read >= xs[2 + d] + pads[d + sp]) counted = And(counted, id < xs[2 + d] + pads[d + sp]);
+    }
+    Expr x = Cast(X.at(xi), acc_t);
+    if (mode == PoolKind::kMax) {
+      acc = Max(acc, inside.is_null() ? x : Select(inside, x, MaxInit(acc_t)));
+    } else {
+      Expr term = mode == PoolKind::kLp ? LpTerm(x, p) : x;
+      acc = acc + (inside.is_null() ? term : Select(inside, term, FloatConst(0)));
+    }
+    const Expr count_if = cip ? counted : inside;
+    if (count_if.is_null()) {
+      fixed_count += 1;
+    } else {
+      Expr one = Select(count_if, FloatConst(1), FloatConst(0));
+      varying_count = varying_count.is_null() ? one : varying_count + one;
+    }
+  }
+  Expr result = acc;
+  if (mode == PoolKind::kLp) result = LpRoot(acc, p);
+  if (mode == PoolKind::kAvg) {
+    Expr count = varying_count.is_null() ? FloatConst(fixed_count)
+                                         : Max(varying_count + FloatConst(fixed_count), FloatConst(1));
+    result = acc / count;
+  }
+  std::vector<Expr> out_idx{o[0], c};
+  out_idx.insert(out_idx.end(), o.begin() + 1, o.end());
+  const int64_t pixels = NumElements(pixel_dims);
+  const bool par = pixels > 1 && pixels * xs[1] >= ctx.options().min_parallel_elements / 4;
+  return For(r, 0, pixels, par ? LoopKind::kParallel : LoopKind::kSerial,
+             For(c, 0, xs[1], LoopKind::kSerial, store(out_idx, result)));
+}
+
 }  // namespace
 
 Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, const std::vector<StoreFn>& stores) {
@@ -76,6 +157,11 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   const std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(os.begin() + 2, os.end());
   const int64_t W = in[last], OW = out[last], KW = kernel[last], sw = strides[last], dw = dil[last];
   const int64_t pl = pads[last], pr = pads[last + sp];
+  if (ctx.channels_last_output() && !with_indices) {
+    std::optional<Stmt> cl = ChannelsLastPool(ctx, X, mode, p, cip != 0, out, kernel, strides, pads, dil,
+                                                stores[0]);
+    if (cl) return std::move(*cl);
+  }
 
   // Interior columns [ilo, ihi): every kw tap inside [0, W).
   const int64_t ilo = std::clamp<int64_t>((pl + sw - 1) / sw, 0, OW);

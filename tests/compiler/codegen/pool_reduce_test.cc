@@ -107,6 +107,53 @@ TEST(Pool, ChannelsLast) {
   CheckNodeAgainstReference(*g, 49);
 }
 
+// Channels-last windowed pools run one output pixel per parallel iteration, channels innermost,
+// the taps unrolled (lower_pool.cc ChannelsLastPool): padded borders with and without
+// count_include_pad, a ceil_mode overhang past the pads, dilation, Lp, a 3-D window, f16; a
+// window of more than 64 taps keeps the row form. Each against the reference.
+TEST(Pool, ChannelsLastPixelForm) {
+  struct Case {
+    const char* op;
+    std::vector<int64_t> x;  // channels-last
+    Attributes attrs;
+    ir::DType dtype = ir::DType::kF32;
+    bool pixel_form = true;
+  };
+  Attributes dilated = Attrs({{"kernel_shape", std::vector<int64_t>{2, 3}},
+                              {"dilations", std::vector<int64_t>{2, 2}},
+                              {"pads", std::vector<int64_t>{1, 2, 0, 1}}});
+  Attributes lp = Window({3, 3}, 1, 1, 0);
+  lp.Set("p", int64_t{3});
+  Attributes volume = AverageWindow({3, 3, 3}, 1, 1, 0, 1);
+  volume.Set("strides", std::vector<int64_t>{1, 2, 2});
+  volume.Set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
+  std::vector<Case> cases = {
+      {"AveragePool", {2, 9, 9, 6}, AverageWindow({3, 3}, 1, 1, 0, 1)},
+      {"AveragePool", {2, 9, 9, 6}, AverageWindow({3, 3}, 1, 1, 0, 0)},
+      {"AveragePool", {1, 10, 11, 3}, AverageWindow({3, 2}, 2, 1, 1, 1)},
+      {"AveragePool", {1, 10, 11, 3}, AverageWindow({3, 2}, 2, 1, 1, 0)},
+      {"MaxPool", {2, 13, 12, 5}, Window({3, 3}, 2, 1, 1)},
+      {"MaxPool", {1, 9, 14, 4}, dilated},
+      {"LpPool", {1, 7, 8, 4}, lp},
+      {"AveragePool", {1, 4, 6, 7, 3}, volume},
+      {"AveragePool", {2, 8, 8, 16}, AverageWindow({3, 3}, 1, 1, 0, 1), ir::DType::kF16},
+      {"AveragePool", {1, 12, 12, 3}, AverageWindow({9, 9}, 1, 4, 0, 0), ir::DType::kF32, false},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case& t = cases[i];
+    GraphBuilder b;
+    t.attrs.Set("keel.channels_last", int64_t{1});
+    ir::Node* n = b.Op(t.op, {b.Input("x", t.x, t.dtype)}, t.attrs);
+    ASSERT_NE(n, nullptr);
+    SCOPED_TRACE(std::string(t.op) + " " + n->input(0)->type().ToString());
+    const KernelSpec spec = CheckNodeAgainstReference(*n, static_cast<uint32_t>(60 + i),
+                                                      t.dtype == ir::DType::kF16 ? 2e-3 : 1e-5);
+    ASSERT_NE(spec.kernel, nullptr);
+    // The row form's vector chunks and scalar borders keep a local accumulator; the pixel form none.
+    EXPECT_EQ(spec.kernel->ToString().find("pool_") == std::string::npos, t.pixel_form);
+  }
+}
+
 TEST(Reduce, SoftmaxLastAndMiddleAxis) {
   GraphBuilder b;
   ir::Value* x = b.Input("x", {2, 3, 17});

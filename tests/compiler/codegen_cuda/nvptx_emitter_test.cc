@@ -80,6 +80,9 @@ struct Zoo {
     pool.Set("strides", std::vector<int64_t>{2, 2});
     Add("maxpool", b.Op("MaxPool", {img}, pool));
     Add("avgpool", b.Op("AveragePool", {img}, pool));
+    Attributes pool_nhwc = pool;
+    pool_nhwc.Set("keel.channels_last", int64_t{1});
+    Add("avgpool_nhwc", b.Op("AveragePool", {b.Input("img_nhwc", {2, 14, 14, 16})}, pool_nhwc));
     Add("global_avgpool", b.Op("GlobalAveragePool", {img}));
     Add("softmax", b.Op("Softmax", {x}, [] { Attributes at; at.Set("axis", int64_t{-1}); return at; }()));
     Add("softmax_middle", b.Op("Softmax", {x}, [] { Attributes at; at.Set("axis", int64_t{1}); return at; }()));
@@ -124,6 +127,8 @@ TEST(GpuMapping, PicksTheIntendedMappingPerOpFamily) {
       // CPU): one thread per row on the GPU. Slow for big pools, which is why the
       // CUDA back end sends every pool cuDNN can do to cudnn.pool2d.
       {"maxpool", GpuPhaseKind::kThreadPerIter},
+      // Channels-last pools: one output pixel per (b, oh, ow), channels innermost, coalesced.
+      {"avgpool_nhwc", GpuPhaseKind::kFlat},
   };
   for (size_t i = 0; i < specs.size(); ++i) {
     Result<GpuMapping> m = MapKernelToGpu(*specs[i].kernel);
