@@ -57,6 +57,32 @@ int main(int argc, char** argv) {
     }
     std::vector<keel::memory::internal::PackingItem> items;
     for (const auto& t : *tensors) items.push_back(keel::memory::internal::ItemOf(t));
+    if (std::getenv("KS_REVERSE")) {
+      // Time reversed: the same problem, swept from its end.
+      int64_t last = 0;
+      for (const auto& it : items) last = std::max(last, it.end);
+      for (auto& it : items) it = {it.size, it.alignment, last - it.end, last - it.begin};
+    }
+    if (const char* truth = std::getenv("KS_TRUTH")) {
+      // The generator's layout of problem N/S (ids are its indices): per end
+      // time, the gaps its enders free.
+      int tn = 0, ts = 0;
+      std::sscanf(truth, "%d,%d", &tn, &ts);
+      const auto problem = keel::memory::bench::PerfectPackingWithLayout(tn, static_cast<uint32_t>(ts), capacity, steps);
+      std::map<int64_t, std::vector<std::pair<uint64_t, size_t>>> ends;
+      std::map<int64_t, int> starts;
+      for (size_t k = 0; k < tensors->size(); ++k) {
+        const size_t id = std::stoul((*tensors)[k].name);
+        ends[items[k].end].push_back({problem.offsets[id], k});
+        ++starts[items[k].begin];
+      }
+      for (auto& [t, e] : ends) {
+        std::sort(e.begin(), e.end());
+        int gaps = 1;
+        for (size_t k = 1; k < e.size(); ++k) gaps += e[k - 1].first + items[e[k - 1].second].size != e[k].first;
+        std::printf("truth t=%lld enders=%zu starters=%d gaps=%d\n", static_cast<long long>(t), e.size(), starts[t], gaps);
+      }
+    }
     const auto start = std::chrono::steady_clock::now();
     const keel::memory::internal::TilingResult tiled = keel::memory::internal::TileWithoutSlack(items);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -11,7 +11,10 @@
 #include "compiler/memory/tiling_sweep.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -24,14 +27,18 @@ namespace {
 // sums: all subsets of lists of at most kAllSubsets items, else those whose
 // smaller side has at most kSplitSide items; at most kMaxSplitTries splits
 // per event, fewest items on the smaller side first.
-constexpr size_t kSplitSide = 3;
-constexpr size_t kAllSubsets = 14;
-constexpr int kMaxSplitTries = 64;
-constexpr int kMaxRuns = 4;
+size_t EnvOr(const char* name, size_t value) {
+  const char* v = std::getenv(name);
+  return v ? static_cast<size_t>(std::atoll(v)) : value;
+}
+const size_t kSplitSide = EnvOr("KS_SIDE", 3);
+const size_t kAllSubsets = EnvOr("KS_ALL", 14);
+const int kMaxSplitTries = static_cast<int>(EnvOr("KS_TRIES", 64));
+const int kMaxRuns = static_cast<int>(EnvOr("KS_RUNS", 4));
 // Backtracking: over at most this many recent events with options left, and
 // at most kWorkPerEvent options tried per event on average.
-constexpr size_t kMaxChoicePoints = 64;
-constexpr uint64_t kWorkPerEvent = 32;
+const size_t kMaxChoicePoints = EnvOr("KS_POINTS", 64);
+const uint64_t kWorkPerEvent = EnvOr("KS_WORK", 32);
 
 enum Kind : uint8_t { kLeaf, kP, kQ };
 enum Label : uint8_t { kEmpty, kPartial, kFull };
@@ -182,6 +189,68 @@ class PqTree {
     return order;
   }
 
+public:
+  // The enders' maximal runs in one order the tree allows: the frontier with
+  // every P-node's children that hold enders gathered (all-ender children
+  // first, then those holding some). Each run is consecutive in that order,
+  // so replacing the runs one by one succeeds.
+  std::vector<std::vector<int32_t>> EnderRuns(const std::vector<int32_t>& enders) {
+    std::vector<std::vector<int32_t>> runs;
+    if (root_ < 0) return runs;
+    if (in_set_.size() < leaf_of_.size()) in_set_.resize(leaf_of_.size(), 0);
+    for (int32_t i : enders) in_set_[i] = 1;
+    std::vector<int32_t> below(nodes_.size(), 0), leaves(nodes_.size(), 0);
+    // Post-order counts of the set's leaves and of all leaves.
+    std::vector<std::pair<int32_t, bool>> stack{{root_, false}};
+    while (!stack.empty()) {
+      auto [x, done] = stack.back();
+      stack.pop_back();
+      if (nodes_[x].kind == kLeaf) {
+        below[x] = in_set_[nodes_[x].item];
+        leaves[x] = 1;
+        continue;
+      }
+      if (!done) {
+        stack.push_back({x, true});
+        for (int32_t c : nodes_[x].children) stack.push_back({c, false});
+        continue;
+      }
+      for (int32_t c : nodes_[x].children) {
+        below[x] += below[c];
+        leaves[x] += leaves[c];
+      }
+    }
+    std::vector<int32_t> order;
+    std::vector<int32_t> todo{root_};
+    while (!todo.empty()) {
+      const int32_t x = todo.back();
+      todo.pop_back();
+      if (nodes_[x].kind == kLeaf) {
+        order.push_back(nodes_[x].item);
+        continue;
+      }
+      std::vector<int32_t> kids = nodes_[x].children;
+      if (nodes_[x].kind == kP) {
+        auto rank = [&](int32_t c) { return below[c] == leaves[c] ? 0 : below[c] > 0 ? 1 : 2; };
+        std::stable_sort(kids.begin(), kids.end(), [&](int32_t a, int32_t b) { return rank(a) < rank(b); });
+      }
+      for (auto it = kids.rbegin(); it != kids.rend(); ++it) todo.push_back(*it);
+    }
+    bool open = false;
+    for (int32_t i : order) {
+      if (!in_set_[i]) {
+        open = false;
+        continue;
+      }
+      if (!open) runs.emplace_back();
+      runs.back().push_back(i);
+      open = true;
+    }
+    ClearSet(enders);
+    return runs;
+  }
+
+private:
   // Copies the reachable nodes into a fresh pool.
   void Compact() {
     std::vector<Node> old = std::move(nodes_);
@@ -489,6 +558,76 @@ std::vector<int32_t> Pick(const std::vector<int32_t>& of, Mask mask, bool in) {
   return picked;
 }
 
+// An event's enders in runs (each run one gap) and its starters assigned to
+// the runs with exact sums: a multiple subset sum (bin completion), runs of
+// larger sums first, each run's subset searched over the starters larger
+// first. Starters of one size and one end are interchangeable: of such a
+// group only a prefix is taken (symmetry). At most `limit` assignments,
+// within a node budget.
+using Assignment = std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>;
+const size_t kMaxAssignments = EnvOr("KS_ASSIGN", 8);
+const uint64_t kAssignNodes = EnvOr("KS_ASSIGN_NODES", 20000);
+
+std::vector<Assignment> AssignStarters(const std::vector<PackingItem>& items,
+                                       std::vector<std::vector<int32_t>> runs, std::vector<int32_t> starters) {
+  std::vector<Assignment> found;
+  auto sum_of = [&](const std::vector<int32_t>& v) {
+    uint64_t t = 0;
+    for (int32_t i : v) t += items[i].size;
+    return t;
+  };
+  std::stable_sort(runs.begin(), runs.end(), [&](const auto& a, const auto& b) { return sum_of(a) > sum_of(b); });
+  std::stable_sort(starters.begin(), starters.end(), [&](int32_t a, int32_t b) {
+    return items[a].size != items[b].size ? items[a].size > items[b].size : items[a].end < items[b].end;
+  });
+  const size_t n = starters.size();
+  std::vector<uint64_t> targets;
+  for (const auto& r : runs) targets.push_back(sum_of(r));
+  std::vector<int32_t> owner(n, -1);
+  uint64_t nodes = 0;
+  auto twin = [&](size_t k) {
+    return k > 0 && items[starters[k]].size == items[starters[k - 1]].size &&
+           items[starters[k]].end == items[starters[k - 1]].end;
+  };
+  // run r, next starter k, what run r still needs.
+  std::function<void(size_t, size_t, uint64_t)> dfs = [&](size_t r, size_t k, uint64_t need) {
+    if (found.size() >= kMaxAssignments || ++nodes > kAssignNodes) return;
+    if (need == 0) {
+      if (r + 1 == runs.size()) {
+        Assignment a;
+        for (size_t j = 0; j < runs.size(); ++j) {
+          std::vector<int32_t> mine;
+          for (size_t q = 0; q < n; ++q) {
+            if (owner[q] == static_cast<int32_t>(j)) mine.push_back(starters[q]);
+          }
+          a.push_back({runs[j], std::move(mine)});
+        }
+        found.push_back(std::move(a));
+        return;
+      }
+      dfs(r + 1, 0, targets[r + 1]);
+      return;
+    }
+    uint64_t rest = 0;
+    for (size_t q = k; q < n; ++q) {
+      if (owner[q] < 0) rest += items[starters[q]].size;
+    }
+    if (rest < need) return;
+    for (size_t q = k; q < n; ++q) {
+      if (owner[q] >= 0 || items[starters[q]].size > need) continue;
+      // Symmetry: a twin is taken only after the twin before it (in this run
+      // or an earlier one).
+      if (twin(q) && owner[q - 1] < 0) continue;
+      owner[q] = static_cast<int32_t>(r);
+      dfs(r, q + 1, need - items[starters[q]].size);
+      owner[q] = -1;
+      if (found.size() >= kMaxAssignments || nodes > kAssignNodes) return;
+    }
+  };
+  if (!runs.empty() && n > 0) dfs(0, 0, targets[0]);
+  return found;
+}
+
 // One event: the enders' run replaced by the starters, or, where the enders
 // cannot be made consecutive, split in runs (at most kMaxRuns), each tried
 // on a copy of the tree. False: the tree and `frozen` are as before.
@@ -581,8 +720,9 @@ TilingResult TileWithoutSlack(const std::vector<PackingItem>& items) {
     PqTree before;
     size_t frozen_mark;
     std::vector<std::pair<Mask, Mask>> splits;
-    size_t next = 0;  // the next option: 0 the whole run, j the split j - 1
-    bool exhausted() const { return next > splits.size(); }
+    std::vector<Assignment> assignments;  // the enders' runs in the tree's order, starters assigned
+    size_t next = 0;  // the next option: 0 the whole run, then the assignments, then the splits
+    bool exhausted() const { return next > assignments.size() + splits.size(); }
   };
   uint64_t work = 0;
   const uint64_t max_work = kWorkPerEvent * order.size();
@@ -594,8 +734,13 @@ TilingResult TileWithoutSlack(const std::vector<PackingItem>& items) {
       bool ok;
       if (option == 0) {
         ok = tree.Replace(ev.enders, ev.starters, &frozen);
+      } else if (option <= c->assignments.size()) {
+        ok = true;
+        for (const auto& [run, fill] : c->assignments[option - 1]) {
+          if (!(ok = tree.Replace(run, fill, &frozen))) break;
+        }
       } else {
-        const auto [e, s] = c->splits[option - 1];
+        const auto [e, s] = c->splits[option - 1 - c->assignments.size()];
         ok = tree.Replace(Pick(ev.enders, e, true), Pick(ev.starters, s, true), &frozen) &&
              ApplyEvent(items, Pick(ev.enders, e, false), Pick(ev.starters, s, false), kMaxRuns - 1, &tree, &frozen);
       }
@@ -612,7 +757,17 @@ TilingResult TileWithoutSlack(const std::vector<PackingItem>& items) {
       result.failed_at = order[k].time;
       return result;
     }
-    ChoicePoint c{k, tree, frozen.size(), Splits(items, order[k].enders, order[k].starters)};
+    ChoicePoint c{k, tree, frozen.size(), Splits(items, order[k].enders, order[k].starters), {}};
+    if (kMaxAssignments > 0) {
+      std::vector<std::vector<int32_t>> runs = tree.EnderRuns(order[k].enders);
+      if (runs.size() > 1) c.assignments = AssignStarters(items, std::move(runs), order[k].starters);
+    }
+    if (std::getenv("KS_DEBUG")) {
+      std::vector<std::vector<int32_t>> runs = tree.EnderRuns(order[k].enders);
+      std::fprintf(stderr, "t=%lld enders=%zu starters=%zu runs=%zu assignments=%zu splits=%zu points=%zu work=%llu\n",
+                   static_cast<long long>(order[k].time), order[k].enders.size(), order[k].starters.size(), runs.size(),
+                   c.assignments.size(), c.splits.size(), points.size(), static_cast<unsigned long long>(work));
+    }
     if (try_options(&c)) {
       if (!c.exhausted()) {
         points.push_back(std::move(c));
