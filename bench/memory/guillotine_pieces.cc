@@ -4,7 +4,7 @@
 //
 //   keel_guillotine_pieces [--buffers 10000] [--seed 2] [--capacity 1048576]
 //                          [--steps 100000] [--min-buffers 100]
-//                          [--export K PATH]
+//                          [--export K PATH] [--merge K1,K2,... PATH]
 //
 // Rebuilds a guillotine tree from the generator's layout: a piece (a set of
 // buffers tiling a rectangle of time x bytes) is split across time where no
@@ -15,7 +15,10 @@
 // bytes, buffers, how it is cut and its median buffer lifetime. --export K
 // writes piece K as MiniMalloc's CSV (its buffers as they are; `keel-plan
 // --buffers PATH --strategies exact`), whose optimum is the piece's height:
-// the buffers tile it, every step of it is full.
+// the buffers tile it, every step of it is full. --merge writes the whole
+// problem with each listed piece replaced by one buffer, its rectangle (a
+// piece inside one listed before it stays inside it): an oracle for "these
+// pieces decided and merged", whose optimum is still the problem's.
 //
 // Why: a piece that a planner cannot pack alone at its height is where the
 // planner loses bytes on the whole problem too, and it is far smaller (seed
@@ -26,6 +29,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,11 +51,11 @@ class Tree {
   explicit Tree(const memory::bench::PerfectPackingProblem& problem) : p_(problem) {}
 
   // Splits `piece` recursively, printing (and numbering) the pieces of at
-  // least `min_buffers` buffers; `exported` receives piece `export_index`.
-  void Walk(Piece piece, size_t min_buffers, long export_index, std::vector<int32_t>* exported) {
+  // least `min_buffers` buffers; `wanted` receives the listed pieces' buffers.
+  void Walk(Piece piece, size_t min_buffers, std::map<long, std::vector<int32_t>>* wanted) {
     if (piece.buffers.size() < min_buffers) return;
     const long index = next_index_++;
-    if (index == export_index) *exported = piece.buffers;
+    if (auto it = wanted->find(index); it != wanted->end()) it->second = piece.buffers;
     int64_t t0 = INT64_MAX, t1 = 0;
     uint64_t b0 = UINT64_MAX, b1 = 0;
     std::vector<int64_t> lifetimes;
@@ -82,8 +87,8 @@ class Tree {
       return;
     }
     std::printf(" at %lld\n", static_cast<long long>(at));
-    Walk({std::move(low), piece.depth + 1}, min_buffers, export_index, exported);
-    Walk({std::move(high), piece.depth + 1}, min_buffers, export_index, exported);
+    Walk({std::move(low), piece.depth + 1}, min_buffers, wanted);
+    Walk({std::move(high), piece.depth + 1}, min_buffers, wanted);
   }
 
  private:
@@ -122,12 +127,17 @@ int main(int argc, char** argv) {
   int32_t steps = 100000;
   size_t min_buffers = 100;
   long export_index = -1;
-  std::string export_path;
+  std::string export_path, merge_path;
+  std::vector<long> merge;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--export" && i + 2 < argc) {
       export_index = std::atol(argv[++i]);
       export_path = argv[++i];
+    } else if (flag == "--merge" && i + 2 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string k; std::getline(list, k, ',');) merge.push_back(std::atol(k.c_str()));
+      merge_path = argv[++i];
     } else if (flag == "--buffers" && i + 1 < argc) {
       buffers = std::atoi(argv[++i]);
     } else if (flag == "--seed" && i + 1 < argc) {
@@ -141,7 +151,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--buffers N] [--seed S] [--capacity BYTES] [--steps N] [--min-buffers N] "
-                   "[--export K PATH]\n",
+                   "[--export K PATH] [--merge K1,K2,... PATH]\n",
                    argv[0]);
       return 2;
     }
@@ -150,16 +160,64 @@ int main(int argc, char** argv) {
       memory::bench::PerfectPackingWithLayout(buffers, seed, capacity, steps);
   Piece all;
   for (int32_t i = 0; i < static_cast<int32_t>(problem.tensors.size()); ++i) all.buffers.push_back(i);
-  std::vector<int32_t> exported;
-  Tree(problem).Walk(std::move(all), std::max<size_t>(min_buffers, 1), export_index, &exported);
+  std::map<long, std::vector<int32_t>> wanted;
+  if (export_index >= 0) wanted[export_index];
+  for (long k : merge) wanted[k];
+  Tree(problem).Walk(std::move(all), std::max<size_t>(min_buffers, 1), &wanted);
+  if (!merge.empty()) {
+    // Pieces in tree order (a piece's parent comes before it), so a piece
+    // inside one already merged is skipped.
+    std::sort(merge.begin(), merge.end());
+    std::vector<char> merged(problem.tensors.size(), 0);
+    std::vector<memory::TensorLifetime> out;
+    size_t pieces = 0;
+    for (long k : merge) {
+      const std::vector<int32_t>& piece = wanted[k];
+      if (piece.empty()) {
+        std::fprintf(stderr, "no piece %ld of at least %zu buffers\n", k, min_buffers);
+        return 1;
+      }
+      if (merged[piece[0]]) continue;
+      memory::TensorLifetime rect = problem.tensors[piece[0]];
+      uint64_t b0 = UINT64_MAX, b1 = 0;
+      for (int32_t i : piece) {
+        merged[i] = 1;
+        rect.first_use = std::min(rect.first_use, problem.tensors[i].first_use);
+        rect.last_use = std::max(rect.last_use, problem.tensors[i].last_use);
+        b0 = std::min(b0, problem.offsets[i]);
+        b1 = std::max(b1, problem.offsets[i] + problem.tensors[i].size);
+      }
+      rect.size = b1 - b0;
+      rect.name = "piece" + std::to_string(k);
+      out.push_back(rect);
+      ++pieces;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < problem.tensors.size(); ++i) {
+      if (merged[i]) continue;
+      out.push_back(problem.tensors[i]);
+      out.back().name = std::to_string(i);
+      ++kept;
+    }
+    auto csv = memory::FormatBufferCsv(out, nullptr);
+    if (!csv.ok()) {
+      std::fprintf(stderr, "%s\n", csv.status().ToString().c_str());
+      return 1;
+    }
+    std::ofstream(merge_path) << *csv;
+    std::printf("%zu pieces (%zu buffers) merged, %zu buffers kept: %zu written to %s\n", pieces,
+                problem.tensors.size() - kept, kept, out.size(), merge_path.c_str());
+  }
   if (export_index >= 0) {
+    const std::vector<int32_t>& exported = wanted[export_index];
     if (exported.empty()) {
       std::fprintf(stderr, "no piece %ld of at least %zu buffers\n", export_index, min_buffers);
       return 1;
     }
-    std::sort(exported.begin(), exported.end());
+    std::vector<int32_t> sorted = exported;
+    std::sort(sorted.begin(), sorted.end());
     std::vector<memory::TensorLifetime> part;
-    for (int32_t i : exported) part.push_back(problem.tensors[i]);
+    for (int32_t i : sorted) part.push_back(problem.tensors[i]);
     auto csv = memory::FormatBufferCsv(part, nullptr);
     if (!csv.ok()) {
       std::fprintf(stderr, "%s\n", csv.status().ToString().c_str());
