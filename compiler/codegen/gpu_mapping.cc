@@ -14,6 +14,9 @@
 namespace keel::codegen {
 namespace {
 
+// Loads of one base pointer that LLVM's load/store vectorizer considers together.
+constexpr size_t kVectorizerChunk = 64;
+
 // Memory a statement touches, keyed so that views of one argument coincide:
 // "a<arg index>" for arguments, "w" for the workspace. Locals and constants are
 // not shared memory and are tracked separately.
@@ -78,6 +81,30 @@ bool MayReadElement(const Expr& e, int buffer, const std::vector<Expr>& index) {
   for (const Expr& o : e->operands)
     if (MayReadElement(o, buffer, index)) return true;
   return false;
+}
+
+// The most distinct loads of one argument or workspace buffer in `s` (a load shared by
+// several expressions counts once, as the emitter emits it once).
+void DistinctLoads(const KernelFunc& k, const Expr& e, std::map<std::string, std::set<const void*>>& loads) {
+  if (e.is_null()) return;
+  if (e->kind == ExprKind::kLoad) {
+    const std::string key = MemKey(k.buffer(e->buffer));
+    if (!key.empty()) loads[key].insert(e.get());
+  }
+  for (const Expr& o : e->operands) DistinctLoads(k, o, loads);
+}
+size_t MostLoadsOfOneBuffer(const KernelFunc& k, const StmtNode& s) {
+  std::map<std::string, std::set<const void*>> loads;
+  std::function<void(const StmtNode&)> walk = [&](const StmtNode& n) {
+    for (const Expr& i : n.indices) DistinctLoads(k, i, loads);
+    for (const Expr& e : {n.value, n.cond, n.begin, n.end}) DistinctLoads(k, e, loads);
+    for (const Stmt& c : n.body) walk(*c);
+    for (const Stmt& c : n.else_body) walk(*c);
+  };
+  walk(s);
+  size_t most = 0;
+  for (const auto& [key, set] : loads) most = std::max(most, set.size());
+  return most;
 }
 
 bool ReadsLocal(const KernelFunc& k, const Expr& e) {
@@ -378,9 +405,14 @@ Result<GpuMapping> MapKernelToGpu(const KernelFunc& kernel, const GpuMappingOpti
       // Contiguous elements per thread let the load/store vectorizer emit
       // 128-bit accesses (4 f32 or 8 half elements); only for local-free
       // bodies (kept small).
+      // LLVM's load/store vectorizer takes the loads of one buffer 64 at a time, in program
+      // order, and the emitter emits an item's elements one after the other: more than 64
+      // loads of one buffer per item leave most of them scalar (a 3x3 channels-last pool of
+      // 8 half channels an item: 72 loads, one 128-bit access and 56 narrower ones).
+      const size_t loads = MostLoadsOfOneBuffer(kernel, *body[0]);
       bool small_body = a.locals_read.empty() && a.locals_written.empty();
       for (int64_t v : {int64_t{8}, int64_t{4}}) {
-        if (v == 8 && a.widest_element > 2) continue;
+        if (v == 8 && (a.widest_element > 2 || loads * 8 > kVectorizerChunk)) continue;
         if (small_body && inner % v == 0 && p.rows * inner >= v * tpb) {
           p.vector_width = v;
           break;

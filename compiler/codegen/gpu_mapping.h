@@ -11,6 +11,8 @@
 //     never read what they write) and whose locals are re-initialized per j:
 //     (t, j) is collapsed into one flat index, one (or `vector_width`
 //     contiguous) element(s) per thread, grid-stride. Coalesced elementwise code.
+//     An item keeps at most 64 loads of one buffer (the load/store vectorizer's
+//     chunk), so that each of its loads becomes one vector access.
 //   * kBlockPerRow — a row reduction (Softmax, LayerNorm, Reduce*, global pools):
 //     the parallel body is a sequence of uniform scalar statements, reduction
 //     loops `acc[c] = acc[c] op f(l)` (op add/max/min on f32) and independent

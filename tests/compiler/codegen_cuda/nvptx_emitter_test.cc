@@ -313,6 +313,35 @@ TEST(NvptxEmitter, RowReductionsLoadEachRowElementOnce) {
   EXPECT_EQ(Count(*ln_ptx, "st.global.v4.b32"), 3u) << *ln_ptx;
 }
 
+// A flat kernel's item keeps at most 64 loads of one buffer, the load/store vectorizer's chunk:
+// a 3x3 channels-last average pool in f16 takes 4 channels an item (36 input loads), each tap one
+// 64-bit load; at 8 channels (72 loads) all but the first tap stayed 16- or 32-bit. A 2x2 window
+// keeps 8 channels an item, each tap one 128-bit load.
+TEST(NvptxEmitter, FlatItemsKeepTheirLoadsWithinOneVectorizerChunk) {
+  for (int64_t k : {3, 2}) {
+    SCOPED_TRACE("window " + std::to_string(k));
+    GraphBuilder b;
+    Attributes at;
+    at.Set("kernel_shape", std::vector<int64_t>{k, k});
+    at.Set("pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
+    at.Set("count_include_pad", int64_t{1});
+    at.Set("keel.channels_last", int64_t{1});
+    ir::Node* pool = b.Op("AveragePool", {b.Input("x", {8, 17, 17, 256}, ir::DType::kF16)}, at);
+    ASSERT_NE(pool, nullptr);
+    Result<KernelSpec> spec = LowerNodeToKernel(*pool, 0, CudaLowering());
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    Result<GpuMapping> mapping = CudaKernelMapping(*spec, NvptxTargetOptions());
+    ASSERT_TRUE(mapping.ok());
+    ASSERT_EQ(mapping->phases[0].kind, GpuPhaseKind::kFlat) << mapping->Describe();
+    EXPECT_EQ(mapping->phases[0].vector_width, k == 3 ? 4 : 8) << mapping->Describe();
+    Result<std::string> ptx = EmitNvptxPtx({*spec}, NvptxTargetOptions());
+    ASSERT_TRUE(ptx.ok()) << ptx.status().ToString();
+    const size_t taps = static_cast<size_t>(k * k);
+    EXPECT_EQ(Count(*ptx, "ld.global"), taps) << *ptx;
+    EXPECT_EQ(Count(*ptx, k == 3 ? "ld.global.nc.v4.b16" : "ld.global.nc.v4.b32"), taps) << *ptx;
+  }
+}
+
 // A kernel whose results are all half rounds its f32 math to 11 (8) bits
 // anyway: its divisions are div.full (2 ulp of f32) and its reciprocals
 // rcp.approx. f32 results keep IEEE division. bf16 results narrow with one
