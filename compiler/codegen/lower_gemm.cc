@@ -321,8 +321,11 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // registers (MR <= 9 with AVX-512's 32). The tail's own tile (MR rows of one vector) does one
   // FMA per broadcast, at most 8 of 9 loads' worth: ~0.89 of the FMA rate alone, 2x its share of
   // a 13x13 image's 169 pixels (5 panels and 9 columns) in the classifier of SqueezeNet
-  // (LowerOptions::gemm_merged_tail; docs/MEASUREMENTS.md, cpu43).
+  // (LowerOptions::gemm_merged_tail; docs/MEASUREMENTS.md, cpu43). Only up to 8 full panels (a
+  // tail of at least 1/17 of the columns): ResNet-50's 28x28 layers (24 panels and 16 columns)
+  // measured 1.00-1.01x the time so, its 14x14 ones (6 and 4) 0.99.
   const bool merged_tail = o.gemm_merged_tail && TW == NR / 2 && NR % 2 == 0 && !narrow_tail && n_full >= 1 &&
+                           n_full <= 8 &&
                            !fused_pack && !in_place && !prepacked && !batched && MR * 3 + 4 <= o.vector_registers;
   const int acc_merged = merged_tail ? k.AddLocal(tag + "_acc_merged", DType::kF32, {MR * (NR + TW)}) : -1;
   // The output lines of the next register tile (and what the epilogue reads at the same places,
