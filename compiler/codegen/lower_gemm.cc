@@ -315,18 +315,15 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const int acc_tail = TW < NR && TW % std::max<int64_t>(1, NR / 2) != 0
                            ? k.AddLocal(tag + "_acc_tail", DType::kF32, {MR * NR})
                            : -1;
-  // A half-panel tail (TW = NR / 2, one vector) after at least one full panel, with B packed by a
-  // pass of its own: the last full panel and the tail run as one tile of NR + TW columns (three
-  // vectors a row), where its MR x 3 accumulators, 3 B vectors and a broadcast fit the vector
-  // registers (MR <= 9 with AVX-512's 32). The tail's own tile (MR rows of one vector) does one
-  // FMA per broadcast, at most 8 of 9 loads' worth: ~0.89 of the FMA rate alone, 2x its share of
-  // a 13x13 image's 169 pixels (5 panels and 9 columns) in the classifier of SqueezeNet
-  // (LowerOptions::gemm_merged_tail; docs/MEASUREMENTS.md, cpu43). Only up to 8 full panels (a
-  // tail of at least 1/17 of the columns): ResNet-50's 28x28 layers (24 panels and 16 columns)
-  // measured 1.00-1.01x the time so, its 14x14 ones (6 and 4) 0.99.
+  // A half-panel tail (one vector) after 1 to 8 full panels, B packed by a pass of its own: the
+  // last full panel and the tail run as one tile of NR + TW columns, where MR x 3 accumulators, 3 B
+  // vectors and a broadcast fit the registers (MR <= 9 with AVX-512's 32). The tail's own tile does
+  // one FMA per broadcast (~0.89 of the FMA rate; 2x its share of SqueezeNet's classifier, 169
+  // pixels). With more panels the tail is too small a share: ResNet-50's 28x28 layers (24 panels
+  // and 16 columns) measured 1.00-1.01x (LowerOptions::gemm_merged_tail; MEASUREMENTS.md, cpu43).
   const bool merged_tail = o.gemm_merged_tail && TW == NR / 2 && NR % 2 == 0 && !narrow_tail && n_full >= 1 &&
-                           n_full <= 8 &&
-                           !fused_pack && !in_place && !prepacked && !batched && MR * 3 + 4 <= o.vector_registers;
+                           n_full <= 8 && !fused_pack && !in_place && !prepacked && !batched &&
+                           MR * 3 + 4 <= o.vector_registers;
   const int acc_merged = merged_tail ? k.AddLocal(tag + "_acc_merged", DType::kF32, {MR * (NR + TW)}) : -1;
   // The output lines of the next register tile (and what the epilogue reads at the same places,
   // a fused residual) prefetched, a share per k iteration: a tile's MR rows are streams a whole
@@ -422,8 +419,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // own, else on every panel (its stores guarded where it meets a tail panel).
   // `packs`: B is read in place (as `direct`) and every vector read is also stored into the
   // task's panel slot (first_tile_packs).
-  // `merged`: the tile of the last full panel and the tail (merged_tail), NR + TW lanes wide,
-  // run only at p = n_full - 1 (lanes NR and on read the tail panel p + 1).
+  // `merged`: the merged_tail tile, NR + TW lanes, run at p = n_full - 1 (lanes NR.. read panel p + 1).
   auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false,
                        bool packs = false, bool a_pf = true, bool merged = false) {
     if (width == 0) width = NR;
@@ -578,8 +574,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                                 : nullptr;
       Stmt final_store = full;
       if (merged) {
-        // The full panel's lanes, then the tail's n_tail lanes in pieces of powers of two.
-        std::vector<std::pair<int64_t, int64_t>> store_pieces{{0, NR}};
+        std::vector<std::pair<int64_t, int64_t>> store_pieces{{0, NR}};  // then n_tail lanes in powers of two
         for (int64_t lo = NR, w = TW; lo < NR + n_tail; w /= 2)
           if (lo + w <= NR + n_tail) { store_pieces.emplace_back(lo, lo + w); lo += w; }
         std::vector<Stmt> out;
@@ -617,8 +612,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     Stmt full = in_place ? row_tile(false, true) : row_tile(prefetch_b);
     Stmt tail = row_tile(false, false, TW, true);
     tile = n_full == 0 ? tail : If(p < n_full, full, tail);
-    // The last full panel with the tail in one tile; the tail panel has nothing left to run.
-    if (merged_tail)
+    if (merged_tail)  // the last full panel with the tail; the tail panel has nothing left to run
       tile = If(p < n_full - 1, full, If(p < n_full, row_tile(false, false, 0, false, false, true, true), Block({})));
   }
   Stmt tiles;
