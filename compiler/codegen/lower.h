@@ -103,6 +103,13 @@ struct LowerOptions {
   // layers on 14x14 took 0.87-0.89 of the time, its Winograd layers on 14x14 0.72-0.77 and on
   // 28x28 0.85-0.88 (docs/MEASUREMENTS.md, cpu31).
   bool gemm_prefetch_a_panels = true;
+  // GEMMs whose B is packed by a pass of its own, with a tail panel of half a panel (one vector)
+  // after full ones: the last full panel and the tail run as one register tile of 1.5 panels (three
+  // vectors a row) where MR x 3 accumulators fit the vector registers (lower_gemm.cc), instead of
+  // the tail's own tile of one vector a row, one FMA per load. SqueezeNet's classifier (512 ->
+  // 1000 at 13x13: 5 panels and 9 columns) took 0.97-0.98 of the time, its 64 -> 256 expand 1x1
+  // layers 0.94-0.95 (docs/MEASUREMENTS.md, cpu43).
+  bool gemm_merged_tail = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

@@ -315,6 +315,16 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const int acc_tail = TW < NR && TW % std::max<int64_t>(1, NR / 2) != 0
                            ? k.AddLocal(tag + "_acc_tail", DType::kF32, {MR * NR})
                            : -1;
+  // A half-panel tail (one vector) after 1 to 8 full panels, B packed by a pass of its own: the
+  // last full panel and the tail run as one tile of NR + TW columns, where MR x 3 accumulators, 3 B
+  // vectors and a broadcast fit the registers (MR <= 9 with AVX-512's 32). The tail's own tile does
+  // one FMA per broadcast (~0.89 of the FMA rate; 2x its share of SqueezeNet's classifier, 169
+  // pixels). With more panels the tail is too small a share: ResNet-50's 28x28 layers (24 panels
+  // and 16 columns) measured 1.00-1.01x (LowerOptions::gemm_merged_tail; MEASUREMENTS.md, cpu43).
+  const bool merged_tail = o.gemm_merged_tail && TW == NR / 2 && NR % 2 == 0 && !narrow_tail && n_full >= 1 &&
+                           n_full <= 8 && !fused_pack && !in_place && !prepacked && !batched &&
+                           MR * 3 + 4 <= o.vector_registers;
+  const int acc_merged = merged_tail ? k.AddLocal(tag + "_acc_merged", DType::kF32, {MR * (NR + TW)}) : -1;
   // The output lines of the next register tile (and what the epilogue reads at the same places,
   // a fused residual) prefetched, a share per k iteration: a tile's MR rows are streams a whole
   // output row apart, each only a task's panels long, which the hardware prefetchers do not
@@ -409,14 +419,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // own, else on every panel (its stores guarded where it meets a tail panel).
   // `packs`: B is read in place (as `direct`) and every vector read is also stored into the
   // task's panel slot (first_tile_packs).
+  // `merged`: the merged_tail tile, NR + TW lanes, run at p = n_full - 1 (lanes NR.. read panel p + 1).
   auto make_tile = [&](int64_t mr, bool prefetch, bool direct, int64_t width = 0, bool tail = false,
-                       bool packs = false, bool a_pf = true) {
+                       bool packs = false, bool a_pf = true, bool merged = false) {
     if (width == 0) width = NR;
+    if (merged) width = NR + TW;
     const int64_t Ra = a_pf ? Ra_all : 0;  // (`a_pf` false: no A prefetch in this tile)
     direct = direct || packs;
-    const int tile_acc = tail && acc_tail >= 0 ? acc_tail : acc;
-    auto acc_at = [&](int64_t i, int64_t j) { return k.Load(tile_acc, {Expr(i * NR + j)}); };
-    auto acc_lane = [&](int64_t i, Expr j) { return k.Load(tile_acc, {i * NR + j}); };
+    const int tile_acc = merged ? acc_merged : tail && acc_tail >= 0 ? acc_tail : acc;
+    const int64_t stride = merged ? NR + TW : NR;  // accumulator lanes per tile row
+    auto acc_at = [&](int64_t i, int64_t j) { return k.Load(tile_acc, {Expr(i * stride + j)}); };
+    auto acc_lane = [&](int64_t i, Expr j) { return k.Load(tile_acc, {i * stride + j}); };
     // One vector statement per tile row (rows(f(i, j)) = mr unrolled kLanes loops), a narrower
     // tile's in pieces of powers of two (24 lanes as 16 + 8: LLVM assembled a 24-lane vector
     // accumulator element by element, 50x slower).
@@ -442,9 +455,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     std::vector<Stmt> tile;
     // init
     {
-      Stmt zero = rows([&](int64_t i, Expr j) { return k.Store(tile_acc, {i * NR + j}, FloatConst(0)); });
+      Stmt zero = rows([&](int64_t i, Expr j) { return k.Store(tile_acc, {i * stride + j}, FloatConst(0)); });
       Stmt reload = cpart >= 0 ? rows([&](int64_t i, Expr j) {
-        return k.Store(tile_acc, {i * NR + j}, k.Load(cpart, {cpart_row(m0 + i), n0 + j}));
+        return k.Store(tile_acc, {i * stride + j}, k.Load(cpart, {cpart_row(m0 + i), n0 + j}));
       }) : nullptr;
       tile.push_back(cpart >= 0 ? If(Binary(BinaryOp::kEq, kc, 0), zero, reload) : zero);
     }
@@ -455,11 +468,12 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         Expr a = Cast(a_panels ? g.a_panel(RowPanelOffset(m0, mr, K, kk, i)) : g.a_tile ? g.a_tile(m0, i, kk) : g.a(m0 + i, kk),
                       DType::kF32);
         // A narrow tail panel is [K][TW] after the full panels (at the offset of panel n_full).
-        Expr b = by_vector     ? Cast(g.b_vector(kk, p, lo / (NR / 2), j - lo), DType::kF32)
+        Expr b = merged        ? k.Load(bp, {lo >= NR ? bp_at(p + 1, kk, j - NR) : bp_at(p, kk, j)})
+                 : by_vector   ? Cast(g.b_vector(kk, p, lo / (NR / 2), j - lo), DType::kF32)
                  : direct      ? Cast(g.b(kk, n0 + j), DType::kF32)
                  : tail && narrow_tail ? k.Load(bp, {bp_at(p, Expr(0), Expr(0)) + kk * TW + j})
                                  : k.Load(bp, {bp_at(in_place ? in_place_slot : panel_at_a_time ? nb : p, kk, j)});
-        return k.Store(tile_acc, {i * NR + j}, acc_lane(i, j) + a * b);
+        return k.Store(tile_acc, {i * stride + j}, acc_lane(i, j) + a * b);
       });
       if (packs) {
         // After the rows' FMAs, the same loads (one each after CSE) into the slot.
@@ -559,8 +573,20 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
       Stmt partial = cpart >= 0 ? rows([&](int64_t i, Expr j) { return k.Store(cpart, {cpart_row(m0 + i), n0 + j}, acc_lane(i, j)); })
                                 : nullptr;
       Stmt final_store = full;
-      // Guarded where the tile's lanes pass N: a shared tile on the tail panel, a tail tile wider than the tail.
-      if (tail ? width > n_tail : N % NR != 0 && TW == NR) {
+      if (merged) {
+        std::vector<std::pair<int64_t, int64_t>> store_pieces{{0, NR}};  // then n_tail lanes in powers of two
+        for (int64_t lo = NR, w = TW; lo < NR + n_tail; w /= 2)
+          if (lo + w <= NR + n_tail) { store_pieces.emplace_back(lo, lo + w); lo += w; }
+        std::vector<Stmt> out;
+        for (int64_t i = 0; i < mr; ++i) {
+          for (const auto& [lo, hi] : store_pieces) {
+            Expr j = k.NewVar("j");
+            out.push_back(For(j, lo, hi, LoopKind::kLanes, g.store(m0 + i, n0 + j, acc_lane(i, j))));
+          }
+        }
+        final_store = Block(std::move(out));
+      } else if (tail ? width > n_tail : N % NR != 0 && TW == NR) {
+        // Guarded where the tile's lanes pass N: a shared tile on the tail panel, a tail tile wider than the tail.
         std::vector<Stmt> edge;
         for (int64_t i = 0; i < mr; ++i)
           for (int64_t j = 0; j < width; ++j) edge.push_back(If(n0 + j < N, g.store(m0 + i, n0 + j, acc_at(i, j))));
@@ -572,10 +598,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   };
   const int64_t m_tail = M % MR;
   auto row_tile = [&](bool prefetch, bool direct = false, int64_t width = 0, bool tail = false, bool packs = false,
-                      bool a_pf = true) {
-    return m_tail == 0 ? make_tile(MR, prefetch, direct, width, tail, packs, a_pf)
-                       : If(mt < M / MR, make_tile(MR, prefetch, direct, width, tail, packs, a_pf),
-                            make_tile(m_tail, prefetch, direct, width, tail, packs, a_pf));
+                      bool a_pf = true, bool merged = false) {
+    return m_tail == 0 ? make_tile(MR, prefetch, direct, width, tail, packs, a_pf, merged)
+                       : If(mt < M / MR, make_tile(MR, prefetch, direct, width, tail, packs, a_pf, merged),
+                            make_tile(m_tail, prefetch, direct, width, tail, packs, a_pf, merged));
   };
   Stmt tile = !in_place     ? row_tile(false)
               : N % NR == 0 ? row_tile(false, true)
@@ -586,6 +612,8 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
     Stmt full = in_place ? row_tile(false, true) : row_tile(prefetch_b);
     Stmt tail = row_tile(false, false, TW, true);
     tile = n_full == 0 ? tail : If(p < n_full, full, tail);
+    if (merged_tail)  // the last full panel with the tail; the tail panel has nothing left to run
+      tile = If(p < n_full - 1, full, If(p < n_full, row_tile(false, false, 0, false, false, true, true), Block({})));
   }
   Stmt tiles;
   if (first_tile_packs) {

@@ -114,6 +114,45 @@ TEST(MatMul, HalfWidthTailPanel) {
   EXPECT_FALSE(HasLanesLoop(spec.kernel->ToString(), 16));
 }
 
+// A half-panel tail after full panels, B packed by a pass of its own (several M blocks): the last
+// full panel and the tail run as one tile of 1.5 panels where MR x 3 accumulators fit the
+// registers and the full panels are at most 8 (LowerOptions::gemm_merged_tail, lower_gemm.cc;
+// AVX-512 with 8-row tiles). N = 169 (5 panels and 9 columns, SqueezeNet's 13x13 classifier),
+// 137 (4 and 9: the last full panel and the
+// tail in different column blocks), 48 (1 and a tail of exactly 16), 40 (1 and 8), with K blocks
+// (K = 333) and without (K = 64); M = 40 (5 row tiles of 8) and, with 8-row tiles forced, M = 30
+// (a 6-row last tile); against the reference with the option on and off, the merged tile's
+// accumulators there only when on. Not merged: 12-row tiles (36 accumulators), AVX2 (16
+// registers), a tail wider than half a panel (N = 57), a tail alone (N = 9), a tail after 9 full
+// panels (N = 297: the tail under 1/17 of the columns).
+TEST(MatMul, MergedTailTile) {
+  const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
+  const LowerOptions avx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
+  LowerOptions rows8 = avx512;
+  rows8.gemm_mr = 8;
+  rows8.gemm_mr_alt = 0;
+  struct Case { int64_t m, n, k; const LowerOptions* options; bool merged; };
+  for (const Case& c : {Case{40, 169, 333, &avx512, true}, Case{40, 137, 333, &avx512, true},
+                        Case{40, 48, 64, &avx512, true}, Case{40, 40, 333, &avx512, true},
+                        Case{30, 169, 333, &rows8, true}, Case{30, 169, 333, &avx512, false},
+                        Case{40, 169, 333, &avx2, false}, Case{40, 57, 333, &avx512, false},
+                        Case{40, 9, 333, &avx512, false}, Case{40, 297, 64, &avx512, false}}) {
+    for (bool on : {true, false}) {
+      SCOPED_TRACE("M " + std::to_string(c.m) + " N " + std::to_string(c.n) + " K " + std::to_string(c.k) +
+                   (on ? " on" : " off"));
+      LowerOptions o = *c.options;
+      o.gemm_merged_tail = on;
+      GraphBuilder b;
+      ir::Node* node = b.Op("MatMul", {b.Input("a", {c.m, c.k}), b.Input("w", {c.k, c.n})});
+      ASSERT_NE(node, nullptr);
+      KernelSpec spec = CheckNodeAgainstReference(*node, 33, 1e-5, 4, o);
+      ASSERT_TRUE(spec.kernel);
+      const std::string text = spec.kernel->ToString();
+      EXPECT_EQ(text.find("acc_merged") != std::string::npos, on && c.merged) << text;
+    }
+  }
+}
+
 TEST(MatMul, SharedWeightFoldsBatchIntoRows) {
   GraphBuilder b;
   KernelSpec spec = CheckOp(b, "MatMul", {b.Input("a", {2, 13, 40}), b.Input("w", {40, 19})}, {}, 23);
