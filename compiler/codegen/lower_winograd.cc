@@ -26,6 +26,12 @@
 // tile's image and origin, so lanes need no divisions. Workspace: V and M,
 // n² * (Tp * Ci + T * Co) floats (Tp: T rounded up to the panel width).
 // Three parallel regions in all.
+// In bands (LowerOptions::winograd_band_tiles): ONE parallel region over the
+// panels of tiles instead, each panel's input transform, n² GEMMs and output
+// transform run by one thread in a row, so that its V and M (n² panels each,
+// [Np][n²][C or Co][NR]) are still in that core's cache when the next stage
+// reads them and only U is shared between the cores (the three-region form
+// hands V and M, several MB at 56x56, between the cores at each stage).
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -112,8 +118,23 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
   const int tab_w = k.AddConstant("wino_tile_col", DType::kI32, {Tp}, std::move(tw0));
   auto tab = [&k](int buf, Expr t) { return Cast(k.Load(buf, {std::move(t)}), DType::kI64); };
 
+  // Bands: more than one panel of tiles to share, and U's K in one block (the GEMM's).
+  const int64_t band_min = ctx.options().winograd_band_tiles;
+  const bool bands = band_min > 0 && T >= band_min && Np > 1;
   const int V = k.AddWorkspace("wino_v", DType::kF32, {nn * Np * C * NR});
-  const int Mo = k.AddWorkspace("wino_m", DType::kF32, {nn, Co, T});
+  const int Mo = bands ? k.AddWorkspace("wino_m", DType::kF32, {Np * nn * Co * NR})
+                       : k.AddWorkspace("wino_m", DType::kF32, {nn, Co, T});
+  // V's element (ξ, panel p, channel c, column col): [n²][Np][C][NR], or in bands [Np][n²][C][NR].
+  auto v_at = [&](int64_t xi, Expr p, Expr c, Expr col) {
+    return bands ? ((p * nn + xi) * C + c) * NR + col : ((xi * Np + p) * C + c) * NR + col;
+  };
+  // M's element (ξ, output channel co, tile t): [n²][Co][T], or in bands [Np][n²][Co][NR].
+  // (In bands, t is a tile of band `band`, the parallel loop's variable.)
+  Expr band = bands ? k.NewVar("band") : Expr();
+  auto m_at = [&](int64_t xi, Expr co, Expr t) -> std::vector<Expr> {
+    if (!bands) return {Expr(xi), co, t};
+    return {((band * nn + xi) * Co + co) * NR + (t - band * NR)};
+  };
   // Lanes of the transforms: half the GEMM's panel width (8 floats for AVX2, 16
   // for AVX-512; more would keep n² * lanes values live); a divisor of NR, so a
   // chunk of lanes never straddles two panels of V.
@@ -145,7 +166,7 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
                                Combine(mx.bt + r * n, n, [&](int64_t a) { return at(d, a, s); })));
     for (int64_t r = 0; r < n; ++r)  // (B^T d) B
       for (int64_t s = 0; s < n; ++s)
-        body.push_back(k.Store(V, {(((r * n + s) * Np + p) * C + c) * NR + col},
+        body.push_back(k.Store(V, {v_at(r * n + s, p, c, col)},
                                Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
     Stmt chunk = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
     const bool par = C > 1 && C * Tp * nn >= min_par;
@@ -155,18 +176,24 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     // from its own core's cache (over channels, half of X came from the
     // other core). docs/MEASUREMENTS.md, "Tasks in panel order".
     Expr i = k.NewVar("qc");
-    input_transform = For(i, 0, Q * C, par ? LoopKind::kParallel : LoopKind::kSerial,
-                          For(q, i / C, i / C + 1, LoopKind::kSerial, For(c, i % C, i % C + 1, LoopKind::kSerial, chunk)));
+    if (bands) {
+      // The band's chunks, each over every channel.
+      input_transform = For(q, band * chunks_per_panel, band * chunks_per_panel + chunks_per_panel, LoopKind::kSerial,
+                            For(c, 0, C, LoopKind::kSerial, chunk));
+    } else {
+      input_transform =
+          For(i, 0, Q * C, par ? LoopKind::kParallel : LoopKind::kSerial,
+              For(q, i / C, i / C + 1, LoopKind::kSerial, For(c, i % C, i % C + 1, LoopKind::kSerial, chunk)));
+    }
   }
 
-  // 2. The n² GEMMs, one batch over V's panels.
-  Stmt gemms;
-  {
+  // 2. The n² GEMMs, one batch over V's panels (in bands: over the band's panel, `cols` tiles).
+  auto build_gemms = [&](int64_t cols) -> Result<Stmt> {
     Expr xi = k.NewVar("xi");
     KernelFunc* kp = &k;
     IndexFn u_at = U.at;
     GemmOperands g;
-    g.m = Co; g.n = T; g.k = C;
+    g.m = Co; g.n = cols; g.k = C;
     g.batch = nn;
     g.batch_var = xi;
     g.b_packed = V;
@@ -184,8 +211,33 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     } else {
       g.a = [u_at, xi](Expr row, Expr kk) { return u_at({xi, row, kk}); };
     }
-    g.store = [kp, Mo, xi](Expr row, Expr col, Expr acc) { return kp->Store(Mo, {xi, row, col}, acc); };
-    KEEL_ASSIGN_OR_RETURN(gemms, BuildBlockedGemm(ctx, g, "wino"));
+    if (bands) {
+      g.b_packed_base = band * (nn * C * NR);
+      g.in_region = true;
+      g.region_slot = band;
+      g.region_slots = Np;
+      Expr base = band * (nn * Co * NR);
+      g.store = [kp, Mo, xi, base, Co, NR](Expr row, Expr col, Expr acc) {
+        return kp->Store(Mo, {base + (xi * Co + row) * NR + col}, acc);
+      };
+    } else {
+      g.store = [kp, Mo, xi](Expr row, Expr col, Expr acc) { return kp->Store(Mo, {xi, row, col}, acc); };
+    }
+    return BuildBlockedGemm(ctx, g, "wino");
+  };
+  Stmt gemms;
+  if (!bands) {
+    KEEL_ASSIGN_OR_RETURN(gemms, build_gemms(T));
+  } else {
+    // Every band has NR tiles but the last, which has the rest.
+    KEEL_ASSIGN_OR_RETURN(Stmt full, build_gemms(NR));
+    const int64_t last = T - (Np - 1) * NR;
+    if (last == NR) {
+      gemms = full;
+    } else {
+      KEEL_ASSIGN_OR_RETURN(Stmt rest, build_gemms(last));
+      gemms = If(band < Np - 1, full, rest);
+    }
   }
 
   // 3. Output transform: `lanes` tiles from t0 at once; guarded stores for partial tiles.
@@ -195,7 +247,7 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     Expr j = k.NewVar("j");
     Expr t = t0 + j;
     std::vector<Stmt> body;
-    for (int64_t x = 0; x < nn; ++x) body.push_back(k.Store(mm, {x * lanes + j}, k.Load(Mo, {Expr(x), co, t})));
+    for (int64_t x = 0; x < nn; ++x) body.push_back(k.Store(mm, {x * lanes + j}, k.Load(Mo, m_at(x, co, t))));
     for (int64_t r = 0; r < m; ++r)  // A^T M
       for (int64_t s = 0; s < n; ++s)
         body.push_back(k.Store(am, {(r * n + s) * lanes + j}, Combine(mx.at + r * n, n, [&](int64_t a) {
@@ -219,6 +271,16 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     return For(j, 0, 1, LoopKind::kSerial, Block(std::move(body)));
   };
   Stmt output_transform;
+  if (bands) {
+    // The band's chunks of L tiles per output channel: whole chunks of full tiles in lanes, the
+    // rest (a band's last tiles, partial ones) one at a time.
+    Expr co = k.NewVar("co"), q = k.NewVar("q"), t = k.NewVar("t");
+    Expr t0 = band * NR + q * L;
+    Stmt chunk = If(t0 + L <= Tf, output_tiles(co, t0, L, false),
+                    For(t, t0, Min(t0 + L, T), LoopKind::kSerial, output_tiles(co, t, 1, true)));
+    output_transform = For(co, 0, Co, LoopKind::kSerial, For(q, 0, NR / L, LoopKind::kSerial, chunk));
+    return For(band, 0, Np, LoopKind::kParallel, Block({input_transform, gemms, output_transform}));
+  }
   {
     Expr co = k.NewVar("co");
     std::vector<Stmt> per_channel;
