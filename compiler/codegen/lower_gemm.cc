@@ -241,8 +241,10 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
                                      : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
   const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
   const bool base = prepacked && !g.b_packed_base.is_null();
+  const bool strided = prepacked && g.b_packed_stride > 0;
   auto bp_at = [&](Expr p, Expr kk, Expr j) {
-    Expr at = ColumnPanelOffset(b_product, slots, K, NR, p, kk, j);
+    Expr at = strided ? b_product * g.b_packed_stride + ColumnPanelOffset(Expr(0), slots, K, NR, p, kk, j)
+                      : ColumnPanelOffset(b_product, slots, K, NR, p, kk, j);
     return base ? g.b_packed_base + at : at;
   };
   const bool region_slot = g.in_region && g.region_slots > 1 && !g.region_slot.is_null();

@@ -121,24 +121,32 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
   // Bands: more than one panel of tiles to share, and U's K in one block (the GEMM's).
   const int64_t band_min = ctx.options().winograd_band_tiles;
   const bool bands = band_min > 0 && T >= band_min && Np > 1;
-  const int V = k.AddWorkspace("wino_v", DType::kF32, {nn * Np * C * NR});
-  const int Mo = bands ? k.AddWorkspace("wino_m", DType::kF32, {Np * nn * Co * NR})
-                       : k.AddWorkspace("wino_m", DType::kF32, {nn, Co, T});
-  // V's element (ξ, panel p, channel c, column col): [n²][Np][C][NR], or in bands [Np][n²][C][NR].
-  auto v_at = [&](int64_t xi, Expr p, Expr c, Expr col) {
-    return bands ? ((p * nn + xi) * C + c) * NR + col : ((xi * Np + p) * C + c) * NR + col;
-  };
-  // M's element (ξ, output channel co, tile t): [n²][Co][T], or in bands [Np][n²][Co][NR].
-  // (In bands, t is a tile of band `band`, the parallel loop's variable.)
-  Expr band = bands ? k.NewVar("band") : Expr();
-  auto m_at = [&](int64_t xi, Expr co, Expr t) -> std::vector<Expr> {
-    if (!bands) return {Expr(xi), co, t};
-    return {((band * nn + xi) * Co + co) * NR + (t - band * NR)};
-  };
   // Lanes of the transforms: half the GEMM's panel width (8 floats for AVX2, 16
   // for AVX-512; more would keep n² * lanes values live); a divisor of NR, so a
   // chunk of lanes never straddles two panels of V.
   const int64_t L = NR % 2 == 0 && NR >= 8 ? NR / 2 : NR;
+  // A band's tiles (BT, in Nb bands): a panel's. (Half a panel, so that 49 tiles split 32 : 17
+  // between two threads no more, measured slower: the GEMM's half-width register tiles.)
+  const int64_t BT = NR, Nb = Np, cpb = BT / L;
+  // In bands, a band's V and M are [n²][C or Co][NR] each, every ξ's panel a cache line
+  // further than its size (vs, ms floats apart): at 8 KB apart (64 channels of 32 tiles), the
+  // transforms' n² loads or stores of one lane chunk would all fall into one L1 set.
+  const int64_t vs = C * NR + 16, ms = Co * NR + 16;
+  const int V = bands ? k.AddWorkspace("wino_v", DType::kF32, {Nb * nn * vs})
+                      : k.AddWorkspace("wino_v", DType::kF32, {nn * Np * C * NR});
+  const int Mo = bands ? k.AddWorkspace("wino_m", DType::kF32, {Nb * nn * ms})
+                       : k.AddWorkspace("wino_m", DType::kF32, {nn, Co, T});
+  // V's element (ξ, panel p, channel c, column col): [n²][Np][C][NR], or in bands [Np][n²][vs].
+  auto v_at = [&](int64_t xi, Expr p, Expr c, Expr col) {
+    return bands ? p * (nn * vs) + (c * NR + col + xi * vs) : ((xi * Np + p) * C + c) * NR + col;
+  };
+  // M's element (ξ, output channel co, tile t): [n²][Co][T], or in bands [Np][n²][ms].
+  // (In bands, t is a tile of band `band`, the parallel loop's variable.)
+  Expr band = bands ? k.NewVar("band") : Expr();
+  auto m_at = [&](int64_t xi, Expr co, Expr t) -> std::vector<Expr> {
+    if (!bands) return {Expr(xi), co, t};
+    return {band * (nn * ms - BT) + (co * NR + t + xi * ms)};
+  };
   const int64_t min_par = ctx.options().min_parallel_elements;
 
   // 1. Input transform, into V's panels: chunk q is lanes [col, col + L) of panel p.
@@ -149,7 +157,9 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     const int tmp = k.AddLocal("wino_bd", DType::kF32, {nn * lanes});
     Expr c = k.NewVar("c"), q = k.NewVar("q"), j = k.NewVar("j");
     Expr t = q * lanes + j;
-    Expr p = q / chunks_per_panel, col = (q % chunks_per_panel) * lanes + j;
+    // (In bands, V's panel is the band's, its columns the band's tiles.)
+    Expr p = bands ? band : q / chunks_per_panel;
+    Expr col = bands ? (q - band * cpb) * lanes + j : (q % chunks_per_panel) * lanes + j;
     Expr b = tab(tab_b, t), h0 = tab(tab_h, t) - pt, w0 = tab(tab_w, t) - pl;
     auto at = [&](const int buf, int64_t r, int64_t s) { return k.Load(buf, {(r * n + s) * lanes + j}); };
     std::vector<Stmt> body;
@@ -178,7 +188,7 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     Expr i = k.NewVar("qc");
     if (bands) {
       // The band's chunks, each over every channel.
-      input_transform = For(q, band * chunks_per_panel, band * chunks_per_panel + chunks_per_panel, LoopKind::kSerial,
+      input_transform = For(q, band * cpb, band * cpb + cpb, LoopKind::kSerial,
                             For(c, 0, C, LoopKind::kSerial, chunk));
     } else {
       input_transform =
@@ -212,13 +222,14 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
       g.a = [u_at, xi](Expr row, Expr kk) { return u_at({xi, row, kk}); };
     }
     if (bands) {
-      g.b_packed_base = band * (nn * C * NR);
+      g.b_packed_base = band * (nn * vs);
+      g.b_packed_stride = vs;
       g.in_region = true;
       g.region_slot = band;
-      g.region_slots = Np;
-      Expr base = band * (nn * Co * NR);
-      g.store = [kp, Mo, xi, base, Co, NR](Expr row, Expr col, Expr acc) {
-        return kp->Store(Mo, {base + (xi * Co + row) * NR + col}, acc);
+      g.region_slots = Nb;
+      Expr base = band * (nn * ms);
+      g.store = [kp, Mo, xi, base, ms, NR](Expr row, Expr col, Expr acc) {
+        return kp->Store(Mo, {base + xi * ms + row * NR + col}, acc);
       };
     } else {
       g.store = [kp, Mo, xi](Expr row, Expr col, Expr acc) { return kp->Store(Mo, {xi, row, col}, acc); };
@@ -229,14 +240,14 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
   if (!bands) {
     KEEL_ASSIGN_OR_RETURN(gemms, build_gemms(T));
   } else {
-    // Every band has NR tiles but the last, which has the rest.
-    KEEL_ASSIGN_OR_RETURN(Stmt full, build_gemms(NR));
-    const int64_t last = T - (Np - 1) * NR;
-    if (last == NR) {
+    // Every band has BT tiles but the last, which has the rest.
+    KEEL_ASSIGN_OR_RETURN(Stmt full, build_gemms(BT));
+    const int64_t last = T - (Nb - 1) * BT;
+    if (last == BT) {
       gemms = full;
     } else {
       KEEL_ASSIGN_OR_RETURN(Stmt rest, build_gemms(last));
-      gemms = If(band < Np - 1, full, rest);
+      gemms = If(band < Nb - 1, full, rest);
     }
   }
 
@@ -275,11 +286,11 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     // The band's chunks of L tiles per output channel: whole chunks of full tiles in lanes, the
     // rest (a band's last tiles, partial ones) one at a time.
     Expr co = k.NewVar("co"), q = k.NewVar("q"), t = k.NewVar("t");
-    Expr t0 = band * NR + q * L;
+    Expr t0 = band * BT + q * L;
     Stmt chunk = If(t0 + L <= Tf, output_tiles(co, t0, L, false),
                     For(t, t0, Min(t0 + L, T), LoopKind::kSerial, output_tiles(co, t, 1, true)));
-    output_transform = For(co, 0, Co, LoopKind::kSerial, For(q, 0, NR / L, LoopKind::kSerial, chunk));
-    return For(band, 0, Np, LoopKind::kParallel, Block({input_transform, gemms, output_transform}));
+    output_transform = For(co, 0, Co, LoopKind::kSerial, For(q, 0, cpb, LoopKind::kSerial, chunk));
+    return For(band, 0, Nb, LoopKind::kParallel, Block({input_transform, gemms, output_transform}));
   }
   {
     Expr co = k.NewVar("co");
