@@ -103,10 +103,10 @@ struct LowerOptions {
   // layers on 14x14 took 0.87-0.89 of the time, its Winograd layers on 14x14 0.72-0.77 and on
   // 28x28 0.85-0.88 (docs/MEASUREMENTS.md, cpu31).
   bool gemm_prefetch_a_panels = true;
-  // Winograd convolutions with at least this many tiles (and more than one panel of them) run as
-  // one parallel region over bands of a GEMM panel's tiles, each band's input transform, GEMMs
-  // and output transform on one thread (lower_winograd.cc); 0: never (three parallel regions).
-  int64_t winograd_band_tiles = 0;
+  // Winograd convolutions whose tiles fill 2 to this many GEMM panels run as one parallel region
+  // over as many bands of tiles, each band's input transform, GEMMs and output transform on one
+  // thread (lower_winograd.cc); 0: never (three parallel regions).
+  int64_t winograd_band_panels = 0;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

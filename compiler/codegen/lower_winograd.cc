@@ -93,9 +93,16 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
 
   // V's packed layout: [n²][Np panels][C][NR tiles].
   const int64_t NR = GemmPanelWidth(ctx.options()), Np = GemmPanels(ctx.options(), T), Tp = Np * NR;
+  // Bands (LowerOptions::winograd_band_panels): Np of them, band b the tiles [b T / Np,
+  // (b + 1) T / Np) (sizes differing by at most one, so that 49 tiles split 25 : 24 between two
+  // threads, not 32 : 17 as whole panels would), each in a panel of its own.
+  const int64_t band_panels = ctx.options().winograd_band_panels;
+  const bool bands = Np > 1 && Np <= band_panels;
   // Tile tables, full tiles first: image, origin row, origin column; entries
-  // T..Tp repeat the last tile (the padding columns of V's last panel).
-  std::vector<uint8_t> tb(static_cast<size_t>(Tp) * 4), th0(static_cast<size_t>(Tp) * 4), tw0(static_cast<size_t>(Tp) * 4);
+  // T..Tt repeat the last tile (the padding columns of V's last panel, or in bands
+  // the columns of the last band's panel past T).
+  const int64_t Tt = bands ? T + NR : Tp;
+  std::vector<uint8_t> tb(static_cast<size_t>(Tt) * 4), th0(static_cast<size_t>(Tt) * 4), tw0(static_cast<size_t>(Tt) * 4);
   int64_t Tf = 0;
   for (int pass = 0; pass < 2; ++pass) {
     int64_t t = pass == 0 ? 0 : Tf;
@@ -111,23 +118,20 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         }
     if (pass == 0) Tf = t;
   }
-  for (int64_t t = T; t < Tp; ++t)
+  for (int64_t t = T; t < Tt; ++t)
     for (std::vector<uint8_t>* v : {&tb, &th0, &tw0}) std::memcpy(&(*v)[static_cast<size_t>(t) * 4], &(*v)[static_cast<size_t>(T - 1) * 4], 4);
-  const int tab_b = k.AddConstant("wino_tile_img", DType::kI32, {Tp}, std::move(tb));
-  const int tab_h = k.AddConstant("wino_tile_row", DType::kI32, {Tp}, std::move(th0));
-  const int tab_w = k.AddConstant("wino_tile_col", DType::kI32, {Tp}, std::move(tw0));
+  const int tab_b = k.AddConstant("wino_tile_img", DType::kI32, {Tt}, std::move(tb));
+  const int tab_h = k.AddConstant("wino_tile_row", DType::kI32, {Tt}, std::move(th0));
+  const int tab_w = k.AddConstant("wino_tile_col", DType::kI32, {Tt}, std::move(tw0));
   auto tab = [&k](int buf, Expr t) { return Cast(k.Load(buf, {std::move(t)}), DType::kI64); };
 
-  // Bands: more than one panel of tiles to share, and U's K in one block (the GEMM's).
-  const int64_t band_min = ctx.options().winograd_band_tiles;
-  const bool bands = band_min > 0 && T >= band_min && Np > 1;
   // Lanes of the transforms: half the GEMM's panel width (8 floats for AVX2, 16
   // for AVX-512; more would keep n² * lanes values live); a divisor of NR, so a
   // chunk of lanes never straddles two panels of V.
   const int64_t L = NR % 2 == 0 && NR >= 8 ? NR / 2 : NR;
-  // A band's tiles (BT, in Nb bands): a panel's. (Half a panel, so that 49 tiles split 32 : 17
-  // between two threads no more, measured slower: the GEMM's half-width register tiles.)
-  const int64_t BT = NR, Nb = Np, cpb = BT / L;
+  // (Bands of half a panel, so that whole panels' 32 : 17 split of 49 tiles became 32 : 16 + 1,
+  // measured slower: the GEMM's half-width register tiles.)
+  const int64_t Nb = Np, cpb = NR / L;
   // In bands, a band's V and M are [n²][C or Co][NR] each, every ξ's panel a cache line
   // further than its size (vs, ms floats apart): at 8 KB apart (64 channels of 32 tiles), the
   // transforms' n² loads or stores of one lane chunk would all fall into one L1 set.
@@ -141,11 +145,13 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     return bands ? p * (nn * vs) + (c * NR + col + xi * vs) : ((xi * Np + p) * C + c) * NR + col;
   };
   // M's element (ξ, output channel co, tile t): [n²][Co][T], or in bands [Np][n²][ms].
-  // (In bands, t is a tile of band `band`, the parallel loop's variable.)
+  // (In bands, t is a tile of band `band`, the parallel loop's variable, which starts at tile
+  // `band_start`.)
   Expr band = bands ? k.NewVar("band") : Expr();
+  Expr band_start = bands ? band * T / Nb : Expr(), band_end = bands ? (band + 1) * T / Nb : Expr();
   auto m_at = [&](int64_t xi, Expr co, Expr t) -> std::vector<Expr> {
     if (!bands) return {Expr(xi), co, t};
-    return {band * (nn * ms - BT) + (co * NR + t + xi * ms)};
+    return {band * (nn * ms) - band_start + (co * NR + t + xi * ms)};
   };
   const int64_t min_par = ctx.options().min_parallel_elements;
 
@@ -156,10 +162,10 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     const int d = k.AddLocal("wino_d", DType::kF32, {nn * lanes});
     const int tmp = k.AddLocal("wino_bd", DType::kF32, {nn * lanes});
     Expr c = k.NewVar("c"), q = k.NewVar("q"), j = k.NewVar("j");
-    Expr t = q * lanes + j;
-    // (In bands, V's panel is the band's, its columns the band's tiles.)
+    // (In bands, q is the chunk of the band's panel, whose columns are the tiles from band_start.)
+    Expr t = bands ? band_start + q * lanes + j : q * lanes + j;
     Expr p = bands ? band : q / chunks_per_panel;
-    Expr col = bands ? (q - band * cpb) * lanes + j : (q % chunks_per_panel) * lanes + j;
+    Expr col = bands ? q * lanes + j : (q % chunks_per_panel) * lanes + j;
     Expr b = tab(tab_b, t), h0 = tab(tab_h, t) - pt, w0 = tab(tab_w, t) - pl;
     auto at = [&](const int buf, int64_t r, int64_t s) { return k.Load(buf, {(r * n + s) * lanes + j}); };
     std::vector<Stmt> body;
@@ -187,8 +193,8 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     // other core). docs/MEASUREMENTS.md, "Tasks in panel order".
     Expr i = k.NewVar("qc");
     if (bands) {
-      // The band's chunks, each over every channel.
-      input_transform = For(q, band * cpb, band * cpb + cpb, LoopKind::kSerial,
+      // The chunks of the band's panel, each over every channel.
+      input_transform = For(q, 0, cpb, LoopKind::kSerial,
                             For(c, 0, C, LoopKind::kSerial, chunk));
     } else {
       input_transform =
@@ -197,7 +203,8 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     }
   }
 
-  // 2. The n² GEMMs, one batch over V's panels (in bands: over the band's panel, `cols` tiles).
+  // 2. The n² GEMMs, one batch over V's panels (in bands: over the band's panel, all NR columns,
+  // those past the band's tiles computed but never read).
   auto build_gemms = [&](int64_t cols) -> Result<Stmt> {
     Expr xi = k.NewVar("xi");
     KernelFunc* kp = &k;
@@ -236,20 +243,7 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     }
     return BuildBlockedGemm(ctx, g, "wino");
   };
-  Stmt gemms;
-  if (!bands) {
-    KEEL_ASSIGN_OR_RETURN(gemms, build_gemms(T));
-  } else {
-    // Every band has BT tiles but the last, which has the rest.
-    KEEL_ASSIGN_OR_RETURN(Stmt full, build_gemms(BT));
-    const int64_t last = T - (Nb - 1) * BT;
-    if (last == BT) {
-      gemms = full;
-    } else {
-      KEEL_ASSIGN_OR_RETURN(Stmt rest, build_gemms(last));
-      gemms = If(band < Nb - 1, full, rest);
-    }
-  }
+  KEEL_ASSIGN_OR_RETURN(Stmt gemms, build_gemms(bands ? NR : T));
 
   // 3. Output transform: `lanes` tiles from t0 at once; guarded stores for partial tiles.
   auto output_tiles = [&](Expr co, Expr t0, int64_t lanes, bool guarded) {
@@ -283,13 +277,17 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
   };
   Stmt output_transform;
   if (bands) {
-    // The band's chunks of L tiles per output channel: whole chunks of full tiles in lanes, the
-    // rest (a band's last tiles, partial ones) one at a time.
-    Expr co = k.NewVar("co"), q = k.NewVar("q"), t = k.NewVar("t");
-    Expr t0 = band * BT + q * L;
-    Stmt chunk = If(t0 + L <= Tf, output_tiles(co, t0, L, false),
-                    For(t, t0, Min(t0 + L, T), LoopKind::kSerial, output_tiles(co, t, 1, true)));
-    output_transform = For(co, 0, Co, LoopKind::kSerial, For(q, 0, cpb, LoopKind::kSerial, chunk));
+    // Per output channel, the band's full tiles in chunks of L lanes (the last chunk overlapping
+    // the one before, as above, inside the band), or one at a time where fewer than L; then its
+    // partial ones one at a time.
+    Expr co = k.NewVar("co"), q = k.NewVar("q"), t = k.NewVar("t"), t2 = k.NewVar("t");
+    Expr full_end = Min(band_end, Expr(Tf)), full = full_end - band_start;
+    Stmt lanes = If(full >= L,
+                    For(q, 0, (full + (L - 1)) / L, LoopKind::kSerial,
+                        output_tiles(co, band_start + Min(q * L, full - L), L, false)),
+                    For(t, band_start, full_end, LoopKind::kSerial, output_tiles(co, t, 1, true)));
+    Stmt partial = For(t2, Max(band_start, Expr(Tf)), band_end, LoopKind::kSerial, output_tiles(co, t2, 1, true));
+    output_transform = For(co, 0, Co, LoopKind::kSerial, Tf < T ? Block({lanes, partial}) : lanes);
     return For(band, 0, Nb, LoopKind::kParallel, Block({input_transform, gemms, output_transform}));
   }
   {
