@@ -26,12 +26,15 @@
 // tile's image and origin, so lanes need no divisions. Workspace: V and M,
 // n² * (Tp * Ci + T * Co) floats (Tp: T rounded up to the panel width).
 // Three parallel regions in all.
-// In bands (LowerOptions::winograd_band_tiles): ONE parallel region over the
-// panels of tiles instead, each panel's input transform, n² GEMMs and output
-// transform run by one thread in a row, so that its V and M (n² panels each,
-// [Np][n²][C or Co][NR]) are still in that core's cache when the next stage
-// reads them and only U is shared between the cores (the three-region form
-// hands V and M, several MB at 56x56, between the cores at each stage).
+// In bands (LowerOptions::winograd_band_panels): ONE parallel region over Np
+// bands of consecutive tiles of balanced sizes instead, each band's input
+// transform (into a panel of its own), n² GEMMs (over that panel, batched,
+// serial) and output transform run by one thread in a row, so that its V and M
+// (n² panels each, [Nb][n²][C or Co][NR] with a cache line between products)
+// are still in that core's cache when the next stage reads them and only U is
+// shared between the cores (the three-region form hands V and M between the
+// cores at each stage). A band computes its whole panel; the columns past its
+// tiles (the next band's tiles) are never read.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -194,8 +197,7 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     Expr i = k.NewVar("qc");
     if (bands) {
       // The chunks of the band's panel, each over every channel.
-      input_transform = For(q, 0, cpb, LoopKind::kSerial,
-                            For(c, 0, C, LoopKind::kSerial, chunk));
+      input_transform = For(q, 0, cpb, LoopKind::kSerial, For(c, 0, C, LoopKind::kSerial, chunk));
     } else {
       input_transform =
           For(i, 0, Q * C, par ? LoopKind::kParallel : LoopKind::kSerial,
