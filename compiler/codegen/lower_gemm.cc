@@ -108,6 +108,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   if (a_panels != static_cast<bool>(g.a_panel)) return InvalidArgument(tag + ": A panel rows without a panel reader");
   if ((g.row_tile > 0) != static_cast<bool>(g.a_tile) || (g.row_tile > 0 && a_panels))
     return InvalidArgument(tag + ": a row tile needs a tile reader and no A panels");
+  if (g.in_region && g.b_packed < 0) return InvalidArgument(tag + ": a GEMM in the caller's parallel region needs B packed");
   const int64_t MR = a_panels ? g.a_panel_rows : g.row_tile > 0 ? g.row_tile : GemmRowTile(o, M);
   if (M <= 0 || N <= 0) return Block({});
   if (K <= 0) {
@@ -239,9 +240,20 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
            : in_place && N % NR == 0 ? -1
                                      : k.AddWorkspace(tag + "_bpack", DType::kF32, {batch * slots * K * NR});
   const Expr b_product = prepacked && g.b_packed_shared ? Expr(0) : xi;
-  auto bp_at = [&](Expr p, Expr kk, Expr j) { return ColumnPanelOffset(b_product, slots, K, NR, p, kk, j); };
-  int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32, {batch * Mt * MR, Np * NR}) : -1;
-  auto cpart_row = [&](Expr row) { return xi * (Mt * MR) + row; };
+  const bool base = prepacked && !g.b_packed_base.is_null();
+  const bool strided = prepacked && g.b_packed_stride > 0;
+  auto bp_at = [&](Expr p, Expr kk, Expr j) {
+    Expr at = strided ? b_product * g.b_packed_stride + ColumnPanelOffset(Expr(0), slots, K, NR, p, kk, j)
+                      : ColumnPanelOffset(b_product, slots, K, NR, p, kk, j);
+    return base ? g.b_packed_base + at : at;
+  };
+  const bool region_slot = g.in_region && g.region_slots > 1 && !g.region_slot.is_null();
+  int cpart = nKC > 1 ? k.AddWorkspace(tag + "_cpart", DType::kF32,
+                                       {(region_slot ? g.region_slots : 1) * batch * Mt * MR, Np * NR})
+                      : -1;
+  auto cpart_row = [&](Expr row) {
+    return (region_slot ? g.region_slot * batch + xi : xi) * (Mt * MR) + row;
+  };
   int acc = k.AddLocal(tag + "_acc", DType::kF32, {MR * NR});
 
   // 1. Pack B: full panels read B unguarded (unit-stride B rows become vector
@@ -645,7 +657,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   } else if (fused_pack && !panel_at_a_time && !in_place) {
     tiles = Block({pack_panels(nb_start(nb), nb_end(nb), k0, k1, LoopKind::kSerial), tiles});
   }
-  Stmt compute = For(t, 0, batch * tasks, LoopKind::kParallel,
+  Stmt compute = For(t, 0, batch * tasks, g.in_region ? LoopKind::kSerial : LoopKind::kParallel,
                      bind_batch(t / tasks, For(kc, 0, nKC, LoopKind::kSerial, tiles)));
   return pack ? Block({pack, compute}) : compute;
 }

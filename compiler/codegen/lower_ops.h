@@ -63,6 +63,18 @@ struct GemmOperands {
   // With b_packed: one packed B shared by every product of the batch (a
   // MatMul's constant weight under batched A), [GemmPanels(n)][k][NR].
   bool b_packed_shared = false;
+  // With b_packed: where the packed B starts in that buffer (floats; null: at 0), e.g. one
+  // band's panels of Winograd's V, and (> 0) the floats from one product's panels to the next
+  // (0: exactly its panels' size; more keeps the products' panels off the same cache sets).
+  Expr b_packed_base;
+  int64_t b_packed_stride = 0;
+  // Inside a parallel loop of the caller (Winograd's bands of tiles, lower_winograd.cc): every
+  // loop of the GEMM serial, and its own workspace (the partial sums of K blocks) in
+  // `region_slots` copies, copy `region_slot` used, so that iterations that run at once on
+  // different threads never share one.
+  bool in_region = false;
+  Expr region_slot;
+  int64_t region_slots = 1;
   // With b_packed: the last panel (when N % NR != 0) is stored narrow, as
   // [k][N % NR] right after the full panels, not padded to NR columns: the
   // row-panel layout (gemm_panels.h) of a weight whose rows are the product's

@@ -26,6 +26,15 @@
 // tile's image and origin, so lanes need no divisions. Workspace: V and M,
 // n² * (Tp * Ci + T * Co) floats (Tp: T rounded up to the panel width).
 // Three parallel regions in all.
+// In bands (LowerOptions::winograd_band_panels): ONE parallel region over Np
+// bands of consecutive tiles of balanced sizes instead, each band's input
+// transform (into a panel of its own), n² GEMMs (over that panel, batched,
+// serial) and output transform run by one thread in a row, so that its V and M
+// (n² panels each, [Nb][n²][C or Co][NR] with a cache line between products)
+// are still in that core's cache when the next stage reads them and only U is
+// shared between the cores (the three-region form hands V and M between the
+// cores at each stage). A band computes its whole panel; the columns past its
+// tiles (the next band's tiles) are never read.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -87,9 +96,16 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
 
   // V's packed layout: [n²][Np panels][C][NR tiles].
   const int64_t NR = GemmPanelWidth(ctx.options()), Np = GemmPanels(ctx.options(), T), Tp = Np * NR;
+  // Bands (LowerOptions::winograd_band_panels): Np of them, band b the tiles [b T / Np,
+  // (b + 1) T / Np) (sizes differing by at most one, so that 49 tiles split 25 : 24 between two
+  // threads, not 32 : 17 as whole panels would), each in a panel of its own.
+  const int64_t band_panels = ctx.options().winograd_band_panels;
+  const bool bands = Np > 1 && Np <= band_panels;
   // Tile tables, full tiles first: image, origin row, origin column; entries
-  // T..Tp repeat the last tile (the padding columns of V's last panel).
-  std::vector<uint8_t> tb(static_cast<size_t>(Tp) * 4), th0(static_cast<size_t>(Tp) * 4), tw0(static_cast<size_t>(Tp) * 4);
+  // T..Tt repeat the last tile (the padding columns of V's last panel, or in bands
+  // the columns of the last band's panel past T).
+  const int64_t Tt = bands ? T + NR : Tp;
+  std::vector<uint8_t> tb(static_cast<size_t>(Tt) * 4), th0(static_cast<size_t>(Tt) * 4), tw0(static_cast<size_t>(Tt) * 4);
   int64_t Tf = 0;
   for (int pass = 0; pass < 2; ++pass) {
     int64_t t = pass == 0 ? 0 : Tf;
@@ -105,19 +121,41 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         }
     if (pass == 0) Tf = t;
   }
-  for (int64_t t = T; t < Tp; ++t)
+  for (int64_t t = T; t < Tt; ++t)
     for (std::vector<uint8_t>* v : {&tb, &th0, &tw0}) std::memcpy(&(*v)[static_cast<size_t>(t) * 4], &(*v)[static_cast<size_t>(T - 1) * 4], 4);
-  const int tab_b = k.AddConstant("wino_tile_img", DType::kI32, {Tp}, std::move(tb));
-  const int tab_h = k.AddConstant("wino_tile_row", DType::kI32, {Tp}, std::move(th0));
-  const int tab_w = k.AddConstant("wino_tile_col", DType::kI32, {Tp}, std::move(tw0));
+  const int tab_b = k.AddConstant("wino_tile_img", DType::kI32, {Tt}, std::move(tb));
+  const int tab_h = k.AddConstant("wino_tile_row", DType::kI32, {Tt}, std::move(th0));
+  const int tab_w = k.AddConstant("wino_tile_col", DType::kI32, {Tt}, std::move(tw0));
   auto tab = [&k](int buf, Expr t) { return Cast(k.Load(buf, {std::move(t)}), DType::kI64); };
 
-  const int V = k.AddWorkspace("wino_v", DType::kF32, {nn * Np * C * NR});
-  const int Mo = k.AddWorkspace("wino_m", DType::kF32, {nn, Co, T});
   // Lanes of the transforms: half the GEMM's panel width (8 floats for AVX2, 16
   // for AVX-512; more would keep n² * lanes values live); a divisor of NR, so a
   // chunk of lanes never straddles two panels of V.
   const int64_t L = NR % 2 == 0 && NR >= 8 ? NR / 2 : NR;
+  // (Bands of half a panel, so that whole panels' 32 : 17 split of 49 tiles became 32 : 16 + 1,
+  // measured slower: the GEMM's half-width register tiles.)
+  const int64_t Nb = Np, cpb = NR / L;
+  // In bands, a band's V and M are [n²][C or Co][NR] each, every ξ's panel a cache line
+  // further than its size (vs, ms floats apart): at 8 KB apart (64 channels of 32 tiles), the
+  // transforms' n² loads or stores of one lane chunk would all fall into one L1 set.
+  const int64_t vs = C * NR + 16, ms = Co * NR + 16;
+  const int V = bands ? k.AddWorkspace("wino_v", DType::kF32, {Nb * nn * vs})
+                      : k.AddWorkspace("wino_v", DType::kF32, {nn * Np * C * NR});
+  const int Mo = bands ? k.AddWorkspace("wino_m", DType::kF32, {Nb * nn * ms})
+                       : k.AddWorkspace("wino_m", DType::kF32, {nn, Co, T});
+  // V's element (ξ, panel p, channel c, column col): [n²][Np][C][NR], or in bands [Np][n²][vs].
+  auto v_at = [&](int64_t xi, Expr p, Expr c, Expr col) {
+    return bands ? p * (nn * vs) + (c * NR + col + xi * vs) : ((xi * Np + p) * C + c) * NR + col;
+  };
+  // M's element (ξ, output channel co, tile t): [n²][Co][T], or in bands [Np][n²][ms].
+  // (In bands, t is a tile of band `band`, the parallel loop's variable, which starts at tile
+  // `band_start`.)
+  Expr band = bands ? k.NewVar("band") : Expr();
+  Expr band_start = bands ? band * T / Nb : Expr(), band_end = bands ? (band + 1) * T / Nb : Expr();
+  auto m_at = [&](int64_t xi, Expr co, Expr t) -> std::vector<Expr> {
+    if (!bands) return {Expr(xi), co, t};
+    return {band * (nn * ms) - band_start + (co * NR + t + xi * ms)};
+  };
   const int64_t min_par = ctx.options().min_parallel_elements;
 
   // 1. Input transform, into V's panels: chunk q is lanes [col, col + L) of panel p.
@@ -127,8 +165,10 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     const int d = k.AddLocal("wino_d", DType::kF32, {nn * lanes});
     const int tmp = k.AddLocal("wino_bd", DType::kF32, {nn * lanes});
     Expr c = k.NewVar("c"), q = k.NewVar("q"), j = k.NewVar("j");
-    Expr t = q * lanes + j;
-    Expr p = q / chunks_per_panel, col = (q % chunks_per_panel) * lanes + j;
+    // (In bands, q is the chunk of the band's panel, whose columns are the tiles from band_start.)
+    Expr t = bands ? band_start + q * lanes + j : q * lanes + j;
+    Expr p = bands ? band : q / chunks_per_panel;
+    Expr col = bands ? q * lanes + j : (q % chunks_per_panel) * lanes + j;
     Expr b = tab(tab_b, t), h0 = tab(tab_h, t) - pt, w0 = tab(tab_w, t) - pl;
     auto at = [&](const int buf, int64_t r, int64_t s) { return k.Load(buf, {(r * n + s) * lanes + j}); };
     std::vector<Stmt> body;
@@ -145,7 +185,7 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
                                Combine(mx.bt + r * n, n, [&](int64_t a) { return at(d, a, s); })));
     for (int64_t r = 0; r < n; ++r)  // (B^T d) B
       for (int64_t s = 0; s < n; ++s)
-        body.push_back(k.Store(V, {(((r * n + s) * Np + p) * C + c) * NR + col},
+        body.push_back(k.Store(V, {v_at(r * n + s, p, c, col)},
                                Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
     Stmt chunk = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
     const bool par = C > 1 && C * Tp * nn >= min_par;
@@ -155,18 +195,24 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     // from its own core's cache (over channels, half of X came from the
     // other core). docs/MEASUREMENTS.md, "Tasks in panel order".
     Expr i = k.NewVar("qc");
-    input_transform = For(i, 0, Q * C, par ? LoopKind::kParallel : LoopKind::kSerial,
-                          For(q, i / C, i / C + 1, LoopKind::kSerial, For(c, i % C, i % C + 1, LoopKind::kSerial, chunk)));
+    if (bands) {
+      // The chunks of the band's panel, each over every channel.
+      input_transform = For(q, 0, cpb, LoopKind::kSerial, For(c, 0, C, LoopKind::kSerial, chunk));
+    } else {
+      input_transform =
+          For(i, 0, Q * C, par ? LoopKind::kParallel : LoopKind::kSerial,
+              For(q, i / C, i / C + 1, LoopKind::kSerial, For(c, i % C, i % C + 1, LoopKind::kSerial, chunk)));
+    }
   }
 
-  // 2. The n² GEMMs, one batch over V's panels.
-  Stmt gemms;
-  {
+  // 2. The n² GEMMs, one batch over V's panels (in bands: over the band's panel, all NR columns,
+  // those past the band's tiles computed but never read).
+  auto build_gemms = [&](int64_t cols) -> Result<Stmt> {
     Expr xi = k.NewVar("xi");
     KernelFunc* kp = &k;
     IndexFn u_at = U.at;
     GemmOperands g;
-    g.m = Co; g.n = T; g.k = C;
+    g.m = Co; g.n = cols; g.k = C;
     g.batch = nn;
     g.batch_var = xi;
     g.b_packed = V;
@@ -184,9 +230,22 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     } else {
       g.a = [u_at, xi](Expr row, Expr kk) { return u_at({xi, row, kk}); };
     }
-    g.store = [kp, Mo, xi](Expr row, Expr col, Expr acc) { return kp->Store(Mo, {xi, row, col}, acc); };
-    KEEL_ASSIGN_OR_RETURN(gemms, BuildBlockedGemm(ctx, g, "wino"));
-  }
+    if (bands) {
+      g.b_packed_base = band * (nn * vs);
+      g.b_packed_stride = vs;
+      g.in_region = true;
+      g.region_slot = band;
+      g.region_slots = Nb;
+      Expr base = band * (nn * ms);
+      g.store = [kp, Mo, xi, base, ms, NR](Expr row, Expr col, Expr acc) {
+        return kp->Store(Mo, {base + xi * ms + row * NR + col}, acc);
+      };
+    } else {
+      g.store = [kp, Mo, xi](Expr row, Expr col, Expr acc) { return kp->Store(Mo, {xi, row, col}, acc); };
+    }
+    return BuildBlockedGemm(ctx, g, "wino");
+  };
+  KEEL_ASSIGN_OR_RETURN(Stmt gemms, build_gemms(bands ? NR : T));
 
   // 3. Output transform: `lanes` tiles from t0 at once; guarded stores for partial tiles.
   auto output_tiles = [&](Expr co, Expr t0, int64_t lanes, bool guarded) {
@@ -195,7 +254,7 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     Expr j = k.NewVar("j");
     Expr t = t0 + j;
     std::vector<Stmt> body;
-    for (int64_t x = 0; x < nn; ++x) body.push_back(k.Store(mm, {x * lanes + j}, k.Load(Mo, {Expr(x), co, t})));
+    for (int64_t x = 0; x < nn; ++x) body.push_back(k.Store(mm, {x * lanes + j}, k.Load(Mo, m_at(x, co, t))));
     for (int64_t r = 0; r < m; ++r)  // A^T M
       for (int64_t s = 0; s < n; ++s)
         body.push_back(k.Store(am, {(r * n + s) * lanes + j}, Combine(mx.at + r * n, n, [&](int64_t a) {
@@ -219,6 +278,20 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     return For(j, 0, 1, LoopKind::kSerial, Block(std::move(body)));
   };
   Stmt output_transform;
+  if (bands) {
+    // Per output channel, the band's full tiles in chunks of L lanes (the last chunk overlapping
+    // the one before, as above, inside the band), or one at a time where fewer than L; then its
+    // partial ones one at a time.
+    Expr co = k.NewVar("co"), q = k.NewVar("q"), t = k.NewVar("t"), t2 = k.NewVar("t");
+    Expr full_end = Min(band_end, Expr(Tf)), full = full_end - band_start;
+    Stmt lanes = If(full >= L,
+                    For(q, 0, (full + (L - 1)) / L, LoopKind::kSerial,
+                        output_tiles(co, band_start + Min(q * L, full - L), L, false)),
+                    For(t, band_start, full_end, LoopKind::kSerial, output_tiles(co, t, 1, true)));
+    Stmt partial = For(t2, Max(band_start, Expr(Tf)), band_end, LoopKind::kSerial, output_tiles(co, t2, 1, true));
+    output_transform = For(co, 0, Co, LoopKind::kSerial, Tf < T ? Block({lanes, partial}) : lanes);
+    return For(band, 0, Nb, LoopKind::kParallel, Block({input_transform, gemms, output_transform}));
+  }
   {
     Expr co = k.NewVar("co");
     std::vector<Stmt> per_channel;

@@ -5,6 +5,10 @@
 // not multiples of the vector width, batch 2, fewer tiles than lanes, K
 // blocking, bias, and fused relu / clip / residual epilogues; default (AVX2)
 // and AVX-512 register tiles; a deterministic lowering; three parallel regions.
+// In bands (LowerOptions::winograd_band_panels): tile counts that bands of
+// balanced sizes split unevenly into panels, partial tiles inside the last
+// bands, batch 2, K blocking (partial sums per band), a fused residual; one
+// parallel region.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -69,6 +73,50 @@ INSTANTIATE_TEST_SUITE_P(
                       WinogradCase{1, 9, 17, 21, 11, 2, {0, 1, 2, 0}, false},   // F(2,3), asymmetric
                       WinogradCase{1, 333, 6, 6, 8, 2, {1, 1, 1, 1}, true}));   // K = 333 > 320: K blocking
 
+// Bands on (up to 8 panels) for the default (AVX2, 16-tile panels) and AVX-512 (32-tile) options.
+std::vector<LowerOptions> BandOptions() {
+  LowerOptions avx2, avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
+  avx2.winograd_band_panels = 8;
+  avx512.winograd_band_panels = 8;
+  return {avx2, avx512};
+}
+
+class WinogradBandsTest : public ::testing::TestWithParam<WinogradCase> {};
+
+TEST_P(WinogradBandsTest, MatchesReference) {
+  const WinogradCase p = GetParam();
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {p.n, p.c, p.h, p.w}), WinogradWeightConst(b, p.co, p.c, p.m, 12)};
+  if (p.bias) ins.push_back(b.Input("bias", {p.co}));
+  ir::Node* n = b.Op("Conv", ins, WinogradAttrs(p.m, p.pads));
+  ASSERT_NE(n, nullptr);
+  uint32_t seed = 70;
+  for (const LowerOptions& o : BandOptions()) CheckNodeAgainstReference(*n, seed++, 1e-5, 4, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, WinogradBandsTest,
+    ::testing::Values(WinogradCase{1, 16, 28, 28, 24, 4, {1, 1, 1, 1}, true},   // 49 full tiles: 13/12 or 25/24 a band
+                      WinogradCase{2, 5, 9, 11, 7, 4, {1, 1, 1, 1}, true},      // batch 2, 18 tiles, partial ones
+                      WinogradCase{2, 6, 13, 9, 10, 4, {1, 1, 1, 1}, false},    // batch 2, 24 tiles, partial ones
+                      WinogradCase{1, 9, 17, 21, 11, 2, {0, 1, 2, 0}, true},    // F(2,3), 90 tiles, a partial row
+                      WinogradCase{1, 24, 30, 34, 16, 4, {1, 1, 1, 1}, false},  // 72 tiles, overlapped chunks
+                      WinogradCase{1, 333, 12, 12, 8, 2, {1, 1, 1, 1}, true}));  // K blocking: partial sums per band
+
+TEST(WinogradConv, BandsFusedResidual) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {1, 12, 23, 19}), WinogradWeightConst(b, 10, 12, 4, 13),
+                                 b.Input("bias", {10}), b.Input("res", {1, 10, 23, 19})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, WinogradAttrs(4, {1, 1, 1, 1}));
+    ir::Node* add = g.Op("Add", {conv->output(0), v[3]});
+    ir::Node* relu = g.Op("Relu", {add->output(0)});
+    return std::vector<ir::Value*>{relu->output(0)};
+  });
+  uint32_t seed = 80;
+  for (const LowerOptions& o : BandOptions()) CheckNodeAgainstReference(*f, seed++, 1e-5, 4, o);
+}
+
 TEST(WinogradConv, FusedReluAndResidual) {
   GraphBuilder b;
   std::vector<ir::Value*> ins = {b.Input("x", {2, 12, 11, 13}), WinogradWeightConst(b, 10, 12, 4, 8),
@@ -125,6 +173,31 @@ TEST(WinogradConv, ThreeParallelRegionsNoPacking) {
     EXPECT_EQ(regions, 3u) << "F(" << m << ",3)";
     EXPECT_EQ(text.find("bpack"), std::string::npos) << "F(" << m << ",3)";
   }
+}
+
+// In bands: one parallel region (the bands), none inside it, and still no packing workspace; only
+// where the tiles fill 2 to winograd_band_panels panels.
+TEST(WinogradConv, BandsOneParallelRegion) {
+  GraphBuilder b;
+  ir::Node* n = b.Op("Conv", {b.Input("x", {1, 64, 28, 28}), WinogradWeightConst(b, 64, 64, 4, 14)},
+                     WinogradAttrs(4, {1, 1, 1, 1}));
+  ASSERT_NE(n, nullptr);
+  auto regions = [&](int64_t band_panels) {
+    LowerOptions o;
+    o.winograd_band_panels = band_panels;
+    auto spec = LowerNodeToKernel(*n, 0, o);
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    if (!spec.ok()) return size_t{0};
+    const std::string text = spec->kernel->ToString();
+    EXPECT_EQ(text.find("bpack"), std::string::npos);
+    size_t count = 0;
+    for (size_t at = text.find("parallel for"); at != std::string::npos; at = text.find("parallel for", at + 1)) ++count;
+    return count;
+  };
+  // 49 tiles: 4 panels of 16 (AVX2, the default options).
+  EXPECT_EQ(regions(4), 1u);
+  EXPECT_EQ(regions(3), 3u);
+  EXPECT_EQ(regions(0), 3u);
 }
 
 }  // namespace
