@@ -17,7 +17,8 @@
 //     a narrow panel; otherwise packed at run time), K = C; the tasks keep row blocks outermost (GemmOperands::
 //     rows_outer), so each thread writes the pixels the next layer reads on it.
 //   * depthwise (one input channel per group, multiplier 1, 2-D): one output
-//     row (image, oh) per parallel iteration, or two interior rows with AVX-512; per output pixel, the channels in
+//     row (image, oh) per parallel iteration, or two interior rows with AVX-512, or
+//     (LowerOptions::depthwise_nhwc_tile_rows) a tile of rows walked chunk by chunk; per output pixel, the channels in
 //     vector chunks of up to 16 lanes (the last chunk overlapping the one before
 //     it), every tap an unit-stride load of the input pixel's channels times
 //     the tap's weights (packed at compile time as [KH*KW][C], the row-panel
@@ -153,12 +154,26 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // thread where single rows give 7 each; MobileNetV2's 14x14 layers took 1.13-1.29x the time at
   // 2 threads), so only an even number or at least 16 of them.
   const int64_t pair_groups = c.B * ((OH + 1) / 2);
+  // Row tiles, channel chunk outside the rows (LowerOptions::depthwise_nhwc_tile_rows): where
+  // there is more than one 16-lane chunk and at least two tiles per image. The tiles per image
+  // are an even number (2 threads take equal shares), each at most tile_rows rows.
+  const int64_t tile_rows = ctx.options().depthwise_nhwc_tile_rows;
+  int64_t TT = 0, RT = 0;  // tiles per image, rows per tile (0: no tiles)
+  if (tile_rows > 0 && C > kLanes && OH >= 4 && KH * KW <= 9) {
+    int64_t tiles = std::max<int64_t>(2, (OH + tile_rows - 1) / tile_rows);
+    tiles += tiles % 2;
+    RT = (OH + tiles - 1) / tiles;
+    TT = (OH + RT - 1) / RT;
+  }
   const bool pair_rows = ctx.options().vector_registers >= 32 && (KH * KW <= 9 || (OW > kRowPixels && sh == 1)) &&
-                         (pair_groups % 2 == 0 || pair_groups >= 16);
+                         (TT > 0 || pair_groups % 2 == 0 || pair_groups >= 16);
   const int64_t R = pair_rows ? 2 : 1;
-  const int64_t NG = (OH + R - 1) / R;  // row groups per image
+  const int64_t NG = TT > 0 ? TT : (OH + R - 1) / R;  // row groups (or tiles) per image
   Expr r = k.NewVar("row");
   Expr bi = c.B > 1 ? r / NG : Expr(0), g_var = c.B > 1 ? r % NG : r;
+  // In a tile, the chunk's first channel (its loop is outside the rows); null: every chunk per pixel group.
+  Expr tile_chunk;
+  if (TT > 0) tile_chunk = k.NewVar("cq");
   // Output pixels `anchor + j` of row `oh`, each (j, its taps [kw0, kw1)), every channel, over
   // the taps [kh0, kh1) x [kw0, kw1), all inside the input: one store per pixel in each chunk's
   // body, so the pixels share the weights' loads and keep independent accumulator chains (one
@@ -171,8 +186,13 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // pixel keeps its own base and every tap folds its load into the FMA.
   const bool shared_taps = sw == 1 || ctx.options().vector_registers >= 32;
   using Taps = std::pair<int64_t, int64_t>;
+  auto chunks = [&](const std::function<Stmt(Expr)>& per) {
+    if (tile_chunk.is_null()) return ChannelChunks(k, C, per);
+    Expr i = k.NewVar("ci");
+    return For(i, 0, kLanes, LoopKind::kLanes, per(Min(tile_chunk * kLanes, Expr(C - kLanes)) + i));
+  };
   auto pixels = [&](Expr oh, Expr anchor, const std::vector<std::pair<int64_t, Taps>>& ows, Taps rows, int64_t nrows) {
-    return ChannelChunks(k, C, [&](Expr ch) {
+    return chunks([&](Expr ch) {
       Expr col0 = anchor.is_null() ? Expr(-pw) : anchor * sw - pw;
       Expr base = ((bi * H + (oh * sh - ph)) * W + col0) * C + ch;
       std::vector<Stmt> stores;
@@ -244,7 +264,30 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
     return body;
   };
   Stmt body;
-  if (R == 1) {
+  if (TT > 0) {
+    // For each chunk, the tile's rows in order: the KH input rows of a row stay in L1 for the next.
+    // With pairs (AVX-512), rows oh and oh + 1 of the tile together where both are interior rows.
+    Expr j = k.NewVar("tr");
+    Expr oh = g_var * RT + j * R;
+    auto guarded = [&](Expr dy_in_tile, Expr row_oh) {
+      Stmt one = single(row_oh);
+      Expr ok;
+      if (OH % RT != 0) ok = Binary(BinaryOp::kLt, row_oh, Expr(OH));
+      if (RT % R != 0) {
+        Expr in_tile = Binary(BinaryOp::kLt, dy_in_tile, Expr(RT));
+        ok = ok.is_null() ? in_tile : Binary(BinaryOp::kAnd, ok, in_tile);
+      }
+      return ok.is_null() ? one : If(ok, one);
+    };
+    Stmt step = guarded(j * R, oh);
+    if (R == 2) {
+      Stmt both = Block({step, guarded(j * R + 1, oh + 1)});
+      Expr pair_ok = Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, oh, Expr(oh_lo)), Binary(BinaryOp::kLt, oh + 1, Expr(oh_hi)));
+      if (RT % 2 != 0) pair_ok = Binary(BinaryOp::kAnd, pair_ok, Binary(BinaryOp::kLt, j * R + 1, Expr(RT)));
+      step = oh_hi > oh_lo + 1 ? If(pair_ok, row(oh, {0, KH}, 2), both) : both;
+    }
+    body = For(tile_chunk, 0, (C + kLanes - 1) / kLanes, LoopKind::kSerial, For(j, 0, (RT + R - 1) / R, LoopKind::kSerial, step));
+  } else if (R == 1) {
     body = single(g_var);
   } else {
     // Groups whose R rows are all interior: [glo, ghi); the others row by row.
