@@ -171,9 +171,10 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   const int64_t NG = TT > 0 ? TT : (OH + R - 1) / R;  // row groups (or tiles) per image
   Expr r = k.NewVar("row");
   Expr bi = c.B > 1 ? r / NG : Expr(0), g_var = c.B > 1 ? r % NG : r;
-  // In a tile, the chunk's first channel (its loop is outside the rows); null: every chunk per pixel group.
+  // In a tile, the chunk's first channel and lanes (its loop is outside the rows); null: every
+  // chunk for each pixel group (ChannelChunks).
   Expr tile_chunk;
-  if (TT > 0) tile_chunk = k.NewVar("cq");
+  int64_t tile_lanes = kLanes;
   // Output pixels `anchor + j` of row `oh`, each (j, its taps [kw0, kw1)), every channel, over
   // the taps [kh0, kh1) x [kw0, kw1), all inside the input: one store per pixel in each chunk's
   // body, so the pixels share the weights' loads and keep independent accumulator chains (one
@@ -189,7 +190,7 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   auto chunks = [&](const std::function<Stmt(Expr)>& per) {
     if (tile_chunk.is_null()) return ChannelChunks(k, C, per);
     Expr i = k.NewVar("ci");
-    return For(i, 0, kLanes, LoopKind::kLanes, per(Min(tile_chunk * kLanes, Expr(C - kLanes)) + i));
+    return For(i, 0, tile_lanes, LoopKind::kLanes, per(tile_chunk + i));
   };
   auto pixels = [&](Expr oh, Expr anchor, const std::vector<std::pair<int64_t, Taps>>& ows, Taps rows, int64_t nrows) {
     return chunks([&](Expr ch) {
@@ -267,26 +268,37 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   if (TT > 0) {
     // For each chunk, the tile's rows in order: the KH input rows of a row stay in L1 for the next.
     // With pairs (AVX-512), rows oh and oh + 1 of the tile together where both are interior rows.
-    Expr j = k.NewVar("tr");
-    Expr oh = g_var * RT + j * R;
-    auto guarded = [&](Expr dy_in_tile, Expr row_oh) {
-      Stmt one = single(row_oh);
-      Expr ok;
-      if (OH % RT != 0) ok = Binary(BinaryOp::kLt, row_oh, Expr(OH));
-      if (RT % R != 0) {
-        Expr in_tile = Binary(BinaryOp::kLt, dy_in_tile, Expr(RT));
-        ok = ok.is_null() ? in_tile : Binary(BinaryOp::kAnd, ok, in_tile);
+    // `tile` is the tile's rows for the chunk of `lanes` lanes from channel `first`.
+    auto tile = [&](Expr first, int64_t lanes) {
+      tile_chunk = first;
+      tile_lanes = lanes;
+      Expr j = k.NewVar("tr");
+      Expr oh = g_var * RT + j * R;
+      Stmt step = single(oh);
+      if (OH % RT != 0) step = If(Binary(BinaryOp::kLt, oh, Expr(OH)), step);
+      if (R == 2) {
+        // The second row where it is inside the tile and the output.
+        Expr next_ok;
+        if (OH % RT != 0) next_ok = Binary(BinaryOp::kLt, oh + 1, Expr(OH));
+        if (RT % 2 != 0) {
+          Expr in_tile = Binary(BinaryOp::kLt, j * R + 1, Expr(RT));
+          next_ok = next_ok.is_null() ? in_tile : Binary(BinaryOp::kAnd, next_ok, in_tile);
+        }
+        Stmt both = Block({step, next_ok.is_null() ? single(oh + 1) : If(next_ok, single(oh + 1))});
+        Expr pair_ok = Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, oh, Expr(oh_lo)), Binary(BinaryOp::kLt, oh + 1, Expr(oh_hi)));
+        if (RT % 2 != 0) pair_ok = Binary(BinaryOp::kAnd, pair_ok, Binary(BinaryOp::kLt, j * R + 1, Expr(RT)));
+        step = oh_hi > oh_lo + 1 ? If(pair_ok, row(oh, {0, KH}, 2), both) : both;
       }
-      return ok.is_null() ? one : If(ok, one);
+      return For(j, 0, (RT + R - 1) / R, LoopKind::kSerial, step);
     };
-    Stmt step = guarded(j * R, oh);
-    if (R == 2) {
-      Stmt both = Block({step, guarded(j * R + 1, oh + 1)});
-      Expr pair_ok = Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, oh, Expr(oh_lo)), Binary(BinaryOp::kLt, oh + 1, Expr(oh_hi)));
-      if (RT % 2 != 0) pair_ok = Binary(BinaryOp::kAnd, pair_ok, Binary(BinaryOp::kLt, j * R + 1, Expr(RT)));
-      step = oh_hi > oh_lo + 1 ? If(pair_ok, row(oh, {0, KH}, 2), both) : both;
-    }
-    body = For(tile_chunk, 0, (C + kLanes - 1) / kLanes, LoopKind::kSerial, For(j, 0, (RT + R - 1) / R, LoopKind::kSerial, step));
+    // The whole chunks, then the rest: 8 or 4 lanes of its own where it is that many (MnasNet's
+    // 72 channels: no lanes computed twice; its 56x56 layers took 0.94-0.98 of the time), else a
+    // 16-lane chunk overlapping the one before.
+    Expr cq = k.NewVar("cq");
+    std::vector<Stmt> parts{For(cq, 0, C / kLanes, LoopKind::kSerial, tile(cq * kLanes, kLanes))};
+    const int64_t rest = C % kLanes, rest_lanes = rest == 8 || rest == 4 ? rest : kLanes;
+    if (rest > 0) parts.push_back(tile(Expr(C - rest_lanes), rest_lanes));
+    body = Block(parts);
   } else if (R == 1) {
     body = single(g_var);
   } else {
