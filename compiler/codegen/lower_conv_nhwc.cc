@@ -155,8 +155,11 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // 2 threads), so only an even number or at least 16 of them.
   const int64_t pair_groups = c.B * ((OH + 1) / 2);
   // Row tiles, channel chunk outside the rows (LowerOptions::depthwise_nhwc_tile_rows): where
-  // there is more than one 16-lane chunk and at least two tiles per image. The tiles per image
-  // are an even number (2 threads take equal shares), each at most tile_rows rows.
+  // there is more than one 16-lane chunk, at least 4 rows, and a window of at most 9 taps (5x5
+  // windows spilled: the 25 weights of a chunk live across the tile's rows, 1.9x the time on
+  // MnasNet's 28x28 layers; docs/MEASUREMENTS.md, cpu44). The tiles per image are an even number
+  // (2 threads take equal shares; 14 rows are 2 tiles of 7, where 7 pairs split 4 / 3), each at
+  // most tile_rows rows.
   const int64_t tile_rows = ctx.options().depthwise_nhwc_tile_rows;
   int64_t TT = 0, RT = 0;  // tiles per image, rows per tile (0: no tiles)
   if (tile_rows > 0 && C > kLanes && OH >= 4 && KH * KW <= 9) {
