@@ -133,6 +133,11 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     // ConvNeXt-T's 7x7 layers at 56x56: 0.36 -> 0.22 ms at one thread; a 5x5 at 56x56 0.17 ->
     // 0.14. A 3x3 there, and every window with AVX2 (7x7 at 56x56: 0.46 -> 0.57), lost (cpu33).
     o.depthwise_plane_wide_window_width = 64;
+    // Channels-last 3x3 depthwise layers in tiles of up to 16 rows, chunk by chunk (pairs inside):
+    // MobileNetV2's 14x14 layers took 0.67-0.85 of the time at one thread and 0.88-0.91 at two,
+    // its 7x7 ones 0.78-0.83 at two, MnasNet's 3x3 ones 0.84-1.00 and 0.77-0.98; 8-row tiles
+    // lost on MnasNet's 72 channels at 56x56 (1.07-1.11), and 5x5 windows spilled (1.9x; cpu44).
+    o.depthwise_nhwc_tile_rows = 16;
     o.pointwise_pixel_rows_tail = 8;  // a quarter panel
     o.pointwise_pixel_rows_one_panel = 784;  // a 28x28 image
     o.transpose_tile = 16;

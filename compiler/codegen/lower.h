@@ -133,6 +133,12 @@ struct LowerOptions {
   // neighbouring output rows per parallel iteration, loading each input row
   // once for all of them (1: a row per iteration).
   int64_t depthwise_rows = 4;
+  // > 0: channels-last depthwise convolutions (lower_conv_nhwc.cc) with more than one 16-lane
+  // chunk of channels give each parallel iteration a tile of at most this many output rows and
+  // walk all of a tile's rows for one chunk before the next chunk, so the KH input rows a row
+  // reads stay in L1 (3 x W x 64 bytes) and each input row comes from L2 about once per tile
+  // instead of once per output row that reads it. 0: a row (or two) per iteration, all chunks.
+  int64_t depthwise_nhwc_tile_rows = 0;
   // 2-D depthwise convolutions with an output at most this wide (and strides
   // 1 or 2) use the plane kernel (lower_depthwise_plane.cc) on the CPU; 0: never.
   int64_t depthwise_plane_width = 32;

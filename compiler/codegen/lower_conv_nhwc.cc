@@ -17,7 +17,8 @@
 //     a narrow panel; otherwise packed at run time), K = C; the tasks keep row blocks outermost (GemmOperands::
 //     rows_outer), so each thread writes the pixels the next layer reads on it.
 //   * depthwise (one input channel per group, multiplier 1, 2-D): one output
-//     row (image, oh) per parallel iteration, or two interior rows with AVX-512; per output pixel, the channels in
+//     row (image, oh) per parallel iteration, or two interior rows with AVX-512, or
+//     (LowerOptions::depthwise_nhwc_tile_rows) a tile of rows walked chunk by chunk; per output pixel, the channels in
 //     vector chunks of up to 16 lanes (the last chunk overlapping the one before
 //     it), every tap an unit-stride load of the input pixel's channels times
 //     the tap's weights (packed at compile time as [KH*KW][C], the row-panel
@@ -153,12 +154,30 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // thread where single rows give 7 each; MobileNetV2's 14x14 layers took 1.13-1.29x the time at
   // 2 threads), so only an even number or at least 16 of them.
   const int64_t pair_groups = c.B * ((OH + 1) / 2);
+  // Row tiles, channel chunk outside the rows (LowerOptions::depthwise_nhwc_tile_rows): where
+  // there is more than one 16-lane chunk, at least 4 rows, and a window of at most 9 taps (5x5
+  // windows spilled: the 25 weights of a chunk live across the tile's rows, 1.9x the time on
+  // MnasNet's 28x28 layers; docs/MEASUREMENTS.md, cpu44). The tiles per image are an even number
+  // (2 threads take equal shares; 14 rows are 2 tiles of 7, where 7 pairs split 4 / 3), each at
+  // most tile_rows rows.
+  const int64_t tile_rows = ctx.options().depthwise_nhwc_tile_rows;
+  int64_t TT = 0, RT = 0;  // tiles per image, rows per tile (0: no tiles)
+  if (tile_rows > 0 && C > kLanes && OH >= 4 && KH * KW <= 9) {
+    int64_t tiles = std::max<int64_t>(2, (OH + tile_rows - 1) / tile_rows);
+    tiles += tiles % 2;
+    RT = (OH + tiles - 1) / tiles;
+    TT = (OH + RT - 1) / RT;
+  }
   const bool pair_rows = ctx.options().vector_registers >= 32 && (KH * KW <= 9 || (OW > kRowPixels && sh == 1)) &&
-                         (pair_groups % 2 == 0 || pair_groups >= 16);
+                         (TT > 0 || pair_groups % 2 == 0 || pair_groups >= 16);
   const int64_t R = pair_rows ? 2 : 1;
-  const int64_t NG = (OH + R - 1) / R;  // row groups per image
+  const int64_t NG = TT > 0 ? TT : (OH + R - 1) / R;  // row groups (or tiles) per image
   Expr r = k.NewVar("row");
   Expr bi = c.B > 1 ? r / NG : Expr(0), g_var = c.B > 1 ? r % NG : r;
+  // In a tile, the chunk's first channel and lanes (its loop is outside the rows); null: every
+  // chunk for each pixel group (ChannelChunks).
+  Expr tile_chunk;
+  int64_t tile_lanes = kLanes;
   // Output pixels `anchor + j` of row `oh`, each (j, its taps [kw0, kw1)), every channel, over
   // the taps [kh0, kh1) x [kw0, kw1), all inside the input: one store per pixel in each chunk's
   // body, so the pixels share the weights' loads and keep independent accumulator chains (one
@@ -171,8 +190,13 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
   // pixel keeps its own base and every tap folds its load into the FMA.
   const bool shared_taps = sw == 1 || ctx.options().vector_registers >= 32;
   using Taps = std::pair<int64_t, int64_t>;
+  auto chunks = [&](const std::function<Stmt(Expr)>& per) {
+    if (tile_chunk.is_null()) return ChannelChunks(k, C, per);
+    Expr i = k.NewVar("ci");
+    return For(i, 0, tile_lanes, LoopKind::kLanes, per(tile_chunk + i));
+  };
   auto pixels = [&](Expr oh, Expr anchor, const std::vector<std::pair<int64_t, Taps>>& ows, Taps rows, int64_t nrows) {
-    return ChannelChunks(k, C, [&](Expr ch) {
+    return chunks([&](Expr ch) {
       Expr col0 = anchor.is_null() ? Expr(-pw) : anchor * sw - pw;
       Expr base = ((bi * H + (oh * sh - ph)) * W + col0) * C + ch;
       std::vector<Stmt> stores;
@@ -244,7 +268,41 @@ Result<Stmt> DepthwiseNhwc(LowerContext& ctx, const ConvGeom& c, const TensorFn&
     return body;
   };
   Stmt body;
-  if (R == 1) {
+  if (TT > 0) {
+    // For each chunk, the tile's rows in order: the KH input rows of a row stay in L1 for the next.
+    // With pairs (AVX-512), rows oh and oh + 1 of the tile together where both are interior rows.
+    // `tile` is the tile's rows for the chunk of `lanes` lanes from channel `first`.
+    auto tile = [&](Expr first, int64_t lanes) {
+      tile_chunk = first;
+      tile_lanes = lanes;
+      Expr j = k.NewVar("tr");
+      Expr oh = g_var * RT + j * R;
+      Stmt step = single(oh);
+      if (OH % RT != 0) step = If(Binary(BinaryOp::kLt, oh, Expr(OH)), step);
+      if (R == 2) {
+        // The second row where it is inside the tile and the output.
+        Expr next_ok;
+        if (OH % RT != 0) next_ok = Binary(BinaryOp::kLt, oh + 1, Expr(OH));
+        if (RT % 2 != 0) {
+          Expr in_tile = Binary(BinaryOp::kLt, j * R + 1, Expr(RT));
+          next_ok = next_ok.is_null() ? in_tile : Binary(BinaryOp::kAnd, next_ok, in_tile);
+        }
+        Stmt both = Block({step, next_ok.is_null() ? single(oh + 1) : If(next_ok, single(oh + 1))});
+        Expr pair_ok = Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, oh, Expr(oh_lo)), Binary(BinaryOp::kLt, oh + 1, Expr(oh_hi)));
+        if (RT % 2 != 0) pair_ok = Binary(BinaryOp::kAnd, pair_ok, Binary(BinaryOp::kLt, j * R + 1, Expr(RT)));
+        step = oh_hi > oh_lo + 1 ? If(pair_ok, row(oh, {0, KH}, 2), both) : both;
+      }
+      return For(j, 0, (RT + R - 1) / R, LoopKind::kSerial, step);
+    };
+    // The whole chunks, then the rest: 8 or 4 lanes of its own where it is that many (MnasNet's
+    // 72 channels: no lanes computed twice; its 56x56 layers took 0.94-0.98 of the time), else a
+    // 16-lane chunk overlapping the one before.
+    Expr cq = k.NewVar("cq");
+    std::vector<Stmt> parts{For(cq, 0, C / kLanes, LoopKind::kSerial, tile(cq * kLanes, kLanes))};
+    const int64_t rest = C % kLanes, rest_lanes = rest == 8 || rest == 4 ? rest : kLanes;
+    if (rest > 0) parts.push_back(tile(Expr(C - rest_lanes), rest_lanes));
+    body = Block(parts);
+  } else if (R == 1) {
     body = single(g_var);
   } else {
     // Groups whose R rows are all interior: [glo, ghi); the others row by row.

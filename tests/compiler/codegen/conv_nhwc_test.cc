@@ -208,7 +208,7 @@ TEST(ConvNhwc, NarrowTailPanelAccumulators) {
   }
 }
 
-// Depthwise layers with two interior output rows per parallel iteration (AVX-512: 3x3 windows,
+// Depthwise layers with two interior output rows per parallel iteration, without row tiles (AVX-512: 3x3 windows,
 // 5x5 at stride 1 on rows wider than 16 pixels; one row on AVX2 and SSE, and for 5x5 windows on
 // narrow rows or at stride 2, and where the groups are an odd number below 16): even and odd row counts (a last group of one row), interior rows
 // starting at an odd row (pads of 1 and 2), batch 2, stride 2, dilation 2, 72 channels (4 chunks
@@ -236,7 +236,8 @@ TEST(ConvNhwc, DepthwiseRowPairs) {
     for (const std::string& isa : isas) {
       SCOPED_TRACE(isa + " c " + std::to_string(p.c) + " " + std::to_string(p.h) + "x" + std::to_string(p.w) +
                    " k " + std::to_string(p.k));
-      const LowerOptions o = LowerOptionsForCpuFeatures(isa);
+      LowerOptions o = LowerOptionsForCpuFeatures(isa);
+      o.depthwise_nhwc_tile_rows = 0;  // row groups, not tiles (DepthwiseRowTiles)
       const int64_t packed = NhwcPackedRows(o, NhwcConv::kDepthwise, p.c);
       for (int64_t rows : {int64_t{0}, packed}) {
         const KernelSpec spec = CheckNhwcConv(p, rows, o, seed);
@@ -256,6 +257,66 @@ TEST(ConvNhwc, DepthwiseRowPairs) {
         EXPECT_TRUE(found) << "no row loop over " << groups << " groups:\n" << text;
         if (rows == 0) continue;
         EXPECT_NE(text.find("w_taps"), std::string::npos);
+      }
+    }
+  }
+}
+
+// The parallel loop of `text` runs over [0, n) as its `row` variable.
+bool HasRowLoop(const std::string& text, int64_t n) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("for row") != std::string::npos && line.find(" in [0, " + std::to_string(n) + ")") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+// Depthwise layers in row tiles walked chunk by chunk (LowerOptions::depthwise_nhwc_tile_rows:
+// on by default with AVX-512, forced on here for AVX2, where the tiles have no row pairs): channel
+// counts with a rest of 8, 4, 2 and 1 lanes past whole 16-lane chunks (a chunk of 8 or 4 lanes of
+// its own, else an overlapping 16-lane one), odd row counts, tiles of an odd number of rows (a
+// last row without a pair) and a ragged last tile, batch 2, stride 2, pads of 2, dilation 2. Tile
+// sizes 16 and 3 (2 tiles of up to 16 rows; ceil(OH / 3) rounded up to an even count). Each is
+// run serially and on threads against the reference evaluator. 5x5 windows and 16 channels or
+// fewer keep the row groups.
+TEST(ConvNhwc, DepthwiseRowTiles) {
+  const std::vector<NhwcCase> cases = {
+      NhwcCase{1, 72, 12, 21, 0, 3, 1, 1, 1, true},   // 72 = 4 x 16 + 8, 12 rows
+      NhwcCase{1, 36, 15, 20, 0, 3, 1, 1, 1, false},  // 36 = 2 x 16 + 4, 15 rows
+      NhwcCase{2, 50, 13, 19, 0, 3, 2, 1, 1, true},   // 50 = 3 x 16 + 2, batch 2, stride 2: 7 rows
+      NhwcCase{1, 17, 9, 9, 0, 3, 1, 1, 1, true},     // 17 = 16 + 1, rows of 9 pixels
+      NhwcCase{2, 24, 11, 26, 0, 3, 1, 2, 2, false},  // dilation 2, pads of 2, 11 rows
+      NhwcCase{1, 40, 7, 7, 0, 3, 1, 1, 1, true},     // 7x7: tiles of 4 and 3 rows
+      NhwcCase{1, 40, 12, 33, 0, 5, 1, 2, 1, true},   // 5x5: not tiled
+      NhwcCase{1, 16, 12, 20, 0, 3, 1, 1, 1, true},   // one chunk: not tiled
+  };
+  const std::vector<std::string> isas = {"+avx2,+fma,+avx512f", "+avx2,+fma"};
+  uint32_t seed = 340;
+  for (const NhwcCase& p : cases) {
+    const int64_t oh = (p.h + 2 * p.pad - p.dil * (p.k - 1) - 1) / p.stride + 1;
+    for (const std::string& isa : isas) {
+      for (int64_t tile_rows : {int64_t{16}, int64_t{3}}) {
+        SCOPED_TRACE(isa + " c " + std::to_string(p.c) + " " + std::to_string(p.h) + "x" + std::to_string(p.w) +
+                     " k " + std::to_string(p.k) + " tile rows " + std::to_string(tile_rows));
+        LowerOptions o = LowerOptionsForCpuFeatures(isa);
+        o.depthwise_nhwc_tile_rows = tile_rows;
+        const bool tiled = p.c > 16 && p.k <= 3 && oh >= 4;
+        int64_t tiles = std::max<int64_t>(2, (oh + tile_rows - 1) / tile_rows);
+        tiles += tiles % 2;
+        const int64_t rt = (oh + tiles - 1) / tiles;
+        const int64_t packed = NhwcPackedRows(o, NhwcConv::kDepthwise, p.c);
+        for (int64_t rows : {int64_t{0}, packed}) {
+          const KernelSpec spec = CheckNhwcConv(p, rows, o, seed);
+          seed += 2;
+          ASSERT_NE(spec.kernel, nullptr);
+          const std::string text = spec.kernel->ToString();
+          EXPECT_NE(text.find("x_nhwc"), std::string::npos);
+          EXPECT_EQ(text.find("for tr") != std::string::npos, tiled) << text;
+          if (tiled) {
+            EXPECT_TRUE(HasRowLoop(text, p.n * ((oh + rt - 1) / rt))) << text;
+          }
+        }
       }
     }
   }
