@@ -208,6 +208,16 @@ TEST(ConvNhwc, NarrowTailPanelAccumulators) {
   }
 }
 
+// The parallel loop of `text` runs over [0, n) as its `row` variable.
+bool HasRowLoop(const std::string& text, int64_t n) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("for row") != std::string::npos && line.find(" in [0, " + std::to_string(n) + ")") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
 // Depthwise layers with two interior output rows per parallel iteration, without row tiles (AVX-512: 3x3 windows,
 // 5x5 at stride 1 on rows wider than 16 pixels; one row on AVX2 and SSE, and for 5x5 windows on
 // narrow rows or at stride 2, and where the groups are an odd number below 16): even and odd row counts (a last group of one row), interior rows
@@ -248,28 +258,12 @@ TEST(ConvNhwc, DepthwiseRowPairs) {
         // The parallel loop runs over groups of rows: ceil(OH / 2) per image with pairs.
         const bool pairs = pc.pairs_on_avx512 && o.vector_registers >= 32;
         const int64_t groups = p.n * (pairs ? (oh + 1) / 2 : oh);
-        bool found = false;
-        std::istringstream lines(text);
-        for (std::string line; std::getline(lines, line);) {
-          found = found || (line.find("for row") != std::string::npos &&
-                            line.find(" in [0, " + std::to_string(groups) + ")") != std::string::npos);
-        }
-        EXPECT_TRUE(found) << "no row loop over " << groups << " groups:\n" << text;
+        EXPECT_TRUE(HasRowLoop(text, groups)) << "no row loop over " << groups << " groups:\n" << text;
         if (rows == 0) continue;
         EXPECT_NE(text.find("w_taps"), std::string::npos);
       }
     }
   }
-}
-
-// The parallel loop of `text` runs over [0, n) as its `row` variable.
-bool HasRowLoop(const std::string& text, int64_t n) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("for row") != std::string::npos && line.find(" in [0, " + std::to_string(n) + ")") != std::string::npos)
-      return true;
-  }
-  return false;
 }
 
 // Depthwise layers in row tiles walked chunk by chunk (LowerOptions::depthwise_nhwc_tile_rows:
