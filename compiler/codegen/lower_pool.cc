@@ -50,6 +50,16 @@ Expr MaxInit(DType acc) {
                             : IntConst(std::numeric_limits<int64_t>::min(), DType::kI64);
 }
 
+// The coordinates of row-major position `flat` in `shape` (the last dim fastest).
+std::vector<int64_t> DelinearizeConst(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+
 // A channels-last pool's windows have at most this many taps to take the form below.
 constexpr int64_t kMaxUnrolledTaps = 64;
 
@@ -84,11 +94,9 @@ std::optional<Stmt> ChannelsLastPool(LowerContext& ctx, const TensorFn& X, PoolK
   for (int64_t t = 0; t < taps; ++t) {
     Expr inside, counted;
     std::vector<Expr> xi{o[0], c};
-    for (size_t d = 0, rest = static_cast<size_t>(t); d < sp; ++d) {
-      int64_t stride_below = 1;
-      for (size_t e = d + 1; e < sp; ++e) stride_below *= kernel[e];
-      const int64_t offset = static_cast<int64_t>(rest) / stride_below * dil[d] - pads[d];
-      rest %= static_cast<size_t>(stride_below);
+    const std::vector<int64_t> tap = DelinearizeConst(kernel, t);
+    for (size_t d = 0; d < sp; ++d) {
+      const int64_t offset = tap[d] * dil[d] - pads[d];
       const int64_t last_read = (out[d] - 1) * strides[d] + offset;
       Expr id = o[1 + d] * strides[d] + offset;
       if (offset < 0 || last_read >= xs[2 + d]) {
