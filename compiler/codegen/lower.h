@@ -114,11 +114,12 @@ struct LowerOptions {
   // over as many bands of tiles, each band's input transform, GEMMs and output transform on one
   // thread (lower_winograd.cc); 0: never (three parallel regions), the default. With 2 (ResNet's
   // 28x28 and 14x14 layers, 49 tiles in two bands) ResNet-18 took 0.96-0.97 of the time at one
-  // thread and 0.97-0.99 at two against the same arena layout, but 1.03-1.04 of main's at two
-  // threads on a quick machine: the changed workspace sizes moved the other layers in the arena,
-  // and its unchanged 56x56 layers took 1.1-1.2x the time so. Bands also cap a layer's threads
-  // at its band count. 56x56 (7 bands) lost at two threads: each band reads all of U
-  // (docs/MEASUREMENTS.md, cpu42).
+  // thread and 0.97-0.99 at two against cpu42's placebo build, but 1.03-1.04 of main's at two
+  // threads on a quick machine: its unchanged 56x56 layers took 1.1-1.2x the time. Not through
+  // the arena layout (cpu45: their buffers and code do not move, and shifting every buffer is
+  // neutral): banding layer3 alone slows the next run's first layers, for a reason not yet
+  // found. Bands also cap a layer's threads at its band count. 56x56 (7 bands) lost at two
+  // threads: each band reads all of U (docs/MEASUREMENTS.md, cpu42, cpu45).
   int64_t winograd_band_panels = 0;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
