@@ -66,6 +66,15 @@ std::vector<Expr> Delinearize(const std::vector<int64_t>& shape, Expr flat) {
   return idx;
 }
 
+std::vector<int64_t> DelinearizeConst(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+
 Stmt LoopNest(LowerContext& ctx, const std::vector<int64_t>& shape,
               const std::function<Stmt(const std::vector<Expr>&)>& body) {
   KernelFunc& k = ctx.kernel();

@@ -81,6 +81,8 @@ std::vector<Expr> BroadcastIndex(const std::vector<int64_t>& out, const std::vec
 // Flat row-major offset of idx in `shape`, and the inverse.
 Expr Linearize(const std::vector<int64_t>& shape, const std::vector<Expr>& idx);
 std::vector<Expr> Delinearize(const std::vector<int64_t>& shape, Expr flat);
+// Delinearize of a position known at compile time: its coordinates as numbers.
+std::vector<int64_t> DelinearizeConst(const std::vector<int64_t>& shape, int64_t flat);
 
 // A loop nest over `shape`: rows (all leading dims, flattened) in a parallel loop
 // when the tensor is large enough, the last dim as an inner vectorizable loop.

@@ -50,16 +50,6 @@ Expr MaxInit(DType acc) {
                             : IntConst(std::numeric_limits<int64_t>::min(), DType::kI64);
 }
 
-// The coordinates of row-major position `flat` in `shape` (the last dim fastest).
-std::vector<int64_t> DelinearizeConst(const std::vector<int64_t>& shape, int64_t flat) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return idx;
-}
-
 // A channels-last pool's windows have at most this many taps to take the form below.
 constexpr int64_t kMaxUnrolledTaps = 64;
 

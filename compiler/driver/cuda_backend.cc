@@ -15,10 +15,9 @@
 //                          arguments (cuda_backend_conv.h UsesKeelConv).
 //   ConvTranspose        → "cudnn.conv_transpose", likewise (cuDNN's data
 //                          gradient of the forward convolution).
-//   MaxPool/AveragePool (2-D, no dilation, symmetric pads, no Indices
-//                          output; ceil_mode 0, or 1 when it does not change
-//                          the output shape; AveragePool channels-first
-//                          only) → "cudnn.pool2d".
+//   MaxPool/AveragePool (2-D, no dilation, symmetric pads, no Indices; ceil_mode
+//                          0, or 1 when it does not change the output shape;
+//                          AveragePool channels-first only) → "cudnn.pool2d".
 //   keel.Attention       → "keel.attention", the VM's own attention kernel
 //                          (formed by passes/attention_fusion.h where
 //                          RunsAttention says: half data, widths <= 128).
@@ -426,8 +425,7 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
   if (a.outputs().size() > 1 && a.output(1)) return std::nullopt;
   if (!SameLibraryDType({X, Y})) return std::nullopt;
   const bool nhwc = ops::IsChannelsLast(a);  // ops/channels_last.h
-  // cuDNN's NHWC average pool runs a slow generic kernel (Inception-v3's 35x35 pools at batch
-  // 32, fp16, H100: 188-251 us each); the generated channels-last form reads coalesced.
+  // cuDNN's NHWC average pool is a slow generic kernel (Inception-v3 b32 fp16, H100: 188-251 us).
   if (nhwc && !is_max) return std::nullopt;
   auto kernel = a.attrs().GetInts("kernel_shape", {});
   auto pads = a.attrs().GetInts("pads", {0, 0, 0, 0});

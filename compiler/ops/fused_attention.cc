@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "compiler/codegen/lower_context.h"
 #include "compiler/ops/all_ops.h"
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
@@ -35,16 +36,6 @@ std::vector<int64_t> Encode(const AttentionOperand& x) {
   v.push_back(x.row);
   v.push_back(x.col);
   return v;
-}
-
-// The batch digits of flat batch index b (outer first).
-std::vector<int64_t> Digits(const std::vector<int64_t>& radix, int64_t b) {
-  std::vector<int64_t> d(radix.size());
-  for (size_t t = radix.size(); t-- > 0;) {
-    d[t] = b % radix[t];
-    b /= radix[t];
-  }
-  return d;
 }
 
 int64_t BatchOffset(const AttentionOperand& x, const std::vector<int64_t>& digits) {
@@ -112,7 +103,7 @@ Result<std::vector<ir::TensorDataPtr>> EvaluateFusedAttention(const ir::Node& no
   std::vector<double> y(static_cast<size_t>(out_types[0].NumElements()), 0.0);
   std::vector<double> s(static_cast<size_t>(a.sk));
   for (int64_t b = 0; b < a.BatchCount(); ++b) {
-    const std::vector<int64_t> dg = Digits(a.batch, b);
+    const std::vector<int64_t> dg = codegen::DelinearizeConst(a.batch, b);
     const int64_t qo = BatchOffset(a.q, dg), ko = BatchOffset(a.k, dg), vo = BatchOffset(a.v, dg),
                   yo = BatchOffset(a.y, dg), mo = a.has_mask ? BatchOffset(a.mask, dg) : 0;
     for (int64_t i = 0; i < a.sq; ++i) {
