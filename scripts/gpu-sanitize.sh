@@ -30,18 +30,23 @@ for c in ${cases//,/ }; do
   else  # a test-set architecture (ctest exports build/tests/e2e/zoo): a random input of its shape
     onnx=build/tests/e2e/zoo/$m.onnx
     [ -f "$onnx" ] || { echo "gpu-sanitize: no model $m (neither $shared/models nor $onnx)"; exit 2; }
-    build/bin/keelc "$onnx" -o "$stage/$m.$p.keel" --target cuda --precision "$p" >/dev/null
+    # --batch 1: the zoo's dynamic-batch exports (Inception-v3, EfficientNetV2) at batch 1.
+    build/bin/keelc "$onnx" -o "$stage/$m.$p.keel" --target cuda --precision "$p" --batch 1 >/dev/null
     .venv/bin/python -c "import onnx, numpy as np, sys
 m = onnx.load(sys.argv[1]); d = [x.dim_value or 1 for x in m.graph.input[0].type.tensor_type.shape.dim]
 np.random.default_rng(0).standard_normal(d).astype(np.float32).tofile(sys.argv[2])" "$onnx" "$stage/$m.input.bin"
   fi
 done
+# The executables travel xz-compressed (a call's carry is 64 MiB; the zoo's compact-weight exports
+# shrink twenty-fold); run.sh unpacks them.
+xz -T0 "$stage"/*.keel
 cat >"$stage/run.sh" <<'RUN'
 #!/usr/bin/env bash
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 out=${OUT:-.}; mkdir -p "$out"
 status=0
+xz -d *.keel.xz 2>/dev/null
 for k in *.keel; do
   m=${k%%.*}
   for graph in graph --no-cuda-graph; do
