@@ -15,9 +15,8 @@
 //                          arguments (cuda_backend_conv.h UsesKeelConv).
 //   ConvTranspose        → "cudnn.conv_transpose", likewise (cuDNN's data
 //                          gradient of the forward convolution).
-//   MaxPool/AveragePool (2-D, no dilation, symmetric pads, no Indices; ceil_mode
-//                          0, or 1 when it does not change the output shape;
-//                          AveragePool channels-first only) → "cudnn.pool2d".
+//   MaxPool/AveragePool (channels-first 2-D, no dilation, symmetric pads, no Indices;
+//                          ceil_mode 0, or 1 when it changes no shape) → "cudnn.pool2d".
 //   keel.Attention       → "keel.attention", the VM's own attention kernel
 //                          (formed by passes/attention_fusion.h where
 //                          RunsAttention says: half data, widths <= 128).
@@ -27,10 +26,9 @@
 // in f32), except a half GEMM whose chain widens its result to f32 first: Y,
 // the bias and the residual in f32; a node whose operands mix types otherwise,
 // or use another type, is generated.
-// Whatever a library kernel cannot absorb of its chain runs as a second,
-// generated elementwise kernel in place on the step's output (StepKernel::then):
-// possible when every remaining op keeps the output's shape and dtype;
-// otherwise the whole node is generated. Library kernels take their arguments
+// Whatever a library kernel cannot absorb of its chain runs as a second, generated
+// elementwise kernel in place on the step's output (StepKernel::then) when every
+// remaining op keeps the output's shape and dtype; otherwise the node is generated. Library kernels take their arguments
 // in the contract's order (serialization/library_ops.h) through
 // StepKernel::args, so inputs folded into attributes are simply not passed.
 #include <algorithm>
@@ -424,9 +422,10 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
   // MaxPool's Indices output has no cuDNN counterpart: generated.
   if (a.outputs().size() > 1 && a.output(1)) return std::nullopt;
   if (!SameLibraryDType({X, Y})) return std::nullopt;
-  const bool nhwc = ops::IsChannelsLast(a);  // ops/channels_last.h
-  // cuDNN's NHWC average pool is a slow generic kernel (Inception-v3 b32 fp16, H100: 188-251 us).
-  if (nhwc && !is_max) return std::nullopt;
+  // Channels-last pools are generated (lower_pool.cc's pixel form), faster than cuDNN's NHWC
+  // kernels: Inception-v3 b32 fp16's average pools 1,603 -> 233 us (H100), its max pools
+  // 135 -> 68 us and ResNet-50's 42 -> 21 us (H200; docs/PRECISION.md).
+  if (ops::IsChannelsLast(a)) return std::nullopt;
   auto kernel = a.attrs().GetInts("kernel_shape", {});
   auto pads = a.attrs().GetInts("pads", {0, 0, 0, 0});
   auto strides = a.attrs().GetInts("strides", {1, 1});
@@ -441,8 +440,8 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
   // input but not fit: when floor mode gives the same output shape (SqueezeNet's
   // pools), the two modes compute the same windows and cuDNN's floor mode is exact.
   if (*ceil != 0) {
-    const auto xs = nhwc ? common::ChannelsFirstShape(X->type().shape) : X->type().shape;
-    const auto ys = nhwc ? common::ChannelsFirstShape(Y->type().shape) : Y->type().shape;
+    const auto& xs = X->type().shape;
+    const auto& ys = Y->type().shape;
     if (ys.size() != 4) return std::nullopt;
     for (size_t i = 0; i < 2; ++i) {
       const int64_t span = xs[2 + i] + (*pads)[i] + (*pads)[i + 2] - (*kernel)[i];
@@ -461,7 +460,6 @@ std::optional<LibraryPick> PickPool(const Chain& c, int64_t index, bool is_max) 
                                               : lib::value::kPoolAvgExcludePad;
   p.kernel.attrs = {ser::AttrDesc::Str(lib::attr::kMode, mode), ser::AttrDesc::Ints(lib::attr::kKernel, *kernel),
                     ser::AttrDesc::Ints(lib::attr::kPads, *pads), ser::AttrDesc::Ints(lib::attr::kStrides, *strides)};
-  if (nhwc) p.kernel.attrs.push_back(ser::AttrDesc::Str(lib::attr::kLayout, lib::value::kLayoutNhwc));
   p.consumed = 1;
   p.value = Y;
   return p;
@@ -635,7 +633,8 @@ class CudaBackend final : public Backend {
         return !SlowChannelsLast(node) && PickConv(chain, 0, false, conv_kernel_).has_value();
       case ops::LibraryCall::kConvTranspose:
         return !SlowChannelsLast(node) && PickConv(chain, 0, true, conv_kernel_).has_value();
-      case ops::LibraryCall::kMaxPool: return PickPool(chain, 0, true).has_value();
+      case ops::LibraryCall::kMaxPool:  // (its Indices output counts in NCHW: kept there)
+        return node.outputs().size() < 2 || node.output(1) == nullptr;
       case ops::LibraryCall::kAveragePool: return true;  // generated in NHWC (PickPool)
       case ops::LibraryCall::kNone: return true;
       default: return false;

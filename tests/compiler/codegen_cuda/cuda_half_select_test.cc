@@ -699,6 +699,38 @@ TEST(CudaHalfSelect, PadStaysChannelsLast) {
   }
 }
 
+// A channels-last max pool between two NHWC convolutions is generated (lower_pool.cc's
+// pixel form, faster than cuDNN's NHWC pools; docs/PRECISION.md), with no transpose
+// around it; a MaxPool that also returns Indices (numbered in NCHW) stays channels-first.
+TEST(CudaHalfSelect, ChannelsLastMaxPoolIsGenerated) {
+  for (bool indices : {false, true}) {
+    SCOPED_TRACE(indices ? "with Indices" : "values only");
+    onnx::ModelProto m = NewModel(17);
+    AddInput(m, "x", {2, 8, 15, 15});
+    AddInitF32(m, "w1", {16, 8, 1, 1}, Filled(16 * 8, 0.01f));
+    AddInitF32(m, "w2", {8, 16, 1, 1}, Filled(8 * 16, 0.02f));
+    AddNode(m, "Conv", {"x", "w1"}, {"c1"});
+    std::vector<std::string> outs = {"p"};
+    if (indices) outs.push_back("i");
+    onnx::NodeProto* pool = AddNode(m, "MaxPool", {"c1"}, outs);
+    AttrInts(pool, "kernel_shape", {3, 3});
+    AttrInts(pool, "strides", {2, 2});
+    AttrInts(pool, "pads", {1, 1, 1, 1});
+    AddNode(m, "Conv", {"p", "w2"}, {"y"});
+    AddOutput(m, "y");
+    if (indices) AddOutput(m, "i");
+    auto c = CompileForCuda(m, Precision::kFp16);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (const LibraryKernelSeen& k : c->library) EXPECT_NE(k.op, lo::kCudnnPool2d) << k.name;
+    size_t pools = 0;
+    for (const std::string& name : c->generated_names) pools += name.find("maxpool") != std::string::npos;
+    EXPECT_EQ(pools, 1u);
+    // Values only: transposes where x enters and y leaves; with Indices the pool runs NCHW, so
+    // its input and output cross layouts too.
+    EXPECT_EQ(Transposes(*c), indices ? 4u : 2u);
+  }
+}
+
 // 3-D convolutions (video, volumes) at half precision run NDHWC too: a
 // conv-relu-conv-residual block, a global average pool and the classifier. The
 // one transpose is where the NCDHW clip enters; the pooled [N,1,1,1,C] goes
