@@ -27,7 +27,12 @@ namespace {
 // edges); ShuffleNetV2's branches are components of 2-3 convolutions between its channel split,
 // concatenation and shuffle (2 edges each), which ran 1.26x slower in NHWC; a pointwise
 // convolution between others that run NCHW (ResNet's downsampling 1x1), or a depthwise one
-// alone, would only add transposes around itself. A pointwise convolution to few channels
+// alone, would only add transposes around itself. Global pools are inside the component: they
+// read the chain's tensor in their channels-last form, and a squeeze-and-excitation block's pool,
+// its two 1x1 convolutions on the pooled pixel and the Mul that scales the image stay in the
+// chain. Counted as edges, each such block was two (MobileNetV3-large: 61 convolutions, 18 edges,
+// all channels-first, 1.12x the time of the chain; EfficientNetV2-S 1.2x; docs/MEASUREMENTS.md,
+// cpu46). A pointwise convolution to few channels
 // (MobileNetV2's 32 -> 16 at 112x112) runs NHWC too, so that the chain starts at the stem, which
 // then writes it (PrefersChannelsLast's output-only form) instead of a transpose.
 bool InNhwcChain(const ir::Node& conv) {
@@ -36,7 +41,7 @@ bool InNhwcChain(const ir::Node& conv) {
     if (codegen::NhwcConvFormOf(n) != codegen::NhwcConv::kNone) return true;
     const ops::OpDef* def = ops::FindOp(n);
     if (def == nullptr || def->library == ops::LibraryCall::kConv) return false;
-    return def->fusion == ops::FusionClass::kElementwise || def->permutes_axes;
+    return def->fusion == ops::FusionClass::kElementwise || def->permutes_axes || def->global_pool;
   };
   std::vector<const ir::Node*> stack{&conv};
   std::unordered_set<const ir::Node*> seen{&conv};

@@ -103,3 +103,42 @@ def conv_half():
 
 
 CASES["conv_f16"] = conv_half
+
+
+def se_chain(expand=(72, 40, 120), pools=("GlobalAveragePool", "GlobalMaxPool", "GlobalAveragePool")):
+    """A MobileNetV3-like chain: a 3x3 stem, then inverted residual blocks (1x1 expand, HardSwish,
+    depthwise 3x3 or 5x5 / stride 2, Relu, a squeeze-and-excitation block: global pool, 1x1, Relu,
+    1x1, HardSigmoid, Mul; 1x1 project, Add where the shapes allow) on a 15x15 image. The CPU target
+    runs it channels-last (the global pools inside the chain, cpu_backend.cc InNhwcChain)."""
+    nodes, inits, seed = [], [], [10]
+
+    def w(*shape):
+        seed[0] += 1
+        name = "w%d" % seed[0]
+        inits.append((name, rnd(*shape, seed=seed[0], lo=-0.3, hi=0.3)))
+        return name
+
+    def node(op, ins, **attrs):
+        out = "t%d" % len(nodes)
+        nodes.append(helper.make_node(op, ins, [out], **attrs))
+        return out
+
+    def conv(x, cin, cout, k=1, group=1, stride=1):
+        return node("Conv", [x, w(cout, cin // group, k, k), w(cout)], group=group, strides=[stride, stride],
+                    pads=[k // 2] * 4)
+
+    y, c = node("HardSwish", [conv("x", 8, 16, 3)]), 16
+    for b, (e, pool) in enumerate(zip(expand, pools)):
+        k, s, cout = (5, 2, 24) if b == 1 else (3, 1, 16 if b == 0 else 24)
+        h = node("HardSwish", [conv(y, c, e)])
+        d = node("Relu", [conv(h, e, e, k, group=e, stride=s)])
+        g = node(pool, [d])
+        g = node("HardSigmoid", [conv(node("Relu", [conv(g, e, e // 4)]), e // 4, e)])
+        p = conv(node("Mul", [d, g]), e, cout)
+        y = node("Add", [p, y]) if cout == c and s == 1 else p
+        c = cout
+    nodes[-1].output[0] = "y"
+    return model(nodes, [("x", (1, 8, 15, 15))], ["y"], inits), {"x": rnd(1, 8, 15, 15)}
+
+
+CASES["se_chain_channels_last"] = se_chain

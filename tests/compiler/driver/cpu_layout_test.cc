@@ -5,7 +5,8 @@
 // chain writes NHWC itself, in the output-only form): MobileNetV2 from end to
 // end (no transpose: the stem writes NHWC, the mean reads it), ResNet-18 never,
 // a chain of three inverted residual blocks yes, a single block (ShuffleNetV2's
-// branches) no; --layout nchw nothing. Also the forms of ResNet-18's convolutions (Winograd
+// branches) no, two blocks with squeeze-and-excitation (the global pools inside the chain)
+// yes; --layout nchw nothing. Also the forms of ResNet-18's convolutions (Winograd
 // F(4,3) where its layers are 14x14 and larger, pixels as the GEMM's rows at 7x7
 // and for the strided ones). The zoo model comes from KEEL_SHARED_DIR/models
 // (skipped when absent).
@@ -105,8 +106,10 @@ TEST(CpuLayout, ResNet18StaysChannelsFirst) {
 
 // `blocks` inverted residual blocks (1x1 32 -> 128, Relu, depthwise 3x3, Relu, 1x1 128 -> 32, then
 // Add of the block's input but in the first block, as in MobileNetV2) after a 3x3 convolution
-// and Relu, on a [1, 8, 14, 14] image; a Relu to the graph output.
-std::unique_ptr<ir::Graph> Blocks(int blocks) {
+// and Relu, on a [1, 8, 14, 14] image; a Relu to the graph output. With `se`, each block scales
+// the depthwise output by a squeeze-and-excitation block (GlobalAveragePool, 1x1 128 -> 32, Relu,
+// 1x1 32 -> 128, HardSigmoid, Mul), as in MobileNetV3.
+std::unique_ptr<ir::Graph> Blocks(int blocks, bool se = false) {
   auto g = std::make_unique<ir::Graph>();
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
@@ -130,6 +133,12 @@ std::unique_ptr<ir::Graph> Blocks(int blocks) {
   for (int b = 0; b < blocks; ++b) {
     ir::Value* e = relu(conv(y, 32, 128, 1, 1));
     ir::Value* d = relu(conv(e, 128, 128, 3, 128));
+    if (se) {
+      ir::Value* pooled = g->AddNode("GlobalAveragePool", "pool" + std::to_string(b), {d}, 1)->output(0);
+      ir::Value* s = conv(relu(conv(pooled, 128, 32, 1, 1)), 32, 128, 1, 1);
+      s = g->AddNode("HardSigmoid", "gate" + std::to_string(b), {s}, 1)->output(0);
+      d = g->AddNode("Mul", "scale" + std::to_string(b), {d, s}, 1)->output(0);
+    }
     ir::Value* p = conv(d, 128, 32, 1, 1);
     y = b == 0 ? p : g->AddNode("Add", "add" + std::to_string(b), {p, y}, 1)->output(0);
   }
@@ -157,6 +166,22 @@ TEST(CpuLayout, ChainsNeedFourConvolutionsPerEdge) {
     EXPECT_EQ(c1.transposes, 0);
   }
   auto first = Blocks(3);
+  EXPECT_EQ(AfterPipeline(*first, Layout::kChannelsFirst).channels_last, 0);
+}
+
+TEST(CpuLayout, SqueezeAndExcitationBlocksStayInTheChain) {
+  // Two blocks with squeeze-and-excitation: 10 convolutions and the stem, 2 edges. The global
+  // pools are inside the chain (their channels-last form reads it), so the pooled pixel's 1x1
+  // convolutions run NHWC too and nothing is transposed but the graph output. Counted as edges
+  // (one where the image enters the pool, one where the gate comes back), the 4 more made 6
+  // edges for 10 convolutions: every convolution channels-first.
+  auto two = Blocks(2, /*se=*/true);
+  const Counts c = AfterPipeline(*two, Layout::kAuto);
+  EXPECT_EQ(c.convs, 11);
+  EXPECT_EQ(c.channels_last, 11);
+  EXPECT_EQ(c.output_only, 1);
+  EXPECT_EQ(c.transposes, 1);
+  auto first = Blocks(2, /*se=*/true);
   EXPECT_EQ(AfterPipeline(*first, Layout::kChannelsFirst).channels_last, 0);
 }
 
