@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <cstdio>
+#include <cstdlib>
 
 #include "compiler/memory/block_merging.h"
 #include "compiler/memory/greedy_size_planner.h"
 #include "compiler/memory/large_neighbourhood_search.h"
 #include "compiler/memory/lower_bounds.h"
 #include "compiler/memory/overlap_search.h"
+#include "compiler/memory/piece_search.h"
 #include "compiler/memory/planning_support.h"
 #include "compiler/memory/skyline_search.h"
 #include "compiler/memory/time_segments.h"
@@ -520,7 +523,27 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
         // did not reach). (Half and three quarters until the overlap
         // search's window repairs: on the 10,000-buffer perfect packings
         // its moves, not the blocks' repairs, lower the top.)
-        block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) / 3, true);
+        // Pieces of constant live bytes (piece_search.h), packed at their
+        // heights, replace their buffers in the improvement and its overlap
+        // minimization: those run on the pieces' blocks and the other
+        // buffers, and the items' overlap minimization refines the expanded
+        // layout after them. Where no piece is packed, as before.
+        size_t tiled = 0;
+        const internal::BlockProblem pieces =
+            internal::TilePieces(items, Clock::now() + (deadline - Clock::now()) / 8, {}, &tiled);
+        if (tiled > 0) {
+          BlockConstruction on_pieces(pieces.blocks, block_target, UINT64_MAX);
+          std::vector<uint64_t> piece_layout = on_pieces.Probe(Clock::now(), deadline, kQuickProbe);
+          if (piece_layout.empty()) {
+            piece_layout = on_pieces.Improve(Clock::now() + (deadline - Clock::now()) / 3, true);
+            piece_layout =
+                on_pieces.RefineItems(std::move(piece_layout), Clock::now() + (deadline - Clock::now()) * 9 / 10);
+          }
+          if (getenv("KEEL_PIECE_TRACE")) fprintf(stderr, "pieces: %zu tiled, %zu blocks of %zu items, top %llu, %.2f s left\n", tiled, pieces.blocks.size(), items.size(), (unsigned long long)(piece_layout.empty() ? 0 : TopOf(pieces.blocks, piece_layout)), std::chrono::duration<double>(deadline - Clock::now()).count());
+          if (!piece_layout.empty()) block_layout = internal::ExpandBlockLayout(pieces, piece_layout);
+        } else {
+          block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) / 3, true);
+        }
         block_layout = blocks.RefineItems(std::move(block_layout), Clock::now() + (deadline - Clock::now()) * 9 / 10);
       }
     }
