@@ -160,8 +160,19 @@ int FindPieces(const memory::bench::PerfectPackingProblem& problem, std::vector<
   std::set<std::vector<int32_t>> found_sets;
   for (const auto& piece : found) found_sets.insert(piece.members);
   for (auto& piece : tree) std::sort(piece.begin(), piece.end());
-  std::printf("found %zu pieces in %.3f s; TilePieces: %zu packed as blocks (%zu blocks for %zu buffers) in %.3f s\n",
-              found.size(), find_s, tiled, blocks.blocks.size(), items.size(), tile_s);
+  // The tiled pieces: how many of them are rectangles of the generator's
+  // layout (the others are packed differently at the same height).
+  std::vector<std::vector<int32_t>> members(blocks.blocks.size());
+  for (size_t i = 0; i < items.size(); ++i) members[blocks.block_of[i]].push_back(static_cast<int32_t>(i));
+  size_t tiled_rect = 0, tiled_buffers = 0;
+  for (const auto& m : members) {
+    if (m.size() < 2) continue;
+    tiled_buffers += m.size();
+    tiled_rect += is_rect(m);
+  }
+  std::printf("found %zu pieces in %.3f s; TilePieces: %zu packed as blocks (%zu of them rectangles of the layout; "
+              "%zu buffers in them, %zu blocks for %zu buffers) in %.3f s\n",
+              found.size(), find_s, tiled, tiled_rect, tiled_buffers, blocks.blocks.size(), items.size(), tile_s);
   const size_t bins[][2] = {{2, 19}, {20, 99}, {100, 200}, {201, 300}, {301, 1000}, {1001, 2000}, {2001, 1000000}};
   for (const auto& bin : bins) {
     size_t in_tree = 0, hit = 0, mine = 0, rect = 0;

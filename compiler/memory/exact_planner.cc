@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
-#include <cstdio>
-#include <cstdlib>
 
 #include "compiler/memory/block_merging.h"
 #include "compiler/memory/greedy_size_planner.h"
@@ -539,7 +537,6 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
             piece_layout =
                 on_pieces.RefineItems(std::move(piece_layout), Clock::now() + (deadline - Clock::now()) * 9 / 10);
           }
-          if (getenv("KEEL_PIECE_TRACE")) fprintf(stderr, "pieces: %zu tiled, %zu blocks of %zu items, top %llu, %.2f s left\n", tiled, pieces.blocks.size(), items.size(), (unsigned long long)(piece_layout.empty() ? 0 : TopOf(pieces.blocks, piece_layout)), std::chrono::duration<double>(deadline - Clock::now()).count());
           if (!piece_layout.empty()) block_layout = internal::ExpandBlockLayout(pieces, piece_layout);
         } else {
           block_layout = blocks.Improve(Clock::now() + (deadline - Clock::now()) / 3, true);
