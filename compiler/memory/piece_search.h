@@ -66,7 +66,7 @@ std::vector<ConstantPiece> FindConstantPieces(const std::vector<PackingItem>& it
 
 struct PieceTiling {
   size_t min_buffers = 20, max_buffers = 400;
-  uint64_t nodes_per_buffer = 256;  // the packing search's budget per piece
+  uint64_t nodes_per_buffer = 64;  // the packing search's budget per piece
 };
 
 // The pieces found, packed at their heights where the search does so before
