@@ -127,14 +127,14 @@ class PieceFinder {
         }
         for (const auto& [left, right] : pairs) {
           std::vector<int32_t> ahead, behind;
-          if (!Close(forward_, right, p, &ahead)) continue;
-          if (!Close(backward_, left, n - 1 - p, &behind)) continue;
+          if (!Close(forward_, right, &ahead)) continue;
+          if (!Close(backward_, left, &behind)) continue;
           ahead.insert(ahead.end(), behind.begin(), behind.end());
           add(std::move(ahead));
         }
       }
       std::vector<int32_t> ahead;
-      if (Close(forward_, starters, p, &ahead)) add(std::move(ahead));
+      if (Close(forward_, starters, &ahead)) add(std::move(ahead));
     }
     return pieces;
   }
@@ -156,10 +156,9 @@ class PieceFinder {
     return s;
   }
 
-  // The closure from `seed` (items opening at point `at` of direction `d`):
+  // The closure from `seed` (items opening at one point of direction `d`):
   // true with `members` when it closes within the limits.
-  bool Close(const Direction& d, const std::vector<int32_t>& seed, int32_t at, std::vector<int32_t>* members) {
-    (void)at;
+  bool Close(const Direction& d, const std::vector<int32_t>& seed, std::vector<int32_t>* members) {
     nodes_ = 0;
     std::vector<int32_t> chosen = seed;
     return Extend(d, seed, &chosen) && (*members = std::move(chosen), true);

@@ -29,8 +29,8 @@
 // Why: on the 10,000-buffer generated perfect packings (bench/memory/
 // perfect_packing.h) the last percent of seed 2 is lost in a strip of short
 // buffers that `exact`'s searches interleave; with the strip's small pieces
-// packed as blocks first, `exact` ends within 1% (docs/MEASUREMENTS.md, "the
-// pieces found by a search"). Nothing here knows a generator: a piece is a set
+// packed as blocks first, `exact` ends within 1% (docs/MEASUREMENTS.md, "pieces
+// of constant live bytes found by a search"). Nothing here knows a generator: a piece is a set
 // with constant live bytes that a complete search packed at that height. It
 // is never a proof: the blocks fix the pieces' layouts, which an optimal
 // layout need not contain (callers keep it as one more way to a layout).
