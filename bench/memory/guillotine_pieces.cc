@@ -5,6 +5,7 @@
 //   keel_guillotine_pieces [--buffers 10000] [--seed 2] [--capacity 1048576]
 //                          [--steps 100000] [--min-buffers 100]
 //                          [--export K PATH] [--merge K1,K2,... PATH]
+//                          [--layout PATH] [--find]
 //
 // Rebuilds a guillotine tree from the generator's layout: a piece (a set of
 // buffers tiling a rectangle of time x bytes) is split across time where no
@@ -19,6 +20,12 @@
 // problem with each listed piece replaced by one buffer, its rectangle (a
 // piece inside one listed before it stays inside it): an oracle for "these
 // pieces decided and merged", whose optimum is still the problem's.
+// --layout writes the whole problem with the generator's offsets (MiniMalloc's
+// solution format), for measuring a search against the generator's pieces.
+// --find runs the piece search that `exact` uses (piece_search.h), which
+// does not see the layout, and prints, per size, how many of the tree's pieces
+// it found, how many of its pieces are rectangles of the generator's layout,
+// and how many TilePieces packed (with the seconds each step took).
 //
 // Why: a piece that a planner cannot pack alone at its height is where the
 // planner loses bytes on the whole problem too, and it is far smaller (seed
@@ -26,16 +33,19 @@
 // "Memory planning, issue 10: the hard core of seed 2"). The tree is the
 // generator's knowledge, for measurement only; no planner sees it.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench/memory/perfect_packing.h"
 #include "compiler/memory/buffer_csv.h"
+#include "compiler/memory/piece_search.h"
 
 namespace {
 
@@ -55,6 +65,7 @@ class Tree {
   void Walk(Piece piece, size_t min_buffers, std::map<long, std::vector<int32_t>>* wanted) {
     if (piece.buffers.size() < min_buffers) return;
     const long index = next_index_++;
+    all_pieces_.push_back(piece.buffers);
     if (auto it = wanted->find(index); it != wanted->end()) it->second = piece.buffers;
     int64_t t0 = INT64_MAX, t1 = 0;
     uint64_t b0 = UINT64_MAX, b1 = 0;
@@ -116,7 +127,70 @@ class Tree {
 
   const memory::bench::PerfectPackingProblem& p_;
   long next_index_ = 0;
+
+ public:
+  std::vector<std::vector<int32_t>> all_pieces_;  // every piece walked, in walk order
 };
+
+// --find: the piece search against the tree (measurement only).
+int FindPieces(const memory::bench::PerfectPackingProblem& problem, std::vector<std::vector<int32_t>> tree) {
+  using Clock = memory::internal::SearchClock;
+  std::vector<memory::internal::PackingItem> items;
+  for (const memory::TensorLifetime& t : problem.tensors) items.push_back(memory::internal::ItemOf(t));
+  const Clock::time_point start = Clock::now();
+  const std::vector<memory::internal::ConstantPiece> found = memory::internal::FindConstantPieces(items);
+  const double find_s = std::chrono::duration<double>(Clock::now() - start).count();
+  size_t tiled = 0;
+  const Clock::time_point tile_start = Clock::now();
+  const memory::internal::BlockProblem blocks =
+      memory::internal::TilePieces(items, Clock::now() + std::chrono::seconds(60), {}, &tiled);
+  const double tile_s = std::chrono::duration<double>(Clock::now() - tile_start).count();
+  auto is_rect = [&](const std::vector<int32_t>& piece) {
+    int64_t t0 = INT64_MAX, t1 = 0;
+    uint64_t b0 = UINT64_MAX, b1 = 0, area = 0;
+    for (int32_t i : piece) {
+      t0 = std::min<int64_t>(t0, items[i].begin);
+      t1 = std::max<int64_t>(t1, items[i].end);
+      b0 = std::min(b0, problem.offsets[i]);
+      b1 = std::max(b1, problem.offsets[i] + items[i].size);
+      area += items[i].size * static_cast<uint64_t>(items[i].end - items[i].begin);
+    }
+    return static_cast<uint64_t>(t1 - t0) * (b1 - b0) == area;
+  };
+  std::set<std::vector<int32_t>> found_sets;
+  for (const auto& piece : found) found_sets.insert(piece.members);
+  for (auto& piece : tree) std::sort(piece.begin(), piece.end());
+  // The tiled pieces: how many of them are rectangles of the generator's
+  // layout (the others are packed differently at the same height).
+  std::vector<std::vector<int32_t>> members(blocks.blocks.size());
+  for (size_t i = 0; i < items.size(); ++i) members[blocks.block_of[i]].push_back(static_cast<int32_t>(i));
+  size_t tiled_rect = 0, tiled_buffers = 0;
+  for (const auto& m : members) {
+    if (m.size() < 2) continue;
+    tiled_buffers += m.size();
+    tiled_rect += is_rect(m);
+  }
+  std::printf("found %zu pieces in %.3f s; TilePieces: %zu packed as blocks (%zu of them rectangles of the layout; "
+              "%zu buffers in them, %zu blocks for %zu buffers) in %.3f s\n",
+              found.size(), find_s, tiled, tiled_rect, tiled_buffers, blocks.blocks.size(), items.size(), tile_s);
+  const size_t bins[][2] = {{2, 19}, {20, 99}, {100, 200}, {201, 300}, {301, 1000}, {1001, 2000}, {2001, 1000000}};
+  for (const auto& bin : bins) {
+    size_t in_tree = 0, hit = 0, mine = 0, rect = 0;
+    for (const auto& piece : tree) {
+      if (piece.size() < bin[0] || piece.size() > bin[1]) continue;
+      ++in_tree;
+      hit += found_sets.count(piece);
+    }
+    for (const auto& piece : found) {
+      if (piece.members.size() < bin[0] || piece.members.size() > bin[1]) continue;
+      ++mine;
+      rect += is_rect(piece.members);
+    }
+    std::printf("%5zu-%-7zu tree pieces %5zu, found %5zu; pieces found %5zu, rectangles of the layout %5zu\n", bin[0],
+                bin[1], in_tree, hit, mine, rect);
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -127,7 +201,8 @@ int main(int argc, char** argv) {
   int32_t steps = 100000;
   size_t min_buffers = 100;
   long export_index = -1;
-  std::string export_path, merge_path;
+  std::string export_path, merge_path, layout_path;
+  bool find = false;
   std::vector<long> merge;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -138,6 +213,10 @@ int main(int argc, char** argv) {
       std::stringstream list(argv[++i]);
       for (std::string k; std::getline(list, k, ',');) merge.push_back(std::atol(k.c_str()));
       merge_path = argv[++i];
+    } else if (flag == "--find") {
+      find = true;
+    } else if (flag == "--layout" && i + 1 < argc) {
+      layout_path = argv[++i];
     } else if (flag == "--buffers" && i + 1 < argc) {
       buffers = std::atoi(argv[++i]);
     } else if (flag == "--seed" && i + 1 < argc) {
@@ -151,19 +230,29 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--buffers N] [--seed S] [--capacity BYTES] [--steps N] [--min-buffers N] "
-                   "[--export K PATH] [--merge K1,K2,... PATH]\n",
+                   "[--export K PATH] [--merge K1,K2,... PATH] [--layout PATH] [--find]\n",
                    argv[0]);
       return 2;
     }
   }
   const memory::bench::PerfectPackingProblem problem =
       memory::bench::PerfectPackingWithLayout(buffers, seed, capacity, steps);
+  if (!layout_path.empty()) {
+    auto csv = memory::FormatBufferCsv(problem.tensors, &problem.offsets);
+    if (!csv.ok()) {
+      std::fprintf(stderr, "%s\n", csv.status().ToString().c_str());
+      return 1;
+    }
+    std::ofstream(layout_path) << *csv;
+  }
   Piece all;
   for (int32_t i = 0; i < static_cast<int32_t>(problem.tensors.size()); ++i) all.buffers.push_back(i);
   std::map<long, std::vector<int32_t>> wanted;
   if (export_index >= 0) wanted[export_index];
   for (long k : merge) wanted[k];
-  Tree(problem).Walk(std::move(all), std::max<size_t>(min_buffers, 1), &wanted);
+  Tree tree(problem);
+  tree.Walk(std::move(all), std::max<size_t>(min_buffers, 1), &wanted);
+  if (find) return FindPieces(problem, tree.all_pieces_);
   if (!merge.empty()) {
     // Pieces in tree order (a piece's parent comes before it), so a piece
     // inside one already merged is skipped.

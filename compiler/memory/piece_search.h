@@ -1,0 +1,78 @@
+// compiler/memory/piece_search.h — finding "pieces" of a packing problem: sets
+// of buffers inside a time window whose live bytes are the same at every step
+// of it, so that they may tile a rectangle of the time x bytes plane; each one
+// that a search tiles at that height becomes one block to pack.
+//
+// How a piece is found (a search over time points, no layout involved). A
+// piece P of height H on [a, b) satisfies, at every time point t inside its
+// window, "the bytes of P's buffers ending at t = the bytes of P's buffers
+// starting at t" (its live bytes stay H), H at a for its starters and at b for
+// its enders. So from a seed — a set of buffers starting at one point — a
+// closure follows time: at the next point where chosen buffers end, with e
+// bytes ending, it chooses buffers starting there whose sizes sum to e (a
+// subset sum, several answers tried in a depth-first search with a node
+// budget, fewest buffers first), and it closes where every chosen buffer has
+// ended and other buffers end there too (a point where only chosen buffers end
+// is crossed: the piece goes on). Seeds: at each time point, the buffers
+// starting there, and pairs (enders, starters) with equal sums — all of them,
+// and where few buffers meet there, a subset of the starters with the one
+// subset of the enders of its sum; a pair is closed forward from its starters
+// and backward (time reversed) from its enders, and the union is a piece
+// around that time point. Buffers of alignment above 1 are never in a piece.
+//
+// TilePieces then takes the pieces of `min_buffers` to `max_buffers` buffers,
+// largest first, disjoint, and packs each at its height with PackWithRestarts
+// (a node budget per buffer); each one packed is a block of the returned
+// BlockProblem (block_merging.h), every other buffer a block of its own. Any
+// layout of the blocks expands into a valid layout of the buffers.
+//
+// Why: on the 10,000-buffer generated perfect packings (bench/memory/
+// perfect_packing.h) the last percent of seed 2 is lost in a strip of short
+// buffers that `exact`'s searches interleave; with the strip's small pieces
+// packed as blocks first, `exact` ends within 1% (docs/MEASUREMENTS.md, "pieces
+// of constant live bytes found by a search"). Nothing here knows a generator: a piece is a set
+// with constant live bytes that a complete search packed at that height. It
+// is never a proof: the blocks fix the pieces' layouts, which an optimal
+// layout need not contain (callers keep it as one more way to a layout).
+//
+// Cost: near-linear in practice (each closure has a node budget; subset sums
+// are enumerated with caps); the tiling is bounded by the deadline.
+// Deterministic for a given input when the deadline is not reached.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "compiler/memory/block_merging.h"
+#include "compiler/memory/skyline_search.h"
+
+namespace keel::memory::internal {
+
+struct ConstantPiece {
+  std::vector<int32_t> members;  // item indices, ascending
+  int64_t begin = 0, end = 0;    // its window [begin, end)
+  uint64_t height = 0;           // its live bytes at every step of the window
+};
+
+struct PieceSearchLimits {
+  uint64_t closure_nodes = 300;  // per closure (a depth-first search over subset sums)
+  size_t max_members = 400;      // a closure that grows past this is given up
+};
+
+// Every piece the closures find (deduplicated), in a deterministic order.
+std::vector<ConstantPiece> FindConstantPieces(const std::vector<PackingItem>& items,
+                                              const PieceSearchLimits& limits = {});
+
+struct PieceTiling {
+  size_t min_buffers = 20, max_buffers = 400;
+  uint64_t nodes_per_buffer = 64;  // the packing search's budget per piece
+};
+
+// The pieces found, packed at their heights where the search does so before
+// `deadline`, as blocks (see the header comment). `pieces_tiled` (optional)
+// receives how many were.
+BlockProblem TilePieces(const std::vector<PackingItem>& items, SearchClock::time_point deadline,
+                        const PieceTiling& tiling = {}, size_t* pieces_tiled = nullptr);
+
+}  // namespace keel::memory::internal
