@@ -6,7 +6,8 @@
 #   (device) bash .gpu/round/run.sh                   # there: tests, end-to-end checks, benchmarks
 #
 # MODELS: comma list (default: squeezenet1_1,mobilenet_v2,tiny_bert); BATCHES: comma list
-# (default: 1). A call's carry is limited to 64 MiB, so ResNet-18 (45 MB of weights)
+# (default: 1). The round also stages scripts/cuda-host-check.sh's default cases (the host program
+# against the VM) for a second call (KEEL_ROUND_HOST=0 skips them). A call's carry is limited to 64 MiB, so ResNet-18 (45 MB of weights)
 # goes in a round of its own. run.sh writes everything under $OUT (results.txt: the
 # summary table; *.log: full outputs) and prints the table.
 #
@@ -69,3 +70,10 @@ PY
   done
 done
 du -sh "$stage"
+# The emitted host program against the VM belongs to every round too: scripts/cuda-host-check.sh's
+# default cases, staged as .gpu/hostsync for a second device call (together they pass the 64 MiB
+# carry); KEEL_ROUND_HOST=0 skips it.
+if [ "${KEEL_ROUND_HOST:-1}" != 0 ]; then
+  scripts/cuda-host-check.sh prepare >/dev/null
+  echo "device calls: carry [\"$stage\"] OUT=\$OUT/round bash $stage/run.sh; then carry [\".gpu/hostsync\"] OUT=\$OUT/host bash .gpu/hostsync/run.sh"
+fi
