@@ -43,6 +43,7 @@ KEEL_BUILD_TARGETS="keelc keel-bench" scripts/build.sh
 
 # One models folder for bench_cpu_compare.py: links to the bundled models and the exported ones.
 mkdir -p "$out/models"
+compiled=() failed=()
 for m in "${models[@]}"; do
   src="$shared/models"
   if [ ! -f "$src/$m.onnx" ]; then
@@ -50,8 +51,16 @@ for m in "${models[@]}"; do
     [ -f "$src/$m.onnx" ] || /usr/bin/python3 scripts/export_cpu_bench_models.py --out "$src" --models "$m"
   fi
   for f in "$src/$m".*; do ln -sf "$(realpath "$f")" "$out/models/"; done
-  build/bin/keelc "$out/models/$m.onnx" -o "$out/$m.keel" >"$out/$m.keelc.txt"
+  # A model keelc cannot compile is reported and left out of the table; the others still run.
+  if build/bin/keelc "$out/models/$m.onnx" -o "$out/$m.keel" >"$out/$m.keelc.txt" 2>&1; then
+    compiled+=("$m")
+  else
+    echo "bench-cpu: keelc failed on $m (see $out/$m.keelc.txt)" >&2
+    failed+=("$m")
+  fi
 done
+[ ${#compiled[@]} -gt 0 ] || exit 1
+models=("${compiled[@]}")
 torch_json=""
 if [ "${KEEL_BENCH_TORCH:-1}" != 0 ]; then
   if ! /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
@@ -73,3 +82,4 @@ fi
 .venv/bin/python scripts/bench_cpu_compare.py --out "$out" --threads "$threads" --rounds "${KEEL_BENCH_ROUNDS:-5}" \
   --runs "${KEEL_BENCH_RUNS:-20}" \
   --models-dir "$out/models" --keel-bench build/bin/keel-bench --torch "$torch_json" "${models[@]}"
+[ ${#failed[@]} -eq 0 ] || { echo "bench-cpu: not compiled: ${failed[*]}" >&2; exit 1; }
