@@ -121,6 +121,12 @@ struct LowerOptions {
   // found. Bands also cap a layer's threads at its band count. 56x56 (7 bands) lost at two
   // threads: each band reads all of U (docs/MEASUREMENTS.md, cpu42, cpu45).
   int64_t winograd_band_panels = 0;
+  // One-element f32/f64/integer constants that a kernel takes as arguments (a Pow's exponent, a
+  // tanh-GELU's coefficients, a normalization's epsilon) read as immediates (lower.cc), so the
+  // scalar lowerings see them: Pow(x, 2) multiplies instead of calling pow() (a T5 RMS norm's
+  // Pow took 0.12 ms at 64 x 256; docs/MEASUREMENTS.md, cpu47). The argument stays (readers of
+  // the plain buffer still find it). CPU only: the CUDA kernels were not measured with it.
+  bool inline_scalar_constants = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;
