@@ -130,7 +130,8 @@ class CpuBackend final : public Backend {
   std::string Fingerprint() const override { return fingerprint_; }
 
   // The rule (fitted to bench/codegen's 3x3 convolutions, docs/MEASUREMENTS.md, issue 11): the
-  // tile with the lowest estimated cost, Winograd only when it beats the implicit GEMM by 10%.
+  // tile with the lowest estimated cost, Winograd only when it beats the implicit GEMM by 10% (and
+  // never below LowerOptions::winograd_min_input_channels input channels).
   // Every GEMM convolution's constant weight in the panels of the register tile its GEMM uses.
   // The GEMM's row tile, or for a pointwise convolution on few pixels the panel width (its
   // transposed form reads the weight as column panels: lower_ops.h PointwisePixelRows), and so
@@ -182,6 +183,7 @@ class CpuBackend final : public Backend {
     }
     const std::vector<int64_t>& w = conv.input(1)->type().shape;   // [Co, Ci, 3, 3]
     const std::vector<int64_t>& y = conv.output(0)->type().shape;  // [B, Co, OH, OW]
+    if (w[1] < lower_options_.winograd_min_input_channels) return 0;
     const double plain = WinogradCost(0, w[0], w[1], y[0], y[2], y[3]);
     int64_t best = 0;
     double best_cost = 0.9 * plain;

@@ -38,10 +38,11 @@ struct Counts {
 };
 
 // Runs keelc's pipeline for the CPU target (AVX-512 tiles) with `layout` and counts.
-Counts AfterPipeline(ir::Graph& g, Layout layout) {
+Counts AfterPipeline(ir::Graph& g, Layout layout, WinogradMode winograd = WinogradMode::kAuto) {
   BackendOptions options;
   options.cpu = "x86-64-v4";
   options.layout = layout;
+  options.winograd = winograd;
   auto backend = CreateBackend("cpu", options);
   EXPECT_TRUE(backend.ok());
   if (!backend.ok()) return {};
@@ -145,6 +146,36 @@ std::unique_ptr<ir::Graph> Blocks(int blocks, bool se = false) {
   ir::Node* out = g->AddNode("Relu", "out", {y}, 1, {"y"});
   g->AddOutput(out->output(0));
   return g;
+}
+
+// keelc --winograd auto leaves 3x3 convolutions on fewer than 48 input channels to the implicit
+// GEMM (LowerOptions::winograd_min_input_channels; the estimate alone picks F(4,3) for both
+// below): 32 -> 64 and 47 -> 64 channels at 64x64 stay plain, 48 -> 64 and 64 -> 64 take
+// Winograd. --winograd f4 still transforms every one.
+TEST(CpuLayout, WinogradNeedsFortyEightInputChannels) {
+  auto graph = [] {
+    auto g = std::make_unique<ir::Graph>();
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
+    ir::Value* x = g->AddInput("x", ir::TensorType{ir::DType::kF32, {1, 32, 64, 64}});
+    int i = 0;
+    int64_t ci = 32;
+    for (int64_t co : {47, 48, 64, 64}) {
+      std::vector<float> w(static_cast<size_t>(co * ci * 9));
+      for (float& v : w) v = dist(rng);
+      ir::Value* wv = g->AddConstant("w" + std::to_string(i), ops::MakeTensorF32({co, ci, 3, 3}, w));
+      ir::Node* n = g->AddNode("Conv", "conv" + std::to_string(i++), {x, wv}, 1);
+      n->attrs().Set("pads", std::vector<int64_t>(4, 1));
+      x = n->output(0);  // inputs: 32, 47, 48, 64 channels
+      ci = co;
+    }
+    g->AddOutput(g->AddNode("Relu", "out", {x}, 1, {"y"})->output(0));
+    return g;
+  };
+  auto a = graph();
+  EXPECT_EQ(AfterPipeline(*a, Layout::kAuto).winograd, 2);
+  auto f4 = graph();
+  EXPECT_EQ(AfterPipeline(*f4, Layout::kAuto, WinogradMode::kF4).winograd, 4);
 }
 
 TEST(CpuLayout, ChainsNeedFourConvolutionsPerEdge) {
