@@ -55,7 +55,7 @@ llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, c
 // most 2.6e-7 with FMAs and 3.2e-7 without (lanes_test.cc checks every ISA). A
 // NaN stays NaN; the sign of zero is kept. Replaces libm's tanhf, which has no
 // vector form below glibc 2.35 and was called once per lane (the tanh-GELU of
-// a T5 feed-forward layer took 7x its GEMM's time; a GRU's gates use it too).
+// a T5 feed-forward layer took 8x its GEMM's time; a GRU's gates use it too).
 llvm::Value* EmitTanhF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x);
 
 }  // namespace keel::codegen
