@@ -68,6 +68,32 @@ def keel_round(keel_bench, exe, models_dir, model, threads, runs, min_seconds):
     return r["median_ms"], r["cpu_ms"]
 
 
+def measure(a, m, torch):
+    """One model's row: a.rounds rounds, keel-bench then ONNX Runtime in each."""
+    exe = os.path.join(a.out, m + ".keel")
+    report = open(os.path.join(a.out, m + ".keelc.txt")).read()
+    compile_s = float(re.search(r"compiled in ([\d.]+) s", report).group(1))
+    sess, feeds = ort_session(os.path.join(a.models_dir, m + ".onnx"), a.threads), ort_feeds(a.models_dir, m)
+    for _ in range(3):
+        sess.run(None, feeds)
+    keel, onnx, keel_cpu, onnx_cpu = [], [], [], []
+    for _ in range(a.rounds):
+        wall_ms, cpu_ms = keel_round(a.keel_bench, exe, a.models_dir, m, a.threads, a.runs, a.min_seconds)
+        keel.append(wall_ms)
+        keel_cpu.append(cpu_ms)
+        wall_ms, cpu_ms = ort_round(sess, feeds, a.runs, a.min_seconds)
+        onnx.append(wall_ms)
+        onnx_cpu.append(cpu_ms)
+    del sess
+    return {"model": m, "threads": a.threads, "keel_ms": round(statistics.median(keel), 4),
+            "ort_ms": round(statistics.median(onnx), 4),
+            "keel_over_ort": round(statistics.median(k / o for k, o in zip(keel, onnx)), 3),
+            "torch_ms": torch.get(m), "keelc_s": compile_s,
+            "keel_cpu_ms": round(statistics.median(keel_cpu), 4),
+            "ort_cpu_ms": round(statistics.median(onnx_cpu), 4),
+            "keel_rounds_ms": [round(x, 4) for x in keel], "ort_rounds_ms": [round(x, 4) for x in onnx]}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -86,39 +112,25 @@ def main():
     load = os.getloadavg()[0]
     rows = []
     for m in a.models:
-        exe = os.path.join(a.out, m + ".keel")
-        report = open(os.path.join(a.out, m + ".keelc.txt")).read()
-        compile_s = float(re.search(r"compiled in ([\d.]+) s", report).group(1))
-        sess, feeds = ort_session(os.path.join(a.models_dir, m + ".onnx"), a.threads), ort_feeds(a.models_dir, m)
-        for _ in range(3):
-            sess.run(None, feeds)
-        keel, onnx, keel_cpu, onnx_cpu = [], [], [], []
-        for _ in range(a.rounds):
-            wall_ms, cpu_ms = keel_round(a.keel_bench, exe, a.models_dir, m, a.threads, a.runs, a.min_seconds)
-            keel.append(wall_ms)
-            keel_cpu.append(cpu_ms)
-            wall_ms, cpu_ms = ort_round(sess, feeds, a.runs, a.min_seconds)
-            onnx.append(wall_ms)
-            onnx_cpu.append(cpu_ms)
-        del sess
-        rows.append({"model": m, "threads": a.threads, "keel_ms": round(statistics.median(keel), 4),
-                     "ort_ms": round(statistics.median(onnx), 4),
-                     "keel_over_ort": round(statistics.median(k / o for k, o in zip(keel, onnx)), 3),
-                     "torch_ms": torch.get(m), "keelc_s": compile_s,
-                     "keel_cpu_ms": round(statistics.median(keel_cpu), 4),
-                     "ort_cpu_ms": round(statistics.median(onnx_cpu), 4),
-                     "keel_rounds_ms": [round(x, 4) for x in keel], "ort_rounds_ms": [round(x, 4) for x in onnx]})
-    result = {"threads": a.threads, "rounds": a.rounds, "onnxruntime": ort.__version__,
+        try:
+            rows.append(measure(a, m, torch))
+        except Exception as e:  # keel-bench or ONNX Runtime failing on one model: a row, the rest still run
+            print("bench_cpu_compare: %s failed: %s" % (m, e), flush=True)
+            rows.append({"model": m, "threads": a.threads, "error": str(e)[:300]})
+    result = {"threads": a.threads, "rounds": a.rounds, "runs": a.runs, "onnxruntime": ort.__version__,
               "load_average_1min": round(load, 2), "finished_load_average_1min": round(os.getloadavg()[0], 2),
               "models": rows}
     json.dump(result, open(os.path.join(a.out, "compare-t%d.json" % a.threads), "w"), indent=1)
     print("threads=%d  onnxruntime %s  load average %.2f -> %.2f" % (a.threads, ort.__version__, load,
                                                                      os.getloadavg()[0]))
-    print("%-14s %8s %9s %9s %9s %9s %10s %9s %9s" % ("model", "keelc s", "keel ms", "ort ms", "keel/ort",
+    print("%-26s %8s %9s %9s %9s %9s %10s %9s %9s" % ("model", "keelc s", "keel ms", "ort ms", "keel/ort",
                                                     "torch ms", "keel/torch", "cpu k/o", "cpu ms k"))
     for r in rows:
+        if "error" in r:
+            print("%-26s failed: %s" % (r["model"], r["error"][:100]))
+            continue
         t, kc, oc = r["torch_ms"], r["keel_cpu_ms"], r["ort_cpu_ms"]
-        print("%-14s %8.2f %9.3f %9.3f %9.2f %9s %10s %9s %9s" % (
+        print("%-26s %8.2f %9.3f %9.3f %9.2f %9s %10s %9s %9s" % (
             r["model"], r["keelc_s"], r["keel_ms"], r["ort_ms"], r["keel_over_ort"],
             "%.3f" % t if t else "-", "%.2f" % (r["keel_ms"] / t) if t else "-",
             "%.2f" % (kc / oc) if kc and oc else "-", "%.2f" % kc if kc else "-"))

@@ -8,7 +8,14 @@ ConvNeXt-T, BERT-base) and the other torchvision families ../shared/anchors/torc
 (zoo_models.randomize: random BatchNorm statistics, no constant tensors), opset 17, batch 1, and
 PyTorch's output beside the input (NAME.output.bin) for an accuracy check.
 
+Any other architecture of the zoo (tests/models/zoo_models.py: resnext50_32x4d, vit_b_16, mc3_18,
+t5_encoder, ...) is exported by tests/models/export_zoo.py's own export() into --zoo-dir (default
+build/tests/e2e/zoo, the folder keel_e2e.zoo_pytorch writes: the files are the test's, and either
+side reuses the other's while the zoo's sources are unchanged), then laid out in --out: NAME.onnx
+links to the zoo's file, the .npy input and output become .bin files.
+
     /usr/bin/python3 scripts/export_cpu_bench_models.py --out build/bench-models [--models a,b]
+    /usr/bin/python3 scripts/export_cpu_bench_models.py --list-zoo     (the zoo's names, one line)
 
 Needs /usr/bin/python3 with torch and torchvision (Debian's python3-torch). A model whose files
 exist is not exported again (delete the folder to refresh).
@@ -37,6 +44,35 @@ MODELS = {
 }
 
 
+def bench_meta(name, x, ref, source):
+    """NAME.json in the bundled models' format."""
+    return {
+        "model": name + ".onnx", "opset": 17,
+        "inputs": [{"name": "input", "shape": list(x.shape), "dtype": str(x.dtype), "file": name + ".input.bin"}],
+        "outputs": [{"name": "output", "shape": list(ref.shape), "dtype": str(ref.dtype), "file": name + ".output.bin"}],
+        "source": source,
+    }
+
+
+def export_from_zoo(name, out, zoo_dir):
+    """A zoo architecture, exported exactly as keel_e2e.zoo_pytorch exports it, laid out in `out`."""
+    import numpy as np
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "models"))
+    import export_zoo
+    os.makedirs(zoo_dir, exist_ok=True)
+    meta = export_zoo.export(name, zoo_dir, export_zoo.source_hash())
+    onnx_link = os.path.join(out, name + ".onnx")
+    if os.path.lexists(onnx_link):
+        os.remove(onnx_link)
+    os.symlink(os.path.realpath(os.path.join(zoo_dir, meta["onnx"])), onnx_link)
+    x, ref = np.load(os.path.join(zoo_dir, meta["input"])), np.load(os.path.join(zoo_dir, meta["output"]))
+    x.tofile(os.path.join(out, name + ".input.bin"))
+    ref.tofile(os.path.join(out, name + ".output.bin"))
+    source = "tests/models/export_zoo.py (source %s) in %s, torch %s" % (meta["source"], zoo_dir, torch.__version__)
+    json.dump(bench_meta(name, x, ref, source), open(os.path.join(out, name + ".json"), "w"), indent=1)
+    print("exported", name, "(zoo)")
+
+
 def export(name, out):
     meta_path = os.path.join(out, name + ".json")
     if os.path.exists(meta_path) and os.path.exists(os.path.join(out, name + ".onnx")):
@@ -54,27 +90,34 @@ def export(name, out):
                           input_names=["input"], output_names=["output"])
     x.numpy().tofile(os.path.join(out, name + ".input.bin"))
     ref.numpy().tofile(os.path.join(out, name + ".output.bin"))
-    meta = {
-        "model": name + ".onnx", "opset": 17,
-        "inputs": [{"name": "input", "shape": list(x.shape), "dtype": "float32", "file": name + ".input.bin"}],
-        "outputs": [{"name": "output", "shape": list(ref.shape), "dtype": "float32", "file": name + ".output.bin"}],
-        "source": "torch %s / torchvision builders of scripts/export_cpu_bench_models.py, random weights "
-                  "(seed 0, zoo_models.randomize), eval mode" % torch.__version__,
-    }
-    json.dump(meta, open(meta_path, "w"), indent=1)
+    source = ("torch %s / torchvision builders of scripts/export_cpu_bench_models.py, random weights "
+              "(seed 0, zoo_models.randomize), eval mode" % torch.__version__)
+    json.dump(bench_meta(name, x.numpy(), ref.numpy(), source), open(meta_path, "w"), indent=1)
     print("exported", name)
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--out", required=True)
+    p.add_argument("--out")
     p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--zoo-dir", default=os.path.join(HERE, "..", "build", "tests", "e2e", "zoo"),
+                   help="where the zoo's architectures are exported (keel_e2e.zoo_pytorch's folder)")
+    p.add_argument("--list-zoo", action="store_true", help="print the zoo's architecture names and exit")
     a = p.parse_args()
+    if a.list_zoo:
+        print(" ".join(zoo_models.MODELS))
+        return
+    if not a.out:
+        p.error("--out is required")
     os.makedirs(a.out, exist_ok=True)
     for name in a.models.split(","):
-        if name not in MODELS:
-            sys.exit("export_cpu_bench_models: unknown model '%s' (known: %s)" % (name, ", ".join(MODELS)))
-        export(name, a.out)
+        if name in MODELS:
+            export(name, a.out)
+        elif name in zoo_models.MODELS:
+            export_from_zoo(name, a.out, a.zoo_dir)
+        else:
+            sys.exit("export_cpu_bench_models: unknown model '%s' (known: %s)" %
+                     (name, ", ".join(list(MODELS) + [m for m in zoo_models.MODELS if m not in MODELS])))
 
 
 if __name__ == "__main__":

@@ -78,10 +78,13 @@ def ort_profile(a):
     s = ort.InferenceSession(a.onnx, so, providers=["CPUExecutionProvider"])
     feeds = {}
     given = dict(i.split("=", 1) for i in a.input)
+    # ORT's input type names ("tensor(int64)") give the file's element type (token ids are int64).
+    dtypes = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
+              "tensor(double)": np.float64, "tensor(bool)": np.bool_}
     for i in s.get_inputs():
         shape = [d if isinstance(d, int) else 1 for d in i.shape]
         if i.name in given:
-            feeds[i.name] = np.fromfile(given[i.name], np.float32).reshape(shape)
+            feeds[i.name] = np.fromfile(given[i.name], dtypes[i.type]).reshape(shape)
         else:
             feeds[i.name] = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     for _ in range(3):

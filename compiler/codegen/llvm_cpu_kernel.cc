@@ -444,7 +444,7 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
     return out;
   }
 
-  // libm / libmvec for exp, log, tanh; erf of f32 inline, its exp too (llvm_math.h).
+  // libm / libmvec for exp, log; erf and tanh of f32 inline, erf's exp too (llvm_math.h).
   llvm::Value* EmitMath(UnaryOp op, llvm::Value* a) override {
     switch (op) {
       case UnaryOp::kExp:
@@ -458,6 +458,9 @@ class CpuKernelEmitter : public LlvmKernelBuilder {
       case UnaryOp::kErf:
         if (!a->getType()->getScalarType()->isFloatTy()) return LibCall("erff", "erf", a);
         return EmitErfF32(b_, m_, a, [this](llvm::Value* v) { return EmitExpNonPositiveF32(b_, v); });
+      case UnaryOp::kTanh:
+        if (!a->getType()->getScalarType()->isFloatTy()) return LibCall("tanhf", "tanh", a);
+        return EmitTanhF32(b_, m_, a);
       case UnaryOp::kRound: return Intrinsic1(llvm::Intrinsic::roundeven, a);
       default:
         if (const char* name = LibmName(op)) return LibCall(std::string(name) + "f", name, a);

@@ -75,4 +75,26 @@ llvm::Value* EmitErfF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, c
   return intrinsic(llvm::Intrinsic::copysign, {y, x});
 }
 
+// Where the rational form reaches 1 - 2^-24 (Eigen's bound): beyond it, it would exceed 1.
+constexpr double kTanhClamp = 7.90531110763549805;
+
+llvm::Value* EmitTanhF32(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x) {
+  llvm::IRBuilderBase::FastMathFlagGuard keep(b);
+  ContractOnly(b);
+  llvm::Type* t = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  // Clamped by selects on ordered compares, so that a NaN passes through unchanged.
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, c(kTanhClamp)), c(kTanhClamp), x);
+  xc = b.CreateSelect(b.CreateFCmpOLT(xc, c(-kTanhClamp)), c(-kTanhClamp), xc);
+  llvm::Value* x2 = b.CreateFMul(xc, xc);
+  llvm::Value* p = Horner(b, x2, {4.89352455891786e-03, 6.37261928875436e-04, 1.48572235717979e-05,
+                                  5.12229709037114e-08, -8.60467152213735e-11, 2.00018790482477e-13,
+                                  -2.76076847742355e-16});
+  llvm::Value* q = Horner(b, x2, {4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04,
+                                  1.19825839466702e-06});
+  llvm::Value* y = b.CreateFDiv(b.CreateFMul(xc, p), q);
+  llvm::Value* ax = b.CreateCall(llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::fabs, {t}), {x});
+  return b.CreateSelect(b.CreateFCmpOLT(ax, c(4e-4)), x, y);
+}
+
 }  // namespace keel::codegen

@@ -17,6 +17,9 @@ namespace {
 // The body being lowered: a plain node seen as a one-node group.
 struct GroupView {
   std::vector<const ir::Value*> inputs;   // kernel inputs (args 0..n-1)
+  // What each input is bound to outside the group: a fused node's own input for its body's
+  // parameter (a graph constant there is a plain value in the body), else the input itself.
+  std::vector<const ir::Value*> sources;
   std::vector<const ir::Node*> nodes;     // topological order
   std::vector<const ir::Value*> outputs;  // kernel outputs
 };
@@ -25,11 +28,13 @@ GroupView ViewOf(const ir::Node& node) {
   GroupView v;
   if (node.op_type() == "keel.Fused" && node.body()) {
     for (const ir::Value* in : node.body()->inputs()) v.inputs.push_back(in);
+    for (size_t i = 0; i < v.inputs.size(); ++i) v.sources.push_back(i < node.inputs().size() ? node.input(i) : nullptr);
     for (const ir::Node* n : node.body()->nodes()) v.nodes.push_back(n);
     for (const ir::Value* out : node.body()->outputs()) v.outputs.push_back(out);
   } else {
     for (const ir::Value* in : node.inputs())
       if (in) v.inputs.push_back(in);
+    v.sources = v.inputs;
     v.nodes.push_back(&node);
     for (const ir::Value* out : node.outputs()) v.outputs.push_back(out);
   }
@@ -106,6 +111,20 @@ std::optional<Stmt> TransposeTilesOf(LowerContext& ctx, const GroupView& view, c
                           [fn](const std::vector<Expr>& idx) { return fn->at(idx); });
 }
 
+// The immediate a one-element constant input reads as (LowerOptions::inline_scalar_constants),
+// or a null Expr: f32, f64, i32 and i64 values only.
+Expr ScalarConstantImmediate(const ir::Value* v, const LowerOptions& options) {
+  if (!options.inline_scalar_constants || !v || !v->is_constant() || NumElements(v->type().shape) != 1) return Expr();
+  const ir::TensorData& data = *v->constant();
+  switch (data.type.dtype) {
+    case ir::DType::kF32: return FloatConst(*data.data<float>(), ir::DType::kF32);
+    case ir::DType::kF64: return FloatConst(*data.data<double>(), ir::DType::kF64);
+    case ir::DType::kI32: return IntConst(*data.data<int32_t>(), ir::DType::kI32);
+    case ir::DType::kI64: return IntConst(*data.data<int64_t>(), ir::DType::kI64);
+    default: return Expr();
+  }
+}
+
 std::string Lower(std::string s) {
   std::string r;
   for (char c : s) {
@@ -168,6 +187,7 @@ LowerOptions LowerOptionsForCuda() {
   o.conv_runs_in_place = false;    // a CPU packing trade-off (measured there only)
   o.gemm_b_in_place_rows = 0;      // a CPU cache trade-off (measured there only)
   o.transpose_tile = 0;            // register tiles are a CPU form
+  o.inline_scalar_constants = false;  // measured on the CPU only
   return o;
 }
 
@@ -203,6 +223,7 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
     fn.buffer = buf;
     KernelFunc* k = kernel.get();
     fn.at = [k, buf](const std::vector<Expr>& idx) { return k->Load(buf, idx); };
+    if (Expr imm = ScalarConstantImmediate(view.sources[i], options); !imm.is_null()) fn.at = [imm](const std::vector<Expr>&) { return imm; };
     ctx.Define(in, std::move(fn));
   }
   std::vector<int> out_bufs;

@@ -121,6 +121,23 @@ struct LowerOptions {
   // found. Bands also cap a layer's threads at its band count. 56x56 (7 bands) lost at two
   // threads: each band reads all of U (docs/MEASUREMENTS.md, cpu42, cpu45).
   int64_t winograd_band_panels = 0;
+  // keelc --winograd auto does not pick a Winograd tile for a 3x3 convolution with fewer than
+  // this many input channels whose transformed tiles, (m + 2)^2 x tiles x (Ci + Co) floats, exceed
+  // winograd_few_channels_workspace bytes (0: no such limit). There its transforms cost more than
+  // the estimate says (cpu_backend.cc WinogradCost): against the implicit GEMM, Inception-v3's
+  // 32-channel stem layers at 147x147 (13-19 MB) took 1.07x-1.3x the time, U-Net's 16- and
+  // 32-channel layers at 128x128 (4.7-7 MB) 1.6x, EfficientNetV2-S's 24-channel one at 112x112
+  // (5.4 MB) 1.8x. With less (SqueezeNet's 16- and 32-channel expand layers, 1-2.3 MB; U-Net's
+  // 32-channel layers at 64x64, 2.4 MB) and from 48 channels on (EfficientNetV2-S's 48 -> 192 at
+  // 56x56, 6.8 MB: 0.47) Winograd won (docs/MEASUREMENTS.md, cpu47).
+  int64_t winograd_min_input_channels = 48;
+  int64_t winograd_few_channels_workspace = 4 << 20;
+  // One-element f32/f64/integer constants that a kernel takes as arguments (a Pow's exponent, a
+  // tanh-GELU's coefficients, a normalization's epsilon) read as immediates (lower.cc), so the
+  // scalar lowerings see them: Pow(x, 2) multiplies instead of calling pow() (a T5 RMS norm's
+  // Pow took 0.12 ms at 64 x 256; docs/MEASUREMENTS.md, cpu47). The argument stays (readers of
+  // the plain buffer still find it). CPU only: the CUDA kernels were not measured with it.
+  bool inline_scalar_constants = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

@@ -130,7 +130,8 @@ class CpuBackend final : public Backend {
   std::string Fingerprint() const override { return fingerprint_; }
 
   // The rule (fitted to bench/codegen's 3x3 convolutions, docs/MEASUREMENTS.md, issue 11): the
-  // tile with the lowest estimated cost, Winograd only when it beats the implicit GEMM by 10%.
+  // tile with the lowest estimated cost, Winograd only when it beats the implicit GEMM by 10% (and
+  // not for few input channels with large transformed tiles: LowerOptions::winograd_min_input_channels).
   // Every GEMM convolution's constant weight in the panels of the register tile its GEMM uses.
   // The GEMM's row tile, or for a pointwise convolution on few pixels the panel width (its
   // transposed form reads the weight as column panels: lower_ops.h PointwisePixelRows), and so
@@ -189,7 +190,12 @@ class CpuBackend final : public Backend {
       // The kernel keeps every tile's transformed input and output (lower_winograd.cc): no more
       // than kWinogradMaxWorkspace of them (a large image keeps the implicit GEMM).
       const int64_t tiles = y[0] * ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
-      if ((m + 2) * (m + 2) * tiles * (w[0] + w[1]) * 4 > kWinogradMaxWorkspace) continue;
+      const int64_t workspace = (m + 2) * (m + 2) * tiles * (w[0] + w[1]) * 4;
+      if (workspace > kWinogradMaxWorkspace) continue;
+      // Few input channels and transformed tiles beyond the cache: the transforms cost more than
+      // the estimate says (LowerOptions::winograd_min_input_channels).
+      if (w[1] < lower_options_.winograd_min_input_channels && workspace > lower_options_.winograd_few_channels_workspace)
+        continue;
       const double c = WinogradCost(m, w[0], w[1], y[0], y[2], y[3]);
       // F(2,3) over F(4,3) only by a 5% margin: near a tie, the estimate is not finer than that
       // and F(4,3) measured faster (ResNet-18's 14x14 layers).

@@ -174,5 +174,38 @@ TEST(Fused, RejectsShapeChangingEpilogue) {
   EXPECT_EQ(spec.status().code(), StatusCode::kUnsupported);
 }
 
+// One-element constant arguments read as immediates (LowerOptions::inline_scalar_constants):
+// a T5-style RMS-norm square and a tanh-GELU's coefficients in one fused group, a [1]-shaped
+// and a 0-d f32 constant and an i64 one, on an odd shape. The same values as the reference with
+// the option on and off; on, the kernel reads no constant argument and pow's exponent is the
+// immediate 2 (which LLVM turns into a multiply).
+TEST(Fused, ScalarConstantsReadAsImmediates) {
+  GraphBuilder b;
+  std::vector<ir::Value*> ins = {b.Input("x", {3, 37}), b.ConstF32("two", {}, {2.0f}), b.ConstF32("k", {1}, {0.044715f}),
+                                 b.ConstF32("half", {}, {0.5f})};
+  ir::Node* f = MakeFused(b.graph(), ins, [](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* sq = g.Op("Pow", {v[0], v[1]});
+    ir::Node* cube = g.Op("Mul", {sq->output(0), v[0]});
+    ir::Node* inner = g.Op("Add", {v[0], g.Op("Mul", {cube->output(0), v[2]})->output(0)});
+    ir::Node* t = g.Op("Tanh", {inner->output(0)});
+    return std::vector<ir::Value*>{g.Op("Mul", {t->output(0), v[3]})->output(0)};
+  });
+  for (bool inline_constants : {true, false}) {
+    LowerOptions o;
+    o.inline_scalar_constants = inline_constants;
+    KernelSpec spec = CheckNodeAgainstReference(*f, 61, 1e-6, 4, o);
+    ASSERT_TRUE(spec.kernel);
+    const std::string text = spec.kernel->ToString();
+    EXPECT_EQ(spec.num_inputs, 4);  // the arguments stay
+    for (const char* arg : {"in1[", "in2[", "in3["})
+      EXPECT_EQ(text.find(arg) == std::string::npos, inline_constants) << arg << "\n" << text;
+    EXPECT_EQ(text.find(", 2f)") != std::string::npos, inline_constants) << text;  // pow(in0[...], 2f)
+  }
+  GraphBuilder bi;
+  KernelSpec spec = CheckOp(bi, "Add", {bi.Input("xi", {5, 7}, ir::DType::kI64), bi.ConstI64("k", {}, {3})}, {}, 62);
+  ASSERT_TRUE(spec.kernel);
+  EXPECT_EQ(spec.kernel->ToString().find("in1["), std::string::npos) << spec.kernel->ToString();
+}
+
 }  // namespace
 }  // namespace keel::codegen::testing

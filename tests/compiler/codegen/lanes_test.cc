@@ -4,7 +4,9 @@
 // scatter, a lane-invariant store, (e / S, e % S) index pairs, casts, selects
 // and a library call per lane), compared with the same loop written in plain
 // C++ here. The verifier's kLanes rules are checked too.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -156,6 +158,63 @@ TEST(Lanes, InlineErfOnEveryIsa) {
         }
       }
     }
+  }
+}
+
+// f32 tanh is emitted inline too (llvm_math.h EmitTanhF32): every ISA, kLanes statements of 20
+// lanes and a plain loop, on a dense grid over [-10, 10], tiny values (returned as they are), the
+// clamp's edges and the special values, against tanh in double: absolute and relative error.
+TEST(Lanes, InlineTanhOnEveryIsa) {
+  std::vector<float> xs;
+  for (int i = -10000; i <= 10000; ++i) xs.push_back(static_cast<float>(i) * 1e-3f);
+  for (float v : {0.0f, -0.0f, 3.9e-4f, -4.1e-4f, 1e-6f, -1e-30f, 1e-40f, 8.9f, 9.0f, -9.1f, 30.0f, 1e30f, -1e30f, INFINITY,
+                  -INFINITY, NAN})
+    xs.push_back(v);
+  constexpr int64_t kLanes = 20;
+  while (xs.size() % kLanes != 0) xs.push_back(0.25f);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  auto k = std::make_shared<KernelFunc>("k0_inline_tanh");
+  int in = k->AddArg("in", DType::kF32, {n}, ArgAccess::kRead);
+  int o_lanes = k->AddArg("o_lanes", DType::kF32, {n}, ArgAccess::kWrite);
+  int o_loop = k->AddArg("o_loop", DType::kF32, {n}, ArgAccess::kWrite);
+  Expr i = k->NewVar("i"), j = k->NewVar("j"), e = k->NewVar("e");
+  Expr at = i * kLanes + j;
+  k->set_body(Block({For(i, 0, n / kLanes, LoopKind::kSerial,
+                         For(j, 0, kLanes, LoopKind::kLanes, k->Store(o_lanes, {at}, Unary(UnaryOp::kTanh, k->Load(in, {at}))))),
+                     For(e, 0, n, LoopKind::kSerial, k->Store(o_loop, {e}, Unary(UnaryOp::kTanh, k->Load(in, {e}))))}));
+  ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
+  const KernelSpec spec = SpecOf(k, 1);
+  for (const char* cpu : {"x86-64", "x86-64-v3", "x86-64-v4"}) {
+    if (std::string(cpu) == "x86-64-v3" && !__builtin_cpu_supports("avx2")) continue;
+    if (std::string(cpu) == "x86-64-v4" && !__builtin_cpu_supports("avx512f")) continue;
+    auto lib = CompileAndLoad({spec}, std::string("inline_tanh_") + cpu, cpu);
+    ASSERT_NE(lib, nullptr) << cpu;
+    keel_cpu_kernel_fn fn = lib->Kernel(spec.name);
+    ASSERT_NE(fn, nullptr) << cpu;
+    std::vector<float> lanes(xs.size(), -7), loop(xs.size(), -7);
+    std::vector<void*> args = {xs.data(), lanes.data(), loop.data()};
+    keel_cpu_kernel_ctx ctx{nullptr, nullptr};
+    ASSERT_EQ(fn(args.data(), &ctx), 0) << cpu;
+    double max_abs = 0, max_rel = 0;
+    for (size_t t = 0; t < xs.size(); ++t) {
+      for (float got : {lanes[t], loop[t]}) {
+        if (std::isnan(xs[t])) {
+          EXPECT_TRUE(std::isnan(got)) << cpu << ": tanh(NaN) = " << got;
+          continue;
+        }
+        const double want = std::tanh(static_cast<double>(xs[t]));
+        max_abs = std::max(max_abs, std::fabs(got - want));
+        if (want != 0) max_rel = std::max(max_rel, std::fabs(got - want) / std::fabs(want));
+        EXPECT_LE(std::fabs(got), 1.0f) << cpu << ", x = " << xs[t];
+        if (xs[t] == 0) {
+          EXPECT_EQ(std::signbit(got), std::signbit(xs[t])) << cpu;
+        }
+      }
+    }
+    // The bounds of llvm_math.h.
+    EXPECT_LE(max_abs, 3.5e-7) << cpu;
+    EXPECT_LE(max_rel, 3.5e-7) << cpu;
+    std::printf("%s: tanh max abs error %.3g, max rel error %.3g\n", cpu, max_abs, max_rel);
   }
 }
 

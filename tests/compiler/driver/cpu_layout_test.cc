@@ -38,10 +38,11 @@ struct Counts {
 };
 
 // Runs keelc's pipeline for the CPU target (AVX-512 tiles) with `layout` and counts.
-Counts AfterPipeline(ir::Graph& g, Layout layout) {
+Counts AfterPipeline(ir::Graph& g, Layout layout, WinogradMode winograd = WinogradMode::kAuto) {
   BackendOptions options;
   options.cpu = "x86-64-v4";
   options.layout = layout;
+  options.winograd = winograd;
   auto backend = CreateBackend("cpu", options);
   EXPECT_TRUE(backend.ok());
   if (!backend.ok()) return {};
@@ -145,6 +146,37 @@ std::unique_ptr<ir::Graph> Blocks(int blocks, bool se = false) {
   ir::Node* out = g->AddNode("Relu", "out", {y}, 1, {"y"});
   g->AddOutput(out->output(0));
   return g;
+}
+
+// keelc --winograd auto leaves 3x3 convolutions on fewer than 48 input channels to the implicit
+// GEMM where their transformed tiles exceed 4 MB (LowerOptions::winograd_min_input_channels,
+// winograd_few_channels_workspace; the estimate alone picks Winograd for all of these): at
+// 128x128, 32 -> 47 and 47 -> 48 channels (12-14 MB) stay plain, 48 -> 64 and 64 -> 64 take
+// Winograd; at 48x48, 32 -> 32 (1.3 MB) takes it. --winograd f4 still transforms every one.
+TEST(CpuLayout, WinogradNeedsFortyEightInputChannelsOnLargeImages) {
+  auto graph = [](int64_t size, std::vector<int64_t> channels) {
+    auto g = std::make_unique<ir::Graph>();
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
+    ir::Value* x = g->AddInput("x", ir::TensorType{ir::DType::kF32, {1, channels[0], size, size}});
+    for (size_t i = 1; i < channels.size(); ++i) {
+      const int64_t ci = channels[i - 1], co = channels[i];
+      std::vector<float> w(static_cast<size_t>(co * ci * 9));
+      for (float& v : w) v = dist(rng);
+      ir::Value* wv = g->AddConstant("w" + std::to_string(i), ops::MakeTensorF32({co, ci, 3, 3}, w));
+      ir::Node* n = g->AddNode("Conv", "conv" + std::to_string(i), {x, wv}, 1);
+      n->attrs().Set("pads", std::vector<int64_t>(4, 1));
+      x = n->output(0);
+    }
+    g->AddOutput(g->AddNode("Relu", "out", {x}, 1, {"y"})->output(0));
+    return g;
+  };
+  auto large = graph(128, {32, 47, 48, 64, 64});
+  EXPECT_EQ(AfterPipeline(*large, Layout::kAuto).winograd, 2);
+  auto f4 = graph(128, {32, 47, 48, 64, 64});
+  EXPECT_EQ(AfterPipeline(*f4, Layout::kAuto, WinogradMode::kF4).winograd, 4);
+  auto small = graph(48, {32, 32});
+  EXPECT_EQ(AfterPipeline(*small, Layout::kAuto).winograd, 1);
 }
 
 TEST(CpuLayout, ChainsNeedFourConvolutionsPerEdge) {
