@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,43 @@ TEST(Lanes, VectorMathMatchesLibm) {
   }
 }
 
+// Runs the unary `op` over `xs` (padded to whole parts of 20 lanes) on every ISA this host
+// runs (x86-64: SSE2 without FMA, x86-64-v3, x86-64-v4), as kLanes statements of 20 lanes and as
+// a plain loop; `check(cpu, x, got)` sees each input with both results.
+template <typename Check>
+void UnaryOnEveryIsa(UnaryOp op, const std::string& name, std::vector<float> xs, Check check) {
+  constexpr int64_t kLanes = 20;
+  while (xs.size() % kLanes != 0) xs.push_back(0.5f);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  auto k = std::make_shared<KernelFunc>("k0_" + name);
+  int in = k->AddArg("in", DType::kF32, {n}, ArgAccess::kRead);
+  int o_lanes = k->AddArg("o_lanes", DType::kF32, {n}, ArgAccess::kWrite);
+  int o_loop = k->AddArg("o_loop", DType::kF32, {n}, ArgAccess::kWrite);
+  Expr i = k->NewVar("i"), j = k->NewVar("j"), e = k->NewVar("e");
+  Expr at = i * kLanes + j;
+  k->set_body(Block({For(i, 0, n / kLanes, LoopKind::kSerial,
+                         For(j, 0, kLanes, LoopKind::kLanes, k->Store(o_lanes, {at}, Unary(op, k->Load(in, {at}))))),
+                     For(e, 0, n, LoopKind::kSerial, k->Store(o_loop, {e}, Unary(op, k->Load(in, {e}))))}));
+  ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
+  const KernelSpec spec = SpecOf(k, 1);
+  for (const char* cpu : {"x86-64", "x86-64-v3", "x86-64-v4"}) {
+    if (std::string(cpu) == "x86-64-v3" && !__builtin_cpu_supports("avx2")) continue;
+    if (std::string(cpu) == "x86-64-v4" && !__builtin_cpu_supports("avx512f")) continue;
+    auto lib = CompileAndLoad({spec}, name + "_" + cpu, cpu);
+    ASSERT_NE(lib, nullptr) << cpu;
+    keel_cpu_kernel_fn fn = lib->Kernel(spec.name);
+    ASSERT_NE(fn, nullptr) << cpu;
+    std::vector<float> lanes(xs.size(), -7), loop(xs.size(), -7);
+    std::vector<void*> args = {xs.data(), lanes.data(), loop.data()};
+    keel_cpu_kernel_ctx ctx{nullptr, nullptr};
+    ASSERT_EQ(fn(args.data(), &ctx), 0) << cpu;
+    for (size_t t = 0; t < xs.size(); ++t) {
+      check(cpu, xs[t], lanes[t]);
+      check(cpu, xs[t], loop[t]);
+    }
+  }
+}
+
 // f32 erf is emitted inline (llvm_math.h), its exp included: checked on every
 // ISA (SSE2 without FMA and its truncating rounding, AVX2, AVX-512), as kLanes
 // statements of 20 lanes (a padded last part on each ISA) and as a plain loop,
@@ -120,45 +158,17 @@ TEST(Lanes, InlineErfOnEveryIsa) {
   for (int i = -6000; i <= 6000; ++i) xs.push_back(static_cast<float>(i) * 1e-3f);
   for (float v : {0.0f, -0.0f, 3.9f, 3.8999f, -3.9001f, 1e-40f, -1e-30f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN})
     xs.push_back(v);
-  constexpr int64_t kLanes = 20;
-  while (xs.size() % kLanes != 0) xs.push_back(0.5f);
-  const int64_t n = static_cast<int64_t>(xs.size());
-  auto k = std::make_shared<KernelFunc>("k0_inline_erf");
-  int in = k->AddArg("in", DType::kF32, {n}, ArgAccess::kRead);
-  int o_lanes = k->AddArg("o_lanes", DType::kF32, {n}, ArgAccess::kWrite);
-  int o_loop = k->AddArg("o_loop", DType::kF32, {n}, ArgAccess::kWrite);
-  Expr i = k->NewVar("i"), j = k->NewVar("j"), e = k->NewVar("e");
-  Expr at = i * kLanes + j;
-  k->set_body(Block({For(i, 0, n / kLanes, LoopKind::kSerial,
-                         For(j, 0, kLanes, LoopKind::kLanes, k->Store(o_lanes, {at}, Unary(UnaryOp::kErf, k->Load(in, {at}))))),
-                     For(e, 0, n, LoopKind::kSerial, k->Store(o_loop, {e}, Unary(UnaryOp::kErf, k->Load(in, {e}))))}));
-  ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
-  const KernelSpec spec = SpecOf(k, 1);
-  for (const char* cpu : {"x86-64", "x86-64-v3", "x86-64-v4"}) {
-    if (std::string(cpu) == "x86-64-v3" && !__builtin_cpu_supports("avx2")) continue;
-    if (std::string(cpu) == "x86-64-v4" && !__builtin_cpu_supports("avx512f")) continue;
-    auto lib = CompileAndLoad({spec}, std::string("inline_erf_") + cpu, cpu);
-    ASSERT_NE(lib, nullptr) << cpu;
-    keel_cpu_kernel_fn fn = lib->Kernel(spec.name);
-    ASSERT_NE(fn, nullptr) << cpu;
-    std::vector<float> lanes(xs.size(), -7), loop(xs.size(), -7);
-    std::vector<void*> args = {xs.data(), lanes.data(), loop.data()};
-    keel_cpu_kernel_ctx ctx{nullptr, nullptr};
-    ASSERT_EQ(fn(args.data(), &ctx), 0) << cpu;
-    for (size_t t = 0; t < xs.size(); ++t) {
-      for (float got : {lanes[t], loop[t]}) {
-        if (std::isnan(xs[t])) {
-          EXPECT_TRUE(std::isnan(got)) << cpu << ": erf(NaN) = " << got;
-          continue;
-        }
-        // 9.1e-8 is the bound without FMAs (llvm_math.h); the sign of zero is kept.
-        EXPECT_NEAR(got, std::erf(static_cast<double>(xs[t])), 1e-7) << cpu << ", x = " << xs[t];
-        if (xs[t] == 0) {
-          EXPECT_EQ(std::signbit(got), std::signbit(xs[t])) << cpu;
-        }
-      }
+  UnaryOnEveryIsa(UnaryOp::kErf, "inline_erf", xs, [](const char* cpu, float x, float got) {
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(got)) << cpu << ": erf(NaN) = " << got;
+      return;
     }
-  }
+    // 9.1e-8 is the bound without FMAs (llvm_math.h); the sign of zero is kept.
+    EXPECT_NEAR(got, std::erf(static_cast<double>(x)), 1e-7) << cpu << ", x = " << x;
+    if (x == 0) {
+      EXPECT_EQ(std::signbit(got), std::signbit(x)) << cpu;
+    }
+  });
 }
 
 // f32 tanh is emitted inline too (llvm_math.h EmitTanhF32): every ISA, kLanes statements of 20
@@ -170,51 +180,27 @@ TEST(Lanes, InlineTanhOnEveryIsa) {
   for (float v : {0.0f, -0.0f, 3.9e-4f, -4.1e-4f, 1e-6f, -1e-30f, 1e-40f, 8.9f, 9.0f, -9.1f, 30.0f, 1e30f, -1e30f, INFINITY,
                   -INFINITY, NAN})
     xs.push_back(v);
-  constexpr int64_t kLanes = 20;
-  while (xs.size() % kLanes != 0) xs.push_back(0.25f);
-  const int64_t n = static_cast<int64_t>(xs.size());
-  auto k = std::make_shared<KernelFunc>("k0_inline_tanh");
-  int in = k->AddArg("in", DType::kF32, {n}, ArgAccess::kRead);
-  int o_lanes = k->AddArg("o_lanes", DType::kF32, {n}, ArgAccess::kWrite);
-  int o_loop = k->AddArg("o_loop", DType::kF32, {n}, ArgAccess::kWrite);
-  Expr i = k->NewVar("i"), j = k->NewVar("j"), e = k->NewVar("e");
-  Expr at = i * kLanes + j;
-  k->set_body(Block({For(i, 0, n / kLanes, LoopKind::kSerial,
-                         For(j, 0, kLanes, LoopKind::kLanes, k->Store(o_lanes, {at}, Unary(UnaryOp::kTanh, k->Load(in, {at}))))),
-                     For(e, 0, n, LoopKind::kSerial, k->Store(o_loop, {e}, Unary(UnaryOp::kTanh, k->Load(in, {e}))))}));
-  ASSERT_TRUE(k->Verify().ok()) << k->Verify().ToString();
-  const KernelSpec spec = SpecOf(k, 1);
-  for (const char* cpu : {"x86-64", "x86-64-v3", "x86-64-v4"}) {
-    if (std::string(cpu) == "x86-64-v3" && !__builtin_cpu_supports("avx2")) continue;
-    if (std::string(cpu) == "x86-64-v4" && !__builtin_cpu_supports("avx512f")) continue;
-    auto lib = CompileAndLoad({spec}, std::string("inline_tanh_") + cpu, cpu);
-    ASSERT_NE(lib, nullptr) << cpu;
-    keel_cpu_kernel_fn fn = lib->Kernel(spec.name);
-    ASSERT_NE(fn, nullptr) << cpu;
-    std::vector<float> lanes(xs.size(), -7), loop(xs.size(), -7);
-    std::vector<void*> args = {xs.data(), lanes.data(), loop.data()};
-    keel_cpu_kernel_ctx ctx{nullptr, nullptr};
-    ASSERT_EQ(fn(args.data(), &ctx), 0) << cpu;
-    double max_abs = 0, max_rel = 0;
-    for (size_t t = 0; t < xs.size(); ++t) {
-      for (float got : {lanes[t], loop[t]}) {
-        if (std::isnan(xs[t])) {
-          EXPECT_TRUE(std::isnan(got)) << cpu << ": tanh(NaN) = " << got;
-          continue;
-        }
-        const double want = std::tanh(static_cast<double>(xs[t]));
-        max_abs = std::max(max_abs, std::fabs(got - want));
-        if (want != 0) max_rel = std::max(max_rel, std::fabs(got - want) / std::fabs(want));
-        EXPECT_LE(std::fabs(got), 1.0f) << cpu << ", x = " << xs[t];
-        if (xs[t] == 0) {
-          EXPECT_EQ(std::signbit(got), std::signbit(xs[t])) << cpu;
-        }
-      }
+  std::map<std::string, std::pair<double, double>> max_err;  // per ISA: absolute, relative
+  UnaryOnEveryIsa(UnaryOp::kTanh, "inline_tanh", xs, [&](const char* cpu, float x, float got) {
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(got)) << cpu << ": tanh(NaN) = " << got;
+      return;
     }
+    const double want = std::tanh(static_cast<double>(x));
+    auto& [max_abs, max_rel] = max_err[cpu];
+    max_abs = std::max(max_abs, std::fabs(got - want));
+    if (want != 0) max_rel = std::max(max_rel, std::fabs(got - want) / std::fabs(want));
+    EXPECT_LE(std::fabs(got), 1.0f) << cpu << ", x = " << x;
+    if (x == 0) {
+      EXPECT_EQ(std::signbit(got), std::signbit(x)) << cpu;
+    }
+  });
+  ASSERT_FALSE(max_err.empty());
+  for (const auto& [cpu, err] : max_err) {
     // The bounds of llvm_math.h.
-    EXPECT_LE(max_abs, 3.5e-7) << cpu;
-    EXPECT_LE(max_rel, 3.5e-7) << cpu;
-    std::printf("%s: tanh max abs error %.3g, max rel error %.3g\n", cpu, max_abs, max_rel);
+    EXPECT_LE(err.first, 3.5e-7) << cpu;
+    EXPECT_LE(err.second, 3.5e-7) << cpu;
+    std::printf("%s: tanh max abs error %.3g, max rel error %.3g\n", cpu.c_str(), err.first, err.second);
   }
 }
 
