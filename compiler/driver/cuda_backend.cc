@@ -31,8 +31,6 @@
 // remaining op keeps the output's shape and dtype; otherwise the node is generated. Library kernels take their arguments
 // in the contract's order (serialization/library_ops.h) through
 // StepKernel::args, so inputs folded into attributes are simply not passed.
-#include <algorithm>
-#include <cmath>
 #include <memory>
 #include <optional>
 #include <map>

@@ -36,6 +36,12 @@ struct NhwcCase {
 
 bool Depthwise(const NhwcCase& p) { return p.co == 0; }
 int64_t OutChannels(const NhwcCase& p) { return Depthwise(p) ? p.c : p.co; }
+int64_t OutRows(const NhwcCase& p) { return (p.h + 2 * p.pad - p.dil * (p.k - 1) - 1) / p.stride + 1; }
+// "c C HxW k K", for test traces.
+std::string Label(const NhwcCase& p) {
+  return "c " + std::to_string(p.c) + " " + std::to_string(p.h) + "x" + std::to_string(p.w) + " k " +
+         std::to_string(p.k);
+}
 
 ir::Attributes Attrs(const NhwcCase& p) {
   ir::Attributes a;
@@ -242,10 +248,9 @@ TEST(ConvNhwc, DepthwiseRowPairs) {
   uint32_t seed = 120;
   for (const PairCase& pc : cases) {
     const NhwcCase& p = pc.p;
-    const int64_t oh = (p.h + 2 * p.pad - p.dil * (p.k - 1) - 1) / p.stride + 1;
+    const int64_t oh = OutRows(p);
     for (const std::string& isa : isas) {
-      SCOPED_TRACE(isa + " c " + std::to_string(p.c) + " " + std::to_string(p.h) + "x" + std::to_string(p.w) +
-                   " k " + std::to_string(p.k));
+      SCOPED_TRACE(isa + " " + Label(p));
       LowerOptions o = LowerOptionsForCpuFeatures(isa);
       o.depthwise_nhwc_tile_rows = 0;  // row groups, not tiles (DepthwiseRowTiles)
       const int64_t packed = NhwcPackedRows(o, NhwcConv::kDepthwise, p.c);
@@ -288,11 +293,10 @@ TEST(ConvNhwc, DepthwiseRowTiles) {
   const std::vector<std::string> isas = {"+avx2,+fma,+avx512f", "+avx2,+fma"};
   uint32_t seed = 340;
   for (const NhwcCase& p : cases) {
-    const int64_t oh = (p.h + 2 * p.pad - p.dil * (p.k - 1) - 1) / p.stride + 1;
+    const int64_t oh = OutRows(p);
     for (const std::string& isa : isas) {
       for (int64_t tile_rows : {int64_t{16}, int64_t{3}}) {
-        SCOPED_TRACE(isa + " c " + std::to_string(p.c) + " " + std::to_string(p.h) + "x" + std::to_string(p.w) +
-                     " k " + std::to_string(p.k) + " tile rows " + std::to_string(tile_rows));
+        SCOPED_TRACE(isa + " " + Label(p) + " tile rows " + std::to_string(tile_rows));
         LowerOptions o = LowerOptionsForCpuFeatures(isa);
         o.depthwise_nhwc_tile_rows = tile_rows;
         const bool tiled = p.c > 16 && p.k <= 3 && oh >= 4;

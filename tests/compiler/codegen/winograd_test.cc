@@ -45,14 +45,19 @@ struct WinogradCase {
   bool bias;
 };
 
+// The Winograd Conv of case p in `b`, its weight drawn from `weight_seed`.
+ir::Node* WinogradConvOf(GraphBuilder& b, const WinogradCase& p, uint32_t weight_seed) {
+  std::vector<ir::Value*> ins = {b.Input("x", {p.n, p.c, p.h, p.w}), WinogradWeightConst(b, p.co, p.c, p.m, weight_seed)};
+  if (p.bias) ins.push_back(b.Input("bias", {p.co}));
+  return b.Op("Conv", ins, WinogradAttrs(p.m, p.pads));
+}
+
 class WinogradConvTest : public ::testing::TestWithParam<WinogradCase> {};
 
 TEST_P(WinogradConvTest, MatchesReference) {
   const WinogradCase p = GetParam();
   GraphBuilder b;
-  std::vector<ir::Value*> ins = {b.Input("x", {p.n, p.c, p.h, p.w}), WinogradWeightConst(b, p.co, p.c, p.m, 7)};
-  if (p.bias) ins.push_back(b.Input("bias", {p.co}));
-  ir::Node* n = b.Op("Conv", ins, WinogradAttrs(p.m, p.pads));
+  ir::Node* n = WinogradConvOf(b, p, 7);
   ASSERT_NE(n, nullptr);
   const int64_t oh = p.h + p.pads[0] + p.pads[2] - 2, ow = p.w + p.pads[1] + p.pads[3] - 2;
   EXPECT_EQ(n->output(0)->type().shape, (std::vector<int64_t>{p.n, p.co, oh, ow}));
@@ -86,9 +91,7 @@ class WinogradBandsTest : public ::testing::TestWithParam<WinogradCase> {};
 TEST_P(WinogradBandsTest, MatchesReference) {
   const WinogradCase p = GetParam();
   GraphBuilder b;
-  std::vector<ir::Value*> ins = {b.Input("x", {p.n, p.c, p.h, p.w}), WinogradWeightConst(b, p.co, p.c, p.m, 12)};
-  if (p.bias) ins.push_back(b.Input("bias", {p.co}));
-  ir::Node* n = b.Op("Conv", ins, WinogradAttrs(p.m, p.pads));
+  ir::Node* n = WinogradConvOf(b, p, 12);
   ASSERT_NE(n, nullptr);
   uint32_t seed = 70;
   for (const LowerOptions& o : BandOptions()) CheckNodeAgainstReference(*n, seed++, 1e-5, 4, o);
