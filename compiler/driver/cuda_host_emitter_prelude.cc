@@ -3,7 +3,7 @@
 //
 // The prelude holds what does not depend on the model: includes, the checking
 // macros, the memory helpers that mirror the VM's devices (vm/cuda/cuda_device.cc
-// Allocate/Free/ReserveWorkspace, vm/cpu/cpu_device.cc Allocate), the trace
+// Allocate/Free, vm/cpu/cpu_device.cc Allocate), the trace
 // printer, files, the command line, the kernel library and the device. The VM's
 // runtime kernels' source and the library-kernel prelude
 // (cuda_host_emitter_prelude_library.cc) follow it, then the model-specific part
@@ -94,7 +94,7 @@ const char* CudaHostPrelude() {
 [[maybe_unused]] static CUmodule g_module = nullptr;
 [[maybe_unused]] static cublasLtHandle_t g_lt = nullptr;
 [[maybe_unused]] static cudnnHandle_t g_cudnn = nullptr;
-[[maybe_unused]] static void* g_workspace = nullptr;
+[[maybe_unused]] static void* g_workspace = nullptr;  // the library workspace (ReserveWorkspace)
 [[maybe_unused]] static uint64_t g_workspace_bytes = 0;
 [[maybe_unused]] static int g_cc = 0;         // compute capability, e.g. 90 (CudaDevice::compute_capability)
 [[maybe_unused]] static int g_num_sms = 132;  // multiprocessors (CudaDevice::num_sms)
@@ -148,22 +148,6 @@ struct MallocCount {
   void* p = std::aligned_alloc(alignment, rounded);
   if (p == nullptr) Die("aligned_alloc of " + std::to_string(bytes) + " bytes failed");
   return p;
-}
-
-// CudaDevice::ReserveWorkspace: one library workspace per VM, grown while kernels are resolved.
-[[maybe_unused]] static void ReserveWorkspace(uint64_t bytes) {
-  if (bytes <= g_workspace_bytes) return;
-  if (g_workspace != nullptr) {
-    CUDA_CHECK(cudaStreamSynchronize(g_stream));
-    CUDA_CHECK(cudaFree(g_workspace));
-    g_count->frees += 1;
-    g_workspace = nullptr;
-    g_workspace_bytes = 0;
-  }
-  CUDA_CHECK(cudaMalloc(&g_workspace, bytes));
-  g_count->mallocs += 1;
-  g_count->bytes += bytes;
-  g_workspace_bytes = bytes;
 }
 
 // The VM's library handles are created on first use (CudaDevice::LtHandle / CudnnHandle).

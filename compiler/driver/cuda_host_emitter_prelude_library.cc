@@ -40,6 +40,36 @@ namespace cl = keel::cuda_lib;
   std::exit(1);
 }
 
+// ---- the library workspace (CudaDevice::ReserveWorkspace / ReservePrivateWorkspace) ----
+[[maybe_unused]] static cl::WorkspaceLayout g_workspace_layout;
+[[maybe_unused]] static void GrowWorkspace() {
+  const uint64_t bytes = g_workspace_layout.Bytes();
+  if (bytes <= g_workspace_bytes) return;
+  if (g_workspace != nullptr) {
+    CUDA_CHECK(cudaStreamSynchronize(g_stream));
+    CUDA_CHECK(cudaFree(g_workspace));
+    g_count->frees += 1;
+    g_workspace = nullptr;
+    g_workspace_bytes = 0;
+  }
+  CUDA_CHECK(cudaMalloc(&g_workspace, bytes));
+  g_count->mallocs += 1;
+  g_count->bytes += bytes;
+  g_workspace_bytes = bytes;
+}
+[[maybe_unused]] static void ReserveWorkspace(uint64_t bytes) {
+  g_workspace_layout.ReserveShared(bytes);
+  GrowWorkspace();
+}
+[[maybe_unused]] static uint64_t ReservePrivateWorkspace(uint64_t bytes) {
+  const uint64_t offset = g_workspace_layout.ReservePrivate(bytes);
+  GrowWorkspace();
+  return offset;
+}
+[[maybe_unused]] static void* PrivateWorkspace(uint64_t offset) {
+  return static_cast<char*>(g_workspace) + g_workspace_layout.PrivateStart() + offset;
+}
+
 // ---- launch modes (vm/cuda/cuda_device.cc) ----
 [[maybe_unused]] static bool g_pdl_env = true;        // KEEL_CUDA_PDL != "0"
 [[maybe_unused]] static bool g_pdl_generated = false;  // generated kernels launched as programmatic dependents
@@ -336,6 +366,7 @@ struct AttentionKernel {
   cl::EnginePlan engine;
   cl::EngineVariantPack pack;
   float scale = 1.f;  // the by-value scale's host value (the pack points here)
+  uint64_t workspace = 0;  // its private workspace slice (ReservePrivateWorkspace)
   std::string call_engine;
   bool borrowed = false;  // graph and engine are an earlier kernel's (g_attention_plans)
 };
@@ -378,6 +409,7 @@ struct AttentionKernel {
     a.borrowed = true;
     a.scale = a.p.scale;
     a.call_engine = it->second->call_engine;
+    a.workspace = ReservePrivateWorkspace(a.engine.workspace);
     return;
   }
   if (!cl::BuildAttentionGraph(CudnnHandle(), a.p, &a.graph).ok()) {
@@ -408,7 +440,7 @@ struct AttentionKernel {
   }
   a.scale = a.p.scale;
   a.call_engine = cl::AttentionEngineCallName(a.engine.id, a.engine.workspace);
-  ReserveWorkspace(a.engine.workspace);
+  a.workspace = ReservePrivateWorkspace(a.engine.workspace);
   g_attention_plans[key] = &a;
 }
 
@@ -433,7 +465,7 @@ struct AttentionKernel {
                                                         const void* v, const void* mask, void* y) {
   if (a.engine.plan != nullptr) {
     CUDNN_CHECK(cl::AttentionEngineExecute(g_cudnn, a.engine.plan, &a.pack, a.p, q, k, v, mask, y, &a.scale,
-                                           g_workspace));
+                                           PrivateWorkspace(a.workspace)));
     return a.call_engine;
   }
   a.args.q = q;

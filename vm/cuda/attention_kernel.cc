@@ -53,7 +53,8 @@ struct AttentionEngine {
   cl::AttentionGraphProblem p;
   std::shared_ptr<const AttentionEnginePlan> shared;
   cl::EngineVariantPack pack;
-  float scale = 1.f;  // the by-value scale's host value (the pack points here)
+  uint64_t workspace = 0;  // this kernel's private workspace slice (CudaDevice::private_workspace)
+  float scale = 1.f;       // the by-value scale's host value (the pack points here)
   ~AttentionEngine() { cl::DestroyEngineVariantPack(pack); }
   cudnnStatus_t Run(const cl::EnginePlan& with, void* const* a, int mask_arg, int y_arg, void* ws) {
     return cl::AttentionEngineExecute(h, with.plan, &pack, p, a[0], a[1], a[2], mask_arg >= 0 ? a[mask_arg] : nullptr,
@@ -207,7 +208,10 @@ Status KeelAttention::ChooseEngine(const KernelEntry& k, cl::ElementType t) {
   auto use = [&](std::shared_ptr<const AttentionEnginePlan> plan) {
     e->shared = std::move(plan);
     engine_ = std::move(e);
-    return dev_.ReserveWorkspace(engine_->shared->plan.workspace);
+    // A slice of its own: the clear cuDNN records before the call then waits for nothing
+    // (graph_rewrite.h).
+    KEEL_ASSIGN_OR_RETURN(engine_->workspace, dev_.ReservePrivateWorkspace(engine_->shared->plan.workspace));
+    return Status::Ok();
   };
   // A kernel of this problem chose before (its verdict is the recorded one).
   if (auto shared = dev_.FindSharedPlan(key); recorded && shared != nullptr) {
@@ -320,7 +324,8 @@ Status KeelAttention::Launch(void* const* args) {
   dev_.BeginOp();
 #ifdef KEEL_HAVE_CUDNN
   if (engine_ != nullptr) {
-    const cudnnStatus_t s = engine_->Run(engine_->shared->plan, args, mask_arg_, y_arg_, dev_.workspace());
+    const cudnnStatus_t s = engine_->Run(engine_->shared->plan, args, mask_arg_, y_arg_,
+                                           dev_.private_workspace(engine_->workspace));
     if (s != CUDNN_STATUS_SUCCESS) return CudnnStatus(s, "cudnnBackendExecute").WithContext("kernel " + name_);
     dev_.EndLaunch(engine_->shared->call, name_);
     return Status::Ok();

@@ -287,6 +287,18 @@ void CudaDevice::UnpinHostMemory(void* ptr) {
 }
 
 Status CudaDevice::ReserveWorkspace(uint64_t bytes) {
+  workspace_layout_.ReserveShared(bytes);
+  return GrowWorkspace();
+}
+
+Result<uint64_t> CudaDevice::ReservePrivateWorkspace(uint64_t bytes) {
+  const uint64_t offset = workspace_layout_.ReservePrivate(bytes);
+  KEEL_RETURN_IF_ERROR(GrowWorkspace());
+  return offset;
+}
+
+Status CudaDevice::GrowWorkspace() {
+  const uint64_t bytes = workspace_layout_.Bytes();
   if (bytes <= workspace_bytes_) return Status::Ok();
   Bind();
   if (workspace_ != nullptr) {
@@ -360,7 +372,10 @@ Status CudaDevice::EndRecording(bool keep) {
   // Library memsets as kernel nodes (graph_rewrite.h). Without the runtime kernels (another GPU
   // whose JIT failed) the graph keeps them.
   Result<CUfunction> fill = RuntimeFunction("keel_fill");
-  const Status rewritten = MemsetNodesAsKernels(graph, fill.ok() ? *fill : nullptr, nullptr);
+  const uint64_t slices = workspace_layout_.private_bytes;
+  const Status rewritten =
+      MemsetNodesAsKernels(graph, fill.ok() ? *fill : nullptr, slices != 0 ? private_workspace(0) : nullptr,
+                           slices != 0 ? private_workspace(slices) : nullptr, nullptr, nullptr);
   if (!rewritten.ok()) {
     (void)cudaGraphDestroy(graph);
     return rewritten.WithContext("recording a run on " + name_);

@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "vm/cuda/cuda_driver.h"
+#include "vm/cuda/library_calls.h"
 #include "vm/device.h"
 
 #ifdef KEEL_HAVE_CUDNN
@@ -119,10 +120,16 @@ class CudaDevice final : public Device {
   // Where device memory comes from (VmOptions::device_allocator; null allocate: cudaMalloc).
   const keel_allocator_t& device_allocator() const { return options_.device_allocator; }
   int compute_capability() const { return cc_major_ * 10 + cc_minor_; }
-  // Grows the VM's workspace to at least `bytes` (VM creation only).
+  // The library workspace (cuda_lib::WorkspaceLayout), grown while kernels are resolved (VM
+  // creation only): ReserveWorkspace grows its shared part to at least `bytes`;
+  // ReservePrivateWorkspace adds a slice for one call alone and returns its offset, whose
+  // address private_workspace gives at launch time (the allocation moves while it grows).
   Status ReserveWorkspace(uint64_t bytes);
+  Result<uint64_t> ReservePrivateWorkspace(uint64_t bytes);
   void* workspace() const { return workspace_; }
-  uint64_t workspace_bytes() const { return workspace_bytes_; }
+  void* private_workspace(uint64_t offset) const {
+    return static_cast<char*>(workspace_) + workspace_layout_.PrivateStart() + offset;
+  }
   Result<cublasLtHandle_t> LtHandle();
 #ifdef KEEL_HAVE_CUDNN
   Result<cudnnHandle_t> CudnnHandle();
@@ -197,8 +204,10 @@ class CudaDevice final : public Device {
   std::string cudnn_tag_, lt_tag_;  // "sm90-cudnn91400 ", "sm90-cublasLt130100 "
   bool module_tried_ = false;
   Status module_status_;
+  Status GrowWorkspace();
   void* workspace_ = nullptr;
-  uint64_t workspace_bytes_ = 0;
+  uint64_t workspace_bytes_ = 0;  // allocated
+  cuda_lib::WorkspaceLayout workspace_layout_;
   cublasLtHandle_t lt_ = nullptr;
 #ifdef KEEL_HAVE_CUDNN
   cudnnHandle_t cudnn_ = nullptr;

@@ -133,6 +133,28 @@ struct ProgrammaticLaunch {
   ProgrammaticLaunch& operator=(const ProgrammaticLaunch&) = delete;
 };
 
+// ---- the library workspace ----
+// One device allocation per VM (and per program) holds every library call's scratch. Its
+// shared part, at the start, serves any call (calls run one after another on the stream).
+// After it come private slices, each used by one call alone: a clear the library records
+// into its own slice may then run before the calls ahead of it (vm/cuda/graph_rewrite.h).
+// The allocation is replaced, never copied, when a reservation outgrows it (nothing in a
+// workspace outlives a call); slice offsets stay valid, their addresses are taken at launch.
+struct WorkspaceLayout {
+  uint64_t shared = 0;         // the shared part's reservation
+  uint64_t private_bytes = 0;  // the private slices', each a multiple of 256 bytes
+  uint64_t PrivateStart() const { return (shared + 255) / 256 * 256; }
+  // The allocation's size: the shared part alone while there are no slices.
+  uint64_t Bytes() const { return private_bytes == 0 ? shared : PrivateStart() + private_bytes; }
+  void ReserveShared(uint64_t bytes) { shared = bytes > shared ? bytes : shared; }
+  // A slice of `bytes`; returns its offset from PrivateStart().
+  uint64_t ReservePrivate(uint64_t bytes) {
+    const uint64_t offset = private_bytes;
+    private_bytes += (bytes + 255) / 256 * 256;
+    return offset;
+  }
+};
+
 }  // namespace keel::cuda_lib
 
 #endif  // KEEL_VM_CUDA_LIBRARY_CALLS_H_
