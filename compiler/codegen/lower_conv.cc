@@ -26,7 +26,11 @@
 //     a large image (a network's stem) in bands of output rows, each band
 //     copying only the image rows it reads (RowBands);
 //     pointwise ones on few pixels with their weight packed for it run as the
-//     transposed product instead (pixels as rows: PointwisePixelRows, lower_ops.h).
+//     transposed product instead (pixels as rows: PointwisePixelRows, lower_ops.h),
+//     and so do dense and grouped ones of other kernels (ConvPixelRows; a grouped
+//     one's groups the products of one batched GEMM, each group's output
+//     channels its columns, so a 7x7 image's 49 pixels are no longer two padded
+//     32-column panels in each of 32 groups, one fork-join per group).
 //   * channels-last pointwise and depthwise 2-D convolutions (the twin of a
 //     channels-last node over plain buffers): lower_conv_nhwc.h.
 //   * ConvTranspose is the same implicit GEMM: a stride-1 convolution with the
@@ -222,7 +226,11 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
                               Expr((i % OW) * sw + (i / OW) * row_step)});
   };
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * Kdim});
-  g.a_k_apart = true;  // a tap's pixels are rows apart, the next channel's an image
+  // A tap's pixels are rows apart, the next channel's an image: K blocks sized for L1
+  // (GemmOperands::a_k_apart). Not for a group, whose K (Cg x taps, 144 and 288 in ResNeXt-50's
+  // 14x14 and 7x7 layers) and B (Mg columns) are small: one block of up to 320 rows, no partial
+  // sums (32 groups of 8 to 64 columns: 0.91-0.99 of the time at 1 and 2 threads, cpu48).
+  g.a_k_apart = !grouped;
   g.store = PixelRowsStore(store, bias, bi, c.out, grouped ? gi * c.Mg : Expr());
   if (grouped) {
     g.batch = c.groups;
