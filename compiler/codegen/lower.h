@@ -196,6 +196,17 @@ struct LowerOptions {
   // stages) run as the transposed implicit GEMM (lower_conv.cc, ConvPixelRows)
   // where a row tile of whole output rows or a divisor of one exists; 0: never.
   int64_t conv_pixel_rows = 784;
+  // Grouped convolutions (more than one input channel per group) with at most this many output
+  // pixels per image run in that transposed form too, every group one product of one batched
+  // GEMM (lower_conv.cc, ConvPixelRows), where each group's output channels are whole panels or
+  // a narrow last panel the GEMM reads in place (GemmReadsRowPanelsAsB); groups of fewer than 16
+  // output channels only up to grouped_conv_pixel_rows_few_channels pixels. Measured on 3x3
+  // layers of 32 groups (docs/MEASUREMENTS.md, cpu48), the transposed form's time over the plain
+  // implicit GEMM's (per-group GEMMs in a serial loop), 1 / 2 threads, AVX-512: 14x14 and 7x7 with
+  // 8 to 64 channels per group 0.36-0.97 / 0.22-0.70; 28x28 with 16 0.98 / 0.84, with 8 1.29 /
+  // 1.01 (AVX2 1.26 / 1.01), 56x56 with 8 1.51 / 1.35. 0: never.
+  int64_t grouped_conv_pixel_rows = 784;
+  int64_t grouped_conv_pixel_rows_few_channels = 196;
   // Strided unpadded 1x1 convolutions whose input image has at least this many bytes (as f32)
   // run as the stride-1 one over a compact copy of the pixels they read (lower_conv.cc
   // LowerConv), in either GEMM form, instead of reading X in place. A smaller image stays in

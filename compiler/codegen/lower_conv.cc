@@ -26,7 +26,11 @@
 //     a large image (a network's stem) in bands of output rows, each band
 //     copying only the image rows it reads (RowBands);
 //     pointwise ones on few pixels with their weight packed for it run as the
-//     transposed product instead (pixels as rows: PointwisePixelRows, lower_ops.h).
+//     transposed product instead (pixels as rows: PointwisePixelRows, lower_ops.h),
+//     and so do dense and grouped ones of other kernels (ConvPixelRows; a grouped
+//     one's groups the products of one batched GEMM, each group's output
+//     channels its columns, so a 7x7 image's 49 pixels are no longer two padded
+//     32-column panels in each of 32 groups, one fork-join per group).
 //   * channels-last pointwise and depthwise 2-D convolutions (the twin of a
 //     channels-last node over plain buffers): lower_conv_nhwc.h.
 //   * ConvTranspose is the same implicit GEMM: a stride-1 convolution with the
@@ -79,12 +83,14 @@ int64_t RowBands(const ConvGeom& c, const std::vector<int64_t>& P, int64_t budge
 
 // The pixels-as-rows GEMMs' epilogue: row m is output pixel m of image bi,
 // column n output channel n; adds the bias (when given) before `store`.
+// With `ch0` (a grouped convolution's group), column n is output channel ch0 + n.
 std::function<Stmt(Expr, Expr, Expr)> PixelRowsStore(const StoreFn& store, const TensorFn* bias, Expr bi,
-                                                     std::vector<int64_t> out) {
+                                                     std::vector<int64_t> out, Expr ch0 = Expr()) {
   TensorFn bfn = bias ? *bias : TensorFn{};
-  return [store, bfn, bi, out](Expr m, Expr n, Expr acc) {
-    Expr v = bfn.at ? acc + Cast(bfn.at({n}), DType::kF32) : acc;
-    std::vector<Expr> idx{bi, n};
+  return [store, bfn, bi, out, ch0](Expr m, Expr n, Expr acc) {
+    Expr co = ch0.is_null() ? n : ch0 + n;
+    Expr v = bfn.at ? acc + Cast(bfn.at({co}), DType::kF32) : acc;
+    std::vector<Expr> idx{bi, co};
     for (const Expr& e : Delinearize(out, m)) idx.push_back(e);
     return store(idx, v);
   };
@@ -150,8 +156,12 @@ int64_t PixelRowTile(const LowerOptions& o, int64_t ow, int64_t oh, bool planes)
   return 0;
 }
 
-// The transposed implicit GEMM of a dense convolution on few pixels (ConvPixelRows,
-// lower_ops.h): per image, rows = output pixels, columns = output channels, K = C * taps.
+// The transposed implicit GEMM of a convolution on few pixels (ConvPixelRows,
+// lower_ops.h): per image, rows = output pixels, columns = output channels, K = C * taps;
+// a grouped one's groups are the products of one batched GEMM (columns = the group's Mg output
+// channels, K = Cg * taps, A read from the group's channels of an image `ic.fill` fills whole),
+// its weight's groups packed one after the other, each Mg rows in panels of NR and a narrow last
+// one of Mg % NR rows.
 // A(p, kk) is read inside the micro-kernel from the (zero-padded copy of the) image at
 // origin[p] + row_off[kk], two baked tables (the window origin of pixel p, the channel and
 // tap of row kk), so there is no im2col pass and no guard: the row tile's broadcasts are
@@ -166,8 +176,9 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
   KernelFunc& k = ctx.kernel();
   const ConvGeom& c = ic.c;
   const size_t sp = c.sp();
-  const int64_t N = NumElements(c.out), KK = NumElements(c.k), Kdim = c.C * KK, img = NumElements(ic.P);
-  if (Wt.buffer < 0 || Wt.type.dtype != DType::kF32 || c.groups != 1)
+  const int64_t N = NumElements(c.out), KK = NumElements(c.k), Kdim = c.Cg * KK, img = NumElements(ic.P);
+  const bool grouped = c.groups > 1;
+  if (Wt.buffer < 0 || Wt.type.dtype != DType::kF32 || (grouped && !GemmReadsRowPanelsAsB(ctx.options(), c.Mg)))
     return InvalidArgument("convolution pixel rows: the weight must be an f32 buffer in column panels");
   std::vector<int64_t> st(sp, 1);  // image strides
   for (size_t d = sp - 1; d-- > 0;) st[d] = st[d + 1] * ic.P[d + 1];
@@ -189,6 +200,7 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
     put32(rows, kk, off);
   }
   Expr bi = c.B > 1 ? k.NewVar("img") : Expr(0);
+  Expr gi = grouped ? k.NewVar("grp") : Expr(0);
   int src = -1;
   Stmt fill;
   if (direct) {
@@ -199,9 +211,10 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
   }
   KernelFunc* kp = &k;
   const int ob = k.AddConstant("conv_px_origin", DType::kI32, {N}, std::move(origin));
-  const Expr image = direct ? bi * (c.C * img) : Expr(0);
+  Expr image = direct ? bi * (c.C * img) : Expr(0);
+  if (grouped) image = image + gi * (c.Cg * img);
   GemmOperands g;
-  g.m = N; g.n = c.Co; g.k = Kdim;
+  g.m = N; g.n = c.Mg; g.k = Kdim;
   const int rb = k.AddConstant("conv_px_row_off", DType::kI32, {Kdim}, std::move(rows));
   // A tile is whole output rows or a part of one (PixelRowTile): its row i is the window origin
   // of its first pixel plus i / OW image rows and i % OW strides.
@@ -213,8 +226,18 @@ Result<Stmt> PixelRowsImplicitConv(LowerContext& ctx, const ImageConv& ic, const
                               Expr((i % OW) * sw + (i / OW) * row_step)});
   };
   g.b_packed = k.AddArgView(k.buffer(Wt.buffer).arg_index, "w_columns", {c.Co * Kdim});
-  g.a_k_apart = true;  // a tap's pixels are rows apart, the next channel's an image
-  g.store = PixelRowsStore(store, bias, bi, c.out);
+  // A tap's pixels are rows apart, the next channel's an image: K blocks sized for L1
+  // (GemmOperands::a_k_apart). Not for a group, whose K (Cg x taps, 144 and 288 in ResNeXt-50's
+  // 14x14 and 7x7 layers) and B (Mg columns) are small: one block of up to 320 rows, no partial
+  // sums (32 groups of 8 to 64 columns: 0.91-0.99 of the time at 1 and 2 threads, cpu48).
+  g.a_k_apart = !grouped;
+  g.store = PixelRowsStore(store, bias, bi, c.out, grouped ? gi * c.Mg : Expr());
+  if (grouped) {
+    g.batch = c.groups;
+    g.batch_var = gi;
+    g.b_packed_stride = c.Mg * Kdim;
+    g.b_packed_narrow_tail = c.Mg % GemmPanelWidth(ctx.options()) != 0;
+  }
   KEEL_ASSIGN_OR_RETURN(Stmt body, BuildBlockedGemm(ctx, g, "conv_pxk"));
   if (fill) body = Block({fill, body});
   return c.B > 1 ? For(bi, 0, c.B, LoopKind::kSerial, body) : body;
@@ -236,13 +259,13 @@ bool CompactsStridedPointwise(const LowerOptions& o, const std::vector<int64_t>&
 }
 
 // A one-group channels-first CPU Conv over f32 weights whose shapes are known,
-// the kind both pixels-as-rows forms take: its shapes and window; false for
-// any other node.
+// the kind both pixels-as-rows forms take (with `grouped`, one of more groups): its shapes and
+// window; false for any other node.
 struct PlainConv {
   std::vector<int64_t> xs, ws, ys, pads;
   ConvGeom c;
 };
-bool ReadPlainConv(const LowerOptions& o, const ir::Node& conv, PlainConv* p) {
+bool ReadPlainConv(const LowerOptions& o, const ir::Node& conv, PlainConv* p, bool grouped = false) {
   const ops::OpDef* def = ops::FindOp(conv);
   if (def == nullptr || def->library != ops::LibraryCall::kConv || o.gpu_direct_conv || conv.inputs().size() < 2)
     return false;
@@ -257,8 +280,32 @@ bool ReadPlainConv(const LowerOptions& o, const ir::Node& conv, PlainConv* p) {
   if (rank < 3 || p->ws.size() != rank || p->ys.size() != rank) return false;
   if (ops::IsChannelsLast(conv) && !ops::IsOutputChannelsLast(conv)) return false;
   if (ops::IsOutputChannelsLast(conv)) p->ys = ops::PermuteShape(p->ys, ops::ToChannelsFirstPerm(rank));
-  if (conv.input(1)->type().dtype != DType::kF32 || p->ws[1] != p->xs[1] || p->ys[1] != p->ws[0]) return false;
-  return ReadWindow(conv, rank - 2, p->c, p->pads).ok() && p->c.groups == 1;
+  if (conv.input(1)->type().dtype != DType::kF32 || p->ys[1] != p->ws[0]) return false;
+  if (!ReadWindow(conv, rank - 2, p->c, p->pads).ok()) return false;
+  if (!grouped) return p->c.groups == 1 && p->ws[1] == p->xs[1];
+  return p->c.groups > 1 && p->ws[1] * p->c.groups == p->xs[1] && p->ws[0] % p->c.groups == 0;
+}
+
+// ConvPixelRows for a grouped convolution of more than one input channel per group
+// (LowerOptions::grouped_conv_pixel_rows): NR where it takes the form, else 0. Each group's Mg
+// output channels are the columns of its product, in whole panels or a narrow last one; unlike
+// the dense form it packs no padded columns per group (a 7x7 image's 49 pixels took two 32-column
+// panels in each of 32 groups, a 14x14 one's 196 seven).
+int64_t GroupedConvPixelRows(const LowerOptions& o, const ir::Node& conv) {
+  PlainConv pc;
+  if (o.grouped_conv_pixel_rows <= 0 || !ReadPlainConv(o, conv, &pc, true) || pc.ws[1] < 2) return 0;
+  const std::vector<int64_t>&xs = pc.xs, &ws = pc.ws, &ys = pc.ys;
+  const size_t rank = xs.size();
+  int64_t pixels = 1, img = xs[1];
+  for (size_t d = 2; d < rank; ++d) {
+    pixels *= ys[d];
+    img *= std::max(xs[d] + pc.c.pb[d - 2], (ys[d] - 1) * pc.c.s[d - 2] + (ws[d] - 1) * pc.c.d[d - 2] + 1);  // LowerConv's ic.P
+  }
+  const int64_t group_columns = ws[0] / pc.c.groups;
+  const int64_t most = group_columns < 16 ? std::min(o.grouped_conv_pixel_rows, o.grouped_conv_pixel_rows_few_channels)
+                                          : o.grouped_conv_pixel_rows;
+  if (pixels > most || img > INT32_MAX || !GemmReadsRowPanelsAsB(o, group_columns)) return 0;
+  return PixelRowTile(o, ys.back(), rank > 3 ? ys[rank - 2] : 1, rank > 4) > 0 ? GemmPanelWidth(o) : 0;
 }
 
 }  // namespace
@@ -509,6 +556,7 @@ int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv, bool nhwc_out
   nhwc_output = nhwc_output || ops::IsOutputChannelsLast(conv);
   if (!nhwc_output) {
     if (int64_t nr = PointwisePixelRows(o, conv)) return nr;
+    if (int64_t nr = GroupedConvPixelRows(o, conv)) return nr;
   }
   PlainConv pc;
   if (o.conv_pixel_rows <= 0 || !ReadPlainConv(o, conv, &pc)) return 0;
@@ -626,7 +674,11 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
   // of `phases` interleaved reads, the few border columns guarded.
   ic.bands = true;
   ic.phased = ctx.options().conv_column_phases;
-  ic.fill = [kp, &ctx, c, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
+  // The grouped pixels-as-rows form fills the whole image at once (every group's channels), before
+  // its batched GEMM: the fills' geometry as one group.
+  ConvGeom fc = c;
+  if (pixel_rows && c.groups > 1) fc.Cg = c.C;
+  ic.fill = [kp, &ctx, c = fc, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
                              Expr row_off, int64_t phases) -> Stmt {
     KernelFunc& k = *kp;
     const size_t sp = c.sp(), last = sp - 1;
@@ -689,7 +741,7 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
     ic.P = c.out;
     ic.direct = false;
     ic.phased = false;  // (its image has stride 1)
-    ic.fill = [kp, &ctx, c, s, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
+    ic.fill = [kp, &ctx, c = fc, s, X](int src, int64_t lead, Expr bi, Expr gi, const std::vector<int64_t>& P,
                                   Expr row_off, int64_t /*phases: 1*/) -> Stmt {
       KernelFunc& k = *kp;
       const size_t last = c.sp() - 1;

@@ -282,7 +282,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // channels computed 64 or 96.
   const int64_t n_tail = N % NR, n_full = N / NR;
   const bool narrow_tail = prepacked && g.b_packed_narrow_tail && n_tail != 0;
-  if (narrow_tail && batched && !g.b_packed_shared) return InvalidArgument(tag + ": a narrow B tail in a batch");
+  // (In a batch, each product's panels start b_packed_stride apart: a grouped convolution's groups.)
+  if (narrow_tail && batched && !g.b_packed_shared && !strided)
+    return InvalidArgument(tag + ": a narrow B tail in a batch without a product stride");
   const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
   // A tail panel whose tiles have a piece narrower than a vector (NR / 2 lanes: an 8-column
   // tail on AVX-512, 4 on AVX2) keeps its accumulators in a local of its own. In the one it

@@ -79,7 +79,8 @@ struct GemmOperands {
   // [k][N % NR] right after the full panels, not padded to NR columns: the
   // row-panel layout (gemm_panels.h) of a weight whose rows are the product's
   // columns (a channels-last pointwise convolution's [Co, C] weight, NR rows a
-  // panel). Its register tiles then compute exactly N % NR lanes. Not batched.
+  // panel). Its register tiles then compute exactly N % NR lanes. Batched only with
+  // b_packed_stride (each product's panels that far apart: a grouped convolution's groups).
   bool b_packed_narrow_tail = false;
   // > 0: A is stored in the row-panel layout (gemm_panels.h) with this many
   // rows per panel (the GEMM's register tile then has exactly these rows,
@@ -142,7 +143,9 @@ Result<Stmt> LowerConv(LowerContext& ctx, const ir::Node& node, int64_t packed_r
 // weight is packed with that many rows.
 int64_t PointwisePixelRows(const LowerOptions& options, const ir::Node& conv);
 // The same transposed form for any convolution of one group on few pixels
-// (LowerOptions::conv_pixel_rows): PointwisePixelRows where that takes it, else
+// (LowerOptions::conv_pixel_rows), and for grouped ones of more than one input channel per
+// group (LowerOptions::grouped_conv_pixel_rows: each group a product of one batched GEMM, its
+// Mg output channels whole panels or a narrow last one): PointwisePixelRows where that takes it, else
 // NR for a Conv other than a stride-1 unpadded pointwise one (any kernel,
 // strides, pads, dilations) with an f32 weight, Co a multiple of NR, and output
 // rows that a register tile covers whole or in equal parts (lower_conv.cc

@@ -473,15 +473,86 @@ TEST(PackedConv, DenseConvPixelRows) {
     const KernelSpec spec = CheckNodeAgainstReference(*f, 114, 1e-5, 4, *o);
     ASSERT_NE(spec.kernel, nullptr);
     EXPECT_NE(spec.kernel->ToString().find("conv_px_origin"), std::string::npos);
-    // Not taken: output channels not a multiple of NR, two groups, more than 784 pixels, output
+    // Not taken: output channels not a multiple of NR, more than 784 pixels, output
     // rows of a prime width above the tile (29), and a stride-1 pointwise convolution that
-    // PointwisePixelRows leaves (an expansion on more than 64 pixels).
+    // PointwisePixelRows leaves (an expansion on more than 64 pixels). (Grouped ones:
+    // GroupedConvPixelRows below.)
     GraphBuilder r;
     EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 7, 7}, nr + 1, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
-    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 6, 6}, 2 * nr, {3, 3}, 1, 1, 2, false}, nr, 1)), 0);
     EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 30, 30}, nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
     EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 29}, nr, {3}, 1, 1, 1, false}, nr, 1)), 0);
     EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 64, 10, 10}, 4 * nr, {1, 1}, 1, 0, 1, false}, nr, 1)), 0);
+  }
+}
+
+// Grouped convolutions of more than one input channel per group with pixels as rows, every group
+// a product of one batched GEMM (LowerOptions::grouped_conv_pixel_rows): 2, 3 and 32 groups of 1
+// to 16 input channels; each group's output channels a whole panel, two, a half or a quarter
+// one (a narrow last panel per group), or a panel and a half; strides 1 and 2, pads 0 and 1,
+// dilation 2, batch 2, X read in place (no pads) or through the padded image, and a fused
+// residual Add and Relu; both ISAs' tiles, against the reference evaluator. Then the rule:
+// depthwise, groups' output channels that are no whole quarter panels, more than 784 pixels, and
+// more than 196 with fewer than 16 output channels per group are not taken.
+TEST(PackedConv, GroupedConvPixelRows) {
+  for (const LowerOptions* o : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*o);
+    // {x, co, kernel, stride, pad, group, bias, dilation}; output rows of whole register tiles on
+    // both ISAs (AVX2: at most 6 rows, so widths of 3, 4, 6, 8 and 12).
+    for (const PackedCase& p : {PackedCase{{1, 6, 6, 6}, 2 * nr, {3, 3}, 1, 1, 2, true},          // Cg 3, a panel each
+                                PackedCase{{2, 12, 8, 8}, 3 * nr / 2, {3, 3}, 2, 1, 3, true},     // Cg 4, half panels, batch 2
+                                PackedCase{{1, 32, 6, 6}, 8 * nr, {3, 3}, 1, 1, 32, false},       // Cg 1 x 32: quarter panels
+                                PackedCase{{1, 96, 12, 12}, 8 * nr, {3, 3}, 1, 1, 32, true},      // Cg 3, quarter panels
+                                PackedCase{{1, 64, 8, 8}, 16 * nr, {3, 3}, 2, 1, 32, true},       // Cg 2, half panels, stride 2
+                                PackedCase{{1, 32, 12, 12}, 2 * nr, {3, 3}, 1, 2, 2, false, 2},   // Cg 16, dilation 2
+                                PackedCase{{1, 16, 8, 8}, 3 * nr, {3, 3}, 1, 0, 2, true},         // Cg 8, 1.5 panels, no pads
+                                PackedCase{{1, 24, 6, 6}, 3 * nr, {1, 1}, 1, 0, 3, true},         // pointwise, in place
+                                PackedCase{{1, 8, 4, 12}, 2 * nr, {3, 3}, 1, 1, 2, true}}) {       // Cg 4, 4 x 12
+      GraphBuilder b;
+      ir::Node* n = PackedConv(b, p, nr, 121);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", " + std::to_string(p.co) + " outputs in " +
+                   std::to_string(p.group) + " groups, NR " + std::to_string(nr));
+      if (p.x[1] == p.group) {  // one input channel per group: the depthwise kernel
+        EXPECT_EQ(ConvPixelRows(*o, *n), 0);
+        continue;
+      }
+      ASSERT_EQ(ConvPixelRows(*o, *n), nr);
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 122, 1e-5, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
+      const std::string text = spec.kernel->ToString();
+      EXPECT_NE(text.find("w_columns"), std::string::npos);
+      EXPECT_NE(text.find("conv_px_origin"), std::string::npos);
+      EXPECT_NE(text.find("grp"), std::string::npos);
+    }
+    GraphBuilder b;
+    const PackedCase p{{1, 32, 6, 6}, 2 * nr, {3, 3}, 1, 1, 4, true};
+    ir::Node* conv = PackedConv(b, p, nr, 123);
+    ASSERT_NE(conv, nullptr);
+    ASSERT_EQ(ConvPixelRows(*o, *conv), nr);
+    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {1, 2 * nr, 6, 6})};
+    const ir::Attributes attrs = conv->attrs();
+    ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+      ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
+      ir::Node* add = g.Op("Add", {c->output(0), v[3]});
+      return std::vector<ir::Value*>{g.Op("Relu", {add->output(0)})->output(0)};
+    });
+    const KernelSpec spec = CheckNodeAgainstReference(*f, 124, 1e-5, 4, *o);
+    ASSERT_NE(spec.kernel, nullptr);
+    EXPECT_NE(spec.kernel->ToString().find("conv_px_origin"), std::string::npos);
+    GraphBuilder r;
+    // Output channels per group: a third of a panel (no whole quarter), one more than a panel.
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 6, 6}, 2 * (nr / 3), {3, 3}, 1, 1, 2, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 6, 6}, 2 * (nr + 1), {3, 3}, 1, 1, 2, false}, nr, 1)), 0);
+    // 24 x 24 = 576 pixels: 16 output channels per group take it, 8 not (196 at most: 12 x 12 does);
+    // 32 x 32 no.
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 24, 24}, 32, {3, 3}, 1, 1, 2, false}, nr, 1)), nr);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 24, 24}, 16, {3, 3}, 1, 1, 2, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 12, 12}, 16, {3, 3}, 1, 1, 2, false}, nr, 1)), nr);
+    EXPECT_EQ(ConvPixelRows(*o, *PackedConv(r, {{1, 8, 32, 32}, 2 * nr, {3, 3}, 1, 1, 2, false}, nr, 1)), 0);
+    // Off: the plain implicit GEMM, group by group.
+    LowerOptions off = *o;
+    off.grouped_conv_pixel_rows = 0;
+    EXPECT_EQ(ConvPixelRows(off, *PackedConv(r, {{1, 8, 6, 6}, 2 * nr, {3, 3}, 1, 1, 2, false}, nr, 1)), 0);
   }
 }
 
