@@ -188,6 +188,7 @@ LowerOptions LowerOptionsForCuda() {
   o.gemm_b_in_place_rows = 0;      // a CPU cache trade-off (measured there only)
   o.transpose_tile = 0;            // register tiles are a CPU form
   o.inline_scalar_constants = false;  // measured on the CPU only
+  o.recurrent_rows_in_lanes = false;  // a CPU vector form (measured there only)
   return o;
 }
 

@@ -138,6 +138,11 @@ struct LowerOptions {
   // Pow took 0.12 ms at 64 x 256; docs/MEASUREMENTS.md, cpu47). The argument stays (readers of
   // the plain buffer still find it). CPU only: the CUDA kernels were not measured with it.
   bool inline_scalar_constants = true;
+  // RNN, GRU and LSTM steps compute each gate row's recurrent product with the state in
+  // vector lanes over output rows (the state's element broadcast, rows of R transposed into a
+  // workspace once per call), instead of a dot product per row ending in a horizontal sum
+  // (ops/recurrent_kernel.cc). CPU only (measured there).
+  bool recurrent_rows_in_lanes = true;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

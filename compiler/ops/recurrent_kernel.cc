@@ -10,9 +10,13 @@
 //      initial_h / initial_c or zero;
 //   3. a serial loop over the steps; in each, every direction advances by one
 //      step in its own time order (t = step or T-1-step):
-//        A  gates[d, b, :] = h_{d,b} R_d^T + xw (the recurrent GEMM, as dot
-//           products over unit-stride rows of R in SIMD lanes, parallel over
-//           outputs);
+//        A  gates[d, b, :] = h_{d,b} R_d^T + xw (the recurrent GEMM, parallel
+//           over outputs: on the CPU with output rows in SIMD lanes, each
+//           element of h broadcast against a row of R^T, which is transposed
+//           into the workspace once per call before the steps
+//           (LowerOptions::recurrent_rows_in_lanes); else as dot products
+//           over unit-stride rows of R in SIMD lanes, each ending in a
+//           horizontal sum);
 //           GRU with linear_before_reset=0 computes z and r here, then
 //           A2 rh = r * h and A3 the h gate from rh R_h^T;
 //        B  the cell update per (d, b, j): new h (and c), masked per batch
@@ -98,6 +102,13 @@ Result<Stmt> LowerRecurrent(codegen::LowerContext& ctx, const ir::Node& node, co
   const int hbuf = k.AddWorkspace("rnn_h", ir::DType::kF32, {D, NB, H});
   const int cbuf = lstm ? k.AddWorkspace("rnn_c", ir::DType::kF32, {D, NB, H}) : -1;
   const int rh = gru_reset ? k.AddWorkspace("rnn_rh", ir::DType::kF32, {D, NB, H}) : -1;
+  // Output rows in lanes: the widest power-of-two share of the GEMM panel width that divides H
+  // (so every product's row count, a multiple of H); fewer than 4 lanes keep the dot products.
+  const int64_t NR = std::max<int64_t>(1, ctx.options().gemm_nr);
+  int64_t row_lanes = NR;
+  while (row_lanes > 1 && H % row_lanes != 0) row_lanes /= 2;
+  const bool rows_in_lanes = ctx.options().recurrent_rows_in_lanes && row_lanes >= 4;
+  const int rt = rows_in_lanes ? k.AddWorkspace("rnn_rt", ir::DType::kF32, {D, H, GH}) : -1;
   std::vector<Stmt> body;
 
   // 1. Input projection.
@@ -128,6 +139,13 @@ Result<Stmt> LowerRecurrent(codegen::LowerContext& ctx, const ir::Node& node, co
     return Block(std::move(st));
   }));
 
+  // R^T for the products with output rows in lanes: rt[d, kk, row] = R[d, row, kk].
+  if (rows_in_lanes) {
+    body.push_back(codegen::LoopNest(ctx, {D, H, GH}, [&](const std::vector<Expr>& i) {
+      return k.Store(rt, i, rmat(i[0], i[2], i[1]));
+    }));
+  }
+
   // 3. The steps.
   Expr step = k.NewVar("step");
   auto time_of = [&](Expr d) -> Expr {
@@ -139,6 +157,22 @@ Result<Stmt> LowerRecurrent(codegen::LowerContext& ctx, const ir::Node& node, co
   // out[d, b, j] (j < n) = init(d, b, j) + sum_kk vec(d, b, kk) * R[d, row0 + j, kk].
   auto recurrent_gemm = [&](const std::string& tag, int vec, int64_t row0, int64_t n, int out,
                             const std::function<Expr(Expr, Expr, Expr)>& init) {
+    if (rows_in_lanes) {
+      // L rows per iteration: part[l] += h[kk] * rt[kk, row + l] over kk, no horizontal sums.
+      const int64_t L = row_lanes, blocks = n / L;
+      const int part = k.AddLocal(tag + "_rows", ir::DType::kF32, {L});
+      Expr r = k.NewVar("r"), kk = k.NewVar("kk"), l0 = k.NewVar("l"), l1 = k.NewVar("l"), l2 = k.NewVar("l");
+      Expr d = r / (NB * blocks), b = (r / blocks) % NB, row = (r % blocks) * L + row0;
+      std::vector<Stmt> rows;
+      rows.push_back(For(l0, 0, L, LoopKind::kLanes, k.Store(part, {l0}, C(0))));
+      rows.push_back(For(kk, 0, H, LoopKind::kNoVectorize,
+                         For(l1, 0, L, LoopKind::kLanes,
+                             k.Store(part, {l1}, k.Load(part, {l1}) + k.Load(vec, {d, b, kk}) * k.Load(rt, {d, kk, row + l1})))));
+      rows.push_back(For(l2, 0, L, LoopKind::kLanes,
+                         k.Store(out, {d, b, row + l2}, k.Load(part, {l2}) + init(d, b, row + l2))));
+      const bool par = D * NB * n * H >= par_work && D * NB * blocks > 1;
+      return For(r, 0, D * NB * blocks, par ? LoopKind::kParallel : LoopKind::kSerial, Block(std::move(rows)));
+    }
     const int acc = k.AddLocal(tag, ir::DType::kF32, {1});
     Expr r = k.NewVar("r"), kk = k.NewVar("kk");
     Expr d = r / (NB * n), b = (r / n) % NB, j = r % n;
@@ -147,7 +181,7 @@ Result<Stmt> LowerRecurrent(codegen::LowerContext& ctx, const ir::Node& node, co
     std::vector<Stmt> dot = {k.Store(acc, {Expr(0)}, C(0))};
     // Rows of R and h are unit-stride in kk: NR lanes of partial sums (explicit
     // SIMD, as the GEMM's dot-product path), then a horizontal sum and the tail.
-    const int64_t NR = std::max<int64_t>(1, ctx.options().gemm_nr), KB = H / NR;
+    const int64_t KB = H / NR;
     int64_t tail = 0;
     if (KB > 0 && NR > 1) {
       const int part = k.AddLocal(tag + "_lanes", ir::DType::kF32, {NR});

@@ -110,4 +110,15 @@ CASES = {
     "rnn_folded_reference": lambda: recurrent("RNN", direction="bidirectional", activations=["Relu", "Softsign"],
                                               h0=True, fold=True),
     "rnn_softplus_reverse": lambda: recurrent("RNN", direction="reverse", activations=["Softplus"], h0=True),
+    # Hidden sizes whose output rows fill vector lanes on the CPU (4 and 8 of them: 12, 20, 40):
+    # the recurrent products' other form (LowerOptions::recurrent_rows_in_lanes).
+    "gru_lbr0_lanes_bidir_seqlens": lambda: recurrent(
+        "GRU", gates=3, H=12, direction="bidirectional", lens=[4, 5, 2], lens_runtime=True, h0=True,
+        linear_before_reset=0),
+    "gru_lbr1_lanes_reverse_clip": lambda: recurrent(
+        "GRU", gates=3, H=40, B=2, direction="reverse", clip=0.5, linear_before_reset=1),
+    "lstm_lanes_bidir_peep": lambda: recurrent(
+        "LSTM", gates=4, H=20, direction="bidirectional", lens=[5, 3, 1], lens_runtime=True, h0=True, c0=True,
+        peep=True, outputs=("Y", "Y_h", "Y_c")),
+    "rnn_lanes_bidir": lambda: recurrent("RNN", H=8, direction="bidirectional", h0=True, activations=["Tanh", "Relu"]),
 }
