@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "compiler/codegen/lower_ops.h"
+#include "compiler/codegen/lower_rows.h"
 
 namespace keel::codegen {
 namespace {
@@ -39,7 +40,7 @@ Expr LpRoot(const Expr& s, double p) {
 }
 
 // The accumulator type: f32 for floats (f16/bf16 widened), i64 for integer max pools.
-DType AccType(DType t) { return IsFloat(t) ? DType::kF32 : DType::kI64; }
+DType PoolAccType(DType t) { return IsFloat(t) ? DType::kF32 : DType::kI64; }
 // The column maxima of a columns-first max pool's block of rows (floats, 8 KiB): the rows
 // of one parallel iteration.
 constexpr int64_t kColumnBlockFloats = 2048;
@@ -71,7 +72,7 @@ std::optional<Stmt> ChannelsLastPool(LowerContext& ctx, const TensorFn& X, PoolK
   const int64_t taps = NumElements(kernel);
   if (taps > kMaxUnrolledTaps) return std::nullopt;
   KernelFunc& k = ctx.kernel();
-  const DType acc_t = AccType(X.type.dtype);
+  const DType acc_t = PoolAccType(X.type.dtype);
   std::vector<int64_t> pixel_dims{xs[0]};
   pixel_dims.insert(pixel_dims.end(), out.begin(), out.end());
   Expr r = k.NewVar("r"), c = k.NewVar("c");
@@ -150,7 +151,7 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp || dil.size() != sp)
     return InvalidArgument(NodeLabel(node) + ": malformed window attributes");
   const bool with_indices = mode == PoolKind::kMax && stores.size() > 1 && node.outputs().size() > 1 && node.output(1);
-  const DType acc_t = AccType(X.type.dtype);
+  const DType acc_t = PoolAccType(X.type.dtype);
   const int64_t B = xs[0], C = xs[1];
   const std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(os.begin() + 2, os.end());
   const int64_t W = in[last], OW = out[last], KW = kernel[last], sw = strides[last], dw = dil[last];
@@ -371,9 +372,38 @@ Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, PoolKind m
   if (!IsFloat(X.type.dtype) && (mode != PoolKind::kMax || X.type.dtype == DType::kBool))
     return Unsupported(NodeLabel(node) + ": pooling on " + ir::DTypeName(X.type.dtype));
   KEEL_ASSIGN_OR_RETURN(double p, node.attrs().GetFloat("p", 2.0));
-  const DType acc_t = AccType(X.type.dtype);
+  const DType acc_t = PoolAccType(X.type.dtype);
   std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
   const int64_t S = NumElements(spatial), BC = xs[0] * xs[1];
+  if (ctx.options().lane_row_reductions && acc_t == DType::kF32 && X.channels_last_buffer >= 0 && xs[1] >= kRowLanes) {
+    // Channels-last input (a MobileNetV3 squeeze-excite's pool, ops/channels_last.h): kRowLanes
+    // neighbouring channels per parallel iteration, summed down the pixels in vector lanes (the
+    // last chunk overlaps its predecessor). Each output's sum runs in the scalar loop's order.
+    const int64_t C = xs[1], chunks = (C + kRowLanes - 1) / kRowLanes;
+    int view = k.AddArgView(k.buffer(X.channels_last_buffer).arg_index, "x_nhwc", {xs[0], S, C});
+    int lanes = k.AddLocal("gpool_lanes", acc_t, {kRowLanes});
+    Expr t = k.NewVar("t"), s2 = k.NewVar("s"), j0 = k.NewVar("j"), j1 = k.NewVar("j"), j2 = k.NewVar("j");
+    Expr b = t / chunks, c0 = Min((t % chunks) * kRowLanes, Expr(C - kRowLanes));
+    auto term = [&](const Expr& j) {
+      Expr v = Cast(k.Load(view, {b, s2, c0 + j}), acc_t);
+      return mode == PoolKind::kLp ? LpTerm(v, p) : v;
+    };
+    Expr a = k.Load(lanes, {j1});
+    Expr next_lane = mode == PoolKind::kMax ? Max(a, term(j1)) : a + term(j1);
+    Expr a2 = k.Load(lanes, {j2});
+    Expr lane_result = mode == PoolKind::kMax  ? a2
+                       : mode == PoolKind::kLp ? LpRoot(a2, p)
+                                               : a2 / FloatConst(static_cast<double>(S));
+    std::vector<Expr> out_idx = {b, c0 + j2};
+    for (size_t i = 0; i < spatial.size(); ++i) out_idx.push_back(Expr(0));
+    Stmt body = Block({For(j0, 0, kRowLanes, LoopKind::kLanes,
+                           k.Store(lanes, {j0}, mode == PoolKind::kMax ? MaxInit(acc_t) : FloatConst(0))),
+                       For(s2, 0, S, LoopKind::kSerial, For(j1, 0, kRowLanes, LoopKind::kLanes, k.Store(lanes, {j1}, next_lane))),
+                       For(j2, 0, kRowLanes, LoopKind::kLanes, store(out_idx, lane_result))});
+    const int64_t tasks = xs[0] * chunks;
+    bool par = tasks > 1 && BC * S >= ctx.options().min_parallel_elements;
+    return For(t, 0, tasks, par ? LoopKind::kParallel : LoopKind::kSerial, body);
+  }
   int acc = k.AddLocal("gpool_acc", acc_t, {1});
   Expr r = k.NewVar("r"), s = k.NewVar("s");
   Expr x;
@@ -394,8 +424,24 @@ Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, PoolKind m
   Expr result = mode == PoolKind::kMax  ? sum
                 : mode == PoolKind::kLp ? LpRoot(sum, p)
                                         : sum / FloatConst(static_cast<double>(S));
-  Stmt body = Block({k.Store(acc, {Expr(0)}, init), For(s, 0, S, LoopKind::kSerial, k.Store(acc, {Expr(0)}, next)),
-                     store(out_idx, result)});
+  Stmt body;
+  if (ctx.options().lane_row_reductions && acc_t == DType::kF32 && X.buffer >= 0 && S >= kRowLanes) {
+    // The CPU form (lower_rows.h LaneReduce): partial results in vector lanes. The scalar loop
+    // below is one dependent add per element (LLVM's vectorized form of it needs 64 elements
+    // a row): a 7x7 plane took 4 cycles per element.
+    int view = k.AddArgView(k.buffer(X.buffer).arg_index, "x_rows", {BC, S});
+    auto term = [&](const Expr& l) {
+      Expr v = Cast(k.Load(view, {r, l}), acc_t);
+      return mode == PoolKind::kLp ? LpTerm(v, p) : v;
+    };
+    std::vector<Stmt> stmts;
+    LaneReduce(ctx, S, mode == PoolKind::kMax ? BinaryOp::kMax : BinaryOp::kAdd, term, acc, 0, acc_t, &stmts);
+    stmts.push_back(store(out_idx, result));
+    body = Block(std::move(stmts));
+  } else {
+    body = Block({k.Store(acc, {Expr(0)}, init), For(s, 0, S, LoopKind::kSerial, k.Store(acc, {Expr(0)}, next)),
+                  store(out_idx, result)});
+  }
   bool par = BC > 1 && BC * S >= ctx.options().min_parallel_elements;
   return For(r, 0, BC, par ? LoopKind::kParallel : LoopKind::kSerial, body);
 }

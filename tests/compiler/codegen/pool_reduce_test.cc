@@ -88,6 +88,44 @@ TEST(Pool, GlobalAveragePool) {
   CheckOp(b, "GlobalAveragePool", {b.Input("x", {2, 37, 7, 7})}, {}, 43);
 }
 
+// The CPU's lane forms of global pools (LowerOptions::lane_row_reductions): channels-first planes of
+// at least 16 pixels fold 16 partial results per lane (lower_rows.h LaneReduce: whole chunks, a
+// tail, 7x7), channels-last input of at least 16 channels sums 16 neighbouring channels per vector
+// (37 channels: the last chunk overlaps). Average, max and Lp (p 2 and 3), each against the
+// reference; smaller planes or fewer channels keep the scalar loop, and so does the GPU's lowering.
+TEST(Pool, GlobalPoolLaneForms) {
+  struct Case {
+    std::vector<int64_t> x;
+    bool channels_last, lanes;
+  };
+  const std::vector<Case> cases = {{{2, 5, 7, 7}, false, true},   {{1, 3, 4, 4}, false, true},
+                                   {{1, 4, 8, 9}, false, true},   {{2, 6, 3, 5}, false, false},
+                                   {{2, 7, 7, 37}, true, true},   {{1, 3, 5, 16}, true, true},
+                                   {{1, 5, 5, 12}, true, false}};
+  uint32_t seed = 70;
+  for (const Case& t : cases) {
+    for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {
+      for (int64_t p : {2, 3}) {
+        if (p == 3 && std::string(op) != "GlobalLpPool") continue;
+        GraphBuilder b;
+        Attributes a = std::string(op) == "GlobalLpPool" ? Attrs({{"p", p}}) : Attributes();
+        if (t.channels_last) a.Set("keel.channels_last", int64_t{1});
+        ir::Node* n = b.Op(op, {b.Input("x", t.x)}, a);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE(std::string(op) + " p " + std::to_string(p) + " " + n->input(0)->type().ToString() +
+                     (t.channels_last ? " channels-last" : ""));
+        const KernelSpec spec = CheckNodeAgainstReference(*n, seed++, 1e-5);
+        ASSERT_NE(spec.kernel, nullptr);
+        const std::string text = spec.kernel->ToString();
+        EXPECT_EQ(text.find(t.channels_last ? "gpool_lanes" : "row_lanes") != std::string::npos, t.lanes);
+        const KernelSpec gpu = CheckNodeAgainstReference(*n, seed++, 1e-5, 4, LowerOptionsForCuda());
+        ASSERT_NE(gpu.kernel, nullptr);
+        EXPECT_EQ(gpu.kernel->ToString().find("lanes"), std::string::npos);
+      }
+    }
+  }
+}
+
 // Channels-last forms (compiler/ops/channels_last.h): X [N,H,W,C], output likewise.
 TEST(Pool, ChannelsLast) {
   GraphBuilder b;
