@@ -45,13 +45,15 @@ TEST(Pool, WideRowsVectorChunks) {
   for (int64_t cip : {0, 1}) CheckOp(b, "AveragePool", {x}, AverageWindow({3, 3}, 1, 1, 0, cip), 44);
 }
 
-// Max pools whose rows have at least 8 interior outputs, over at least 16 input columns, take the
-// maximum over the window's leading dims for every input column first (lower_pool.cc,
-// "pool_cols"), for a block of rows per parallel iteration: batch 2, 3 channels, ceil_mode, a 2x3
-// window with dilation 2, 3-D with padded leading dims, rows of 13 outputs, 55 rows in 4 blocks
-// of 14 (the last overlapping), rows wider than a block (one row per block), unpadded rows whose
-// leading window dims need no guard; both ISAs' options. Rows of fewer outputs, or of fewer than
-// 16 input columns, keep the taps on the input.
+// Pools with leading window dims, on rows of at least 4 outputs and 4 input columns, fold those
+// dims for every input column first into a padded local row (lower_pool.cc, "pool_cols"), for a
+// block of rows per parallel iteration, every output column a vector lane: batch 2, 3 channels,
+// ceil_mode, a 2x3 window with dilation 2, 3-D with padded leading dims, rows of 13 outputs, 55
+// rows in 4 blocks of 14 (the last overlapping), rows wider than a block (one row per block),
+// unpadded rows whose leading window dims need no guard, 15 wide; both ISAs' options. Average
+// pools (count_include_pad both ways, ceil_mode past the pads, Inception-v3's 3x3 stride 1 at
+// 17x17 and 8x8, strides 2 and 3) and Lp pools likewise. Rows of fewer than 4 outputs, 1-D pools
+// and the Indices output keep the taps on the input.
 TEST(Pool, MaxPoolColumnsFirst) {
   const LowerOptions avx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
   const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
@@ -71,12 +73,50 @@ TEST(Pool, MaxPoolColumnsFirst) {
                           Case{{1, 2, 111, 111}, Window({3, 3}, 2, 0, 1), true},
                           Case{{1, 2, 4, 2100}, Window({3, 3}, 2, 0, 0), true},
                           Case{{2, 3, 12, 36}, Window({2, 2}, 2, 0, 0), true},
-                          Case{{1, 4, 15, 15}, Window({3, 3}, 2, 0, 1), false}}) {
+                          Case{{1, 4, 15, 15}, Window({3, 3}, 2, 0, 1), true},
+                          Case{{1, 4, 5, 5}, Window({3, 3}, 2, 0, 0), false}}) {
       GraphBuilder b;
       ir::Node* n = b.Op("MaxPool", {b.Input("x", t.x)}, t.attrs);
       ASSERT_NE(n, nullptr);
       SCOPED_TRACE(n->input(0)->type().ToString());
       const KernelSpec spec = CheckNodeAgainstReference(*n, 45, 1e-6, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_EQ(spec.kernel->ToString().find("pool_cols") != std::string::npos, t.columns_first);
+    }
+  }
+}
+
+TEST(Pool, AverageAndLpColumnsFirst) {
+  const LowerOptions avx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
+  const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
+  Attributes lp = Window({3, 2}, 2, 1, 1);
+  lp.Set("p", int64_t{3});
+  Attributes stride3 = AverageWindow({3, 3}, 3, 1, 1, 0);
+  Attributes volume = AverageWindow({3, 3, 3}, 1, 1, 0, 1);
+  volume.Set("strides", std::vector<int64_t>{1, 2, 2});
+  volume.Set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
+  struct Case {
+    const char* op;
+    std::vector<int64_t> x;
+    Attributes attrs;
+    bool columns_first;
+  };
+  for (const LowerOptions* o : {&avx2, &avx512}) {
+    for (const Case& t : {Case{"AveragePool", {1, 5, 17, 17}, AverageWindow({3, 3}, 1, 1, 0, 1), true},
+                          Case{"AveragePool", {1, 5, 17, 17}, AverageWindow({3, 3}, 1, 1, 0, 0), true},
+                          Case{"AveragePool", {2, 3, 8, 8}, AverageWindow({3, 3}, 1, 1, 0, 1), true},
+                          Case{"AveragePool", {1, 3, 11, 10}, AverageWindow({3, 2}, 2, 1, 1, 1), true},
+                          Case{"AveragePool", {1, 3, 11, 10}, AverageWindow({3, 2}, 2, 1, 1, 0), true},
+                          Case{"AveragePool", {1, 2, 20, 37}, stride3, true},
+                          Case{"AveragePool", {1, 2, 5, 6, 9}, volume, true},
+                          Case{"LpPool", {1, 3, 9, 20}, lp, true},
+                          Case{"AveragePool", {1, 3, 6, 6}, AverageWindow({3, 3}, 2, 1, 0, 0), false}}) {
+      GraphBuilder b;
+      ir::Node* n = b.Op(t.op, {b.Input("x", t.x)}, t.attrs);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE(std::string(t.op) + " " + n->input(0)->type().ToString() + " cip " +
+                   std::to_string(t.attrs.GetInt("count_include_pad", 0).value()));
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 46, 1e-5, 4, *o);
       ASSERT_NE(spec.kernel, nullptr);
       EXPECT_EQ(spec.kernel->ToString().find("pool_cols") != std::string::npos, t.columns_first);
     }
