@@ -190,6 +190,7 @@ LowerOptions LowerOptionsForCuda() {
   o.gpu_direct_conv = true;
   o.lane_row_reductions = false;
   o.resize_rows = false;           // a CPU loop nest (measured there only)
+  o.pool_padded_rows = false;      // a CPU loop nest (measured there only)
   o.gemm_panel_at_a_time = false;  // a CPU cache blocking (measured there only)
   o.gemm_first_tile_packs = false;  // a CPU packing trade-off (measured there only)
   o.gemm_prefetch_b = false;       // a CPU cache hint

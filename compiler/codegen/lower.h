@@ -241,6 +241,10 @@ struct LowerOptions {
   // 28x28 -> 224x224: 0.59 ms against ONNX Runtime's 0.23; docs/MEASUREMENTS.md, cpu49). Off
   // on the GPU, which was not measured with it.
   bool resize_rows = true;
+  // Pools with leading window dims fold them first into padded local rows, every output column a
+  // vector lane (lower_pool.cc; max, average and Lp). Off on the GPU, which keeps the max pools'
+  // unpadded column maxima over the interior columns (its lowering before cpu49).
+  bool pool_padded_rows = true;
   // Transposes that move the innermost axis (NCHW <-> NHWC) copy tiles of this
   // many elements square, one vector register a row (lower_transpose.h): 16
   // floats with AVX-512, 8 with AVX2, 4 with SSE. 0: the generic loop nest (the

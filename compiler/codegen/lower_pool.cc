@@ -184,7 +184,11 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   while (CL > 4 && W < CL) CL /= 2;
   const int64_t pad_right = std::max<int64_t>((OW - 1) * sw + (KW - 1) * dw - pl - W + 1, 0);
   const int64_t Wp = pl + W + pad_right;  // the padded row
-  const bool columns_first = !with_indices && acc_t == DType::kF32 && last > 0 && OW >= LP && W >= CL;
+  const bool columns_first = ctx.options().pool_padded_rows && !with_indices && acc_t == DType::kF32 && last > 0 &&
+                             OW >= LP && W >= CL;
+  // Without the padded rows (the GPU's lowering): max pools only, their interior columns.
+  const bool max_columns_first = !ctx.options().pool_padded_rows && vector_cols && mode == PoolKind::kMax &&
+                                 last > 0 && L >= 8 && W >= 16;
 
   // Rows: (b, c, leading output coordinates). A columns-first pool runs R rows of its innermost
   // leading dim per parallel iteration: first the column maxima of all R rows, then their taps.
@@ -196,11 +200,11 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   const int64_t rows = NumElements(row_dims);
   const int64_t LH = last > 0 ? out[last - 1] : 1;
   // Blocks of balanced sizes (the last block overlaps its predecessor by less than one block).
-  const int64_t most_rows = std::max<int64_t>(kColumnBlockFloats / Wp, 1);
-  const int64_t blocks = columns_first ? (LH + most_rows - 1) / most_rows : 1;
+  const int64_t most_rows = std::max<int64_t>(kColumnBlockFloats / (columns_first ? Wp : W), 1);
+  const int64_t blocks = columns_first || max_columns_first ? (LH + most_rows - 1) / most_rows : 1;
   const int64_t R = (LH + blocks - 1) / blocks;
   std::vector<int64_t> outer_dims = row_dims;
-  if (columns_first) outer_dims.back() = blocks;
+  if (columns_first || max_columns_first) outer_dims.back() = blocks;
   Expr r = k.NewVar("r");
   const std::vector<Expr> oix = Delinearize(outer_dims, r);
   // The row coordinates in use: rix[2 + last - 1] is the block's row `i` in the columns-first form.
@@ -400,6 +404,28 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
     per_row.push_back(For(q, 0, (OW + LP - 1) / LP, LoopKind::kSerial, Block(std::move(chunk))));
     body.push_back(For(i2, 0, R, LoopKind::kSerial, Block(std::move(per_row))));
   } else if (vector_cols) {
+    int cols = -1;
+    Expr row = IntConst(0), i2;  // the row's offset into pool_cols, and the taps' row loop variable
+    if (max_columns_first) {
+      Expr i1 = k.NewVar("i");
+      use_block_row(i1);
+      const Lead vl = make_lead();
+      cols = k.AddLocal("pool_cols", DType::kF32, {R * W});
+      Expr qc = k.NewVar("qc"), j0 = k.NewVar("j"), j1 = k.NewVar("j");
+      Expr c0 = i1 * W + Min(qc * kColumnLanes, Expr(W - kColumnLanes));
+      std::vector<Expr> xi{b, c};
+      for (size_t d = 0; d < last; ++d) xi.push_back(vl.coords[d]);
+      xi.push_back(c0 - i1 * W + j1);
+      Stmt update = For(j1, 0, kColumnLanes, LoopKind::kLanes,
+                        k.Store(cols, {c0 + j1}, Max(k.Load(cols, {c0 + j1}), Cast(X.at(xi), DType::kF32))));
+      Stmt per_chunk = For(qc, 0, (W + kColumnLanes - 1) / kColumnLanes, LoopKind::kSerial,
+                           Block({For(j0, 0, kColumnLanes, LoopKind::kLanes, k.Store(cols, {c0 + j0}, init)),
+                                  wrap_lead(vl, vl.ok.is_null() ? update : If(vl.ok, update))}));
+      body.push_back(For(i1, 0, R, LoopKind::kSerial, per_chunk));
+      i2 = k.NewVar("i");
+      use_block_row(i2);
+      row = i2 * W;
+    }
     const Lead l = make_lead();
     int acc = k.AddLocal("pool_vacc", DType::kF32, {L});
     int cnt = k.AddLocal("pool_cnt", DType::kF32, {1});
@@ -412,10 +438,12 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
       std::vector<Expr> xi{b, c};
       for (size_t d = 0; d < last; ++d) xi.push_back(l.coords[d]);
       xi.push_back((ow0 + j) * sw + (kw * dw - pl));
-      Expr x = Cast(X.at(xi), DType::kF32);
-      taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, fold(k.Load(acc, {j}), x))));
+      Expr x = max_columns_first ? k.Load(cols, {row + (ow0 + j) * sw + (kw * dw - pl)}) : Cast(X.at(xi), DType::kF32);
+      Expr a = k.Load(acc, {j});
+      Expr v = mode == PoolKind::kMax ? Max(a, x) : mode == PoolKind::kLp ? a + LpTerm(x, p) : a + x;
+      taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, v)));
     }
-    Stmt tap_block = l.ok.is_null() ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
+    Stmt tap_block = l.ok.is_null() || max_columns_first ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
     Expr counted = cip ? l.counted : l.ok;
     Stmt count_update =
         k.Store(cnt, {Expr(0)}, n + (counted.is_null() ? FloatConst(static_cast<double>(KW))
@@ -424,13 +452,14 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
     Stmt chunk = Block({
         For(j0, 0, L, LoopKind::kLanes, k.Store(acc, {j0}, init)),
         k.Store(cnt, {Expr(0)}, FloatConst(0)),
-        wrap_lead(l, Block({tap_block, count_update})),
+        max_columns_first ? tap_block : wrap_lead(l, Block({tap_block, count_update})),
         For(j1, 0, L, LoopKind::kLanes, stores[0](out_index(ow0 + j1), finish(k.Load(acc, {j1}), n))),
     });
     std::vector<Stmt> per_row{For(q, 0, (ihi - ilo + L - 1) / L, LoopKind::kSerial, chunk)};
     if (ilo > 0) per_row.push_back(scalar_cols(0, ilo));
     if (ihi < OW) per_row.push_back(scalar_cols(ihi, OW));
-    body.push_back(Block(std::move(per_row)));
+    body.push_back(max_columns_first ? For(i2, 0, R, LoopKind::kSerial, Block(std::move(per_row)))
+                                 : Block(std::move(per_row)));
   } else {
     body.push_back(scalar_cols(0, OW));
   }

@@ -291,6 +291,7 @@ passes::WinogradPredicate WinogradPredicateFor(const Backend& backend) {
 
 void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptions* pipeline) {
   pipeline->channels_last = ChannelsLastPredicateFor(backend, layout, pipeline->mixed_precision.precision);
+  pipeline->channels_last_before_enlarging = backend.name() == "cpu";
   pipeline->winograd = WinogradPredicateFor(backend);
   pipeline->weight_packing = [&backend](const ir::Node& conv, const ops::WeightMatrices& matrices) {
     return backend.PackedWeightRows(conv, matrices);

@@ -49,7 +49,8 @@ enum class Form { kElementwise, kChannelsLast, kAxes };
 
 class Rewriter {
  public:
-  Rewriter(ir::Graph& g, const ChannelsLastPredicate& prefers) : g_(g), prefers_(prefers) {}
+  Rewriter(ir::Graph& g, const ChannelsLastPredicate& prefers, bool before_enlarging)
+      : g_(g), prefers_(prefers), before_enlarging_(before_enlarging) {}
 
   Status Run() {
     // 1. The nodes the target prefers in channels-last form.
@@ -87,7 +88,7 @@ class Rewriter {
     }
     // 2b. A transpose back to NCHW behind an op that enlarges the image (an upsampling Resize)
     // goes back in front of it: the same bytes in a fraction of the elements.
-    for (bool changed = true; changed;) {
+    for (bool changed = before_enlarging_; changed;) {
       changed = false;
       for (ir::Node* n : std::vector<ir::Node*>(g_.nodes())) {
         if (removed_.count(n->id())) continue;
@@ -450,6 +451,7 @@ class Rewriter {
 
   ir::Graph& g_;
   const ChannelsLastPredicate& prefers_;
+  const bool before_enlarging_;
   std::unordered_set<int64_t> removed_;                          // node ids (the sweep's snapshot may hold them)
   std::map<std::pair<int64_t, size_t>, ir::Value*> moved_constants_;  // by value id and rank
 };
@@ -458,7 +460,7 @@ class Rewriter {
 
 Status ChannelsLastPass::Run(ir::Graph& graph) {
   if (!prefers_) return Status::Ok();
-  Rewriter r(graph, prefers_);
+  Rewriter r(graph, prefers_, before_enlarging_);
   KEEL_RETURN_IF_ERROR(r.Run());
   return graph.TopologicalSort();
 }

@@ -53,7 +53,8 @@ TEST(Pool, WideRowsVectorChunks) {
 // unpadded rows whose leading window dims need no guard, 15 wide; both ISAs' options. Average
 // pools (count_include_pad both ways, ceil_mode past the pads, Inception-v3's 3x3 stride 1 at
 // 17x17 and 8x8, strides 2 and 3) and Lp pools likewise. Rows of fewer than 4 outputs, 1-D pools
-// and the Indices output keep the taps on the input.
+// and the Indices output keep the taps on the input. The GPU's lowering (LowerOptions::pool_padded_rows
+// off) takes the column maxima of max pools only, over their interior columns, as before cpu49.
 TEST(Pool, MaxPoolColumnsFirst) {
   const LowerOptions avx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
   const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
@@ -65,23 +66,27 @@ TEST(Pool, MaxPoolColumnsFirst) {
   struct Case {
     std::vector<int64_t> x;
     Attributes attrs;
-    bool columns_first;
+    bool columns_first, gpu_columns_first;  // the GPU's: 8 interior outputs over 16 input columns
   };
-  for (const LowerOptions* o : {&avx2, &avx512}) {
-    for (const Case& t : {Case{{2, 3, 21, 40}, Window({3, 3}, 2, 1, 1), true}, Case{{1, 2, 9, 34}, dilated, true},
-                          Case{{1, 2, 5, 6, 37}, volume, true}, Case{{1, 4, 27, 27}, Window({3, 3}, 2, 0, 1), true},
-                          Case{{1, 2, 111, 111}, Window({3, 3}, 2, 0, 1), true},
-                          Case{{1, 2, 4, 2100}, Window({3, 3}, 2, 0, 0), true},
-                          Case{{2, 3, 12, 36}, Window({2, 2}, 2, 0, 0), true},
-                          Case{{1, 4, 15, 15}, Window({3, 3}, 2, 0, 1), true},
-                          Case{{1, 4, 5, 5}, Window({3, 3}, 2, 0, 0), false}}) {
+  const LowerOptions gpu = LowerOptionsForCuda();
+  for (const LowerOptions* o : {&avx2, &avx512, &gpu}) {
+    for (const Case& t : {Case{{2, 3, 21, 40}, Window({3, 3}, 2, 1, 1), true, true},
+                          Case{{1, 2, 9, 34}, dilated, true, true},
+                          Case{{1, 2, 5, 6, 37}, volume, true, true},
+                          Case{{1, 4, 27, 27}, Window({3, 3}, 2, 0, 1), true, true},
+                          Case{{1, 2, 111, 111}, Window({3, 3}, 2, 0, 1), true, true},
+                          Case{{1, 2, 4, 2100}, Window({3, 3}, 2, 0, 0), true, true},
+                          Case{{2, 3, 12, 36}, Window({2, 2}, 2, 0, 0), true, true},
+                          Case{{1, 4, 15, 15}, Window({3, 3}, 2, 0, 1), true, false},
+                          Case{{1, 4, 5, 5}, Window({3, 3}, 2, 0, 0), false, false}}) {
       GraphBuilder b;
       ir::Node* n = b.Op("MaxPool", {b.Input("x", t.x)}, t.attrs);
       ASSERT_NE(n, nullptr);
-      SCOPED_TRACE(n->input(0)->type().ToString());
+      SCOPED_TRACE(n->input(0)->type().ToString() + (o == &gpu ? " gpu" : ""));
       const KernelSpec spec = CheckNodeAgainstReference(*n, 45, 1e-6, 4, *o);
       ASSERT_NE(spec.kernel, nullptr);
-      EXPECT_EQ(spec.kernel->ToString().find("pool_cols") != std::string::npos, t.columns_first);
+      EXPECT_EQ(spec.kernel->ToString().find("pool_cols") != std::string::npos,
+                o == &gpu ? t.gpu_columns_first : t.columns_first);
     }
   }
 }
@@ -119,6 +124,11 @@ TEST(Pool, AverageAndLpColumnsFirst) {
       const KernelSpec spec = CheckNodeAgainstReference(*n, 46, 1e-5, 4, *o);
       ASSERT_NE(spec.kernel, nullptr);
       EXPECT_EQ(spec.kernel->ToString().find("pool_cols") != std::string::npos, t.columns_first);
+      if (o == &avx512) {  // the GPU's lowering keeps the taps on the input
+        const KernelSpec g = CheckNodeAgainstReference(*n, 47, 1e-5, 4, LowerOptionsForCuda());
+        ASSERT_NE(g.kernel, nullptr);
+        EXPECT_EQ(g.kernel->ToString().find("pool_cols"), std::string::npos);
+      }
     }
   }
 }
