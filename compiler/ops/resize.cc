@@ -529,7 +529,7 @@ Status DefineResize(codegen::LowerContext& ctx, const ir::Node& node) {
 // (`rs_rows`: the taps' reads gathered from rows that stay in L1), then writes each output row as
 // the weighted sum of its source rows' resized copies, unit-stride in vector chunks. Source
 // coordinates, taps and weights are SampleAxis' (the injective form's), so the values match it.
-constexpr int64_t kResizeRowsFloats = 16384;  // the local plane of resized source rows (64 KiB)
+constexpr int64_t kResizeRowsFloats = 8192;  // the local plane of resized source rows (32 KiB of stack)
 constexpr int64_t kResizeLanes = 16;
 
 std::optional<codegen::Stmt> ResizeInRows(codegen::LowerContext& ctx, const ir::Node& node,
