@@ -5,14 +5,18 @@
 // Pools are memory-bound and small next to convolutions: a direct kernel,
 // parallel over output rows (image, channel and every spatial dim but the
 // last); the window's leading dims are serial loops guarded per dim, and the
-// last spatial dim is the column: interior columns run as vector chunks
-// (kLanes), border columns with clamped-and-guarded window reads; a max pool
-// on wide rows first takes the maximum over the window's leading dims for every
-// input column, then its taps along the row from that, a block of rows per
-// parallel iteration. The Indices
+// last spatial dim is the column. On the CPU (LowerOptions::pool_padded_rows) a
+// pool with leading window dims first folds them for every input column into a
+// local row padded with the fold's identity, a block of rows per parallel
+// iteration, then takes every output column's taps along that row as vector
+// lanes, borders included. Otherwise (1-D pools, narrow rows, the GPU) interior
+// columns run as vector chunks (kLanes), border columns with clamped-and-guarded
+// window reads (the GPU's max pools on wide rows take the column maxima of the
+// interior columns first). The Indices
 // output (first maximum's flat input index) and integer max pools always use
 // the scalar column path. A channels-last pool (NHWC) instead runs one output
 // pixel per parallel iteration with the channels innermost (ChannelsLastPool).
+// Global pools on the CPU fold vector lanes (LowerOptions::lane_row_reductions).
 #include <algorithm>
 #include <limits>
 #include <optional>

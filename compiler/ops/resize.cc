@@ -21,7 +21,9 @@
 // nearest rounding and the identity of integer coordinates then match the
 // ONNX reference, which works in double); the weights are f32 math on r, all
 // inside the index function. tf_crop_and_resize outputs whose coordinate falls
-// outside the input take extrapolation_value.
+// outside the input take extrapolation_value. On the CPU a Resize alone in its
+// group runs separably instead (ResizeInRows, OpDef::alone_kernel): the same
+// taps and weights, computed once per column and once per row.
 #include <algorithm>
 #include <cmath>
 #include <functional>
