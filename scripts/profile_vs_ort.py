@@ -1,7 +1,7 @@
 """Keel against ONNX Runtime, layer by layer, on the CPU: where a model's gap to ORT is.
 
     .venv/bin/python scripts/profile_vs_ort.py MODEL.onnx MODEL.keel [--threads T] [--runs N]
-        [--keel-bench build/bin/keel-bench] [--input name=file.bin ...] [--top K]
+        [--keel-bench build/bin/keel-bench] [--input name=file.bin ...] [--top K] [--ops OP,OP...]
 
 Both sides are profiled with their own tracing at the same thread count: `keel-bench --profile-all`
 (median per instruction, every one) and ONNX Runtime's profiler (all graph optimizations on, median per node
@@ -10,7 +10,8 @@ layout adds reorder nodes), so both are charged to the model's *anchors*: every 
 Gemm or MatMul node of MODEL.onnx takes the time of the kernels that start at it or at the
 elementwise ops behind it (a fused Relu, Add, Clip, BatchNormalization...). Time that reaches no
 anchor is summed per ONNX op type (pools, concats, softmax...) and ORT's layout reorders are their
-own row. Prints the anchors sorted by Keel - ORT, then the totals per kind.
+own row. Prints the anchors sorted by Keel - ORT, then the totals per kind; with --ops, every node
+of those ONNX op types (pools, Resize, ConvTranspose...) with both sides' time.
 """
 import argparse, collections, json, os, re, sys, tempfile
 
