@@ -1,7 +1,7 @@
 """Keel against ONNX Runtime, layer by layer, on the CPU: where a model's gap to ORT is.
 
     .venv/bin/python scripts/profile_vs_ort.py MODEL.onnx MODEL.keel [--threads T] [--runs N]
-        [--keel-bench build/bin/keel-bench] [--input name=file.bin ...] [--top K]
+        [--keel-bench build/bin/keel-bench] [--input name=file.bin ...] [--top K] [--ops OP,OP...]
 
 Both sides are profiled with their own tracing at the same thread count: `keel-bench --profile-all`
 (median per instruction, every one) and ONNX Runtime's profiler (all graph optimizations on, median per node
@@ -10,7 +10,8 @@ layout adds reorder nodes), so both are charged to the model's *anchors*: every 
 Gemm or MatMul node of MODEL.onnx takes the time of the kernels that start at it or at the
 elementwise ops behind it (a fused Relu, Add, Clip, BatchNormalization...). Time that reaches no
 anchor is summed per ONNX op type (pools, concats, softmax...) and ORT's layout reorders are their
-own row. Prints the anchors sorted by Keel - ORT, then the totals per kind.
+own row. Prints the anchors sorted by Keel - ORT, then the totals per kind; with --ops, every node
+of those ONNX op types (pools, Resize, ConvTranspose...) with both sides' time.
 """
 import argparse, collections, json, os, re, sys, tempfile
 
@@ -109,6 +110,8 @@ def main():
     p.add_argument("keel")
     add_profile_arguments(p, threads=1)
     p.add_argument("--top", type=int, default=20)
+    p.add_argument("--ops", default="", help="also list every node of these ONNX op types (comma-separated), "
+                   "e.g. AveragePool,MaxPool,Resize: Keel's and ORT's time side by side")
     a = p.parse_args()
     g = Graph(onnx.load(a.onnx))
     keel = keel_profile(a)
@@ -144,6 +147,19 @@ def main():
     print("\n%-40s %9s %9s %6s" % ("kind", "Keel ms", "ORT ms", "K/O"))
     for kind, (k, o) in sorted(kinds.items(), key=lambda kv: -max(kv[1])):
         print("%-40s %9.4f %9.4f %6s" % (kind, k, o, "%.2f" % (k / o) if o else "-"))
+    listed = set(filter(None, a.ops.split(",")))
+    if listed:
+        keel_node, ort_node = collections.defaultdict(float), collections.defaultdict(float)
+        for table, times in ((keel_node, keel), (ort_node, [(n, ms) for n, ms, _ in ort_times])):
+            for name, ms in times:
+                node = g.node_of(name)
+                if node is not None:
+                    table[node.name] += ms
+        print("\n%-56s %9s %9s %6s" % ("node (%s)" % ",".join(sorted(listed)), "Keel ms", "ORT ms", "K/O"))
+        for n in g.nodes:
+            if g.nodes[n].op_type in listed:
+                k, o = keel_node.get(n, 0.0), ort_node.get(n, 0.0)
+                print("%-56s %9.4f %9.4f %6s" % (n[-56:], k, o, "%.2f" % (k / o) if o else "-"))
     tk, to = sum(v[0] for v in kinds.values()), sum(v[1] for v in kinds.values())
     print("%-40s %9.4f %9.4f %6s" % ("total (sum of kernels)", tk, to, "%.2f" % (tk / to) if to else "-"))
 

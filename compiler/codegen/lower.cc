@@ -111,6 +111,20 @@ std::optional<Stmt> TransposeTilesOf(LowerContext& ctx, const GroupView& view, c
                           [fn](const std::vector<Expr>& idx) { return fn->at(idx); });
 }
 
+// A group that is one injective node with a loop nest of its own (OpDef::alone_kernel) reading a
+// group input: that loop nest, where the op's form applies.
+std::optional<Stmt> AloneKernelOf(LowerContext& ctx, const GroupView& view, const std::vector<int>& out_bufs) {
+  if (view.nodes.size() != 1 || view.outputs.size() != 1 || out_bufs.size() != 1 || view.inputs.empty()) return std::nullopt;
+  const ir::Node& n = *view.nodes[0];
+  const ops::OpDef* def = ops::FindOp(n);
+  if (!def || !def->alone_kernel || n.input(0) != view.inputs[0] || n.output(0) != view.outputs[0]) return std::nullopt;
+  KernelFunc* k = &ctx.kernel();
+  const int buf = out_bufs[0];
+  return def->alone_kernel(ctx, n, [k, buf](const std::vector<Expr>& idx, Expr value) {
+    return k->Store(buf, idx, Cast(value, k->buffer(buf).dtype));
+  });
+}
+
 // The immediate a one-element constant input reads as (LowerOptions::inline_scalar_constants),
 // or a null Expr: f32, f64, i32 and i64 values only.
 Expr ScalarConstantImmediate(const ir::Value* v, const LowerOptions& options) {
@@ -175,6 +189,8 @@ LowerOptions LowerOptionsForCuda() {
   o.min_parallel_elements = 1;  // a grid is never too small to launch
   o.gpu_direct_conv = true;
   o.lane_row_reductions = false;
+  o.resize_rows = false;           // a CPU loop nest (measured there only)
+  o.pool_padded_rows = false;      // a CPU loop nest (measured there only)
   o.gemm_panel_at_a_time = false;  // a CPU cache blocking (measured there only)
   o.gemm_first_tile_packs = false;  // a CPU packing trade-off (measured there only)
   o.gemm_prefetch_b = false;       // a CPU cache hint
@@ -313,6 +329,8 @@ Result<KernelSpec> LowerNodeToKernel(const ir::Node& node, int64_t index, const 
     ops::OpTwin twin;  // outlives the kernel's construction
     KEEL_ASSIGN_OR_RETURN(Stmt body, LowerAnchor(ctx, *anchor_def, *anchor, stores, twin));
     stmts.push_back(body);
+  } else if (std::optional<Stmt> alone = AloneKernelOf(ctx, view, out_bufs)) {
+    stmts.push_back(*alone);
   } else if (std::optional<Stmt> tiles = TransposeTilesOf(ctx, view, out_bufs)) {
     stmts.push_back(*tiles);
   } else {

@@ -249,6 +249,18 @@ struct LowerOptions {
   // Off on the GPU, whose row mapping (gpu_mapping.h) splits the scalar
   // reduction loops over a warp.
   bool lane_row_reductions = true;
+  // A fused group that is one Resize of f32 data runs separably (ops/resize.cc ResizeInRows):
+  // per block of output rows, each source row it reads resized along the last axis once into a
+  // local plane (the columns' taps and weights computed once per block), then every output row
+  // a weighted sum of such rows in vector chunks. The injective loop nest computes both axes'
+  // source coordinates in f64 and gathers every tap for every output element (LR-ASPP's 21 x
+  // 28x28 -> 224x224: 0.59 ms against ONNX Runtime's 0.23; docs/MEASUREMENTS.md, cpu49). Off
+  // on the GPU, which was not measured with it.
+  bool resize_rows = true;
+  // Pools with leading window dims fold them first into padded local rows, every output column a
+  // vector lane (lower_pool.cc; max, average and Lp). Off on the GPU, which keeps the max pools'
+  // unpadded column maxima over the interior columns (its lowering before cpu49).
+  bool pool_padded_rows = true;
   // Transposes that move the innermost axis (NCHW <-> NHWC) copy tiles of this
   // many elements square, one vector register a row (lower_transpose.h): 16
   // floats with AVX-512, 8 with AVX2, 4 with SSE. 0: the generic loop nest (the

@@ -5,19 +5,24 @@
 // Pools are memory-bound and small next to convolutions: a direct kernel,
 // parallel over output rows (image, channel and every spatial dim but the
 // last); the window's leading dims are serial loops guarded per dim, and the
-// last spatial dim is the column: interior columns run as vector chunks
-// (kLanes), border columns with clamped-and-guarded window reads; a max pool
-// on wide rows first takes the maximum over the window's leading dims for every
-// input column, then its taps along the row from that, a block of rows per
-// parallel iteration. The Indices
+// last spatial dim is the column. On the CPU (LowerOptions::pool_padded_rows) a
+// pool with leading window dims first folds them for every input column into a
+// local row padded with the fold's identity, a block of rows per parallel
+// iteration, then takes every output column's taps along that row as vector
+// lanes, borders included. Otherwise (1-D pools, narrow rows, the GPU) interior
+// columns run as vector chunks (kLanes), border columns with clamped-and-guarded
+// window reads (the GPU's max pools on wide rows take the column maxima of the
+// interior columns first). The Indices
 // output (first maximum's flat input index) and integer max pools always use
 // the scalar column path. A channels-last pool (NHWC) instead runs one output
 // pixel per parallel iteration with the channels innermost (ChannelsLastPool).
+// Global pools on the CPU fold vector lanes (LowerOptions::lane_row_reductions).
 #include <algorithm>
 #include <limits>
 #include <optional>
 
 #include "compiler/codegen/lower_ops.h"
+#include "compiler/codegen/lower_rows.h"
 
 namespace keel::codegen {
 namespace {
@@ -39,7 +44,7 @@ Expr LpRoot(const Expr& s, double p) {
 }
 
 // The accumulator type: f32 for floats (f16/bf16 widened), i64 for integer max pools.
-DType AccType(DType t) { return IsFloat(t) ? DType::kF32 : DType::kI64; }
+DType PoolAccType(DType t) { return IsFloat(t) ? DType::kF32 : DType::kI64; }
 // The column maxima of a columns-first max pool's block of rows (floats, 8 KiB): the rows
 // of one parallel iteration.
 constexpr int64_t kColumnBlockFloats = 2048;
@@ -71,7 +76,7 @@ std::optional<Stmt> ChannelsLastPool(LowerContext& ctx, const TensorFn& X, PoolK
   const int64_t taps = NumElements(kernel);
   if (taps > kMaxUnrolledTaps) return std::nullopt;
   KernelFunc& k = ctx.kernel();
-  const DType acc_t = AccType(X.type.dtype);
+  const DType acc_t = PoolAccType(X.type.dtype);
   std::vector<int64_t> pixel_dims{xs[0]};
   pixel_dims.insert(pixel_dims.end(), out.begin(), out.end());
   Expr r = k.NewVar("r"), c = k.NewVar("c");
@@ -150,7 +155,7 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp || dil.size() != sp)
     return InvalidArgument(NodeLabel(node) + ": malformed window attributes");
   const bool with_indices = mode == PoolKind::kMax && stores.size() > 1 && node.outputs().size() > 1 && node.output(1);
-  const DType acc_t = AccType(X.type.dtype);
+  const DType acc_t = PoolAccType(X.type.dtype);
   const int64_t B = xs[0], C = xs[1];
   const std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(os.begin() + 2, os.end());
   const int64_t W = in[last], OW = out[last], KW = kernel[last], sw = strides[last], dw = dil[last];
@@ -168,13 +173,26 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   int64_t L = 16;
   while (L > 4 && ihi - ilo < L) L /= 2;
   const bool vector_cols = ihi - ilo >= L && !with_indices && acc_t == DType::kF32;
-  // A max pool with leading window dims, rows of at least 16 input columns and 8 interior
-  // outputs first takes the maximum over those dims for every input column of the row
-  // (unit-stride loads), then the taps along the row from that: KW times fewer strided reads
-  // than every tap of every window row (SqueezeNet's 111x111 -> 55x55, 64 channels: 0.082-0.090
-  // -> 0.075 ms at 2 threads. Rows of 13 outputs lost while each row's taps ran right behind its
-  // own column maxima, and gain since rows run in blocks: 27x27 -> 13x13, 0.023 -> 0.011 ms).
-  const bool columns_first = vector_cols && mode == PoolKind::kMax && last > 0 && L >= 8 && W >= 16;
+  // A pool with leading window dims first folds them for every input column of the row
+  // (unit-stride loads: the maximum, or the sum of the values or of their Lp terms) into a local
+  // row padded on both sides with the fold's identity, then takes the taps along the row from
+  // that: KW times fewer strided reads than every tap of every window row, and every output
+  // column a vector lane, the borders included (the pads are in the row). SqueezeNet's max pool
+  // 111x111 -> 55x55, 64 channels: 0.082-0.090 -> 0.075 ms at 2 threads; rows of 13 outputs lost
+  // while each row's taps ran right behind its own column maxima, and gain since rows run in
+  // blocks (27x27 -> 13x13, 0.023 -> 0.011 ms). Average pools since cpu49: Inception-v3's 3x3
+  // stride-1 pools with count_include_pad at 35x35, 17x17 and 8x8 (docs/MEASUREMENTS.md).
+  int64_t LP = 16;  // output lanes per chunk of the padded-row form
+  while (LP > 4 && OW < LP) LP /= 2;
+  int64_t CL = 16;  // input columns per chunk of its column fold
+  while (CL > 4 && W < CL) CL /= 2;
+  const int64_t pad_right = std::max<int64_t>((OW - 1) * sw + (KW - 1) * dw - pl - W + 1, 0);
+  const int64_t Wp = pl + W + pad_right;  // the padded row
+  const bool columns_first = ctx.options().pool_padded_rows && !with_indices && acc_t == DType::kF32 && last > 0 &&
+                             OW >= LP && W >= CL;
+  // Without the padded rows (the GPU's lowering): max pools only, their interior columns.
+  const bool max_columns_first = !ctx.options().pool_padded_rows && vector_cols && mode == PoolKind::kMax &&
+                                 last > 0 && L >= 8 && W >= 16;
 
   // Rows: (b, c, leading output coordinates). A columns-first pool runs R rows of its innermost
   // leading dim per parallel iteration: first the column maxima of all R rows, then their taps.
@@ -186,11 +204,11 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   const int64_t rows = NumElements(row_dims);
   const int64_t LH = last > 0 ? out[last - 1] : 1;
   // Blocks of balanced sizes (the last block overlaps its predecessor by less than one block).
-  const int64_t most_rows = std::max<int64_t>(kColumnBlockFloats / W, 1);
-  const int64_t blocks = columns_first ? (LH + most_rows - 1) / most_rows : 1;
+  const int64_t most_rows = std::max<int64_t>(kColumnBlockFloats / (columns_first ? Wp : W), 1);
+  const int64_t blocks = columns_first || max_columns_first ? (LH + most_rows - 1) / most_rows : 1;
   const int64_t R = (LH + blocks - 1) / blocks;
   std::vector<int64_t> outer_dims = row_dims;
-  if (columns_first) outer_dims.back() = blocks;
+  if (columns_first || max_columns_first) outer_dims.back() = blocks;
   Expr r = k.NewVar("r");
   const std::vector<Expr> oix = Delinearize(outer_dims, r);
   // The row coordinates in use: rix[2 + last - 1] is the block's row `i` in the columns-first form.
@@ -297,10 +315,102 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
   // last chunk stores some columns twice, so the output must not alias an input
   // (in-place reuse is only granted to elementwise groups).
   std::vector<Stmt> body;
-  if (vector_cols) {
+  auto fold = [&](const Expr& a, const Expr& x) {
+    return mode == PoolKind::kMax ? Max(a, x) : mode == PoolKind::kLp ? a + LpTerm(x, p) : a + x;
+  };
+  if (columns_first) {
+    // 1. Each row of the block: its padded row of column folds.
+    Expr i1 = k.NewVar("i");
+    use_block_row(i1);
+    const Lead vl = make_lead();
+    const int cols = k.AddLocal("pool_cols", DType::kF32, {R * Wp});
+    Expr qc = k.NewVar("qc"), j0 = k.NewVar("j"), j1 = k.NewVar("j");
+    Expr w0 = Min(qc * CL, Expr(W - CL));
+    Expr c0 = i1 * Wp + pl + w0;
+    std::vector<Expr> xi{b, c};
+    for (size_t d = 0; d < last; ++d) xi.push_back(vl.coords[d]);
+    xi.push_back(w0 + j1);
+    Stmt update = For(j1, 0, CL, LoopKind::kLanes, k.Store(cols, {c0 + j1}, fold(k.Load(cols, {c0 + j1}), Cast(X.at(xi), DType::kF32))));
+    Stmt per_chunk = For(qc, 0, (W + CL - 1) / CL, LoopKind::kSerial,
+                         Block({For(j0, 0, CL, LoopKind::kLanes, k.Store(cols, {c0 + j0}, init)),
+                                wrap_lead(vl, vl.ok.is_null() ? update : If(vl.ok, update))}));
+    std::vector<Stmt> per_fold_row{per_chunk};
+    Expr e = k.NewVar("e");
+    if (pl > 0) per_fold_row.push_back(For(e, 0, pl, LoopKind::kSerial, k.Store(cols, {i1 * Wp + e}, init)));
+    Expr e2 = k.NewVar("e");
+    if (pad_right > 0)
+      per_fold_row.push_back(For(e2, 0, pad_right, LoopKind::kSerial, k.Store(cols, {i1 * Wp + pl + W + e2}, init)));
+    body.push_back(For(i1, 0, R, LoopKind::kSerial, Block(std::move(per_fold_row))));
+
+    // 2. Each row's taps along its padded row, all OW outputs in LP-lane chunks.
+    Expr i2 = k.NewVar("i");
+    use_block_row(i2);
+    const Lead l = make_lead();
+    std::vector<Stmt> per_row;
+    // An average's divisor: the window rows counted (a scalar per row) times the columns counted
+    // (per output column; uniform where no window reaches past what counts).
+    Expr row_count;
+    if (mode == PoolKind::kAvg) {
+      Expr counted = cip ? l.counted : l.ok;
+      double lead_taps = 1;
+      bool lead_uniform = counted.is_null();  // every window row counts
+      if (cip) {
+        lead_uniform = true;
+        for (size_t d = 0; d < last; ++d)
+          lead_uniform = lead_uniform && (out[d] - 1) * strides[d] - pads[d] + (kernel[d] - 1) * dil[d] < in[d] + pads[d + sp];
+      }
+      for (size_t d = 0; d < last; ++d) lead_taps *= static_cast<double>(kernel[d]);
+      if (lead_uniform) {
+        row_count = FloatConst(lead_taps);
+      } else {
+        const int cnt = k.AddLocal("pool_cnt", DType::kF32, {1});
+        Expr n = k.Load(cnt, {Expr(0)});
+        per_row.push_back(k.Store(cnt, {Expr(0)}, FloatConst(0)));
+        per_row.push_back(wrap_lead(l, k.Store(cnt, {Expr(0)}, n + Select(counted, FloatConst(1), FloatConst(0)))));
+        row_count = n;
+      }
+    }
+    const bool columns_uniform = cip ? (OW - 1) * sw - pl + (KW - 1) * dw < W + pr : ilo == 0 && ihi == OW;
+    const int acc = k.AddLocal("pool_vacc", DType::kF32, {LP});
+    Expr q = k.NewVar("q");
+    Expr ow0 = Min(q * LP, Expr(OW - LP));
+    std::vector<Stmt> chunk;
+    Expr j2 = k.NewVar("j");
+    chunk.push_back(For(j2, 0, LP, LoopKind::kLanes, k.Store(acc, {j2}, init)));
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      Expr j = k.NewVar("j");
+      Expr x = k.Load(cols, {i2 * Wp + (ow0 + j) * sw + kw * dw});
+      Expr a = k.Load(acc, {j});
+      chunk.push_back(For(j, 0, LP, LoopKind::kLanes, k.Store(acc, {j}, mode == PoolKind::kMax ? Max(a, x) : a + x)));
+    }
+    Expr j3 = k.NewVar("j");
+    Expr value = k.Load(acc, {j3});
+    if (mode == PoolKind::kLp) value = LpRoot(value, p);
+    if (mode == PoolKind::kAvg) {
+      if (columns_uniform && row_count->kind == ExprKind::kFloatConst) {
+        // A divisor known at compile time: its reciprocal (within an ulp of the division).
+        value = value * FloatConst(1.0 / std::max(row_count->float_value * static_cast<double>(KW), 1.0));
+      } else {
+        Expr col_count = FloatConst(static_cast<double>(KW));
+        if (!columns_uniform) {
+          col_count = Expr();
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            Expr iw = (ow0 + j3) * sw + (kw * dw - pl);
+            Expr in_col = cip ? iw < W + pr : (iw >= 0) && (iw < W);
+            Expr one = Select(in_col, FloatConst(1), FloatConst(0));
+            col_count = col_count.is_null() ? one : col_count + one;
+          }
+        }
+        value = value / Max(row_count * col_count, FloatConst(1));
+      }
+    }
+    chunk.push_back(For(j3, 0, LP, LoopKind::kLanes, stores[0](out_index(ow0 + j3), value)));
+    per_row.push_back(For(q, 0, (OW + LP - 1) / LP, LoopKind::kSerial, Block(std::move(chunk))));
+    body.push_back(For(i2, 0, R, LoopKind::kSerial, Block(std::move(per_row))));
+  } else if (vector_cols) {
     int cols = -1;
     Expr row = IntConst(0), i2;  // the row's offset into pool_cols, and the taps' row loop variable
-    if (columns_first) {
+    if (max_columns_first) {
       Expr i1 = k.NewVar("i");
       use_block_row(i1);
       const Lead vl = make_lead();
@@ -332,12 +442,12 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
       std::vector<Expr> xi{b, c};
       for (size_t d = 0; d < last; ++d) xi.push_back(l.coords[d]);
       xi.push_back((ow0 + j) * sw + (kw * dw - pl));
-      Expr x = columns_first ? k.Load(cols, {row + (ow0 + j) * sw + (kw * dw - pl)}) : Cast(X.at(xi), DType::kF32);
+      Expr x = max_columns_first ? k.Load(cols, {row + (ow0 + j) * sw + (kw * dw - pl)}) : Cast(X.at(xi), DType::kF32);
       Expr a = k.Load(acc, {j});
       Expr v = mode == PoolKind::kMax ? Max(a, x) : mode == PoolKind::kLp ? a + LpTerm(x, p) : a + x;
       taps.push_back(For(j, 0, L, LoopKind::kLanes, k.Store(acc, {j}, v)));
     }
-    Stmt tap_block = l.ok.is_null() || columns_first ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
+    Stmt tap_block = l.ok.is_null() || max_columns_first ? Block(std::move(taps)) : If(l.ok, Block(std::move(taps)));
     Expr counted = cip ? l.counted : l.ok;
     Stmt count_update =
         k.Store(cnt, {Expr(0)}, n + (counted.is_null() ? FloatConst(static_cast<double>(KW))
@@ -346,13 +456,13 @@ Result<Stmt> LowerPool(LowerContext& ctx, const ir::Node& node, PoolKind mode, c
     Stmt chunk = Block({
         For(j0, 0, L, LoopKind::kLanes, k.Store(acc, {j0}, init)),
         k.Store(cnt, {Expr(0)}, FloatConst(0)),
-        columns_first ? tap_block : wrap_lead(l, Block({tap_block, count_update})),
+        max_columns_first ? tap_block : wrap_lead(l, Block({tap_block, count_update})),
         For(j1, 0, L, LoopKind::kLanes, stores[0](out_index(ow0 + j1), finish(k.Load(acc, {j1}), n))),
     });
     std::vector<Stmt> per_row{For(q, 0, (ihi - ilo + L - 1) / L, LoopKind::kSerial, chunk)};
     if (ilo > 0) per_row.push_back(scalar_cols(0, ilo));
     if (ihi < OW) per_row.push_back(scalar_cols(ihi, OW));
-    body.push_back(columns_first ? For(i2, 0, R, LoopKind::kSerial, Block(std::move(per_row)))
+    body.push_back(max_columns_first ? For(i2, 0, R, LoopKind::kSerial, Block(std::move(per_row)))
                                  : Block(std::move(per_row)));
   } else {
     body.push_back(scalar_cols(0, OW));
@@ -371,9 +481,38 @@ Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, PoolKind m
   if (!IsFloat(X.type.dtype) && (mode != PoolKind::kMax || X.type.dtype == DType::kBool))
     return Unsupported(NodeLabel(node) + ": pooling on " + ir::DTypeName(X.type.dtype));
   KEEL_ASSIGN_OR_RETURN(double p, node.attrs().GetFloat("p", 2.0));
-  const DType acc_t = AccType(X.type.dtype);
+  const DType acc_t = PoolAccType(X.type.dtype);
   std::vector<int64_t> spatial(xs.begin() + 2, xs.end());
   const int64_t S = NumElements(spatial), BC = xs[0] * xs[1];
+  if (ctx.options().lane_row_reductions && acc_t == DType::kF32 && X.channels_last_buffer >= 0 && xs[1] >= kRowLanes) {
+    // Channels-last input (a MobileNetV3 squeeze-excite's pool, ops/channels_last.h): kRowLanes
+    // neighbouring channels per parallel iteration, summed down the pixels in vector lanes (the
+    // last chunk overlaps its predecessor). Each output's sum runs in the scalar loop's order.
+    const int64_t C = xs[1], chunks = (C + kRowLanes - 1) / kRowLanes;
+    int view = k.AddArgView(k.buffer(X.channels_last_buffer).arg_index, "x_nhwc", {xs[0], S, C});
+    int lanes = k.AddLocal("gpool_lanes", acc_t, {kRowLanes});
+    Expr t = k.NewVar("t"), s2 = k.NewVar("s"), j0 = k.NewVar("j"), j1 = k.NewVar("j"), j2 = k.NewVar("j");
+    Expr b = t / chunks, c0 = Min((t % chunks) * kRowLanes, Expr(C - kRowLanes));
+    auto term = [&](const Expr& j) {
+      Expr v = Cast(k.Load(view, {b, s2, c0 + j}), acc_t);
+      return mode == PoolKind::kLp ? LpTerm(v, p) : v;
+    };
+    Expr a = k.Load(lanes, {j1});
+    Expr next_lane = mode == PoolKind::kMax ? Max(a, term(j1)) : a + term(j1);
+    Expr a2 = k.Load(lanes, {j2});
+    Expr lane_result = mode == PoolKind::kMax  ? a2
+                       : mode == PoolKind::kLp ? LpRoot(a2, p)
+                                               : a2 / FloatConst(static_cast<double>(S));
+    std::vector<Expr> out_idx = {b, c0 + j2};
+    for (size_t i = 0; i < spatial.size(); ++i) out_idx.push_back(Expr(0));
+    Stmt body = Block({For(j0, 0, kRowLanes, LoopKind::kLanes,
+                           k.Store(lanes, {j0}, mode == PoolKind::kMax ? MaxInit(acc_t) : FloatConst(0))),
+                       For(s2, 0, S, LoopKind::kSerial, For(j1, 0, kRowLanes, LoopKind::kLanes, k.Store(lanes, {j1}, next_lane))),
+                       For(j2, 0, kRowLanes, LoopKind::kLanes, store(out_idx, lane_result))});
+    const int64_t tasks = xs[0] * chunks;
+    bool par = tasks > 1 && BC * S >= ctx.options().min_parallel_elements;
+    return For(t, 0, tasks, par ? LoopKind::kParallel : LoopKind::kSerial, body);
+  }
   int acc = k.AddLocal("gpool_acc", acc_t, {1});
   Expr r = k.NewVar("r"), s = k.NewVar("s");
   Expr x;
@@ -394,8 +533,24 @@ Result<Stmt> LowerGlobalPool(LowerContext& ctx, const ir::Node& node, PoolKind m
   Expr result = mode == PoolKind::kMax  ? sum
                 : mode == PoolKind::kLp ? LpRoot(sum, p)
                                         : sum / FloatConst(static_cast<double>(S));
-  Stmt body = Block({k.Store(acc, {Expr(0)}, init), For(s, 0, S, LoopKind::kSerial, k.Store(acc, {Expr(0)}, next)),
-                     store(out_idx, result)});
+  Stmt body;
+  if (ctx.options().lane_row_reductions && acc_t == DType::kF32 && X.buffer >= 0 && S >= kRowLanes) {
+    // The CPU form (lower_rows.h LaneReduce): partial results in vector lanes. The scalar loop
+    // below is one dependent add per element (LLVM's vectorized form of it needs 64 elements
+    // a row): a 7x7 plane took 4 cycles per element.
+    int view = k.AddArgView(k.buffer(X.buffer).arg_index, "x_rows", {BC, S});
+    auto term = [&](const Expr& l) {
+      Expr v = Cast(k.Load(view, {r, l}), acc_t);
+      return mode == PoolKind::kLp ? LpTerm(v, p) : v;
+    };
+    std::vector<Stmt> stmts;
+    LaneReduce(ctx, S, mode == PoolKind::kMax ? BinaryOp::kMax : BinaryOp::kAdd, term, acc, 0, acc_t, &stmts);
+    stmts.push_back(store(out_idx, result));
+    body = Block(std::move(stmts));
+  } else {
+    body = Block({k.Store(acc, {Expr(0)}, init), For(s, 0, S, LoopKind::kSerial, k.Store(acc, {Expr(0)}, next)),
+                  store(out_idx, result)});
+  }
   bool par = BC > 1 && BC * S >= ctx.options().min_parallel_elements;
   return For(r, 0, BC, par ? LoopKind::kParallel : LoopKind::kSerial, body);
 }

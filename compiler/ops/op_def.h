@@ -141,6 +141,13 @@ using InjectiveFn = std::function<Status(codegen::LowerContext& ctx, const ir::N
 using KernelFn = std::function<Result<codegen::Stmt>(codegen::LowerContext& ctx, const ir::Node& node,
                                                      const std::vector<codegen::StoreFn>& stores)>;
 
+// kInjective ops with a loop nest of their own for a fused group that is the node alone
+// (its input a group input, its output the group's): the statements storing every output
+// element through `store`, or nullopt where the form does not apply (the group then runs the
+// injective index function in the generic loop nest).
+using AloneKernelFn = std::function<std::optional<codegen::Stmt>(codegen::LowerContext& ctx, const ir::Node& node,
+                                                                 const codegen::StoreFn& store)>;
+
 // Composite ops: builds the ops that compute the canonical, typed `node` through
 // `b` (inserted before it, each canonicalized and typed at once) and returns the
 // values replacing its outputs, one per output.
@@ -239,6 +246,7 @@ struct OpDef {
   ScalarFn scalar;
   InjectiveFn injective;
   KernelFn kernel;
+  AloneKernelFn alone_kernel;
   ExpandFn expand;
   FoldScaleShiftFn fold_scale_shift;
   AsScaleShiftFn as_scale_shift;

@@ -21,9 +21,14 @@
 // nearest rounding and the identity of integer coordinates then match the
 // ONNX reference, which works in double); the weights are f32 math on r, all
 // inside the index function. tf_crop_and_resize outputs whose coordinate falls
-// outside the input take extrapolation_value.
+// outside the input take extrapolation_value. On the CPU a Resize alone in its
+// group runs separably instead (ResizeInRows, OpDef::alone_kernel): the same
+// taps and weights, computed once per column and once per row.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <optional>
 
 #include "compiler/ops/op_util.h"
 #include "compiler/ops/reference.h"
@@ -518,6 +523,138 @@ Status DefineResize(codegen::LowerContext& ctx, const ir::Node& node) {
   return Status::Ok();
 }
 
+// The CPU's separable form of a Resize alone in its group (OpDef::alone_kernel,
+// LowerOptions::resize_rows): f32 data, no crop, at most 4 taps per axis, only the last two axes
+// resized. A parallel iteration is a block of output rows of one plane (the leading axes). It
+// computes the last axis' taps and weights for every output column once (`rs_col_idx`,
+// `rs_col_w`), resizes each source row the block reads along the last axis into a local plane
+// (`rs_rows`: the taps' reads gathered from rows that stay in L1), then writes each output row as
+// the weighted sum of its source rows' resized copies, unit-stride in vector chunks. Source
+// coordinates, taps and weights are SampleAxis' (the injective form's), so the values match it.
+constexpr int64_t kResizeRowsFloats = 8192;  // the local plane of resized source rows (32 KiB of stack)
+constexpr int64_t kResizeLanes = 16;
+
+std::optional<codegen::Stmt> ResizeInRows(codegen::LowerContext& ctx, const ir::Node& node,
+                                          const codegen::StoreFn& store) {
+  using codegen::For;
+  using codegen::LoopKind;
+  using codegen::Stmt;
+  if (!ctx.options().resize_rows) return std::nullopt;
+  Result<const TensorFn*> in_or = ctx.Input(node, 0);
+  if (!in_or.ok()) return std::nullopt;
+  const TensorFn* in = *in_or;
+  const ir::TensorType& ot = node.output(0)->type();
+  const std::vector<int64_t>& xs = in->type.shape;
+  if (in->type.dtype != DType::kF32 || ot.dtype != DType::kF32 || xs.size() < 2) return std::nullopt;
+  Result<ResizeParams> p_or = MakeParams(node, xs, ot.shape);
+  if (!p_or.ok()) return std::nullopt;
+  const ResizeParams p = std::move(*p_or);
+  const size_t rank = xs.size(), hd = rank - 2, wd = rank - 1;
+  if (p.crop) return std::nullopt;
+  for (size_t d = 0; d < hd; ++d)
+    if (!p.axes[d].identity) return std::nullopt;
+  const AxisPlan& ah = p.axes[hd];
+  const AxisPlan& aw = p.axes[wd];
+  if (ah.identity && aw.identity) return std::nullopt;
+  auto taps_of = [&](const AxisPlan& ax) -> int64_t { return ax.identity || p.mode == "nearest" ? 1 : ax.taps; };
+  const int64_t TH = taps_of(ah), TW = taps_of(aw);
+  if (TH > 4 || TW > 4 || ah.aa_scale < 1 || aw.aa_scale < 1) return std::nullopt;
+  const int64_t IH = xs[hd], OH = ot.shape[hd], OW = ot.shape[wd];
+  std::vector<int64_t> lead(ot.shape.begin(), ot.shape.begin() + static_cast<std::ptrdiff_t>(hd));
+  const int64_t planes = codegen::NumElements(lead);
+  // Source rows a block of `rows` output rows reads: the coordinate's slope is at most
+  // in / (out_f - 1) (1 / scale, or align_corners' (in - 1) / (out_f - 1)), plus the taps and
+  // one row for rounding on each side.
+  const double slope = ah.identity ? 1.0 : static_cast<double>(IH) / std::max(ah.out_f - 1, 1.0);
+  auto span_of = [&](int64_t rows) {
+    return std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(rows - 1) * slope)) + TH + 2, IH);
+  };
+  // Enough parallel iterations to balance two threads to a few percent (32), rows of at least 8.
+  int64_t blocks = std::min<int64_t>(std::max<int64_t>((32 + planes - 1) / planes, 1), std::max<int64_t>(OH / 8, 1));
+  int64_t RB = (OH + blocks - 1) / blocks;
+  while (RB > 1 && span_of(RB) * OW > kResizeRowsFloats) RB = (RB + 1) / 2;
+  if (span_of(RB) * OW > kResizeRowsFloats) return std::nullopt;
+  blocks = (OH + RB - 1) / RB;
+  const int64_t span = span_of(RB);
+
+  codegen::KernelFunc& k = ctx.kernel();
+  const int col_idx = k.AddLocal("rs_col_idx", DType::kI64, {TW, OW});
+  const int col_w = k.AddLocal("rs_col_w", DType::kF32, {TW, OW});
+  const int rows = k.AddLocal("rs_rows", DType::kF32, {span, OW});
+  const int row_idx = k.AddLocal("rs_row_idx", DType::kI64, {TH + 1});  // taps' local rows, then the first source row
+  const int row_w = k.AddLocal("rs_row_w", DType::kF32, {TH});
+  Expr t = k.NewVar("t");
+  const std::vector<Expr> plane_idx = codegen::Delinearize(lead, t / blocks);
+  Expr oy0 = codegen::Min((t % blocks) * RB, Expr(OH - RB));
+  std::vector<Stmt> body;
+  // The columns' taps and weights.
+  {
+    Expr ox = k.NewVar("ox");
+    const AxisSample cs = SampleAxis(p, aw, ox);
+    std::vector<Stmt> per;
+    for (int64_t j = 0; j < TW; ++j) {
+      per.push_back(k.Store(col_idx, {Expr(j), ox}, cs.index[static_cast<size_t>(j)]));
+      per.push_back(k.Store(col_w, {Expr(j), ox}, cs.weight.empty() ? F32(1) : cs.weight[static_cast<size_t>(j)]));
+    }
+    body.push_back(For(ox, 0, OW, LoopKind::kVectorize, codegen::Block(std::move(per))));
+  }
+  // The first source row of the block, then each source row it reads resized along the last axis.
+  const Expr first = k.Load(row_idx, {Expr(TH)});
+  body.push_back(k.Store(row_idx, {Expr(TH)}, SampleAxis(p, ah, oy0).index[0]));
+  const bool lanes = OW >= kResizeLanes;
+  auto columns = [&](const std::function<Stmt(const Expr&)>& at) -> Stmt {
+    if (!lanes) {
+      Expr ox = k.NewVar("ox");
+      return For(ox, 0, OW, LoopKind::kSerial, at(ox));
+    }
+    Expr q = k.NewVar("q"), j = k.NewVar("j");
+    return For(q, 0, (OW + kResizeLanes - 1) / kResizeLanes, LoopKind::kSerial,
+               For(j, 0, kResizeLanes, LoopKind::kLanes, at(codegen::Min(q * kResizeLanes, Expr(OW - kResizeLanes)) + j)));
+  };
+  {
+    Expr r = k.NewVar("r");
+    Expr y = codegen::Min(first + r, Expr(IH - 1));
+    body.push_back(For(r, 0, span, LoopKind::kSerial, columns([&](const Expr& ox) {
+      Expr v;
+      for (int64_t j = 0; j < TW; ++j) {
+        std::vector<Expr> src = plane_idx;
+        src.push_back(y);
+        src.push_back(k.Load(col_idx, {Expr(j), ox}));
+        Expr term = in->at(src) * k.Load(col_w, {Expr(j), ox});
+        v = v.is_null() ? term : v + term;
+      }
+      return k.Store(rows, {r, ox}, v);
+    })));
+  }
+  // Each output row: its taps' local rows and weights (scalars), then the weighted sum.
+  {
+    Expr i = k.NewVar("i");
+    Expr oy = oy0 + i;
+    const AxisSample rs = SampleAxis(p, ah, oy);
+    std::vector<Stmt> per;
+    for (int64_t j = 0; j < TH; ++j) {
+      per.push_back(k.Store(row_idx, {Expr(j)}, codegen::Clamp(rs.index[static_cast<size_t>(j)] - first, 0, span - 1)));
+      per.push_back(k.Store(row_w, {Expr(j)}, rs.weight.empty() ? F32(1) : rs.weight[static_cast<size_t>(j)]));
+    }
+    per.push_back(columns([&](const Expr& ox) {
+      Expr v;
+      for (int64_t j = 0; j < TH; ++j) {
+        Expr term = k.Load(rows, {k.Load(row_idx, {Expr(j)}), ox});
+        if (!rs.weight.empty()) term = term * k.Load(row_w, {Expr(j)});
+        v = v.is_null() ? term : v + term;
+      }
+      std::vector<Expr> out = plane_idx;
+      out.push_back(oy);
+      out.push_back(ox);
+      return store(out, v);
+    }));
+    body.push_back(For(i, 0, RB, LoopKind::kSerial, codegen::Block(std::move(per))));
+  }
+  const int64_t iterations = planes * blocks;
+  const bool par = iterations > 1 && planes * OH * OW >= ctx.options().min_parallel_elements;
+  return For(t, 0, iterations, par ? LoopKind::kParallel : LoopKind::kSerial, codegen::Block(std::move(body)));
+}
+
 // Layout (OpDef::permute_axes): the canonical geometry is one entry per axis
 // (roi: the starts, then the ends), so reading transposed inputs is the same
 // resize with the entries moved along: old axis i is new axis perm[i].
@@ -545,6 +682,7 @@ OpDef ResizeDef(const std::string& name, std::vector<int> versions) {
   def.canonicalize = CanonicalizeResize;
   def.infer = InferResize;
   def.injective = DefineResize;
+  def.alone_kernel = ResizeInRows;
   def.permute_axes = PermuteResizeAxes;
   return def;
 }

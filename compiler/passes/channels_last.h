@@ -20,6 +20,10 @@
 //      An op with an axis hook that drops axes (a mean over H and W without
 //      keepdims) reads the channels-last tensor where its result stays the same
 //      tensor ([N, C] either way).
+//   2b. (When asked: the CPU.) A transpose back to NCHW behind an op in its axis form that
+//      writes at least twice the elements it reads from one operand (an upsampling Resize),
+//      that op's only reader, goes back in front of it: the op runs channels-first on the image
+//      that is still small, and the transpose moves a fraction of the bytes.
 //   3. A transpose to NHWC of an op's output (through elementwise ops with one
 //      tensor operand: a stem's Relu) goes into that op where the target
 //      prefers its output-only form (ops/channels_last.h: operands as they
@@ -57,7 +61,9 @@ using ChannelsLastPredicate = std::function<bool(const ir::Node& node)>;
 
 class ChannelsLastPass : public Pass {
  public:
-  explicit ChannelsLastPass(ChannelsLastPredicate prefers) : prefers_(std::move(prefers)) {}
+  // `before_enlarging`: step 2b (below) on.
+  explicit ChannelsLastPass(ChannelsLastPredicate prefers, bool before_enlarging = false)
+      : prefers_(std::move(prefers)), before_enlarging_(before_enlarging) {}
   std::string name() const override { return "channels-last"; }
   std::string description() const override {
     return "run convolutions and pools channels-last where the target prefers it, transposes at the edges";
@@ -66,6 +72,7 @@ class ChannelsLastPass : public Pass {
 
  private:
   ChannelsLastPredicate prefers_;
+  bool before_enlarging_ = false;
 };
 
 }  // namespace keel::passes

@@ -78,7 +78,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "cse") return std::unique_ptr<Pass>(new CsePass());
   if (name == "batchnorm-folding") return std::unique_ptr<Pass>(new BatchNormFoldingPass());
   if (name == "pad-folding") return std::unique_ptr<Pass>(new PadFoldingPass());
-  if (name == "channels-last") return std::unique_ptr<Pass>(new ChannelsLastPass(options.channels_last));
+  if (name == "channels-last") return std::unique_ptr<Pass>(new ChannelsLastPass(options.channels_last, options.channels_last_before_enlarging));
   if (name == "gelu-fusion") return std::unique_ptr<Pass>(new GeluFusionPass());
   if (name == "fusion") return std::unique_ptr<Pass>(new FusionPass(options.fuse_anchors));
   if (name == "mixed-precision") {

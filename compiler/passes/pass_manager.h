@@ -97,6 +97,9 @@ struct PipelineOptions {
   // channels-last: the target's preference (driver/backend.h, keelc --layout);
   // empty: the pass changes nothing.
   ChannelsLastPredicate channels_last;
+  // channels-last: a transpose back to NCHW behind an op that enlarges the image goes in front of
+  // it (channels_last.h, step 2b; the CPU's choice, not measured on the GPU).
+  bool channels_last_before_enlarging = false;
   // winograd: the target's choice of Winograd tile per 3x3 convolution
   // (driver/backend.h, keelc --winograd); empty: the pass changes nothing.
   WinogradPredicate winograd;

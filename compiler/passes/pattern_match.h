@@ -38,7 +38,7 @@ bool ConstantWeightConv(const ir::Node& conv, ops::LibraryCall call = ops::Libra
 
 // The end of a rewrite of `n` into new nodes computing `out`: Internal naming the
 // node and the `form` when out's type is not n's output type; else n's readers
-// read `out` and n is removed.
+// read `out` (which takes n's output's name where that is a graph output) and n is removed.
 Status ReplaceWithRewrite(ir::Graph& graph, ir::Node* n, ir::Value* out, const std::string& form);
 
 // `n` = x * c, c * x or x / c with c a nonzero constant scalar and x of the

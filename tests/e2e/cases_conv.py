@@ -40,6 +40,13 @@ CASES = {
     "conv3d_depthwise": lambda: conv("Conv", (1, 4, 5, 6, 20), (4, 1, 3, 3, 3), group=4, pads=[1, 1, 1, 1, 1, 1]),
     "convtranspose2d_output_padding": lambda: conv("ConvTranspose", (1, 3, 5, 6), (3, 4, 3, 3), bias=True,
                                                    strides=[2, 3], output_padding=[1, 2], pads=[1, 0, 0, 1]),
+    # Strided ones that the CPU runs as a forward Conv and a DepthToSpace (the subpixel pass): kernel ==
+    # stride (no crop), a U-Net's 3x3 stride 2 with pads and output_padding, 5x5 stride 3 with uneven pads.
+    "convtranspose2d_k2s2": lambda: conv("ConvTranspose", (2, 6, 5, 7), (6, 5, 2, 2), bias=True, strides=[2, 2]),
+    "convtranspose2d_k3s2_output_padding": lambda: conv("ConvTranspose", (1, 4, 7, 6), (4, 3, 3, 3), bias=True,
+                                                        strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+    "convtranspose2d_k5s3_uneven": lambda: conv("ConvTranspose", (1, 3, 4, 5), (3, 2, 5, 5), strides=[3, 3],
+                                                pads=[2, 1, 1, 2], output_padding=[2, 2]),
     "convtranspose2d_group_dilation": lambda: conv("ConvTranspose", (2, 4, 4, 5), (4, 3, 2, 3), group=2,
                                                    dilations=[2, 1], strides=[2, 1]),
     "convtranspose1d_output_shape": lambda: conv("ConvTranspose", (1, 2, 7), (2, 3, 4), strides=[2],

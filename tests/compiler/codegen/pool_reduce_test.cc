@@ -45,13 +45,16 @@ TEST(Pool, WideRowsVectorChunks) {
   for (int64_t cip : {0, 1}) CheckOp(b, "AveragePool", {x}, AverageWindow({3, 3}, 1, 1, 0, cip), 44);
 }
 
-// Max pools whose rows have at least 8 interior outputs, over at least 16 input columns, take the
-// maximum over the window's leading dims for every input column first (lower_pool.cc,
-// "pool_cols"), for a block of rows per parallel iteration: batch 2, 3 channels, ceil_mode, a 2x3
-// window with dilation 2, 3-D with padded leading dims, rows of 13 outputs, 55 rows in 4 blocks
-// of 14 (the last overlapping), rows wider than a block (one row per block), unpadded rows whose
-// leading window dims need no guard; both ISAs' options. Rows of fewer outputs, or of fewer than
-// 16 input columns, keep the taps on the input.
+// Pools with leading window dims, on rows of at least 4 outputs and 4 input columns, fold those
+// dims for every input column first into a padded local row (lower_pool.cc, "pool_cols"), for a
+// block of rows per parallel iteration, every output column a vector lane: batch 2, 3 channels,
+// ceil_mode, a 2x3 window with dilation 2, 3-D with padded leading dims, rows of 13 outputs, 55
+// rows in 4 blocks of 14 (the last overlapping), rows wider than a block (one row per block),
+// unpadded rows whose leading window dims need no guard, 15 wide; both ISAs' options. Average
+// pools (count_include_pad both ways, ceil_mode past the pads, Inception-v3's 3x3 stride 1 at
+// 17x17 and 8x8, strides 2 and 3) and Lp pools likewise. Rows of fewer than 4 outputs, 1-D pools
+// and the Indices output keep the taps on the input. The GPU's lowering (LowerOptions::pool_padded_rows
+// off) takes the column maxima of max pools only, over their interior columns, as before cpu49.
 TEST(Pool, MaxPoolColumnsFirst) {
   const LowerOptions avx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
   const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
@@ -63,22 +66,69 @@ TEST(Pool, MaxPoolColumnsFirst) {
   struct Case {
     std::vector<int64_t> x;
     Attributes attrs;
-    bool columns_first;
+    bool columns_first, gpu_columns_first;  // the GPU's: 8 interior outputs over 16 input columns
   };
-  for (const LowerOptions* o : {&avx2, &avx512}) {
-    for (const Case& t : {Case{{2, 3, 21, 40}, Window({3, 3}, 2, 1, 1), true}, Case{{1, 2, 9, 34}, dilated, true},
-                          Case{{1, 2, 5, 6, 37}, volume, true}, Case{{1, 4, 27, 27}, Window({3, 3}, 2, 0, 1), true},
-                          Case{{1, 2, 111, 111}, Window({3, 3}, 2, 0, 1), true},
-                          Case{{1, 2, 4, 2100}, Window({3, 3}, 2, 0, 0), true},
-                          Case{{2, 3, 12, 36}, Window({2, 2}, 2, 0, 0), true},
-                          Case{{1, 4, 15, 15}, Window({3, 3}, 2, 0, 1), false}}) {
+  const LowerOptions gpu = LowerOptionsForCuda();
+  for (const LowerOptions* o : {&avx2, &avx512, &gpu}) {
+    for (const Case& t : {Case{{2, 3, 21, 40}, Window({3, 3}, 2, 1, 1), true, true},
+                          Case{{1, 2, 9, 34}, dilated, true, true},
+                          Case{{1, 2, 5, 6, 37}, volume, true, true},
+                          Case{{1, 4, 27, 27}, Window({3, 3}, 2, 0, 1), true, true},
+                          Case{{1, 2, 111, 111}, Window({3, 3}, 2, 0, 1), true, true},
+                          Case{{1, 2, 4, 2100}, Window({3, 3}, 2, 0, 0), true, true},
+                          Case{{2, 3, 12, 36}, Window({2, 2}, 2, 0, 0), true, true},
+                          Case{{1, 4, 15, 15}, Window({3, 3}, 2, 0, 1), true, false},
+                          Case{{1, 4, 5, 5}, Window({3, 3}, 2, 0, 0), false, false}}) {
       GraphBuilder b;
       ir::Node* n = b.Op("MaxPool", {b.Input("x", t.x)}, t.attrs);
       ASSERT_NE(n, nullptr);
-      SCOPED_TRACE(n->input(0)->type().ToString());
+      SCOPED_TRACE(n->input(0)->type().ToString() + (o == &gpu ? " gpu" : ""));
       const KernelSpec spec = CheckNodeAgainstReference(*n, 45, 1e-6, 4, *o);
       ASSERT_NE(spec.kernel, nullptr);
+      EXPECT_EQ(spec.kernel->ToString().find("pool_cols") != std::string::npos,
+                o == &gpu ? t.gpu_columns_first : t.columns_first);
+    }
+  }
+}
+
+TEST(Pool, AverageAndLpColumnsFirst) {
+  const LowerOptions avx2 = LowerOptionsForCpuFeatures("+avx2,+fma");
+  const LowerOptions avx512 = LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f");
+  Attributes lp = Window({3, 2}, 2, 1, 1);
+  lp.Set("p", int64_t{3});
+  Attributes stride3 = AverageWindow({3, 3}, 3, 1, 1, 0);
+  Attributes volume = AverageWindow({3, 3, 3}, 1, 1, 0, 1);
+  volume.Set("strides", std::vector<int64_t>{1, 2, 2});
+  volume.Set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
+  struct Case {
+    const char* op;
+    std::vector<int64_t> x;
+    Attributes attrs;
+    bool columns_first;
+  };
+  for (const LowerOptions* o : {&avx2, &avx512}) {
+    for (const Case& t : {Case{"AveragePool", {1, 5, 17, 17}, AverageWindow({3, 3}, 1, 1, 0, 1), true},
+                          Case{"AveragePool", {1, 5, 17, 17}, AverageWindow({3, 3}, 1, 1, 0, 0), true},
+                          Case{"AveragePool", {2, 3, 8, 8}, AverageWindow({3, 3}, 1, 1, 0, 1), true},
+                          Case{"AveragePool", {1, 3, 11, 10}, AverageWindow({3, 2}, 2, 1, 1, 1), true},
+                          Case{"AveragePool", {1, 3, 11, 10}, AverageWindow({3, 2}, 2, 1, 1, 0), true},
+                          Case{"AveragePool", {1, 2, 20, 37}, stride3, true},
+                          Case{"AveragePool", {1, 2, 5, 6, 9}, volume, true},
+                          Case{"LpPool", {1, 3, 9, 20}, lp, true},
+                          Case{"AveragePool", {1, 3, 6, 6}, AverageWindow({3, 3}, 2, 1, 0, 0), false}}) {
+      GraphBuilder b;
+      ir::Node* n = b.Op(t.op, {b.Input("x", t.x)}, t.attrs);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE(std::string(t.op) + " " + n->input(0)->type().ToString() + " cip " +
+                   std::to_string(t.attrs.GetInt("count_include_pad", 0).value()));
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 46, 1e-5, 4, *o);
+      ASSERT_NE(spec.kernel, nullptr);
       EXPECT_EQ(spec.kernel->ToString().find("pool_cols") != std::string::npos, t.columns_first);
+      if (o == &avx512) {  // the GPU's lowering keeps the taps on the input
+        const KernelSpec g = CheckNodeAgainstReference(*n, 47, 1e-5, 4, LowerOptionsForCuda());
+        ASSERT_NE(g.kernel, nullptr);
+        EXPECT_EQ(g.kernel->ToString().find("pool_cols"), std::string::npos);
+      }
     }
   }
 }
@@ -86,6 +136,44 @@ TEST(Pool, MaxPoolColumnsFirst) {
 TEST(Pool, GlobalAveragePool) {
   GraphBuilder b;
   CheckOp(b, "GlobalAveragePool", {b.Input("x", {2, 37, 7, 7})}, {}, 43);
+}
+
+// The CPU's lane forms of global pools (LowerOptions::lane_row_reductions): channels-first planes of
+// at least 16 pixels fold 16 partial results per lane (lower_rows.h LaneReduce: whole chunks, a
+// tail, 7x7), channels-last input of at least 16 channels sums 16 neighbouring channels per vector
+// (37 channels: the last chunk overlaps). Average, max and Lp (p 2 and 3), each against the
+// reference; smaller planes or fewer channels keep the scalar loop, and so does the GPU's lowering.
+TEST(Pool, GlobalPoolLaneForms) {
+  struct Case {
+    std::vector<int64_t> x;
+    bool channels_last, lanes;
+  };
+  const std::vector<Case> cases = {{{2, 5, 7, 7}, false, true},   {{1, 3, 4, 4}, false, true},
+                                   {{1, 4, 8, 9}, false, true},   {{2, 6, 3, 5}, false, false},
+                                   {{2, 7, 7, 37}, true, true},   {{1, 3, 5, 16}, true, true},
+                                   {{1, 5, 5, 12}, true, false}};
+  uint32_t seed = 70;
+  for (const Case& t : cases) {
+    for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {
+      for (int64_t p : {2, 3}) {
+        if (p == 3 && std::string(op) != "GlobalLpPool") continue;
+        GraphBuilder b;
+        Attributes a = std::string(op) == "GlobalLpPool" ? Attrs({{"p", p}}) : Attributes();
+        if (t.channels_last) a.Set("keel.channels_last", int64_t{1});
+        ir::Node* n = b.Op(op, {b.Input("x", t.x)}, a);
+        ASSERT_NE(n, nullptr);
+        SCOPED_TRACE(std::string(op) + " p " + std::to_string(p) + " " + n->input(0)->type().ToString() +
+                     (t.channels_last ? " channels-last" : ""));
+        const KernelSpec spec = CheckNodeAgainstReference(*n, seed++, 1e-5);
+        ASSERT_NE(spec.kernel, nullptr);
+        const std::string text = spec.kernel->ToString();
+        EXPECT_EQ(text.find(t.channels_last ? "gpool_lanes" : "row_lanes") != std::string::npos, t.lanes);
+        const KernelSpec gpu = CheckNodeAgainstReference(*n, seed++, 1e-5, 4, LowerOptionsForCuda());
+        ASSERT_NE(gpu.kernel, nullptr);
+        EXPECT_EQ(gpu.kernel->ToString().find("lanes"), std::string::npos);
+      }
+    }
+  }
 }
 
 // Channels-last forms (compiler/ops/channels_last.h): X [N,H,W,C], output likewise.

@@ -18,10 +18,10 @@ ChannelsLastPredicate Always() {
   return [](const ir::Node&) { return true; };
 }
 
-std::function<Status(ir::Graph&)> Transform(ChannelsLastPredicate prefers) {
-  return [prefers](ir::Graph& g) -> Status {
+std::function<Status(ir::Graph&)> Transform(ChannelsLastPredicate prefers, bool before_enlarging = false) {
+  return [prefers, before_enlarging](ir::Graph& g) -> Status {
     KEEL_RETURN_IF_ERROR(InferShapes(g));
-    ChannelsLastPass pass(prefers);
+    ChannelsLastPass pass(prefers, before_enlarging);
     KEEL_RETURN_IF_ERROR(pass.Run(g));
     return g.Verify(true);
   };
@@ -239,6 +239,47 @@ TEST(ChannelsLastTest, FlattenedPatchesBecomeTokensWithoutTransposes) {
     EXPECT_LT(CompareAfter(build, Transform(Always()), in, &g, &keep), 1e-6);
     ASSERT_NE(g, nullptr);
     EXPECT_EQ(Histogram(*g).at("Transpose"), tokens ? 1 : 3) << ir::PrintGraph(*g);
+  }
+}
+
+// An upsampling Resize behind a channels-last convolution, with step 2b on (the CPU's): where its
+// output leaves in NCHW (the graph's output) it runs channels-first, with the transpose back in
+// front of it on the image a quarter its size; where another convolution reads it, it stays
+// channels-last and no transpose is left between them. Nearest x2, then linear x2. Without step
+// 2b (the GPU) the Resize stays channels-last either way.
+TEST(ChannelsLastTest, UpsamplingResizeLeavesThroughTheSmallImage) {
+  struct Case {
+    bool conv_after, before_enlarging;
+  };
+  for (const Case& t : {Case{false, true}, Case{true, true}, Case{false, false}}) {
+    for (const char* mode : {"nearest", "linear"}) {
+      SCOPED_TRACE(std::string(mode) + (t.conv_after ? ", a convolution after it" : ", the graph's output") +
+                   (t.before_enlarging ? "" : ", step 2b off"));
+      auto build = [t, mode] {
+        auto g = std::make_unique<ir::Graph>();
+        ir::Value* x = g->AddInput("x", F32({2, 3, 5, 6}));
+        ir::Node* c = Conv(*g, "c", x, 3, 4, 3, 61);
+        ir::Value* scales = g->AddConstant("scales", ops::MakeTensorF32({4}, {1, 1, 2, 2}));
+        ir::Node* up = g->AddNode("Resize", "up", {c->output(0), nullptr, scales}, 1, {t.conv_after ? "up" : "y"});
+        up->attrs().Set("mode", std::string(mode));
+        ir::Value* y = up->output(0);
+        if (t.conv_after) y = Conv(*g, "c2", y, 4, 5, 3, 63)->output(0);
+        g->AddOutput(y);
+        return g;
+      };
+      const std::vector<ir::TensorDataPtr> in = {Random({2, 3, 5, 6}, 19)};
+      ir::Graph* g = nullptr;
+      std::unique_ptr<ir::Graph> keep;
+      EXPECT_LT(CompareAfter(build, Transform(Always(), t.before_enlarging), in, &g, &keep), 1e-6);
+      ASSERT_NE(g, nullptr);
+      EXPECT_EQ(Histogram(*g).at("Transpose"), 2) << ir::PrintGraph(*g);  // the image in, the result out
+      const bool nchw = t.before_enlarging && !t.conv_after;
+      for (const ir::Node* n : g->nodes()) {
+        if (n->op_type() != "Resize") continue;
+        EXPECT_EQ(n->input(0)->producer()->op_type(), nchw ? "Transpose" : "Conv") << ir::PrintGraph(*g);
+        EXPECT_EQ(n->output(0)->type().shape, nchw ? (std::vector<int64_t>{2, 4, 10, 12}) : (std::vector<int64_t>{2, 10, 12, 4}));
+      }
+    }
   }
 }
 
