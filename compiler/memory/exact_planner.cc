@@ -653,9 +653,8 @@ GroupOutcome PlanItemsByParts(const std::vector<internal::PackingItem>& items, G
     const Clock::time_point now = Clock::now();
     if (now >= deadline) break;  // the parts left keep their greedy layouts
     const Clock::time_point part_deadline =
-        now >= deadline ? deadline
-                        : now + std::chrono::duration_cast<Clock::duration>((deadline - now) * static_cast<double>(parts[p].size()) /
-                                                                            static_cast<double>(items_to_do));
+        now + std::chrono::duration_cast<Clock::duration>((deadline - now) * static_cast<double>(parts[p].size()) /
+                                                          static_cast<double>(items_to_do));
     items_to_do -= parts[p].size();
     plan_part(p, part_deadline);
   }

@@ -105,13 +105,11 @@ class OverlapMinimizer {
         best = std::move(settled_);
         best_top = settled_top_;
         ++result_.improvements;
-        last_gain_moves_ = result_.moves;
         Trace(items_.size(), best_top);
       } else if (ok) {
         best = offsets_;
         best_top = TopOf(best);
         ++result_.improvements;
-        last_gain_moves_ = result_.moves;
         Trace(items_.size(), best_top);
         // The step doubles after a success, unless the capacity before
         // was given up: the step that just worked is the one to repeat
@@ -150,7 +148,6 @@ class OverlapMinimizer {
   }
 
  private:
-  uint64_t last_gain_moves_ = 0;   // result_.moves at the last new best
   uint64_t next_clock_check_ = 0;  // Spent() reads the clock from here on
   uint64_t End(int32_t i) const { return offsets_[i] + items_[i].size; }
   uint64_t TopOf(const std::vector<uint64_t>& offsets) const {
@@ -163,10 +160,6 @@ class OverlapMinimizer {
   // `read_clock` says.
   bool Spent(bool read_clock = false) {
     if (result_.moves >= limits_.max_moves) return true;
-    if (limits_.min_idle_moves != 0 &&
-        result_.moves - last_gain_moves_ > std::max(limits_.min_idle_moves, last_gain_moves_)) {
-      return true;
-    }
     if (read_clock || result_.moves >= next_clock_check_) {
       next_clock_check_ = result_.moves + 256;
       if (SearchClock::now() > limits_.deadline) {

@@ -93,11 +93,6 @@ namespace keel::memory::internal {
 struct RefineLimits {
   SearchClock::time_point deadline = SearchClock::time_point::max();
   uint64_t max_moves = UINT64_MAX;  // item moves tried, by all capacities together
-  // When nonzero: the search ends once the moves since its last new best
-  // exceed both this and the moves before that best (it has stalled: it
-  // spent longer without a gain than it took to make the gains), leaving
-  // the rest of the time to the caller's next step.
-  uint64_t min_idle_moves = 0;
 };
 
 struct RefineResult {
