@@ -535,10 +535,15 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
       // heights, as blocks: a quick probe of them first (it decides parts
       // of the 10,000-buffer perfect packings that the buffers' patient
       // probes do not, and those took 0.5 s of a 0.6 s share on seed 9's
-      // 1,549-buffer part under load), then the buffers' patient probes.
-      // TilePieces is bounded by its nodes; half the time left is only an
-      // outer stop (an eighth cut it on a loaded machine: no piece packed,
-      // the plain path instead, 1.0383x where the pieces reach 1.0029x).
+      // 1,549-buffer part under load), then the buffers' patient probes
+      // only where no piece was packed: after the pieces' probe they
+      // decided no part of the 10,000-buffer perfect packings (seeds
+      // 1-10) and took 1-3 s of the 10 under load (an eighth of the part's
+      // time per merge), which the improvement lacked (3,000 buffers and
+      // fewer: the same results without them). TilePieces is bounded by
+      // its nodes; half the time left is only an outer stop (an eighth cut
+      // it on a loaded machine: no piece packed, the plain path instead,
+      // 1.0383x where the pieces reach 1.0029x).
       size_t tiled = 0;
       const internal::BlockProblem pieces =
           internal::TilePieces(items, Clock::now() + (deadline - Clock::now()) / 2, {}, &tiled);
@@ -547,7 +552,7 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
       if (tiled > 0) piece_layout = on_pieces.Probe(Clock::now(), deadline, kQuickProbe);
       if (!piece_layout.empty()) {
         block_layout = internal::ExpandBlockLayout(pieces, piece_layout);
-      } else {
+      } else if (tiled == 0) {
         block_layout = blocks.Probe(group_start, deadline, kPatientProbe);
       }
       if (block_layout.empty()) {
