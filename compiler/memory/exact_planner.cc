@@ -361,6 +361,7 @@ class BlockConstruction {
       : items_(items), target_(target), max_nodes_(max_nodes), nodes_left_(max_nodes) {}
 
   std::vector<uint64_t> Probe(Clock::time_point start, Clock::time_point deadline, ProbeBudget budget) {
+    if (Clock::now() >= deadline) return {};  // (the four merges take 0.03 s on 10,000 buffers)
     if (!merged_) {
       merged_ = true;
       std::vector<size_t> seen;
@@ -377,7 +378,7 @@ class BlockConstruction {
     }
     for (size_t p = 0; p < problems_.size() && p < budget.merges; ++p) {
       if (refuted_[p]) continue;  // these blocks cannot be packed within the target
-      if (nodes_left_ == 0) break;
+      if (nodes_left_ == 0 || Clock::now() >= deadline) break;
       const internal::BlockProblem& problem = problems_[p];
       uint64_t nodes = std::min({nodes_left_, budget.max_nodes,
                                  std::max(budget.min_nodes, budget.nodes_per_block * problem.blocks.size())});
@@ -396,7 +397,9 @@ class BlockConstruction {
   // the items, e.g. Improve's): the blocks' relative offsets, fixed above,
   // can move apart here. Returns the lower of the two layouts.
   std::vector<uint64_t> RefineItems(std::vector<uint64_t> layout, Clock::time_point deadline) {
-    if (layout.empty() || nodes_left_ == 0 || TopOf(items_, layout) <= target_) return layout;
+    if (layout.empty() || nodes_left_ == 0 || TopOf(items_, layout) <= target_ || Clock::now() >= deadline) {
+      return layout;
+    }
     internal::OverlapGraph graph;
     if (!internal::BuildOverlapGraph(items_, &graph)) return layout;
     internal::RefineLimits refine;
@@ -429,7 +432,9 @@ class BlockConstruction {
     uint64_t best_top = UINT64_MAX;
     for (const internal::BlockProblem* candidate : order) {
       const internal::BlockProblem& problem = *candidate;
-      if (best != nullptr && (Clock::now() > deadline || problem.blocks.size() > 2 * order[0]->blocks.size())) break;
+      // (Past the deadline not even the first: on 10,000 buffers the eight
+      // greedy passes and the overlap graph take 0.05-0.3 s.)
+      if (Clock::now() >= deadline || (best != nullptr && problem.blocks.size() > 2 * order[0]->blocks.size())) break;
       internal::OverlapGraph graph;
       if (!internal::BuildOverlapGraph(problem.blocks, &graph)) continue;
       std::vector<uint64_t> layout = internal::ConstructLayout(problem.blocks, graph);
@@ -454,7 +459,7 @@ class BlockConstruction {
     internal::LnsResult improved =
         internal::ImproveLayout(best->blocks, best_graph, std::move(best_layout), target_, limits);
     Spend(improved.nodes);
-    if (refine_blocks && improved.top > target_) {
+    if (refine_blocks && improved.top > target_ && Clock::now() < deadline) {
       // Its moves lower the blocks' layout where the repairs find none
       // (10,000-buffer perfect packing of seed 1: 1.0158 -> 1.0075x the
       // optimum, 10 s run), and one move carries all of a block's buffers.
@@ -525,15 +530,20 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
   auto half_left = [&] { return Clock::now() + (deadline - Clock::now()) / 2; };
   if (try_blocks && !search_first) {
     block_layout = blocks.Probe(group_start, deadline, kQuickProbe);
-    if (block_layout.empty() && target == 0) {
+    if (block_layout.empty() && target == 0 && Clock::now() < deadline) {
       // Pieces of constant live bytes (piece_search.h), packed at their
       // heights, as blocks: a quick probe of them first (it decides parts
       // of the 10,000-buffer perfect packings that the buffers' patient
       // probes do not, and those took 0.5 s of a 0.6 s share on seed 9's
-      // 1,549-buffer part under load), then the buffers' patient probes.
-      // TilePieces is bounded by its nodes; half the time left is only an
-      // outer stop (an eighth cut it on a loaded machine: no piece packed,
-      // the plain path instead, 1.0383x where the pieces reach 1.0029x).
+      // 1,549-buffer part under load), then the buffers' patient probes
+      // only where no piece was packed: after the pieces' probe they
+      // decided no part of the 10,000-buffer perfect packings (seeds
+      // 1-10) and took 1-3 s of the 10 under load (an eighth of the part's
+      // time per merge), which the improvement lacked (3,000 buffers and
+      // fewer: the same results without them). TilePieces is bounded by
+      // its nodes; half the time left is only an outer stop (an eighth cut
+      // it on a loaded machine: no piece packed, the plain path instead,
+      // 1.0383x where the pieces reach 1.0029x).
       size_t tiled = 0;
       const internal::BlockProblem pieces =
           internal::TilePieces(items, Clock::now() + (deadline - Clock::now()) / 2, {}, &tiled);
@@ -542,7 +552,7 @@ GroupOutcome PlanItems(const std::vector<internal::PackingItem>& items, GroupOut
       if (tiled > 0) piece_layout = on_pieces.Probe(Clock::now(), deadline, kQuickProbe);
       if (!piece_layout.empty()) {
         block_layout = internal::ExpandBlockLayout(pieces, piece_layout);
-      } else {
+      } else if (tiled == 0) {
         block_layout = blocks.Probe(group_start, deadline, kPatientProbe);
       }
       if (block_layout.empty()) {
@@ -646,10 +656,10 @@ GroupOutcome PlanItemsByParts(const std::vector<internal::PackingItem>& items, G
   };
   for (size_t p : order) {
     const Clock::time_point now = Clock::now();
+    if (now >= deadline) break;  // the parts left keep their greedy layouts
     const Clock::time_point part_deadline =
-        now >= deadline ? deadline
-                        : now + std::chrono::duration_cast<Clock::duration>((deadline - now) * static_cast<double>(parts[p].size()) /
-                                                                            static_cast<double>(items_to_do));
+        now + std::chrono::duration_cast<Clock::duration>((deadline - now) * static_cast<double>(parts[p].size()) /
+                                                          static_cast<double>(items_to_do));
     items_to_do -= parts[p].size();
     plan_part(p, part_deadline);
   }
@@ -698,10 +708,16 @@ Result<Plan> ExactPlanner::MakePlan(const std::vector<TensorLifetime>& tensors,
         internal::GroupDeadline(start, options.time_limit_seconds, g, groups.size());
 
     // Incumbent: the better of greedy-size's two gap rules.
+    // (First fit only while time is left: on 10,000 buffers each rule's two
+    // passes take 0.1-0.3 s, and past the deadline the plan is the
+    // incumbent. keelc's models take milliseconds: their plans never
+    // depend on this.)
     internal::OffsetAssignment greedy = GreedySizePlanner::AssignOffsets(tensors, group, GapFit::kBestFit);
-    internal::OffsetAssignment first_fit = GreedySizePlanner::AssignOffsets(tensors, group, GapFit::kFirstFit);
-    if (GreedySizePlanner::Top(tensors, group, first_fit) < GreedySizePlanner::Top(tensors, group, greedy)) {
-      greedy = std::move(first_fit);
+    if (Clock::now() < deadline) {
+      internal::OffsetAssignment first_fit = GreedySizePlanner::AssignOffsets(tensors, group, GapFit::kFirstFit);
+      if (GreedySizePlanner::Top(tensors, group, first_fit) < GreedySizePlanner::Top(tensors, group, greedy)) {
+        greedy = std::move(first_fit);
+      }
     }
     std::vector<int32_t> nonempty;  // positions in `group`
     std::vector<int32_t> ids;

@@ -108,6 +108,7 @@ class PieceFinder {
     };
     const int32_t n = static_cast<int32_t>(points_.size());
     for (int32_t p = 0; p < n; ++p) {
+      if ((p & 15) == 0 && SearchClock::now() >= limits_.deadline) break;
       const std::vector<int32_t>& enders = forward_.closing[p];
       const std::vector<int32_t>& starters = forward_.opening[p];
       if (starters.empty()) continue;
@@ -214,7 +215,9 @@ std::vector<ConstantPiece> FindConstantPieces(const std::vector<PackingItem>& it
 
 BlockProblem TilePieces(const std::vector<PackingItem>& items, SearchClock::time_point deadline,
                         const PieceTiling& tiling, size_t* pieces_tiled) {
-  std::vector<ConstantPiece> pieces = FindConstantPieces(items);
+  PieceSearchLimits search;
+  search.deadline = deadline;
+  std::vector<ConstantPiece> pieces = FindConstantPieces(items, search);
   std::vector<size_t> order;
   for (size_t k = 0; k < pieces.size(); ++k) {
     const size_t m = pieces[k].members.size();

@@ -36,8 +36,9 @@
 // layout need not contain (callers keep it as one more way to a layout).
 //
 // Cost: near-linear in practice (each closure has a node budget; subset sums
-// are enumerated with caps); the tiling is bounded by the deadline.
-// Deterministic for a given input when the deadline is not reached.
+// are enumerated with caps; 0.06-0.13 s on 10,000 buffers); the search and the
+// tiling both stop at the deadline. Deterministic for a given input when the
+// deadline is not reached.
 #pragma once
 
 #include <cstddef>
@@ -58,6 +59,9 @@ struct ConstantPiece {
 struct PieceSearchLimits {
   uint64_t closure_nodes = 300;  // per closure (a depth-first search over subset sums)
   size_t max_members = 400;      // a closure that grows past this is given up
+  // The search stops here with the pieces found so far (checked every few
+  // time points: a time point's seeds cost at most ~1,000 closures).
+  SearchClock::time_point deadline = SearchClock::time_point::max();
 };
 
 // Every piece the closures find (deduplicated), in a deterministic order.
