@@ -40,6 +40,22 @@ void HostFill(std::vector<unsigned char>* bytes, size_t offset, unsigned value, 
   for (size_t i = 0; i < count; ++i) std::memcpy(bytes->data() + offset + i * element_size, &value, element_size);
 }
 
+// Instantiates `g` (then destroys it) and replays it three times on a zeroed `buf`: each must
+// leave the bytes `expected`.
+void ExpectReplaysWrite(cudaGraph_t g, unsigned char* buf, const std::vector<unsigned char>& expected) {
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+  for (int run = 0; run < 3; ++run) {
+    ASSERT_EQ(cudaMemset(buf, 0, expected.size()), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+    std::vector<unsigned char> got(expected.size());
+    ASSERT_EQ(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(got, expected) << "run " << run;
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+}
+
 TEST(GraphRewrite, MemsetNodesBecomeFillKernelsInOrder) {
   KEEL_SKIP_WITHOUT_GPU();
   ASSERT_TRUE(Driver().status.ok()) << Driver().status.message();
@@ -89,17 +105,7 @@ TEST(GraphRewrite, MemsetNodesBecomeFillKernelsInOrder) {
   EXPECT_EQ(replaced, 3);
   EXPECT_EQ(CountNodes(g, cudaGraphNodeTypeMemset), 1);  // the 2-D one
   EXPECT_EQ(CountNodes(g, cudaGraphNodeTypeKernel), 3);
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
-  for (int run = 0; run < 3; ++run) {
-    ASSERT_EQ(cudaMemset(buf, 0, kBytes), cudaSuccess);
-    ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
-    std::vector<unsigned char> got(kBytes);
-    ASSERT_EQ(cudaMemcpy(got.data(), buf, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    ASSERT_EQ(got, expected) << "run " << run;
-  }
-  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ExpectReplaysWrite(g, buf, expected);
   EXPECT_EQ(cudaFree(buf), cudaSuccess);
   EXPECT_EQ(Driver().ModuleUnload(module), CUDA_SUCCESS);
 }
@@ -166,17 +172,7 @@ TEST(GraphRewrite, ClearsAloneInThePrivateWorkspaceBecomeOneHeadFill) {
     // A chain of 7 has 6 edges. Lifting two takes their 4 and adds 3: each one's predecessor ->
     // its dependent, the head fill -> the first.
     EXPECT_EQ(Count(g, false), lifts ? 5u : 6u);
-    cudaGraphExec_t exec = nullptr;
-    ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
-    for (int run = 0; run < 3; ++run) {
-      ASSERT_EQ(cudaMemset(buf, 0, kBytes), cudaSuccess);
-      ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
-      std::vector<unsigned char> got(kBytes);
-      ASSERT_EQ(cudaMemcpy(got.data(), buf, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
-      ASSERT_EQ(got, expected) << "run " << run;
-    }
-    EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-    EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+    ExpectReplaysWrite(g, buf, expected);
   }
   EXPECT_EQ(cudaFree(buf), cudaSuccess);
   EXPECT_EQ(Driver().ModuleUnload(module), CUDA_SUCCESS);
