@@ -260,6 +260,38 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         body.push_back(k.Store(am, {(r * n + s) * lanes + j}, Combine(mx.at + r * n, n, [&](int64_t a) {
                                  return k.Load(mm, {(a * n + s) * lanes + j});
                                })));
+    const int64_t mm2 = m * m;
+    if (!guarded && ctx.options().winograd_tile_stores && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) == 0 &&
+        mm2 % lanes == 0) {
+      // Through registers instead of scatters: Y of the `lanes` tiles into yl [m²][lanes] (vector
+      // stores), transposed in lanes x lanes blocks to yt [lanes][m²] (llvm_cpu_kernel.cc,
+      // TryTransposeTile: contiguous loads, shuffles, contiguous stores), then each tile's m rows
+      // of m outputs as m-lane vector stores. The same values reach the same elements.
+      const int yl = k.AddLocal("wino_yl", DType::kF32, {mm2 * lanes});
+      const int yt = k.AddLocal("wino_yt", DType::kF32, {lanes * mm2});
+      for (int64_t r = 0; r < m; ++r)  // (A^T M) A + bias
+        for (int64_t s = 0; s < m; ++s) {
+          Expr y = Combine(mx.at + s * n, n, [&](int64_t a) { return k.Load(am, {(r * n + a) * lanes + j}); });
+          if (bias) y = y + Cast(bias->at({co}), DType::kF32);
+          body.push_back(k.Store(yl, {(r * m + s) * lanes + j}, y));
+        }
+      Stmt compute = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
+      std::vector<Stmt> blocks;
+      for (int64_t h = 0; h < mm2 / lanes; ++h) {
+        Expr jj = k.NewVar("tt"), i = k.NewVar("x");
+        blocks.push_back(For(jj, 0, lanes, LoopKind::kUnroll,
+                             For(i, 0, lanes, LoopKind::kLanes,
+                                 k.Store(yt, {jj * mm2 + (h * lanes) + i}, k.Load(yl, {(i + h * lanes) * lanes + jj})))));
+      }
+      Expr jt = k.NewVar("tt"), r = k.NewVar("r"), sv = k.NewVar("s");
+      Expr tj = t0 + jt;
+      Expr tb2 = tab(tab_b, tj), th2 = tab(tab_h, tj), tw2 = tab(tab_w, tj);
+      Stmt write = For(jt, 0, lanes, LoopKind::kSerial,
+                       For(r, 0, m, LoopKind::kUnroll,
+                           For(sv, 0, m, LoopKind::kLanes,
+                               store({tb2, co, th2 + r, tw2 + sv}, k.Load(yt, {jt * mm2 + r * m + sv})))));
+      return Block({compute, Block(std::move(blocks)), write});
+    }
     std::vector<Stmt> stores;
     Expr b = tab(tab_b, t), oh0 = tab(tab_h, t), ow0 = tab(tab_w, t);
     for (int64_t r = 0; r < m; ++r)  // (A^T M) A + bias

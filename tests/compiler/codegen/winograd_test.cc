@@ -8,7 +8,8 @@
 // In bands (LowerOptions::winograd_band_panels): tile counts that bands of
 // balanced sizes split unevenly into panels, partial tiles inside the last
 // bands, batch 2, K blocking (partial sums per band), a fused residual; one
-// parallel region.
+// parallel region. Full tiles' outputs through a register transpose (winograd_tile_stores) or
+// scatters.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -176,6 +177,34 @@ TEST(WinogradConv, ThreeParallelRegionsNoPacking) {
     EXPECT_EQ(regions, 3u) << "F(" << m << ",3)";
     EXPECT_EQ(text.find("bpack"), std::string::npos) << "F(" << m << ",3)";
   }
+}
+
+// LowerOptions::winograd_tile_stores: F(4,3)'s full tiles write their outputs through the register
+// transpose (the `wino_yt` local) on AVX2 (8 lanes: two 8 x 8 blocks) and AVX-512 (16 lanes: one
+// 16 x 16 block), with a fused residual and relu, an overlapped last chunk and partial tiles; F(2,3)
+// (4 outputs a tile, fewer than the lanes) keeps its scatters. Against the reference with the option
+// on and off.
+TEST(WinogradConv, TileStoresThroughTranspose) {
+  for (const bool avx512 : {false, true})
+    for (const bool on : {false, true})
+      for (int64_t m : {2, 4}) {
+        GraphBuilder b;
+        std::vector<ir::Value*> ins = {b.Input("x", {2, 12, 30, 27}), WinogradWeightConst(b, 10, 12, m, 14),
+                                       b.Input("bias", {10}), b.Input("res", {2, 10, 30, 27})};
+        ir::Node* f = MakeFused(b.graph(), ins, [m](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+          ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, WinogradAttrs(m, {1, 1, 1, 1}));
+          ir::Node* add = g.Op("Add", {conv->output(0), v[3]});
+          ir::Node* relu = g.Op("Relu", {add->output(0)});
+          return std::vector<ir::Value*>{relu->output(0)};
+        });
+        LowerOptions o = avx512 ? LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f") : LowerOptions{};
+        o.winograd_tile_stores = on;
+        auto spec = LowerNodeToKernel(*f, 0, o);
+        ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+        const bool transposed = spec->kernel->ToString().find("wino_yt") != std::string::npos;
+        EXPECT_EQ(transposed, on && m == 4) << "avx512 " << avx512 << " on " << on << " F(" << m << ",3)";
+        CheckNodeAgainstReference(*f, static_cast<uint32_t>(90 + 4 * avx512 + 2 * on + (m == 4)), 1e-5, 4, o);
+      }
 }
 
 // In bands: one parallel region (the bands), none inside it, and still no packing workspace; only
