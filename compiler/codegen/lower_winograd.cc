@@ -260,12 +260,13 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         body.push_back(k.Store(am, {(r * n + s) * lanes + j}, Combine(mx.at + r * n, n, [&](int64_t a) {
                                  return k.Load(mm, {(a * n + s) * lanes + j});
                                })));
-    const int64_t mm2 = m * m;
+    const int64_t mm2 = m * m, tb = std::min(lanes, mm2);  // the transpose's blocks: tb x tb
     if (!guarded && ctx.options().winograd_tile_stores && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) == 0 &&
-        mm2 % lanes == 0) {
+        (mm2 & (mm2 - 1)) == 0) {
       // Through registers instead of scatters: Y of the `lanes` tiles into yl [m²][lanes] (vector
-      // stores), transposed in lanes x lanes blocks to yt [lanes][m²] (llvm_cpu_kernel.cc,
-      // TryTransposeTile: contiguous loads, shuffles, contiguous stores), then each tile's m rows
+      // stores), transposed in tb x tb blocks to yt [lanes][m²] (llvm_cpu_kernel.cc,
+      // TryTransposeTile: contiguous loads, shuffles, contiguous stores; F(4,3): one 16 x 16 block
+      // on AVX-512, two 8 x 8 on AVX2; F(2,3): 4 x 4 blocks of 4 tiles), then each tile's m rows
       // of m outputs as m-lane vector stores. The same values reach the same elements.
       const int yl = k.AddLocal("wino_yl", DType::kF32, {mm2 * lanes});
       const int yt = k.AddLocal("wino_yt", DType::kF32, {lanes * mm2});
@@ -277,12 +278,14 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         }
       Stmt compute = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
       std::vector<Stmt> blocks;
-      for (int64_t h = 0; h < mm2 / lanes; ++h) {
-        Expr jj = k.NewVar("tt"), i = k.NewVar("x");
-        blocks.push_back(For(jj, 0, lanes, LoopKind::kUnroll,
-                             For(i, 0, lanes, LoopKind::kLanes,
-                                 k.Store(yt, {jj * mm2 + (h * lanes) + i}, k.Load(yl, {(i + h * lanes) * lanes + jj})))));
-      }
+      for (int64_t g = 0; g < lanes / tb; ++g)      // blocks of tiles
+        for (int64_t h = 0; h < mm2 / tb; ++h) {  // blocks of outputs
+          Expr jj = k.NewVar("tt"), i = k.NewVar("x");
+          blocks.push_back(For(jj, 0, tb, LoopKind::kUnroll,
+                               For(i, 0, tb, LoopKind::kLanes,
+                                   k.Store(yt, {(jj + g * tb) * mm2 + (h * tb) + i},
+                                           k.Load(yl, {(i + h * tb) * lanes + (jj + g * tb)})))));
+        }
       Expr jt = k.NewVar("tt"), r = k.NewVar("r"), sv = k.NewVar("s");
       Expr tj = t0 + jt;
       Expr tb2 = tab(tab_b, tj), th2 = tab(tab_h, tj), tw2 = tab(tab_w, tj);
