@@ -106,20 +106,28 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
   // the columns of the last band's panel past T).
   const int64_t Tt = bands ? T + NR : Tp;
   std::vector<uint8_t> tb(static_cast<size_t>(Tt) * 4), th0(static_cast<size_t>(Tt) * 4), tw0(static_cast<size_t>(Tt) * 4);
-  int64_t Tf = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    int64_t t = pass == 0 ? 0 : Tf;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t th = 0; th < TH; ++th)
-        for (int64_t tw = 0; tw < TW; ++tw) {
-          const bool full = (th + 1) * m <= OH && (tw + 1) * m <= OW;
-          if (full != (pass == 0)) continue;
-          Put32(tb, t, b);
-          Put32(th0, t, th * m);
-          Put32(tw0, t, tw * m);
-          ++t;
-        }
-    if (pass == 0) Tf = t;
+  // Full tiles in two classes where winograd_tile_loads is on: first the interior ones (their n x n
+  // input patch inside the image, so the input transform may read it without clamps: Ti of them),
+  // then the others.
+  int64_t Tf = 0, Ti = 0;
+  {
+    int64_t t = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t th = 0; th < TH; ++th)
+          for (int64_t tw = 0; tw < TW; ++tw) {
+            const bool full = (th + 1) * m <= OH && (tw + 1) * m <= OW;
+            const bool interior = full && ctx.options().winograd_tile_loads && th * m - pt >= 0 && th * m - pt + n <= H && tw * m - pl >= 0 && tw * m - pl + n <= W;
+            const int cls = interior ? 0 : full ? 1 : 2;
+            if (cls != pass) continue;
+            Put32(tb, t, b);
+            Put32(th0, t, th * m);
+            Put32(tw0, t, tw * m);
+            ++t;
+          }
+      if (pass == 0) Ti = t;
+      if (pass == 1) Tf = t;
+    }
   }
   for (int64_t t = T; t < Tt; ++t)
     for (std::vector<uint8_t>* v : {&tb, &th0, &tw0}) std::memcpy(&(*v)[static_cast<size_t>(t) * 4], &(*v)[static_cast<size_t>(T - 1) * 4], 4);
@@ -171,6 +179,17 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     Expr col = bands ? q * lanes + j : (q % chunks_per_panel) * lanes + j;
     Expr b = tab(tab_b, t), h0 = tab(tab_h, t) - pt, w0 = tab(tab_w, t) - pl;
     auto at = [&](const int buf, int64_t r, int64_t s) { return k.Load(buf, {(r * n + s) * lanes + j}); };
+    // B^T d B into V, d's element (r, s) of lane j from d_at.
+    auto transform = [&](std::vector<Stmt>& body, const std::function<Expr(int64_t, int64_t)>& d_at) {
+      for (int64_t r = 0; r < n; ++r)  // B^T d
+        for (int64_t s = 0; s < n; ++s)
+          body.push_back(k.Store(tmp, {(r * n + s) * lanes + j},
+                                 Combine(mx.bt + r * n, n, [&](int64_t a) { return d_at(a, s); })));
+      for (int64_t r = 0; r < n; ++r)  // (B^T d) B
+        for (int64_t s = 0; s < n; ++s)
+          body.push_back(k.Store(V, {v_at(r * n + s, p, c, col)},
+                                 Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
+    };
     std::vector<Stmt> body;
     for (int64_t r = 0; r < n; ++r)
       for (int64_t s = 0; s < n; ++s) {
@@ -179,15 +198,34 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         Expr x = X.at({b, c, Clamp(h, 0, H - 1), Clamp(w, 0, W - 1)});
         body.push_back(k.Store(d, {(r * n + s) * lanes + j}, Select(inside, x, FloatConst(0))));
       }
-    for (int64_t r = 0; r < n; ++r)  // B^T d
-      for (int64_t s = 0; s < n; ++s)
-        body.push_back(k.Store(tmp, {(r * n + s) * lanes + j},
-                               Combine(mx.bt + r * n, n, [&](int64_t a) { return at(d, a, s); })));
-    for (int64_t r = 0; r < n; ++r)  // (B^T d) B
-      for (int64_t s = 0; s < n; ++s)
-        body.push_back(k.Store(V, {v_at(r * n + s, p, c, col)},
-                               Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
+    transform(body, [&](int64_t r, int64_t s) { return at(d, r, s); });
     Stmt chunk = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
+    // A chunk of interior tiles (LowerOptions::winograd_tile_loads): each tile's patch rows read as
+    // n-lane vectors into dt [lanes][n][RW] (no clamps, no gathers), transposed in lanes x lanes
+    // blocks (TryTransposeTile) to dd [n][RW][lanes], from which the transform reads vectors.
+    const int64_t RW = n <= 4 ? 4 : 8, XW = n * RW;
+    if (!bands && ctx.options().winograd_tile_loads && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) == 0 &&
+        XW % lanes == 0 && Ti >= lanes) {
+      const int dt = k.AddLocal("wino_dt", DType::kF32, {lanes * XW});
+      const int dd = k.AddLocal("wino_dd", DType::kF32, {XW * lanes});
+      Expr jt = k.NewVar("tt"), r = k.NewVar("r"), sv = k.NewVar("s");
+      Expr tj = q * lanes + jt;
+      Expr bj = tab(tab_b, tj), hj = tab(tab_h, tj) - pt, wj = tab(tab_w, tj) - pl;
+      Stmt rows = For(jt, 0, lanes, LoopKind::kSerial,
+                      For(r, 0, n, LoopKind::kUnroll,
+                          For(sv, 0, n, LoopKind::kLanes, k.Store(dt, {jt * XW + r * RW + sv}, X.at({bj, c, hj + r, wj + sv})))));
+      std::vector<Stmt> blocks;
+      for (int64_t h = 0; h < XW / lanes; ++h) {
+        Expr jj = k.NewVar("x"), i = k.NewVar("tt");
+        blocks.push_back(For(jj, 0, lanes, LoopKind::kUnroll,
+                             For(i, 0, lanes, LoopKind::kLanes,
+                                 k.Store(dd, {(jj + h * lanes) * lanes + i}, k.Load(dt, {i * XW + h * lanes + jj})))));
+      }
+      std::vector<Stmt> fast_body;
+      transform(fast_body, [&](int64_t rr, int64_t ss) { return k.Load(dd, {(rr * RW + ss) * lanes + j}); });
+      Stmt fast = Block({rows, Block(std::move(blocks)), For(j, 0, lanes, LoopKind::kLanes, Block(std::move(fast_body)))});
+      chunk = If(q * lanes + lanes <= Ti, fast, chunk);
+    }
     const bool par = C > 1 && C * Tp * nn >= min_par;
     // Tile chunks outermost: a thread's contiguous share of the pairs
     // (vm/cpu/thread_pool.h) is a band of tiles, i.e. of image rows, which is
@@ -260,11 +298,11 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         body.push_back(k.Store(am, {(r * n + s) * lanes + j}, Combine(mx.at + r * n, n, [&](int64_t a) {
                                  return k.Load(mm, {(a * n + s) * lanes + j});
                                })));
-    const int64_t mm2 = m * m, tb = std::min(lanes, mm2);  // the transpose's blocks: tb x tb
+    const int64_t mm2 = m * m, blk = std::min(lanes, mm2);  // the transpose's blocks: blk x blk
     if (!guarded && ctx.options().winograd_tile_stores && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) == 0 &&
         (mm2 & (mm2 - 1)) == 0) {
       // Through registers instead of scatters: Y of the `lanes` tiles into yl [m²][lanes] (vector
-      // stores), transposed in tb x tb blocks to yt [lanes][m²] (llvm_cpu_kernel.cc,
+      // stores), transposed in blk x blk blocks to yt [lanes][m²] (llvm_cpu_kernel.cc,
       // TryTransposeTile: contiguous loads, shuffles, contiguous stores; F(4,3): one 16 x 16 block
       // on AVX-512, two 8 x 8 on AVX2; F(2,3): 4 x 4 blocks of 4 tiles), then each tile's m rows
       // of m outputs as m-lane vector stores. The same values reach the same elements.
@@ -278,13 +316,13 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         }
       Stmt compute = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
       std::vector<Stmt> blocks;
-      for (int64_t g = 0; g < lanes / tb; ++g)      // blocks of tiles
-        for (int64_t h = 0; h < mm2 / tb; ++h) {  // blocks of outputs
+      for (int64_t g = 0; g < lanes / blk; ++g)      // blocks of tiles
+        for (int64_t h = 0; h < mm2 / blk; ++h) {  // blocks of outputs
           Expr jj = k.NewVar("tt"), i = k.NewVar("x");
-          blocks.push_back(For(jj, 0, tb, LoopKind::kUnroll,
-                               For(i, 0, tb, LoopKind::kLanes,
-                                   k.Store(yt, {(jj + g * tb) * mm2 + (h * tb) + i},
-                                           k.Load(yl, {(i + h * tb) * lanes + (jj + g * tb)})))));
+          blocks.push_back(For(jj, 0, blk, LoopKind::kUnroll,
+                               For(i, 0, blk, LoopKind::kLanes,
+                                   k.Store(yt, {(jj + g * blk) * mm2 + (h * blk) + i},
+                                           k.Load(yl, {(i + h * blk) * lanes + (jj + g * blk)})))));
         }
       Expr jt = k.NewVar("tt"), r = k.NewVar("r"), sv = k.NewVar("s");
       Expr tj = t0 + jt;

@@ -179,11 +179,13 @@ TEST(WinogradConv, ThreeParallelRegionsNoPacking) {
   }
 }
 
-// LowerOptions::winograd_tile_stores: F(4,3)'s full tiles write their outputs through the register
+// LowerOptions::winograd_tile_loads: interior tiles (60 of the 112 or 420) read their patches as row
+// vectors through a register transpose (the `wino_dd` local), the chunks with border tiles by gathers.
+// LowerOptions::winograd_tile_stores: full tiles write their outputs through the register
 // transpose (the `wino_yt` local) on AVX2 (8 lanes: F(4,3) two 8 x 8 blocks, F(2,3) two 4 x 4) and
 // AVX-512 (16 lanes: F(4,3) one 16 x 16 block, F(2,3) four 4 x 4), with a fused residual and relu,
 // an overlapped last chunk and partial tiles. Against the reference with the option on and off.
-TEST(WinogradConv, TileStoresThroughTranspose) {
+TEST(WinogradConv, TileLoadsAndStoresThroughTranspose) {
   for (const bool avx512 : {false, true})
     for (const bool on : {false, true})
       for (int64_t m : {2, 4}) {
@@ -198,10 +200,12 @@ TEST(WinogradConv, TileStoresThroughTranspose) {
         });
         LowerOptions o = avx512 ? LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f") : LowerOptions{};
         o.winograd_tile_stores = on;
+        o.winograd_tile_loads = on;
         auto spec = LowerNodeToKernel(*f, 0, o);
         ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-        const bool transposed = spec->kernel->ToString().find("wino_yt") != std::string::npos;
-        EXPECT_EQ(transposed, on) << "avx512 " << avx512 << " on " << on << " F(" << m << ",3)";
+        const std::string text = spec->kernel->ToString();
+        EXPECT_EQ(text.find("wino_yt") != std::string::npos, on) << "avx512 " << avx512 << " on " << on << " F(" << m << ",3)";
+        EXPECT_EQ(text.find("wino_dd") != std::string::npos, on) << "avx512 " << avx512 << " on " << on << " F(" << m << ",3)";
         CheckNodeAgainstReference(*f, static_cast<uint32_t>(90 + 4 * avx512 + 2 * on + (m == 4)), 1e-5, 4, o);
       }
 }
