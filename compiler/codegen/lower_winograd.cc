@@ -299,7 +299,7 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
                                  return k.Load(mm, {(a * n + s) * lanes + j});
                                })));
     const int64_t mm2 = m * m, blk = std::min(lanes, mm2);  // the transpose's blocks: blk x blk
-    if (!guarded && ctx.options().winograd_tile_stores && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) == 0 &&
+    if (ctx.options().winograd_tile_stores && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) == 0 &&
         (mm2 & (mm2 - 1)) == 0) {
       // Through registers instead of scatters: Y of the `lanes` tiles into yl [m²][lanes] (vector
       // stores), transposed in blk x blk blocks to yt [lanes][m²] (llvm_cpu_kernel.cc,
@@ -327,10 +327,12 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
       Expr jt = k.NewVar("tt"), r = k.NewVar("r"), sv = k.NewVar("s");
       Expr tj = t0 + jt;
       Expr tb2 = tab(tab_b, tj), th2 = tab(tab_h, tj), tw2 = tab(tab_w, tj);
+      // Partial tiles (guarded): each output element a scalar store behind its bounds check.
+      Stmt st = store({tb2, co, th2 + r, tw2 + sv}, k.Load(yt, {jt * mm2 + r * m + sv}));
       Stmt write = For(jt, 0, lanes, LoopKind::kSerial,
                        For(r, 0, m, LoopKind::kUnroll,
-                           For(sv, 0, m, LoopKind::kLanes,
-                               store({tb2, co, th2 + r, tw2 + sv}, k.Load(yt, {jt * mm2 + r * m + sv})))));
+                           guarded ? For(sv, 0, m, LoopKind::kUnroll, If((th2 + r < OH) && (tw2 + sv < OW), st))
+                                   : For(sv, 0, m, LoopKind::kLanes, st)));
       return Block({compute, Block(std::move(blocks)), write});
     }
     std::vector<Stmt> stores;
@@ -374,7 +376,13 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
       per_channel.push_back(For(q, 0, (Tf + L - 1) / L, LoopKind::kSerial, output_tiles(co, Min(q * L, Tf - L), L, false)));
       scalar_from = Tf;
     }
-    if (scalar_from < T) {
+    if (scalar_from < T && ctx.options().winograd_tile_stores && T >= L && L >= 4 && L <= 16 && (L & (L - 1)) == 0) {
+      // The partial tiles in chunks of L lanes too (the last chunk ending at T, overlapping full
+      // tiles or the chunk before: the same values stored twice), their stores guarded.
+      Expr q = k.NewVar("q");
+      per_channel.push_back(For(q, 0, (T - scalar_from + L - 1) / L, LoopKind::kSerial,
+                                output_tiles(co, Min(scalar_from + q * L, Expr(T - L)), L, true)));
+    } else if (scalar_from < T) {
       Expr t = k.NewVar("t");
       per_channel.push_back(For(t, scalar_from, T, LoopKind::kSerial, output_tiles(co, t, 1, true)));
     }
