@@ -23,7 +23,16 @@
 // storing some tiles twice, so the output must not alias an input — in-place
 // reuse is only granted to elementwise groups), the partial ones at the right
 // and bottom edges one at a time with guarded stores. Baked i32 tables give a
-// tile's image and origin, so lanes need no divisions. Workspace: V and M,
+// tile's image and origin, so lanes need no divisions.
+// Lanes over tiles make every patch read a gather and every output write a
+// scatter (each lane's tile elsewhere in the image). With
+// LowerOptions::winograd_tile_loads the interior tiles (patch inside the image,
+// numbered first) are read per tile as n-lane row vectors and transposed in
+// registers to lanes over tiles; with winograd_tile_stores the output transform
+// goes the other way (lanes over tiles transposed to each tile's m rows of m
+// outputs, m-lane vector stores), the partial tiles in lanes too, stores
+// guarded. SqueezeNet's 55x55 F(4,3) layers took 0.8 of the time at one thread
+// (docs/MEASUREMENTS.md, cpu51). Workspace: V and M,
 // n² * (Tp * Ci + T * Co) floats (Tp: T rounded up to the panel width).
 // Three parallel regions in all.
 // In bands (LowerOptions::winograd_band_panels): ONE parallel region over Np
