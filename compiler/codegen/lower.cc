@@ -198,6 +198,8 @@ LowerOptions LowerOptionsForCuda() {
   o.gemm_prefetch_pack = false;    // a CPU cache hint
   o.gemm_prefetch_a_panels = false;  // a CPU cache hint
   o.gemm_merged_tail = false;        // a CPU register tile (measured there only)
+  o.winograd_tile_stores = false;    // a CPU register transpose (measured there only)
+  o.winograd_tile_loads = false;     // a CPU register transpose (measured there only)
   o.conv_subsample_bytes = 0;      // a CPU copy trade-off (measured there only)
   o.conv_column_phases = false;    // a CPU packing trade-off (measured there only)
   o.conv_runs_in_place = false;    // a CPU packing trade-off (measured there only)

@@ -121,6 +121,15 @@ struct LowerOptions {
   // found. Bands also cap a layer's threads at its band count. 56x56 (7 bands) lost at two
   // threads: each band reads all of U (docs/MEASUREMENTS.md, cpu42, cpu45).
   int64_t winograd_band_panels = 0;
+  // A Winograd layer's output transform writes its full tiles' outputs through a transpose in
+  // registers (each tile's rows as short vector stores) instead of one scatter per output
+  // position of every chunk of tiles (lower_winograd.cc), where a tile's m² outputs are a
+  // multiple of the transform's lanes (F(4,3): 16 outputs, 16 lanes on AVX-512, 8 on AVX2).
+  bool winograd_tile_stores = true;
+  // A Winograd layer's input transform reads the patches of its interior tiles (no padding
+  // inside) as short row vectors through a transpose in registers instead of one gather per
+  // patch element of every chunk of tiles (lower_winograd.cc); the border tiles keep the gathers.
+  bool winograd_tile_loads = true;
   // keelc --winograd auto does not pick a Winograd tile for a 3x3 convolution with fewer than
   // this many input channels whose transformed tiles, (m + 2)^2 x tiles x (Ci + Co) floats, exceed
   // winograd_few_channels_workspace bytes (0: no such limit). There its transforms cost more than

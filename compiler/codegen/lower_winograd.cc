@@ -23,7 +23,16 @@
 // storing some tiles twice, so the output must not alias an input — in-place
 // reuse is only granted to elementwise groups), the partial ones at the right
 // and bottom edges one at a time with guarded stores. Baked i32 tables give a
-// tile's image and origin, so lanes need no divisions. Workspace: V and M,
+// tile's image and origin, so lanes need no divisions.
+// Lanes over tiles make every patch read a gather and every output write a
+// scatter (each lane's tile elsewhere in the image). With
+// LowerOptions::winograd_tile_loads the interior tiles (patch inside the image,
+// numbered first) are read per tile as n-lane row vectors and transposed in
+// registers to lanes over tiles; with winograd_tile_stores the output transform
+// goes the other way (lanes over tiles transposed to each tile's m rows of m
+// outputs, m-lane vector stores), the partial tiles in lanes too, stores
+// guarded. SqueezeNet's 55x55 F(4,3) layers took 0.8 of the time at one thread
+// (docs/MEASUREMENTS.md, cpu51). Workspace: V and M,
 // n² * (Tp * Ci + T * Co) floats (Tp: T rounded up to the panel width).
 // Three parallel regions in all.
 // In bands (LowerOptions::winograd_band_panels): ONE parallel region over Np
@@ -106,20 +115,28 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
   // the columns of the last band's panel past T).
   const int64_t Tt = bands ? T + NR : Tp;
   std::vector<uint8_t> tb(static_cast<size_t>(Tt) * 4), th0(static_cast<size_t>(Tt) * 4), tw0(static_cast<size_t>(Tt) * 4);
-  int64_t Tf = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    int64_t t = pass == 0 ? 0 : Tf;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t th = 0; th < TH; ++th)
-        for (int64_t tw = 0; tw < TW; ++tw) {
-          const bool full = (th + 1) * m <= OH && (tw + 1) * m <= OW;
-          if (full != (pass == 0)) continue;
-          Put32(tb, t, b);
-          Put32(th0, t, th * m);
-          Put32(tw0, t, tw * m);
-          ++t;
-        }
-    if (pass == 0) Tf = t;
+  // Full tiles in two classes where winograd_tile_loads is on: first the interior ones (their n x n
+  // input patch inside the image, so the input transform may read it without clamps: Ti of them),
+  // then the others.
+  int64_t Tf = 0, Ti = 0;
+  {
+    int64_t t = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t th = 0; th < TH; ++th)
+          for (int64_t tw = 0; tw < TW; ++tw) {
+            const bool full = (th + 1) * m <= OH && (tw + 1) * m <= OW;
+            const bool interior = full && ctx.options().winograd_tile_loads && th * m - pt >= 0 && th * m - pt + n <= H && tw * m - pl >= 0 && tw * m - pl + n <= W;
+            const int cls = interior ? 0 : full ? 1 : 2;
+            if (cls != pass) continue;
+            Put32(tb, t, b);
+            Put32(th0, t, th * m);
+            Put32(tw0, t, tw * m);
+            ++t;
+          }
+      if (pass == 0) Ti = t;
+      if (pass == 1) Tf = t;
+    }
   }
   for (int64_t t = T; t < Tt; ++t)
     for (std::vector<uint8_t>* v : {&tb, &th0, &tw0}) std::memcpy(&(*v)[static_cast<size_t>(t) * 4], &(*v)[static_cast<size_t>(T - 1) * 4], 4);
@@ -171,6 +188,17 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
     Expr col = bands ? q * lanes + j : (q % chunks_per_panel) * lanes + j;
     Expr b = tab(tab_b, t), h0 = tab(tab_h, t) - pt, w0 = tab(tab_w, t) - pl;
     auto at = [&](const int buf, int64_t r, int64_t s) { return k.Load(buf, {(r * n + s) * lanes + j}); };
+    // B^T d B into V, d's element (r, s) of lane j from d_at.
+    auto transform = [&](std::vector<Stmt>& body, const std::function<Expr(int64_t, int64_t)>& d_at) {
+      for (int64_t r = 0; r < n; ++r)  // B^T d
+        for (int64_t s = 0; s < n; ++s)
+          body.push_back(k.Store(tmp, {(r * n + s) * lanes + j},
+                                 Combine(mx.bt + r * n, n, [&](int64_t a) { return d_at(a, s); })));
+      for (int64_t r = 0; r < n; ++r)  // (B^T d) B
+        for (int64_t s = 0; s < n; ++s)
+          body.push_back(k.Store(V, {v_at(r * n + s, p, c, col)},
+                                 Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
+    };
     std::vector<Stmt> body;
     for (int64_t r = 0; r < n; ++r)
       for (int64_t s = 0; s < n; ++s) {
@@ -179,15 +207,34 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         Expr x = X.at({b, c, Clamp(h, 0, H - 1), Clamp(w, 0, W - 1)});
         body.push_back(k.Store(d, {(r * n + s) * lanes + j}, Select(inside, x, FloatConst(0))));
       }
-    for (int64_t r = 0; r < n; ++r)  // B^T d
-      for (int64_t s = 0; s < n; ++s)
-        body.push_back(k.Store(tmp, {(r * n + s) * lanes + j},
-                               Combine(mx.bt + r * n, n, [&](int64_t a) { return at(d, a, s); })));
-    for (int64_t r = 0; r < n; ++r)  // (B^T d) B
-      for (int64_t s = 0; s < n; ++s)
-        body.push_back(k.Store(V, {v_at(r * n + s, p, c, col)},
-                               Combine(mx.bt + s * n, n, [&](int64_t a) { return at(tmp, r, a); })));
+    transform(body, [&](int64_t r, int64_t s) { return at(d, r, s); });
     Stmt chunk = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
+    // A chunk of interior tiles (LowerOptions::winograd_tile_loads): each tile's patch rows read as
+    // n-lane vectors into dt [lanes][n][RW] (no clamps, no gathers), transposed in lanes x lanes
+    // blocks (TryTransposeTile) to dd [n][RW][lanes], from which the transform reads vectors.
+    const int64_t RW = n <= 4 ? 4 : 8, XW = n * RW;
+    if (!bands && ctx.options().winograd_tile_loads && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) == 0 &&
+        XW % lanes == 0 && Ti >= lanes) {
+      const int dt = k.AddLocal("wino_dt", DType::kF32, {lanes * XW});
+      const int dd = k.AddLocal("wino_dd", DType::kF32, {XW * lanes});
+      Expr jt = k.NewVar("tt"), r = k.NewVar("r"), sv = k.NewVar("s");
+      Expr tj = q * lanes + jt;
+      Expr bj = tab(tab_b, tj), hj = tab(tab_h, tj) - pt, wj = tab(tab_w, tj) - pl;
+      Stmt rows = For(jt, 0, lanes, LoopKind::kSerial,
+                      For(r, 0, n, LoopKind::kUnroll,
+                          For(sv, 0, n, LoopKind::kLanes, k.Store(dt, {jt * XW + r * RW + sv}, X.at({bj, c, hj + r, wj + sv})))));
+      std::vector<Stmt> blocks;
+      for (int64_t h = 0; h < XW / lanes; ++h) {
+        Expr jj = k.NewVar("x"), i = k.NewVar("tt");
+        blocks.push_back(For(jj, 0, lanes, LoopKind::kUnroll,
+                             For(i, 0, lanes, LoopKind::kLanes,
+                                 k.Store(dd, {(jj + h * lanes) * lanes + i}, k.Load(dt, {i * XW + h * lanes + jj})))));
+      }
+      std::vector<Stmt> fast_body;
+      transform(fast_body, [&](int64_t rr, int64_t ss) { return k.Load(dd, {(rr * RW + ss) * lanes + j}); });
+      Stmt fast = Block({rows, Block(std::move(blocks)), For(j, 0, lanes, LoopKind::kLanes, Block(std::move(fast_body)))});
+      chunk = If(q * lanes + lanes <= Ti, fast, chunk);
+    }
     const bool par = C > 1 && C * Tp * nn >= min_par;
     // Tile chunks outermost: a thread's contiguous share of the pairs
     // (vm/cpu/thread_pool.h) is a band of tiles, i.e. of image rows, which is
@@ -260,6 +307,43 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
         body.push_back(k.Store(am, {(r * n + s) * lanes + j}, Combine(mx.at + r * n, n, [&](int64_t a) {
                                  return k.Load(mm, {(a * n + s) * lanes + j});
                                })));
+    const int64_t mm2 = m * m, blk = std::min(lanes, mm2);  // the transpose's blocks: blk x blk
+    if (ctx.options().winograd_tile_stores && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) == 0 &&
+        (mm2 & (mm2 - 1)) == 0) {
+      // Through registers instead of scatters: Y of the `lanes` tiles into yl [m²][lanes] (vector
+      // stores), transposed in blk x blk blocks to yt [lanes][m²] (llvm_cpu_kernel.cc,
+      // TryTransposeTile: contiguous loads, shuffles, contiguous stores; F(4,3): one 16 x 16 block
+      // on AVX-512, two 8 x 8 on AVX2; F(2,3): 4 x 4 blocks of 4 tiles), then each tile's m rows
+      // of m outputs as m-lane vector stores. The same values reach the same elements.
+      const int yl = k.AddLocal("wino_yl", DType::kF32, {mm2 * lanes});
+      const int yt = k.AddLocal("wino_yt", DType::kF32, {lanes * mm2});
+      for (int64_t r = 0; r < m; ++r)  // (A^T M) A + bias
+        for (int64_t s = 0; s < m; ++s) {
+          Expr y = Combine(mx.at + s * n, n, [&](int64_t a) { return k.Load(am, {(r * n + a) * lanes + j}); });
+          if (bias) y = y + Cast(bias->at({co}), DType::kF32);
+          body.push_back(k.Store(yl, {(r * m + s) * lanes + j}, y));
+        }
+      Stmt compute = For(j, 0, lanes, LoopKind::kLanes, Block(std::move(body)));
+      std::vector<Stmt> blocks;
+      for (int64_t g = 0; g < lanes / blk; ++g)      // blocks of tiles
+        for (int64_t h = 0; h < mm2 / blk; ++h) {  // blocks of outputs
+          Expr jj = k.NewVar("tt"), i = k.NewVar("x");
+          blocks.push_back(For(jj, 0, blk, LoopKind::kUnroll,
+                               For(i, 0, blk, LoopKind::kLanes,
+                                   k.Store(yt, {(jj + g * blk) * mm2 + (h * blk) + i},
+                                           k.Load(yl, {(i + h * blk) * lanes + (jj + g * blk)})))));
+        }
+      Expr jt = k.NewVar("tt"), r = k.NewVar("r"), sv = k.NewVar("s");
+      Expr tj = t0 + jt;
+      Expr tb2 = tab(tab_b, tj), th2 = tab(tab_h, tj), tw2 = tab(tab_w, tj);
+      // Partial tiles (guarded): each output element a scalar store behind its bounds check.
+      Stmt st = store({tb2, co, th2 + r, tw2 + sv}, k.Load(yt, {jt * mm2 + r * m + sv}));
+      Stmt write = For(jt, 0, lanes, LoopKind::kSerial,
+                       For(r, 0, m, LoopKind::kUnroll,
+                           guarded ? For(sv, 0, m, LoopKind::kUnroll, If((th2 + r < OH) && (tw2 + sv < OW), st))
+                                   : For(sv, 0, m, LoopKind::kLanes, st)));
+      return Block({compute, Block(std::move(blocks)), write});
+    }
     std::vector<Stmt> stores;
     Expr b = tab(tab_b, t), oh0 = tab(tab_h, t), ow0 = tab(tab_w, t);
     for (int64_t r = 0; r < m; ++r)  // (A^T M) A + bias
@@ -301,7 +385,13 @@ Result<Stmt> LowerWinogradConv(LowerContext& ctx, const ir::Node& node, int64_t 
       per_channel.push_back(For(q, 0, (Tf + L - 1) / L, LoopKind::kSerial, output_tiles(co, Min(q * L, Tf - L), L, false)));
       scalar_from = Tf;
     }
-    if (scalar_from < T) {
+    if (scalar_from < T && ctx.options().winograd_tile_stores && T >= L && L >= 4 && L <= 16 && (L & (L - 1)) == 0) {
+      // The partial tiles in chunks of L lanes too (the last chunk ending at T, overlapping full
+      // tiles or the chunk before: the same values stored twice), their stores guarded.
+      Expr q = k.NewVar("q");
+      per_channel.push_back(For(q, 0, (T - scalar_from + L - 1) / L, LoopKind::kSerial,
+                                output_tiles(co, Min(scalar_from + q * L, Expr(T - L)), L, true)));
+    } else if (scalar_from < T) {
       Expr t = k.NewVar("t");
       per_channel.push_back(For(t, scalar_from, T, LoopKind::kSerial, output_tiles(co, t, 1, true)));
     }

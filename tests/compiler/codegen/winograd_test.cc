@@ -8,7 +8,8 @@
 // In bands (LowerOptions::winograd_band_panels): tile counts that bands of
 // balanced sizes split unevenly into panels, partial tiles inside the last
 // bands, batch 2, K blocking (partial sums per band), a fused residual; one
-// parallel region.
+// parallel region. Full tiles' outputs through a register transpose (winograd_tile_stores) or
+// scatters.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -176,6 +177,37 @@ TEST(WinogradConv, ThreeParallelRegionsNoPacking) {
     EXPECT_EQ(regions, 3u) << "F(" << m << ",3)";
     EXPECT_EQ(text.find("bpack"), std::string::npos) << "F(" << m << ",3)";
   }
+}
+
+// LowerOptions::winograd_tile_loads: interior tiles (60 of the 112 or 420) read their patches as row
+// vectors through a register transpose (the `wino_dd` local), the chunks with border tiles by gathers.
+// LowerOptions::winograd_tile_stores: full tiles write their outputs through the register
+// transpose (the `wino_yt` local) on AVX2 (8 lanes: F(4,3) two 8 x 8 blocks, F(2,3) two 4 x 4) and
+// AVX-512 (16 lanes: F(4,3) one 16 x 16 block, F(2,3) four 4 x 4), with a fused residual and relu,
+// an overlapped last chunk and partial tiles. Against the reference with the option on and off.
+TEST(WinogradConv, TileLoadsAndStoresThroughTranspose) {
+  for (const bool avx512 : {false, true})
+    for (const bool on : {false, true})
+      for (int64_t m : {2, 4}) {
+        GraphBuilder b;
+        std::vector<ir::Value*> ins = {b.Input("x", {2, 12, 30, 27}), WinogradWeightConst(b, 10, 12, m, 14),
+                                       b.Input("bias", {10}), b.Input("res", {2, 10, 30, 27})};
+        ir::Node* f = MakeFused(b.graph(), ins, [m](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+          ir::Node* conv = g.Op("Conv", {v[0], v[1], v[2]}, WinogradAttrs(m, {1, 1, 1, 1}));
+          ir::Node* add = g.Op("Add", {conv->output(0), v[3]});
+          ir::Node* relu = g.Op("Relu", {add->output(0)});
+          return std::vector<ir::Value*>{relu->output(0)};
+        });
+        LowerOptions o = avx512 ? LowerOptionsForCpuFeatures("+avx2,+fma,+avx512f") : LowerOptions{};
+        o.winograd_tile_stores = on;
+        o.winograd_tile_loads = on;
+        auto spec = LowerNodeToKernel(*f, 0, o);
+        ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+        const std::string text = spec->kernel->ToString();
+        EXPECT_EQ(text.find("wino_yt") != std::string::npos, on) << "avx512 " << avx512 << " on " << on << " F(" << m << ",3)";
+        EXPECT_EQ(text.find("wino_dd") != std::string::npos, on) << "avx512 " << avx512 << " on " << on << " F(" << m << ",3)";
+        CheckNodeAgainstReference(*f, static_cast<uint32_t>(90 + 4 * avx512 + 2 * on + (m == 4)), 1e-5, 4, o);
+      }
 }
 
 // In bands: one parallel region (the bands), none inside it, and still no packing workspace; only
