@@ -552,6 +552,7 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   return 1.0 + static_cast<double>(nr) / static_cast<double>(K) < plain ? nr : 0;
 }
 
+namespace {
 // Whether more than half of `planes` channel planes, `plane_bytes` apart, fall into one set of
 // an L1 cache indexed by address bits 6-11 (64-byte lines, 4 KiB a way): the transposed GEMM's
 // stores of one row tile then evict one another.
@@ -562,6 +563,7 @@ bool PlanesCrowdOneCacheSet(int64_t plane_bytes, int64_t planes) {
   }
   return false;
 }
+}  // namespace
 
 int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv, bool nhwc_output) {
   nhwc_output = nhwc_output || ops::IsOutputChannelsLast(conv);
