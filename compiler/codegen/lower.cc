@@ -173,6 +173,7 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     o.depthwise_nhwc_tile_rows = 16;
     o.pointwise_pixel_rows_tail = 8;  // a quarter panel
     o.pointwise_pixel_rows_one_panel = 784;  // a 28x28 image
+    o.conv_pixel_rows_one_panel = true;
     o.transpose_tile = 16;
   } else if (features.find("+avx") == std::string::npos) {
     // SSE only (16 xmm registers of 4 floats): 4 x 8 keeps 8 accumulators.

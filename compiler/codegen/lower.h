@@ -210,6 +210,13 @@ struct LowerOptions {
   // stages) run as the transposed implicit GEMM (lower_conv.cc, ConvPixelRows)
   // where a row tile of whole output rows or a divisor of one exists; 0: never.
   int64_t conv_pixel_rows = 784;
+  // ...and beyond that bound, those with exactly one panel of output channels (Co = NR) and K =
+  // C x taps of at least 4 NR, unless the NR output planes crowd one L1 set (lower_conv.cc). The
+  // plain form packs every pixel's K values for only Co / MR = 4 row tiles. AVX-512, one-panel
+  // 3x3 layers, 2 threads: Inception-v3's 32 -> 32 at 147x147 0.70 of the time, 16 and 32 input
+  // channels at 98x98 to 147x147 0.79-0.89, 8 input channels (K = 72) 1.00; 32 -> 32 at 128x128
+  // (every 64 KB plane in one set) 9.4 (docs/MEASUREMENTS.md, cpu50).
+  bool conv_pixel_rows_one_panel = false;
   // Grouped convolutions (more than one input channel per group) with at most this many output
   // pixels per image run in that transposed form too, every group one product of one batched
   // GEMM (lower_conv.cc, ConvPixelRows), where each group's output channels are whole panels or

@@ -552,6 +552,19 @@ int64_t PointwisePixelRows(const LowerOptions& o, const ir::Node& conv) {
   return 1.0 + static_cast<double>(nr) / static_cast<double>(K) < plain ? nr : 0;
 }
 
+namespace {
+// Whether more than half of `planes` channel planes, `plane_bytes` apart, fall into one set of
+// an L1 cache indexed by address bits 6-11 (64-byte lines, 4 KiB a way): the transposed GEMM's
+// stores of one row tile then evict one another.
+bool PlanesCrowdOneCacheSet(int64_t plane_bytes, int64_t planes) {
+  std::vector<int64_t> per_set(64, 0);
+  for (int64_t c = 0; c < planes; ++c) {
+    if (2 * ++per_set[static_cast<size_t>((c * plane_bytes % 4096) / 64)] > planes) return true;
+  }
+  return false;
+}
+}  // namespace
+
 int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv, bool nhwc_output) {
   nhwc_output = nhwc_output || ops::IsOutputChannelsLast(conv);
   if (!nhwc_output) {
@@ -577,7 +590,17 @@ int64_t ConvPixelRows(const LowerOptions& o, const ir::Node& conv, bool nhwc_out
   // 224x224 stem 0.95-1.05 (not worth the scattered stores of 12,544 pixels: the pixel bound).
   // Stored channels-last, a pixel's NR output channels are one vector store: no pixel bound.
   const int64_t nr = GemmPanelWidth(o);
-  if (pointwise || (!nhwc_output && pixels > o.conv_pixel_rows) || ws[0] % nr != 0 || img > INT32_MAX) return 0;
+  if (pointwise || ws[0] % nr != 0 || img > INT32_MAX) return 0;
+  if (!nhwc_output && pixels > o.conv_pixel_rows) {
+    // Beyond the pixel bound, one panel of output channels over a deep enough K
+    // (LowerOptions::conv_pixel_rows_one_panel): the plain form packs every pixel's K values for
+    // Co / MR = 4 row tiles only, which costs more than the transposed form's scattered stores,
+    // unless the NR planes those stores write crowd one L1 set (a 128x128 image's 64 KB planes:
+    // 5-9x the time).
+    int64_t K = ws[1];
+    for (size_t d = 2; d < rank; ++d) K *= ws[d];
+    if (!o.conv_pixel_rows_one_panel || ws[0] != nr || K < 4 * nr || PlanesCrowdOneCacheSet(4 * pixels, nr)) return 0;
+  }
   // A strided unpadded 1x1 one that runs as the stride-1 one over a compact image (LowerConv):
   // above the pointwise bound, the implicit GEMM's form of that (ResNet-50's 256 -> 512 from
   // 56x56 to 28x28: 0.70 against 1.03 ms at 2 threads).

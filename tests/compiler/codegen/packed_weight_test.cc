@@ -482,6 +482,44 @@ TEST(PackedConv, DenseConvPixelRows) {
   }
 }
 
+// Dense convolutions beyond the pixel bound with one panel of output channels
+// (LowerOptions::conv_pixel_rows_one_panel: on for AVX-512, off for AVX2, turned on here for
+// both): 15 or 17 input channels x 3x3 (K = 135 / 153 >= 4 NR on AVX-512) over 30x30 and, in 2
+// images, 35x27 output pixels (row tiles of 10 or 9 and 6 or 3 columns), a bias, against the
+// reference evaluator, the kernel the transposed one. Not taken: K = 3 x (4 NR - 1) / 3 < 4 NR,
+// two panels, 32x32 outputs (4 KB planes: all NR in one L1 set), the option off.
+TEST(PackedConv, DenseConvPixelRowsOnePanelLargeImage) {
+  EXPECT_TRUE(kAvx512.conv_pixel_rows_one_panel);
+  EXPECT_FALSE(kAvx2.conv_pixel_rows_one_panel);
+  for (const LowerOptions* isa : {&kAvx2, &kAvx512}) {
+    const int64_t nr = GemmPanelWidth(*isa);
+    LowerOptions on = *isa;
+    on.conv_pixel_rows_one_panel = true;
+    LowerOptions off = on;
+    off.conv_pixel_rows_one_panel = false;
+    const int64_t c = (4 * nr + 8) / 9;  // K = 9 c >= 4 NR
+    for (const PackedCase& p : {PackedCase{{1, c, 30, 30}, nr, {3, 3}, 1, 1, 1, true},
+                                PackedCase{{2, c + 2, 37, 29}, nr, {3, 3}, 1, 0, 1, false}}) {
+      GraphBuilder b;
+      ir::Node* n = PackedConv(b, p, nr, 121);
+      ASSERT_NE(n, nullptr);
+      SCOPED_TRACE("x " + n->input(0)->type().ToString() + ", NR " + std::to_string(nr));
+      ASSERT_EQ(ConvPixelRows(on, *n), nr);
+      EXPECT_EQ(ConvPixelRows(off, *n), 0);
+      const KernelSpec spec = CheckNodeAgainstReference(*n, 122, 1e-5, 4, on);
+      ASSERT_NE(spec.kernel, nullptr);
+      const std::string text = spec.kernel->ToString();
+      EXPECT_NE(text.find("w_columns"), std::string::npos);
+      EXPECT_NE(text.find("conv_px_origin"), std::string::npos);
+    }
+    GraphBuilder r;
+    EXPECT_EQ(ConvPixelRows(on, *PackedConv(r, {{1, (4 * nr - 1) / 3, 30, 30}, nr, {3, 1}, 1, 1, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(on, *PackedConv(r, {{1, c, 30, 30}, 2 * nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(on, *PackedConv(r, {{1, c, 32, 32}, nr, {3, 3}, 1, 1, 1, false}, nr, 1)), 0);
+    EXPECT_EQ(ConvPixelRows(on, *PackedConv(r, {{1, c, 34, 34}, nr, {3, 3}, 1, 0, 1, false}, nr, 1)), 0);
+  }
+}
+
 // Grouped convolutions of more than one input channel per group with pixels as rows, every group
 // a product of one batched GEMM (LowerOptions::grouped_conv_pixel_rows): 2, 3 and 32 groups of 1
 // to 16 input channels; each group's output channels a whole panel, two, a half or a quarter
