@@ -221,6 +221,17 @@ void Graph::ReplaceAllUsesWith(Value* from, Value* to) {
   }
 }
 
+Status Graph::ReplaceNodeWith(Node* node, Value* by) {
+  if (node == nullptr || node->outputs_.size() != 1) return InvalidArgument("ReplaceNodeWith: not a single-output node");
+  Value* out = node->outputs_[0];
+  const std::string name = out->name_;
+  const bool was_output = IsGraphOutput(out);
+  ReplaceAllUsesWith(out, by);
+  KEEL_RETURN_IF_ERROR(RemoveNode(node));
+  if (was_output) by->set_name(name);
+  return Status::Ok();
+}
+
 Status Graph::RemoveNode(Node* node) {
   if (node == nullptr || node->graph_ != this) return InvalidArgument("RemoveNode: node is not in this graph");
   for (Value* out : node->outputs_) {

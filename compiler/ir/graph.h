@@ -199,6 +199,10 @@ class Graph {
   void ReplaceAllUsesWith(Value* from, Value* to);
   // Removes a node whose outputs have no uses and are not graph outputs.
   Status RemoveNode(Node* node);
+  // Replaces the single-output `node` by `by`: its uses and graph-output slots go to `by`, which
+  // takes the output's name where that was a graph output (callers feed and read a model's values
+  // by name), and `node` is removed.
+  Status ReplaceNodeWith(Node* node, Value* by);
   // Drops `node`'s trailing outputs that have no uses and are not graph outputs
   // (optional ONNX outputs a model declares but never reads).
   void TrimUnusedOutputs(Node* node);

@@ -25,12 +25,7 @@ Status FoldOne(ir::Graph& g, ir::Node* bn, const std::vector<double>& s, const s
       KEEL_ASSIGN_OR_RETURN(folded, def->fold_scale_shift(g, *producer, s, t));
     }
     if (folded) {
-      std::string name = y->name();
-      bool was_output = g.IsGraphOutput(y);
-      g.ReplaceAllUsesWith(y, x);
-      KEEL_RETURN_IF_ERROR(g.RemoveNode(bn));
-      if (was_output) x->set_name(name);
-      return Status::Ok();
+      return g.ReplaceNodeWith(bn, x);
     }
   }
   // Scale + shift with [C,1,...,1] constants.

@@ -45,13 +45,7 @@ Status ReplaceWithRewrite(ir::Graph& graph, ir::Node* n, ir::Value* out, const s
     return Internal(ir::NodeDescription(*n) + ": " + form + " form has type " + out->type().ToString() +
                     ", expected " + n->output(0)->type().ToString());
   }
-  // A graph output keeps its name (a caller feeds and reads the model's values by name).
-  const std::string name = n->output(0)->name();
-  const bool was_output = graph.IsGraphOutput(n->output(0));
-  graph.ReplaceAllUsesWith(n->output(0), out);
-  KEEL_RETURN_IF_ERROR(graph.RemoveNode(n));
-  if (was_output) out->set_name(name);
-  return Status::Ok();
+  return graph.ReplaceNodeWith(n, out);  // a graph output keeps its name
 }
 
 bool SoleUse(const ir::Graph& g, const ir::Value* v) { return v->uses().size() == 1 && !g.IsGraphOutput(v); }
