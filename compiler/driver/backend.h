@@ -86,6 +86,9 @@ class Backend {
   // target runs a reduction of `rows` results over `length` elements each with
   // (0: as it is).
   virtual int64_t ReductionParts(int64_t /*rows*/, int64_t /*length*/) const { return 0; }
+  // Fusion (passes/fusion.h, rule 0b): whether a row normalization computes the
+  // elementwise sum in front of it (a residual add) instead of the producer's epilogue.
+  virtual bool SumPrologues() const { return false; }
 };
 
 // keelc --layout: auto (the target's default for the precision), nchw (keep the

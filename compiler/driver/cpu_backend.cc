@@ -314,6 +314,7 @@ void SetTargetRules(const Backend& backend, Layout layout, passes::PipelineOptio
     return backend.RunsAttention(a, t, mask);
   };
   pipeline->reduction_split = [&backend](int64_t rows, int64_t length) { return backend.ReductionParts(rows, length); };
+  pipeline->sum_prologues = backend.SumPrologues();
 }
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& target, const BackendOptions& options) {

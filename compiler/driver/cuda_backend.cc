@@ -204,6 +204,9 @@ class CudaBackend final : public Backend {
     if (rows >= kBlocks || length <= 4096) return 0;
     return (kBlocks + rows - 1) / rows;
   }
+  // A post-norm transformer's residual add in the LayerNorm's kernel, whose warp
+  // holds the row in registers: the GEMM before it is a plain cuBLASLt call.
+  bool SumPrologues() const override { return true; }
 
  private:
   Result<lower::StepKernel> Generated(const ir::Node& node, int64_t index) {

@@ -344,6 +344,7 @@ void RegisterNormalizationOps(Registry& r) {
     def.infer = InferLayerNorm;
     def.evaluate = EvaluateTrailingNorm;
     def.kernel = LowerTrailingNorm;
+    def.reads_row_once = true;
     r.Add(std::move(def));
   }
   {
@@ -356,6 +357,7 @@ void RegisterNormalizationOps(Registry& r) {
     def.infer = InferRmsNorm;
     def.evaluate = EvaluateTrailingNorm;
     def.kernel = LowerTrailingNorm;
+    def.reads_row_once = true;
     r.Add(std::move(def));
   }
   {

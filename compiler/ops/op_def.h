@@ -220,6 +220,10 @@ struct OpDef {
   // Global pools: one value per image and channel over all spatial positions
   // (a target may read their input in either layout).
   bool global_pool = false;
+  // Row normalizations (LayerNorm, RMSNorm): a target may have fusion compute
+  // an elementwise sum of same-shape tensors in front of the kernel, which reads
+  // through it (passes/fusion.h, rule 0b; the GPU holds the row in registers).
+  bool reads_row_once = false;
   // Layout: rewrites the node's axis attributes for inputs that are now the
   // transposes (by `perm`, ONNX Transpose's convention) of what it read, so it
   // computes its old output transposed by `perm` (an op that drops axes: its old

@@ -112,11 +112,33 @@ ir::Node* PrologueOf(const ir::Graph& graph, const ir::Node& n) {
   return !user->body() && (GeneratedAnchor(*user) || ClassifyOp(*user) == OpClass::kInjective) ? user : nullptr;
 }
 
-// The prologues of each generated anchor and injective node.
-std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Graph& graph) {
+// The row normalization the elementwise node `n` is a sum prologue of (rule 0b
+// in fusion.h: operands all computed tensors of its output's shape, its only
+// use the normalization or that normalization's rule-0 prologue), or null.
+ir::Node* SumPrologueOf(const ir::Graph& graph, const ir::Node& n) {
+  if (n.body() || ClassifyOp(n) != OpClass::kElementwise) return nullptr;
+  ir::Value* out = n.output(0);
+  if (out->uses().size() != 1 || graph.IsGraphOutput(out) || !out->has_type()) return nullptr;
+  size_t operands = 0;
+  for (const ir::Value* v : n.inputs()) {
+    if (!v) continue;
+    if (v->is_constant() || !v->has_type() || v->type().shape != out->type().shape) return nullptr;
+    ++operands;
+  }
+  if (operands < 2) return nullptr;
+  ir::Node* user = out->uses()[0].node;
+  if (ir::Node* anchor = PrologueOf(graph, *user)) user = anchor;
+  const ops::OpDef* def = user->body() ? nullptr : ops::FindOp(*user);
+  return def && def->reads_row_once ? user : nullptr;
+}
+
+// The prologues of each generated anchor and injective node, in graph order.
+std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Graph& graph, bool sum_prologues) {
   std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
   for (ir::Node* n : graph.nodes()) {
-    if (ir::Node* anchor = PrologueOf(graph, *n)) prologues[anchor].push_back(n);
+    ir::Node* anchor = PrologueOf(graph, *n);
+    if (!anchor && sum_prologues) anchor = SumPrologueOf(graph, *n);
+    if (anchor) prologues[anchor].push_back(n);
   }
   return prologues;
 }
@@ -126,9 +148,10 @@ std::unordered_map<const ir::Node*, std::vector<ir::Node*>> FindPrologues(ir::Gr
 // reshapes of a batch-first transformer). Moves one such user above the view
 // (rule -1 in fusion.h) when every other operand is a same-shape tensor (read
 // through a view of the producer's shape) or a single element, and is not a
-// prologue (rule 0: a Cast in front of a LayerNorm stays next to it). Returns
-// whether it did.
-Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view, std::unordered_set<const ir::Node*>& operand_views) {
+// prologue (rule 0: a Cast in front of a LayerNorm stays next to it; rule 0b
+// with `sum_prologues`: a residual add in front of one). Returns whether it did.
+Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view, std::unordered_set<const ir::Node*>& operand_views,
+                            bool sum_prologues) {
   // The views this made of other operands stay: hoisting above them would turn back.
   if (view->op_type() != "keel.Reshape" || operand_views.count(view)) return false;
   // A view of a single-use view is one view of the first's input.
@@ -152,7 +175,8 @@ Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view, std::unordered_set<con
   if (producer_class != OpClass::kAnchor && producer_class != OpClass::kElementwise) return false;
   ir::Node* user = v->uses()[0].node;
   ir::Value* out = user->output(0);
-  if (user->body() || ClassifyOp(*user) != OpClass::kElementwise || PrologueOf(g, *user) || g.IsGraphOutput(out) ||
+  if (user->body() || ClassifyOp(*user) != OpClass::kElementwise || PrologueOf(g, *user) ||
+      (sum_prologues && SumPrologueOf(g, *user)) || g.IsGraphOutput(out) ||
       !out->has_type() || out->type().shape != v->type().shape) {
     return false;
   }
@@ -190,13 +214,13 @@ Result<bool> HoistAboveView(ir::Graph& g, ir::Node* view, std::unordered_set<con
   return true;
 }
 
-Status HoistEpiloguesAboveViews(ir::Graph& g) {
+Status HoistEpiloguesAboveViews(ir::Graph& g, bool sum_prologues) {
   std::unordered_set<const ir::Node*> operand_views;
   bool changed = true;
   while (changed) {
     changed = false;
     for (ir::Node* n : g.nodes()) {
-      KEEL_ASSIGN_OR_RETURN(changed, HoistAboveView(g, n, operand_views));
+      KEEL_ASSIGN_OR_RETURN(changed, HoistAboveView(g, n, operand_views, sum_prologues));
       if (changed) break;  // nodes were removed: take a fresh list
     }
   }
@@ -206,7 +230,7 @@ Status HoistEpiloguesAboveViews(ir::Graph& g) {
 }  // namespace
 
 Status FusionPass::Run(ir::Graph& graph) {
-  if (fuse_anchors_) KEEL_RETURN_IF_ERROR(HoistEpiloguesAboveViews(graph));
+  if (fuse_anchors_) KEEL_RETURN_IF_ERROR(HoistEpiloguesAboveViews(graph, sum_prologues_));
   struct Group {
     std::vector<ir::Node*> chain;
     const ir::Node* lead;  // the anchor, injective or first elementwise node
@@ -215,7 +239,7 @@ Status FusionPass::Run(ir::Graph& graph) {
   std::unordered_set<const ir::Node*> grouped;
   std::vector<Group> groups;
   std::unordered_map<const ir::Node*, std::vector<ir::Node*>> prologues;
-  if (fuse_anchors_) prologues = FindPrologues(graph);
+  if (fuse_anchors_) prologues = FindPrologues(graph, sum_prologues_);
   std::unordered_set<const ir::Node*> in_prologue;
   for (const auto& [anchor, nodes] : prologues) in_prologue.insert(nodes.begin(), nodes.end());
   for (ir::Node* n : graph.nodes()) {

@@ -28,6 +28,14 @@
 //      stay kernels of their own: an anchor may read its input several times,
 //      and a plain buffer read keeps its kernel's fast paths. A prologue is not
 //      also an epilogue of the chain before it.
+//  0b. Sum prologues (the target's choice, PipelineOptions::sum_prologues: the
+//      GPU): an elementwise node of two or more operands, all computed tensors
+//      of its output's shape, whose only use is a row normalization
+//      (OpDef::reads_row_once) or that normalization's rule-0 prologue, joins
+//      the normalization's group ahead of it. A post-norm transformer's
+//      residual add then runs in the LayerNorm's kernel, which reads both rows
+//      once, and the GEMM before it is a plain one (cuBLASLt's kernels that
+//      also read C take longer than the row's second read).
 //   1. An anchor starts a group (after its prologues). While the group's last output has exactly one
 //      use, is not a graph output, and that user is an ungrouped elementwise
 //      node, the user joins (a linear epilogue chain: bias add, relu, clip,
@@ -80,7 +88,8 @@ OpClass ClassifyOp(const ir::Node& node);
 
 class FusionPass : public Pass {
  public:
-  explicit FusionPass(bool fuse_anchors = true) : fuse_anchors_(fuse_anchors) {}
+  explicit FusionPass(bool fuse_anchors = true, bool sum_prologues = false)
+      : fuse_anchors_(fuse_anchors), sum_prologues_(sum_prologues) {}
   std::string name() const override { return "fusion"; }
   std::string description() const override {
     return "group anchor+epilogue, injective and elementwise chains into keel.Fused nodes";
@@ -89,6 +98,7 @@ class FusionPass : public Pass {
 
  private:
   bool fuse_anchors_;
+  bool sum_prologues_;
 };
 
 }  // namespace keel::passes

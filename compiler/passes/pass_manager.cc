@@ -80,7 +80,7 @@ Result<std::unique_ptr<Pass>> CreatePass(const std::string& name, const Pipeline
   if (name == "pad-folding") return std::unique_ptr<Pass>(new PadFoldingPass());
   if (name == "channels-last") return std::unique_ptr<Pass>(new ChannelsLastPass(options.channels_last, options.channels_last_before_enlarging));
   if (name == "gelu-fusion") return std::unique_ptr<Pass>(new GeluFusionPass());
-  if (name == "fusion") return std::unique_ptr<Pass>(new FusionPass(options.fuse_anchors));
+  if (name == "fusion") return std::unique_ptr<Pass>(new FusionPass(options.fuse_anchors, options.sum_prologues));
   if (name == "mixed-precision") {
     return std::unique_ptr<Pass>(new MixedPrecisionPass(options.mixed_precision, options.mixed_precision_report));
   }

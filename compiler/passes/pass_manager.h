@@ -90,6 +90,9 @@ struct PipelineOptions {
   int64_t fold_max_bytes = 64 * 1024;
   // fusion can be limited to elementwise groups (no anchors) for debugging.
   bool fuse_anchors = true;
+  // fusion: a row normalization computes the elementwise sum in front of it
+  // (fusion.h, rule 0b; the target's choice).
+  bool sum_prologues = false;
   // mixed-precision: the storage precision (fp32: the pass changes nothing), and
   // where its report goes (optional, not owned; must outlive the pipeline's run).
   MixedPrecisionOptions mixed_precision;

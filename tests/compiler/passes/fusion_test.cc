@@ -11,12 +11,14 @@ namespace {
 
 using namespace keel::passes::testing;  // NOLINT
 
-Status FusePipeline(ir::Graph& g) {
+// Shape inference, then fusion (with rule 0b's sum prologues or not).
+Status Fuse(ir::Graph& g, bool sum_prologues) {
   KEEL_RETURN_IF_ERROR(InferShapes(g));
-  FusionPass p;
+  FusionPass p(true, sum_prologues);
   KEEL_RETURN_IF_ERROR(p.Run(g));
   return g.Verify(true);
 }
+Status FusePipeline(ir::Graph& g) { return Fuse(g, false); }
 
 std::vector<std::string> Ops(const ir::Node* fused) {
   auto v = std::get<std::vector<std::string>>(fused->attrs().all().at("keel.ops"));
@@ -24,6 +26,19 @@ std::vector<std::string> Ops(const ir::Node* fused) {
 }
 
 std::string Pattern(const ir::Node* fused) { return *fused->attrs().GetString("keel.pattern", ""); }
+
+// The ops of every fused node, in graph order.
+std::vector<std::vector<std::string>> FusedGroups(const ir::Graph& g) {
+  std::vector<std::vector<std::string>> out;
+  for (const ir::Node* n : g.nodes()) {
+    if (n->op_type() == "keel.Fused") out.push_back(Ops(n));
+  }
+  return out;
+}
+
+std::function<Status(ir::Graph&)> SumPrologueFusion(bool sum_prologues) {
+  return [sum_prologues](ir::Graph& g) { return Fuse(g, sum_prologues); };
+}
 
 TEST(FusionTest, ConvBiasReluResidual) {
   // conv -> add(bias) -> relu -> add(residual x) -> output; x also feeds conv.
@@ -345,6 +360,71 @@ TEST(FusionTest, ACastInFrontOfAnInjectiveNodeIsItsPrologue) {
       EXPECT_EQ(f->input(0)->type().dtype, ir::DType::kF32);
     }
   }
+}
+
+// Rule 0b (the GPU's choice): a post-norm block's residual add, behind the GEMM's
+// bias and a view, runs in the LayerNorm's kernel; the GEMM keeps its bias.
+// Without the option, or when the sum has a second use (a pre-norm block's
+// stream), the add stays the GEMM's epilogue.
+TEST(FusionTest, AResidualSumInFrontOfALayerNormIsItsPrologue) {
+  auto build = [](bool second_use) {
+    return [second_use] {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* a = g->AddInput("a", F32({4, 5}));
+      ir::Value* r = g->AddInput("r", F32({1, 4, 6}));
+      ir::Node* mm = g->AddNode("MatMul", "mm", {a, Const(*g, "w", {5, 6}, 1)}, 1);
+      ir::Node* bias = g->AddNode("Add", "bias", {mm->output(0), Const(*g, "b", {6}, 2)}, 1);
+      ir::Node* view = g->AddNode("keel.Reshape", "view", {bias->output(0)}, 1);
+      view->attrs().Set("shape", std::vector<int64_t>{1, 4, 6});
+      ir::Node* sum = g->AddNode("Add", "sum", {r, view->output(0)}, 1, {"sum"});
+      ir::Node* ln = g->AddNode("LayerNormalization", "ln",
+                                {sum->output(0), Const(*g, "gamma", {6}, 3), Const(*g, "beta", {6}, 4)}, 1, {"y"});
+      ln->attrs().Set("axis", int64_t{-1});
+      g->AddOutput(ln->output(0));
+      if (second_use) {  // the next block's residual add
+        g->AddOutput(g->AddNode("Add", "next", {sum->output(0), r}, 1, {"z"})->output(0));
+      }
+      return g;
+    };
+  };
+  const std::vector<ir::TensorDataPtr> inputs = {Random({4, 5}, 3), Random({1, 4, 6}, 4)};
+  using Groups = std::vector<std::vector<std::string>>;
+  auto check = [&](bool second_use, bool sum_prologues, const Groups& expected) {
+    ir::Graph* fused = nullptr;
+    std::unique_ptr<ir::Graph> keep;
+    EXPECT_LT(CompareAfter(build(second_use), SumPrologueFusion(sum_prologues), inputs, &fused, &keep), 1e-5);
+    EXPECT_EQ(FusedGroups(*fused), expected) << "second use " << second_use << ", option " << sum_prologues;
+  };
+  check(false, true, {{"MatMul", "Add"}, {"Add", "LayerNormalization"}});
+  check(false, false, {{"MatMul", "Add", "Add"}, {"LayerNormalization"}});
+  check(true, true, {{"MatMul", "Add", "Add"}, {"LayerNormalization"}, {"Add"}});
+}
+
+// In half precision the sum is half and a widening Cast (rule 0) sits between it
+// and the f32 LayerNorm: the sum joins ahead of the Cast.
+TEST(FusionTest, AHalfSumJoinsAheadOfTheLayerNormsWideningCast) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    std::vector<ir::Value*> halves;
+    for (const char* name : {"x", "r"}) {
+      ir::Node* c = g->AddNode("Cast", std::string(name) + ".f16", {g->AddInput(name, F32({3, 8}))}, 1);
+      c->attrs().Set("to", std::string("f16"));
+      halves.push_back(c->output(0));
+    }
+    ir::Node* sum = g->AddNode("Add", "sum", halves, 1);
+    ir::Node* widen = g->AddNode("Cast", "widen", {sum->output(0)}, 1);
+    widen->attrs().Set("to", std::string("f32"));
+    ir::Node* ln = g->AddNode("LayerNormalization", "ln",
+                              {widen->output(0), Const(*g, "gamma", {8}, 3), Const(*g, "beta", {8}, 4)}, 1, {"y"});
+    ln->attrs().Set("axis", int64_t{-1});
+    g->AddOutput(ln->output(0));
+    return g;
+  };
+  ir::Graph* fused = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, SumPrologueFusion(true), {Random({3, 8}, 5), Random({3, 8}, 6)}, &fused, &keep), 1e-2);
+  EXPECT_EQ(FusedGroups(*fused),
+            (std::vector<std::vector<std::string>>{{"Cast"}, {"Cast"}, {"Add", "Cast", "LayerNormalization"}}));
 }
 
 }  // namespace
