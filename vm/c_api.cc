@@ -108,6 +108,7 @@ keel_vm_options_t VmDefaults() {
   o.cudnn_engines = static_cast<int32_t>(d.cudnn_engines);
   o.cudnn_engines_all = d.cudnn_engines_all ? 1 : 0;
   o.cudnn_engines_rtc = d.cudnn_engines_rtc ? 1 : 0;
+  o.cuda_l2_prefetch = d.cuda_l2_prefetch;
   return o;
 }
 
@@ -345,6 +346,7 @@ keel_status_t keel_vm_create(keel_executable_t* exe, const char* device, const k
     vo.cudnn_engines = static_cast<keel::VmOptions::CudnnEngines>(o.cudnn_engines);
     vo.cudnn_engines_all = o.cudnn_engines_all != 0;
     vo.cudnn_engines_rtc = o.cudnn_engines_rtc != 0;
+    vo.cuda_l2_prefetch = o.cuda_l2_prefetch;
     auto r = keel::VirtualMachine::Create(exe->exe, vo);
     if (!r.ok()) return Fail(r.status());
     *out = new keel_vm{std::move(r).value()};

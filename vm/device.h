@@ -80,6 +80,10 @@ class Device {
   // Called once by VM creation after every kernel is resolved (CUDA: writes the
   // tuning file when anything was tuned). Errors end VM creation.
   virtual Status KernelsResolved() { return Status::Ok(); }
+  // Called by VM creation once the device's constants (weights) are placed: they
+  // occupy [data, data + bytes) for the VM's lifetime (CUDA: prefetched into L2
+  // ahead of the GEMMs that read them in recorded runs, l2_prefetch.h).
+  virtual void ConstantsPlaced(const void* /*data*/, uint64_t /*bytes*/) {}
 
   // ---- whole-run recording (CUDA graphs); the defaults mean "not supported" ----
   // Page-locks host memory the interpreter copies to or from this device (host
@@ -123,6 +127,7 @@ struct DeviceOptions {
   bool autotune = true;       // CUDA: VmOptions::cuda_autotune
   bool autotune_log = false;  // CUDA: VmOptions::cuda_autotune_log
   bool pdl = true;            // CUDA: VmOptions::cuda_pdl
+  int l2_prefetch = 0;        // CUDA: VmOptions::cuda_l2_prefetch
   VmOptions::CudnnEngines cudnn_engines = VmOptions::CudnnEngines::kAuto;  // CUDA
   bool cudnn_engines_all = false;  // CUDA: VmOptions::cudnn_engines_all
   bool cudnn_engines_rtc = false;  // CUDA: VmOptions::cudnn_engines_rtc

@@ -58,6 +58,10 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   const LoadedExecutable& p = *prog_;
   KEEL_RETURN_IF_ERROR(CheckAllocator(options.host_allocator, "VmOptions::host_allocator"));
   KEEL_RETURN_IF_ERROR(CheckAllocator(options.device_allocator, "VmOptions::device_allocator"));
+  if (options.cuda_l2_prefetch < 0 || options.cuda_l2_prefetch > VmOptions::kMaxL2PrefetchDistance) {
+    return InvalidArgument("VmOptions::cuda_l2_prefetch is " + std::to_string(options.cuda_l2_prefetch) +
+                           " (expected 0 to " + std::to_string(VmOptions::kMaxL2PrefetchDistance) + ")");
+  }
   // The caller's arena buffer: checked before anything is created.
   const HostBlockLayout& hb = p.host_block;
   uint8_t* const block = static_cast<uint8_t*>(options.arena_buffer);
@@ -84,6 +88,7 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
   dopts.autotune = options.cuda_autotune;
   dopts.autotune_log = options.cuda_autotune_log;
   dopts.pdl = options.cuda_pdl;
+  dopts.l2_prefetch = options.cuda_l2_prefetch;
   dopts.cudnn_engines = options.cudnn_engines;
   dopts.cudnn_engines_all = options.cudnn_engines_all;
   dopts.cudnn_engines_rtc = options.cudnn_engines_rtc;
@@ -201,6 +206,7 @@ Status VirtualMachine::Impl::Init(const VmOptions& options) {
       KEEL_RETURN_IF_ERROR(d->CopyHostToDevice(block + c.dst, segment + c.src, c.bytes));
     }
     for (size_t k = 0; k < ids.size(); ++k) consts_[ids[k]].data = block + layout.offset[k];
+    d->ConstantsPlaced(mem, layout.bytes);
   }
   for (Device* d : {devices_[0].get(), devices_[1].get()}) {
     if (d != nullptr) KEEL_RETURN_IF_ERROR(d->Synchronize());

@@ -8,6 +8,7 @@
 //   KEEL_CUDA_AUTOTUNE=0        cuda_autotune = false (heuristics' first choice)
 //   KEEL_CUDA_AUTOTUNE_LOG=1    cuda_autotune_log = true
 //   KEEL_CUDA_PDL=0             cuda_pdl = false
+//   KEEL_CUDA_L2_PREFETCH=N     cuda_l2_prefetch = N (0: off)
 //   KEEL_CUDNN_ENGINES=1|force  cudnn_engines = kCompete | kForce (0: kOff)
 //   KEEL_CUDNN_ENGINES_ALL=1    cudnn_engines_all = true
 //   KEEL_CUDNN_ENGINES_RTC=1    cudnn_engines_rtc = true
@@ -34,6 +35,7 @@ inline void ApplyEnvironmentOverrides(VmOptions& o) {
   if (set("KEEL_CUDA_AUTOTUNE")) o.cuda_autotune = !is("KEEL_CUDA_AUTOTUNE", "0");
   if (set("KEEL_CUDA_AUTOTUNE_LOG")) o.cuda_autotune_log = is("KEEL_CUDA_AUTOTUNE_LOG", "1");
   if (set("KEEL_CUDA_PDL")) o.cuda_pdl = !is("KEEL_CUDA_PDL", "0");
+  if (set("KEEL_CUDA_L2_PREFETCH")) o.cuda_l2_prefetch = std::atoi(std::getenv("KEEL_CUDA_L2_PREFETCH"));
   if (set("KEEL_CUDNN_ENGINES")) {
     o.cudnn_engines = is("KEEL_CUDNN_ENGINES", "1")       ? VmOptions::CudnnEngines::kCompete
                       : is("KEEL_CUDNN_ENGINES", "force") ? VmOptions::CudnnEngines::kForce

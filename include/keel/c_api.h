@@ -95,6 +95,8 @@ typedef struct keel_vm_options_t {
   int32_t cudnn_engines;     /* CUDA: a keel_cudnn_engines_t (default KEEL_CUDNN_ENGINES_AUTO) */
   int32_t cudnn_engines_all; /* CUDA: with engines, every engine of the library (default 0) */
   int32_t cudnn_engines_rtc; /* CUDA: with engines, runtime-compiled ones too (default 0) */
+  int32_t cuda_l2_prefetch;  /* CUDA: recorded runs prefetch each GEMM's weights into L2 this many
+                                GEMMs ahead (default 0: off; at most 64) */
 } keel_vm_options_t;
 
 /* The runtime's version, "MAJOR.MINOR.PATCH" (the CMake package's version). */

@@ -110,6 +110,7 @@ TEST(CApiTest, OptionsStructsAreSized) {
   EXPECT_EQ(o.cuda_graph, 1);  // the defaults are keel::VmOptions'
   EXPECT_EQ(o.cuda_autotune, 1);
   EXPECT_EQ(o.cudnn_engines, KEEL_CUDNN_ENGINES_AUTO);
+  EXPECT_EQ(o.cuda_l2_prefetch, 0);
 
   auto bytes = keel::vmtest::FullProgram(keel::vmtest::Plan::kStatic);
   ASSERT_TRUE(bytes.ok());
@@ -156,6 +157,15 @@ TEST(CApiTest, OptionsStructsAreSized) {
   EXPECT_EQ(keel_vm_create(exe, "cpu", &newer.o, &vm), KEEL_UNSUPPORTED);
   EXPECT_NE(std::string(keel_last_error_message()).find("newer than this runtime"), std::string::npos)
       << keel_last_error_message();
+
+  // A knob out of its range is refused, naming it.
+  keel_vm_options_t far;
+  ASSERT_EQ(keel_vm_options_init(&far), KEEL_OK);
+  far.cuda_l2_prefetch = 65;
+  EXPECT_EQ(keel_vm_create(exe, "cpu", &far, &vm), KEEL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(keel_last_error_message()).find("cuda_l2_prefetch"), std::string::npos)
+      << keel_last_error_message();
+  EXPECT_EQ(vm, nullptr);
 
   // Never initialised.
   keel_vm_options_t raw{};

@@ -51,6 +51,7 @@ class CublasGemm final : public CudaLaunchState {
   LibraryDType dtype_;  // A and B
   LibraryDType out_;    // Y, the bias and the residual
   int bias_arg_ = -1, res_arg_ = -1, y_arg_ = 2;
+  uint64_t operand_bytes_[2] = {};  // A and B, for the L2 prefetch of a constant one
 };
 
 // The 16-byte algorithm (plan_.aligned16): the tuning file's, else the
@@ -131,6 +132,8 @@ Status CublasGemm::Plan(const KernelEntry& k) {
                                                          lo::value::kEpilogueGeluTanh}));
   KEEL_RETURN_IF_ERROR(at.Finish());
 
+  operand_bytes_[0] = k.args[0].bytes;
+  operand_bytes_[1] = k.args[1].bytes;
   plan_.has_bias = has_bias != 0;
   plan_.full_bias = plan_.has_bias && bias_mode == lo::value::kBiasFull;
   plan_.has_residual = has_res != 0;
@@ -231,12 +234,15 @@ Status CublasGemm::Launch(void* const* args) {
   const void* bias = plan_.has_bias ? args[bias_arg_] : nullptr;
   const void* residual = plan_.has_residual ? args[res_arg_] : nullptr;
   dev_.Bind();
+  const void* operands[2] = {args[0], args[1]};
+  dev_.BeforeGemm(operands, operand_bytes_, 2);
   dev_.BeginOp();
   const std::string* call = nullptr;
   KEEL_RETURN_IF_ERROR(LibraryCallStatus(cl::GemmLaunch(lt_, plan_, args[0], args[1], bias, residual, args[y_arg_],
                                                         dev_.workspace(), dev_.stream(), &call))
                            .WithContext("kernel " + name_));
   dev_.EndLaunch(*call, name_);
+  dev_.AfterGemm();
   return Status::Ok();
 }
 

@@ -88,6 +88,10 @@ bool UseProgrammaticLaunch(bool enabled, const KernelLibrary* library, int cc) {
   return flag != nullptr && *flag == 1;
 }
 
+// The trace's call for a prefetch launch (l2_prefetch.h's launch shape).
+const std::string kPrefetchCall = "cuLaunchKernel grid=(" + std::to_string(L2Prefetcher::kBlocks) + ",1,1) block=(" +
+                                  std::to_string(L2Prefetcher::kThreads) + ",1,1)";
+
 uint64_t ElapsedNs(cudaEvent_t a, cudaEvent_t b) {
   float ms = 0;
   if (cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
@@ -107,7 +111,8 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, const DeviceOption
 
 CudaDevice::CudaDevice(int ordinal, const DeviceOptions& options)
     : ordinal_(ordinal), name_("cuda:" + std::to_string(ordinal)), library_(options.library),
-      allow_tf32_(options.allow_tf32), options_(options), tuning_file_(options.tuning_file) {}
+      allow_tf32_(options.allow_tf32), options_(options),
+      l2_prefetch_(std::make_unique<L2Prefetcher>(options.l2_prefetch)), tuning_file_(options.tuning_file) {}
 
 Result<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal, const DeviceOptions& options) {
   int count = 0;
@@ -198,6 +203,7 @@ CudaDevice::~CudaDevice() {
   Bind();
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
   states_.clear();  // cuDNN/cuBLASLt descriptors before their handles
+  l2_prefetch_.reset();
   shared_plans_.clear();
   if (graph_exec_ != nullptr) (void)cudaGraphExecDestroy(graph_exec_);
 #ifdef KEEL_HAVE_CUDNN
@@ -352,11 +358,37 @@ Status CudaDevice::BeginRecording() {
   }
   KEEL_CUDA_RETURN(cudaStreamBeginCapture, stream_, cudaStreamCaptureModeThreadLocal);
   capturing_ = true;
+  l2_prefetch_->BeginRecording();
   return Status::Ok();
+}
+
+void CudaDevice::ConstantsPlaced(const void* data, uint64_t bytes) {
+  constants_ = static_cast<const char*>(data);
+  constants_bytes_ = bytes;
+}
+
+void CudaDevice::BeforeGemm(const void* const* operands, const uint64_t* bytes, size_t count) {
+  if (!capturing_ || constants_ == nullptr) return;
+  for (size_t i = 0; i < count; ++i) {
+    const char* p = static_cast<const char*>(operands[i]);
+    if (p < constants_ || p >= constants_ + constants_bytes_) continue;
+    Result<CUfunction> fn = RuntimeFunction("keel_prefetch_l2");
+    if (!fn.ok()) return;  // another GPU whose runtime module did not load: no prefetches
+    BeginOp();
+    if (l2_prefetch_->BeforeGemm(*fn, p, bytes[i])) {
+      EndLaunch(kPrefetchCall, "keel_prefetch_l2");
+    }
+    return;
+  }
+}
+
+void CudaDevice::AfterGemm() {
+  if (capturing_) l2_prefetch_->AfterGemm(stream_);
 }
 
 Status CudaDevice::EndRecording(bool keep) {
   Bind();
+  l2_prefetch_->EndRecording(stream_);
   cudaGraph_t graph = nullptr;
   const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
   capturing_ = false;

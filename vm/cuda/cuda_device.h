@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "vm/cuda/cuda_driver.h"
+#include "vm/cuda/l2_prefetch.h"
 #include "vm/cuda/library_calls.h"
 #include "vm/device.h"
 
@@ -171,6 +172,12 @@ class CudaDevice final : public Device {
   void StoreSharedPlan(const std::string& key, std::shared_ptr<void> plan) { shared_plans_[key] = std::move(plan); }
   // Writes the tuning file when a choice was added by timing (see above).
   Status KernelsResolved() override;
+  void ConstantsPlaced(const void* data, uint64_t bytes) override;
+  // Around the launch of a library GEMM whose operands are `operands` (`bytes` each): while
+  // recording, the first one that is a constant is prefetched into L2 ahead of it
+  // (l2_prefetch.h; VmOptions::cuda_l2_prefetch), and its end is marked for later GEMMs.
+  void BeforeGemm(const void* const* operands, const uint64_t* bytes, size_t count);
+  void AfterGemm();
   // Makes the device's primary context current on the calling thread.
   void Bind() const { Driver().CtxSetCurrent(ctx_); }
 
@@ -194,6 +201,9 @@ class CudaDevice final : public Device {
   cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
   bool timing_started_ = false;
   bool capturing_ = false;
+  const char* constants_ = nullptr;  // the constant block (ConstantsPlaced)
+  uint64_t constants_bytes_ = 0;
+  std::unique_ptr<L2Prefetcher> l2_prefetch_;
   CUmodule module_ = nullptr;
   CUmodule runtime_module_ = nullptr;
   bool runtime_cubin_ = false;  // the runtime module came from the sm_90 cubin

@@ -108,6 +108,32 @@ extern "C" __global__ void keel_bias_act_bf16(__nv_bfloat16* __restrict__ y, con
 // queues it before the calls it times, so that the host has queued them all
 // before the GPU starts: the events then measure device time, not the
 // libraries' per-call host overhead (vm/cuda/autotune.h).
+// keel_prefetch_l2: [p, p + bytes) fetched into L2 (l2_prefetch.h), nothing written. On sm_90
+// thread 0 of each block issues bulk prefetches (the TMA unit fetches, no registers wait) of
+// 32 KiB pieces from the first 16-byte boundary (the instruction's alignment), the blocks
+// taking turns; a head and tail under 16 bytes are left out. Older GPUs: one 128-byte line per
+// thread and step.
+extern "C" __global__ void keel_prefetch_l2(const char* p, unsigned long long bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x != 0) return;
+  const unsigned long long head = (16 - (reinterpret_cast<unsigned long long>(p) & 15)) & 15;
+  if (bytes <= head) return;
+  p += head;
+  bytes -= head;
+  constexpr unsigned long long kPiece = 32768;
+  for (unsigned long long o = kPiece * blockIdx.x; o < bytes; o += kPiece * gridDim.x) {
+    const unsigned long long n = bytes - o < kPiece ? ((bytes - o) & ~15ull) : kPiece;
+    if (n == 0) break;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(static_cast<unsigned>(n)) : "memory");
+  }
+#else
+  const unsigned long long stride = 128ull * gridDim.x * blockDim.x;
+  for (unsigned long long o = 128ull * (blockIdx.x * blockDim.x + threadIdx.x); o < bytes; o += stride) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+  }
+#endif
+}
+
 extern "C" __global__ void keel_spin(unsigned long long ns) {
   unsigned long long start = 0, now = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));

@@ -112,8 +112,9 @@ TEST(CudaDevice, ArenaLargerThanDeviceIsOutOfMemoryAtCreation) {
   EXPECT_TRUE(r.status.ok()) << r.status.ToString();
 }
 
-// A program mixing a generated kernel and a cuBLAS gemm (constant weights).
-Result<std::vector<uint8_t>> MixedProgram() {
+// A program mixing a generated kernel and a cuBLAS gemm (constant weights); with
+// `second_gemm`, a third output: the gemm of t1 with a second constant.
+Result<std::vector<uint8_t>> MixedProgram(bool second_gemm = false) {
   ProgramSpec p;
   p.library_id = kLibraryId;
   p.kernels.push_back(GeneratedKernel("keel_test_scale_1000", {{kN}, {kN}}, 8, 128));
@@ -127,6 +128,11 @@ Result<std::vector<uint8_t>> MixedProgram() {
                {{kN}, Role::kOutput, {}}};
   // scale(in0) -> t1 (viewed as [10,100] by the gemm's signature), gemm(t1, w) -> out0, scale(t1) -> out1
   p.ops = {{0, {0, 1}, "scale"}, {1, {1, 2, 3}, "gemm"}, {0, {1, 4}, "scale2"}};
+  if (second_gemm) {
+    p.tensors.push_back({{100, 30}, Role::kConst, Random(3000, 8)});
+    p.tensors.push_back({{10, 30}, Role::kOutput, {}});
+    p.ops.push_back({1, {1, 5, 6}, "gemm2"});
+  }
   return BuildProgram(p);
 }
 
@@ -182,6 +188,54 @@ TEST(CudaGraph, ReplayMatchesPlainRunsBitExactly) {
     ASSERT_TRUE((*graph_vm)->CopyOutputToHost(1, y1.data(), kN * 4).ok());
     EXPECT_LE(RelL2(y0, ReferenceGemm(ref, t, Random(3000, 7), {})), 1e-5) << "run " << run;
     for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(y1[i], 2.f * t[i] + 1.f) << i;
+  }
+}
+
+// VmOptions::cuda_l2_prefetch: the recorded run prefetches the second gemm's weights (the
+// first has no gemm before it), the trace shows that launch, and the replays' results are
+// those of plain runs, bit for bit. Off (0), nothing is prefetched.
+TEST(CudaGraph, L2PrefetchOfWeightsLeavesResultsUnchanged) {
+  KEEL_SKIP_WITHOUT_GPU();
+  auto bytes = MixedProgram(/*second_gemm=*/true);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto exe = LoadWithTestKernels(*bytes);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  VmOptions plain_opts = OnCuda();
+  plain_opts.cuda_graph = false;
+  auto plain_vm = VirtualMachine::Create(*exe, plain_opts);
+  ASSERT_TRUE(plain_vm.ok()) << plain_vm.status().ToString();
+  const std::vector<int64_t> shape = {kN};
+  for (int distance : {0, 1}) {
+    SCOPED_TRACE("distance " + std::to_string(distance));
+    VmOptions o = OnCuda();
+    o.cuda_l2_prefetch = distance;
+    auto vm = VirtualMachine::Create(*exe, o);
+    ASSERT_TRUE(vm.ok()) << vm.status().ToString();
+    TraceRecorder rec;
+    (*vm)->SetTraceObserver(&rec);
+    for (int run = 0; run < 3; ++run) {
+      const auto x = Random(kN, 200 + run);
+      ASSERT_TRUE((*vm)->SetInput(0, x.data(), kN * 4, shape, DataType::kF32).ok());
+      ASSERT_TRUE((*plain_vm)->SetInput(0, x.data(), kN * 4, shape, DataType::kF32).ok());
+      rec.Clear();
+      Status gs = (*vm)->Run();
+      ASSERT_TRUE(gs.ok()) << gs.ToString();
+      ASSERT_TRUE((*plain_vm)->Run().ok());
+      if (run == 0) {  // the recording run reports its operations
+        int prefetches = 0;
+        for (const RecordedTraceEvent& e : rec.events()) {
+          if (e.op_kind == DeviceOpKind::kLaunch && e.kernel == "keel_prefetch_l2") ++prefetches;
+        }
+        EXPECT_EQ(prefetches, distance == 0 ? 0 : 1);
+      }
+      for (size_t j = 0; j < 3; ++j) {
+        const uint64_t n = (*exe)->output(j).byte_size;
+        std::vector<uint8_t> g(n), q(n);
+        ASSERT_TRUE((*vm)->CopyOutputToHost(j, g.data(), n).ok());
+        ASSERT_TRUE((*plain_vm)->CopyOutputToHost(j, q.data(), n).ok());
+        EXPECT_EQ(0, std::memcmp(g.data(), q.data(), n)) << "run " << run << " output " << j;
+      }
+    }
   }
 }
 
