@@ -151,12 +151,14 @@ class PieceFinder {
   static constexpr size_t kMaxSplitEnders = 20;
   static constexpr size_t kSubsetsTried = 64;  // per point of a closure
   static constexpr uint64_t kSubsetNodes = 20000;
-  // Chains (see Chain): with 8 steps and 32 options `exact` ended the
-  // 10,000-buffer seed 8 at 1.0058x the optimum (1.0097 with 16 options,
-  // 1.0146 with 64, 1.0166 with 8; one way only, 16 options, 1.0188); the
-  // search takes 0.3-0.8 s instead of 0.1-0.13 on 10,000 buffers.
+  // Chains (see Chain), 8 steps and 16 options: `exact` on the 10,000-buffer
+  // perfect packings in 10 s, seed 8 1.010-1.015x the optimum (1.034
+  // without chains), seed 2 1.0037 (1.0064). The option count moves them
+  // chaotically: 32 options seed 8 1.0058 but seed 2 1.0138, 24 and 48 both
+  // above 1.01, 8 seed 8 1.0166; one way only, 1.0188 (docs/MEASUREMENTS.md).
+  // The search takes 0.3-0.8 s instead of 0.1-0.13 on 10,000 buffers.
   static constexpr size_t kChainSteps = 8;
-  static constexpr size_t kChainOptions = 32;
+  static constexpr size_t kChainOptions = 16;
 
   int32_t PointOf(int64_t t) const {
     return static_cast<int32_t>(std::lower_bound(points_.begin(), points_.end(), t) - points_.begin());
@@ -179,7 +181,7 @@ class PieceFinder {
   // 8, 3,355 buffers in 387 steps, ~120 live at each) is found only as its
   // slices of 2-20 buffers; its strips of 100-400 buffers, merged as
   // rectangles, bring that problem from 1.034x to 1.003x the optimum
-  // (docs/MEASUREMENTS.md, "seed 8's cluster").
+  // (docs/MEASUREMENTS.md, "seed 8's dense cluster").
   template <typename Add>
   void Chain(const std::vector<int32_t>& piece, uint64_t height, Add& add) {
     const std::vector<int32_t> ahead = ChainOneWay(forward_, piece, height, add);
