@@ -129,15 +129,15 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const bool plain_b = o.gemm_first_tile_packs && g.b_in_place && g.b && !g.b_fast && !batched;
   const bool tile_packed_b = plain_b && o.gemm_panel_at_a_time && !g.b_vector && g.b_packed < 0 && Mt > 1 &&
                              Mt <= 32 && N % 16 == 0 && Mt * K > o.gemm_b_in_place_rows;
-  // A MatMul's or Gemm's weight packed at compile time as B (GemmOperands::b_weight), at least the
-  // cache budget, with all of A in one block: column blocks only (LowerOptions::
-  // gemm_weight_column_tasks), so that each thread streams its own share of the weight, which is
-  // read once per run from memory, instead of all of it for half the rows; their count is set
-  // below. (Not the pixels-as-rows convolutions' weights: with this MobileNetV2, MNASNet and
-  // ResNet-18 took 1.04-1.05x the time at two threads; nor weights under the budget: TinyBERT
-  // and the T5 encoder 1.05-1.08x.)
-  const bool weight_columns = o.gemm_weight_column_tasks && g.b_weight && g.b_packed >= 0 && !batched &&
-                              !g.in_region && MCT >= Mt && Np >= 8 && K * N * 4 >= o.l2_bytes;
+  // A MatMul's or Gemm's weight packed at compile time as B (GemmOperands::b_weight), of at least
+  // LowerOptions::gemm_weight_column_tasks_bytes, with all of A in one block: column blocks only,
+  // so that each thread streams its own share of the weight, which is read from memory once per
+  // run, instead of all of it for half the rows; their count is set below. (Not the pixels-as-rows
+  // convolutions' weights: with those too MobileNetV2, MNASNet and ResNet-18 took 1.04-1.05x the
+  // time at two threads; docs/MEASUREMENTS.md, cpu53.)
+  const int64_t weight_bytes = o.gemm_weight_column_tasks_bytes;
+  const bool weight_columns = weight_bytes > 0 && g.b_weight && g.b_packed >= 0 && !batched && !g.in_region &&
+                              MCT >= Mt && Np >= 8 && K * N * 4 >= weight_bytes;
   if (weight_columns) MCT = Mt;
   while (!weight_columns && CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
     if ((NCP >= MCT || tile_packed_b) && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);

@@ -142,15 +142,16 @@ TEST(PackedProduct, FusedBiasAndResidual) {
   }
 }
 
-// A weight of at least the cache budget with all of A in one block: tasks of column blocks alone,
-// balanced, a multiple of 8 of them where there are that many panels
-// (LowerOptions::gemm_weight_column_tasks). A small cache budget brings the rule to small shapes:
+// A large weight with all of A in one block: tasks of column blocks alone, balanced, a multiple of
+// 8 of them where there are that many panels (LowerOptions::gemm_weight_column_tasks_bytes). A
+// small cache budget and weight size bring the rule to small shapes:
 // 37 rows (not whole row tiles), 300 columns (a tail panel), 19 or 10 panels in 8 blocks, where the
 // default blocking makes 10 tasks of 2 row blocks (AVX2) or 8 of 2 (AVX-512).
 TEST(PackedProduct, WeightSplitByColumnsAlone) {
   for (const LowerOptions* isa : {&kAvx2, &kAvx512}) {
     LowerOptions o = *isa;
     o.l2_bytes = 64 * 1024;
+    o.gemm_weight_column_tasks_bytes = 72 * 300 * 4;
     GraphBuilder b;
     ir::Node* n = PackedProduct(b, BPanelCase{"MatMul", {1, 37, 72}, 72, 300}, GemmPanelWidth(o), 141);
     ASSERT_NE(n, nullptr);
@@ -163,8 +164,8 @@ TEST(PackedProduct, WeightSplitByColumnsAlone) {
     EXPECT_NE(text.find("parallel for t in [0, 8)"), std::string::npos);
     EXPECT_NE(text.find("for mt in [((t / 8) * " + std::to_string(mt) + ")"), std::string::npos);
     EXPECT_NE(text.find("for p in [(((t % 8) * " + std::to_string(panels) + ") / 8)"), std::string::npos);
-    // Off: the same numbers, from the blocking that splits the rows too.
-    o.gemm_weight_column_tasks = false;
+    // Under the size: the same numbers, from the blocking that splits the rows too.
+    o.gemm_weight_column_tasks_bytes = 72 * 300 * 4 + 1;
     const KernelSpec off = CheckNodeAgainstReference(*n, 142, 1e-5, 4, o);
     ASSERT_NE(off.kernel, nullptr);
     EXPECT_EQ(off.kernel->ToString().find("for mt in [((t / 8) * " + std::to_string(mt) + ")"), std::string::npos);
