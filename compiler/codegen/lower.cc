@@ -208,6 +208,7 @@ LowerOptions LowerOptionsForCuda() {
   o.transpose_tile = 0;            // register tiles are a CPU form
   o.inline_scalar_constants = false;  // measured on the CPU only
   o.recurrent_rows_in_lanes = false;  // a CPU vector form (measured there only)
+  o.gemm_weight_column_tasks_bytes = 0;  // a CPU thread split (measured there only)
   return o;
 }
 

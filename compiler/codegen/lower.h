@@ -152,6 +152,15 @@ struct LowerOptions {
   // workspace once per call), instead of a dot product per row ending in a horizontal sum
   // (ops/recurrent_kernel.cc). CPU only (measured there).
   bool recurrent_rows_in_lanes = true;
+  // GEMMs whose B is a MatMul's or Gemm's weight packed at compile time, of at least this many
+  // bytes (0: never), one product, whose whole A fits the cache budget of one A block: tasks are
+  // column blocks only (one M block), of balanced sizes, a multiple of 8 of them where there are
+  // that many panels (lower_gemm.cc). The default blocking made 9 equal tasks of ViT-B/16's and
+  // BERT-base's QKV projections (72 panels; 5 : 4 between 2 threads) and split the rows of their
+  // feed-forward output GEMMs in two (every thread streamed all of the weight): ViT-B/16 and
+  // BERT-base took 0.93 of the time at two threads. Weights of 0.5-1 MB under 64 rows (the T5
+  // encoder's, TinyBERT's) took 1.03-1.04x so (docs/MEASUREMENTS.md, cpu53).
+  int64_t gemm_weight_column_tasks_bytes = 2 << 20;
   int64_t l2_bytes = 512 * 1024;  // cache budget used to size GEMM blocks
   // Elementwise/reduction loop nests with fewer output elements run serially.
   int64_t min_parallel_elements = 1 << 14;

@@ -129,7 +129,17 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   const bool plain_b = o.gemm_first_tile_packs && g.b_in_place && g.b && !g.b_fast && !batched;
   const bool tile_packed_b = plain_b && o.gemm_panel_at_a_time && !g.b_vector && g.b_packed < 0 && Mt > 1 &&
                              Mt <= 32 && N % 16 == 0 && Mt * K > o.gemm_b_in_place_rows;
-  while (CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
+  // A MatMul's or Gemm's weight packed at compile time as B (GemmOperands::b_weight), of at least
+  // LowerOptions::gemm_weight_column_tasks_bytes, with all of A in one block: column blocks only,
+  // so that each thread streams its own share of the weight, which is read from memory once per
+  // run, instead of all of it for half the rows; their count is set below. (Not the pixels-as-rows
+  // convolutions' weights: with those too MobileNetV2, MNASNet and ResNet-18 took 1.04-1.05x the
+  // time at two threads; docs/MEASUREMENTS.md, cpu53.)
+  const int64_t weight_bytes = o.gemm_weight_column_tasks_bytes;
+  const bool weight_columns = weight_bytes > 0 && g.b_weight && g.b_packed >= 0 && !batched && !g.in_region &&
+                              MCT >= Mt && Np >= 8 && K * N * 4 >= weight_bytes;
+  if (weight_columns) MCT = Mt;
+  while (!weight_columns && CeilDiv(Mt, MCT) * CeilDiv(Np, NCP) < 8 && (NCP > 1 || MCT > 1)) {
     if ((NCP >= MCT || tile_packed_b) && NCP > 1) NCP = CeilDiv(NCP, 2); else MCT = CeilDiv(MCT, 2);
   }
   const int64_t nMB = CeilDiv(Mt, MCT);
@@ -165,8 +175,11 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // Their column blocks (no packed panels to size) are of balanced sizes, [b * Np / nNB, (b + 1) *
   // Np / nNB), a multiple of 8 of them: ResNet's stem had 31 blocks of 13 panels (the last of 2),
   // 208 : 184 panels between 2 threads (0.96-0.97 of the stem's time at 2 threads so).
+  // So are those of a weight split by columns alone, at least 8 and a multiple of 8 where there are
+  // that many panels: a contiguous share of the tasks is then the same number of panels for 2, 4
+  // or 8 threads (QKV projections of 72 panels made 9 blocks of 8, 5 : 4 between two threads).
   int64_t nNB = CeilDiv(Np, NCP);
-  const bool balanced_columns = vectors_in_place && !columns_outer && nNB > 1;
+  const bool balanced_columns = (vectors_in_place && !columns_outer && nNB > 1) || weight_columns;
   if (balanced_columns) nNB = std::min(Np, CeilDiv(nNB, 8) * 8);
   const int64_t NCP_most = balanced_columns ? CeilDiv(Np, nNB) : NCP;  // panels in the largest block
   auto nb_start = [&](Expr b) { return balanced_columns ? b * Np / nNB : b * NCP; };
@@ -481,7 +494,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
         const int64_t T = Mt / nMB, R = CeilDiv(KC, T);  // the smallest block's tiles
         const Expr last = kc >= nKC - 1;
         // (Never a narrow tail panel, whose rows are TW apart: the last full one instead.)
-        const Expr next_p = Select(last, Min(p + NCP, narrow_tail ? std::max<int64_t>(n_full - 1, 0) : Np - 1), p);
+        const Expr next_p = Select(last, Min(p + (balanced_columns ? nb_end(nb) - nb_start(nb) : Expr(NCP)), narrow_tail ? std::max<int64_t>(n_full - 1, 0) : Np - 1), p);
         const Expr row = Min(Select(last, Expr(0), k0 + KC) + (mt - mb_start(mb)) * R + (kk - k0), K - 1);
         std::vector<Stmt> ahead;  // each 64-byte line of that row
         for (int64_t j = 0; j < NR; j += 16) ahead.push_back(k.Prefetch(bp, {bp_at(next_p, row, Expr(j))}));

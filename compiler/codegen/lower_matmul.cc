@@ -76,6 +76,7 @@ Result<Stmt> LowerGemm(LowerContext& ctx, const ir::Node& node, int64_t packed_c
     if (tb) return InvalidArgument(NodeLabel(node) + ": B in panel form with transB");
     g.n = packed_cols;
     KEEL_ASSIGN_OR_RETURN(g.b_packed, PackedBView(ctx, node, *B, g.k, g.n));
+    g.b_weight = true;
   } else {
     g.n = tb ? B->type.shape[0] : B->type.shape[1];
     if ((tb ? B->type.shape[1] : B->type.shape[0]) != g.k) return InvalidArgument(NodeLabel(node) + ": K mismatch");
@@ -150,8 +151,12 @@ Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, int64_t packed
         return a_at(idx);
       };
     }
-    if (b_panels >= 0) g.b_packed = b_panels;
-    else g.b = [b_at, b1](Expr kk, Expr n) { return b1 ? b_at({kk}) : b_at({kk, n}); };
+    if (b_panels >= 0) {
+      g.b_packed = b_panels;
+      g.b_weight = true;
+    } else {
+      g.b = [b_at, b1](Expr kk, Expr n) { return b1 ? b_at({kk}) : b_at({kk, n}); };
+    }
     g.store = [store, rows_shape, b1](Expr m, Expr n, Expr acc) {
       std::vector<Expr> idx = Delinearize(rows_shape, m);
       if (!b1) idx.push_back(n);
@@ -176,6 +181,7 @@ Result<Stmt> LowerMatMul(LowerContext& ctx, const ir::Node& node, int64_t packed
   if (b_panels >= 0) {
     g.b_packed = b_panels;
     g.b_packed_shared = true;
+    g.b_weight = true;
   } else {
     g.b = [b_at, bb, b1](Expr kk, Expr n) {
       std::vector<Expr> idx = bb;

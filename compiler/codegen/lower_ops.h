@@ -42,6 +42,10 @@ struct GemmOperands {
   // SqueezeNet's squeeze layers (16 output channels over 55x55 pixels); the
   // in-place read is strided by N per k row, which packing hides from many tiles.
   bool b_in_place = false;
+  // B (with b_packed) is a MatMul's or Gemm's constant weight, packed at compile time: where it is
+  // large (read from memory once per run) and A fits one block, the tasks split its columns alone
+  // (LowerOptions::gemm_weight_column_tasks_bytes).
+  bool b_weight = false;
   // Optional: each vector of a full panel (NR / 2 lanes, h = 0 or 1) is one plain load unit-stride
   // in j: B(k, p * NR + h * NR / 2 + j) == b_vector(k, p, h, j) for j < NR / 2 (a strided
   // convolution's runs of output columns from its workspace image in column phases, each vector

@@ -142,6 +142,36 @@ TEST(PackedProduct, FusedBiasAndResidual) {
   }
 }
 
+// A large weight with all of A in one block: tasks of column blocks alone, balanced, a multiple of
+// 8 of them where there are that many panels (LowerOptions::gemm_weight_column_tasks_bytes). A
+// small cache budget and weight size bring the rule to small shapes:
+// 37 rows (not whole row tiles), 300 columns (a tail panel), 19 or 10 panels in 8 blocks, where the
+// default blocking makes 10 tasks of 2 row blocks (AVX2) or 8 of 2 (AVX-512).
+TEST(PackedProduct, WeightSplitByColumnsAlone) {
+  for (const LowerOptions* isa : {&kAvx2, &kAvx512}) {
+    LowerOptions o = *isa;
+    o.l2_bytes = 64 * 1024;
+    o.gemm_weight_column_tasks_bytes = 72 * 300 * 4;
+    GraphBuilder b;
+    ir::Node* n = PackedProduct(b, BPanelCase{"MatMul", {1, 37, 72}, 72, 300}, GemmPanelWidth(o), 141);
+    ASSERT_NE(n, nullptr);
+    SCOPED_TRACE("panel width " + std::to_string(GemmPanelWidth(o)));
+    const KernelSpec spec = CheckNodeAgainstReference(*n, 142, 1e-5, 4, o);
+    ASSERT_NE(spec.kernel, nullptr);
+    const std::string text = spec.kernel->ToString();
+    // 8 tasks, each every row tile ([0, Mt) for t / 8 = 0) and a balanced share of the panels.
+    const int64_t mt = (37 + GemmRowTile(o, 37) - 1) / GemmRowTile(o, 37), panels = (300 + GemmPanelWidth(o) - 1) / GemmPanelWidth(o);
+    EXPECT_NE(text.find("parallel for t in [0, 8)"), std::string::npos);
+    EXPECT_NE(text.find("for mt in [((t / 8) * " + std::to_string(mt) + ")"), std::string::npos);
+    EXPECT_NE(text.find("for p in [(((t % 8) * " + std::to_string(panels) + ") / 8)"), std::string::npos);
+    // Under the size: the same numbers, from the blocking that splits the rows too.
+    o.gemm_weight_column_tasks_bytes = 72 * 300 * 4 + 1;
+    const KernelSpec off = CheckNodeAgainstReference(*n, 142, 1e-5, 4, o);
+    ASSERT_NE(off.kernel, nullptr);
+    EXPECT_EQ(off.kernel->ToString().find("for mt in [((t / 8) * " + std::to_string(mt) + ")"), std::string::npos);
+  }
+}
+
 // One-column panels ([N, K, 1]: B transposed, the CUDA back end's form for
 // cuBLASLt) lowered where the GEMM reads wider panels: B read in place as the
 // [K, N] matrix it stands for, the same numbers as the reference.
