@@ -110,7 +110,9 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // K blocking: one block when K is small, else balanced blocks of about 256, or of about
   // LowerOptions::gemm_kc_k_apart where A's k rows are far apart (GemmOperands::a_k_apart).
   const int64_t kc_target = g.a_k_apart && o.gemm_kc_k_apart > 0 ? o.gemm_kc_k_apart : 256;
-  const int64_t nKC = K <= kc_target * 5 / 4 ? 1 : CeilDiv(K, kc_target);
+  const bool one_k_block = o.gemm_one_k_block_bytes > 0 && K <= kc_target * 2 && g.b_packed < 0 &&
+                           batch * CeilDiv(N, NR) * K * NR * 4 <= o.gemm_one_k_block_bytes;
+  const int64_t nKC = K <= kc_target * 5 / 4 || one_k_block ? 1 : CeilDiv(K, kc_target);
   const int64_t KC = CeilDiv(K, nKC);
   // Cache blocking: the A block (MC x KC) and the B panels of a task (NCP x KC x NR) fit half of L2.
   const int64_t half_l2_floats = std::max<int64_t>(1024, o.l2_bytes / 8);
@@ -285,7 +287,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // (In a batch, each product's panels start b_packed_stride apart: a grouped convolution's groups.)
   if (narrow_tail && batched && !g.b_packed_shared && !strided)
     return InvalidArgument(tag + ": a narrow B tail in a batch without a product stride");
-  const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
+  const int64_t TW = narrow_tail ? n_tail : n_tail != 0 ? GemmComputedColumns(o, N) - n_full * NR : NR;
   // A tail panel whose tiles have a piece narrower than a vector (NR / 2 lanes: an 8-column
   // tail on AVX-512, 4 on AVX2) keeps its accumulators in a local of its own. In the one it
   // shared with the full panels' tiles, such a piece is part of a full-width slice there: LLVM

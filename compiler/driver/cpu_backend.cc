@@ -220,6 +220,7 @@ class CpuBackend final : public Backend {
 
  private:
   static constexpr int64_t kWinogradMaxWorkspace = 32 << 20;  // bytes
+  static constexpr int64_t kWinogradCachedWeights = 4 << 20;  // bytes (see WinogradCost)
 
   // Estimated time of a 3x3 convolution (m = 0: the implicit GEMM; m = 2, 4: F(m,3)), in units of
   // Co * Ci multiply-adds. Per GEMM "position" (9 kernel taps, or n² = (m+2)² Winograd points): the
@@ -242,8 +243,16 @@ class CpuBackend final : public Backend {
     if (m == 0) return 9 * (round_up(b * oh * ow) + kWeightColumns) + 2 * region;
     const int64_t tiles = b * ((oh + m - 1) / m) * ((ow + m - 1) / m), points = (m + 2) * (m + 2);
     const double transforms = kTransformCost * static_cast<double>(points * tiles * (ci + co)) / static_cast<double>(co * ci);
-    return static_cast<double>(points) * (round_up(tiles) + kWeightColumns) + transforms +
-           3 * region;
+    // A tail of at most half a panel of tiles runs register tiles of half a panel
+    // (codegen::GemmComputedColumns), one FMA per broadcast of the transformed weight: at that
+    // rate only where those weights come from cache. SqueezeNet's 13x13 layers (16 tiles for
+    // F(4,3); 1.8 and 2.4 MB of weights) took 0.92 of F(2,3)'s time; with 9.4 MB (ResNet-18's
+    // 256-channel 14x14 layers) F(4,3) took 1.06x, and F(2,3)'s 16 tiles with 16.8 MB (its 7x7
+    // layers) 2.45x the implicit GEMM's (docs/MEASUREMENTS.md, cpu52).
+    const bool cached_weights = points * co * ci * 4 <= kWinogradCachedWeights;
+    const double columns = cached_weights ? static_cast<double>(codegen::GemmComputedColumns(lower_options_, tiles))
+                                          : round_up(tiles);
+    return static_cast<double>(points) * (columns + kWeightColumns) + transforms + 3 * region;
   }
 
   WinogradMode winograd_ = WinogradMode::kAuto;
