@@ -175,7 +175,6 @@ LowerOptions LowerOptionsForCpuFeatures(const std::string& features) {
     o.pointwise_pixel_rows_one_panel = 784;  // a 28x28 image
     o.conv_pixel_rows_one_panel = true;
     o.transpose_tile = 16;
-    o.gemm_one_k_block_bytes = 512 * 1024;
   } else if (features.find("+avx") == std::string::npos) {
     // SSE only (16 xmm registers of 4 floats): 4 x 8 keeps 8 accumulators.
     o.gemm_mr = 4;

@@ -110,11 +110,6 @@ struct LowerOptions {
   // 1000 at 13x13: 5 panels and 9 columns) took 0.97-0.98 of the time, its 64 -> 256 expand 1x1
   // layers 0.94-0.95 (docs/MEASUREMENTS.md, cpu43).
   bool gemm_merged_tail = true;
-  // GEMMs whose whole packed B (every panel over all of K) is at most this many bytes, with K
-  // at most two K blocks of 256, run one K block instead of two (lower_gemm.cc). B then stays in
-  // L2 across row tiles whichever way K is cut, and the second K block only cost the partial
-  // sums' round trip through a workspace as large as the output. 0: never.
-  int64_t gemm_one_k_block_bytes = 0;
   // Winograd convolutions whose tiles fill 2 to this many GEMM panels run as one parallel region
   // over as many bands of tiles, each band's input transform, GEMMs and output transform on one
   // thread (lower_winograd.cc); 0: never (three parallel regions), the default. With 2 (ResNet's

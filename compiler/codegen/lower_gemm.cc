@@ -110,9 +110,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // K blocking: one block when K is small, else balanced blocks of about 256, or of about
   // LowerOptions::gemm_kc_k_apart where A's k rows are far apart (GemmOperands::a_k_apart).
   const int64_t kc_target = g.a_k_apart && o.gemm_kc_k_apart > 0 ? o.gemm_kc_k_apart : 256;
-  const bool one_k_block = o.gemm_one_k_block_bytes > 0 && K <= kc_target * 2 && g.b_packed < 0 &&
-                           batch * CeilDiv(N, NR) * K * NR * 4 <= o.gemm_one_k_block_bytes;
-  const int64_t nKC = K <= kc_target * 5 / 4 || one_k_block ? 1 : CeilDiv(K, kc_target);
+  const int64_t nKC = K <= kc_target * 5 / 4 ? 1 : CeilDiv(K, kc_target);
   const int64_t KC = CeilDiv(K, nKC);
   // Cache blocking: the A block (MC x KC) and the B panels of a task (NCP x KC x NR) fit half of L2.
   const int64_t half_l2_floats = std::max<int64_t>(1024, o.l2_bytes / 8);
