@@ -39,9 +39,10 @@ struct Counts {
 };
 
 // Runs keelc's pipeline for the CPU target (AVX-512 tiles) with `layout` and counts.
-Counts AfterPipeline(ir::Graph& g, Layout layout, WinogradMode winograd = WinogradMode::kAuto) {
+Counts AfterPipeline(ir::Graph& g, Layout layout, WinogradMode winograd = WinogradMode::kAuto,
+                     const std::string& cpu = "x86-64-v4") {
   BackendOptions options;
-  options.cpu = "x86-64-v4";
+  options.cpu = cpu;
   options.layout = layout;
   options.winograd = winograd;
   auto backend = CreateBackend("cpu", options);
@@ -182,11 +183,14 @@ TEST(CpuLayout, WinogradNeedsFortyEightInputChannelsOnLargeImages) {
 }
 
 // keelc --winograd auto counts a GEMM tail of at most half a panel of tiles as half a panel
-// (codegen::GemmComputedColumns) where the transformed weights are at most 4 MB: 13x13 images
-// (16 tiles for F(4,3), 49 for F(2,3)) take F(4,3) at 64 -> 256 and 48 -> 192 channels (2.4 and
-// 1.3 MB), F(2,3) at 256 -> 256 on 14x14 (9.4 MB), and 512 -> 512 on 7x7 stays the implicit GEMM.
+// (codegen::GemmComputedColumns) where the transformed weights are at most 3 MB. With AVX-512
+// (32-lane panels) 13x13 images (16 tiles for F(4,3), 49 for F(2,3)) take F(4,3) at 64 -> 256
+// and 48 -> 192 channels (2.4 and 1.3 MB), 256 -> 256 on 14x14 F(2,3) (F(4,3): 9.4 MB), and
+// 512 -> 512 on 7x7 stays the implicit GEMM (F(2,3): 16.8 MB). With AVX2 (16-lane panels),
+// 48 -> 192 on 13x13 takes F(2,3) (49 tiles in 56 columns, 0.6 MB) and 256 -> 256 on 14x14
+// keeps F(4,3) (F(2,3): 4.2 MB).
 TEST(CpuLayout, WinogradHalfPanelTailsWhereTheWeightsAreCached) {
-  auto conv = [](int64_t size, int64_t ci, int64_t co) {
+  auto conv = [](int64_t size, int64_t ci, int64_t co, const std::string& cpu = "x86-64-v4") {
     auto g = std::make_unique<ir::Graph>();
     std::mt19937 rng(12);
     std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
@@ -197,12 +201,14 @@ TEST(CpuLayout, WinogradHalfPanelTailsWhereTheWeightsAreCached) {
     ir::Node* n = g->AddNode("Conv", "conv", {x, wv}, 1);
     n->attrs().Set("pads", std::vector<int64_t>(4, 1));
     g->AddOutput(g->AddNode("Relu", "out", {n->output(0)}, 1, {"y"})->output(0));
-    return AfterPipeline(*g, Layout::kAuto).tiles;
+    return AfterPipeline(*g, Layout::kAuto, WinogradMode::kAuto, cpu).tiles;
   };
   EXPECT_EQ(conv(13, 64, 256), std::vector<int64_t>{4});
   EXPECT_EQ(conv(13, 48, 192), std::vector<int64_t>{4});
   EXPECT_EQ(conv(14, 256, 256), std::vector<int64_t>{2});
   EXPECT_EQ(conv(7, 512, 512), std::vector<int64_t>{0});
+  EXPECT_EQ(conv(13, 48, 192, "x86-64-v3"), std::vector<int64_t>{2});
+  EXPECT_EQ(conv(14, 256, 256, "x86-64-v3"), std::vector<int64_t>{4});
 }
 
 TEST(CpuLayout, ChainsNeedFourConvolutionsPerEdge) {
