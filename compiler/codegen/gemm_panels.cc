@@ -56,6 +56,11 @@ int64_t GemmRowTile(const LowerOptions& o, int64_t m) {
 
 int64_t GemmPanelWidth(const LowerOptions& o) { return std::max<int64_t>(1, o.gemm_nr); }
 
+int64_t GemmComputedColumns(const LowerOptions& o, int64_t n) {
+  const int64_t nr = GemmPanelWidth(o), tail = n % nr;
+  return n - tail + (tail == 0 ? 0 : nr % 2 == 0 && tail <= nr / 2 ? nr / 2 : nr);
+}
+
 bool GemmReadsRowPanelsAsB(const LowerOptions& o, int64_t n) {
   const int64_t nr = GemmPanelWidth(o), tail = n % nr;
   return tail == 0 || (nr % 4 == 0 && tail % (nr / 4) == 0);

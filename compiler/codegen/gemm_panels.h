@@ -43,6 +43,10 @@ namespace keel::codegen {
 int64_t GemmRowTile(const LowerOptions& options, int64_t m);
 // The B column panels' width: the register tile's column count (options.gemm_nr).
 int64_t GemmPanelWidth(const LowerOptions& options);
+// The columns the blocked GEMM computes for `n` (lower_gemm.cc): whole panels, except a tail of
+// at most half a panel (N % NR <= NR / 2), which has register tiles of half a panel's width.
+// (A narrow tail packed at compile time computes only its own columns; not counted here.)
+int64_t GemmComputedColumns(const LowerOptions& options, int64_t n);
 // Whether a constant B of `n` columns stored as the row panels of its [n, K]
 // transpose (NR rows a panel, the last n % NR rows a narrow panel of their
 // own) is what the GEMM reads in place (GemmOperands::b_packed_narrow_tail):

@@ -298,7 +298,7 @@ Result<Stmt> BuildBlockedGemm(LowerContext& ctx, const GemmOperands& g, const st
   // (In a batch, each product's panels start b_packed_stride apart: a grouped convolution's groups.)
   if (narrow_tail && batched && !g.b_packed_shared && !strided)
     return InvalidArgument(tag + ": a narrow B tail in a batch without a product stride");
-  const int64_t TW = narrow_tail ? n_tail : n_tail != 0 && NR % 2 == 0 && n_tail <= NR / 2 ? NR / 2 : NR;
+  const int64_t TW = narrow_tail ? n_tail : n_tail != 0 ? GemmComputedColumns(o, N) - n_full * NR : NR;
   // A tail panel whose tiles have a piece narrower than a vector (NR / 2 lanes: an 8-column
   // tail on AVX-512, 4 on AVX2) keeps its accumulators in a local of its own. In the one it
   // shared with the full panels' tiles, such a piece is part of a full-width slice there: LLVM

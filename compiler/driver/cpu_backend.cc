@@ -220,6 +220,7 @@ class CpuBackend final : public Backend {
 
  private:
   static constexpr int64_t kWinogradMaxWorkspace = 32 << 20;  // bytes
+  static constexpr int64_t kWinogradCachedWeights = 3 << 20;  // bytes (see WinogradCost)
 
   // Estimated time of a 3x3 convolution (m = 0: the implicit GEMM; m = 2, 4: F(m,3)), in units of
   // Co * Ci multiply-adds. Per GEMM "position" (9 kernel taps, or n² = (m+2)² Winograd points): the
@@ -242,8 +243,19 @@ class CpuBackend final : public Backend {
     if (m == 0) return 9 * (round_up(b * oh * ow) + kWeightColumns) + 2 * region;
     const int64_t tiles = b * ((oh + m - 1) / m) * ((ow + m - 1) / m), points = (m + 2) * (m + 2);
     const double transforms = kTransformCost * static_cast<double>(points * tiles * (ci + co)) / static_cast<double>(co * ci);
-    return static_cast<double>(points) * (round_up(tiles) + kWeightColumns) + transforms +
-           3 * region;
+    // A tail of at most half a panel of tiles runs register tiles of half a panel
+    // (codegen::GemmComputedColumns), one FMA per broadcast of the transformed weight: at that
+    // rate only where those weights come from cache (at most kWinogradCachedWeights). SqueezeNet's
+    // 13x13 layers (16 tiles: F(4,3) with AVX-512, 1.3 and 2.4 MB of weights) took 0.91-0.93 of
+    // F(2,3)'s time, and with AVX2 its 48 -> 192 ones (F(2,3)'s 49 tiles in 56 columns, 0.6 MB)
+    // 0.69 of the implicit GEMM's. Beyond: with AVX-512, F(4,3)'s 16 tiles at 9.4 MB (ResNet-18's
+    // 256-channel 14x14 layers) took 1.06x F(2,3)'s time and F(2,3)'s 16 tiles at 16.8 MB (its
+    // 7x7 layers) 2.45x the implicit GEMM's; with AVX2, F(2,3)'s 49 tiles in 56 columns at 4.2
+    // MB (the 14x14 layers) 1.34-1.37x F(4,3)'s (docs/MEASUREMENTS.md, cpu52).
+    const bool cached_weights = points * co * ci * 4 <= kWinogradCachedWeights;
+    const double columns = cached_weights ? static_cast<double>(codegen::GemmComputedColumns(lower_options_, tiles))
+                                          : round_up(tiles);
+    return static_cast<double>(points) * (columns + kWeightColumns) + transforms + 3 * region;
   }
 
   WinogradMode winograd_ = WinogradMode::kAuto;

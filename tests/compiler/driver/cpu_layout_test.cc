@@ -35,12 +35,14 @@ struct Counts {
   int channels_last = 0, convs = 0, transposes = 0;  // channels_last: convolutions
   int output_only = 0;  // convolutions in the output-only channels-last form
   int winograd = 0, panel_width_rows = 0;  // convolutions in Winograd form; weights in rows of 32 (AVX-512's NR)
+  std::vector<int64_t> tiles;  // every convolution's Winograd tile (0: none), in graph order
 };
 
 // Runs keelc's pipeline for the CPU target (AVX-512 tiles) with `layout` and counts.
-Counts AfterPipeline(ir::Graph& g, Layout layout, WinogradMode winograd = WinogradMode::kAuto) {
+Counts AfterPipeline(ir::Graph& g, Layout layout, WinogradMode winograd = WinogradMode::kAuto,
+                     const std::string& cpu = "x86-64-v4") {
   BackendOptions options;
-  options.cpu = "x86-64-v4";
+  options.cpu = cpu;
   options.layout = layout;
   options.winograd = winograd;
   auto backend = CreateBackend("cpu", options);
@@ -57,6 +59,7 @@ Counts AfterPipeline(ir::Graph& g, Layout layout, WinogradMode winograd = Winogr
     c.output_only += n.op_type() == "Conv" && ops::IsOutputChannelsLast(n) ? 1 : 0;
     c.transposes += n.op_type() == "Transpose" ? 1 : 0;
     c.winograd += n.op_type() == "Conv" && ops::WinogradTile(n) > 0 ? 1 : 0;
+    if (n.op_type() == "Conv") c.tiles.push_back(ops::WinogradTile(n));
     auto rows = n.attrs().GetInt(ops::kPackedRowsAttr, 0);
     c.panel_width_rows += n.op_type() == "Conv" && rows.ok() && *rows == 32 ? 1 : 0;
   };
@@ -177,6 +180,35 @@ TEST(CpuLayout, WinogradNeedsFortyEightInputChannelsOnLargeImages) {
   EXPECT_EQ(AfterPipeline(*f4, Layout::kAuto, WinogradMode::kF4).winograd, 4);
   auto small = graph(48, {32, 32});
   EXPECT_EQ(AfterPipeline(*small, Layout::kAuto).winograd, 1);
+}
+
+// keelc --winograd auto counts a GEMM tail of at most half a panel of tiles as half a panel
+// (codegen::GemmComputedColumns) where the transformed weights are at most 3 MB. With AVX-512
+// (32-lane panels) 13x13 images (16 tiles for F(4,3), 49 for F(2,3)) take F(4,3) at 64 -> 256
+// and 48 -> 192 channels (2.4 and 1.3 MB), 256 -> 256 on 14x14 F(2,3) (F(4,3): 9.4 MB), and
+// 512 -> 512 on 7x7 stays the implicit GEMM (F(2,3): 16.8 MB). With AVX2 (16-lane panels),
+// 48 -> 192 on 13x13 takes F(2,3) (49 tiles in 56 columns, 0.6 MB) and 256 -> 256 on 14x14
+// keeps F(4,3) (F(2,3): 4.2 MB).
+TEST(CpuLayout, WinogradHalfPanelTailsWhereTheWeightsAreCached) {
+  auto conv = [](int64_t size, int64_t ci, int64_t co, const std::string& cpu = "x86-64-v4") {
+    auto g = std::make_unique<ir::Graph>();
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
+    ir::Value* x = g->AddInput("x", ir::TensorType{ir::DType::kF32, {1, ci, size, size}});
+    std::vector<float> w(static_cast<size_t>(co * ci * 9));
+    for (float& v : w) v = dist(rng);
+    ir::Value* wv = g->AddConstant("w", ops::MakeTensorF32({co, ci, 3, 3}, w));
+    ir::Node* n = g->AddNode("Conv", "conv", {x, wv}, 1);
+    n->attrs().Set("pads", std::vector<int64_t>(4, 1));
+    g->AddOutput(g->AddNode("Relu", "out", {n->output(0)}, 1, {"y"})->output(0));
+    return AfterPipeline(*g, Layout::kAuto, WinogradMode::kAuto, cpu).tiles;
+  };
+  EXPECT_EQ(conv(13, 64, 256), std::vector<int64_t>{4});
+  EXPECT_EQ(conv(13, 48, 192), std::vector<int64_t>{4});
+  EXPECT_EQ(conv(14, 256, 256), std::vector<int64_t>{2});
+  EXPECT_EQ(conv(7, 512, 512), std::vector<int64_t>{0});
+  EXPECT_EQ(conv(13, 48, 192, "x86-64-v3"), std::vector<int64_t>{2});
+  EXPECT_EQ(conv(14, 256, 256, "x86-64-v3"), std::vector<int64_t>{4});
 }
 
 TEST(CpuLayout, ChainsNeedFourConvolutionsPerEdge) {
