@@ -6,8 +6,8 @@ Writes ONNX models (random weights, seed 0) that time one kernel with its input 
 for two fusions of SqueezeNet 1.1 (and ResNet's stem) that would keep an intermediate out of memory:
 - poolC.onnx: SqueezeNet's max pool after the stem (3x3 stride 2, ceil_mode) on C channels of
   111x111. With C = 64 its 3.2 MB input comes back from L3 between runs, as it does in the model
-  after the stem writes it; with C <= 16 it stays in the 1 MB L2 (C = 1: about the L1's 48 KB). Time per 64
-  channels at small C is the pool's time had it read the stem's rows while they were still cached.
+  after the stem writes it; with C <= 16 it stays in the 1 MB L2 (C = 1: about the L1's 48 KB).
+  Time per 64 channels at small C is the pool's time had it read the stem's rows while cached.
 - rpoolC.onnx: the same for ResNet's max pool (3x3 stride 2, pads 1, 112x112 -> 56x56).
 - stemS.onnx: SqueezeNet's stem (Conv 3 -> 64, 3x3 stride 2, no pads, + Relu) on an SxS image;
   the time per output pixel at S = 224 (3.2 MB output, to L3) against S = 112 (0.77 MB, in L2) is
@@ -72,7 +72,8 @@ def main():
     nodes, inits = conv_relu("y", 512, 1000, 1, 1, 0)
     save(nodes, [1, 512, 13, 13], inits, path("cls"))
     nodes, inits = conv_relu("r", 512, 1000, 1, 1, 0)
-    save(nodes + [helper.make_node("GlobalAveragePool", ["r"], ["y"])], [1, 512, 13, 13], inits, path("cls_gap"))
+    pool = helper.make_node("GlobalAveragePool", ["r"], ["y"])
+    save(nodes + [pool], [1, 512, 13, 13], inits, path("cls_gap"))
 
 
 if __name__ == "__main__":
