@@ -354,6 +354,7 @@ Status VirtualMachine::Impl::Execute() {
     uint64_t t0 = 0;
     if constexpr (kTrace) {
       last_op_ = DeviceOp{};
+      trace_pc_ = pc;
       t0 = NowNs();
     }
     switch (in.op) {

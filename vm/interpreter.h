@@ -74,8 +74,20 @@ class VirtualMachine::Impl final : private vm_internal::DeviceTraceHook {
       if (trace_ != nullptr) trace_->OnSetup(*setup_label_, op);
       return;
     }
+    if (op.kind == DeviceOpKind::kPrefetch) {  // its own event, before the instruction's
+      if (trace_ != nullptr) {
+        TraceEvent ev;
+        ev.instruction_index = trace_pc_;
+        ev.opcode = prog_->instructions[trace_pc_].op;
+        ev.debug_name = prog_->debug_names[trace_pc_];
+        ev.op = op;
+        trace_->OnInstruction(ev);
+      }
+      return;
+    }
     last_op_ = op;
   }
+  uint32_t trace_pc_ = 0;  // Execute<true>: the instruction being executed
   // Init: while set, device operations are reported as OnSetup(*setup_label_).
   const std::string* setup_label_ = nullptr;
 

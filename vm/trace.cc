@@ -35,6 +35,7 @@ const char* DeviceOpKindName(DeviceOpKind k) {
     case DeviceOpKind::kFree: return "free";
     case DeviceOpKind::kCopy: return "copy";
     case DeviceOpKind::kLaunch: return "launch";
+    case DeviceOpKind::kPrefetch: return "prefetch";
   }
   return "?";
 }
@@ -101,6 +102,11 @@ void AppendDeviceOp(std::string& line, const DeviceOp& op) {
       break;
     case DeviceOpKind::kLaunch:
       line.append(" launch ").append(op.call).append(" kernel=").append(op.kernel);
+      break;
+    case DeviceOpKind::kPrefetch:
+      std::snprintf(buf, sizeof buf, " prefetch %s kernel=%s %" PRIu64 " bytes at %p", std::string(op.call).c_str(),
+                    std::string(op.kernel).c_str(), op.bytes, op.address);
+      line += buf;
       break;
   }
 }

@@ -80,6 +80,10 @@ enum class DeviceOpKind : uint8_t {
   kFree = 3,
   kCopy = 4,
   kLaunch = 5,      // a kernel call / launch
+  // A launch that only warms a cache (VmOptions::cuda_l2_prefetch), made by an
+  // instruction besides its own operation: reported as an event of its own before
+  // the instruction's event, with the same index.
+  kPrefetch = 6,
 };
 KEEL_API const char* DeviceOpKindName(DeviceOpKind k);
 
@@ -88,11 +92,11 @@ KEEL_API const char* CopyDirectionName(CopyDirection d);  // "host->host", ...
 
 struct DeviceOp {
   DeviceOpKind kind = DeviceOpKind::kNone;
-  uint64_t bytes = 0;              // allocated/freed/copied bytes (launch: 0)
-  const void* address = nullptr;   // allocated/freed/sliced address
+  uint64_t bytes = 0;              // allocated/freed/copied/prefetched bytes (launch: 0)
+  const void* address = nullptr;   // allocated/freed/sliced/prefetched address
   CopyDirection direction = CopyDirection::kHostToHost;
   std::string_view call;           // the device call made: "aligned_alloc", "memcpy", "cudaMemcpyAsync", ...
-  std::string_view kernel;         // kLaunch: the kernel's name
+  std::string_view kernel;         // kLaunch, kPrefetch: the kernel's name
   // CUDA, while tracing outside graph capture: the device time of this operation
   // measured with cudaEvents (0: not measured).
   uint64_t device_ns = 0;

@@ -374,9 +374,9 @@ void CudaDevice::BeforeGemm(const void* const* operands, const uint64_t* bytes, 
     if (p < constants_ || p >= constants_ + constants_bytes_) continue;
     Result<CUfunction> fn = RuntimeFunction("keel_prefetch_l2");
     if (!fn.ok()) return;  // another GPU whose runtime module did not load: no prefetches
-    BeginOp();
     if (l2_prefetch_->BeforeGemm(*fn, p, bytes[i])) {
-      EndLaunch(kPrefetchCall, "keel_prefetch_l2");
+      Report(DeviceOp{DeviceOpKind::kPrefetch, bytes[i], p, CopyDirection::kHostToHost, kPrefetchCall,
+                      "keel_prefetch_l2"});
     }
     return;
   }

@@ -224,7 +224,7 @@ TEST(CudaGraph, L2PrefetchOfWeightsLeavesResultsUnchanged) {
       if (run == 0) {  // the recording run reports its operations
         int prefetches = 0;
         for (const RecordedTraceEvent& e : rec.events()) {
-          if (e.op_kind == DeviceOpKind::kLaunch && e.kernel == "keel_prefetch_l2") ++prefetches;
+          if (e.op_kind == DeviceOpKind::kPrefetch && e.kernel == "keel_prefetch_l2") ++prefetches;
         }
         EXPECT_EQ(prefetches, distance == 0 ? 0 : 1);
       }
