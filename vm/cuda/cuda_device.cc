@@ -368,7 +368,7 @@ void CudaDevice::ConstantsPlaced(const void* data, uint64_t bytes) {
 }
 
 void CudaDevice::BeforeGemm(const void* const* operands, const uint64_t* bytes, size_t count) {
-  if (!capturing_ || constants_ == nullptr) return;
+  if (!capturing_ || constants_ == nullptr || options_.l2_prefetch <= 0) return;
   for (size_t i = 0; i < count; ++i) {
     const char* p = static_cast<const char*>(operands[i]);
     if (p < constants_ || p >= constants_ + constants_bytes_) continue;

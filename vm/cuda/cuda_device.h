@@ -31,7 +31,9 @@
 //     (VM creation), never during a run.
 //   * CUDA graphs: BeginRecording/EndRecording capture the stream
 //     (cudaStreamCaptureModeThreadLocal) into a graph that is instantiated once
-//     and launched; Replay launches it again (cudaGraphLaunch).
+//     and launched; Replay launches it again (cudaGraphLaunch). With
+//     VmOptions::cuda_l2_prefetch, the recording also prefetches the GEMMs' weights
+//     into L2 on a side branch (l2_prefetch.h).
 //   * Tuning file: VmOptions::tuning_file is read at creation (a malformed file
 //     is kInvalidArgument naming the line) and rewritten atomically after the
 //     kernels are resolved when autotuning added choices (vm/cuda/autotune.h).
