@@ -6,6 +6,7 @@
 //                          [--steps 100000] [--min-buffers 100]
 //                          [--export K PATH] [--merge K1,K2,... PATH]
 //                          [--layout PATH] [--find]
+//                          [--cuts [--within T0 T1] [--closure-nodes N]]
 //
 // Rebuilds a guillotine tree from the generator's layout: a piece (a set of
 // buffers tiling a rectangle of time x bytes) is split across time where no
@@ -26,6 +27,14 @@
 // does not see the layout, and prints, per size, how many of the tree's pieces
 // it found, how many of its pieces are rectangles of the generator's layout,
 // and how many TilePieces packed (with the seconds each step took).
+// --cuts asks why the chains (piece_search.cc) miss the tree's pieces of
+// 100-1,000 buffers (those inside steps [T0, T1) with --within): at each
+// point where such a piece is cut across time, whether its own starters there
+// are the first subset (fewest buffers first) of all starters there that sums
+// to its height, as a chain step chooses; per slice between its cuts, whether
+// the search found it and what the closure from the slice's starters returns
+// (the slice, consecutive slices of the piece, a set reaching outside it, or
+// nothing); and whether the closure from the piece's own starters is the piece.
 //
 // Why: a piece that a planner cannot pack alone at its height is where the
 // planner loses bytes on the whole problem too, and it is far smaller (seed
@@ -192,6 +201,183 @@ int FindPieces(const memory::bench::PerfectPackingProblem& problem, std::vector<
   return 0;
 }
 
+// --cuts: for each tree piece of 100-1,000 buffers cut across time, at each
+// point inside it where none of its buffers lives across (a cut), whether
+// the chains' choice can reach its continuation: the buffers of it starting
+// there (X, summing to its height H) among the subsets of all buffers starting
+// there that sum to H, enumerated as piece_search.cc does (larger buffers
+// first, then fewest buffers first; measurement only).
+int Cuts(const memory::bench::PerfectPackingProblem& problem, const std::vector<std::vector<int32_t>>& tree,
+         int64_t within_begin, int64_t within_end, const memory::internal::PieceSearchLimits& limits) {
+  std::vector<memory::internal::PackingItem> items;
+  for (const memory::TensorLifetime& t : problem.tensors) items.push_back(memory::internal::ItemOf(t));
+  std::map<int64_t, std::vector<int32_t>> starting;
+  for (int32_t i = 0; i < static_cast<int32_t>(items.size()); ++i) {
+    if (items[i].alignment == 1) starting[items[i].begin].push_back(i);
+  }
+  for (auto& [t, list] : starting) {
+    std::sort(list.begin(), list.end(), [&](int32_t a, int32_t b) {
+      return items[a].size != items[b].size ? items[a].size > items[b].size : a < b;
+    });
+  }
+  // All subsets (up to `cap`, within `max_nodes`) of `c` summing to `target`.
+  auto subsets = [&](const std::vector<int32_t>& c, uint64_t target, size_t cap, uint64_t max_nodes) {
+    std::vector<std::vector<int32_t>> found;
+    std::vector<uint64_t> suffix(c.size() + 1, 0);
+    for (size_t k = c.size(); k-- > 0;) suffix[k] = suffix[k + 1] + items[c[k]].size;
+    std::vector<int32_t> chosen;
+    uint64_t nodes = 0;
+    auto rec = [&](auto&& self, size_t k, uint64_t rest) -> void {
+      if (++nodes > max_nodes || found.size() >= cap) return;
+      if (rest == 0) {
+        found.push_back(chosen);
+        return;
+      }
+      if (k == c.size() || suffix[k] < rest) return;
+      if (items[c[k]].size <= rest) {
+        chosen.push_back(c[k]);
+        self(self, k + 1, rest - items[c[k]].size);
+        chosen.pop_back();
+      }
+      self(self, k + 1, rest);
+    };
+    rec(rec, 0, target);
+    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    for (auto& f : found) std::sort(f.begin(), f.end());
+    return found;
+  };
+  std::set<std::vector<int32_t>> found_sets;
+  for (const auto& piece : memory::internal::FindConstantPieces(items)) found_sets.insert(piece.members);
+  size_t slices = 0, slices_found = 0, prefixes = 0, prefixes_found = 0;
+  size_t pieces_seen = 0, pieces_closed = 0, pieces_found = 0;
+  size_t closure_superset = 0, closure_union = 0, closure_to_end = 0;
+  std::vector<size_t> closure_sizes;
+  size_t closure_fails = 0, closure_slice = 0, closure_inside = 0, closure_other = 0;
+  size_t cuts = 0, in16 = 0, in_big = 0, first = 0, solo = 0;
+  std::vector<size_t> starters_n, x_n, first_n;
+  for (const auto& piece : tree) {
+    if (piece.size() < 100 || piece.size() > 1000) continue;
+    int64_t t0 = INT64_MAX, t1 = 0;
+    for (int32_t i : piece) t0 = std::min(t0, items[i].begin), t1 = std::max(t1, items[i].end);
+    if (t0 < within_begin || t1 > within_end) continue;
+    ++pieces_seen;
+    {
+      std::vector<int32_t> seed, sorted = piece;
+      for (int32_t i : piece) {
+        if (items[i].begin == t0) seed.push_back(i);
+      }
+      std::sort(sorted.begin(), sorted.end());
+      pieces_closed += memory::internal::ClosureFrom(items, seed, limits) == sorted;
+      pieces_found += found_sets.count(sorted);
+    }
+    std::map<int64_t, int> delta;  // members live across each point
+    std::set<int64_t> starts;
+    for (int32_t i : piece) {
+      starts.insert(items[i].begin);
+    }
+    std::vector<int32_t> piece_sorted = piece;
+    std::sort(piece_sorted.begin(), piece_sorted.end());
+    std::vector<int64_t> cut_points = {t0};
+    for (int64_t q : starts) {
+      if (q == t0) continue;
+      bool crossed = false;
+      for (int32_t i : piece) crossed = crossed || (items[i].begin < q && items[i].end > q);
+      if (!crossed) cut_points.push_back(q);
+    }
+    cut_points.push_back(t1);
+    if (cut_points.size() > 2) {
+      for (size_t k = 0; k + 1 < cut_points.size(); ++k) {
+        std::vector<int32_t> slice, prefix;
+        for (int32_t i : piece) {
+          if (items[i].begin >= cut_points[k] && items[i].begin < cut_points[k + 1]) slice.push_back(i);
+          if (items[i].begin < cut_points[k + 1]) prefix.push_back(i);
+        }
+        ++slices;
+        slices_found += slice.size() >= 2 && found_sets.count(slice);
+        std::vector<int32_t> seed;
+        for (int32_t i : slice) {
+          if (items[i].begin == cut_points[k]) seed.push_back(i);
+        }
+        const std::vector<int32_t> closure = memory::internal::ClosureFrom(items, seed, limits);
+        if (closure.empty()) {
+          ++closure_fails;
+        } else if (closure == slice) {
+          ++closure_slice;
+        } else if (std::includes(piece_sorted.begin(), piece_sorted.end(), closure.begin(), closure.end())) {
+          ++closure_inside;
+          std::vector<int32_t> slice_sorted = slice;
+          std::sort(slice_sorted.begin(), slice_sorted.end());
+          if (std::includes(closure.begin(), closure.end(), slice_sorted.begin(), slice_sorted.end())) {
+            ++closure_superset;
+            bool union_of_slices = true;  // every member starting in a slice it touches
+            int64_t reach = 0;
+            for (int32_t i : closure) reach = std::max(reach, items[i].end);
+            for (int32_t i : piece) {
+              if (items[i].begin >= cut_points[k] && items[i].end <= reach) {
+                union_of_slices = union_of_slices && std::binary_search(closure.begin(), closure.end(), i);
+              }
+            }
+            closure_union += union_of_slices;
+            closure_to_end += reach == t1;
+          } else {
+            closure_sizes.push_back(closure.size() * 100 / slice.size());
+          }
+        } else {
+          ++closure_other;
+        }
+        if (k > 0) {
+          ++prefixes;
+          prefixes_found += found_sets.count(prefix);
+        }
+      }
+    }
+    for (int64_t q : starts) {
+      if (q == t0) continue;
+      bool crossed = false;
+      std::vector<int32_t> x;
+      for (int32_t i : piece) {
+        if (items[i].begin < q && items[i].end > q) crossed = true;
+        if (items[i].begin == q) x.push_back(i);
+      }
+      if (crossed) continue;
+      std::sort(x.begin(), x.end());
+      uint64_t h = 0;
+      for (int32_t i : x) h += items[i].size;
+      const std::vector<int32_t>& s = starting[q];
+      ++cuts;
+      starters_n.push_back(s.size());
+      x_n.push_back(x.size());
+      if (x.size() == s.size()) ++solo;
+      const auto small = subsets(s, h, 16, 20000);
+      const auto big = subsets(s, h, 100000, 20000000);
+      if (!small.empty()) first_n.push_back(small[0].size());
+      in16 += std::find(small.begin(), small.end(), x) != small.end();
+      in_big += std::find(big.begin(), big.end(), x) != big.end();
+      first += !small.empty() && small[0] == x;
+    }
+  }
+  auto median = [](std::vector<size_t> v) {
+    if (v.empty()) return size_t{0};
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("tree pieces of 100-1000 buffers: %zu time cuts inside them; starters there median %zu, the piece's "
+              "own median %zu (all of them at %zu cuts); the first subset's buffers median %zu; the piece's own set is "
+              "the first subset at %zu, among the first 16 at %zu, among up to 100,000 at %zu\n",
+              cuts, median(starters_n), median(x_n), solo, median(first_n), first, in16, in_big);
+  std::printf("their slices between cuts: %zu, found by the piece search %zu; their prefixes (first slices chained) "
+              "%zu, found %zu\n", slices, slices_found, prefixes, prefixes_found);
+  std::printf("the closure from a slice's starters: the slice %zu, another set inside the piece %zu, a set reaching "
+              "outside it %zu, no closure %zu\n", closure_slice, closure_inside, closure_other, closure_fails);
+  std::sort(closure_sizes.begin(), closure_sizes.end());
+  std::printf("pieces %zu: the closure from its starters is the piece %zu; found by the search %zu\n", pieces_seen,
+              pieces_closed, pieces_found);
+  std::printf("  inside: holding the slice %zu (consecutive slices %zu, to the piece's end %zu); the others' size, "
+              "%% of the slice: median %zu\n", closure_superset, closure_union, closure_to_end,
+              closure_sizes.empty() ? size_t{0} : closure_sizes[closure_sizes.size() / 2]);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,7 +388,9 @@ int main(int argc, char** argv) {
   size_t min_buffers = 100;
   long export_index = -1;
   std::string export_path, merge_path, layout_path;
-  bool find = false;
+  bool find = false, cuts = false;
+  int64_t within_begin = 0, within_end = INT64_MAX;
+  memory::internal::PieceSearchLimits limits;  // --cuts' closures
   std::vector<long> merge;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -215,6 +403,13 @@ int main(int argc, char** argv) {
       merge_path = argv[++i];
     } else if (flag == "--find") {
       find = true;
+    } else if (flag == "--cuts") {
+      cuts = true;
+    } else if (flag == "--closure-nodes" && i + 1 < argc) {
+      limits.closure_nodes = std::strtoull(argv[++i], nullptr, 10);
+    } else if (flag == "--within" && i + 2 < argc) {
+      within_begin = std::atol(argv[++i]);
+      within_end = std::atol(argv[++i]);
     } else if (flag == "--layout" && i + 1 < argc) {
       layout_path = argv[++i];
     } else if (flag == "--buffers" && i + 1 < argc) {
@@ -230,7 +425,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--buffers N] [--seed S] [--capacity BYTES] [--steps N] [--min-buffers N] "
-                   "[--export K PATH] [--merge K1,K2,... PATH] [--layout PATH] [--find]\n",
+                   "[--export K PATH] [--merge K1,K2,... PATH] [--layout PATH] [--find] "
+                   "[--cuts [--within T0 T1] [--closure-nodes N]]\n",
                    argv[0]);
       return 2;
     }
@@ -253,6 +449,7 @@ int main(int argc, char** argv) {
   Tree tree(problem);
   tree.Walk(std::move(all), std::max<size_t>(min_buffers, 1), &wanted);
   if (find) return FindPieces(problem, tree.all_pieces_);
+  if (cuts) return Cuts(problem, tree.all_pieces_, within_begin, within_end, limits);
   if (!merge.empty()) {
     // Pieces in tree order (a piece's parent comes before it), so a piece
     // inside one already merged is skipped.

@@ -87,6 +87,17 @@ class PieceFinder {
     }
   }
 
+  // The forward closure from `seed` (items starting at one point), or empty.
+  std::vector<int32_t> ClosureOf(const std::vector<int32_t>& seed) {
+    std::vector<int32_t> sorted = seed, members;
+    std::sort(sorted.begin(), sorted.end(), [&](int32_t a, int32_t b) {
+      return items_[a].size != items_[b].size ? items_[a].size > items_[b].size : a < b;
+    });
+    if (!Close(forward_, sorted, &members)) return {};
+    std::sort(members.begin(), members.end());
+    return members;
+  }
+
   std::vector<ConstantPiece> Find() {
     std::set<std::vector<int32_t>> seen;
     std::vector<ConstantPiece> pieces;
@@ -266,6 +277,11 @@ class PieceFinder {
 std::vector<ConstantPiece> FindConstantPieces(const std::vector<PackingItem>& items,
                                               const PieceSearchLimits& limits) {
   return PieceFinder(items, limits).Find();
+}
+
+std::vector<int32_t> ClosureFrom(const std::vector<PackingItem>& items, const std::vector<int32_t>& seed,
+                                 const PieceSearchLimits& limits) {
+  return PieceFinder(items, limits).ClosureOf(seed);
 }
 
 BlockProblem TilePieces(const std::vector<PackingItem>& items, SearchClock::time_point deadline,

@@ -74,6 +74,12 @@ struct PieceSearchLimits {
 std::vector<ConstantPiece> FindConstantPieces(const std::vector<PackingItem>& items,
                                               const PieceSearchLimits& limits = {});
 
+// The forward closure from `seed` (items starting at one time point), as
+// the search runs it: its members ascending, or empty where it does not
+// close within the limits (for measurement: keel_guillotine_pieces --cuts).
+std::vector<int32_t> ClosureFrom(const std::vector<PackingItem>& items, const std::vector<int32_t>& seed,
+                                 const PieceSearchLimits& limits = {});
+
 // Pieces of 8-400 buffers: with 20-400 (the first version) `exact` ended at
 // 1.039x the optimum on 10,000-buffer seed 4 and 1.019 on seed 20 of the
 // perfect packings, with 8 1.008 and 1.003, and seed 9 was proven in 0.4 s

@@ -1,7 +1,7 @@
 // tests/compiler/memory/piece_search_test.cc — pieces of constant live bytes
-// (piece_search.h): a hand-made piece found with its window and height, every
-// piece found on generated problems keeping its live bytes constant, and the
-// pieces' blocks expanding into valid layouts.
+// (piece_search.h): a hand-made piece found with its window and height, one
+// closure followed by hand, every piece found on generated problems keeping
+// its live bytes constant, and the pieces' blocks expanding into valid layouts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,6 +72,18 @@ TEST(PieceSearch, FindsAPieceThroughATimePointWhereItsBytesChangeHands) {
   }
   EXPECT_TRUE(whole);
   EXPECT_TRUE(pair);
+}
+
+TEST(PieceSearch, ClosureFromOneSeedFollowsTheBytesUntilOthersEndToo) {
+  // The items of the test above: from 0 and 1 the closure takes 2 at time 2
+  // and 3 at 4, and closes at 6, where 4 ends too; from 1 alone it closes at
+  // 4 (0 ends there too); from 5 it cannot: only 5 ends at 7, and nothing
+  // starts there to take its bytes.
+  const std::vector<PackingItem> items = {{5, 1, 0, 4}, {3, 1, 0, 2}, {3, 1, 2, 4},
+                                          {8, 1, 4, 6}, {2, 1, 0, 6}, {2, 1, 6, 7}};
+  EXPECT_EQ(internal::ClosureFrom(items, {1, 0}), (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(internal::ClosureFrom(items, {1}), (std::vector<int32_t>{1, 2}));
+  EXPECT_TRUE(internal::ClosureFrom(items, {5}).empty());
 }
 
 TEST(PieceSearch, BuffersOfLargerAlignmentAreNeverMembers) {
