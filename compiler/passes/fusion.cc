@@ -114,7 +114,8 @@ ir::Node* PrologueOf(const ir::Graph& graph, const ir::Node& n) {
 
 // The row normalization the elementwise node `n` is a sum prologue of (rule 0b
 // in fusion.h: operands all computed tensors of its output's shape, its only
-// use the normalization or that normalization's rule-0 prologue), or null.
+// use the normalization's data input, directly or through that input's rule-0
+// prologue), or null.
 ir::Node* SumPrologueOf(const ir::Graph& graph, const ir::Node& n) {
   if (n.body() || ClassifyOp(n) != OpClass::kElementwise) return nullptr;
   ir::Value* out = n.output(0);
@@ -125,11 +126,14 @@ ir::Node* SumPrologueOf(const ir::Graph& graph, const ir::Node& n) {
     if (v->is_constant() || !v->has_type() || v->type().shape != out->type().shape) return nullptr;
     ++operands;
   }
-  if (operands < 2) return nullptr;
+  if (operands < 2 || out->uses()[0].input_index != 0) return nullptr;
   ir::Node* user = out->uses()[0].node;
-  if (ir::Node* anchor = PrologueOf(graph, *user)) user = anchor;
+  if (ir::Node* anchor = PrologueOf(graph, *user)) {
+    if (user->output(0)->uses()[0].input_index != 0) return nullptr;
+    user = anchor;
+  }
   const ops::OpDef* def = user->body() ? nullptr : ops::FindOp(*user);
-  return def && def->reads_row_once ? user : nullptr;
+  return def && def->reads_row_once ? user : nullptr;  // the normalized data, not a scale or bias
 }
 
 // The prologues of each generated anchor and injective node, in graph order.

@@ -427,5 +427,24 @@ TEST(FusionTest, AHalfSumJoinsAheadOfTheLayerNormsWideningCast) {
             (std::vector<std::vector<std::string>>{{"Cast"}, {"Cast"}, {"Add", "Cast", "LayerNormalization"}}));
 }
 
+// Rule 0b takes only the normalized data: a sum that is a LayerNorm's scale stays a kernel of its own.
+TEST(FusionTest, ASumThatIsALayerNormsScaleIsNoPrologue) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->AddInput("x", F32({3, 8}));
+    ir::Node* scale = g->AddNode("Add", "scale", {g->AddInput("s", F32({8})), g->AddInput("t", F32({8}))}, 1);
+    ir::Node* ln = g->AddNode("LayerNormalization", "ln", {x, scale->output(0), Const(*g, "beta", {8}, 4)}, 1, {"y"});
+    ln->attrs().Set("axis", int64_t{-1});
+    g->AddOutput(ln->output(0));
+    return g;
+  };
+  ir::Graph* fused = nullptr;
+  std::unique_ptr<ir::Graph> keep;
+  EXPECT_LT(CompareAfter(build, SumPrologueFusion(true), {Random({3, 8}, 5), Random({8}, 6), Random({8}, 7)}, &fused,
+                         &keep),
+            1e-5);
+  EXPECT_EQ(FusedGroups(*fused), (std::vector<std::vector<std::string>>{{"Add"}, {"LayerNormalization"}}));
+}
+
 }  // namespace
 }  // namespace keel::passes
