@@ -30,9 +30,9 @@
 //      also an epilogue of the chain before it.
 //  0b. Sum prologues (the target's choice, PipelineOptions::sum_prologues: the
 //      GPU): an elementwise node of two or more operands, all computed tensors
-//      of its output's shape, whose only use is a row normalization
-//      (OpDef::reads_row_once) or that normalization's rule-0 prologue, joins
-//      the normalization's group ahead of it. A post-norm transformer's
+//      of its output's shape, whose only use is a row normalization's data
+//      input (OpDef::reads_row_once), directly or through that input's rule-0
+//      prologue, joins the normalization's group ahead of it. A post-norm transformer's
 //      residual add then runs in the LayerNorm's kernel, which reads both rows
 //      once, and the GEMM before it is a plain one (cuBLASLt's kernels that
 //      also read C take longer than the row's second read).
