@@ -220,29 +220,9 @@ int Cuts(const memory::bench::PerfectPackingProblem& problem, const std::vector<
       return items[a].size != items[b].size ? items[a].size > items[b].size : a < b;
     });
   }
-  // All subsets (up to `cap`, within `max_nodes`) of `c` summing to `target`.
+  // All subsets (up to `cap`, within `max_nodes`) of `c` summing to `target`, each ascending.
   auto subsets = [&](const std::vector<int32_t>& c, uint64_t target, size_t cap, uint64_t max_nodes) {
-    std::vector<std::vector<int32_t>> found;
-    std::vector<uint64_t> suffix(c.size() + 1, 0);
-    for (size_t k = c.size(); k-- > 0;) suffix[k] = suffix[k + 1] + items[c[k]].size;
-    std::vector<int32_t> chosen;
-    uint64_t nodes = 0;
-    auto rec = [&](auto&& self, size_t k, uint64_t rest) -> void {
-      if (++nodes > max_nodes || found.size() >= cap) return;
-      if (rest == 0) {
-        found.push_back(chosen);
-        return;
-      }
-      if (k == c.size() || suffix[k] < rest) return;
-      if (items[c[k]].size <= rest) {
-        chosen.push_back(c[k]);
-        self(self, k + 1, rest - items[c[k]].size);
-        chosen.pop_back();
-      }
-      self(self, k + 1, rest);
-    };
-    rec(rec, 0, target);
-    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    std::vector<std::vector<int32_t>> found = memory::internal::SubsetsWithSum(items, c, target, cap, max_nodes);
     for (auto& f : found) std::sort(f.begin(), f.end());
     return found;
   };

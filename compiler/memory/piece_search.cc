@@ -8,11 +8,7 @@
 
 namespace keel::memory::internal {
 
-namespace {
-
-// Up to `cap` subsets of `candidates` (sorted by size, larger first) whose
-// sizes sum to `target`, within `max_nodes` steps of the enumeration; larger
-// buffers are included first. Returned fewest buffers first (stable).
+// See the header.
 std::vector<std::vector<int32_t>> SubsetsWithSum(const std::vector<PackingItem>& items,
                                                  const std::vector<int32_t>& candidates, uint64_t target,
                                                  size_t cap, uint64_t max_nodes) {
@@ -40,6 +36,8 @@ std::vector<std::vector<int32_t>> SubsetsWithSum(const std::vector<PackingItem>&
                    [](const std::vector<int32_t>& a, const std::vector<int32_t>& b) { return a.size() < b.size(); });
   return found;
 }
+
+namespace {
 
 // The time points of the eligible items in one direction of time: `opening[q]`
 // the items that begin at point q, `closing[q]` those that end there, and

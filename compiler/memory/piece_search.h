@@ -70,6 +70,14 @@ struct PieceSearchLimits {
   SearchClock::time_point deadline = SearchClock::time_point::max();
 };
 
+// Up to `cap` subsets of `candidates` (sorted by size, larger first) whose
+// sizes sum to `target`, within `max_nodes` steps of the enumeration; larger
+// buffers are included first. Returned fewest buffers first (stable), each in
+// the order of `candidates`.
+std::vector<std::vector<int32_t>> SubsetsWithSum(const std::vector<PackingItem>& items,
+                                                 const std::vector<int32_t>& candidates, uint64_t target,
+                                                 size_t cap, uint64_t max_nodes);
+
 // Every piece the closures find (deduplicated), in a deterministic order.
 std::vector<ConstantPiece> FindConstantPieces(const std::vector<PackingItem>& items,
                                               const PieceSearchLimits& limits = {});
