@@ -78,6 +78,17 @@ ir::Node* MakeFused(ir::Graph& outer, const std::vector<ir::Value*>& outer_input
   return fused;
 }
 
+ir::Node* FuseResidualRelu(GraphBuilder& b, const ir::Node& conv) {
+  std::vector<ir::Value*> ins = {conv.input(0), conv.input(1), conv.input(2),
+                                 b.Input("res", conv.output(0)->type().shape)};
+  const ir::Attributes attrs = conv.attrs();
+  return MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
+    ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
+    ir::Node* add = g.Op("Add", {c->output(0), v[3]});
+    return std::vector<ir::Value*>{g.Op("Relu", {add->output(0)})->output(0)};
+  });
+}
+
 LoadedLibrary::~LoadedLibrary() {
   if (handle) dlclose(handle);
   if (!path.empty()) std::remove(path.c_str());

@@ -46,6 +46,10 @@ class GraphBuilder {
 ir::Node* MakeFused(ir::Graph& outer, const std::vector<ir::Value*>& outer_inputs,
                     const std::function<std::vector<ir::Value*>(GraphBuilder&, const std::vector<ir::Value*>&)>& build);
 
+// `conv` (a Conv node of `b`) with a residual input "res" of its output's shape added and a
+// Relu behind, as one keel.Fused node of b's graph (a ResNet block's tail).
+ir::Node* FuseResidualRelu(GraphBuilder& b, const ir::Node& conv);
+
 // A dlopened kernel library, removed with its directory on destruction.
 class LoadedLibrary {
  public:

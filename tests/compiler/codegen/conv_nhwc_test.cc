@@ -153,15 +153,7 @@ TEST(ConvNhwc, FusedResidualAndRelu) {
                                           OutChannels(p));
     ir::Node* conv = MakeNhwcConv(b, p, packed, 51);
     ASSERT_NE(conv, nullptr);
-    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2),
-                                   b.Input("res", conv->output(0)->type().shape)};
-    const ir::Attributes attrs = conv->attrs();
-    ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
-      ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
-      ir::Node* add = g.Op("Add", {c->output(0), v[3]});
-      ir::Node* relu = g.Op("Relu", {add->output(0)});
-      return std::vector<ir::Value*>{relu->output(0)};
-    });
+    ir::Node* f = FuseResidualRelu(b, *conv);
     const KernelSpec spec = CheckNodeAgainstReference(*f, 52, 1e-5, 4, kAvx512);
     ASSERT_NE(spec.kernel, nullptr);
     EXPECT_NE(spec.kernel->ToString().find("x_nhwc"), std::string::npos);

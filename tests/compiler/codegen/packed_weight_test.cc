@@ -124,14 +124,7 @@ TEST(PackedConv, FusedReluAndResidual) {
   const PackedCase p{{2, 12, 11, 13}, 10, {3, 3}, 1, 1, 1, true};
   ir::Node* conv = PackedConv(b, p, 6, 81);
   ASSERT_NE(conv, nullptr);
-  std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {2, 10, 11, 13})};
-  const ir::Attributes attrs = conv->attrs();
-  ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
-    ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
-    ir::Node* add = g.Op("Add", {c->output(0), v[3]});
-    ir::Node* relu = g.Op("Relu", {add->output(0)});
-    return std::vector<ir::Value*>{relu->output(0)};
-  });
+  ir::Node* f = FuseResidualRelu(b, *conv);
   CheckNodeAgainstReference(*f, 82, 1e-5, 4, kAvx2);
 }
 
@@ -188,13 +181,7 @@ TEST(PackedConv, PointwisePixelRows) {
     const PackedCase p{{1, 333, 7, 7}, 2 * nr + 3 * nr / 4, {1, 1}, 1, 0, 1, true};
     ir::Node* conv = PackedConv(b, p, nr, 103);
     ASSERT_NE(conv, nullptr);
-    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {1, p.co, 7, 7})};
-    const ir::Attributes attrs = conv->attrs();
-    ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
-      ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
-      ir::Node* add = g.Op("Add", {c->output(0), v[3]});
-      return std::vector<ir::Value*>{g.Op("Relu", {add->output(0)})->output(0)};
-    });
+    ir::Node* f = FuseResidualRelu(b, *conv);
     const KernelSpec spec = CheckNodeAgainstReference(*f, 104, 1e-5, 4, *o);
     ASSERT_NE(spec.kernel, nullptr);
     EXPECT_NE(spec.kernel->ToString().find("w_columns"), std::string::npos);
@@ -460,13 +447,7 @@ TEST(PackedConv, DenseConvPixelRows) {
     ir::Node* conv = PackedConv(b, p, nr, 113);
     ASSERT_NE(conv, nullptr);
     ASSERT_EQ(ConvPixelRows(*o, *conv), nr);
-    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {1, nr, 6, 6})};
-    const ir::Attributes attrs = conv->attrs();
-    ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
-      ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
-      ir::Node* add = g.Op("Add", {c->output(0), v[3]});
-      return std::vector<ir::Value*>{g.Op("Relu", {add->output(0)})->output(0)};
-    });
+    ir::Node* f = FuseResidualRelu(b, *conv);
     const KernelSpec spec = CheckNodeAgainstReference(*f, 114, 1e-5, 4, *o);
     ASSERT_NE(spec.kernel, nullptr);
     EXPECT_NE(spec.kernel->ToString().find("conv_px_origin"), std::string::npos);
@@ -564,13 +545,7 @@ TEST(PackedConv, GroupedConvPixelRows) {
     ir::Node* conv = PackedConv(b, p, nr, 123);
     ASSERT_NE(conv, nullptr);
     ASSERT_EQ(ConvPixelRows(*o, *conv), nr);
-    std::vector<ir::Value*> ins = {conv->input(0), conv->input(1), conv->input(2), b.Input("res", {1, 2 * nr, 6, 6})};
-    const ir::Attributes attrs = conv->attrs();
-    ir::Node* f = MakeFused(b.graph(), ins, [&attrs](GraphBuilder& g, const std::vector<ir::Value*>& v) {
-      ir::Node* c = g.Op("Conv", {v[0], v[1], v[2]}, attrs);
-      ir::Node* add = g.Op("Add", {c->output(0), v[3]});
-      return std::vector<ir::Value*>{g.Op("Relu", {add->output(0)})->output(0)};
-    });
+    ir::Node* f = FuseResidualRelu(b, *conv);
     const KernelSpec spec = CheckNodeAgainstReference(*f, 124, 1e-5, 4, *o);
     ASSERT_NE(spec.kernel, nullptr);
     EXPECT_NE(spec.kernel->ToString().find("conv_px_origin"), std::string::npos);
