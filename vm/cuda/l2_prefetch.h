@@ -21,7 +21,9 @@
 //
 // Plain (unrecorded) runs, and so keelc --emit=cuda-host programs, which mirror them, do
 // none of this.
-// Ownership: owns its side stream and events (created on first use, destroyed with it).
+// Ownership: owns its side stream and events. They are created by the recording run (the first
+// Run, which allocates the graph anyway): the stream once, an event per GEMM of the program; replays
+// create nothing. Destroyed with it.
 // Thread-safety: as CudaDevice (one thread at a time).
 // Errors: none returned: a CUDA call that fails leaves the prefetch out (the graph is still
 // complete and correct), and the failure is cleared.

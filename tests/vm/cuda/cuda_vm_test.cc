@@ -136,6 +136,17 @@ Result<std::vector<uint8_t>> MixedProgram(bool second_gemm = false) {
   return BuildProgram(p);
 }
 
+// Every output of `a` and `b` (two VMs of `exe` after a Run) equal byte for byte.
+void ExpectSameOutputs(const Executable& exe, VirtualMachine& a, VirtualMachine& b, const std::string& label) {
+  for (size_t j = 0; j < exe.num_outputs(); ++j) {
+    const uint64_t n = exe.output(j).byte_size;
+    std::vector<uint8_t> x(n), y(n);
+    ASSERT_TRUE(a.CopyOutputToHost(j, x.data(), n).ok());
+    ASSERT_TRUE(b.CopyOutputToHost(j, y.data(), n).ok());
+    EXPECT_EQ(0, std::memcmp(x.data(), y.data(), n)) << label << " output " << j;
+  }
+}
+
 TEST(CudaGraph, ReplayMatchesPlainRunsBitExactly) {
   KEEL_SKIP_WITHOUT_GPU();
   auto bytes = MixedProgram();
@@ -168,13 +179,7 @@ TEST(CudaGraph, ReplayMatchesPlainRunsBitExactly) {
     Status ps = (*plain_vm)->Run();
     ASSERT_TRUE(gs.ok()) << gs.ToString();
     ASSERT_TRUE(ps.ok()) << ps.ToString();
-    for (size_t j = 0; j < 2; ++j) {
-      const uint64_t n = (*exe)->output(j).byte_size;
-      std::vector<uint8_t> g(n), q(n);
-      ASSERT_TRUE((*graph_vm)->CopyOutputToHost(j, g.data(), n).ok());
-      ASSERT_TRUE((*plain_vm)->CopyOutputToHost(j, q.data(), n).ok());
-      EXPECT_EQ(0, std::memcmp(g.data(), q.data(), n)) << "run " << run << " output " << j;
-    }
+    ExpectSameOutputs(**exe, **graph_vm, **plain_vm, "run " + std::to_string(run));
     // And against the CPU reference.
     std::vector<float> t(kN);
     for (int64_t i = 0; i < kN; ++i) t[i] = 2.f * x[i] + 1.f;
@@ -228,13 +233,7 @@ TEST(CudaGraph, L2PrefetchOfWeightsLeavesResultsUnchanged) {
         }
         EXPECT_EQ(prefetches, distance == 0 ? 0 : 1);
       }
-      for (size_t j = 0; j < 3; ++j) {
-        const uint64_t n = (*exe)->output(j).byte_size;
-        std::vector<uint8_t> g(n), q(n);
-        ASSERT_TRUE((*vm)->CopyOutputToHost(j, g.data(), n).ok());
-        ASSERT_TRUE((*plain_vm)->CopyOutputToHost(j, q.data(), n).ok());
-        EXPECT_EQ(0, std::memcmp(g.data(), q.data(), n)) << "run " << run << " output " << j;
-      }
+      ExpectSameOutputs(**exe, **vm, **plain_vm, "run " + std::to_string(run));
     }
   }
 }
